@@ -1,0 +1,39 @@
+# Roost: the two commands are `make run` and `make test`; everything else is a building block.
+PRESET ?= release
+BUILD_DIR := build
+LISTEN ?= 127.0.0.1:8080
+DATA_DIR ?= ./var
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps configure build run test test-asan bench clean format
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+configure:
+	@[ -f $(BUILD_DIR)/build.ninja ] || cmake --preset release
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: deps build
+	@scripts/run.sh "$(LISTEN)" "$(DATA_DIR)"
+
+test: deps build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600
+	@scripts/asan.sh
+
+# The whole suite again under ASan+UBSan (part of `make test`; this target runs only that).
+test-asan: deps
+	@scripts/asan.sh
+
+bench: deps build
+	@scripts/bench.sh
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-debug build-asan build-tsan build-fuzz

@@ -1,0 +1,21 @@
+# Embeds the numbered migration files of one backend into a C source file:
+#   const struct store_migration <NAME>[] = {{version, "name", sql}, ...}; size_t <NAME>_count;
+# Run as: cmake -DDIR=... -DOUT=... -DNAME=... -P embed.cmake
+file(GLOB files RELATIVE "${DIR}" "${DIR}/[0-9][0-9][0-9][0-9]_*.sql")
+list(SORT files)
+set(body "/* Generated from ${DIR} by cmake/embed.cmake; do not edit. */\n#include \"store/migrations.h\"\n\n")
+set(table "")
+set(i 0)
+foreach(f IN LISTS files)
+  file(READ "${DIR}/${f}" hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
+  string(SUBSTRING "${f}" 0 4 ver)
+  math(EXPR ver "${ver}")
+  string(REGEX REPLACE "\\.sql$" "" stem "${f}")
+  string(APPEND body "static const char sql_${i}[] = {${hex}0x00};\n")
+  string(APPEND table "    {${ver}, \"${stem}\", sql_${i}},\n")
+  math(EXPR i "${i}+1")
+endforeach()
+string(APPEND body "\nconst struct store_migration ${NAME}[] = {\n${table}};\nconst size_t ${NAME}_count = ${i};\n")
+file(WRITE "${OUT}.tmp" "${body}")
+file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)

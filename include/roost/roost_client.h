@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/* libroost client: one connection context to a roostd (HTTP keep-alive, bearer token, timeouts,
+ * last-error detail) and the synchronous calls of the REST API v1 (DESIGN §5): publish, cursor
+ * read, claim/ack/release/extend, state sync and the operator calls. */
+#ifndef ROOST_CLIENT_H
+#define ROOST_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "roost/roost_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Conventions of every function in this header
+ * --------------------------------------------
+ * Return value: ROOST_OK (0) or a negative roost_rc from roost_error.h.
+ *   - A server error answer ({"error":{"code":...}}) is mapped back through roost_err_from_code()
+ *     (an unknown code falls back to the HTTP status: 400 ROOST_EINVAL, 401
+ *     ROOST_EUNAUTHENTICATED, 403 ROOST_EFORBIDDEN, 404 ROOST_ENOTFOUND, 409 ROOST_ESTATE, 410
+ *     ROOST_EGONE, 413 ROOST_ETOOLARGE, 429 ROOST_ERATELIMIT, 503 ROOST_EUNAVAILABLE, other 5xx
+ *     ROOST_EINTERNAL, anything else ROOST_EPROTO).
+ *   - ROOST_ECONNECT: the server could not be reached, the connection broke or the request timed
+ *     out. The request may or may not have been applied.
+ *   - ROOST_EPROTO: the server answered something that is not the documented JSON (wrong type,
+ *     missing field, larger than the response cap, ...).
+ *   - ROOST_EINVAL: a bad argument, detected before anything was sent (NULL where a value is
+ *     required, a value out of range). ROOST_EAGENTID for an agent id that does not match
+ *     [A-Za-z0-9._-]{1,128}.
+ *   - ROOST_ENOMEM: out of memory. The SDK never aborts the process.
+ *   After any error, roost_client_errmsg() describes it and roost_client_errcode() names it.
+ * Ownership: every `const char *` argument is borrowed for the duration of the call. Every result
+ *   delivered through an out-parameter belongs to the caller and is released with the matching
+ *   _free function (or roost_free() for plain strings). Out-parameters are set to NULL / 0 on
+ *   error, so freeing them unconditionally is always safe.
+ * Threads: a struct roost_client is NOT thread-safe; use one client per thread (each has its own
+ *   connection). Different clients may be used concurrently. Results are independent of the
+ *   client and may be passed between threads.
+ * Retries: none in this version; every call is one HTTP request. Acks are idempotent on the
+ *   server, so an ack that failed with ROOST_ECONNECT may simply be repeated.
+ * Structures returned by the SDK (struct roost_event, struct roost_events, ...) are allocated by
+ *   libroost only: never allocate, copy by value or embed them, since later versions may append
+ *   fields.
+ */
+
+struct roost_client;
+
+/* ---- client lifecycle --------------------------------------------------------------------- */
+
+/* Creates a client for `server_url` ("http://host:port", "https://host/prefix"; a bare
+ * "host:port" means http://host:port; trailing slashes are ignored) authenticating with the
+ * bearer `token` (may be NULL: only unauthenticated routes will work). No I/O happens here.
+ * Defaults: connect timeout 10 s, request timeout 30 s (plus the wait_s of a long poll), response
+ * cap 64 MiB.
+ * Returns ROOST_OK and *out, ROOST_EINVAL (NULL out or url, unsupported scheme, url longer than
+ * 2048 bytes), ROOST_ENOMEM, ROOST_EINTERNAL (libcurl could not initialise).
+ * Thread-safe (the first call initialises libcurl once per process). */
+ROOST_EXPORT int roost_client_new(struct roost_client **out, const char *server_url,
+                                  const char *token);
+
+/* Closes the connection and frees the client. NULL is a no-op. */
+ROOST_EXPORT void roost_client_free(struct roost_client *c);
+
+/* Replaces the bearer token (NULL removes it), for example after refreshing an expiring token.
+ * Returns ROOST_OK, ROOST_EINVAL (c NULL, token longer than 8192 bytes or containing a control
+ * character), ROOST_ENOMEM (the old token is kept). */
+ROOST_EXPORT int roost_client_set_token(struct roost_client *c, const char *token);
+
+/* Sets the connection-establishment timeout and the per-request timeout in milliseconds (0 keeps
+ * the current value). A long poll (wait_s > 0) gets request_timeout_ms + wait_s * 1000.
+ * Returns ROOST_OK or ROOST_EINVAL (c NULL, negative value). */
+ROOST_EXPORT int roost_client_set_timeouts(struct roost_client *c, long connect_timeout_ms,
+                                           long request_timeout_ms);
+
+/* Caps the size of a response body (default 64 MiB; at least 4096). A larger answer fails with
+ * ROOST_EPROTO without being buffered. Returns ROOST_OK or ROOST_EINVAL. */
+ROOST_EXPORT int roost_client_set_max_response_bytes(struct roost_client *c, size_t max_bytes);
+
+/* Trusts the CA certificates of a PEM bundle for https:// servers (NULL: the system store).
+ * Returns ROOST_OK, ROOST_EINVAL, ROOST_ENOMEM. */
+ROOST_EXPORT int roost_client_set_ca_file(struct roost_client *c, const char *ca_pem_path);
+
+/* ---- last call details (valid until the next call on the same client) --------------------- */
+
+/* Human-readable description of the last error: the server's message, or the transport /
+ * parsing failure. "" after a success. Never NULL (also for c == NULL). Borrowed. */
+ROOST_EXPORT const char *roost_client_errmsg(const struct roost_client *c);
+
+/* Stable snake_case code of the last error as the server sent it (it may be a code this SDK
+ * version does not know), or roost_err_code() of a client-side error; "" after a success.
+ * Never NULL. Borrowed. */
+ROOST_EXPORT const char *roost_client_errcode(const struct roost_client *c);
+
+/* HTTP status of the last response, 0 when no response was received. */
+ROOST_EXPORT int roost_client_http_status(const struct roost_client *c);
+
+/* X-Request-Id of the last response ("" when absent). Quote it when reporting a server problem.
+ * Borrowed, never NULL. */
+ROOST_EXPORT const char *roost_client_request_id(const struct roost_client *c);
+
+/* Raw body of the last response (success or error), NUL-terminated; *len_out (optional) gets its
+ * length. "" when there was none. Borrowed: valid until the next call on this client. */
+ROOST_EXPORT const char *roost_client_last_body(const struct roost_client *c, size_t *len_out);
+
+/* After ROOST_EGONE (cursor_expired): the oldest cursor the server still keeps, as given in the
+ * error's "oldest_cursor"; -1 when unknown. Resync with roost_state_get() and continue from the
+ * state's cursor. */
+ROOST_EXPORT int64_t roost_client_oldest_cursor(const struct roost_client *c);
+
+/* After ROOST_ERATELIMIT / ROOST_EUNAVAILABLE: the server's Retry-After in seconds, -1 when
+ * absent. */
+ROOST_EXPORT int64_t roost_client_retry_after_s(const struct roost_client *c);
+
+/* ---- results ------------------------------------------------------------------------------ */
+
+/* One event as the server describes it. Strings are NUL-terminated copies; a field the server
+ * sent as null or did not send is NULL (strings) or 0 (numbers) unless stated. Times are RFC 3339
+ * UTC strings with milliseconds ("2026-12-02T18:35:06.123Z"). */
+struct roost_event {
+    char *event_id;          /* "evt_" + ULID */
+    char *agent_id;          /* recipient */
+    int64_t sequence_number; /* per-agent cursor position */
+    char *status;            /* "pending", "scheduled", "claimed", "completed", "quarantined", ... */
+    int priority;            /* -100..100 */
+    char *correlation_id;
+    char *payload; /* compact JSON text of the payload object (NULL once completed) */
+    char *created_at;
+    char *available_at;
+    char *expires_at;
+    /* claim fields (roost_inbox_claim) */
+    char *lease_token;      /* present the token on ack / release / extend */
+    char *claim_expires_at; /* the lease ends here unless extended */
+    int attempts;           /* claims so far, this one included */
+    /* quarantine views (roost_admin_quarantine_list) */
+    int timeouts;
+    int nacks;
+    char *last_error;
+    /* the whole event object as compact JSON, including fields this SDK does not model */
+    char *json;
+};
+
+/* A list of events plus the paging data of the call that produced it. */
+struct roost_events {
+    struct roost_event **items; /* items[0..count) */
+    size_t count;
+    int64_t next_cursor; /* roost_inbox_read: pass as after_cursor next time */
+    bool has_more;       /* roost_inbox_read: more events are available right now */
+    char *next_page;     /* admin lists: opaque token of the next page, NULL on the last page */
+    bool duplicate;      /* roost_publish*: every row was an idempotent repeat (HTTP 200) */
+};
+
+/* Frees a list and all its events. NULL is a no-op. */
+ROOST_EXPORT void roost_events_free(struct roost_events *evs);
+
+/* Frees a string returned by libroost (roost_state_get, roost_token_mint, ...). NULL is a no-op. */
+ROOST_EXPORT void roost_free(void *p);
+
+/* ---- publish (producer) ------------------------------------------------------------------- */
+
+/* One event to publish: one row per recipient (fan-out). Initialise with roost_message_init()
+ * and set what you need; unset fields take the server's defaults. Every pointer is borrowed. */
+struct roost_message {
+    const char *const *recipients; /* agent ids, n_recipients >= 1 */
+    size_t n_recipients;
+    const char *payload;         /* JSON object text; NULL means {} */
+    int priority;                /* -100..100, default 0 */
+    const char *correlation_id;  /* optional */
+    const char *idempotency_key; /* optional: a repeat returns the original event(s) */
+    int64_t delay_s;             /* > 0: becomes available after this many seconds */
+    const char *available_at;    /* RFC 3339 alternative to delay_s (NULL: unset) */
+    int64_t ttl_s;               /* > 0: expires this many seconds after publish */
+    const char *expires_at;      /* RFC 3339 alternative to ttl_s (NULL: unset) */
+    const char *state_patch;     /* JSON Merge Patch object applied to each recipient's state */
+};
+
+/* Zeroes *m (every field unset). */
+ROOST_EXPORT void roost_message_init(struct roost_message *m);
+
+/* Publishes one message. On success *out lists the rows created (event_id, agent_id,
+ * sequence_number only), one per recipient; (*out)->duplicate is true when every row was an
+ * idempotent repeat. Errors: see the conventions; ROOST_EPAYLOAD / ROOST_ESTATEPATCH when
+ * payload / state_patch is not a JSON object (checked locally), ROOST_EAGENTID for a bad
+ * recipient, ROOST_ERECIPIENTS when there is none, plus every error of the server's validation
+ * (ROOST_EPRIORITY, ROOST_EPAYLOADTOOLARGE, ROOST_EFORBIDDEN, ...). */
+ROOST_EXPORT int roost_publish(struct roost_client *c, const struct roost_message *msg,
+                               struct roost_events **out);
+
+/* Publishes n messages in one transaction (all or nothing). Same results and errors as
+ * roost_publish; ROOST_EBATCH when n is 0. */
+ROOST_EXPORT int roost_publish_batch(struct roost_client *c, const struct roost_message *msgs,
+                                     size_t n, struct roost_events **out);
+
+/* Publishes a ready-made request body: one event object or {"events":[...]} (DESIGN §5.2),
+ * sent as is after a local check that it is a JSON object. Same results and errors. */
+ROOST_EXPORT int roost_publish_json(struct roost_client *c, const char *body_json,
+                                    struct roost_events **out);
+
+/* ---- inbox (agent) ------------------------------------------------------------------------ */
+
+/* Cursor sync: the events of `agent_id` with sequence_number > after_cursor, in order. Mutates
+ * nothing. limit 1..1000 (0: server default 10); wait_s > 0 long-polls up to that many seconds
+ * when there is nothing yet (server maximum claim.max_wait_s, default 30).
+ * On success *out holds the events, next_cursor and has_more.
+ * ROOST_EGONE: after_cursor is older than retention; roost_client_oldest_cursor() tells the
+ * oldest kept cursor; resync with roost_state_get(). Also ROOST_ECURSOR, ROOST_ELIMIT, ROOST_EWAIT
+ * (400 from the server for values out of range), ROOST_EINVAL for negative arguments. */
+ROOST_EXPORT int roost_inbox_read(struct roost_client *c, const char *agent_id,
+                                  int64_t after_cursor, int limit, int wait_s,
+                                  struct roost_events **out);
+
+/* Claims up to `limit` events (0: server default 10) under a lease of lease_s seconds (0: server
+ * default, lease.default_s), waiting up to wait_s seconds when none is available (0: answer at
+ * once). `consumer` (optional, [A-Za-z0-9._:-]{1,128}) names this process so that
+ * roost_inbox_release_all() releases only its leases. An empty list is a success. Every returned
+ * event carries lease_token, claim_expires_at and attempts. */
+ROOST_EXPORT int roost_inbox_claim(struct roost_client *c, const char *agent_id, int limit,
+                                   int lease_s, int wait_s, const char *consumer,
+                                   struct roost_events **out);
+
+/* Completes a claimed event. ROOST_ELEASEMISMATCH (409) when the token is not the current lease
+ * (it expired and the event was claimed again), ROOST_ESTATE when the event is not claimed,
+ * ROOST_EEVENTNOTFOUND when there is no such event. Repeating a successful ack is ROOST_OK. */
+ROOST_EXPORT int roost_event_ack(struct roost_client *c, const char *agent_id,
+                                 const char *event_id, const char *lease_token);
+
+/* One item of a batch ack: event_id and lease_token are inputs (borrowed), rc the output. */
+struct roost_ack {
+    const char *event_id;
+    const char *lease_token;
+    int rc; /* ROOST_OK when completed, else the item's error (ROOST_ELEASEMISMATCH, ...) */
+};
+
+/* Acks n events in one request. Returns ROOST_OK when the server processed the batch — each
+ * acks[i].rc then tells that item's outcome and *n_failed (optional) counts the items whose rc is
+ * not ROOST_OK — or an error for the whole request (then every acks[i].rc is that error).
+ * ROOST_EACKS when n is 0 or the server's limits.max_batch is exceeded. */
+ROOST_EXPORT int roost_events_ack(struct roost_client *c, const char *agent_id,
+                                  struct roost_ack *acks, size_t n, size_t *n_failed);
+
+/* Why an event is given back. */
+enum roost_release_reason {
+    ROOST_RELEASE_DEFAULT = 0, /* let the server decide (transient) */
+    ROOST_RELEASE_TRANSIENT,   /* a failure worth retrying: counts a nack */
+    ROOST_RELEASE_SHUTDOWN,    /* this process is stopping: counts nothing */
+    ROOST_RELEASE_POISON       /* never retry: quarantine now */
+};
+
+/* Wire name of a reason ("transient", ...; NULL for ROOST_RELEASE_DEFAULT or unknown values). */
+ROOST_EXPORT const char *roost_release_reason_name(enum roost_release_reason reason);
+/* Parses a wire name. Returns ROOST_OK or ROOST_EREASON. */
+ROOST_EXPORT int roost_release_reason_parse(const char *name, enum roost_release_reason *out);
+
+/* Gives a claimed event back (NACK): it becomes claimable again after delay_s seconds (0: at
+ * once). error_text (optional, <= 4096 bytes) is recorded as the event's last_error. Errors as
+ * roost_event_ack, plus ROOST_EDELAY, ROOST_EREASON, ROOST_EERRORTEXT. */
+ROOST_EXPORT int roost_event_release(struct roost_client *c, const char *agent_id,
+                                     const char *event_id, const char *lease_token, int64_t delay_s,
+                                     enum roost_release_reason reason, const char *error_text);
+
+/* Extends a lease to now + lease_s. *claim_expires_at_out (optional) gets the new end (RFC 3339,
+ * free with roost_free). Errors as roost_event_ack, plus ROOST_ELEASE, and ROOST_ELEASECAP when
+ * the lease would pass lease.max_total_s since the claim. */
+ROOST_EXPORT int roost_event_extend(struct roost_client *c, const char *agent_id,
+                                    const char *event_id, const char *lease_token, int lease_s,
+                                    char **claim_expires_at_out);
+
+/* Releases (reason shutdown) every lease `consumer` holds on the agent's inbox; NULL consumer
+ * releases the leases claimed without a consumer id. *released_out (optional) gets the count. */
+ROOST_EXPORT int roost_inbox_release_all(struct roost_client *c, const char *agent_id,
+                                         const char *consumer, int64_t *released_out);
+
+/* Full state sync: *state_json_out gets the agent's state document (compact JSON object text,
+ * free with roost_free) and *cursor_out (optional) the cursor it is consistent with: continue
+ * cursor reads from there. */
+ROOST_EXPORT int roost_state_get(struct roost_client *c, const char *agent_id,
+                                 char **state_json_out, int64_t *cursor_out);
+
+/* ---- operator API (token scope tenant:admin) ---------------------------------------------- */
+
+/* Lists quarantined events of the tenant, optionally of one agent (agent_id NULL: all), at most
+ * `limit` (0: server default) per page, starting at page token `page` (NULL: first page).
+ * (*out)->next_page is the next page's token, NULL on the last page. Events carry timeouts,
+ * nacks and last_error. ROOST_EPAGE for a malformed page token. */
+ROOST_EXPORT int roost_admin_quarantine_list(struct roost_client *c, const char *agent_id,
+                                             int limit, const char *page,
+                                             struct roost_events **out);
+
+/* Puts a quarantined event back to pending (same event id, attempts reset by the server).
+ * ROOST_EEVENTNOTFOUND, ROOST_ESTATE when it is not quarantined. */
+ROOST_EXPORT int roost_admin_quarantine_requeue(struct roost_client *c, const char *event_id);
+
+/* One agent of the operator's agent list. Counters the server did not send are -1. */
+struct roost_agent_info {
+    char *agent_id;
+    int64_t head; /* highest committed sequence number */
+    int64_t pending;
+    int64_t scheduled;
+    int64_t claimed;
+    int64_t quarantined;
+    char *json; /* the whole object, compact, including fields this SDK does not model */
+};
+
+struct roost_agents {
+    struct roost_agent_info **items; /* items[0..count) */
+    size_t count;
+    char *next_page; /* opaque token of the next page, NULL on the last page */
+};
+
+/* Lists the tenant's agents with their counters, paginated like roost_admin_quarantine_list. */
+ROOST_EXPORT int roost_admin_agents_list(struct roost_client *c, int limit, const char *page,
+                                         struct roost_agents **out);
+
+/* Frees an agent list. NULL is a no-op. */
+ROOST_EXPORT void roost_agents_free(struct roost_agents *agents);
+
+/* ---- escape hatch ------------------------------------------------------------------------- */
+
+/* Sends one request to an API route this SDK has no function for yet. method is "GET", "POST",
+ * "PUT", "DELETE" or "PATCH"; path_and_query starts with "/" and is sent as is (escape it
+ * yourself); body_json (optional) must be a JSON object. On a 2xx answer returns ROOST_OK and
+ * *response_out (optional) gets the body (free with roost_free); other answers are mapped to
+ * errors as for every call, and the error body stays readable through roost_client_last_body().
+ * *status_out (optional) gets the HTTP status in both cases. */
+ROOST_EXPORT int roost_client_request(struct roost_client *c, const char *method,
+                                      const char *path_and_query, const char *body_json,
+                                      int *status_out, char **response_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* Poisons functions that are unbounded or not thread-safe; included last by the server sources. */
+#ifndef ROOST_BANNED_H
+#define ROOST_BANNED_H
+#pragma GCC poison sprintf strcpy strcat atoi atol gets strtok gmtime localtime asctime
+#endif

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* Bounded JSON parsing: the depth pre-scan runs in O(len) without allocating, so a 100k-deep
+ * document is refused before jansson's recursive parser sees it. */
+#include "common/jsonutil.h"
+
+#include <string.h>
+
+#include "roost/roost_error.h"
+
+size_t jsonutil_depth(const char *buf, size_t len, size_t limit)
+{
+    size_t depth = 0, max = 0;
+    int in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = buf[i];
+        if (in_string) {
+            if (c == '\\') {
+                i++;
+            } else if (c == '"') {
+                in_string = 0;
+            }
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == '{' || c == '[') {
+            if (++depth > max) {
+                max = depth;
+                if (max > limit) {
+                    return max;
+                }
+            }
+        } else if ((c == '}' || c == ']') && depth > 0) {
+            depth--;
+        }
+    }
+    return max;
+}
+
+int jsonutil_parse_object(const char *buf, size_t len, size_t max_depth, json_t **out)
+{
+    *out = NULL;
+    if (jsonutil_depth(buf, len, max_depth) > max_depth) {
+        return ROOST_EJSONDEPTH;
+    }
+    json_error_t err;
+    /* JSON_REJECT_DUPLICATES: {"a":1,"a":2} is ambiguous across parsers; refuse it.
+     * Without JSON_ALLOW_NUL, "\u0000" inside strings is refused too. */
+    json_t *v = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
+    if (v == NULL) {
+        return json_error_code(&err) == json_error_out_of_memory ? ROOST_ENOMEM : ROOST_EJSON;
+    }
+    if (!json_is_object(v)) {
+        json_decref(v);
+        return ROOST_EBODY;
+    }
+    *out = v;
+    return ROOST_OK;
+}
+
+char *jsonutil_dump(const json_t *v)
+{
+    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}

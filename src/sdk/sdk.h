@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals of libroost shared by src/sdk/*.c: the client structure, the bounded string builder
+ * used for URLs and paths, the HTTP transport and the JSON → result converters. Not installed. */
+#ifndef ROOST_SDK_H
+#define ROOST_SDK_H
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "roost/roost_client.h"
+
+#define SDK_DEFAULT_CONNECT_TIMEOUT_MS 10000L
+#define SDK_DEFAULT_REQUEST_TIMEOUT_MS 30000L
+#define SDK_DEFAULT_MAX_RESPONSE_BYTES ((size_t)64 * 1024 * 1024)
+#define SDK_MIN_RESPONSE_BYTES ((size_t)4096)
+#define SDK_MAX_URL_BYTES 2048
+#define SDK_MAX_TOKEN_BYTES 8192
+/* Deepest JSON the SDK parses (payloads nest; jansson's own parser limit is 2048). */
+#define SDK_MAX_JSON_DEPTH 512
+/* Longest id-like argument put into a path or query (event ids, page tokens). */
+#define SDK_MAX_ID_BYTES 1024
+
+/* A growable NUL-terminated string with a hard maximum. Once an append fails (ENOMEM or over
+ * max) the builder stays failed and later appends are no-ops, so callers check once at the end. */
+struct sdk_str {
+    char *data;
+    size_t len;
+    size_t cap;
+    size_t max; /* 0: SDK_MAX_URL_BYTES * 4 */
+    int rc;     /* ROOST_OK, ROOST_ENOMEM or ROOST_EINVAL (over max) */
+};
+
+void sdk_str_init(struct sdk_str *s, size_t max);
+void sdk_str_cleanup(struct sdk_str *s);
+/* Hands the buffer over (NULL when failed); the builder is reset. */
+char *sdk_str_take(struct sdk_str *s);
+void sdk_str_append(struct sdk_str *s, const char *p, size_t n);
+void sdk_str_appendz(struct sdk_str *s, const char *z);
+/* Percent-encodes every byte but the RFC 3986 unreserved ones (A-Z a-z 0-9 - . _ ~). */
+void sdk_str_append_escaped(struct sdk_str *s, const char *z);
+void sdk_str_appendf(struct sdk_str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Normalises a server URL: "host:port" → "http://host:port", trailing '/' removed; only http and
+ * https. Returns ROOST_OK and a heap copy in *out, ROOST_EINVAL, ROOST_ENOMEM. */
+int sdk_url_normalize(const char *url, char **out);
+
+/* "/api/v1/agents/{agent}{tail}" with the agent id validated and escaped. ROOST_EAGENTID. */
+int sdk_path_agent(struct sdk_str *s, const char *agent_id, const char *tail);
+/* "/api/v1/agents/{agent}/inbox/{event_id}/{action}". ROOST_EAGENTID, ROOST_EEVENTID (empty or
+ * longer than SDK_MAX_ID_BYTES). */
+int sdk_path_event(struct sdk_str *s, const char *agent_id, const char *event_id,
+                   const char *action);
+
+struct roost_client {
+    char *base_url; /* normalised, no trailing '/' */
+    char *token;    /* may be NULL */
+    char *ca_file;  /* may be NULL */
+    CURL *curl;     /* reused: keeps the connection alive between calls */
+    long connect_timeout_ms;
+    long request_timeout_ms;
+    size_t max_response_bytes;
+
+    /* the last call */
+    char *resp; /* body, NUL-terminated, capped by max_response_bytes */
+    size_t resp_len;
+    size_t resp_cap;
+    bool resp_overflow;
+    int http_status;
+    int64_t oldest_cursor;
+    int64_t retry_after_s;
+    char request_id[128];
+    char errcode[64];
+    char errmsg[1024];
+    char curl_err[CURL_ERROR_SIZE];
+};
+
+/* Clears the details of the previous call. */
+void sdk_reset(struct roost_client *c);
+/* Records a client-side error (errcode = roost_err_code(rc), errmsg formatted) and returns rc. */
+int sdk_fail(struct roost_client *c, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The mapping of an HTTP status alone (no usable error body) to an rc. */
+int sdk_rc_from_status(int status);
+
+/* Details extracted from an error answer. */
+struct sdk_error {
+    int rc;
+    char code[64];
+    char message[512];
+    int64_t oldest_cursor; /* -1 unless present */
+};
+/* Maps a non-2xx answer: {"error":{"code","message",...}} through roost_err_from_code(), falling
+ * back on sdk_rc_from_status() for an unknown code, a missing or non-JSON body. Never fails. */
+void sdk_error_from_response(int status, const char *body, size_t len, struct sdk_error *e);
+
+/* Performs one request: method "GET"/"POST"/..., path relative to the base URL (already
+ * escaped), optional body of body_len bytes, wait_s added to the request timeout. On a 2xx answer
+ * returns ROOST_OK and, when json_out is not NULL, the parsed body object (new reference; a body
+ * that is not a JSON object is ROOST_EPROTO). Other answers and failures return the mapped rc
+ * with the client's error details set. */
+int sdk_request(struct roost_client *c, const char *method, const char *path, const char *body,
+                size_t body_len, int wait_s, json_t **json_out);
+/* Same, with a JSON body built by the caller (borrowed; NULL: empty body). */
+int sdk_request_json(struct roost_client *c, const char *method, const char *path,
+                     const json_t *body, int wait_s, json_t **json_out);
+
+/* Records the failure of sdk_path_agent / sdk_path_event with a message; returns rc. */
+int sdk_path_fail(struct roost_client *c, int rc);
+/* Records an answer without the documented shape (ROOST_EPROTO; rc ROOST_ENOMEM is kept). */
+int sdk_shape_fail(struct roost_client *c, int rc, const char *what);
+/* json_object_set_new that also fails on a NULL value (a failed json_string/json_integer). */
+bool sdk_put(json_t *obj, const char *key, json_t *value);
+
+/* Parses JSON text that must be an object (payload, state_patch, publish bodies). ROOST_OK and a
+ * new reference, or ROOST_EJSON / ROOST_EJSONDEPTH / ROOST_EBODY / ROOST_ENOMEM. */
+int sdk_parse_object(const char *text, json_t **out);
+
+/* Converts one event object. ROOST_EPROTO when it is not an object or lacks event_id. */
+int sdk_event_from_json(const json_t *obj, struct roost_event **out);
+/* Converts the array under key "events" of `resp` into a new list (other fields left 0). */
+int sdk_events_from_response(const json_t *resp, struct roost_events **out);
+void sdk_event_free(struct roost_event *ev);
+/* Converts the array under key "agents" (and the "next" page token) into a new list. */
+int sdk_agents_from_response(const json_t *resp, struct roost_agents **out);
+
+/* String copy of an optional JSON string member: NULL when absent or null, ROOST_EPROTO when it
+ * has another type. */
+int sdk_dup_string_member(const json_t *obj, const char *key, char **out);
+/* Heap copy (NULL stays NULL). */
+char *sdk_strdup(const char *s);
+
+#endif

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/* The tenant operator API (tenant:admin): agents overview, quarantine list, requeue.
+ * Page tokens are opaque to clients: base64url of "agent_id" or "agent_id:seq". */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ids.h"
+#include "common/timeutil.h"
+#include "proto/jwt.h"
+#include "server/server.h"
+#include "server/workers.h"
+#include "common/banned.h"
+
+#define ADMIN_MAX_LIMIT 1000
+
+struct admin_op {
+    struct job job;
+    struct request *rq;
+    int64_t limit;
+    char agent_filter[STORE_ID_MAX + 1];
+    char after_agent[STORE_ID_MAX + 1];
+    int64_t after_seq;
+    struct store_events events;
+    struct store_agent_stats *agents;
+    size_t n_agents;
+    bool has_more;
+    struct store_touches touches;
+};
+
+static void admin_op_free(void *p)
+{
+    struct admin_op *op = p;
+    store_events_cleanup(&op->events);
+    store_touches_cleanup(&op->touches);
+    free(op->agents);
+    free(op);
+}
+
+static struct admin_op *admin_op_new(struct request *rq)
+{
+    struct admin_op *op = calloc(1, sizeof *op);
+    if (!op) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return NULL;
+    }
+    op->rq = rq;
+    rq->op = op;
+    rq->op_free = admin_op_free;
+    return op;
+}
+
+static json_t *page_token(const char *agent_id, int64_t seq, bool with_seq)
+{
+    char raw[STORE_ID_MAX + 32];
+    int n = with_seq ? snprintf(raw, sizeof raw, "%s:%" PRId64, agent_id, seq)
+                     : snprintf(raw, sizeof raw, "%s", agent_id);
+    char *enc = NULL;
+    if (jwt_b64url_encode((const unsigned char *)raw, (size_t)n, &enc) != 0) {
+        return json_null();
+    }
+    json_t *s = json_string(enc);
+    free(enc);
+    return s;
+}
+
+/* Decodes a page token into agent (and seq when with_seq). ROOST_OK or ROOST_EPAGE. */
+static int parse_page_token(const char *tok, bool with_seq, char *agent, int64_t *seq)
+{
+    unsigned char *raw = NULL;
+    size_t len = 0;
+    if (strlen(tok) > 2 * STORE_ID_MAX || jwt_b64url_decode(tok, strlen(tok), &raw, &len) != 0) {
+        return ROOST_EPAGE;
+    }
+    int rc = ROOST_EPAGE;
+    const char *colon = with_seq ? memchr(raw, ':', len) : NULL;
+    size_t alen = with_seq ? (colon ? (size_t)(colon - (const char *)raw) : len) : len;
+    if ((with_seq && !colon) || !ids_valid_name((const char *)raw, alen)) {
+        goto out;
+    }
+    memcpy(agent, raw, alen);
+    agent[alen] = '\0';
+    if (with_seq) {
+        char num[24];
+        size_t nlen = len - alen - 1;
+        if (nlen == 0 || nlen >= sizeof num) {
+            goto out;
+        }
+        memcpy(num, colon + 1, nlen);
+        num[nlen] = '\0';
+        char *end = NULL;
+        long long v = strtoll(num, &end, 10);
+        if (*end != '\0' || v < 0) {
+            goto out;
+        }
+        *seq = v;
+    }
+    rc = ROOST_OK;
+out:
+    free(raw);
+    return rc;
+}
+
+/* ---- GET /admin/agents ---- */
+
+static int run_agents(struct job *job, struct store *st)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    return store_call(st, agents_list, op->rq->principal.tenant_id, op->after_agent,
+                      (size_t)op->limit, time_now_ms(), op->agents, &op->n_agents,
+                      &op->has_more);
+}
+
+static void done_agents(struct job *job)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    json_t *agents = json_array();
+    int64_t now = time_now_ms();
+    for (size_t i = 0; i < op->n_agents; i++) {
+        const struct store_agent_stats *a = &op->agents[i];
+        json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "agent_id", a->agent_id,
+                              "head", (json_int_t)a->head, "purged_through_seq",
+                              (json_int_t)a->purged_through_seq, "pending",
+                              (json_int_t)a->pending, "scheduled", (json_int_t)a->scheduled,
+                              "claimed", (json_int_t)a->claimed, "quarantined",
+                              (json_int_t)a->quarantined);
+        json_object_set_new(o, "oldest_pending_age_s",
+                            a->oldest_pending_ms ? json_real((double)(now - a->oldest_pending_ms) /
+                                                             1000.0)
+                                                 : json_null());
+        json_array_append_new(agents, o);
+    }
+    json_t *next = op->has_more && op->n_agents
+                       ? page_token(op->agents[op->n_agents - 1].agent_id, 0, false)
+                       : json_null();
+    request_reply_json(op->rq, 200, json_pack("{s:o, s:o}", "agents", agents, "next", next));
+}
+
+void api_admin_agents(struct request *rq)
+{
+    int64_t limit;
+    int rc = request_query_int(rq, "limit", 1, ADMIN_MAX_LIMIT, 100, ROOST_ELIMIT, &limit);
+    if (rc) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    const char *next = request_query_str(rq, "next", &rc);
+    struct admin_op *op = rc ? NULL : admin_op_new(rq);
+    if (rc) {
+        request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
+        return;
+    }
+    if (!op) {
+        return;
+    }
+    if (next && parse_page_token(next, false, op->after_agent, NULL) != ROOST_OK) {
+        request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
+        return;
+    }
+    op->limit = limit;
+    op->agents = calloc((size_t)limit, sizeof *op->agents);
+    if (!op->agents) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return;
+    }
+    op->job = (struct job){.run = run_agents, .done = done_agents, .write = false};
+    workers_submit(rq->srv->workers, &op->job);
+}
+
+/* ---- GET /admin/quarantine ---- */
+
+static int run_quarantine(struct job *job, struct store *st)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    store_events_cleanup(&op->events);
+    return store_call(st, quarantine_list, op->rq->principal.tenant_id,
+                      op->agent_filter[0] ? op->agent_filter : NULL, op->after_agent,
+                      op->after_seq, (size_t)op->limit, &op->events, &op->has_more);
+}
+
+static void done_quarantine(struct job *job)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    json_t *events = json_array();
+    for (size_t i = 0; i < op->events.len; i++) {
+        json_array_append_new(events, event_to_json(&op->events.items[i], false, true));
+    }
+    const struct store_event *last = op->events.len ? &op->events.items[op->events.len - 1] : NULL;
+    json_t *next = op->has_more && last ? page_token(last->agent_id, last->seq, true) : json_null();
+    request_reply_json(op->rq, 200, json_pack("{s:o, s:o}", "events", events, "next", next));
+}
+
+void api_admin_quarantine(struct request *rq)
+{
+    int64_t limit;
+    int rc = request_query_int(rq, "limit", 1, ADMIN_MAX_LIMIT, 100, ROOST_ELIMIT, &limit);
+    if (rc) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    int rc1, rc2;
+    const char *agent = request_query_str(rq, "agent_id", &rc1);
+    const char *next = request_query_str(rq, "next", &rc2);
+    if (rc1 || (agent && !ids_valid_name(agent, strlen(agent)))) {
+        request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
+        return;
+    }
+    if (rc2) {
+        request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
+        return;
+    }
+    struct admin_op *op = admin_op_new(rq);
+    if (!op) {
+        return;
+    }
+    if (next && parse_page_token(next, true, op->after_agent, &op->after_seq) != ROOST_OK) {
+        request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
+        return;
+    }
+    snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
+    op->limit = limit;
+    op->job = (struct job){.run = run_quarantine, .done = done_quarantine, .write = false};
+    workers_submit(rq->srv->workers, &op->job);
+}
+
+/* ---- POST /admin/quarantine/{event_id}/requeue ---- */
+
+static int run_requeue(struct job *job, struct store *st)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    store_touches_cleanup(&op->touches);
+    return store_call(st, requeue, op->rq->principal.tenant_id, op->rq->event_id, time_now_ms(),
+                      &op->touches);
+}
+
+static void done_requeue(struct job *job)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    server_notify(op->rq->srv, &op->touches);
+    request_reply_json(op->rq, 200,
+                       json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status",
+                                 "pending"));
+}
+
+void api_admin_requeue(struct request *rq)
+{
+    if (json_object_size(rq->body) != 0) {
+        request_reply_error(rq, ROOST_EUNKNOWNFIELD, "requeue takes no body", NULL);
+        return;
+    }
+    struct admin_op *op = admin_op_new(rq);
+    if (op) {
+        op->job = (struct job){.run = run_requeue, .done = done_requeue, .write = true};
+        workers_submit(rq->srv->workers, &op->job);
+    }
+}

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/* POST /api/v1/events: one event or {"events":[…]} published in one transaction (all or nothing),
+ * fanned out to every recipient. Everything is validated on the loop thread before the store sees
+ * it, so a rejected batch writes nothing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ids.h"
+#include "common/jsonutil.h"
+#include "common/timeutil.h"
+#include "server/server.h"
+#include "server/workers.h"
+#include "common/banned.h"
+
+#define MAX_DELAY_S (365LL * 86400)
+#define MAX_TTL_S (10LL * 365 * 86400)
+
+struct publish_op {
+    struct job job;
+    struct request *rq;
+    struct store_publish_item *items;
+    size_t n_items;
+    const char **recipients; /* all recipients, borrowed from rq->body */
+    char **texts;            /* payload and state_patch texts we own */
+    size_t n_texts;
+    struct store_published *out;
+    size_t n_out;
+    struct store_touches touches;
+    int64_t now_ms;
+};
+
+static void publish_op_free(void *p)
+{
+    struct publish_op *op = p;
+    for (size_t i = 0; i < op->n_texts; i++) {
+        free(op->texts[i]);
+    }
+    free(op->texts);
+    free(op->items);
+    free(op->recipients);
+    free(op->out);
+    store_touches_cleanup(&op->touches);
+    free(op);
+}
+
+static int run_publish(struct job *job, struct store *st)
+{
+    struct publish_op *op = (struct publish_op *)job;
+    store_touches_cleanup(&op->touches);
+    struct store_publish_req req = {
+        .tenant_id = op->rq->principal.tenant_id,
+        .items = op->items,
+        .n_items = op->n_items,
+        .now_ms = op->now_ms,
+    };
+    return store_call(st, publish, &req, op->out, &op->touches);
+}
+
+static void done_publish(struct job *job)
+{
+    struct publish_op *op = (struct publish_op *)job;
+    struct request *rq = op->rq;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(rq, job->rc, NULL, NULL);
+        return;
+    }
+    server_notify(rq->srv, &op->touches);
+    json_t *events = json_array();
+    bool all_duplicates = true;
+    for (size_t i = 0; i < op->n_out; i++) {
+        all_duplicates = all_duplicates && op->out[i].duplicate;
+        json_t *e = json_pack("{s:s, s:s, s:I}", "event_id", op->out[i].event_id, "agent_id",
+                              op->out[i].agent_id, "sequence_number",
+                              (json_int_t)op->out[i].seq);
+        if (op->out[i].duplicate) {
+            json_object_set_new(e, "duplicate", json_true());
+        }
+        json_array_append_new(events, e);
+    }
+    request_reply_json(rq, all_duplicates ? 200 : 201, json_pack("{s:o}", "events", events));
+}
+
+struct field_error {
+    int rc;
+    const char *message;
+};
+
+/* Reads an optional RFC 3339 time field. */
+static int body_time(const json_t *ev, const char *name, int bad_rc, int64_t *out)
+{
+    json_t *v = json_object_get(ev, name);
+    *out = 0;
+    if (!v || json_is_null(v)) {
+        return ROOST_OK;
+    }
+    if (!json_is_string(v) ||
+        time_parse_rfc3339(json_string_value(v), json_string_length(v), out) != 0) {
+        return bad_rc;
+    }
+    return ROOST_OK;
+}
+
+static char *keep_text(struct publish_op *op, char *text)
+{
+    if (text) {
+        op->texts[op->n_texts++] = text;
+    }
+    return text;
+}
+
+/* Validates one event object and fills `item`. Returns ROOST_OK or an error; *msg may explain. */
+static int parse_event(struct publish_op *op, const json_t *ev, struct store_publish_item *item,
+                       const char **recipients_slot, const char **msg)
+{
+    static const char *const allowed[] = {"recipients", "payload", "priority", "correlation_id",
+                                          "idempotency_key", "delay_s", "available_at", "ttl_s",
+                                          "expires_at", "state_patch", NULL};
+    struct request *rq = op->rq;
+    const struct config *cfg = rq->srv->cfg;
+    const char *bad = NULL;
+    if (!json_is_object(ev)) {
+        *msg = "each event must be a JSON object";
+        return ROOST_EBATCH;
+    }
+    if (body_only_fields(ev, allowed, &bad) != ROOST_OK) {
+        *msg = bad;
+        return ROOST_EUNKNOWNFIELD;
+    }
+    json_t *recips = json_object_get(ev, "recipients");
+    size_t n = json_is_array(recips) ? json_array_size(recips) : 0;
+    if (n == 0 || n > (size_t)cfg->limits_max_recipients) {
+        return ROOST_ERECIPIENTS;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = json_array_get(recips, i);
+        if (!json_is_string(r) || !ids_valid_name(json_string_value(r), json_string_length(r))) {
+            *msg = "every recipient must be an agent id ([A-Za-z0-9._-]{1,128})";
+            return ROOST_ERECIPIENTS;
+        }
+        if (!auth_allows(&rq->principal, AUTH_PUBLISH, json_string_value(r))) {
+            return ROOST_EFORBIDDEN;
+        }
+        recipients_slot[i] = json_string_value(r);
+    }
+    item->recipients = recipients_slot;
+    item->n_recipients = n;
+
+    json_t *payload = json_object_get(ev, "payload");
+    if (payload && !json_is_null(payload) && !json_is_object(payload)) {
+        return ROOST_EPAYLOAD;
+    }
+    char *text = keep_text(op, payload && !json_is_null(payload) ? jsonutil_dump(payload)
+                                                                 : strdup("{}"));
+    if (!text) {
+        return ROOST_ENOMEM;
+    }
+    if (strlen(text) > (size_t)cfg->limits_max_payload_bytes) {
+        return ROOST_EPAYLOADTOOLARGE;
+    }
+    item->payload = text;
+
+    json_t *patch = json_object_get(ev, "state_patch");
+    if (patch && !json_is_null(patch)) {
+        if (!json_is_object(patch)) {
+            return ROOST_ESTATEPATCH;
+        }
+        char *ptext = keep_text(op, jsonutil_dump(patch));
+        if (!ptext) {
+            return ROOST_ENOMEM;
+        }
+        if (strlen(ptext) > (size_t)cfg->limits_max_payload_bytes) {
+            return ROOST_EPAYLOADTOOLARGE;
+        }
+        item->state_patch = ptext;
+    }
+
+    int64_t priority, delay_s, ttl_s, available_at, expires_at;
+    int rc;
+    if ((rc = body_int(ev, "priority", -100, 100, 0, ROOST_EPRIORITY, &priority)) ||
+        (rc = body_str(ev, "correlation_id", STORE_SHORT_TEXT_MAX, ROOST_ECORRELATION,
+                       &item->correlation_id)) ||
+        (rc = body_str(ev, "idempotency_key", STORE_SHORT_TEXT_MAX, ROOST_EIDEMKEY,
+                       &item->idempotency_key)) ||
+        (rc = body_int(ev, "delay_s", 0, MAX_DELAY_S, -1, ROOST_EAVAILABLEAT, &delay_s)) ||
+        (rc = body_time(ev, "available_at", ROOST_EAVAILABLEAT, &available_at)) ||
+        (rc = body_int(ev, "ttl_s", 1, MAX_TTL_S, -1, ROOST_EEXPIRESAT, &ttl_s)) ||
+        (rc = body_time(ev, "expires_at", ROOST_EEXPIRESAT, &expires_at))) {
+        return rc;
+    }
+    item->priority = (int)priority;
+    if (delay_s >= 0 && available_at) {
+        *msg = "give delay_s or available_at, not both";
+        return ROOST_EAVAILABLEAT;
+    }
+    if (ttl_s >= 0 && expires_at) {
+        *msg = "give ttl_s or expires_at, not both";
+        return ROOST_EEXPIRESAT;
+    }
+    item->available_at_ms = delay_s >= 0 ? op->now_ms + delay_s * 1000
+                            : available_at ? available_at
+                                           : op->now_ms;
+    if (item->available_at_ms < op->now_ms) {
+        item->available_at_ms = op->now_ms; /* a time in the past means "now" */
+    }
+    item->expires_at_ms = ttl_s >= 0 ? op->now_ms + ttl_s * 1000 : expires_at;
+    if (item->expires_at_ms && item->expires_at_ms <= item->available_at_ms) {
+        *msg = "expires_at must be after available_at (and in the future)";
+        return ROOST_EEXPIRESAT;
+    }
+    return ROOST_OK;
+}
+
+void api_publish(struct request *rq)
+{
+    const struct config *cfg = rq->srv->cfg;
+    json_t *list = json_object_get(rq->body, "events");
+    json_t *single = NULL;
+    size_t n_events;
+    if (list) {
+        if (json_object_size(rq->body) != 1 || !json_is_array(list)) {
+            request_reply_error(rq, ROOST_EBATCH,
+                                "a batch is {\"events\":[…]} with no other field", NULL);
+            return;
+        }
+        n_events = json_array_size(list);
+        if (n_events == 0 || n_events > (size_t)cfg->limits_max_batch) {
+            request_reply_error(rq, ROOST_EBATCH, NULL, NULL);
+            return;
+        }
+    } else {
+        single = rq->body;
+        n_events = 1;
+    }
+    struct publish_op *op = calloc(1, sizeof *op);
+    if (!op) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return;
+    }
+    op->rq = rq;
+    rq->op = op;
+    rq->op_free = publish_op_free;
+    op->now_ms = time_now_ms();
+
+    /* Count rows first so every allocation is sized once and bounded by the limits above. */
+    size_t n_rows = 0;
+    for (size_t i = 0; i < n_events; i++) {
+        json_t *ev = single ? single : json_array_get(list, i);
+        json_t *r = json_is_object(ev) ? json_object_get(ev, "recipients") : NULL;
+        n_rows += json_is_array(r) ? json_array_size(r) : 0;
+    }
+    op->items = calloc(n_events, sizeof *op->items);
+    op->recipients = calloc(n_rows ? n_rows : 1, sizeof *op->recipients);
+    op->texts = calloc(2 * n_events, sizeof *op->texts);
+    op->out = calloc(n_rows ? n_rows : 1, sizeof *op->out);
+    if (!op->items || !op->recipients || !op->texts || !op->out) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return;
+    }
+    op->n_items = n_events;
+    size_t slot = 0;
+    for (size_t i = 0; i < n_events; i++) {
+        json_t *ev = single ? single : json_array_get(list, i);
+        const char *msg = NULL;
+        int rc = parse_event(op, ev, &op->items[i], op->recipients + slot, &msg);
+        if (rc != ROOST_OK) {
+            json_t *extra = single ? NULL : json_pack("{s:I}", "index", (json_int_t)i);
+            if (rc == ROOST_EUNKNOWNFIELD) {
+                char text[200];
+                snprintf(text, sizeof text, "unknown field '%.100s'", msg);
+                if (!extra) {
+                    extra = json_object();
+                }
+                json_object_set_new(extra, "field", json_string(msg));
+                request_reply_error(rq, rc, text, extra);
+            } else {
+                request_reply_error(rq, rc, msg, extra);
+            }
+            return;
+        }
+        slot += op->items[i].n_recipients;
+    }
+    op->n_out = slot;
+    op->job.run = run_publish;
+    op->job.done = done_publish;
+    op->job.write = true;
+    workers_submit(rq->srv->workers, &op->job);
+}

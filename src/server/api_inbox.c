@@ -1,0 +1,581 @@
+/* SPDX-License-Identifier: MIT */
+/* The agent routes: cursor read, claim, ack (single and batch), release, extend, release-all and
+ * state. Each handler validates its input on the loop thread, runs one store job on a worker, and
+ * answers from the job's done() on the loop thread. Reads and claims may long-poll (wait_s). */
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ids.h"
+#include "common/timeutil.h"
+#include "server/server.h"
+#include "server/waiters.h"
+#include "server/workers.h"
+#include "common/banned.h"
+
+#define MAX_LIMIT 1000
+#define MAX_DELAY_S (365LL * 86400)
+
+/* State shared by every agent-route job. */
+struct inbox_op {
+    struct job job;
+    struct waiter waiter;
+    struct request *rq;
+    /* inputs */
+    int64_t after_cursor;
+    int64_t limit;
+    int64_t lease_s;
+    int64_t delay_s;
+    int64_t deadline_ms; /* long-poll deadline (monotonic), 0 = no wait */
+    uint64_t serial;
+    enum store_release_reason reason;
+    char lease_token[STORE_LEASE_TOKEN_LEN + 1];
+    char consumer[STORE_ID_MAX + 1];
+    char *error_text;
+    struct {
+        char event_id[STORE_EVENT_ID_LEN + 1];
+        char lease_token[STORE_LEASE_TOKEN_LEN + 1];
+        int rc;
+    } *acks;
+    size_t n_acks;
+    /* outputs */
+    struct store_inbox_page page;
+    struct store_events events;
+    struct store_touches touches;
+    int64_t claim_expires_at_ms;
+    size_t released;
+    char *state;
+    int64_t cursor;
+};
+
+static void op_free(void *p)
+{
+    struct inbox_op *op = p;
+    waiters_cancel(&op->waiter);
+    store_events_cleanup(&op->page.events);
+    store_events_cleanup(&op->events);
+    store_touches_cleanup(&op->touches);
+    free(op->state);
+    free(op->error_text);
+    free(op->acks);
+    free(op);
+}
+
+static struct inbox_op *op_new(struct request *rq)
+{
+    struct inbox_op *op = calloc(1, sizeof *op);
+    if (!op) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return NULL;
+    }
+    op->rq = rq;
+    rq->op = op;
+    rq->op_free = op_free;
+    return op;
+}
+
+static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *),
+                   void (*done)(struct job *), bool write)
+{
+    op->job.run = run;
+    op->job.done = done;
+    op->job.write = write;
+    if (op->deadline_ms) {
+        op->serial = waiters_serial(op->rq->srv->waiters, op->rq->principal.tenant_id,
+                                    op->rq->agent_id);
+    }
+    workers_submit(op->rq->srv->workers, &op->job);
+}
+
+/* Rejects a body with fields outside `allowed`, naming the field. Returns true when it replied. */
+static bool reject_unknown(struct request *rq, const char *const *allowed)
+{
+    const char *bad = NULL;
+    if (body_only_fields(rq->body, allowed, &bad) != ROOST_OK) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "unknown field '%.100s'", bad);
+        request_reply_error(rq, ROOST_EUNKNOWNFIELD, msg, json_pack("{s:s}", "field", bad));
+        return true;
+    }
+    return false;
+}
+
+static bool read_lease_token(struct request *rq, const json_t *obj, char *out)
+{
+    const char *token = NULL;
+    if (body_str(obj, "lease_token", STORE_LEASE_TOKEN_LEN, ROOST_ELEASETOKEN, &token) !=
+            ROOST_OK ||
+        token == NULL || !ids_valid_lease_token(token, strlen(token))) {
+        request_reply_error(rq, ROOST_ELEASETOKEN, NULL, NULL);
+        return false;
+    }
+    memcpy(out, token, STORE_LEASE_TOKEN_LEN + 1);
+    return true;
+}
+
+/* ---- long polling ---- */
+
+static void on_waiter_fire(struct waiter *w, bool timed_out);
+
+/* Parks the op until a commit touches its agent or the deadline passes. Returns false when the
+ * caller should answer now (no wait asked, deadline passed) — or re-runs the job itself. */
+static bool park_or_rerun(struct inbox_op *op)
+{
+    if (op->deadline_ms == 0 || time_mono_ms() >= op->deadline_ms || op->rq->srv->draining) {
+        return false;
+    }
+    op->waiter.fire = on_waiter_fire;
+    if (!waiters_wait(op->rq->srv->waiters, &op->waiter, op->rq->principal.tenant_id,
+                      op->rq->agent_id, op->serial, op->deadline_ms)) {
+        submit(op, op->job.run, op->job.done, op->job.write); /* a commit slipped in: re-run */
+    }
+    return true;
+}
+
+static void on_waiter_fire(struct waiter *w, bool timed_out)
+{
+    struct inbox_op *op = (struct inbox_op *)((char *)w - offsetof(struct inbox_op, waiter));
+    if (timed_out) {
+        op->deadline_ms = 0; /* run once more, then answer whatever it finds */
+    }
+    submit(op, op->job.run, op->job.done, op->job.write);
+}
+
+/* ---- GET /inbox ---- */
+
+static int run_read(struct job *job, struct store *st)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    store_events_cleanup(&op->page.events);
+    memset(&op->page, 0, sizeof op->page);
+    return store_call(st, inbox_read, op->rq->principal.tenant_id, op->rq->agent_id,
+                      op->after_cursor, (size_t)op->limit, &op->page);
+}
+
+static void done_read(struct job *job)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    struct request *rq = op->rq;
+    if (job->rc == ROOST_EGONE) {
+        char resync[200];
+        snprintf(resync, sizeof resync, "/api/v1/agents/%s/state", rq->agent_id);
+        request_reply_error(rq, ROOST_EGONE, NULL,
+                            json_pack("{s:s, s:I}", "resync", resync, "oldest_cursor",
+                                      (json_int_t)op->page.oldest_cursor));
+        return;
+    }
+    if (job->rc != ROOST_OK) {
+        request_reply_error(rq, job->rc, NULL, NULL);
+        return;
+    }
+    if (op->page.events.len == 0 && park_or_rerun(op)) {
+        return;
+    }
+    json_t *events = json_array();
+    for (size_t i = 0; i < op->page.events.len; i++) {
+        json_array_append_new(events, event_to_json(&op->page.events.items[i], false, false));
+    }
+    request_reply_json(rq, 200,
+                       json_pack("{s:o, s:I, s:b, s:I}", "events", events, "next_cursor",
+                                 (json_int_t)op->page.next_cursor, "has_more", op->page.has_more,
+                                 "head", (json_int_t)op->page.head));
+}
+
+void api_inbox_read(struct request *rq)
+{
+    const struct config *cfg = rq->srv->cfg;
+    int64_t after, limit, wait_s;
+    int rc;
+    if ((rc = request_query_int(rq, "after_cursor", 0, INT64_MAX, 0, ROOST_ECURSOR, &after)) ||
+        (rc = request_query_int(rq, "limit", 1, MAX_LIMIT, 10, ROOST_ELIMIT, &limit)) ||
+        (rc = request_query_int(rq, "wait_s", 0, cfg->claim_max_wait_s, 0, ROOST_EWAIT,
+                                &wait_s))) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    static const char *const known[] = {"after_cursor", "limit", "wait_s", NULL};
+    for (struct evkeyval *kv = rq->query ? rq->query->tqh_first : NULL; kv;
+         kv = kv->next.tqe_next) {
+        bool ok = false;
+        for (const char *const *k = known; *k; k++) {
+            ok = ok || strcmp(*k, kv->key) == 0;
+        }
+        if (!ok) {
+            request_reply_error(rq, ROOST_EQUERY, "unknown query parameter", NULL);
+            return;
+        }
+    }
+    struct inbox_op *op = op_new(rq);
+    if (!op) {
+        return;
+    }
+    op->after_cursor = after;
+    op->limit = limit;
+    op->deadline_ms = wait_s > 0 ? rq->start_ms + wait_s * 1000 : 0;
+    submit(op, run_read, done_read, false);
+}
+
+/* ---- POST /inbox/claim ---- */
+
+static int run_claim(struct job *job, struct store *st)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    store_events_cleanup(&op->events);
+    return store_call(st, claim, op->rq->principal.tenant_id, op->rq->agent_id,
+                      (size_t)op->limit, op->lease_s, op->consumer, time_now_ms(), &op->events);
+}
+
+static void done_claim(struct job *job)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    struct request *rq = op->rq;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(rq, job->rc, NULL, NULL);
+        return;
+    }
+    if (op->events.len == 0 && park_or_rerun(op)) {
+        return;
+    }
+    json_t *events = json_array();
+    for (size_t i = 0; i < op->events.len; i++) {
+        json_array_append_new(events, event_to_json(&op->events.items[i], true, false));
+    }
+    request_reply_json(rq, 200, json_pack("{s:o}", "events", events));
+}
+
+void api_inbox_claim(struct request *rq)
+{
+    static const char *const allowed[] = {"limit", "lease_s", "wait_s", "consumer", NULL};
+    const struct config *cfg = rq->srv->cfg;
+    if (reject_unknown(rq, allowed)) {
+        return;
+    }
+    int64_t limit, lease_s, wait_s;
+    const char *consumer = NULL;
+    int rc;
+    if ((rc = body_int(rq->body, "limit", 1, MAX_LIMIT, 10, ROOST_ELIMIT, &limit)) ||
+        (rc = body_int(rq->body, "lease_s", 1, cfg->lease_max_s, cfg->lease_default_s,
+                       ROOST_ELEASE, &lease_s)) ||
+        (rc = body_int(rq->body, "wait_s", 0, cfg->claim_max_wait_s, 0, ROOST_EWAIT, &wait_s)) ||
+        (rc = body_str(rq->body, "consumer", STORE_ID_MAX, ROOST_ECONSUMER, &consumer))) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    if (consumer && !ids_valid_consumer(consumer, strlen(consumer))) {
+        request_reply_error(rq, ROOST_ECONSUMER, NULL, NULL);
+        return;
+    }
+    struct inbox_op *op = op_new(rq);
+    if (!op) {
+        return;
+    }
+    op->limit = limit;
+    op->lease_s = lease_s;
+    snprintf(op->consumer, sizeof op->consumer, "%s", consumer ? consumer : "");
+    op->deadline_ms = wait_s > 0 ? rq->start_ms + wait_s * 1000 : 0;
+    submit(op, run_claim, done_claim, true);
+}
+
+/* ---- POST /inbox/{event_id}/ack ---- */
+
+static int run_ack(struct job *job, struct store *st)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    return store_call(st, ack, op->rq->principal.tenant_id, op->rq->agent_id, op->rq->event_id,
+                      op->lease_token, time_now_ms());
+}
+
+static void done_ack(struct job *job)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    request_reply_json(op->rq, 200,
+                       json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status",
+                                 "completed"));
+}
+
+void api_event_ack(struct request *rq)
+{
+    static const char *const allowed[] = {"lease_token", NULL};
+    if (reject_unknown(rq, allowed)) {
+        return;
+    }
+    struct inbox_op *op = op_new(rq);
+    if (!op || !read_lease_token(rq, rq->body, op->lease_token)) {
+        return;
+    }
+    submit(op, run_ack, done_ack, true);
+}
+
+/* ---- POST /inbox/ack (batch) ---- */
+
+static int run_acks(struct job *job, struct store *st)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    int64_t now = time_now_ms();
+    for (size_t i = 0; i < op->n_acks; i++) {
+        int rc = store_call(st, ack, op->rq->principal.tenant_id, op->rq->agent_id,
+                            op->acks[i].event_id, op->acks[i].lease_token, now);
+        /* Per-item answers for the client's mistakes; a store failure fails the batch. */
+        if (rc != ROOST_OK && rc != ROOST_EEVENTNOTFOUND && rc != ROOST_ELEASEMISMATCH) {
+            return rc;
+        }
+        op->acks[i].rc = rc;
+    }
+    return ROOST_OK;
+}
+
+static void done_acks(struct job *job)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    json_t *results = json_array();
+    for (size_t i = 0; i < op->n_acks; i++) {
+        int rc = op->acks[i].rc;
+        json_t *item =
+            rc == ROOST_OK
+                ? json_pack("{s:s, s:s}", "event_id", op->acks[i].event_id, "status",
+                            "completed")
+                : json_pack("{s:s, s:{s:s, s:s}}", "event_id", op->acks[i].event_id, "error",
+                            "code", roost_err_code(rc), "message", roost_strerror(rc));
+        json_array_append_new(results, item);
+    }
+    request_reply_json(op->rq, 200, json_pack("{s:o}", "results", results));
+}
+
+void api_events_ack(struct request *rq)
+{
+    static const char *const allowed[] = {"acks", NULL};
+    static const char *const item_allowed[] = {"event_id", "lease_token", NULL};
+    if (reject_unknown(rq, allowed)) {
+        return;
+    }
+    json_t *acks = json_object_get(rq->body, "acks");
+    size_t n = json_is_array(acks) ? json_array_size(acks) : 0;
+    if (n == 0 || n > (size_t)rq->srv->cfg->limits_max_batch) {
+        request_reply_error(rq, ROOST_EACKS, NULL, NULL);
+        return;
+    }
+    struct inbox_op *op = op_new(rq);
+    if (!op) {
+        return;
+    }
+    op->acks = calloc(n, sizeof *op->acks);
+    if (!op->acks) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return;
+    }
+    op->n_acks = n;
+    for (size_t i = 0; i < n; i++) {
+        json_t *item = json_array_get(acks, i);
+        const char *bad = NULL, *event_id = NULL;
+        if (!json_is_object(item) || body_only_fields(item, item_allowed, &bad) != ROOST_OK) {
+            request_reply_error(rq, ROOST_EACKS, "each ack is {\"event_id\",\"lease_token\"}",
+                                json_pack("{s:I}", "index", (json_int_t)i));
+            return;
+        }
+        if (body_str(item, "event_id", STORE_EVENT_ID_LEN, ROOST_EEVENTID, &event_id) ||
+            !event_id || !ids_valid_event_id(event_id, strlen(event_id))) {
+            request_reply_error(rq, ROOST_EEVENTID, NULL,
+                                json_pack("{s:I}", "index", (json_int_t)i));
+            return;
+        }
+        memcpy(op->acks[i].event_id, event_id, STORE_EVENT_ID_LEN + 1);
+        if (!read_lease_token(rq, item, op->acks[i].lease_token)) {
+            return;
+        }
+    }
+    submit(op, run_acks, done_acks, true);
+}
+
+/* ---- POST /inbox/{event_id}/release ---- */
+
+static int run_release(struct job *job, struct store *st)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    store_touches_cleanup(&op->touches);
+    return store_call(st, release, op->rq->principal.tenant_id, op->rq->agent_id,
+                      op->rq->event_id, op->lease_token, op->reason, op->delay_s, op->error_text,
+                      (int)op->rq->srv->cfg->claim_max_attempts, time_now_ms(), &op->touches);
+}
+
+static void done_release(struct job *job)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    server_notify(op->rq->srv, &op->touches);
+    request_reply_json(op->rq, 200,
+                       json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status",
+                                 "released"));
+}
+
+void api_event_release(struct request *rq)
+{
+    static const char *const allowed[] = {"lease_token", "delay_s", "reason", "error", NULL};
+    if (reject_unknown(rq, allowed)) {
+        return;
+    }
+    int64_t delay_s;
+    const char *reason = NULL, *error = NULL;
+    int rc;
+    if ((rc = body_int(rq->body, "delay_s", 0, MAX_DELAY_S, 0, ROOST_EDELAY, &delay_s)) ||
+        (rc = body_str(rq->body, "reason", 32, ROOST_EREASON, &reason)) ||
+        (rc = body_str(rq->body, "error", STORE_ERROR_TEXT_MAX, ROOST_EERRORTEXT, &error))) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    enum store_release_reason r = STORE_RELEASE_TRANSIENT;
+    if (reason && strcmp(reason, "transient") != 0) {
+        if (strcmp(reason, "shutdown") == 0) {
+            r = STORE_RELEASE_SHUTDOWN;
+        } else if (strcmp(reason, "poison") == 0) {
+            r = STORE_RELEASE_POISON;
+        } else {
+            request_reply_error(rq, ROOST_EREASON, NULL, NULL);
+            return;
+        }
+    }
+    struct inbox_op *op = op_new(rq);
+    if (!op || !read_lease_token(rq, rq->body, op->lease_token)) {
+        return;
+    }
+    op->reason = r;
+    op->delay_s = delay_s;
+    if (error && !(op->error_text = strdup(error))) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return;
+    }
+    submit(op, run_release, done_release, true);
+}
+
+/* ---- POST /inbox/{event_id}/extend ---- */
+
+static int run_extend(struct job *job, struct store *st)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    return store_call(st, extend, op->rq->principal.tenant_id, op->rq->agent_id,
+                      op->rq->event_id, op->lease_token, op->lease_s,
+                      op->rq->srv->cfg->lease_max_total_s, time_now_ms(),
+                      &op->claim_expires_at_ms);
+}
+
+static void done_extend(struct job *job)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    char ts[TIME_RFC3339_LEN + 1];
+    time_format_rfc3339(op->claim_expires_at_ms, ts);
+    request_reply_json(op->rq, 200,
+                       json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "claim_expires_at",
+                                 ts));
+}
+
+void api_event_extend(struct request *rq)
+{
+    static const char *const allowed[] = {"lease_token", "lease_s", NULL};
+    const struct config *cfg = rq->srv->cfg;
+    if (reject_unknown(rq, allowed)) {
+        return;
+    }
+    int64_t lease_s;
+    int rc = body_int(rq->body, "lease_s", 1, cfg->lease_max_s, cfg->lease_default_s,
+                      ROOST_ELEASE, &lease_s);
+    if (rc) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    struct inbox_op *op = op_new(rq);
+    if (!op || !read_lease_token(rq, rq->body, op->lease_token)) {
+        return;
+    }
+    op->lease_s = lease_s;
+    submit(op, run_extend, done_extend, true);
+}
+
+/* ---- POST /inbox/release-all ---- */
+
+static int run_release_all(struct job *job, struct store *st)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    store_touches_cleanup(&op->touches);
+    op->released = 0;
+    return store_call(st, release_all, op->rq->principal.tenant_id, op->rq->agent_id,
+                      op->consumer, time_now_ms(), &op->released, &op->touches);
+}
+
+static void done_release_all(struct job *job)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    server_notify(op->rq->srv, &op->touches);
+    request_reply_json(op->rq, 200, json_pack("{s:I}", "released", (json_int_t)op->released));
+}
+
+void api_release_all(struct request *rq)
+{
+    static const char *const allowed[] = {"consumer", NULL};
+    if (reject_unknown(rq, allowed)) {
+        return;
+    }
+    const char *consumer = NULL;
+    if (body_str(rq->body, "consumer", STORE_ID_MAX, ROOST_ECONSUMER, &consumer) ||
+        (consumer && !ids_valid_consumer(consumer, strlen(consumer)))) {
+        request_reply_error(rq, ROOST_ECONSUMER, NULL, NULL);
+        return;
+    }
+    struct inbox_op *op = op_new(rq);
+    if (!op) {
+        return;
+    }
+    snprintf(op->consumer, sizeof op->consumer, "%s", consumer ? consumer : "");
+    submit(op, run_release_all, done_release_all, true);
+}
+
+/* ---- GET /state ---- */
+
+static int run_state(struct job *job, struct store *st)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    free(op->state);
+    op->state = NULL;
+    return store_call(st, state_get, op->rq->principal.tenant_id, op->rq->agent_id, &op->state,
+                      &op->cursor);
+}
+
+static void done_state(struct job *job)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    json_t *state = op->state ? json_loads(op->state, 0, NULL) : NULL;
+    request_reply_json(op->rq, 200,
+                       json_pack("{s:o, s:I}", "state", state ? state : json_object(), "cursor",
+                                 (json_int_t)op->cursor));
+}
+
+void api_state_get(struct request *rq)
+{
+    struct inbox_op *op = op_new(rq);
+    if (op) {
+        submit(op, run_state, done_state, false);
+    }
+}

@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: MIT */
+/* Bearer-token authentication with roostd's own Ed25519 key, and the scope grammar of DESIGN §6.1:
+ *
+ *   agent:<sel>:read | agent:<sel>:consume | agent:<sel>:publish | tenant:admin
+ *   <sel> = agent id, or a prefix followed by one trailing '*' ("*" alone matches every agent)
+ *
+ * Every failure is ROOST_EUNAUTHENTICATED without detail: a client learns nothing about which check
+ * failed. The key is read-only after auth_new, so verification runs on any thread. */
+#include "server/auth.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/ids.h"
+#include "proto/jwt.h"
+#include "roost/roost_error.h"
+
+#include "common/banned.h"
+
+#define AUTH_SKEW_MS 60000
+#define AUTH_SUB_MAX 256
+#define AUTH_KEY_FILE_NAME "token_ed25519.pem"
+
+struct auth {
+    EVP_PKEY *key;
+};
+
+/* ---- key file ---- */
+
+static EVP_PKEY *read_key_file(const char *path, char *err, size_t errlen)
+{
+    EVP_PKEY *key = NULL;
+    FILE *fp = fopen(path, "re");
+    if (fp == NULL) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    key = PEM_read_PrivateKey(fp, NULL, NULL, NULL);
+    fclose(fp);
+    if (key == NULL) {
+        ERR_clear_error();
+        snprintf(err, errlen, "%s: not a PEM private key", path);
+        return NULL;
+    }
+    if (!EVP_PKEY_is_a(key, "ED25519")) {
+        EVP_PKEY_free(key);
+        snprintf(err, errlen, "%s: not an Ed25519 key", path);
+        return NULL;
+    }
+    return key;
+}
+
+/* Writes `key` to a private temporary file next to `path`, then link()s it into place: link fails
+ * with EEXIST instead of replacing, so a concurrent starter never sees a half-written key and the
+ * loser of the race simply reads the winner's key. Returns 0, 1 when `path` already existed, -1. */
+static int publish_key_file(const char *path, EVP_PKEY *key, char *err, size_t errlen)
+{
+    int rc = -1, fd = -1;
+    FILE *fp = NULL;
+    char tmp[4096];
+    unsigned char rnd[6];
+    bool tmp_created = false;
+
+    if (ids_random(rnd, sizeof rnd) != 0) {
+        snprintf(err, errlen, "%s: no randomness for a temporary name", path);
+        goto out;
+    }
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%02x%02x%02x%02x%02x%02x", path, rnd[0], rnd[1],
+                     rnd[2], rnd[3], rnd[4], rnd[5]);
+    if (n < 0 || (size_t)n >= sizeof tmp) {
+        snprintf(err, errlen, "%s: path too long", path);
+        goto out;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    tmp_created = true;
+    fp = fdopen(fd, "w");
+    if (fp == NULL) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    fd = -1; /* owned by fp now */
+    if (PEM_write_PrivateKey(fp, key, NULL, NULL, 0, NULL, NULL) != 1) {
+        ERR_clear_error();
+        snprintf(err, errlen, "%s: cannot write the key", tmp);
+        goto out;
+    }
+    if (fflush(fp) != 0 || fsync(fileno(fp)) != 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    int close_rc = fclose(fp);
+    fp = NULL;
+    if (close_rc != 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    if (link(tmp, path) != 0) {
+        if (errno == EEXIST) {
+            rc = 1;
+        } else {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        }
+        goto out;
+    }
+    rc = 0;
+out:
+    if (fp != NULL) {
+        fclose(fp);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (tmp_created) {
+        unlink(tmp);
+    }
+    return rc;
+}
+
+EVP_PKEY *auth_load_key(const char *path, bool create, char *err, size_t errlen)
+{
+    EVP_PKEY *key = NULL;
+    if (path == NULL || path[0] == '\0') {
+        snprintf(err, errlen, "no key file given");
+        return NULL;
+    }
+    if (access(path, F_OK) == 0 || errno != ENOENT || !create) {
+        return read_key_file(path, err, errlen);
+    }
+    key = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+    if (key == NULL) {
+        ERR_clear_error();
+        snprintf(err, errlen, "%s: cannot generate an Ed25519 key", path);
+        return NULL;
+    }
+    int rc = publish_key_file(path, key, err, errlen);
+    if (rc == 0) {
+        return key;
+    }
+    EVP_PKEY_free(key);
+    if (rc == 1) {
+        /* Another process created it first: use theirs, so every node signs alike. */
+        return read_key_file(path, err, errlen);
+    }
+    return NULL;
+}
+
+/* mkdir -p with mode 0700 for every directory it creates. */
+static int make_dirs(const char *dir, char *err, size_t errlen)
+{
+    char buf[4096];
+    size_t len = strlen(dir);
+    if (len == 0 || len >= sizeof buf) {
+        snprintf(err, errlen, "data_dir: invalid path");
+        return -1;
+    }
+    memcpy(buf, dir, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') {
+            continue;
+        }
+        char saved = buf[i];
+        buf[i] = '\0';
+        struct stat st;
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST &&
+            (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))) {
+            snprintf(err, errlen, "%s: %s", buf, strerror(errno));
+            return -1;
+        }
+        buf[i] = saved;
+    }
+    struct stat dst;
+    if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+        snprintf(err, errlen, "%s: not a directory", dir);
+        return -1;
+    }
+    return 0;
+}
+
+int auth_new(const struct config *cfg, struct auth **out, char *err, size_t errlen)
+{
+    int rc = ROOST_EIO;
+    struct auth *a = NULL;
+    char *path = NULL;
+    bool create = false;
+
+    *out = NULL;
+    if (cfg->auth_key_file != NULL && cfg->auth_key_file[0] != '\0') {
+        /* An explicit key file must exist: a typo must not silently mint a new key and
+         * invalidate every token in circulation. */
+        path = strdup(cfg->auth_key_file);
+        if (path == NULL) {
+            rc = ROOST_ENOMEM;
+            goto out;
+        }
+    } else {
+        const char *dir = cfg->data_dir != NULL && cfg->data_dir[0] != '\0' ? cfg->data_dir : ".";
+        if (make_dirs(dir, err, errlen) != 0) {
+            goto out;
+        }
+        size_t n = strlen(dir) + 1 + sizeof AUTH_KEY_FILE_NAME;
+        path = malloc(n);
+        if (path == NULL) {
+            rc = ROOST_ENOMEM;
+            goto out;
+        }
+        snprintf(path, n, "%s/%s", dir, AUTH_KEY_FILE_NAME);
+        create = true;
+    }
+    a = calloc(1, sizeof *a);
+    if (a == NULL) {
+        rc = ROOST_ENOMEM;
+        goto out;
+    }
+    a->key = auth_load_key(path, create, err, errlen);
+    if (a->key == NULL) {
+        goto out;
+    }
+    *out = a;
+    a = NULL;
+    rc = ROOST_OK;
+out:
+    if (rc == ROOST_ENOMEM) {
+        snprintf(err, errlen, "out of memory");
+    }
+    auth_free(a);
+    free(path);
+    return rc;
+}
+
+void auth_free(struct auth *a)
+{
+    if (a == NULL) {
+        return;
+    }
+    EVP_PKEY_free(a->key);
+    free(a);
+}
+
+/* ---- scopes ---- */
+
+static bool sel_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+}
+
+/* An agent id, or a (possibly empty) prefix of agent-id characters followed by one '*'. */
+static bool valid_selector(const char *s, size_t len)
+{
+    if (len == 0 || len > AUTH_SCOPE_SEL_MAX) {
+        return false;
+    }
+    size_t body = s[len - 1] == '*' ? len - 1 : len;
+    if (body > IDS_NAME_MAX) {
+        return false;
+    }
+    for (size_t i = 0; i < body; i++) {
+        if (!sel_char(s[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Parses one scope token; returns true and fills *out when it is one of ours. */
+static bool parse_scope(const char *s, size_t len, struct auth_scope *out)
+{
+    static const char admin[] = "tenant:admin";
+    if (len == sizeof admin - 1 && memcmp(s, admin, len) == 0) {
+        out->action = AUTH_ADMIN;
+        out->selector[0] = '\0';
+        return true;
+    }
+    if (len < 6 || memcmp(s, "agent:", 6) != 0) {
+        return false;
+    }
+    const char *sel = s + 6;
+    const char *end = s + len;
+    const char *colon = memchr(sel, ':', (size_t)(end - sel));
+    if (colon == NULL) {
+        return false;
+    }
+    size_t sel_len = (size_t)(colon - sel);
+    const char *verb = colon + 1;
+    size_t verb_len = (size_t)(end - verb);
+    if (verb_len == 4 && memcmp(verb, "read", 4) == 0) {
+        out->action = AUTH_READ;
+    } else if (verb_len == 7 && memcmp(verb, "consume", 7) == 0) {
+        out->action = AUTH_CONSUME;
+    } else if (verb_len == 7 && memcmp(verb, "publish", 7) == 0) {
+        out->action = AUTH_PUBLISH;
+    } else {
+        return false;
+    }
+    if (!valid_selector(sel, sel_len)) {
+        return false;
+    }
+    memcpy(out->selector, sel, sel_len);
+    out->selector[sel_len] = '\0';
+    return true;
+}
+
+int auth_parse_scopes(const char *scope, struct auth_principal *p)
+{
+    p->n_scopes = 0;
+    if (scope == NULL) {
+        return 0;
+    }
+    const char *s = scope;
+    while (*s != '\0') {
+        while (*s == ' ') {
+            s++;
+        }
+        const char *start = s;
+        while (*s != '\0' && *s != ' ') {
+            s++;
+        }
+        size_t len = (size_t)(s - start);
+        if (len == 0) {
+            continue;
+        }
+        struct auth_scope sc;
+        if (!parse_scope(start, len, &sc)) {
+            continue; /* another service's scope, or a malformed one: grants nothing */
+        }
+        if (p->n_scopes >= AUTH_MAX_SCOPES) {
+            p->n_scopes = 0;
+            return -1;
+        }
+        p->scopes[p->n_scopes++] = sc;
+    }
+    return 0;
+}
+
+static bool selector_matches(const char *sel, const char *agent_id, size_t agent_len)
+{
+    size_t sel_len = strlen(sel);
+    if (sel_len > 0 && sel[sel_len - 1] == '*') {
+        return agent_len >= sel_len - 1 && memcmp(sel, agent_id, sel_len - 1) == 0;
+    }
+    return sel_len == agent_len && memcmp(sel, agent_id, agent_len) == 0;
+}
+
+bool auth_allows(const struct auth_principal *p, enum auth_action action, const char *agent_id)
+{
+    if (p == NULL) {
+        return false;
+    }
+    if (action == AUTH_ADMIN) {
+        for (size_t i = 0; i < p->n_scopes; i++) {
+            if (p->scopes[i].action == AUTH_ADMIN) {
+                return true;
+            }
+        }
+        return false;
+    }
+    if (agent_id == NULL) {
+        return false;
+    }
+    size_t agent_len = strnlen(agent_id, IDS_NAME_MAX + 1);
+    if (!ids_valid_name(agent_id, agent_len)) {
+        return false;
+    }
+    for (size_t i = 0; i < p->n_scopes && i < AUTH_MAX_SCOPES; i++) {
+        const struct auth_scope *sc = &p->scopes[i];
+        bool action_ok;
+        switch (action) {
+        case AUTH_READ:
+            action_ok = sc->action == AUTH_READ || sc->action == AUTH_CONSUME;
+            break;
+        case AUTH_CONSUME:
+            action_ok = sc->action == AUTH_CONSUME;
+            break;
+        case AUTH_PUBLISH:
+            action_ok = sc->action == AUTH_PUBLISH;
+            break;
+        default:
+            action_ok = false;
+            break;
+        }
+        if (action_ok && selector_matches(sc->selector, agent_id, agent_len)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- tokens ---- */
+
+/* A NumericDate claim (seconds, integer or fraction) as milliseconds, saturated to ±2^53 s so the
+ * arithmetic below cannot overflow. Returns false when present but not a number. */
+static bool numeric_date_ms(const json_t *claims, const char *name, bool *present, int64_t *ms)
+{
+    const json_t *v = json_object_get(claims, name);
+    *present = v != NULL;
+    if (v == NULL) {
+        return true;
+    }
+    if (!json_is_number(v)) {
+        return false;
+    }
+    double s = json_number_value(v);
+    if (!isfinite(s)) {
+        return false;
+    }
+    const double cap = 9007199254740992.0; /* 2^53 */
+    if (s > cap) {
+        s = cap;
+    } else if (s < -cap) {
+        s = -cap;
+    }
+    *ms = (int64_t)(s * 1000.0);
+    return true;
+}
+
+static int check_claims(const json_t *claims, int64_t now_ms, struct auth_principal *out)
+{
+    bool present;
+    int64_t exp_ms = 0, nbf_ms = 0, iat_ms = 0;
+
+    if (!numeric_date_ms(claims, "exp", &present, &exp_ms) || !present) {
+        return -1;
+    }
+    /* RFC 7519 §4.1.4: the token is valid only before exp (plus our skew). */
+    if (now_ms >= exp_ms + AUTH_SKEW_MS) {
+        return -1;
+    }
+    if (!numeric_date_ms(claims, "nbf", &present, &nbf_ms) ||
+        (present && now_ms + AUTH_SKEW_MS < nbf_ms)) {
+        return -1;
+    }
+    if (!numeric_date_ms(claims, "iat", &present, &iat_ms) ||
+        (present && iat_ms > now_ms + AUTH_SKEW_MS)) {
+        return -1;
+    }
+
+    const json_t *tenant = json_object_get(claims, "tenant");
+    if (!json_is_string(tenant) ||
+        !ids_valid_name(json_string_value(tenant), json_string_length(tenant))) {
+        return -1;
+    }
+    memcpy(out->tenant_id, json_string_value(tenant), json_string_length(tenant) + 1);
+
+    const json_t *sub = json_object_get(claims, "sub");
+    if (sub != NULL) {
+        if (!json_is_string(sub) || json_string_length(sub) > AUTH_SUB_MAX ||
+            strlen(json_string_value(sub)) != json_string_length(sub)) {
+            return -1;
+        }
+        memcpy(out->sub, json_string_value(sub), json_string_length(sub) + 1);
+    }
+
+    const json_t *scope = json_object_get(claims, "scope");
+    if (scope != NULL) {
+        if (!json_is_string(scope) ||
+            strlen(json_string_value(scope)) != json_string_length(scope) ||
+            auth_parse_scopes(json_string_value(scope), out) != 0) {
+            return -1;
+        }
+    }
+    out->exp_ms = exp_ms;
+    return 0;
+}
+
+int auth_authenticate(const struct auth *a, const char *authorization, int64_t now_ms,
+                      struct auth_principal *out)
+{
+    int rc = ROOST_EUNAUTHENTICATED;
+    struct jwt_parts parts;
+    bool decoded = false;
+
+    memset(out, 0, sizeof *out);
+    if (a == NULL || a->key == NULL || authorization == NULL) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    /* Bounded scan: never walk further than a maximal header could be. */
+    size_t hlen = strnlen(authorization, JWT_MAX_TOKEN_BYTES + 64);
+    if (hlen > JWT_MAX_TOKEN_BYTES + 63) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    const char *s = authorization;
+    const char *end = authorization + hlen;
+    while (s < end && (*s == ' ' || *s == '\t')) {
+        s++;
+    }
+    /* RFC 9110 §11.1: the auth-scheme is case-insensitive; at least one space follows it. */
+    if (end - s < 7 || strncasecmp(s, "Bearer", 6) != 0 || (s[6] != ' ' && s[6] != '\t')) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    s += 6;
+    while (s < end && (*s == ' ' || *s == '\t')) {
+        s++;
+    }
+    while (end > s && (end[-1] == ' ' || end[-1] == '\t')) {
+        end--;
+    }
+    size_t token_len = (size_t)(end - s);
+    if (token_len == 0 || token_len > JWT_MAX_TOKEN_BYTES) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    if (jwt_decode(s, token_len, &parts) != 0) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    decoded = true;
+    /* RFC 7515 §4.1.11: we understand no header extension, so any "crit" must be refused. */
+    if (json_object_get(parts.header, "crit") != NULL) {
+        goto out;
+    }
+    if (jwt_verify_eddsa(&parts, a->key) != 0) {
+        goto out;
+    }
+    if (check_claims(parts.claims, now_ms, out) != 0) {
+        goto out;
+    }
+    rc = ROOST_OK;
+out:
+    if (decoded) {
+        jwt_parts_cleanup(&parts);
+    }
+    if (rc != ROOST_OK) {
+        memset(out, 0, sizeof *out);
+    }
+    return rc;
+}

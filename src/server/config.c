@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: MIT */
+/* roostd configuration: ROOST_CONFIG_MAP expands into one descriptor table, and every source
+ * (defaults, file, environment, --set) goes through config_set, so validation and messages are the
+ * same whatever the source. Cross-key checks and derived defaults run once in config_finalize. */
+#include "server/config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/banned.h"
+
+#define CONFIG_STR_MAX 4096
+#define CONFIG_LINE_MAX 8192
+
+extern char **environ;
+
+struct config_desc {
+    const char *key;
+    enum config_type type;
+    const char *def;
+    int64_t min;
+    int64_t max;
+    unsigned flags;
+    const char *desc;
+    size_t offset;
+};
+
+static const struct config_desc descs[] = {
+#define CONFIG_DESC(key, field, type, def, min, max, flags, desc)                                  \
+    {key, type, def, min, max, flags, desc, offsetof(struct config, field)},
+    ROOST_CONFIG_MAP(CONFIG_DESC)
+#undef CONFIG_DESC
+};
+
+#define N_DESCS (sizeof descs / sizeof descs[0])
+
+static const struct config_desc *find_desc(const char *key)
+{
+    for (size_t i = 0; i < N_DESCS; i++) {
+        if (strcmp(descs[i].key, key) == 0) {
+            return &descs[i];
+        }
+    }
+    return NULL;
+}
+
+static int64_t *int_field(struct config *cfg, const struct config_desc *d)
+{
+    return (int64_t *)(void *)((char *)cfg + d->offset);
+}
+
+static char **str_field(struct config *cfg, const struct config_desc *d)
+{
+    return (char **)(void *)((char *)cfg + d->offset);
+}
+
+static bool *bool_field(struct config *cfg, const struct config_desc *d)
+{
+    return (bool *)(void *)((char *)cfg + d->offset);
+}
+
+/* ---- value checks shared by config_set and config_finalize ---- */
+
+static bool one_of(const char *v, const char *const *allowed)
+{
+    for (size_t i = 0; allowed[i] != NULL; i++) {
+        if (strcmp(v, allowed[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static const char *const synchronous_values[] = {"full", "normal", NULL};
+static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+
+/* HOST:PORT, [IPv6]:PORT; port 0..65535. */
+static bool valid_listen(const char *v)
+{
+    const char *colon;
+    if (v[0] == '[') {
+        const char *close = strchr(v, ']');
+        if (close == NULL || close == v + 1 || close[1] != ':') {
+            return false;
+        }
+        colon = close + 1;
+    } else {
+        colon = strrchr(v, ':');
+        if (colon == NULL || colon == v || memchr(v, ':', (size_t)(colon - v)) != NULL) {
+            return false;
+        }
+    }
+    const char *port = colon + 1;
+    size_t n = strlen(port);
+    if (n == 0 || n > 5) {
+        return false;
+    }
+    long p = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (port[i] < '0' || port[i] > '9') {
+            return false;
+        }
+        p = p * 10 + (port[i] - '0');
+    }
+    for (const char *c = v; c < colon; c++) {
+        if (*c == ' ' || *c == '\t' || *c == '/') {
+            return false;
+        }
+    }
+    return p <= 65535;
+}
+
+/* Key-specific checks of a string value; writes "key: reason" on failure. */
+static int check_string(const char *key, const char *v, char *err, size_t errlen)
+{
+    if (strcmp(key, "store.synchronous") == 0 && !one_of(v, synchronous_values)) {
+        snprintf(err, errlen, "%s: must be full or normal, not '%s'", key, v);
+        return -1;
+    }
+    if (strcmp(key, "log.level") == 0 && !one_of(v, log_levels)) {
+        snprintf(err, errlen, "%s: must be debug, info, warn or error, not '%s'", key, v);
+        return -1;
+    }
+    if (strcmp(key, "listen") == 0 && !valid_listen(v)) {
+        snprintf(err, errlen, "%s: must be HOST:PORT with a port in 0..65535, not '%s'", key, v);
+        return -1;
+    }
+    if (strcmp(key, "data_dir") == 0 && v[0] == '\0') {
+        snprintf(err, errlen, "%s: must not be empty", key);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_int(const char *v, int64_t *out)
+{
+    /* strtoll alone would accept leading blanks and trailing garbage. */
+    if (!((v[0] >= '0' && v[0] <= '9') || ((v[0] == '-' || v[0] == '+') && v[1] >= '0' &&
+                                          v[1] <= '9'))) {
+        return -1;
+    }
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0') {
+        return -1;
+    }
+    *out = (int64_t)x;
+    return 0;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+    static const char *const yes[] = {"true", "1", "yes", "on", NULL};
+    static const char *const no[] = {"false", "0", "no", "off", NULL};
+    for (size_t i = 0; yes[i] != NULL; i++) {
+        if (strcasecmp(v, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcasecmp(v, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* ---- public API ---- */
+
+int config_init(struct config *cfg)
+{
+    char err[256];
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < N_DESCS; i++) {
+        if (config_set(cfg, descs[i].key, descs[i].def, err, sizeof err) != 0) {
+            config_cleanup(cfg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void config_cleanup(struct config *cfg)
+{
+    if (cfg == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < N_DESCS; i++) {
+        if (descs[i].type == CONFIG_STR) {
+            char **p = str_field(cfg, &descs[i]);
+            free(*p);
+            *p = NULL;
+        }
+    }
+}
+
+int config_set(struct config *cfg, const char *key, const char *value, char *err, size_t errlen)
+{
+    if (key == NULL) {
+        snprintf(err, errlen, "missing config key");
+        return -1;
+    }
+    const struct config_desc *d = find_desc(key);
+    if (d == NULL) {
+        snprintf(err, errlen, "unknown config key '%.200s'", key);
+        return -1;
+    }
+    if (value == NULL) {
+        snprintf(err, errlen, "%s: missing value", key);
+        return -1;
+    }
+    switch (d->type) {
+    case CONFIG_INT: {
+        int64_t x;
+        if (parse_int(value, &x) != 0 || x < d->min || x > d->max) {
+            snprintf(err, errlen, "%s: must be an integer in %lld..%lld", key, (long long)d->min,
+                     (long long)d->max);
+            return -1;
+        }
+        *int_field(cfg, d) = x;
+        return 0;
+    }
+    case CONFIG_BOOL: {
+        bool b;
+        if (parse_bool(value, &b) != 0) {
+            snprintf(err, errlen, "%s: must be true or false (also 1/0, yes/no, on/off)", key);
+            return -1;
+        }
+        *bool_field(cfg, d) = b;
+        return 0;
+    }
+    case CONFIG_STR: {
+        if (strlen(value) > CONFIG_STR_MAX) {
+            snprintf(err, errlen, "%s: longer than %d bytes", key, CONFIG_STR_MAX);
+            return -1;
+        }
+        if (check_string(key, value, err, errlen) != 0) {
+            return -1;
+        }
+        char *copy = strdup(value);
+        if (copy == NULL) {
+            snprintf(err, errlen, "%s: out of memory", key);
+            return -1;
+        }
+        char **p = str_field(cfg, d);
+        free(*p);
+        *p = copy;
+        return 0;
+    }
+    }
+    snprintf(err, errlen, "%s: unsupported type", key);
+    return -1;
+}
+
+/* ---- file ---- */
+
+struct file_ctx {
+    struct config *cfg;
+    FILE *fp;
+    int line;       /* number of the line inih is working on */
+    int err_line;   /* line of the first error we reported, 0 if none */
+    char err[512];
+};
+
+/* fgets for inih that counts lines, strips leading blanks (so indentation is not taken for an
+ * inih continuation line) and refuses lines longer than inih's buffer rather than letting inih
+ * read the rest as another line. */
+static char *file_reader(char *str, int num, void *stream)
+{
+    struct file_ctx *ctx = stream;
+    char buf[CONFIG_LINE_MAX];
+    if (fgets(buf, sizeof buf, ctx->fp) == NULL) {
+        return NULL;
+    }
+    ctx->line++;
+    size_t len = strlen(buf);
+    bool complete = (len > 0 && buf[len - 1] == '\n') || feof(ctx->fp);
+    const char *s = buf;
+    while (*s == ' ' || *s == '\t') {
+        s++;
+    }
+    size_t n = strlen(s);
+    if (!complete || n + 1 > (size_t)num) {
+        if (ctx->err_line == 0) {
+            ctx->err_line = ctx->line;
+            snprintf(ctx->err, sizeof ctx->err, "line longer than %d bytes", num - 2);
+        }
+        return NULL;
+    }
+    memcpy(str, s, n + 1);
+    return str;
+}
+
+static int file_handler(void *user, const char *section, const char *name, const char *value)
+{
+    struct file_ctx *ctx = user;
+    char key[256];
+    char err[sizeof ctx->err];
+    int n;
+    if (section != NULL && section[0] != '\0') {
+        n = snprintf(key, sizeof key, "%s.%s", section, name);
+    } else {
+        n = snprintf(key, sizeof key, "%s", name);
+    }
+    if (n < 0 || (size_t)n >= sizeof key) {
+        snprintf(err, sizeof err, "config key too long");
+    } else if (config_set(ctx->cfg, key, value, err, sizeof err) == 0) {
+        return 1;
+    }
+    if (ctx->err_line == 0) {
+        ctx->err_line = ctx->line;
+        snprintf(ctx->err, sizeof ctx->err, "%s", err);
+    }
+    return 0;
+}
+
+int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen)
+{
+    struct file_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.cfg = cfg;
+    ctx.fp = fopen(path, "re");
+    if (ctx.fp == NULL) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = ini_parse_stream(file_reader, &ctx, file_handler, &ctx);
+    bool read_error = ferror(ctx.fp) != 0;
+    fclose(ctx.fp);
+    if (read_error) {
+        snprintf(err, errlen, "%s: read error", path);
+        return -1;
+    }
+    if (ctx.err_line != 0 && (rc <= 0 || rc >= ctx.err_line)) {
+        snprintf(err, errlen, "%s:%d: %s", path, ctx.err_line, ctx.err);
+        return -1;
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: cannot parse (%s)", path, rc == -2 ? "out of memory" : "error");
+        return -1;
+    }
+    if (rc != 0) {
+        /* inih found a line that is neither `key = value`, a comment nor a [section]. */
+        snprintf(err, errlen, "%s:%d: syntax error (expected key = value)", path, rc);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- environment ---- */
+
+static void env_name(const char *key, char *out, size_t outlen)
+{
+    size_t o = 0;
+    const char *prefix = "ROOST_";
+    for (; *prefix != '\0' && o + 1 < outlen; prefix++) {
+        out[o++] = *prefix;
+    }
+    for (; *key != '\0' && o + 1 < outlen; key++) {
+        char c = *key;
+        if (c == '.' || c == '-') {
+            c = '_';
+        } else if (c >= 'a' && c <= 'z') {
+            c = (char)(c - 'a' + 'A');
+        }
+        out[o++] = c;
+    }
+    out[o] = '\0';
+}
+
+int config_load_env(struct config *cfg, char *const *envp, char *err, size_t errlen)
+{
+    if (envp == NULL) {
+        envp = environ;
+    }
+    if (envp == NULL) {
+        return 0;
+    }
+    for (size_t i = 0; i < N_DESCS; i++) {
+        char name[128];
+        env_name(descs[i].key, name, sizeof name);
+        size_t nlen = strlen(name);
+        /* The last definition wins, as with getenv on most libcs' duplicate handling. */
+        const char *value = NULL;
+        for (char *const *e = envp; *e != NULL; e++) {
+            if (strncmp(*e, name, nlen) == 0 && (*e)[nlen] == '=') {
+                value = *e + nlen + 1;
+            }
+        }
+        if (value == NULL) {
+            continue;
+        }
+        char msg[512];
+        if (config_set(cfg, descs[i].key, value, msg, sizeof msg) != 0) {
+            snprintf(err, errlen, "environment %s: %s", name, msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- finalize ---- */
+
+int config_finalize(struct config *cfg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < N_DESCS; i++) {
+        const struct config_desc *d = &descs[i];
+        if (d->type == CONFIG_STR) {
+            const char *v = *str_field(cfg, d);
+            if (v == NULL) {
+                snprintf(err, errlen, "%s: not set", d->key);
+                return -1;
+            }
+            if (check_string(d->key, v, err, errlen) != 0) {
+                return -1;
+            }
+        } else if (d->type == CONFIG_INT) {
+            int64_t v = *int_field(cfg, d);
+            if (v < d->min || v > d->max) {
+                snprintf(err, errlen, "%s: must be an integer in %lld..%lld", d->key,
+                         (long long)d->min, (long long)d->max);
+                return -1;
+            }
+        }
+    }
+    if (cfg->lease_default_s > cfg->lease_max_s) {
+        snprintf(err, errlen, "lease.default_s: must not exceed lease.max_s (%lld > %lld)",
+                 (long long)cfg->lease_default_s, (long long)cfg->lease_max_s);
+        return -1;
+    }
+    if (cfg->lease_max_s > cfg->lease_max_total_s) {
+        snprintf(err, errlen, "lease.max_s: must not exceed lease.max_total_s (%lld > %lld)",
+                 (long long)cfg->lease_max_s, (long long)cfg->lease_max_total_s);
+        return -1;
+    }
+    if (cfg->http_timeout_s <= cfg->claim_max_wait_s) {
+        snprintf(err, errlen, "http.timeout_s: must exceed claim.max_wait_s (%lld <= %lld)",
+                 (long long)cfg->http_timeout_s, (long long)cfg->claim_max_wait_s);
+        return -1;
+    }
+    if (cfg->store_url[0] == '\0') {
+        static const char scheme[] = "sqlite://";
+        static const char file[] = "/roost.db";
+        size_t n = sizeof scheme - 1 + strlen(cfg->data_dir) + sizeof file;
+        char *url = malloc(n);
+        if (url == NULL) {
+            snprintf(err, errlen, "store.url: out of memory");
+            return -1;
+        }
+        snprintf(url, n, "%s%s%s", scheme, cfg->data_dir, file);
+        free(cfg->store_url);
+        cfg->store_url = url;
+    }
+    return 0;
+}
+
+/* ---- printing ---- */
+
+static bool secret_param(const char *name, size_t len)
+{
+    static const char *const names[] = {"password", "pass", "passwd", "pwd", "secret", "token",
+                                        NULL};
+    for (size_t i = 0; names[i] != NULL; i++) {
+        if (strlen(names[i]) == len && strncasecmp(name, names[i], len) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Prints a secret. A URL keeps everything but the password of its userinfo and the values of
+ * password-like query parameters (mysql://roost:********@db:3306/roost?socket=/run/x.sock);
+ * anything else is masked whole. The userinfo mask runs from the first ':' after the scheme to the
+ * last '@', which over-masks odd URLs rather than leak a password containing '/' or '?'. */
+static void print_secret(FILE *out, const char *v)
+{
+    if (v[0] == '\0') {
+        return;
+    }
+    const char *sep = strstr(v, "://");
+    if (sep == NULL) {
+        fputs("********", out);
+        return;
+    }
+    const char *auth = sep + 3;
+    const char *at = strrchr(auth, '@');
+    const char *colon = at != NULL ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    const char *rest = v;
+    if (colon != NULL) {
+        fwrite(v, 1, (size_t)(colon + 1 - v), out);
+        fputs("********", out);
+        rest = at;
+    }
+    const char *q = strchr(rest, '?');
+    if (q == NULL) {
+        fputs(rest, out);
+        return;
+    }
+    fwrite(rest, 1, (size_t)(q + 1 - rest), out);
+    const char *p = q + 1;
+    while (*p != '\0') {
+        size_t plen = strcspn(p, "&#");
+        const char *eq = memchr(p, '=', plen);
+        if (eq != NULL && secret_param(p, (size_t)(eq - p))) {
+            fwrite(p, 1, (size_t)(eq + 1 - p), out);
+            fputs("********", out);
+        } else {
+            fwrite(p, 1, plen, out);
+        }
+        p += plen;
+        if (*p == '&') {
+            fputc('&', out);
+            p++;
+        } else if (*p == '#') {
+            fputs(p, out);
+            break;
+        }
+    }
+}
+
+void config_print(const struct config *cfg, FILE *out)
+{
+    for (size_t i = 0; i < N_DESCS; i++) {
+        const struct config_desc *d = &descs[i];
+        const char *base = (const char *)cfg + d->offset;
+        fprintf(out, "%s = ", d->key);
+        switch (d->type) {
+        case CONFIG_INT: {
+            int64_t v;
+            memcpy(&v, base, sizeof v);
+            fprintf(out, "%lld", (long long)v);
+            break;
+        }
+        case CONFIG_BOOL: {
+            bool v;
+            memcpy(&v, base, sizeof v);
+            fputs(v ? "true" : "false", out);
+            break;
+        }
+        case CONFIG_STR: {
+            const char *v;
+            memcpy(&v, base, sizeof v);
+            if (v == NULL) {
+                v = "";
+            }
+            if (d->flags & CONFIG_SECRET) {
+                print_secret(out, v);
+            } else {
+                fputs(v, out);
+            }
+            break;
+        }
+        }
+        fputc('\n', out);
+    }
+}
+
+static void print_md_cell(FILE *out, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (*s == '|') {
+            fputs("\\|", out);
+        } else {
+            fputc(*s, out);
+        }
+    }
+}
+
+void config_print_reference(FILE *out)
+{
+    fputs("| key | default | range | reloadable | description |\n", out);
+    fputs("|---|---|---|---|---|\n", out);
+    for (size_t i = 0; i < N_DESCS; i++) {
+        const struct config_desc *d = &descs[i];
+        fprintf(out, "| `%s` | ", d->key);
+        if (d->def[0] != '\0') {
+            fputc('`', out);
+            print_md_cell(out, d->def);
+            fputc('`', out);
+        }
+        fputs(" | ", out);
+        switch (d->type) {
+        case CONFIG_INT:
+            fprintf(out, "%lld..%lld", (long long)d->min, (long long)d->max);
+            break;
+        case CONFIG_BOOL:
+            fputs("true, false", out);
+            break;
+        case CONFIG_STR:
+            fputs("string", out);
+            break;
+        }
+        fprintf(out, " | %s | ", (d->flags & CONFIG_RELOADABLE) ? "yes" : "no");
+        print_md_cell(out, d->desc);
+        if (d->flags & CONFIG_SECRET) {
+            fputs(" (secret: masked by --print-config)", out);
+        }
+        fputs(" |\n", out);
+    }
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* roostd configuration: one table (ROOST_CONFIG_MAP) drives the defaults, the config file
+ * (`key = value`), ROOST_* environment variables, `--set key=value`, validation, `--print-config`
+ * and the generated reference. Precedence: default < file < env < --set. */
+#ifndef ROOST_CONFIG_H
+#define ROOST_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
+
+#define CONFIG_SECRET 0x1     /* masked by --print-config */
+#define CONFIG_RELOADABLE 0x2 /* takes effect on SIGHUP */
+
+/* X(key, field, type, default, min, max, flags, description)
+ * Integers are int64; string defaults may refer to other keys only through code (store.url). */
+#define ROOST_CONFIG_MAP(X)                                                                        \
+    X("listen", listen, CONFIG_STR, "127.0.0.1:8080", 0, 0, 0,                                     \
+      "HOST:PORT to listen on; port 0 picks a free port")                                         \
+    X("data_dir", data_dir, CONFIG_STR, "./var", 0, 0, 0,                                          \
+      "directory for the SQLite database, signing keys and archives")                              \
+    X("store.url", store_url, CONFIG_STR, "", 0, 0, CONFIG_SECRET,                                 \
+      "store URL; empty means sqlite://DATA_DIR/roost.db")                                         \
+    X("store.synchronous", store_synchronous, CONFIG_STR, "full", 0, 0, 0,                         \
+      "SQLite durability: full (fsync every commit) or normal (WAL, fsync at checkpoints)")        \
+    X("store.readers", store_readers, CONFIG_INT, "2", 1, 64, 0,                                   \
+      "store worker threads for reads (each owns one connection)")                                \
+    X("store.group_commit_max", store_group_commit_max, CONFIG_INT, "256", 1, 10000, 0,            \
+      "most write requests sharing one transaction and one fsync")                                 \
+    X("lease.default_s", lease_default_s, CONFIG_INT, "60", 1, 86400, CONFIG_RELOADABLE,           \
+      "lease length when a claim names none")                                                      \
+    X("lease.max_s", lease_max_s, CONFIG_INT, "43200", 1, 604800, CONFIG_RELOADABLE,               \
+      "largest lease_s a claim or extend may ask for")                                             \
+    X("lease.max_total_s", lease_max_total_s, CONFIG_INT, "86400", 1, 2592000, CONFIG_RELOADABLE,  \
+      "extend never moves a lease past claimed_at + this")                                         \
+    X("claim.max_attempts", claim_max_attempts, CONFIG_INT, "5", 1, 1000, CONFIG_RELOADABLE,       \
+      "an event is quarantined once attempts reach this and it fails again")                      \
+    X("claim.max_wait_s", claim_max_wait_s, CONFIG_INT, "30", 0, 300, CONFIG_RELOADABLE,           \
+      "largest wait_s a long poll (inbox read or claim) may ask for")                              \
+    X("scavenger.interval_ms", scavenger_interval_ms, CONFIG_INT, "1000", 10, 3600000,             \
+      CONFIG_RELOADABLE, "how often expired leases, due and expired events are processed")         \
+    X("scavenger.batch", scavenger_batch, CONFIG_INT, "1000", 1, 100000, CONFIG_RELOADABLE,        \
+      "most rows the scavenger changes per transaction")                                           \
+    X("retention.completed_s", retention_completed_s, CONFIG_INT, "604800", 0, 315360000,          \
+      CONFIG_RELOADABLE, "completed and expired rows are deleted this long after they finished")   \
+    X("retention.max_age_s", retention_max_age_s, CONFIG_INT, "2592000", 1, 315360000,             \
+      CONFIG_RELOADABLE, "any row older than this is archived (NDJSON.gz) and deleted")            \
+    X("retention.interval_ms", retention_interval_ms, CONFIG_INT, "60000", 10, 86400000,           \
+      CONFIG_RELOADABLE, "how often retention runs")                                               \
+    X("retention.batch", retention_batch, CONFIG_INT, "1000", 1, 100000, CONFIG_RELOADABLE,        \
+      "most rows retention deletes per transaction")                                               \
+    X("limits.max_body_bytes", limits_max_body_bytes, CONFIG_INT, "4194304", 1024, 1073741824, 0,  \
+      "largest request body; larger gets 413")                                                     \
+    X("limits.max_payload_bytes", limits_max_payload_bytes, CONFIG_INT, "262144", 16, 67108864,    \
+      CONFIG_RELOADABLE, "largest event payload (compact JSON); larger gets 413")                  \
+    X("limits.max_batch", limits_max_batch, CONFIG_INT, "1000", 1, 100000, CONFIG_RELOADABLE,      \
+      "most events per publish batch, recipients per event, acks per batch ack")                   \
+    X("limits.max_recipients", limits_max_recipients, CONFIG_INT, "10000", 1, 1000000,            \
+      CONFIG_RELOADABLE, "most recipients (fan-out) of one event")                                 \
+    X("limits.max_json_depth", limits_max_json_depth, CONFIG_INT, "32", 2, 1000,                   \
+      CONFIG_RELOADABLE, "deepest JSON nesting accepted in a body")                                \
+    X("limits.max_header_bytes", limits_max_header_bytes, CONFIG_INT, "16384", 1024, 1048576, 0,   \
+      "largest request header section; larger gets 431")                                           \
+    X("http.timeout_s", http_timeout_s, CONFIG_INT, "90", 1, 3600, 0,                              \
+      "idle timeout of a connection (must exceed long-poll waits)")                                \
+    X("auth.key_file", auth_key_file, CONFIG_STR, "", 0, 0, 0,                                     \
+      "Ed25519 private key (PEM) signing and verifying tokens; empty means DATA_DIR/token_ed25519.pem") \
+    X("log.level", log_level, CONFIG_STR, "info", 0, 0, CONFIG_RELOADABLE,                         \
+      "debug, info, warn or error")
+
+struct config {
+#define CONFIG_FIELD(key, field, type, def, min, max, flags, desc) CONFIG_FIELD_##type(field)
+#define CONFIG_FIELD_CONFIG_INT(field) int64_t field;
+#define CONFIG_FIELD_CONFIG_STR(field) char *field;
+#define CONFIG_FIELD_CONFIG_BOOL(field) bool field;
+    ROOST_CONFIG_MAP(CONFIG_FIELD)
+#undef CONFIG_FIELD
+};
+
+/* Fills every field with its default. Strings are heap copies owned by the config. */
+int config_init(struct config *cfg);
+void config_cleanup(struct config *cfg);
+
+/* Sets one key from text. On failure returns -1 and writes "key: reason" into err. */
+int config_set(struct config *cfg, const char *key, const char *value, char *err, size_t errlen);
+/* Reads `key = value` lines (inih syntax, '#'/';' comments, no sections needed). Errors name the
+ * file, line and key. */
+int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen);
+/* Applies ROOST_<KEY> variables: dots and dashes become underscores, upper case
+ * (lease.default_s → ROOST_LEASE_DEFAULT_S). */
+int config_load_env(struct config *cfg, char *const *envp, char *err, size_t errlen);
+/* Cross-key checks (lease.default_s <= lease.max_s, …) and derived defaults (store.url). */
+int config_finalize(struct config *cfg, char *err, size_t errlen);
+/* Writes `key = value` for every key, secrets masked. */
+void config_print(const struct config *cfg, FILE *out);
+/* Writes the Markdown reference table of every key. */
+void config_print_reference(FILE *out);
+
+#endif

@@ -1,0 +1,769 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP front on evhttp: the listening socket, framing checks evhttp does not make, the router
+ * (one table), authentication and scope checks in one place, body and query parsing, and replies.
+ * Handlers get a validated `struct request` and always end it with request_reply_*(). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/http_struct.h> /* request version: no accessor in 2.1 */
+#include <event2/keyvalq_struct.h>
+#include <sys/queue.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/ids.h"
+#include "common/jsonutil.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "server/http.h"
+#include "server/server.h"
+#include "common/banned.h"
+
+#define MAX_HEADER_COUNT 100
+
+enum body_rule {
+    BODY_NONE,     /* GET: a body is ignored */
+    BODY_REQUIRED, /* POST with parameters: a JSON object is required */
+    BODY_OPTIONAL, /* POST without parameters: an empty body (no Content-Type) is accepted */
+};
+
+struct route {
+    enum evhttp_cmd_type method;
+    const char *pattern; /* literal segments, {agent} and {event} */
+    const char *name;    /* for logs and metrics */
+    enum auth_action action;
+    enum body_rule body;
+    void (*handler)(struct request *rq);
+};
+
+static const struct route routes[] = {
+    {EVHTTP_REQ_POST, "/api/v1/events", "publish", AUTH_PUBLISH, BODY_REQUIRED, api_publish},
+    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/inbox", "inbox_read", AUTH_READ, BODY_NONE,
+     api_inbox_read},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/claim", "claim", AUTH_CONSUME, BODY_REQUIRED,
+     api_inbox_claim},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/ack", "ack_batch", AUTH_CONSUME,
+     BODY_REQUIRED, api_events_ack},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/release-all", "release_all", AUTH_CONSUME,
+     BODY_OPTIONAL, api_release_all},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/{event}/ack", "ack", AUTH_CONSUME,
+     BODY_REQUIRED, api_event_ack},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/{event}/release", "release", AUTH_CONSUME,
+     BODY_REQUIRED, api_event_release},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/{event}/extend", "extend", AUTH_CONSUME,
+     BODY_REQUIRED, api_event_extend},
+    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/state", "state", AUTH_READ, BODY_NONE,
+     api_state_get},
+    {EVHTTP_REQ_GET, "/api/v1/admin/agents", "admin_agents", AUTH_ADMIN, BODY_NONE,
+     api_admin_agents},
+    {EVHTTP_REQ_GET, "/api/v1/admin/quarantine", "admin_quarantine", AUTH_ADMIN, BODY_NONE,
+     api_admin_quarantine},
+    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/requeue", "admin_requeue", AUTH_ADMIN,
+     BODY_OPTIONAL, api_admin_requeue},
+};
+
+/* ---- request lifecycle ---- */
+
+static void request_free(struct request *rq)
+{
+    if (rq->op_free && rq->op) {
+        rq->op_free(rq->op);
+    }
+    json_decref(rq->body);
+    if (rq->query) {
+        evhttp_clear_headers(rq->query);
+        free(rq->query);
+    }
+    free(rq);
+}
+
+static const char *method_name(enum evhttp_cmd_type m)
+{
+    switch (m) {
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_OPTIONS:
+        return "OPTIONS";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
+    default:
+        return "OTHER";
+    }
+}
+
+/* Every reply goes through here: headers, body, the access log line, and the drain check. */
+static void send_reply(struct request *rq, int status, json_t *body, bool close_conn)
+{
+    struct server *srv = rq->srv;
+    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    evhttp_add_header(out, "Content-Type", "application/json");
+    evhttp_add_header(out, "X-Request-Id", rq->id);
+    evhttp_add_header(out, "Cache-Control", "no-store");
+    if (close_conn || srv->draining) {
+        evhttp_add_header(out, "Connection", "close");
+    }
+    struct evbuffer *buf = evbuffer_new();
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (buf && text) {
+        evbuffer_add(buf, text, strlen(text));
+        evbuffer_add(buf, "\n", 1);
+    }
+    free(text);
+    json_decref(body);
+    evhttp_send_reply(rq->req, status, NULL, buf);
+    if (buf) {
+        evbuffer_free(buf);
+    }
+    log_line(status >= 500 ? LOG_ERROR : LOG_INFO, "request",
+             "req_id=%s method=%s route=%s status=%d dur_ms=%lld tenant=%s agent=%s", rq->id,
+             method_name(evhttp_request_get_command(rq->req)), rq->route ? rq->route->name : "-",
+             status, (long long)(time_mono_ms() - rq->start_ms),
+             rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-",
+             rq->agent_id[0] ? rq->agent_id : "-");
+    request_free(rq);
+    srv->inflight--;
+    if (srv->draining && srv->inflight == 0) {
+        event_base_loopexit(srv->base, NULL);
+    }
+}
+
+void request_reply_json(struct request *rq, int status, json_t *body)
+{
+    send_reply(rq, status, body, false);
+}
+
+static json_t *error_body(int rc, const char *message, json_t *extra)
+{
+    json_t *err = json_pack("{s:s, s:s}", "code", roost_err_code(rc), "message",
+                            message ? message : roost_strerror(rc));
+    if (err && extra) {
+        json_object_update(err, extra);
+    }
+    json_decref(extra);
+    return json_pack("{s:o*}", "error", err);
+}
+
+static void reply_error_ex(struct request *rq, int rc, const char *message, json_t *extra,
+                           bool close_conn)
+{
+    int status = roost_err_http_status(rc);
+    if (status < 400) {
+        status = 500;
+    }
+    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    if (status == 401) {
+        evhttp_add_header(out, "WWW-Authenticate", "Bearer realm=\"roost\"");
+    } else if (status == 429 || status == 503) {
+        evhttp_add_header(out, "Retry-After", "1");
+    }
+    send_reply(rq, status, error_body(rc, message, extra), close_conn);
+}
+
+void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra)
+{
+    reply_error_ex(rq, rc, message, extra, false);
+}
+
+/* ---- parameters ---- */
+
+/* Strict decimal: optional '-', 1..19 digits, no overflow. */
+static bool parse_i64(const char *s, int64_t *out)
+{
+    if (s == NULL || *s == '\0') {
+        return false;
+    }
+    bool neg = *s == '-';
+    const char *p = s + neg;
+    if (*p == '\0') {
+        return false;
+    }
+    uint64_t v = 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9' || p - s > 20) {
+            return false;
+        }
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10) {
+            return false;
+        }
+        v = v * 10 + d;
+    }
+    if (v > (uint64_t)INT64_MAX) {
+        return false;
+    }
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return true;
+}
+
+const char *request_query_str(struct request *rq, const char *name, int *rc)
+{
+    *rc = ROOST_OK;
+    if (!rq->query) {
+        return NULL;
+    }
+    const char *found = NULL;
+    for (struct evkeyval *kv = rq->query->tqh_first; kv; kv = kv->next.tqe_next) {
+        if (strcmp(kv->key, name) == 0) {
+            if (found) {
+                *rc = ROOST_EQUERY;
+                return NULL;
+            }
+            found = kv->value;
+        }
+    }
+    return found;
+}
+
+int request_query_int(struct request *rq, const char *name, int64_t min, int64_t max, int64_t def,
+                      int bad_rc, int64_t *out)
+{
+    int rc;
+    const char *v = request_query_str(rq, name, &rc);
+    if (rc != ROOST_OK) {
+        return bad_rc;
+    }
+    if (v == NULL) {
+        *out = def;
+        return ROOST_OK;
+    }
+    int64_t x;
+    if (!parse_i64(v, &x) || x < min || x > max) {
+        return bad_rc;
+    }
+    *out = x;
+    return ROOST_OK;
+}
+
+int body_int(const json_t *body, const char *name, int64_t min, int64_t max, int64_t def,
+             int bad_rc, int64_t *out)
+{
+    json_t *v = body ? json_object_get(body, name) : NULL;
+    if (v == NULL || json_is_null(v)) {
+        *out = def;
+        return ROOST_OK;
+    }
+    /* Integers only: 1.0, "1" and true are type errors, not coerced. */
+    if (!json_is_integer(v)) {
+        return bad_rc;
+    }
+    json_int_t x = json_integer_value(v);
+    if (x < min || x > max) {
+        return bad_rc;
+    }
+    *out = x;
+    return ROOST_OK;
+}
+
+int body_str(const json_t *body, const char *name, size_t max_len, int bad_rc, const char **out)
+{
+    json_t *v = body ? json_object_get(body, name) : NULL;
+    *out = NULL;
+    if (v == NULL || json_is_null(v)) {
+        return ROOST_OK;
+    }
+    if (!json_is_string(v)) {
+        return bad_rc;
+    }
+    size_t len = json_string_length(v);
+    if (len == 0 || len > max_len) {
+        return bad_rc;
+    }
+    *out = json_string_value(v);
+    return ROOST_OK;
+}
+
+int body_only_fields(const json_t *body, const char *const *allowed, const char **bad)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)body, key, value)
+    {
+        (void)value;
+        bool ok = false;
+        for (const char *const *a = allowed; *a; a++) {
+            if (strcmp(*a, key) == 0) {
+                ok = true;
+                break;
+            }
+        }
+        if (!ok) {
+            *bad = key;
+            return ROOST_EUNKNOWNFIELD;
+        }
+    }
+    return ROOST_OK;
+}
+
+static json_t *time_json(int64_t ms)
+{
+    if (ms <= 0) {
+        return json_null();
+    }
+    char buf[TIME_RFC3339_LEN + 1];
+    time_format_rfc3339(ms, buf);
+    return json_string(buf);
+}
+
+json_t *event_to_json(const struct store_event *ev, bool with_claim, bool with_audit)
+{
+    json_t *payload = NULL;
+    if (ev->payload) {
+        payload = json_loads(ev->payload, JSON_DECODE_ANY, NULL);
+    }
+    json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:i, s:s?, s:o, s:o, s:o, s:o}", "event_id",
+                          ev->event_id, "agent_id", ev->agent_id, "sequence_number",
+                          (json_int_t)ev->seq, "status", store_status_name(ev->status),
+                          "priority", ev->priority, "correlation_id", ev->correlation_id,
+                          "payload", payload ? payload : json_null(), "created_at",
+                          time_json(ev->created_at_ms), "available_at",
+                          time_json(ev->available_at_ms), "expires_at",
+                          time_json(ev->expires_at_ms));
+    if (!o) {
+        return NULL;
+    }
+    if (with_claim) {
+        json_object_set_new(o, "lease_token", json_string(ev->lease_token));
+        json_object_set_new(o, "claim_expires_at", time_json(ev->claim_expires_at_ms));
+        json_object_set_new(o, "attempts", json_integer(ev->attempts));
+    }
+    if (with_audit) {
+        json_object_set_new(o, "attempts", json_integer(ev->attempts));
+        json_object_set_new(o, "timeouts", json_integer(ev->timeouts));
+        json_object_set_new(o, "nacks", json_integer(ev->nacks));
+        json_object_set_new(o, "last_error",
+                            ev->last_error ? json_string(ev->last_error) : json_null());
+        json_object_set_new(o, "completed_at", time_json(ev->completed_at_ms));
+    }
+    return o;
+}
+
+/* ---- framing checks evhttp leaves to us ---- */
+
+static int count_header(struct evkeyvalq *h, const char *name, const char **value)
+{
+    int n = 0;
+    for (struct evkeyval *kv = h->tqh_first; kv; kv = kv->next.tqe_next) {
+        if (strcasecmp(kv->key, name) == 0) {
+            if (value) {
+                *value = kv->value;
+            }
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Returns 0 when the request's framing and headers are acceptable, else the HTTP status to
+ * answer (the connection is then closed: after a framing error nothing more can be trusted). */
+static int check_framing(struct evhttp_request *req, const char **why)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    int n_headers = 0;
+    for (struct evkeyval *kv = in->tqh_first; kv; kv = kv->next.tqe_next) {
+        n_headers++;
+        for (const char *p = kv->key; *p; p++) {
+            if (*p == ' ' || *p == '\t') {
+                *why = "whitespace in a header name";
+                return 400;
+            }
+        }
+        for (const char *p = kv->value; *p; p++) {
+            if (*p == '\r' || *p == '\n' || ((unsigned char)*p < 0x20 && *p != '\t')) {
+                *why = "control character in a header value";
+                return 400;
+            }
+        }
+    }
+    if (n_headers > MAX_HEADER_COUNT) {
+        *why = "too many header fields";
+        return 431;
+    }
+    const char *host = NULL, *cl = NULL, *te = NULL;
+    int n_cl = count_header(in, "Content-Length", &cl);
+    int n_te = count_header(in, "Transfer-Encoding", &te);
+    int n_host = count_header(in, "Host", &host);
+    char major = req->major, minor = req->minor;
+    if (n_cl > 1 || (n_cl == 1 && n_te > 0)) {
+        *why = "ambiguous message framing (Content-Length with Transfer-Encoding, or repeated)";
+        return 400;
+    }
+    if (n_te > 0 && (n_te > 1 || strcasecmp(te, "chunked") != 0 || minor == 0)) {
+        *why = "unsupported Transfer-Encoding";
+        return 400;
+    }
+    if (n_cl == 1) {
+        for (const char *p = cl; *p; p++) {
+            if (*p < '0' || *p > '9') {
+                *why = "Content-Length must be digits";
+                return 400;
+            }
+        }
+    }
+    if (n_host > 1 || (major == 1 && minor >= 1 && n_host == 0)) {
+        *why = "exactly one Host header is required";
+        return 400;
+    }
+    const char *uri = evhttp_request_get_uri(req);
+    if (uri == NULL || uri[0] != '/') {
+        *why = "only origin-form request targets are served";
+        return 400;
+    }
+    return 0;
+}
+
+/* ---- routing ---- */
+
+enum match { MATCH_NO, MATCH_YES };
+
+/* Matches `path` (no query) against a pattern, capturing {agent} and {event} raw. */
+static enum match route_match(const char *pattern, const char *path, const char **agent,
+                              size_t *agent_len, const char **event, size_t *event_len)
+{
+    const char *p = pattern, *s = path;
+    while (*p && *s) {
+        if (*p != '/' || *s != '/') {
+            return MATCH_NO;
+        }
+        p++;
+        s++;
+        const char *pe = strchr(p, '/');
+        size_t plen = pe ? (size_t)(pe - p) : strlen(p);
+        const char *se = strchr(s, '/');
+        size_t slen = se ? (size_t)(se - s) : strlen(s);
+        if (plen == 7 && memcmp(p, "{agent}", 7) == 0) {
+            *agent = s;
+            *agent_len = slen;
+        } else if (plen == 7 && memcmp(p, "{event}", 7) == 0) {
+            *event = s;
+            *event_len = slen;
+        } else if (plen != slen || memcmp(p, s, plen) != 0) {
+            return MATCH_NO;
+        }
+        p += plen;
+        s += slen;
+    }
+    return (*p == '\0' && *s == '\0') ? MATCH_YES : MATCH_NO;
+}
+
+static bool content_type_is_json(const char *ct)
+{
+    if (!ct) {
+        return false;
+    }
+    size_t n = strlen("application/json");
+    if (strncasecmp(ct, "application/json", n) != 0) {
+        return false;
+    }
+    const char *rest = ct + n;
+    while (*rest == ' ') {
+        rest++;
+    }
+    if (*rest == '\0') {
+        return true;
+    }
+    if (*rest != ';') {
+        return false;
+    }
+    rest++;
+    while (*rest == ' ') {
+        rest++;
+    }
+    return strncasecmp(rest, "charset=utf-8", 13) == 0 && rest[13] == '\0';
+}
+
+static void reply_plain(struct request *rq, int status, const char *text)
+{
+    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
+    evhttp_add_header(out, "X-Request-Id", rq->id);
+    struct evbuffer *buf = evbuffer_new();
+    if (buf) {
+        evbuffer_add(buf, text, strlen(text));
+    }
+    evhttp_send_reply(rq->req, status, NULL, buf);
+    if (buf) {
+        evbuffer_free(buf);
+    }
+    struct server *srv = rq->srv;
+    request_free(rq);
+    srv->inflight--;
+    if (srv->draining && srv->inflight == 0) {
+        event_base_loopexit(srv->base, NULL);
+    }
+}
+
+/* Reads and validates the body for routes that take one. Returns ROOST_OK or an error code. */
+static int read_body(struct request *rq, const char **bad_field)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(rq->req);
+    size_t len = evbuffer_get_length(in);
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Content-Type");
+    *bad_field = NULL;
+    if (len == 0) {
+        if (rq->route->body == BODY_OPTIONAL) {
+            rq->body = json_object();
+            return rq->body ? ROOST_OK : ROOST_ENOMEM;
+        }
+        return ROOST_EJSON;
+    }
+    if (len > (size_t)rq->srv->cfg->limits_max_body_bytes) {
+        return ROOST_ETOOLARGE;
+    }
+    if (!content_type_is_json(ct)) {
+        return ROOST_EMEDIATYPE;
+    }
+    const char *data = (const char *)evbuffer_pullup(in, -1);
+    if (!data) {
+        return ROOST_ENOMEM;
+    }
+    return jsonutil_parse_object(data, len, (size_t)rq->srv->cfg->limits_max_json_depth,
+                                 &rq->body);
+}
+
+static void health(struct request *rq, bool ready)
+{
+    struct server *srv = rq->srv;
+    if (!ready) {
+        reply_plain(rq, 200, "ok\n");
+    } else if (srv->draining) {
+        reply_plain(rq, 503, "draining\n");
+    } else {
+        reply_plain(rq, 200, "ready\n");
+    }
+}
+
+static void dispatch(struct evhttp_request *req, void *arg)
+{
+    struct server *srv = arg;
+    struct request *rq = calloc(1, sizeof *rq);
+    if (!rq) {
+        evhttp_send_error(req, 503, "out of memory");
+        return;
+    }
+    rq->srv = srv;
+    rq->req = req;
+    rq->start_ms = time_mono_ms();
+    srv->inflight++;
+    srv->request_serial++;
+    snprintf(rq->id, sizeof rq->id, "%08llx%08llx",
+             (unsigned long long)(time_now_ms() / 1000) & 0xffffffffULL,
+             (unsigned long long)srv->request_serial & 0xffffffffULL);
+
+    const char *why = NULL;
+    int status = check_framing(req, &why);
+    if (status != 0) {
+        reply_error_ex(rq, status == 431 ? ROOST_EHEADERS : ROOST_EFRAMING, why, NULL, true);
+        return;
+    }
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    if (!path || path[0] != '/') {
+        reply_error_ex(rq, ROOST_EINVAL, "malformed request target", NULL, true);
+        return;
+    }
+    enum evhttp_cmd_type method = evhttp_request_get_command(req);
+    if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0) {
+        health(rq, path[1] == 'r');
+        return;
+    }
+    if (srv->draining) {
+        request_reply_error(rq, ROOST_ESHUTDOWN, NULL, NULL);
+        return;
+    }
+
+    const char *agent = NULL, *event = NULL;
+    size_t agent_len = 0, event_len = 0;
+    bool path_known = false;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (route_match(routes[i].pattern, path, &agent, &agent_len, &event, &event_len) ==
+            MATCH_YES) {
+            path_known = true;
+            if (routes[i].method == method) {
+                rq->route = &routes[i];
+                break;
+            }
+        }
+    }
+    if (!rq->route) {
+        request_reply_error(rq, path_known ? ROOST_EMETHOD : ROOST_ENOTFOUND, NULL, NULL);
+        return;
+    }
+
+    /* Authentication before anything about the request's content is revealed. */
+    const char *authz =
+        evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (auth_authenticate(srv->auth, authz, time_now_ms(), &rq->principal) != ROOST_OK) {
+        memset(&rq->principal, 0, sizeof rq->principal);
+        request_reply_error(rq, ROOST_EUNAUTHENTICATED, NULL, NULL);
+        return;
+    }
+    if (agent) {
+        if (!ids_valid_name(agent, agent_len)) {
+            request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
+            return;
+        }
+        memcpy(rq->agent_id, agent, agent_len);
+        rq->agent_id[agent_len] = '\0';
+    }
+    if (event) {
+        if (!ids_valid_event_id(event, event_len)) {
+            request_reply_error(rq, ROOST_EEVENTID, NULL, NULL);
+            return;
+        }
+        memcpy(rq->event_id, event, event_len);
+        rq->event_id[event_len] = '\0';
+    }
+    /* Publish checks its recipients itself; every other route names its agent in the path. */
+    if (rq->route->action != AUTH_PUBLISH &&
+        !auth_allows(&rq->principal, rq->route->action, agent ? rq->agent_id : NULL)) {
+        request_reply_error(rq, ROOST_EFORBIDDEN, NULL, NULL);
+        return;
+    }
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (query) {
+        rq->query = calloc(1, sizeof *rq->query);
+        if (!rq->query) {
+            request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+            return;
+        }
+        TAILQ_INIT(rq->query);
+        if (evhttp_parse_query_str(query, rq->query) != 0) {
+            request_reply_error(rq, ROOST_EQUERY, NULL, NULL);
+            return;
+        }
+    }
+    if (rq->route->body != BODY_NONE) {
+        const char *bad = NULL;
+        int rc = read_body(rq, &bad);
+        if (rc != ROOST_OK) {
+            request_reply_error(rq, rc, NULL, NULL);
+            return;
+        }
+    }
+    rq->route->handler(rq);
+}
+
+/* ---- listening ---- */
+
+static int open_listener(const char *listen_spec, evutil_socket_t *fd_out, char *host_out,
+                         size_t host_len, int *port_out, char *err, size_t errlen)
+{
+    char host[256];
+    const char *colon = strrchr(listen_spec, ':');
+    if (!colon || colon == listen_spec || (size_t)(colon - listen_spec) >= sizeof host) {
+        snprintf(err, errlen, "listen: expected HOST:PORT, got '%s'", listen_spec);
+        return -1;
+    }
+    memcpy(host, listen_spec, (size_t)(colon - listen_spec));
+    host[colon - listen_spec] = '\0';
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        memmove(host, host + 1, strlen(host) - 2);
+        host[strlen(host) - 2] = '\0';
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(host, colon + 1, &hints, &res);
+    if (gai != 0) {
+        snprintf(err, errlen, "listen: cannot resolve '%s': %s", listen_spec, gai_strerror(gai));
+        return -1;
+    }
+    evutil_socket_t fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 4096) != 0 ||
+        evutil_make_socket_nonblocking(fd) != 0) {
+        snprintf(err, errlen, "listen on %s: %s", listen_spec, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        freeaddrinfo(res);
+        return -1;
+    }
+    freeaddrinfo(res);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    int port = 0;
+    if (ss.ss_family == AF_INET) {
+        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+        port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    }
+    /* A wildcard address is reached through loopback in the printed URL. */
+    if (strcmp(host, "0.0.0.0") == 0 || host[0] == '\0') {
+        snprintf(host_out, host_len, "127.0.0.1");
+    } else if (strcmp(host, "::") == 0) {
+        snprintf(host_out, host_len, "[::1]");
+    } else if (strchr(host, ':')) {
+        snprintf(host_out, host_len, "[%s]", host);
+    } else {
+        snprintf(host_out, host_len, "%.*s", (int)(host_len - 1), host);
+    }
+    *fd_out = fd;
+    *port_out = port;
+    return 0;
+}
+
+int http_start(struct server *srv, char *err, size_t errlen)
+{
+    srv->http = evhttp_new(srv->base);
+    if (!srv->http) {
+        snprintf(err, errlen, "evhttp_new failed");
+        return -1;
+    }
+    evhttp_set_max_body_size(srv->http, (ev_ssize_t)srv->cfg->limits_max_body_bytes);
+    evhttp_set_max_headers_size(srv->http, (ev_ssize_t)srv->cfg->limits_max_header_bytes);
+    evhttp_set_timeout(srv->http, (int)srv->cfg->http_timeout_s);
+    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                              EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                              EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+    evhttp_set_default_content_type(srv->http, "application/json");
+    evhttp_set_gencb(srv->http, dispatch, srv);
+    evutil_socket_t fd;
+    char host[48];
+    int port;
+    if (open_listener(srv->cfg->listen, &fd, host, sizeof host, &port, err, errlen) != 0) {
+        return -1;
+    }
+    srv->bound = evhttp_accept_socket_with_handle(srv->http, fd);
+    if (!srv->bound) {
+        close(fd);
+        snprintf(err, errlen, "evhttp_accept_socket failed");
+        return -1;
+    }
+    snprintf(srv->base_url, sizeof srv->base_url, "http://%s:%d", host, port);
+    return 0;
+}
+
+void http_stop_accepting(struct server *srv)
+{
+    if (srv->bound) {
+        evhttp_del_accept_socket(srv->http, srv->bound);
+        srv->bound = NULL;
+    }
+}
+
+void http_free(struct server *srv)
+{
+    if (srv->http) {
+        evhttp_free(srv->http);
+        srv->http = NULL;
+    }
+}

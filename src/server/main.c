@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/* roostd: argv → config → run. Exit codes: 0 clean shutdown, 1 runtime failure, 2 bad usage or
+ * invalid configuration. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "common/log.h"
+#include "server/config.h"
+#include "server/server.h"
+
+extern char **environ;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: roostd [options]\n"
+            "  --data-dir DIR      data directory (default ./var)\n"
+            "  --listen HOST:PORT  address to listen on (port 0 picks a free port)\n"
+            "  --ready-file FILE   write the base URL to FILE once listening\n"
+            "  --store URL         sqlite://PATH (default sqlite://DATA_DIR/roost.db)\n"
+            "  --config FILE       config file (key = value)\n"
+            "  --set KEY=VALUE     set a config key (repeatable; wins over file and env)\n"
+            "  --print-config      print the effective configuration and exit\n"
+            "  --print-config-reference  print the reference of every key (Markdown)\n"
+            "  --version           print the version and exit\n"
+            "Environment: ROOST_<KEY> sets a key (lease.default_s -> ROOST_LEASE_DEFAULT_S).\n");
+}
+
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    enum { OPT_READY = 256, OPT_PRINT, OPT_REF, OPT_VERSION, OPT_STORE, OPT_SET };
+    static const struct option opts[] = {
+        {"data-dir", required_argument, NULL, 'd'},
+        {"listen", required_argument, NULL, 'l'},
+        {"ready-file", required_argument, NULL, OPT_READY},
+        {"store", required_argument, NULL, OPT_STORE},
+        {"config", required_argument, NULL, 'c'},
+        {"set", required_argument, NULL, OPT_SET},
+        {"print-config", no_argument, NULL, OPT_PRINT},
+        {"print-config-reference", no_argument, NULL, OPT_REF},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *config_file = NULL, *ready_file = NULL;
+    bool print = false;
+    /* Flags are applied after file and env: collect them first as key=value pairs. */
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    char **owned = calloc((size_t)argc + 1, sizeof *owned);
+    size_t n_sets = 0, n_owned = 0;
+    if (!sets || !owned) {
+        return 1;
+    }
+    int c;
+    while ((c = getopt_long(argc, argv, "d:l:c:h", opts, NULL)) != -1) {
+        const char *key = NULL;
+        switch (c) {
+        case 'd':
+            key = "data_dir";
+            break;
+        case 'l':
+            key = "listen";
+            break;
+        case OPT_STORE:
+            key = "store.url";
+            break;
+        case 'c':
+            config_file = optarg;
+            break;
+        case OPT_READY:
+            ready_file = optarg;
+            break;
+        case OPT_SET:
+            sets[n_sets++] = optarg;
+            break;
+        case OPT_PRINT:
+            print = true;
+            break;
+        case OPT_REF:
+            config_print_reference(stdout);
+            return 0;
+        case OPT_VERSION:
+            printf("roostd %s\n", ROOST_VERSION);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+        if (key) {
+            size_t len = strlen(key) + strlen(optarg) + 2;
+            char *kv = malloc(len);
+            if (!kv) {
+                return 1;
+            }
+            snprintf(kv, len, "%s=%s", key, optarg);
+            owned[n_owned++] = kv;
+            sets[n_sets++] = kv;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "roostd: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+
+    struct config cfg;
+    char err[512] = "";
+    int exit_code = 2;
+    if (config_init(&cfg) != 0) {
+        return 1;
+    }
+    if (config_file && config_load_file(&cfg, config_file, err, sizeof err) != 0) {
+        goto out;
+    }
+    if (config_load_env(&cfg, environ, err, sizeof err) != 0) {
+        goto out;
+    }
+    for (size_t i = 0; i < n_sets; i++) {
+        const char *eq = strchr(sets[i], '=');
+        if (!eq) {
+            snprintf(err, sizeof err, "--set %s: expected KEY=VALUE", sets[i]);
+            goto out;
+        }
+        char key[128];
+        size_t klen = (size_t)(eq - sets[i]);
+        if (klen >= sizeof key) {
+            snprintf(err, sizeof err, "--set: key too long");
+            goto out;
+        }
+        memcpy(key, sets[i], klen);
+        key[klen] = '\0';
+        if (config_set(&cfg, key, eq + 1, err, sizeof err) != 0) {
+            goto out;
+        }
+    }
+    if (config_finalize(&cfg, err, sizeof err) != 0) {
+        goto out;
+    }
+    if (print) {
+        config_print(&cfg, stdout);
+        exit_code = 0;
+        goto out;
+    }
+    log_set_level((enum log_level)log_level_parse(cfg.log_level));
+    raise_nofile();
+
+    struct server srv;
+    exit_code = 1;
+    if (server_start(&srv, &cfg, ready_file, err, sizeof err) != 0) {
+        server_cleanup(&srv);
+        goto out;
+    }
+    int rc = server_run(&srv);
+    server_cleanup(&srv);
+    log_info("roostd stopped", "%s", "");
+    exit_code = rc == 0 ? 0 : 1;
+    err[0] = '\0';
+out:
+    if (err[0]) {
+        fprintf(stderr, "roostd: %s\n", err);
+    }
+    config_cleanup(&cfg);
+    for (size_t i = 0; i < n_owned; i++) {
+        free(owned[i]);
+    }
+    free(owned);
+    free(sets);
+    return exit_code;
+}

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/* The scavenger and retention timers (see scheduler.h), and the NDJSON.gz archive writer used by
+ * retention: DATA_DIR/archive/<tenant>/<YYYY-MM-DD>.ndjson.gz (day of the event's creation), one
+ * gzip member appended per batch and fsynced before the deleting transaction commits. */
+#include "server/scheduler.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "server/server.h"
+#include "server/workers.h"
+#include "common/banned.h"
+
+struct tick_job {
+    struct job job;
+    struct scheduler *sched;
+    bool retention;
+    /* outputs */
+    struct store_touches touches;
+    size_t due, scavenged, quarantined, expired;
+    struct store_retention_result ret;
+    bool more;
+};
+
+/* One open archive file during a retention batch. */
+struct archive_file {
+    char tenant_id[STORE_ID_MAX + 1];
+    char day[11];
+    int fd;
+    gzFile gz;
+};
+
+struct archive_batch {
+    const char *data_dir;
+    struct archive_file files[16];
+    size_t n;
+    bool failed;
+};
+
+struct scheduler {
+    struct server *srv;
+    struct event *scavenge_ev, *retention_ev;
+    struct tick_job scavenge_job, retention_job;
+    bool scavenge_busy, retention_busy, stopped;
+};
+
+static void arm(struct scheduler *s, struct event *ev, int64_t ms)
+{
+    if (s->stopped) {
+        return;
+    }
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    evtimer_add(ev, &tv);
+}
+
+/* ---- archive ---- */
+
+static int mkdir_p(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
+                return -1;
+            }
+            *p = '/';
+        }
+    }
+    return (mkdir(tmp, 0700) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+static struct archive_file *archive_open(struct archive_batch *b, const char *tenant_id,
+                                         const char *day)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (strcmp(b->files[i].tenant_id, tenant_id) == 0 && strcmp(b->files[i].day, day) == 0) {
+            return &b->files[i];
+        }
+    }
+    if (b->n == sizeof b->files / sizeof b->files[0]) {
+        return NULL; /* the batch is cut short; the next one continues */
+    }
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/archive/%s", b->data_dir, tenant_id);
+    snprintf(path, sizeof path, "%s/%s.ndjson.gz", dir, day);
+    if (mkdir_p(dir) != 0) {
+        return NULL;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        return NULL;
+    }
+    int gzfd = dup(fd);
+    gzFile gz = gzfd >= 0 ? gzdopen(gzfd, "ab") : NULL;
+    if (!gz) {
+        if (gzfd >= 0) {
+            close(gzfd);
+        }
+        close(fd);
+        return NULL;
+    }
+    struct archive_file *f = &b->files[b->n++];
+    snprintf(f->tenant_id, sizeof f->tenant_id, "%s", tenant_id);
+    snprintf(f->day, sizeof f->day, "%s", day);
+    f->fd = fd;
+    f->gz = gz;
+    return f;
+}
+
+static int archive_row(void *ctx, const char *tenant_id, const struct store_event *ev)
+{
+    struct archive_batch *b = ctx;
+    char day[11];
+    time_format_day(ev->created_at_ms, day);
+    struct archive_file *f = archive_open(b, tenant_id, day);
+    if (!f) {
+        b->failed = true;
+        return -1;
+    }
+    json_t *o = event_to_json(ev, false, true);
+    if (!o) {
+        b->failed = true;
+        return -1;
+    }
+    json_object_set_new(o, "tenant_id", json_string(tenant_id));
+    char *line = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    int ok = line && gzputs(f->gz, line) >= 0 && gzputc(f->gz, '\n') >= 0;
+    free(line);
+    if (!ok) {
+        b->failed = true;
+        return -1;
+    }
+    return 0;
+}
+
+/* Closes every file of the batch; durable (fsynced) before the delete may commit. */
+static int archive_finish(struct archive_batch *b)
+{
+    int rc = b->failed ? -1 : 0;
+    for (size_t i = 0; i < b->n; i++) {
+        if (gzclose(b->files[i].gz) != Z_OK || fsync(b->files[i].fd) != 0) {
+            rc = -1;
+        }
+        close(b->files[i].fd);
+    }
+    b->n = 0;
+    return rc;
+}
+
+/* ---- jobs ---- */
+
+static int run_tick(struct job *job, struct store *st)
+{
+    struct tick_job *t = (struct tick_job *)job;
+    const struct config *cfg = t->sched->srv->cfg;
+    int64_t now = time_now_ms();
+    size_t batch = (size_t)cfg->scavenger_batch;
+    store_touches_cleanup(&t->touches);
+    t->due = t->scavenged = t->quarantined = t->expired = 0;
+    int rc = store_call(st, promote_due, now, batch, &t->due, &t->touches);
+    if (rc == ROOST_OK) {
+        rc = store_call(st, scavenge, now, (int)cfg->claim_max_attempts, batch, &t->scavenged,
+                        &t->quarantined, &t->touches);
+    }
+    if (rc == ROOST_OK) {
+        rc = store_call(st, expire, now, batch, &t->expired);
+    }
+    t->more = t->due == batch || t->scavenged == batch || t->expired == batch;
+    return rc;
+}
+
+static int run_retention(struct job *job, struct store *st)
+{
+    struct tick_job *t = (struct tick_job *)job;
+    const struct config *cfg = t->sched->srv->cfg;
+    struct archive_batch batch = {.data_dir = cfg->data_dir};
+    struct store_retention_req req = {
+        .now_ms = time_now_ms(),
+        .completed_s = cfg->retention_completed_s,
+        .max_age_s = cfg->retention_max_age_s,
+        .batch = (size_t)cfg->retention_batch,
+        .archive = archive_row,
+        .archive_ctx = &batch,
+    };
+    memset(&t->ret, 0, sizeof t->ret);
+    int rc = store_call(st, retention, &req, &t->ret);
+    if (archive_finish(&batch) != 0 && rc == ROOST_OK) {
+        rc = ROOST_EIO; /* not archived durably: the deletion rolls back */
+    }
+    t->more = rc == ROOST_OK && t->ret.more;
+    return rc;
+}
+
+static void tick_done(struct job *job)
+{
+    struct tick_job *t = (struct tick_job *)job;
+    struct scheduler *s = t->sched;
+    struct server *srv = s->srv;
+    srv->inflight--;
+    if (job->rc != ROOST_OK) {
+        log_warn(t->retention ? "retention failed" : "scavenger failed", "error=%s",
+                 roost_err_code(job->rc));
+    } else if (t->retention) {
+        if (t->ret.deleted) {
+            log_info("retention", "deleted=%zu archived=%zu", t->ret.deleted, t->ret.archived);
+        }
+    } else {
+        server_notify(srv, &t->touches);
+        if (t->scavenged || t->quarantined || t->expired) {
+            log_info("scavenger", "due=%zu lease_expired=%zu quarantined=%zu expired=%zu", t->due,
+                     t->scavenged, t->quarantined, t->expired);
+        }
+    }
+    store_touches_cleanup(&t->touches);
+    if (t->retention) {
+        s->retention_busy = false;
+        arm(s, s->retention_ev, t->more ? 0 : srv->cfg->retention_interval_ms);
+    } else {
+        s->scavenge_busy = false;
+        arm(s, s->scavenge_ev, t->more ? 0 : srv->cfg->scavenger_interval_ms);
+    }
+    if (srv->draining && srv->inflight == 0) {
+        event_base_loopexit(srv->base, NULL);
+    }
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tick_job *t = arg;
+    struct scheduler *s = t->sched;
+    bool *busy = t->retention ? &s->retention_busy : &s->scavenge_busy;
+    if (*busy || s->stopped) {
+        return;
+    }
+    *busy = true;
+    s->srv->inflight++;
+    t->job.run = t->retention ? run_retention : run_tick;
+    t->job.done = tick_done;
+    t->job.write = true;
+    workers_submit(s->srv->workers, &t->job);
+}
+
+struct scheduler *scheduler_start(struct server *srv)
+{
+    struct scheduler *s = calloc(1, sizeof *s);
+    if (!s) {
+        return NULL;
+    }
+    s->srv = srv;
+    s->scavenge_job.sched = s;
+    s->retention_job.sched = s;
+    s->retention_job.retention = true;
+    s->scavenge_ev = evtimer_new(srv->base, on_timer, &s->scavenge_job);
+    s->retention_ev = evtimer_new(srv->base, on_timer, &s->retention_job);
+    if (!s->scavenge_ev || !s->retention_ev) {
+        scheduler_free(s);
+        return NULL;
+    }
+    arm(s, s->scavenge_ev, 0);
+    arm(s, s->retention_ev, 0);
+    return s;
+}
+
+void scheduler_stop(struct scheduler *s)
+{
+    if (s) {
+        s->stopped = true;
+        evtimer_del(s->scavenge_ev);
+        evtimer_del(s->retention_ev);
+    }
+}
+
+void scheduler_free(struct scheduler *s)
+{
+    if (!s) {
+        return;
+    }
+    if (s->scavenge_ev) {
+        event_free(s->scavenge_ev);
+    }
+    if (s->retention_ev) {
+        event_free(s->retention_ev);
+    }
+    free(s);
+}

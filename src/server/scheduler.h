@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* Timed work on the loop: the scavenger tick (due delayed events → pending, expired leases →
+ * pending or quarantine, expired messages) and retention (archive + delete + watermark). Each runs
+ * as a write job; at most one of each is in flight; a full batch re-arms at once. */
+#ifndef ROOST_SCHEDULER_H
+#define ROOST_SCHEDULER_H
+
+struct server;
+struct scheduler;
+
+struct scheduler *scheduler_start(struct server *srv);
+/* Stops arming timers; a job in flight still completes (the server counts it as in flight). */
+void scheduler_stop(struct scheduler *s);
+void scheduler_free(struct scheduler *s);
+
+#endif

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/* Wiring of the daemon: start order (store and migrations, auth, HTTP, scheduler, then the ready
+ * file), the loop, and graceful shutdown on SIGTERM/SIGINT: stop accepting, answer long polls,
+ * finish every in-flight request, then close the store. */
+#include "server/server.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "server/http.h"
+#include "server/scheduler.h"
+#include "server/waiters.h"
+#include "server/workers.h"
+#include "common/banned.h"
+
+void server_notify(struct server *srv, const struct store_touches *touches)
+{
+    for (size_t i = 0; i < touches->len; i++) {
+        waiters_notify(srv->waiters, touches->items[i].tenant_id, touches->items[i].agent_id);
+    }
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct server *srv = arg;
+    if (srv->draining) {
+        return;
+    }
+    log_info("shutting down", "signal=%d inflight=%zu", (int)sig, srv->inflight);
+    srv->draining = true;
+    http_stop_accepting(srv);
+    scheduler_stop(srv->sched);
+    waiters_fire_all(srv->waiters); /* long polls answer with what they have */
+    if (srv->inflight == 0) {
+        event_base_loopexit(srv->base, NULL);
+    }
+}
+
+static int write_ready_file(const char *path, const char *url)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        return -1;
+    }
+    int ok = fprintf(f, "%s\n", url) > 0;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int server_start(struct server *srv, struct config *cfg, const char *ready_file, char *err,
+                 size_t errlen)
+{
+    memset(srv, 0, sizeof *srv);
+    srv->cfg = cfg;
+    signal(SIGPIPE, SIG_IGN);
+    /* Must precede event_base_new: event_active() from worker threads needs the locks. */
+    if (evthread_use_pthreads() != 0 || !(srv->base = event_base_new())) {
+        snprintf(err, errlen, "cannot create the event loop");
+        return -1;
+    }
+    if (auth_new(cfg, &srv->auth, err, errlen) != ROOST_OK) {
+        return -1;
+    }
+    struct store_options opt = {
+        .busy_timeout_ms = 5000,
+        .synchronous_full = strcmp(cfg->store_synchronous, "full") == 0,
+    };
+    if (workers_new(srv->base, cfg->store_url, &opt, (int)cfg->store_readers,
+                    (int)cfg->store_group_commit_max, &srv->workers, err, errlen) != ROOST_OK) {
+        return -1;
+    }
+    srv->waiters = waiters_new(srv->base);
+    if (!srv->waiters) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (http_start(srv, err, errlen) != 0) {
+        return -1;
+    }
+    srv->sched = scheduler_start(srv);
+    srv->sig_term = evsignal_new(srv->base, SIGTERM, on_signal, srv);
+    srv->sig_int = evsignal_new(srv->base, SIGINT, on_signal, srv);
+    if (!srv->sched || !srv->sig_term || !srv->sig_int || evsignal_add(srv->sig_term, NULL) ||
+        evsignal_add(srv->sig_int, NULL)) {
+        snprintf(err, errlen, "cannot start the scheduler or signal handlers");
+        return -1;
+    }
+    if (ready_file && write_ready_file(ready_file, srv->base_url) != 0) {
+        snprintf(err, errlen, "cannot write ready file %s: %s", ready_file, strerror(errno));
+        return -1;
+    }
+    log_info("roostd listening", "url=%s store=%s", srv->base_url,
+             strncmp(cfg->store_url, "sqlite:", 7) == 0 ? cfg->store_url : "(configured)");
+    return 0;
+}
+
+int server_run(struct server *srv)
+{
+    return event_base_dispatch(srv->base) < 0 ? -1 : 0;
+}
+
+void server_cleanup(struct server *srv)
+{
+    /* Order: no more timers, then HTTP (closes idle connections), then the store threads. */
+    scheduler_stop(srv->sched);
+    if (srv->waiters) {
+        waiters_free(srv->waiters);
+        srv->waiters = NULL;
+    }
+    http_free(srv);
+    workers_free(srv->workers);
+    srv->workers = NULL;
+    scheduler_free(srv->sched);
+    srv->sched = NULL;
+    if (srv->sig_term) {
+        event_free(srv->sig_term);
+    }
+    if (srv->sig_int) {
+        event_free(srv->sig_int);
+    }
+    auth_free(srv->auth);
+    if (srv->base) {
+        event_base_free(srv->base);
+    }
+    memset(srv, 0, sizeof *srv);
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon as one object: the event loop, the HTTP front (http.c), the store workers, auth, the
+ * long-poll waiters and the scheduler. Everything here lives on the loop thread unless noted. */
+#ifndef ROOST_SERVER_H
+#define ROOST_SERVER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/auth.h"
+#include "server/config.h"
+#include "store/store.h"
+
+struct event_base;
+struct evhttp;
+struct evhttp_request;
+struct evhttp_bound_socket;
+struct workers;
+struct waiters;
+struct scheduler;
+
+struct server {
+    struct config *cfg;
+    struct event_base *base;
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    struct workers *workers;
+    struct auth *auth;
+    struct waiters *waiters;
+    struct scheduler *sched;
+    struct event *sig_term, *sig_int;
+    char base_url[80];
+    bool draining;
+    size_t inflight;         /* requests accepted and not yet answered */
+    uint64_t request_serial; /* for request ids */
+};
+
+/* Starts listening and every component. Writes the ready file (if any) last. */
+int server_start(struct server *srv, struct config *cfg, const char *ready_file, char *err,
+                 size_t errlen);
+/* Runs the loop until SIGTERM/SIGINT has drained every in-flight request. */
+int server_run(struct server *srv);
+void server_cleanup(struct server *srv);
+
+/* After COMMIT: wake long-pollers (and, later, SSE subscribers) of every touched agent. */
+void server_notify(struct server *srv, const struct store_touches *touches);
+
+/* ---- one HTTP request (http.c) ---- */
+
+struct request {
+    struct server *srv;
+    struct evhttp_request *req;
+    char id[24];
+    int64_t start_ms;
+    const struct route *route;
+    struct auth_principal principal;
+    char agent_id[STORE_ID_MAX + 1];
+    char event_id[STORE_EVENT_ID_LEN + 1];
+    json_t *body; /* parsed body object; NULL when the route takes none or it was empty */
+    struct evkeyvalq *query;
+    void *op;                     /* the handler's state while a job is in flight */
+    void (*op_free)(void *op);    /* frees op when the request ends */
+};
+
+/* Sends a JSON body (stolen) with `status` and ends the request. */
+void request_reply_json(struct request *rq, int status, json_t *body);
+/* Sends the error body of `rc` ({"error":{"code","message",...extra}}) and ends the request.
+ * message NULL = the table's message; extra (stolen, may be NULL) is merged into "error". */
+void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra);
+
+/* Query parameters, strictly parsed: decimal integers only, range-checked, a repeated name is an
+ * error. Absent → *out = def and ROOST_OK. Otherwise ROOST_OK or `bad_rc`. */
+int request_query_int(struct request *rq, const char *name, int64_t min, int64_t max, int64_t def,
+                      int bad_rc, int64_t *out);
+/* NULL when absent; sets *rc = ROOST_EQUERY when repeated. */
+const char *request_query_str(struct request *rq, const char *name, int *rc);
+
+/* Body fields. Absent or null → default/NULL and ROOST_OK; wrong type or range → bad_rc. */
+int body_int(const json_t *body, const char *name, int64_t min, int64_t max, int64_t def,
+             int bad_rc, int64_t *out);
+int body_str(const json_t *body, const char *name, size_t max_len, int bad_rc, const char **out);
+/* ROOST_EUNKNOWNFIELD (with the name in *bad) when body has a key not in the NULL-ended list. */
+int body_only_fields(const json_t *body, const char *const *allowed, const char **bad);
+
+/* Event object as the API shows it. */
+json_t *event_to_json(const struct store_event *ev, bool with_claim, bool with_audit);
+
+/* ---- routes (api_*.c) ---- */
+
+void api_publish(struct request *rq);
+void api_inbox_read(struct request *rq);
+void api_inbox_claim(struct request *rq);
+void api_event_ack(struct request *rq);
+void api_events_ack(struct request *rq);
+void api_event_release(struct request *rq);
+void api_event_extend(struct request *rq);
+void api_release_all(struct request *rq);
+void api_state_get(struct request *rq);
+void api_admin_agents(struct request *rq);
+void api_admin_quarantine(struct request *rq);
+void api_admin_requeue(struct request *rq);
+
+#endif

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* Long-poll waiters (wait_s on inbox read and claim), indexed by (tenant, agent). A commit that
+ * touches an agent fires its waiters, which re-run their query; a timer fires them with
+ * timed_out set. Loop thread only.
+ *
+ * Lost wake-ups: a query runs on a worker while commits keep happening, so a waiter records the
+ * bucket serial before submitting its query (waiters_serial) and, when the query comes back empty,
+ * waiters_wait() refuses to sleep if the serial moved meanwhile: the caller re-runs at once. */
+#ifndef ROOST_WAITERS_H
+#define ROOST_WAITERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct event_base;
+struct event;
+struct waiters;
+
+struct waiter {
+    struct waiter *prev, *next;
+    struct waiters *ws;
+    unsigned bucket;
+    bool linked;
+    char tenant_id[129];
+    char agent_id[129];
+    struct event *timer;
+    void (*fire)(struct waiter *w, bool timed_out);
+};
+
+struct waiters *waiters_new(struct event_base *base);
+void waiters_free(struct waiters *ws);
+
+/* The serial of the agent's bucket; take it before submitting the query a waiter may wait on. */
+uint64_t waiters_serial(struct waiters *ws, const char *tenant_id, const char *agent_id);
+/* Parks `w` until the agent is notified or `deadline_mono_ms` passes. Returns false (nothing
+ * parked) when the bucket serial moved since `serial`: re-run the query now. */
+bool waiters_wait(struct waiters *ws, struct waiter *w, const char *tenant_id,
+                  const char *agent_id, uint64_t serial, int64_t deadline_mono_ms);
+/* Unparks without firing (idempotent). */
+void waiters_cancel(struct waiter *w);
+/* Fires every waiter of the agent (timed_out = false). */
+void waiters_notify(struct waiters *ws, const char *tenant_id, const char *agent_id);
+/* Fires every waiter with timed_out = true (shutdown). */
+void waiters_fire_all(struct waiters *ws);
+
+#endif

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/* Store worker threads and group commit (see workers.h). */
+#include "server/workers.h"
+
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "roost/roost_error.h"
+#include "store/store.h"
+
+/* A FIFO of jobs (intrusive through job->next). */
+struct job_queue {
+    struct job *head, *tail;
+    size_t len;
+};
+
+static void queue_push(struct job_queue *q, struct job *job)
+{
+    job->next = NULL;
+    if (q->tail) {
+        q->tail->next = job;
+    } else {
+        q->head = job;
+    }
+    q->tail = job;
+    q->len++;
+}
+
+static struct job *queue_pop(struct job_queue *q)
+{
+    struct job *job = q->head;
+    if (job) {
+        q->head = job->next;
+        if (!q->head) {
+            q->tail = NULL;
+        }
+        q->len--;
+        job->next = NULL;
+    }
+    return job;
+}
+
+struct thread_slot {
+    struct workers *w;
+    pthread_t thread;
+    struct store *st;
+    bool writer;
+    bool started;
+};
+
+struct workers {
+    pthread_mutex_t mu;
+    pthread_cond_t read_cv, write_cv;
+    struct job_queue reads, writes;
+    bool stopping;
+    int group_max;
+
+    /* completions, handed to the loop */
+    pthread_mutex_t done_mu;
+    struct job_queue done;
+    struct event *wake_ev;
+
+    struct thread_slot *slots;
+    int n_slots;
+
+    pthread_mutex_t stats_mu;
+    struct workers_stats stats;
+};
+
+static void complete(struct workers *w, struct job *job)
+{
+    pthread_mutex_lock(&w->done_mu);
+    bool was_empty = w->done.len == 0;
+    queue_push(&w->done, job);
+    pthread_mutex_unlock(&w->done_mu);
+    if (was_empty) {
+        event_active(w->wake_ev, 0, 0);
+    }
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct workers *w = arg;
+    pthread_mutex_lock(&w->done_mu);
+    struct job_queue batch = w->done;
+    memset(&w->done, 0, sizeof w->done);
+    pthread_mutex_unlock(&w->done_mu);
+    struct job *job;
+    while ((job = queue_pop(&batch)) != NULL) {
+        job->done(job);
+    }
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void *reader_main(void *arg)
+{
+    struct thread_slot *slot = arg;
+    struct workers *w = slot->w;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (w->reads.len == 0 && !w->stopping) {
+            pthread_cond_wait(&w->read_cv, &w->mu);
+        }
+        struct job *job = queue_pop(&w->reads);
+        pthread_mutex_unlock(&w->mu);
+        if (!job) {
+            break; /* stopping and drained */
+        }
+        int rc = ROOST_ERETRY;
+        for (int attempt = 0; attempt < 5 && rc == ROOST_ERETRY; attempt++) {
+            if (attempt > 0) {
+                sleep_ms(2L << attempt);
+            }
+            rc = job->run(job, slot->st);
+        }
+        job->rc = rc;
+        complete(w, job);
+    }
+    return NULL;
+}
+
+/* Runs one group in one transaction. Returns ROOST_ERETRY when the whole group must run again. */
+static int run_group(struct store *st, struct job **group, size_t n)
+{
+    int rc = store_call0(st, begin);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct job *job = group[i];
+        rc = store_call0(st, savepoint);
+        if (rc != ROOST_OK) {
+            goto fail;
+        }
+        job->rc = job->run(job, st);
+        if (job->rc == ROOST_ERETRY) {
+            rc = ROOST_ERETRY; /* a lock we could not get: the whole group retries */
+            goto fail;
+        }
+        rc = job->rc == ROOST_OK ? store_call0(st, savepoint_release)
+                                 : store_call0(st, savepoint_rollback);
+        if (rc != ROOST_OK) {
+            goto fail;
+        }
+    }
+    rc = store_call0(st, commit);
+    if (rc == ROOST_OK) {
+        return ROOST_OK;
+    }
+fail:
+    store_call0(st, rollback);
+    return rc;
+}
+
+static void *writer_main(void *arg)
+{
+    struct thread_slot *slot = arg;
+    struct workers *w = slot->w;
+    struct job **group = calloc((size_t)w->group_max, sizeof *group);
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (w->writes.len == 0 && !w->stopping) {
+            pthread_cond_wait(&w->write_cv, &w->mu);
+        }
+        size_t n = 0;
+        while (group && n < (size_t)w->group_max && w->writes.len > 0) {
+            group[n++] = queue_pop(&w->writes);
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (n == 0) {
+            if (!group) {
+                /* Out of memory at start: fail whatever arrives, one by one. */
+                pthread_mutex_lock(&w->mu);
+                struct job *job = queue_pop(&w->writes);
+                bool stop = w->stopping && job == NULL;
+                pthread_mutex_unlock(&w->mu);
+                if (job) {
+                    job->rc = ROOST_ENOMEM;
+                    complete(w, job);
+                    continue;
+                }
+                if (stop) {
+                    break;
+                }
+                continue;
+            }
+            break; /* stopping and drained */
+        }
+        int rc = ROOST_ERETRY;
+        unsigned retries = 0;
+        for (int attempt = 0; attempt < 8 && rc == ROOST_ERETRY; attempt++) {
+            if (attempt > 0) {
+                retries++;
+                sleep_ms(1L << attempt);
+            }
+            rc = run_group(slot->st, group, n);
+        }
+        for (size_t i = 0; i < n; i++) {
+            /* A failed commit fails every job of the group: none of them is durable. */
+            if (rc != ROOST_OK) {
+                group[i]->rc = rc;
+            }
+        }
+        pthread_mutex_lock(&w->stats_mu);
+        w->stats.retries += retries;
+        if (rc == ROOST_OK) {
+            w->stats.commits++;
+            w->stats.write_jobs += n;
+            if (n > w->stats.max_group) {
+                w->stats.max_group = n;
+            }
+        }
+        pthread_mutex_unlock(&w->stats_mu);
+        for (size_t i = 0; i < n; i++) {
+            complete(w, group[i]);
+        }
+    }
+    free(group);
+    return NULL;
+}
+
+int workers_new(struct event_base *base, const char *url, const struct store_options *opt,
+                int readers, int group_max, struct workers **out, char *err, size_t errlen)
+{
+    int rc = ROOST_ENOMEM;
+    struct workers *w = calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(err, errlen, "out of memory");
+        return ROOST_ENOMEM;
+    }
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_mutex_init(&w->done_mu, NULL);
+    pthread_mutex_init(&w->stats_mu, NULL);
+    pthread_cond_init(&w->read_cv, NULL);
+    pthread_cond_init(&w->write_cv, NULL);
+    w->group_max = group_max > 0 ? group_max : 1;
+    w->n_slots = readers + 1;
+    w->slots = calloc((size_t)w->n_slots, sizeof *w->slots);
+    w->wake_ev = event_new(base, -1, 0, on_wake, w);
+    if (!w->slots || !w->wake_ev) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < w->n_slots; i++) {
+        struct thread_slot *slot = &w->slots[i];
+        slot->w = w;
+        slot->writer = i == 0;
+        const char *why = NULL;
+        rc = store_open(url, opt, &slot->st, &why);
+        if (rc != ROOST_OK) {
+            snprintf(err, errlen, "cannot open store: %s", why ? why : roost_strerror(rc));
+            goto fail;
+        }
+        if (slot->writer) {
+            /* Migrations run once, on the writer's connection, before anything else. */
+            rc = store_call0(slot->st, migrate);
+            if (rc != ROOST_OK) {
+                snprintf(err, errlen, "migrations failed: %s", slot->st->ops->errmsg(slot->st));
+                goto fail;
+            }
+        }
+    }
+    for (int i = 0; i < w->n_slots; i++) {
+        struct thread_slot *slot = &w->slots[i];
+        if (pthread_create(&slot->thread, NULL, slot->writer ? writer_main : reader_main, slot) !=
+            0) {
+            snprintf(err, errlen, "cannot start worker thread");
+            rc = ROOST_EINTERNAL;
+            goto fail;
+        }
+        slot->started = true;
+    }
+    *out = w;
+    return ROOST_OK;
+fail:
+    workers_free(w);
+    return rc;
+}
+
+void workers_submit(struct workers *w, struct job *job)
+{
+    pthread_mutex_lock(&w->mu);
+    if (job->write) {
+        queue_push(&w->writes, job);
+        pthread_cond_signal(&w->write_cv);
+    } else {
+        queue_push(&w->reads, job);
+        pthread_cond_signal(&w->read_cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+void workers_free(struct workers *w)
+{
+    if (!w) {
+        return;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->stopping = true;
+    pthread_cond_broadcast(&w->read_cv);
+    pthread_cond_broadcast(&w->write_cv);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; w->slots && i < w->n_slots; i++) {
+        if (w->slots[i].started) {
+            pthread_join(w->slots[i].thread, NULL);
+        }
+        if (w->slots[i].st) {
+            store_close(w->slots[i].st);
+        }
+    }
+    /* Completions that the loop did not pick up yet still get their done(). */
+    if (w->wake_ev) {
+        on_wake(-1, 0, w);
+        event_free(w->wake_ev);
+    }
+    free(w->slots);
+    pthread_mutex_destroy(&w->mu);
+    pthread_mutex_destroy(&w->done_mu);
+    pthread_mutex_destroy(&w->stats_mu);
+    pthread_cond_destroy(&w->read_cv);
+    pthread_cond_destroy(&w->write_cv);
+    free(w);
+}
+
+void workers_get_stats(struct workers *w, struct workers_stats *out)
+{
+    pthread_mutex_lock(&w->stats_mu);
+    *out = w->stats;
+    pthread_mutex_unlock(&w->stats_mu);
+}

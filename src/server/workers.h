@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* The store worker pool. Reads run on reader threads, each with its own connection. Writes run on
+ * one writer thread that groups every queued write into one transaction and one commit (group
+ * commit): each job runs inside its own savepoint, so a failing job rolls back only itself, and no
+ * job completes before the COMMIT that made it durable has returned.
+ * Completed jobs come back to the event loop through a mutex-protected queue and event_active(),
+ * the only libevent call made off the loop thread; their `done` runs on the loop thread. */
+#ifndef ROOST_WORKERS_H
+#define ROOST_WORKERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct event_base;
+struct store;
+struct store_options;
+
+struct job {
+    /* Runs on a worker thread. Must reset its own outputs first: a write job may run again when
+     * its group's transaction is retried. Returns ROOST_OK or an error code. */
+    int (*run)(struct job *job, struct store *st);
+    /* Runs on the loop thread once the job's result is final (and, for writes, committed). */
+    void (*done)(struct job *job);
+    bool write;
+    int rc; /* set by the pool before done() */
+    struct job *next;
+};
+
+struct workers_stats {
+    unsigned long long commits;       /* group transactions committed */
+    unsigned long long write_jobs;    /* write jobs that went through a commit */
+    unsigned long long max_group;     /* largest group seen */
+    unsigned long long retries;       /* transactions retried after ROOST_ERETRY */
+};
+
+struct workers;
+
+/* Opens one connection per thread (readers + 1 writer) on `url`; the writer's connection runs
+ * the migrations first. Returns ROOST_OK, or an error with a reason in err. */
+int workers_new(struct event_base *base, const char *url, const struct store_options *opt,
+                int readers, int group_max, struct workers **out, char *err, size_t errlen);
+/* Queues a job (any thread). */
+void workers_submit(struct workers *w, struct job *job);
+/* Finishes every queued job (their done() still runs on the loop if it keeps running), joins
+ * the threads and closes the connections. */
+void workers_free(struct workers *w);
+void workers_get_stats(struct workers *w, struct workers_stats *out);
+
+#endif

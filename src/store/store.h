@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/* The store: domain operations on the durable inbox, as a vtable with one implementation per
+ * backend (store_sqlite.c now, store_mysql.c later). Semantics are fixed here and proven by the
+ * conformance suite in tests/store/; the SQL differs per backend.
+ *
+ * Threading: a struct store is one database connection, used by one thread at a time.
+ * Time: every operation takes `now_ms` (Unix milliseconds) from the caller, so the scheduler and the
+ * tests decide what "now" is; backends never read the clock.
+ * Transactions: write operations run inside an explicit transaction opened by the caller
+ * (store_begin .. store_commit), usually shared by many requests (group commit), each request
+ * wrapped in a savepoint so one failing request rolls back only itself. Read operations may run
+ * outside a transaction; the backend gives each read operation a consistent snapshot. */
+#ifndef ROOST_STORE_H
+#define ROOST_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "roost/roost_error.h"
+
+#define STORE_ID_MAX 128         /* tenant_id, agent_id, consumer: [A-Za-z0-9._-]{1,128} */
+#define STORE_EVENT_ID_LEN 30    /* "evt_" + 26-char ULID */
+#define STORE_LEASE_TOKEN_LEN 29 /* "lt_" + 26 Crockford base32 chars (128 random bits) */
+#define STORE_ERROR_TEXT_MAX 4096
+#define STORE_SHORT_TEXT_MAX 256 /* correlation_id, idempotency_key */
+
+enum store_status {
+    STORE_SCHEDULED = 0, /* delayed: becomes pending at available_at */
+    STORE_PENDING,
+    STORE_CLAIMED,
+    STORE_COMPLETED,
+    STORE_QUARANTINED,
+    STORE_EXPIRED,
+};
+const char *store_status_name(enum store_status s);
+
+enum store_release_reason {
+    STORE_RELEASE_TRANSIENT = 0, /* counts a nack */
+    STORE_RELEASE_SHUTDOWN,      /* counts nothing */
+    STORE_RELEASE_POISON,        /* quarantine now */
+};
+
+/* One inbox row as the API shows it. Strings are NUL-terminated; the heap members are owned by
+ * the event and released by store_event_cleanup(). */
+struct store_event {
+    char event_id[STORE_EVENT_ID_LEN + 1];
+    char agent_id[STORE_ID_MAX + 1];
+    int64_t seq;
+    enum store_status status;
+    int priority;
+    char *correlation_id; /* NULL when absent */
+    char *payload;        /* compact JSON object text; NULL once completed */
+    int64_t created_at_ms;
+    int64_t available_at_ms;
+    int64_t expires_at_ms; /* 0 = never */
+    /* claim fields (meaningful when status is claimed or the event was claimed before) */
+    char lease_token[STORE_LEASE_TOKEN_LEN + 1]; /* "" when none */
+    char consumer[STORE_ID_MAX + 1];
+    int64_t claimed_at_ms;
+    int64_t claim_expires_at_ms;
+    int attempts;
+    /* quarantine/audit fields */
+    int timeouts;
+    int nacks;
+    char *last_error; /* NULL when none */
+    int64_t completed_at_ms;
+};
+void store_event_cleanup(struct store_event *ev);
+
+/* A growable list of events; store ops append, the caller frees with store_events_cleanup(). */
+struct store_events {
+    struct store_event *items;
+    size_t len, cap;
+};
+void store_events_cleanup(struct store_events *list);
+/* Appends a zeroed event and returns it, or NULL when out of memory. */
+struct store_event *store_events_push(struct store_events *list);
+
+/* An agent whose head or claimable set changed in a committed transaction: the server pings its
+ * subscribers and wakes its long-pollers after COMMIT. */
+struct store_touch {
+    char tenant_id[STORE_ID_MAX + 1];
+    char agent_id[STORE_ID_MAX + 1];
+    int64_t head;
+};
+struct store_touches {
+    struct store_touch *items;
+    size_t len, cap;
+};
+/* Records (tenant, agent, head); keeps one entry per agent (the highest head). */
+int store_touches_add(struct store_touches *t, const char *tenant_id, const char *agent_id,
+                      int64_t head);
+void store_touches_cleanup(struct store_touches *t);
+
+/* ---- publish ---- */
+
+struct store_publish_item {
+    const char *const *recipients; /* agent ids, validated by the caller; duplicates allowed */
+    size_t n_recipients;
+    const char *payload; /* compact JSON object text, NUL-terminated */
+    int priority;
+    const char *correlation_id;  /* NULL = none */
+    const char *idempotency_key; /* NULL = none; unique per (tenant, agent) */
+    int64_t available_at_ms;     /* <= now_ms means available at once */
+    int64_t expires_at_ms;       /* 0 = never */
+    const char *state_patch;     /* JSON Merge Patch (object text) applied to each recipient, or NULL */
+};
+
+struct store_publish_req {
+    const char *tenant_id;
+    const struct store_publish_item *items;
+    size_t n_items;
+    int64_t now_ms;
+};
+
+/* One inbox row written (or found again through its idempotency key). */
+struct store_published {
+    char event_id[STORE_EVENT_ID_LEN + 1];
+    char agent_id[STORE_ID_MAX + 1];
+    int64_t seq;
+    bool duplicate; /* an earlier publish with the same idempotency_key; nothing was written */
+};
+
+/* ---- reads ---- */
+
+struct store_inbox_page {
+    struct store_events events;
+    int64_t next_cursor; /* the last seq returned, or after_cursor when none */
+    bool has_more;
+    int64_t head;
+    int64_t oldest_cursor; /* purged_through_seq; set with ROOST_EGONE */
+};
+
+struct store_agent_stats {
+    char agent_id[STORE_ID_MAX + 1];
+    int64_t head;
+    int64_t purged_through_seq;
+    int64_t pending;
+    int64_t scheduled;
+    int64_t claimed;
+    int64_t quarantined;
+    int64_t oldest_pending_ms; /* available_at of the oldest pending event, 0 when none */
+};
+
+/* ---- retention ---- */
+
+/* Called for every row retention is about to delete that is worth archiving (not completed),
+ * inside the deleting transaction: a non-zero return rolls the batch back. */
+typedef int (*store_archive_fn)(void *ctx, const char *tenant_id, const struct store_event *ev);
+
+struct store_retention_req {
+    int64_t now_ms;
+    int64_t completed_s; /* completed/expired rows older than this (by completed_at) go */
+    int64_t max_age_s;   /* any row older than this (by created_at) is archived and goes */
+    size_t batch;        /* at most this many rows per call */
+    store_archive_fn archive;
+    void *archive_ctx;
+};
+
+struct store_retention_result {
+    size_t deleted;
+    size_t archived;
+    bool more; /* the batch was full: call again */
+};
+
+/* ---- the vtable ---- */
+
+struct store;
+
+struct store_options {
+    int busy_timeout_ms; /* SQLite: how long to wait for a lock */
+    bool synchronous_full; /* SQLite: synchronous=FULL (default) or NORMAL */
+};
+
+struct store_ops {
+    const char *scheme; /* "sqlite" */
+    int (*open)(const char *url, const struct store_options *opt, struct store **out);
+    void (*close)(struct store *st);
+    /* Applies numbered migrations not yet applied; idempotent; safe from several processes. */
+    int (*migrate)(struct store *st);
+    /* Detail of the last failure on this connection (never NULL). */
+    const char *(*errmsg)(struct store *st);
+    bool (*ping)(struct store *st);
+
+    int (*begin)(struct store *st);
+    int (*commit)(struct store *st);
+    int (*rollback)(struct store *st);
+    int (*savepoint)(struct store *st);
+    int (*savepoint_release)(struct store *st);
+    int (*savepoint_rollback)(struct store *st); /* rolls back to, and releases, the savepoint */
+
+    /* Writes every (item × recipient) row atomically: recipients are locked in sorted order, seq =
+     * agent.next_seq++, state_patch merged into agents.state and state_cursor set.
+     * out: caller-allocated, one entry per (item, recipient) in request order. Touches get every
+     * recipient of a row that is claimable now. ROOST_EPAYLOADTOOLARGE never happens here. */
+    int (*publish)(struct store *st, const struct store_publish_req *req,
+                   struct store_published *out, struct store_touches *touches);
+
+    /* Events with seq > after_cursor in seq order (every status; payload NULL once completed).
+     * ROOST_EGONE (page->oldest_cursor set) when after_cursor < purged_through_seq. An agent that
+     * never existed reads as empty with head 0. */
+    int (*inbox_read)(struct store *st, const char *tenant_id, const char *agent_id,
+                      int64_t after_cursor, size_t limit, struct store_inbox_page *page);
+
+    /* Claims up to `limit` pending, unexpired events: highest priority first, then lowest seq.
+     * Each gets status claimed, a fresh lease token, attempts+1, claim_expires_at = now+lease_s,
+     * claimed_at = now, consumer recorded ("" allowed). */
+    int (*claim)(struct store *st, const char *tenant_id, const char *agent_id, size_t limit,
+                 int64_t lease_s, const char *consumer, int64_t now_ms, struct store_events *out);
+
+    /* Completes a claimed event holding `lease_token`: status completed, payload nulled.
+     * Repeating the ack of a completed event with its last token is ROOST_OK.
+     * ROOST_EEVENTNOTFOUND: no such event for this agent; ROOST_ELEASEMISMATCH: other token or state. */
+    int (*ack)(struct store *st, const char *tenant_id, const char *agent_id, const char *event_id,
+               const char *lease_token, int64_t now_ms);
+
+    /* Releases a lease: transient → nacks+1, shutdown → nothing counted, poison → quarantined.
+     * Transient/shutdown: pending (delay_s = 0) or scheduled at now+delay_s; quarantined instead
+     * when attempts >= max_attempts and reason is transient. `error` (may be NULL) → last_error.
+     * Touches the agent when the event became pending. Errors as ack. */
+    int (*release)(struct store *st, const char *tenant_id, const char *agent_id,
+                   const char *event_id, const char *lease_token, enum store_release_reason reason,
+                   int64_t delay_s, const char *error, int max_attempts, int64_t now_ms,
+                   struct store_touches *touches);
+
+    /* claim_expires_at = min(now + lease_s, claimed_at + max_total_s); ROOST_ELEASECAP when that
+     * does not move the expiry forward. Errors as ack; an expired lease is ROOST_ELEASEMISMATCH. */
+    int (*extend)(struct store *st, const char *tenant_id, const char *agent_id,
+                  const char *event_id, const char *lease_token, int64_t lease_s,
+                  int64_t max_total_s, int64_t now_ms, int64_t *claim_expires_at_ms);
+
+    /* Releases (reason shutdown) every lease of the agent held by `consumer`. */
+    int (*release_all)(struct store *st, const char *tenant_id, const char *agent_id,
+                       const char *consumer, int64_t now_ms, size_t *released,
+                       struct store_touches *touches);
+
+    /* The agent's state document (NUL-terminated JSON object text, caller frees) and the head it
+     * is consistent with, in one snapshot. Unknown agent: "{}" and 0. */
+    int (*state_get)(struct store *st, const char *tenant_id, const char *agent_id, char **state,
+                     int64_t *cursor);
+
+    /* The agent's head (0 when unknown). */
+    int (*head)(struct store *st, const char *tenant_id, const char *agent_id, int64_t *head);
+
+    /* Scheduler: returns at most `limit` expired leases (status claimed, claim_expires_at <= now)
+     * to pending (timeouts+1), or quarantines them when attempts >= max_attempts. Every update is
+     * conditional on the lease token read. *count = rows changed. */
+    int (*scavenge)(struct store *st, int64_t now_ms, int max_attempts, size_t limit,
+                    size_t *count, size_t *quarantined, struct store_touches *touches);
+    /* Scheduler: scheduled events with available_at <= now become pending (at most `limit`). */
+    int (*promote_due)(struct store *st, int64_t now_ms, size_t limit, size_t *count,
+                       struct store_touches *touches);
+    /* Scheduler: pending/scheduled events with expires_at <= now become expired. */
+    int (*expire)(struct store *st, int64_t now_ms, size_t limit, size_t *count);
+    /* Retention: deletes, per agent, the longest prefix of rows (lowest seq first) that are
+     * deletable, so purged_through_seq (which only moves forward) is exact. */
+    int (*retention)(struct store *st, const struct store_retention_req *req,
+                     struct store_retention_result *res);
+
+    /* Admin: quarantined events of the tenant, oldest seq first, optionally of one agent;
+     * paginated by (agent_id, seq) after the given position (after_agent "" = from the start). */
+    int (*quarantine_list)(struct store *st, const char *tenant_id, const char *agent_id,
+                           const char *after_agent, int64_t after_seq, size_t limit,
+                           struct store_events *out, bool *has_more);
+    /* Admin: a quarantined (or expired) event back to pending with the same event_id and seq,
+     * attempts reset to 0. ROOST_EEVENTNOTFOUND / ROOST_ESTATE. */
+    int (*requeue)(struct store *st, const char *tenant_id, const char *event_id, int64_t now_ms,
+                   struct store_touches *touches);
+    /* Admin: agents of the tenant ordered by agent_id after `after_agent`. */
+    int (*agents_list)(struct store *st, const char *tenant_id, const char *after_agent,
+                       size_t limit, int64_t now_ms, struct store_agent_stats *out, size_t *n,
+                       bool *has_more);
+};
+
+struct store {
+    const struct store_ops *ops;
+};
+
+/* Opens a store by URL scheme ("sqlite://PATH"). ROOST_EINVAL for an unknown scheme or bad URL;
+ * *errmsg (static or NULL) explains. */
+int store_open(const char *url, const struct store_options *opt, struct store **out,
+               const char **errmsg);
+void store_close(struct store *st);
+
+/* Thin dispatchers so callers read naturally: store_claim(st, …) → st->ops->claim(st, …). */
+#define store_call(st, op, ...) ((st)->ops->op((st), __VA_ARGS__))
+#define store_call0(st, op) ((st)->ops->op((st)))
+
+#endif
