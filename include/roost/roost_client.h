@@ -124,8 +124,8 @@ struct roost_event {
     char *event_id;          /* "evt_" + ULID */
     char *agent_id;          /* recipient */
     int64_t sequence_number; /* per-agent cursor position */
-    char *status;            /* "pending", "scheduled", "claimed", "completed", "quarantined", ... */
-    int priority;            /* -100..100 */
+    char *status; /* "pending", "scheduled", "claimed", "completed", "quarantined", ... */
+    int priority; /* -100..100 */
     char *correlation_id;
     char *payload; /* compact JSON text of the payload object (NULL once completed) */
     char *created_at;
@@ -224,8 +224,8 @@ ROOST_EXPORT int roost_inbox_claim(struct roost_client *c, const char *agent_id,
 /* Completes a claimed event. ROOST_ELEASEMISMATCH (409) when the token is not the current lease
  * (it expired and the event was claimed again), ROOST_ESTATE when the event is not claimed,
  * ROOST_EEVENTNOTFOUND when there is no such event. Repeating a successful ack is ROOST_OK. */
-ROOST_EXPORT int roost_event_ack(struct roost_client *c, const char *agent_id,
-                                 const char *event_id, const char *lease_token);
+ROOST_EXPORT int roost_event_ack(struct roost_client *c, const char *agent_id, const char *event_id,
+                                 const char *lease_token);
 
 /* One item of a batch ack: event_id and lease_token are inputs (borrowed), rc the output. */
 struct roost_ack {

@@ -43,8 +43,10 @@ int jsonutil_parse_object(const char *buf, size_t len, size_t max_depth, json_t 
     }
     json_error_t err;
     /* JSON_REJECT_DUPLICATES: {"a":1,"a":2} is ambiguous across parsers; refuse it.
-     * Without JSON_ALLOW_NUL, "\u0000" inside strings is refused too. */
-    json_t *v = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
+     * Without JSON_ALLOW_NUL, "\u0000" inside strings is refused too. JSON_DECODE_ANY lets a
+     * valid scalar through so it is reported as ROOST_EBODY (valid JSON, not an object), as the
+     * header promises, rather than as ROOST_EJSON. */
+    json_t *v = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
     if (v == NULL) {
         return json_error_code(&err) == json_error_out_of_memory ? ROOST_ENOMEM : ROOST_EJSON;
     }

@@ -107,7 +107,7 @@ void roost_client_free(struct roost_client *c)
     }
     free(c->base_url);
     if (c->token != NULL) {
-            OPENSSL_cleanse(c->token, strlen(c->token));
+        OPENSSL_cleanse(c->token, strlen(c->token));
         free(c->token);
     }
     free(c->ca_file);

@@ -346,14 +346,16 @@ int sdk_request(struct roost_client *c, const char *method, const char *path, co
         goto out;
     }
     if (json_out != NULL) {
-        int prc = c->resp_len == 0 ? ROOST_EBODY
-                                   : jsonutil_parse_object(c->resp, c->resp_len,
-                                                           SDK_MAX_JSON_DEPTH, json_out);
+        int prc = c->resp_len == 0
+                      ? ROOST_EBODY
+                      : jsonutil_parse_object(c->resp, c->resp_len, SDK_MAX_JSON_DEPTH, json_out);
         if (prc == ROOST_ENOMEM) {
             rc = sdk_fail(c, ROOST_ENOMEM, "out of memory parsing the response");
         } else if (prc != ROOST_OK) {
-            rc = sdk_fail(c, ROOST_EPROTO, "%s %s answered HTTP %ld with a body that is not a "
-                          "JSON object", method, path, status);
+            rc = sdk_fail(c, ROOST_EPROTO,
+                          "%s %s answered HTTP %ld with a body that is not a "
+                          "JSON object",
+                          method, path, status);
         }
     }
 out:
@@ -417,4 +419,3 @@ bool sdk_put(json_t *obj, const char *key, json_t *value)
 {
     return value != NULL && json_object_set_new(obj, key, value) == 0;
 }
-

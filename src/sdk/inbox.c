@@ -437,7 +437,8 @@ int roost_state_get(struct roost_client *c, const char *agent_id, char **state_j
     }
     json_t *state = json_object_get(resp, "state");
     json_t *cursor = json_object_get(resp, "cursor");
-    if (!json_is_integer(cursor) || (state != NULL && !json_is_object(state) && !json_is_null(state))) {
+    if (!json_is_integer(cursor) ||
+        (state != NULL && !json_is_object(state) && !json_is_null(state))) {
         rc = sdk_shape_fail(c, ROOST_EPROTO, "state");
         goto out;
     }

@@ -30,8 +30,8 @@ static int put_object_text(struct roost_client *c, json_t *obj, const char *key,
         return sdk_fail(c, rc, "out of memory");
     }
     if (rc != ROOST_OK) {
-        return sdk_fail(c, rc == ROOST_EJSONDEPTH ? rc : bad, "%s must be a JSON object (%s)",
-                        key, roost_strerror(rc));
+        return sdk_fail(c, rc == ROOST_EJSONDEPTH ? rc : bad, "%s must be a JSON object (%s)", key,
+                        roost_strerror(rc));
     }
     return sdk_put(obj, key, v) ? ROOST_OK : sdk_fail(c, ROOST_ENOMEM, "out of memory");
 }
@@ -44,7 +44,7 @@ static int put_string(struct roost_client *c, json_t *obj, const char *key, cons
         return ROOST_OK;
     }
     return sdk_put(obj, key, json_string(value)) ? ROOST_OK
-                                                  : sdk_fail(c, bad, "%s must be UTF-8", key);
+                                                 : sdk_fail(c, bad, "%s must be UTF-8", key);
 }
 
 /* Encodes one message as the event object of the publish body. */
@@ -74,8 +74,10 @@ static int message_to_json(struct roost_client *c, const struct roost_message *m
     for (size_t i = 0; i < m->n_recipients; i++) {
         const char *a = m->recipients[i];
         if (a == NULL || !ids_valid_name(a, strlen(a))) {
-            rc = sdk_fail(c, ROOST_EAGENTID, "recipient %zu: agent_id must match "
-                          "[A-Za-z0-9._-]{1,128}", i);
+            rc = sdk_fail(c, ROOST_EAGENTID,
+                          "recipient %zu: agent_id must match "
+                          "[A-Za-z0-9._-]{1,128}",
+                          i);
             goto out;
         }
         if (json_array_append_new(to, json_string(a)) != 0) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Internals of libroost shared by src/sdk/*.c: the client structure, the bounded string builder
- * used for URLs and paths, the HTTP transport and the JSON → result converters. Not installed. */
+/* Internals of libroost shared by the files of src/sdk: the client structure, the bounded string
+ * builder used for URLs and paths, the HTTP transport and the JSON → result converters. Not
+ * installed. */
 #ifndef ROOST_SDK_H
 #define ROOST_SDK_H
 

@@ -173,11 +173,14 @@ static int make_dirs(const char *dir, char *err, size_t errlen)
         }
         char saved = buf[i];
         buf[i] = '\0';
-        struct stat st;
-        if (mkdir(buf, 0700) != 0 && errno != EEXIST &&
-            (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))) {
-            snprintf(err, errlen, "%s: %s", buf, strerror(errno));
-            return -1;
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
+            /* Some systems answer EACCES/EROFS for an existing parent: that is fine too. */
+            int saved_errno = errno;
+            struct stat st;
+            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
+                snprintf(err, errlen, "%s: %s", buf, strerror(saved_errno));
+                return -1;
+            }
         }
         buf[i] = saved;
     }

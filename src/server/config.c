@@ -139,8 +139,8 @@ static int check_string(const char *key, const char *v, char *err, size_t errlen
 static int parse_int(const char *v, int64_t *out)
 {
     /* strtoll alone would accept leading blanks and trailing garbage. */
-    if (!((v[0] >= '0' && v[0] <= '9') || ((v[0] == '-' || v[0] == '+') && v[1] >= '0' &&
-                                          v[1] <= '9'))) {
+    if (!((v[0] >= '0' && v[0] <= '9') ||
+          ((v[0] == '-' || v[0] == '+') && v[1] >= '0' && v[1] <= '9'))) {
         return -1;
     }
     char *end = NULL;
@@ -262,8 +262,8 @@ int config_set(struct config *cfg, const char *key, const char *value, char *err
 struct file_ctx {
     struct config *cfg;
     FILE *fp;
-    int line;       /* number of the line inih is working on */
-    int err_line;   /* line of the first error we reported, 0 if none */
+    int line;     /* number of the line inih is working on */
+    int err_line; /* line of the first error we reported, 0 if none */
     char err[512];
 };
 
@@ -463,8 +463,8 @@ int config_finalize(struct config *cfg, char *err, size_t errlen)
 
 static bool secret_param(const char *name, size_t len)
 {
-    static const char *const names[] = {"password", "pass", "passwd", "pwd", "secret", "token",
-                                        NULL};
+    static const char *const names[] = {"password", "pass",  "passwd", "pwd",
+                                        "secret",   "token", NULL};
     for (size_t i = 0; names[i] != NULL; i++) {
         if (strlen(names[i]) == len && strncasecmp(name, names[i], len) == 0) {
             return true;

@@ -25,6 +25,7 @@
 #include "common/timeutil.h"
 #include "server/http.h"
 #include "server/server.h"
+#include "server/workers.h"
 #include "common/banned.h"
 
 #define MAX_HEADER_COUNT 100
@@ -536,16 +537,47 @@ static int read_body(struct request *rq, const char **bad_field)
                                  &rq->body);
 }
 
+struct ready_op {
+    struct job job;
+    struct request *rq;
+};
+
+static int run_ready(struct job *job, struct store *st)
+{
+    (void)job;
+    return st->ops->ping(st) ? ROOST_OK : ROOST_EUNAVAILABLE;
+}
+
+static void done_ready(struct job *job)
+{
+    struct ready_op *op = (struct ready_op *)job;
+    reply_plain(op->rq, job->rc == ROOST_OK ? 200 : 503,
+                job->rc == ROOST_OK ? "ready\n" : "store unreachable\n");
+}
+
+/* /healthz: the process answers. /readyz: the store answers a query through the worker pool
+ * (so a stuck pool shows too) and the server is not draining. */
 static void health(struct request *rq, bool ready)
 {
     struct server *srv = rq->srv;
     if (!ready) {
         reply_plain(rq, 200, "ok\n");
-    } else if (srv->draining) {
-        reply_plain(rq, 503, "draining\n");
-    } else {
-        reply_plain(rq, 200, "ready\n");
+        return;
     }
+    if (srv->draining) {
+        reply_plain(rq, 503, "draining\n");
+        return;
+    }
+    struct ready_op *op = calloc(1, sizeof *op);
+    if (!op) {
+        reply_plain(rq, 503, "out of memory\n");
+        return;
+    }
+    op->rq = rq;
+    rq->op = op;
+    rq->op_free = free;
+    op->job = (struct job){.run = run_ready, .done = done_ready, .write = false};
+    workers_submit(srv->workers, &op->job);
 }
 
 static void dispatch(struct evhttp_request *req, void *arg)

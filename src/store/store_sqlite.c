@@ -155,9 +155,11 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_QLIST_ALL] = "SELECT " EVCOLS " FROM inbox"
                     " WHERE tenant_id = ?1 AND status = 4 AND (agent_id, seq) > (?2, ?3)"
                     " ORDER BY agent_id, seq LIMIT ?4",
+    /* One agent: the (agent_id, seq) position reduces to a seq bound, so the walk needs no sort. */
     [S_QLIST_AGENT] = "SELECT " EVCOLS " FROM inbox"
                       " WHERE tenant_id = ?1 AND status = 4 AND agent_id = ?5"
-                      " AND (agent_id, seq) > (?2, ?3) ORDER BY agent_id, seq LIMIT ?4",
+                      " AND seq > CASE WHEN ?2 < ?5 THEN -1 WHEN ?2 = ?5 THEN ?3"
+                      " ELSE 9223372036854775807 END ORDER BY seq LIMIT ?4",
     [S_REQ_FIND] = "SELECT agent_id, status FROM inbox WHERE event_id = ?2 AND tenant_id = ?1",
     /* A requeued event whose TTL has passed would expire again at once: its TTL is dropped. */
     [S_REQ_UPDATE] = "UPDATE inbox SET status = 1, attempts = 0, lease_token = NULL,"
@@ -438,8 +440,8 @@ static int sq_open(const char *url, const struct store_options *opt, struct stor
         return ROOST_ENOMEM;
     }
     b->base.ops = &store_sqlite_ops;
-    int rc = sqlite3_open_v2(path, &b->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    int rc = sqlite3_open_v2(
+        path, &b->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         snprintf(open_err, sizeof open_err, "%s: %s", path,
                  b->db != NULL ? sqlite3_errmsg(b->db) : sqlite3_errstr(rc));
@@ -850,8 +852,8 @@ out:
     return read_end(b, opened, rc);
 }
 
-static int sq_state_get(struct store *st, const char *tenant_id, const char *agent_id,
-                        char **state, int64_t *cursor)
+static int sq_state_get(struct store *st, const char *tenant_id, const char *agent_id, char **state,
+                        int64_t *cursor)
 {
     struct sqlite_store *b = backend(st);
     sqlite3_stmt *s;
@@ -892,8 +894,7 @@ static int sq_head(struct store *st, const char *tenant_id, const char *agent_id
 /* ---- leases ---- */
 
 static int sq_claim(struct store *st, const char *tenant_id, const char *agent_id, size_t limit,
-                    int64_t lease_s, const char *consumer, int64_t now_ms,
-                    struct store_events *out)
+                    int64_t lease_s, const char *consumer, int64_t now_ms, struct store_events *out)
 {
     struct sqlite_store *b = backend(st);
     int64_t *seqs = NULL;
@@ -1321,7 +1322,8 @@ static int retain_agent(struct sqlite_store *b, const struct store_retention_req
     sqlite3_stmt *s;
     size_t n = 0;
     *deleted = 0;
-    int64_t completed_cut = req->completed_s >= 0 ? req->now_ms - req->completed_s * 1000 : INT64_MIN;
+    int64_t completed_cut =
+        req->completed_s >= 0 ? req->now_ms - req->completed_s * 1000 : INT64_MIN;
     int64_t age_cut = req->max_age_s > 0 ? req->now_ms - req->max_age_s * 1000 : INT64_MIN;
     int rc = prep(b, S_RET_ROWS, &s);
     if (rc != ROOST_OK) {
@@ -1516,8 +1518,8 @@ out:
     return rc;
 }
 
-static int sq_requeue(struct store *st, const char *tenant_id, const char *event_id,
-                      int64_t now_ms, struct store_touches *touches)
+static int sq_requeue(struct store *st, const char *tenant_id, const char *event_id, int64_t now_ms,
+                      struct store_touches *touches)
 {
     struct sqlite_store *b = backend(st);
     char agent_id[STORE_ID_MAX + 1];

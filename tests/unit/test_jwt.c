@@ -231,8 +231,8 @@ static void test_jwt_verify_rejects_other_algs(void)
     const char *claims = "{\"tenant\":\"t1\",\"exp\":2000000000}";
     /* Each header is signed correctly with the Ed25519 key: only the alg is wrong. */
     static const char *const headers[] = {
-        "{\"alg\":\"none\"}",  "{\"alg\":\"HS256\"}", "{\"alg\":\"RS256\"}",
-        "{\"alg\":\"ES256\"}", "{\"alg\":\"eddsa\"}", "{\"alg\":\"EdDSA \"}",
+        "{\"alg\":\"none\"}",    "{\"alg\":\"HS256\"}", "{\"alg\":\"RS256\"}",
+        "{\"alg\":\"ES256\"}",   "{\"alg\":\"eddsa\"}", "{\"alg\":\"EdDSA \"}",
         "{\"alg\":\"Ed25519\"}", "{\"alg\":\"\"}",
     };
     for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
@@ -316,8 +316,17 @@ static void test_jwt_decode_rejects_malformed(void)
 
     /* JSON that is not an object, not JSON, has duplicate keys or lacks a string alg. */
     static const char *const bad_headers[] = {
-        "[1]", "\"EdDSA\"", "1", "null", "{", "{\"alg\":\"EdDSA\",\"alg\":\"EdDSA\"}",
-        "{}", "{\"alg\":1}", "{\"alg\":null}", "{\"typ\":\"JWT\"}", "{\"alg\":\"EdDSA\"} x",
+        "[1]",
+        "\"EdDSA\"",
+        "1",
+        "null",
+        "{",
+        "{\"alg\":\"EdDSA\",\"alg\":\"EdDSA\"}",
+        "{}",
+        "{\"alg\":1}",
+        "{\"alg\":null}",
+        "{\"typ\":\"JWT\"}",
+        "{\"alg\":\"EdDSA\"} x",
         "{\"alg\":\"Ed\\u0000DSA\"}",
     };
     for (size_t i = 0; i < sizeof bad_headers / sizeof bad_headers[0]; i++) {
@@ -448,15 +457,15 @@ static void test_jwt_rfc8037_a4_eddsa_vector(void)
     jwt_parts_cleanup(&p);
 
     /* RFC 7515 A.1 (HS256) decodes but is refused by the EdDSA verifier; A.5 (none) likewise. */
-    const char *hs = json_string_value(json_object_get(json_object_get(root, "rfc7515_A1_HS256"),
-                                                       "token"));
+    const char *hs =
+        json_string_value(json_object_get(json_object_get(root, "rfc7515_A1_HS256"), "token"));
     CHECK(decode_str(hs, &p) == 0);
     CHECK_STREQ(json_string_value(json_object_get(p.header, "alg")), "HS256");
     CHECK(json_integer_value(json_object_get(p.claims, "exp")) == 1300819380);
     CHECK(jwt_verify_eddsa(&p, pub) == -1);
     jwt_parts_cleanup(&p);
-    const char *es = json_string_value(json_object_get(json_object_get(root, "rfc7515_A3_ES256"),
-                                                       "token"));
+    const char *es =
+        json_string_value(json_object_get(json_object_get(root, "rfc7515_A3_ES256"), "token"));
     CHECK(decode_verify(es, pub) == -1);
     const char *none = json_string_value(
         json_object_get(json_object_get(root, "rfc7515_A5_unsecured_MUST_REJECT"), "token"));
@@ -498,9 +507,9 @@ static void test_jwt_jose_generated_sample_verifies(void)
     CHECK(jwt_verify_eddsa(&p, pub) == 0);
     jwt_parts_cleanup(&p);
     CHECK(decode_verify(json_string_value(json_object_get(root, "none_MUST_REJECT")), pub) == -1);
-    CHECK(decode_verify(json_string_value(json_object_get(json_object_get(root, "hs256_iss_aud"),
-                                                          "token")),
-                        pub) == -1);
+    CHECK(decode_verify(
+              json_string_value(json_object_get(json_object_get(root, "hs256_iss_aud"), "token")),
+              pub) == -1);
     EVP_PKEY_free(pub);
     json_decref(root);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A minimal unit-test kit: CHECK counts passes and failures (printing file:line and the failed
- * expression), unit_summary() prints the final "N passed, N failed" line and gives the exit code. */
+ * expression), unit_summary() prints the final "N passed, N failed" line and gives the exit code.
+ */
 #ifndef ROOST_TEST_UNIT_H
 #define ROOST_TEST_UNIT_H
 

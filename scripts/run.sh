@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `make run`: starts roostd in the foreground on an embedded SQLite data dir, then prints an admin
+# token and a working curl example. Ctrl-C stops it (gracefully).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+listen="${1:-127.0.0.1:8080}"
+data_dir="${2:-./var}"
+mkdir -p "$data_dir"
+ready="$data_dir/roostd.ready"
+rm -f "$ready"
+
+build/bin/roostd --data-dir "$data_dir" --listen "$listen" --ready-file "$ready" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null || true' INT TERM
+for _ in $(seq 1 200); do
+  [ -s "$ready" ] && break
+  kill -0 $pid 2>/dev/null || { wait $pid; exit 1; }
+  sleep 0.05
+done
+[ -s "$ready" ] || { echo "roostd did not become ready" >&2; kill $pid; exit 1; }
+url=$(cat "$ready")
+token=$(build/bin/roost token mint --data-dir "$data_dir" --tenant default --sub admin \
+          --scope "tenant:admin agent:*:publish agent:*:consume" --ttl 24h)
+
+cat <<EOT
+
+roostd is running at $url (data in $data_dir). Press Ctrl-C to stop it.
+
+An admin token for tenant "default", valid 24 h (make another with build/bin/roost token mint):
+
+  export ROOST_SERVER=$url
+  export ROOST_TOKEN=$token
+
+Try it:
+
+  curl -s -X POST \$ROOST_SERVER/api/v1/events -H "Authorization: Bearer \$ROOST_TOKEN" \\
+       -H 'Content-Type: application/json' \\
+       -d '{"recipients":["agent-1"],"payload":{"task":"hello"}}'
+  curl -s "\$ROOST_SERVER/api/v1/agents/agent-1/inbox?after_cursor=0" -H "Authorization: Bearer \$ROOST_TOKEN"
+  build/bin/roost claim --agent agent-1
+
+EOT
+wait $pid

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the `roost` commands: shared options, client creation, error reporting with
+ * exit codes, JSON output and bounded input parsing. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#include "common/banned.h"
+
+void cli_common_init(struct cli_common *co, const char *command, const char *usage)
+{
+    memset(co, 0, sizeof *co);
+    co->command = command;
+    co->usage = usage;
+    co->pretty = -1;
+}
+
+int cli_usage_error(const struct cli_common *co, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "roost %s: ", co->command);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'roost %s --help'.\n", co->command);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_handle_opt(struct cli_common *co, int opt, const char *arg, char **argv)
+{
+    switch (opt) {
+    case 'h':
+        fputs(co->usage, stdout);
+        return CLI_EXIT_OK;
+    case ':':
+        return cli_usage_error(co, "option %s needs a value", argv[optind - 1]);
+    case '?':
+        if (optopt != 0) {
+            return cli_usage_error(co, "unknown option -%c", optopt);
+        }
+        return cli_usage_error(co, "unknown option %s", argv[optind - 1]);
+    case CLI_OPT_SERVER:
+        co->server = arg;
+        return -1;
+    case CLI_OPT_TOKEN:
+        co->token = arg;
+        return -1;
+    case CLI_OPT_TOKEN_FILE:
+        co->token_file = arg;
+        return -1;
+    case CLI_OPT_CACERT:
+        co->ca_file = arg;
+        return -1;
+    case CLI_OPT_TIMEOUT:
+        if (cli_parse_duration(arg, &co->timeout_s) != 0 || co->timeout_s < 1 ||
+            co->timeout_s > 86400) {
+            return cli_usage_error(co, "--timeout: expected a duration of 1s..1d, got '%s'", arg);
+        }
+        return -1;
+    case CLI_OPT_PRETTY:
+        co->pretty = 1;
+        return -1;
+    case CLI_OPT_COMPACT:
+        co->pretty = 0;
+        return -1;
+    default:
+        return cli_usage_error(co, "unexpected option");
+    }
+}
+
+/* Reads the token file, trimming trailing whitespace (a newline written by `roost token mint`). */
+static char *read_token_file(const struct cli_common *co)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    char err[512];
+    if (cli_read_file(co->token_file, 16384, &buf, &len, err, sizeof err) != 0) {
+        fprintf(stderr, "roost: %s: %s\n", co->command, err);
+        return NULL;
+    }
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' ' ||
+                       buf[len - 1] == '\t')) {
+        buf[--len] = '\0';
+    }
+    return buf;
+}
+
+int cli_connect(struct cli_common *co, struct roost_client **out)
+{
+    *out = NULL;
+    const char *server = co->server != NULL ? co->server : getenv("ROOST_SERVER");
+    if (server == NULL || server[0] == '\0') {
+        server = CLI_DEFAULT_SERVER;
+    }
+    char *file_token = NULL;
+    const char *token = co->token;
+    if (token == NULL && co->token_file != NULL) {
+        if ((file_token = read_token_file(co)) == NULL) {
+            return CLI_EXIT_USAGE;
+        }
+        token = file_token;
+    }
+    if (token == NULL) {
+        token = getenv("ROOST_TOKEN");
+    }
+    if (token == NULL || token[0] == '\0') {
+        return cli_usage_error(co, "no token: pass --token or --token-file, or set ROOST_TOKEN "
+                                   "(mint one with 'roost token mint')");
+    }
+    struct roost_client *c = NULL;
+    int rc = roost_client_new(&c, server, token);
+    free(file_token);
+    if (rc == ROOST_EINVAL) {
+        return cli_usage_error(co, "bad --server URL or token (server '%s'; tokens are one line "
+                                   "of printable ASCII)", server);
+    }
+    if (rc != ROOST_OK) {
+        fprintf(stderr, "roost: %s: %s (%s)\n", co->command, roost_strerror(rc),
+                roost_err_code(rc));
+        return CLI_EXIT_ERROR;
+    }
+    if ((co->ca_file != NULL && (rc = roost_client_set_ca_file(c, co->ca_file)) != ROOST_OK) ||
+        (co->timeout_s > 0 &&
+         (rc = roost_client_set_timeouts(c, 0, (long)co->timeout_s * 1000L)) != ROOST_OK)) {
+        roost_client_free(c);
+        fprintf(stderr, "roost: %s: %s (%s)\n", co->command, roost_strerror(rc),
+                roost_err_code(rc));
+        return CLI_EXIT_ERROR;
+    }
+    *out = c;
+    return CLI_EXIT_OK;
+}
+
+int cli_exit_code(int rc, bool sent)
+{
+    switch (rc) {
+    case ROOST_OK:
+        return CLI_EXIT_OK;
+    case ROOST_ECONNECT:
+        return CLI_EXIT_CONNECT;
+    case ROOST_ENOTFOUND:
+    case ROOST_EEVENTNOTFOUND:
+    case ROOST_ELEASEMISMATCH:
+    case ROOST_ESTATE:
+    case ROOST_ELEASECAP:
+    case ROOST_EGONE:
+        return CLI_EXIT_CONFLICT;
+    default:
+        /* An argument the SDK refused before sending anything is a usage error. */
+        if (!sent && roost_err_http_status(rc) == 400) {
+            return CLI_EXIT_USAGE;
+        }
+        return CLI_EXIT_ERROR;
+    }
+}
+
+int cli_fail(const struct cli_common *co, struct roost_client *c, int rc, const char *what)
+{
+    const char *msg = c != NULL ? roost_client_errmsg(c) : "";
+    const char *code = c != NULL ? roost_client_errcode(c) : "";
+    if (msg[0] == '\0') {
+        msg = roost_strerror(rc);
+    }
+    if (code[0] == '\0') {
+        code = roost_err_code(rc);
+    }
+    fprintf(stderr, "roost: %s: %s (%s)\n", what != NULL ? what : co->command, msg, code);
+    if (rc == ROOST_EGONE && c != NULL && roost_client_oldest_cursor(c) >= 0) {
+        fprintf(stderr, "roost: the oldest cursor kept is %lld; resync with 'roost state'\n",
+                (long long)roost_client_oldest_cursor(c));
+    }
+    bool sent = c != NULL && roost_client_http_status(c) != 0;
+    const char *rid = c != NULL ? roost_client_request_id(c) : "";
+    if (sent && roost_client_http_status(c) >= 500 && rid[0] != '\0') {
+        fprintf(stderr, "roost: request id %s\n", rid);
+    }
+    return cli_exit_code(rc, sent || rc == ROOST_ECONNECT);
+}
+
+int cli_print_json(const struct cli_common *co, const char *text, size_t len)
+{
+    int pretty = co->pretty >= 0 ? co->pretty : isatty(STDOUT_FILENO);
+    json_error_t err;
+    json_t *v = json_loadb(text, len, JSON_DECODE_ANY, &err);
+    char *out = NULL;
+    if (v != NULL) {
+        out = json_dumps(v, JSON_ENCODE_ANY | (pretty ? JSON_INDENT(2) : JSON_COMPACT));
+        json_decref(v);
+    }
+    if (out != NULL) {
+        fputs(out, stdout);
+        free(out);
+    } else {
+        fwrite(text, 1, len, stdout);
+    }
+    fputc('\n', stdout);
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "roost: %s: cannot write the output: %s\n", co->command, strerror(errno));
+        return CLI_EXIT_ERROR;
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_print_last_body(const struct cli_common *co, struct roost_client *c)
+{
+    size_t len = 0;
+    const char *body = roost_client_last_body(c, &len);
+    return len > 0 ? cli_print_json(co, body, len) : CLI_EXIT_OK;
+}
+
+int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    if (s == NULL || s[0] == '\0') {
+        return -1;
+    }
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+int cli_parse_duration(const char *s, int64_t *seconds)
+{
+    if (s == NULL || s[0] == '\0') {
+        return -1;
+    }
+    int64_t total = 0;
+    const char *p = s;
+    while (*p != '\0') {
+        if (*p < '0' || *p > '9') {
+            return -1;
+        }
+        int64_t n = 0;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            if (n > (INT64_MAX - 9) / 10) {
+                return -1;
+            }
+            n = n * 10 + (*p - '0');
+        }
+        int64_t unit = 1;
+        switch (*p) {
+        case '\0':
+            if (p != s + strspn(s, "0123456789")) {
+                return -1; /* a bare number only on its own ("3600"), not after "1h" */
+            }
+            break;
+        case 's':
+            p++;
+            break;
+        case 'm':
+            unit = 60;
+            p++;
+            break;
+        case 'h':
+            unit = 3600;
+            p++;
+            break;
+        case 'd':
+            unit = 86400;
+            p++;
+            break;
+        case 'w':
+            unit = 7 * 86400;
+            p++;
+            break;
+        default:
+            return -1;
+        }
+        if (n > (INT64_MAX - total) / unit) {
+            return -1;
+        }
+        total += n * unit;
+    }
+    *seconds = total;
+    return 0;
+}
+
+int cli_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err,
+                  size_t errlen)
+{
+    *out = NULL;
+    *len = 0;
+    bool is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    int rc = -1;
+    if (buf == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    for (;;) {
+        if (n + 1 >= cap) {
+            if (cap > max_bytes) {
+                snprintf(err, errlen, "%s is larger than %zu bytes",
+                         is_stdin ? "standard input" : path, max_bytes);
+                goto out;
+            }
+            char *p = realloc(buf, cap * 2);
+            if (p == NULL) {
+                snprintf(err, errlen, "out of memory");
+                goto out;
+            }
+            buf = p;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - 1 - n, f);
+        n += got;
+        if (got == 0) {
+            break;
+        }
+    }
+    if (ferror(f)) {
+        snprintf(err, errlen, "cannot read %s: %s", is_stdin ? "standard input" : path,
+                 strerror(errno));
+        goto out;
+    }
+    if (n > max_bytes) {
+        snprintf(err, errlen, "%s is larger than %zu bytes", is_stdin ? "standard input" : path,
+                 max_bytes);
+        goto out;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    buf = NULL;
+    rc = 0;
+out:
+    free(buf);
+    if (!is_stdin) {
+        fclose(f);
+    }
+    return rc;
+}

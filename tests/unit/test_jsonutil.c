@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of src/common/jsonutil.c: the depth pre-scan and the strict object parser. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonutil.h"
+#include "roost/roost_error.h"
+#include "unit.h"
+
+#define DEPTH 32
+
+static int parse(const char *s, json_t **out)
+{
+    return jsonutil_parse_object(s, strlen(s), DEPTH, out);
+}
+
+/* Parses and drops the result; returns the rc. */
+static int parse_rc(const char *s)
+{
+    json_t *v = NULL;
+    int rc = parse(s, &v);
+    json_decref(v);
+    return rc;
+}
+
+static char *nested(size_t depth, char open, char close, const char *prefix, const char *suffix)
+{
+    size_t pl = strlen(prefix), sl = strlen(suffix);
+    char *s = malloc(pl + 2 * depth + sl + 1);
+    memcpy(s, prefix, pl);
+    memset(s + pl, open, depth);
+    memset(s + pl + depth, close, depth);
+    memcpy(s + pl + 2 * depth, suffix, sl + 1);
+    return s;
+}
+
+static void test_jsonutil_depth_limit_before_parsing(void)
+{
+    /* 100k-deep arrays would overflow a naive recursive parser; the pre-scan refuses them. */
+    char *deep = nested(100000, '[', ']', "", "");
+    json_t *v = (json_t *)1;
+    CHECK(jsonutil_parse_object(deep, strlen(deep), DEPTH, &v) == ROOST_EJSONDEPTH);
+    CHECK(v == NULL);
+    CHECK(jsonutil_depth(deep, strlen(deep), DEPTH) == DEPTH + 1); /* stops counting early */
+    free(deep);
+
+    /* Unbalanced opening only (never closed) is refused the same way. */
+    char *open_only = malloc(100001);
+    memset(open_only, '[', 100000);
+    open_only[100000] = '\0';
+    CHECK(parse_rc(open_only) == ROOST_EJSONDEPTH);
+    free(open_only);
+
+    /* Deep nesting inside an object value. */
+    char *inner = nested(10000, '[', ']', "{\"a\":", "}");
+    CHECK(parse_rc(inner) == ROOST_EJSONDEPTH);
+    free(inner);
+    char *objs = malloc(10000 * 6 + 10);
+    size_t o = 0;
+    for (int i = 0; i < 10000; i++) {
+        memcpy(objs + o, "{\"a\":", 5);
+        o += 5;
+    }
+    objs[o++] = '1';
+    memset(objs + o, '}', 10000);
+    o += 10000;
+    objs[o] = '\0';
+    CHECK(parse_rc(objs) == ROOST_EJSONDEPTH);
+    free(objs);
+
+    /* Exactly at the limit passes, one more fails (the outer object counts as 1). */
+    char *at = nested(DEPTH - 1, '[', ']', "{\"a\":", "}");
+    CHECK(parse_rc(at) == ROOST_OK);
+    free(at);
+    char *over = nested(DEPTH, '[', ']', "{\"a\":", "}");
+    CHECK(parse_rc(over) == ROOST_EJSONDEPTH);
+    free(over);
+
+    /* Brackets inside strings, including after escaped quotes, are not nesting. */
+    char *in_string = nested(1000, '[', '{', "{\"a\":\"", "\"}");
+    CHECK(parse_rc(in_string) == ROOST_OK);
+    free(in_string);
+    CHECK(parse_rc("{\"a\":\"\\\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"}") == ROOST_OK);
+    CHECK(parse_rc("{\"a\\\\\":[[1]]}") == ROOST_OK);
+    CHECK_EQ(jsonutil_depth("{\"a\":[[1]]}", 11, 100), 3);
+    CHECK_EQ(jsonutil_depth("[][][]", 6, 100), 1);
+    CHECK_EQ(jsonutil_depth("", 0, 100), 0);
+}
+
+static void test_jsonutil_accepts_objects(void)
+{
+    json_t *v = NULL;
+    CHECK(parse("{\"a\":1,\"b\":[true,null,\"x\"],\"c\":{\"d\":-0.5}}", &v) == ROOST_OK);
+    CHECK(json_is_object(v));
+    CHECK(json_integer_value(json_object_get(v, "a")) == 1);
+    char *dump = jsonutil_dump(v);
+    CHECK_STREQ(dump, "{\"a\":1,\"b\":[true,null,\"x\"],\"c\":{\"d\":-0.5}}");
+    free(dump);
+    json_decref(v);
+    CHECK(parse_rc("{}") == ROOST_OK);
+    CHECK(parse_rc(" \n{ } \t") == ROOST_OK);
+    CHECK(parse_rc("{\"max\":9223372036854775807,\"min\":-9223372036854775808}") == ROOST_OK);
+    CHECK(parse_rc("{\"u\":\"caf\xc3\xa9 \\u00e9 \\ud83d\\ude00\"}") == ROOST_OK);
+    CHECK(parse_rc("{\"a\":{\"a\":1},\"b\":{\"a\":2}}") == ROOST_OK); /* same key, other objects */
+
+    /* The length is the bound: bytes after it are not read. */
+    const char *s = "{\"a\":1}garbage";
+    CHECK(jsonutil_parse_object(s, 7, DEPTH, &v) == ROOST_OK);
+    json_decref(v);
+    CHECK(jsonutil_parse_object(s, 6, DEPTH, &v) == ROOST_EJSON);
+}
+
+static void test_jsonutil_refuses_hostile_input(void)
+{
+    static const char *const bad_json[] = {
+        "",
+        " ",
+        "{",
+        "{\"a\":1,}",
+        "{'a':1}",
+        "{\"a\":01}",
+        "{\"a\":NaN}",
+        "{\"a\":1} x",
+        "{\"a\":1}{}",
+        "{\"a\":1,\"a\":2}",                 /* duplicate key */
+        "{\"a\":1,\"b\":{\"c\":1,\"c\":1}}", /* duplicate key nested */
+        "{\"a\":\"\\u0000\"}",               /* NUL escape */
+        "{\"a\\u0000b\":1}",                 /* NUL escape in a key */
+        "{\"a\":\"\xff\"}",                  /* invalid UTF-8 */
+        "{\"a\":\"\xc0\xaf\"}",              /* overlong encoding */
+        "{\"a\":\"\xed\xa0\x80\"}",          /* UTF-8 encoded surrogate */
+        "{\"a\":\"\xf8\x88\x80\x80\x80\"}",  /* 5-byte form */
+        "{\"a\":\"\xe9t\xe9\"}",             /* Latin-1 */
+        "{\"a\":\"\\ud800\"}",               /* lone high surrogate */
+        "{\"a\":\"\\udc00\"}",               /* lone low surrogate */
+        "{\"a\":\"\\x41\"}",                 /* invalid escape */
+        "{\"a\":\"tab\there\"}",             /* raw control character */
+        "{\"a\":1e999}",                     /* overflows a double */
+        "{\"a\":-1e999}",
+        "{\"a\":9223372036854775808}", /* beyond int64 */
+        "{\"a\":-9223372036854775809}",
+        "{\"a\":99999999999999999999999}",
+        "\xef\xbb\xbf{}", /* BOM */
+        "{/*c*/}",
+    };
+    for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
+        json_t *v = (json_t *)1;
+        int rc = parse(bad_json[i], &v);
+        if (rc != ROOST_EJSON) {
+            fprintf(stderr, "case %zu: '%s' gave %s\n", i, bad_json[i], roost_err_name(rc));
+        }
+        CHECK(rc == ROOST_EJSON);
+        CHECK(v == NULL);
+    }
+    /* Embedded raw NUL byte inside the bounded buffer. */
+    CHECK(jsonutil_parse_object("{\"a\":\"x\0y\"}", 11, DEPTH, &(json_t *){NULL}) == ROOST_EJSON);
+}
+
+static void test_jsonutil_top_level_must_be_object(void)
+{
+    static const char *const not_objects[] = {"[]",    "[1,2]", "[{\"a\":1}]", "1",
+                                              "\"s\"", "null",  "true"};
+    for (size_t i = 0; i < sizeof not_objects / sizeof not_objects[0]; i++) {
+        json_t *v = (json_t *)1;
+        int rc = parse(not_objects[i], &v);
+        if (rc != ROOST_EBODY) {
+            fprintf(stderr, "case '%s' gave %s\n", not_objects[i], roost_err_name(rc));
+        }
+        CHECK(rc == ROOST_EBODY);
+        CHECK(v == NULL);
+    }
+}
+
+int main(void)
+{
+    RUN(test_jsonutil_depth_limit_before_parsing);
+    RUN(test_jsonutil_accepts_objects);
+    RUN(test_jsonutil_refuses_hostile_input);
+    RUN(test_jsonutil_top_level_must_be_object);
+    return unit_summary();
+}
