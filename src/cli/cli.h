@@ -104,6 +104,9 @@ int cli_print_json(const struct cli_common *co, const char *text, size_t len);
 /* Prints the body of the client's last response (nothing when empty). */
 int cli_print_last_body(const struct cli_common *co, struct roost_client *c);
 
+/* Prints each event's JSON object on its own line (NDJSON). Returns an exit code. */
+int cli_print_ndjson(const struct roost_events *evs);
+
 /* Parses a decimal integer in [min, max]. 0 or -1. */
 int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 /* Parses a duration into seconds: "3600", "90s", "30m", "1h", "2d", "1w", "1h30m". 0 or -1. */

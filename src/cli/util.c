@@ -346,3 +346,16 @@ out:
     }
     return rc;
 }
+
+int cli_print_ndjson(const struct roost_events *evs)
+{
+    for (size_t i = 0; i < evs->count; i++) {
+        fputs(evs->items[i]->json, stdout);
+        fputc('\n', stdout);
+    }
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "roost: cannot write the output: %s\n", strerror(errno));
+        return CLI_EXIT_ERROR;
+    }
+    return CLI_EXIT_OK;
+}

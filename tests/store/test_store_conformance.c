@@ -981,6 +981,13 @@ static void test_store_retention_deletes_prefix_and_sets_watermark(struct fx *f)
     CHECK(page.events.len == 0 && page.head == 6);
     store_events_cleanup(&page.events);
 
+    /* A full state sync after 410 hands out a cursor the agent can continue from. */
+    char *state = NULL;
+    int64_t cursor = -1;
+    CHECK_RC(st->ops->state_get(st, TA, "a", &state, &cursor), ROOST_OK);
+    CHECK(state != NULL && strcmp(state, "{}") == 0 && cursor == 6);
+    free(state);
+
     /* The sequence continues after the watermark. */
     CHECK(pub1(st, TA, "a", "{}", NULL, T0 + 86400 * 1000, NULL) == 7);
 }
