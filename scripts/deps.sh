@@ -2,7 +2,7 @@
 # Installs every build and test dependency of Roost from Debian 12 packages. Idempotent: does
 # nothing when all are present, runs `apt-get update` once when something is missing.
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config clang
+pkgs=(build-essential cmake ninja-build pkg-config
       libevent-dev libsqlite3-dev sqlite3 libjansson-dev libssl-dev libcurl4-openssl-dev libinih-dev zlib1g-dev
       curl ca-certificates procps)
 missing=()

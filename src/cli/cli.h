@@ -64,13 +64,16 @@ enum cli_opt {
         {"cacert", required_argument, NULL, CLI_OPT_CACERT},                                       \
         {"timeout", required_argument, NULL, CLI_OPT_TIMEOUT},                                     \
         {"pretty", no_argument, NULL, CLI_OPT_PRETTY},                                             \
-        {"compact", no_argument, NULL, CLI_OPT_COMPACT}, {"help", no_argument, NULL, 'h'}
+        {"compact", no_argument, NULL, CLI_OPT_COMPACT},                                           \
+    {                                                                                              \
+        "help", no_argument, NULL, 'h'                                                             \
+    }
 
 /* Text of the shared options, appended to every server command's usage. */
 #define CLI_COMMON_HELP                                                                            \
     "Connection options (every server command):\n"                                                 \
-    "  --server URL       roostd address (default $ROOST_SERVER, else " CLI_DEFAULT_SERVER ")\n"     \
-    "  --token JWT        bearer token (default $ROOST_TOKEN)\n"                                    \
+    "  --server URL       roostd address (default $ROOST_SERVER, else " CLI_DEFAULT_SERVER ")\n"   \
+    "  --token JWT        bearer token (default $ROOST_TOKEN)\n"                                   \
     "  --token-file F     read the token from file F\n"                                            \
     "  --cacert F         trust the CA certificates in PEM file F (https)\n"                       \
     "  --timeout DUR      per-request timeout (default 30s)\n"                                     \

@@ -56,8 +56,7 @@ int cmd_claim(int argc, char **argv)
             break;
         case OPT_LEASE:
             if (cli_parse_duration(optarg, &lease_s) != 0 || lease_s < 1 || lease_s > INT32_MAX) {
-                return cli_usage_error(&co, "--lease: expected a duration >= 1s, got '%s'",
-                                       optarg);
+                return cli_usage_error(&co, "--lease: expected a duration >= 1s, got '%s'", optarg);
             }
             break;
         case OPT_CONSUMER:

@@ -27,9 +27,12 @@ enum { OPT_AFTER = CLI_OPT_FIRST_LOCAL, OPT_LIMIT, OPT_WAIT, OPT_NDJSON };
 int cmd_inbox_read(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"agent", required_argument, NULL, 'a'}, {"after", required_argument, NULL, OPT_AFTER},
-        {"limit", required_argument, NULL, OPT_LIMIT}, {"wait", required_argument, NULL, OPT_WAIT},
-        {"ndjson", no_argument, NULL, OPT_NDJSON},  CLI_COMMON_OPTIONS,
+        {"agent", required_argument, NULL, 'a'},
+        {"after", required_argument, NULL, OPT_AFTER},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"wait", required_argument, NULL, OPT_WAIT},
+        {"ndjson", no_argument, NULL, OPT_NDJSON},
+        CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     struct cli_common co;

@@ -66,8 +66,10 @@ int cmd_token_mint(int argc, char **argv)
         case OPT_TTL:
             if (cli_parse_duration(optarg, &ttl_s) != 0 || ttl_s < 1 ||
                 ttl_s > ROOST_TOKEN_MAX_TTL_S) {
-                return cli_usage_error(&co, "--ttl: expected a duration of 1s..10 years "
-                                            "(3600, 30m, 1h, 7d), got '%s'", optarg);
+                return cli_usage_error(&co,
+                                       "--ttl: expected a duration of 1s..10 years "
+                                       "(3600, 30m, 1h, 7d), got '%s'",
+                                       optarg);
             }
             break;
         case OPT_DATA_DIR:

@@ -117,8 +117,10 @@ int cli_connect(struct cli_common *co, struct roost_client **out)
     int rc = roost_client_new(&c, server, token);
     free(file_token);
     if (rc == ROOST_EINVAL) {
-        return cli_usage_error(co, "bad --server URL or token (server '%s'; tokens are one line "
-                                   "of printable ASCII)", server);
+        return cli_usage_error(co,
+                               "bad --server URL or token (server '%s'; tokens are one line "
+                               "of printable ASCII)",
+                               server);
     }
     if (rc != ROOST_OK) {
         fprintf(stderr, "roost: %s: %s (%s)\n", co->command, roost_strerror(rc),

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/* The integration-test harness: starts the real roostd on port 0 with a ready file, stops it
+ * (SIGTERM, exit status 0 required) or kills it, mints tokens with its key, talks HTTP through
+ * libcurl + jansson, and sends exact bytes over a raw socket for malformed input. Also the check
+ * kit every integration test uses: CHECK* count passes and failures and print file:line, and
+ * h_summary() prints the final "N passed, N failed" line and gives the exit code. */
+#ifndef ROOST_TEST_HARNESS_H
+#define ROOST_TEST_HARNESS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* ---- checks ---- */
+
+extern int h_passed;
+extern int h_failed;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            h_passed++;                                                                            \
+        } else {                                                                                   \
+            h_failed++;                                                                            \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                             \
+    do {                                                                                           \
+        long long h_a_ = (long long)(a), h_b_ = (long long)(b);                                    \
+        if (h_a_ == h_b_) {                                                                        \
+            h_passed++;                                                                            \
+        } else {                                                                                   \
+            h_failed++;                                                                            \
+            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n", __FILE__,         \
+                    __LINE__, #a, #b, h_a_, h_b_);                                                 \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STREQ(a, b)                                                                          \
+    do {                                                                                           \
+        const char *h_a_ = (a), *h_b_ = (b);                                                       \
+        if (h_a_ != NULL && h_b_ != NULL && strcmp(h_a_, h_b_) == 0) {                             \
+            h_passed++;                                                                            \
+        } else {                                                                                   \
+            h_failed++;                                                                            \
+            fprintf(stderr, "%s:%d: CHECK_STREQ failed: %s == %s (\"%s\" vs \"%s\")\n", __FILE__,  \
+                    __LINE__, #a, #b, h_a_ ? h_a_ : "(null)", h_b_ ? h_b_ : "(null)");             \
+        }                                                                                          \
+    } while (0)
+
+/* A check with a case label, for table-driven tests: prints the label on failure. */
+#define CHECK_CASE(label, cond)                                                                    \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            h_passed++;                                                                            \
+        } else {                                                                                   \
+            h_failed++;                                                                            \
+            fprintf(stderr, "%s:%d: [%s] CHECK failed: %s\n", __FILE__, __LINE__, (label),         \
+                    #cond);                                                                        \
+        }                                                                                          \
+    } while (0)
+
+/* Runs one test function, naming it when it added failures. */
+#define RUN(fn)                                                                                    \
+    do {                                                                                           \
+        int h_before_ = h_failed;                                                                  \
+        fn();                                                                                      \
+        if (h_failed != h_before_) {                                                               \
+            fprintf(stderr, "FAIL %s\n", #fn);                                                     \
+        }                                                                                          \
+    } while (0)
+
+/* Polls `cond` every 10 ms until it holds or `timeout_ms` passed; `ok` tells which. A deadline
+ * for a condition, never a sleep standing in for synchronisation. */
+#define H_WAIT_UNTIL(ok, timeout_ms, cond)                                                         \
+    do {                                                                                           \
+        int64_t h_deadline_ = h_now_ms() + (timeout_ms);                                           \
+        (ok) = false;                                                                              \
+        for (;;) {                                                                                 \
+            if (cond) {                                                                            \
+                (ok) = true;                                                                       \
+                break;                                                                             \
+            }                                                                                      \
+            if (h_now_ms() >= h_deadline_) {                                                       \
+                break;                                                                             \
+            }                                                                                      \
+            h_sleep_ms(10);                                                                        \
+        }                                                                                          \
+    } while (0)
+
+/* Global set-up (libcurl, SIGPIPE, fd limit); call first in main(). */
+void h_init(void);
+/* Prints "N passed, N failed" and returns the exit code; releases global state. */
+int h_summary(void);
+
+int64_t h_now_ms(void); /* monotonic */
+void h_sleep_ms(int ms);
+
+/* malloc'd printf; never NULL (aborts on OOM: a test cannot continue without memory). */
+char *h_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Reads a whole file; 0 or -1. *data is NUL-terminated (not counted in *len); caller frees. */
+int h_read_file(const char *path, char **data, size_t *len);
+
+/* ---- HTTP (libcurl) ---- */
+
+struct h_client; /* one curl easy handle bound to a base URL; one thread at a time */
+
+struct h_client *h_client_new(const char *base_url);
+void h_client_free(struct h_client *c);
+
+struct h_response {
+    long status;    /* -1 when the transfer failed */
+    json_t *json;   /* parsed body, NULL when empty or not JSON */
+    char *body;     /* raw body, NUL-terminated */
+    size_t body_len;
+    char *headers;  /* raw header block, NUL-terminated */
+    int64_t elapsed_ms;
+};
+void h_response_cleanup(struct h_response *r);
+
+struct h_req_opts {
+    const char *content_type; /* NULL: application/json when there is a body; "" = none */
+    const char *extra_header; /* one more "Name: value" line, or NULL */
+    long timeout_ms;          /* 0: 30 s */
+};
+
+/* One request. body may be NULL (no body); body_len 0 with a non-NULL body sends an empty body
+ * with Content-Length: 0. Returns 0 when an HTTP answer came back, -1 otherwise. */
+int h_request(struct h_client *c, const char *method, const char *path, const char *token,
+              const char *body, size_t body_len, const struct h_req_opts *opts,
+              struct h_response *out);
+
+/* The common case: JSON text body (or NULL). Returns 0/-1 as h_request; *status and *json_out
+ * (may be NULL; the caller decrefs) are set. */
+int http_request(struct h_client *c, const char *method, const char *path, const char *token,
+                 const char *body, long *status, json_t **json_out);
+
+/* The value of response header `name` (case-insensitive, first match) copied to buf, or NULL. */
+const char *h_header(const struct h_response *r, const char *name, char *buf, size_t len);
+/* error.code of an error body, or NULL. */
+const char *h_error_code(const json_t *j);
+
+/* ---- the daemon ---- */
+
+struct roostd {
+    pid_t pid;
+    char dir[256];      /* data dir */
+    char url[128];      /* base URL from the ready file */
+    char host[64];
+    int port;
+    void *key;          /* EVP_PKEY *: roostd's token key, read from the data dir */
+    struct h_client *http; /* a client for the main thread */
+};
+
+/* Starts roostd with --data-dir (a new mkdtemp dir when data_dir is NULL), --listen
+ * 127.0.0.1:0, --ready-file DIR/ready and one --set per entry of the NULL-ended `sets`. Waits
+ * for the ready file (polling, deadline 15 s) while checking that the child is alive. Output goes
+ * to DIR/roostd.log. Returns 0, or -1 after printing why and the log. */
+int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets);
+/* SIGTERM, then waits (deadline 20 s). Returns the exit status, or -1 when killed by a signal or
+ * still running at the deadline (then SIGKILLed). The data dir is kept. */
+int roostd_stop(struct roostd *d);
+/* SIGKILL and reap. The data dir is kept. */
+void roostd_kill(struct roostd *d);
+bool roostd_alive(struct roostd *d);
+/* Removes the data dir and everything in it. */
+void roostd_remove_dir(struct roostd *d);
+/* Prints the last bytes of the daemon's log to stderr (for failures). */
+void roostd_print_log(const struct roostd *d);
+
+/* A token signed with roostd's key: {"tenant","sub":"test","scope","iat","exp":now+3600}. */
+char *h_token(const struct roostd *d, const char *tenant, const char *scope);
+/* A token over arbitrary claims (borrowed). Caller frees. */
+char *h_token_claims(const struct roostd *d, const json_t *claims);
+
+/* ---- raw sockets ---- */
+
+#define RAW_MAX_RESPONSES 16
+
+struct raw_reply {
+    char *buf; /* everything received, NUL-terminated */
+    size_t len;
+    bool closed;    /* the server closed (EOF or reset) */
+    bool timed_out; /* the deadline passed first */
+    int n_responses;
+    int status[RAW_MAX_RESPONSES]; /* status of each complete response (100 counts too) */
+};
+
+/* Connects to the daemon, sends `req` byte-exact (interleaved with reading, so an early answer
+ * and close are seen) and reads until the server closes, `want_responses` complete responses
+ * were parsed (0 = read until close), or timeout_ms passed. 0, or -1 when it cannot connect. */
+int raw_exchange(const struct roostd *d, const void *req, size_t len, int want_responses,
+                 int timeout_ms, struct raw_reply *out);
+void raw_reply_cleanup(struct raw_reply *r);
+/* Copies `req` with `header_line` ("Name: value", no CRLF) inserted after the request line,
+ * keeping the request's own line ending. Caller frees. */
+char *raw_insert_header(const char *req, size_t len, const char *header_line, size_t *out_len);
+
+#endif
