@@ -96,7 +96,7 @@ static json_t *time_json(int64_t ms)
     time_t s = (time_t)(ms / 1000);
     struct tm tm;
     gmtime_r(&s, &tm);
-    char buf[40];
+    char buf[96];
     snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
              tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
     return json_string(buf);

@@ -110,9 +110,8 @@ static int conn_connect(struct conn *c)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
-    int rc = getaddrinfo(g.host, g.port, &hints, &res);
-    if (rc != 0) {
-        fprintf(stderr, "roost_load: %s:%s: %s\n", g.host, g.port, gai_strerror(rc));
+    if (getaddrinfo(g.host, g.port, &hints, &res) != 0) {
+        errno = EHOSTUNREACH;
         return -1;
     }
     int fd = -1;
@@ -129,9 +128,7 @@ static int conn_connect(struct conn *c)
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        fprintf(stderr, "roost_load: cannot connect to %s:%s: %s\n", g.host, g.port,
-                strerror(errno));
-        return -1;
+        return -1; /* errno tells why; the caller reports it */
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -202,6 +199,9 @@ static int http_post(struct conn *c, const char *path, const char *body, size_t 
             continue;
         }
         if (r <= 0) {
+            if (r == 0) {
+                errno = ECONNRESET; /* closed by the server */
+            }
             conn_close(c);
             return -1;
         }

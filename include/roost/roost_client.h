@@ -44,7 +44,9 @@ extern "C" {
  *   server, so an ack that failed with ROOST_ECONNECT may simply be repeated.
  * Structures returned by the SDK (struct roost_event, struct roost_events, ...) are allocated by
  *   libroost only: never allocate, copy by value or embed them, since later versions may append
- *   fields.
+ *   fields. The input structures struct roost_message and struct roost_ack are the caller's
+ *   (initialise a message with roost_message_init()).
+ * A NULL client gives ROOST_EINVAL (there is then no error message to read).
  */
 
 struct roost_client;
@@ -57,7 +59,8 @@ struct roost_client;
  * Defaults: connect timeout 10 s, request timeout 30 s (plus the wait_s of a long poll), response
  * cap 64 MiB.
  * Returns ROOST_OK and *out, ROOST_EINVAL (NULL out or url, unsupported scheme, url longer than
- * 2048 bytes), ROOST_ENOMEM, ROOST_EINTERNAL (libcurl could not initialise).
+ * 2048 bytes or with spaces/control characters, a token that is not one line of printable ASCII
+ * of at most 8192 bytes), ROOST_ENOMEM, ROOST_EINTERNAL (libcurl could not initialise).
  * Thread-safe (the first call initialises libcurl once per process). */
 ROOST_EXPORT int roost_client_new(struct roost_client **out, const char *server_url,
                                   const char *token);
@@ -151,6 +154,7 @@ struct roost_events {
     bool has_more;       /* roost_inbox_read: more events are available right now */
     char *next_page;     /* admin lists: opaque token of the next page, NULL on the last page */
     bool duplicate;      /* roost_publish*: every row was an idempotent repeat (HTTP 200) */
+    int64_t head;        /* roost_inbox_read: the agent's head when the server tells it, else -1 */
 };
 
 /* Frees a list and all its events. NULL is a no-op. */
@@ -182,10 +186,12 @@ ROOST_EXPORT void roost_message_init(struct roost_message *m);
 
 /* Publishes one message. On success *out lists the rows created (event_id, agent_id,
  * sequence_number only), one per recipient; (*out)->duplicate is true when every row was an
- * idempotent repeat. Errors: see the conventions; ROOST_EPAYLOAD / ROOST_ESTATEPATCH when
- * payload / state_patch is not a JSON object (checked locally), ROOST_EAGENTID for a bad
- * recipient, ROOST_ERECIPIENTS when there is none, plus every error of the server's validation
- * (ROOST_EPRIORITY, ROOST_EPAYLOADTOOLARGE, ROOST_EFORBIDDEN, ...). */
+ * idempotent repeat. Errors: see the conventions. Checked locally, before sending:
+ * ROOST_EPAYLOAD / ROOST_ESTATEPATCH (payload / state_patch is not a JSON object),
+ * ROOST_EJSONDEPTH (nested deeper than 512), ROOST_EAGENTID (a bad recipient),
+ * ROOST_ERECIPIENTS (none), ROOST_EPRIORITY (outside -100..100), ROOST_EAVAILABLEAT /
+ * ROOST_EEXPIRESAT (negative, or both forms given). Then every error of the server's validation
+ * (ROOST_EPAYLOADTOOLARGE, ROOST_EIDEMKEY, ROOST_EFORBIDDEN, ...). */
 ROOST_EXPORT int roost_publish(struct roost_client *c, const struct roost_message *msg,
                                struct roost_events **out);
 
@@ -274,8 +280,8 @@ ROOST_EXPORT int roost_inbox_release_all(struct roost_client *c, const char *age
                                          const char *consumer, int64_t *released_out);
 
 /* Full state sync: *state_json_out gets the agent's state document (compact JSON object text,
- * free with roost_free) and *cursor_out (optional) the cursor it is consistent with: continue
- * cursor reads from there. */
+ * free with roost_free; "{}" for an agent whose state was never written) and *cursor_out
+ * (optional) the cursor it is consistent with: continue cursor reads from there. */
 ROOST_EXPORT int roost_state_get(struct roost_client *c, const char *agent_id,
                                  char **state_json_out, int64_t *cursor_out);
 

@@ -63,7 +63,8 @@ static void print_help(FILE *out)
           "  4  the server could not be reached, or the request timed out\n"
           "\n"
           "Errors are reported on stderr as 'roost: <what>: <message> (<code>)', where <code> is\n"
-          "the server's stable error code (see 'roost help <command>' for each command).\n",
+          "the stable snake_case error code (the server's, or a local one such as\n"
+          "connect_failed).\n",
           out);
 }
 

@@ -185,15 +185,41 @@ int cli_fail(const struct cli_common *co, struct roost_client *c, int rc, const 
     return cli_exit_code(rc, sent || rc == ROOST_ECONNECT);
 }
 
+/* Indented JSON text of v with reals as short as still reads back exactly (caller frees). */
+static char *pretty_dump(const json_t *v)
+{
+    const size_t base = JSON_ENCODE_ANY | JSON_INDENT(2);
+    char *text = json_dumps(v, base | JSON_REAL_PRECISION(15));
+    if (text == NULL) {
+        return NULL;
+    }
+    json_error_t err;
+    json_t *back = json_loads(text, JSON_DECODE_ANY, &err);
+    int same = back != NULL && json_equal(back, v);
+    json_decref(back);
+    if (same) {
+        return text;
+    }
+    free(text);
+    return json_dumps(v, base);
+}
+
 int cli_print_json(const struct cli_common *co, const char *text, size_t len)
 {
     int pretty = co->pretty >= 0 ? co->pretty : isatty(STDOUT_FILENO);
-    json_error_t err;
-    json_t *v = json_loadb(text, len, JSON_DECODE_ANY, &err);
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ')) {
+        len--;
+    }
     char *out = NULL;
-    if (v != NULL) {
-        out = json_dumps(v, JSON_ENCODE_ANY | (pretty ? JSON_INDENT(2) : JSON_COMPACT));
-        json_decref(v);
+    /* Compact output passes the server's bytes through when they are one line already: no
+     * number or string is re-encoded on the way. */
+    if (pretty || memchr(text, '\n', len) != NULL) {
+        json_error_t err;
+        json_t *v = json_loadb(text, len, JSON_DECODE_ANY, &err);
+        if (v != NULL) {
+            out = pretty ? pretty_dump(v) : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            json_decref(v);
+        }
     }
     if (out != NULL) {
         fputs(out, stdout);

@@ -9,6 +9,26 @@
 
 #include "common/banned.h"
 
+char *sdk_json_dump(const json_t *v)
+{
+    /* jansson prints reals with 17 significant digits (0.1 → 0.10000000000000001). Try 15 first
+     * and keep it when it reads back as the same values, which is the common case. */
+    const size_t base = JSON_COMPACT | JSON_ENCODE_ANY;
+    char *text = json_dumps(v, base | JSON_REAL_PRECISION(15));
+    if (text == NULL) {
+        return NULL;
+    }
+    json_error_t err;
+    json_t *back = json_loads(text, JSON_DECODE_ANY, &err);
+    bool same = back != NULL && json_equal(back, v);
+    json_decref(back);
+    if (same) {
+        return text;
+    }
+    free(text);
+    return json_dumps(v, base);
+}
+
 int sdk_dup_string_member(const json_t *obj, const char *key, char **out)
 {
     *out = NULL;
@@ -112,12 +132,12 @@ int sdk_event_from_json(const json_t *obj, struct roost_event **out)
     }
     json_t *payload = json_object_get(obj, "payload");
     if (payload != NULL && !json_is_null(payload)) {
-        if ((ev->payload = jsonutil_dump(payload)) == NULL) {
+        if ((ev->payload = sdk_json_dump(payload)) == NULL) {
             rc = ROOST_ENOMEM;
             goto fail;
         }
     }
-    if ((ev->json = jsonutil_dump(obj)) == NULL) {
+    if ((ev->json = sdk_json_dump(obj)) == NULL) {
         rc = ROOST_ENOMEM;
         goto fail;
     }
@@ -139,6 +159,7 @@ int sdk_events_from_response(const json_t *resp, struct roost_events **out)
     if (evs == NULL) {
         return ROOST_ENOMEM;
     }
+    evs->head = -1;
     size_t n = json_array_size(arr);
     int rc = ROOST_OK;
     if (n > 0) {
@@ -204,7 +225,7 @@ static int agent_info_from_json(const json_t *obj, struct roost_agent_info **out
         (rc = int_member(obj, "quarantined", -1, &a->quarantined)) != ROOST_OK) {
         goto fail;
     }
-    if ((a->json = jsonutil_dump(obj)) == NULL) {
+    if ((a->json = sdk_json_dump(obj)) == NULL) {
         rc = ROOST_ENOMEM;
         goto fail;
     }

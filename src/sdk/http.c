@@ -370,7 +370,7 @@ int sdk_request_json(struct roost_client *c, const char *method, const char *pat
     if (body == NULL) {
         return sdk_request(c, method, path, NULL, 0, wait_s, json_out);
     }
-    char *text = jsonutil_dump(body);
+    char *text = sdk_json_dump(body);
     if (text == NULL) {
         if (json_out != NULL) {
             *json_out = NULL;

@@ -57,6 +57,10 @@ int roost_inbox_read(struct roost_client *c, const char *agent_id, int64_t after
     }
     (*out)->next_cursor = (int64_t)json_integer_value(next);
     (*out)->has_more = json_is_true(more);
+    json_t *head = json_object_get(resp, "head");
+    if (json_is_integer(head)) {
+        (*out)->head = (int64_t)json_integer_value(head);
+    }
 out:
     json_decref(resp);
     sdk_str_cleanup(&p);
@@ -443,7 +447,7 @@ int roost_state_get(struct roost_client *c, const char *agent_id, char **state_j
         goto out;
     }
     /* A state never written reads as {} whether the server sends {} or null. */
-    char *text = state != NULL && json_is_object(state) ? jsonutil_dump(state) : sdk_strdup("{}");
+    char *text = state != NULL && json_is_object(state) ? sdk_json_dump(state) : sdk_strdup("{}");
     if (text == NULL) {
         rc = sdk_fail(c, ROOST_ENOMEM, "out of memory");
         goto out;

@@ -29,9 +29,14 @@ static int put_object_text(struct roost_client *c, json_t *obj, const char *key,
     if (rc == ROOST_ENOMEM) {
         return sdk_fail(c, rc, "out of memory");
     }
+    if (rc == ROOST_EJSONDEPTH) {
+        return sdk_fail(c, rc, "%s nests deeper than %d levels", key, SDK_MAX_JSON_DEPTH);
+    }
     if (rc != ROOST_OK) {
-        return sdk_fail(c, rc == ROOST_EJSONDEPTH ? rc : bad, "%s must be a JSON object (%s)", key,
-                        roost_strerror(rc));
+        return sdk_fail(c, bad,
+                        rc == ROOST_EBODY ? "%s must be a JSON object"
+                                          : "%s is not valid JSON (or has duplicate keys)",
+                        key);
     }
     return sdk_put(obj, key, v) ? ROOST_OK : sdk_fail(c, ROOST_ENOMEM, "out of memory");
 }
@@ -134,7 +139,7 @@ static int publish_body(struct roost_client *c, const char *text, size_t len,
 
 static int publish_json_value(struct roost_client *c, const json_t *body, struct roost_events **out)
 {
-    char *text = jsonutil_dump(body);
+    char *text = sdk_json_dump(body);
     if (text == NULL) {
         return sdk_fail(c, ROOST_ENOMEM, "out of memory");
     }

@@ -129,6 +129,10 @@ void sdk_event_free(struct roost_event *ev);
 /* Converts the array under key "agents" (and the "next" page token) into a new list. */
 int sdk_agents_from_response(const json_t *resp, struct roost_agents **out);
 
+/* Compact JSON text of v with reals printed as short as still reads back exactly (caller frees).
+ * NULL on ENOMEM. */
+char *sdk_json_dump(const json_t *v);
+
 /* String copy of an optional JSON string member: NULL when absent or null, ROOST_EPROTO when it
  * has another type. */
 int sdk_dup_string_member(const json_t *obj, const char *key, char **out);

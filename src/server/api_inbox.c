@@ -170,6 +170,14 @@ static void done_read(struct job *job)
         request_reply_error(rq, job->rc, NULL, NULL);
         return;
     }
+    if (op->after_cursor > op->page.head) {
+        /* Cursors only ever come from next_cursor, which never passes the head: a cursor beyond
+         * it is a client bug or a store restored from an older backup. Say so instead of
+         * waiting silently until the head catches up. */
+        request_reply_error(rq, ROOST_ECURSOR, "after_cursor is beyond the agent's head",
+                            json_pack("{s:I}", "head", (json_int_t)op->page.head));
+        return;
+    }
     if (op->page.events.len == 0 && park_or_rerun(op)) {
         return;
     }

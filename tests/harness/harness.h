@@ -202,4 +202,31 @@ void raw_reply_cleanup(struct raw_reply *r);
  * keeping the request's own line ending. Caller frees. */
 char *raw_insert_header(const char *req, size_t len, const char *header_line, size_t *out_len);
 
+/* ---- API shortcuts (api.c) ---- */
+
+/* One request with a JSON body (stolen; NULL = no body) to a printf-formatted path. Returns the
+ * status (-1 on transport failure); *out (may be NULL) gets the JSON answer. */
+long h_callj(struct h_client *c, const char *method, const char *token, json_t *body,
+             json_t **out, const char *path_fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Publishes one event to `agent`: {"recipients":[agent],"payload":payload} plus the fields of
+ * `extra` (stolen, may be NULL). Returns the sequence number, or -status on failure; event_id
+ * (may be NULL, 31 bytes) gets the id. */
+int64_t h_publish(struct h_client *c, const char *token, const char *agent, json_t *payload,
+                  json_t *extra, char *event_id);
+/* Claims: returns the "events" array (new reference) or NULL when the status is not 200. */
+json_t *h_claim(struct h_client *c, const char *token, const char *agent, int limit, int lease_s,
+                const char *consumer);
+/* Acks one event; returns the status. */
+long h_ack(struct h_client *c, const char *token, const char *agent, const char *event_id,
+           const char *lease_token);
+/* GET inbox?after_cursor=&limit=; returns the whole answer (new reference), *status set. */
+json_t *h_inbox(struct h_client *c, const char *token, const char *agent, int64_t after,
+                int limit, long *status);
+
+/* Shorthands for members of JSON objects and arrays. */
+const char *h_str(const json_t *obj, const char *key);
+json_int_t h_int(const json_t *obj, const char *key);
+json_t *h_at(const json_t *arr, size_t i);
+
 #endif
