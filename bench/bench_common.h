@@ -38,10 +38,10 @@ double bench_parse_num(const char *opt, const char *s, double min, double max);
 
 /* The measurement of one run: what the threads counted inside the measurement window. */
 struct bench_result {
-    uint64_t published; /* publishes answered with success inside the window */
-    uint64_t acked;     /* acks answered with success inside the window: full cycles */
-    uint64_t claims;    /* claim calls that returned at least one event, inside the window */
-    uint64_t errors;    /* unexpected answers over the whole run, warm-up included */
+    uint64_t published;      /* publishes answered with success inside the window */
+    uint64_t acked;          /* acks answered with success inside the window: full cycles */
+    uint64_t claims;         /* claim calls that returned at least one event, inside the window */
+    uint64_t errors;         /* unexpected answers over the whole run, warm-up included */
     struct hist latency;     /* publish start → ack success, per acked event */
     struct hist publish_rtt; /* one publish call */
     struct hist ack_rtt;     /* one ack call (or one batch ack) */

@@ -181,13 +181,13 @@ static json_t *claim_events(struct agent *a, int limit, int lease_s)
                  (unsigned long long)(r2 & 0xFFFFFFFFFFFFFull));
         char id[ID_LEN + 1];
         event_id(ev, id);
-        json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:i, s:n, s:O, s:o, s:o, s:n, s:s, s:o, s:i}",
-                              "event_id", id, "agent_id", a->name, "sequence_number",
-                              (json_int_t)ev->seq, "status", "leased", "priority", 0,
-                              "correlation_id", "payload", ev->payload, "created_at",
-                              time_json(ev->created_ms), "available_at", time_json(ev->created_ms),
-                              "expires_at", "lease_token", ev->lease_token, "claim_expires_at",
-                              time_json(now + (int64_t)lease_s * 1000), "attempts", 1);
+        json_t *o =
+            json_pack("{s:s, s:s, s:I, s:s, s:i, s:n, s:O, s:o, s:o, s:n, s:s, s:o, s:i}",
+                      "event_id", id, "agent_id", a->name, "sequence_number", (json_int_t)ev->seq,
+                      "status", "leased", "priority", 0, "correlation_id", "payload", ev->payload,
+                      "created_at", time_json(ev->created_ms), "available_at",
+                      time_json(ev->created_ms), "expires_at", "lease_token", ev->lease_token,
+                      "claim_expires_at", time_json(now + (int64_t)lease_s * 1000), "attempts", 1);
         json_array_append_new(events, o);
     }
     return events;
@@ -345,8 +345,8 @@ static void do_publish(struct evhttp_request *req, const json_t *body)
         touched[i] = a;
         char id[ID_LEN + 1];
         event_id(ev, id);
-        json_array_append_new(out, json_pack("{s:s, s:s, s:I}", "event_id", id, "agent_id",
-                                             a->name, "sequence_number", (json_int_t)ev->seq));
+        json_array_append_new(out, json_pack("{s:s, s:s, s:I}", "event_id", id, "agent_id", a->name,
+                                             "sequence_number", (json_int_t)ev->seq));
     }
     for (size_t i = 0; i < n; i++) {
         while (touched[i]->waiters && touched[i]->head) {
@@ -380,8 +380,7 @@ static int ack_one(struct agent *a, const char *id, const char *token)
     return 0;
 }
 
-static void do_ack(struct evhttp_request *req, struct agent *a, const char *id,
-                   const json_t *body)
+static void do_ack(struct evhttp_request *req, struct agent *a, const char *id, const json_t *body)
 {
     int rc = ack_one(a, id, json_string_value(json_object_get(body, "lease_token")));
     if (rc == 404) {
@@ -406,8 +405,7 @@ static void do_batch_ack(struct evhttp_request *req, struct agent *a, const json
     json_array_foreach(acks, i, item)
     {
         const char *id = json_string_value(json_object_get(item, "event_id"));
-        int rc = a ? ack_one(a, id, json_string_value(json_object_get(item, "lease_token")))
-                   : 404;
+        int rc = a ? ack_one(a, id, json_string_value(json_object_get(item, "lease_token"))) : 404;
         json_t *r =
             rc == 0 ? json_pack("{s:s, s:s}", "event_id", id ? id : "", "status", "completed")
                     : json_pack("{s:s, s:{s:s, s:s}}", "event_id", id ? id : "", "error", "code",

@@ -276,6 +276,9 @@ static void report_error(struct worker *w, const char *what, const char *path, i
     if (atomic_fetch_add(&g_error_reports, 1) >= MAX_ERROR_REPORTS) {
         return;
     }
+    while (body && body_len > 0 && (body[body_len - 1] == '\n' || body[body_len - 1] == '\r')) {
+        body_len--;
+    }
     if (rc != 0) {
         fprintf(stderr, "roost_load: %s %s: connection error (%s)\n", what, path,
                 errno ? strerror(errno) : "closed");
@@ -299,7 +302,7 @@ static void *producer_main(void *arg)
     for (uint64_t k = 0; !atomic_load_explicit(&g_stop, memory_order_relaxed); k++) {
         int64_t t0;
         if (period) {
-            bench_sleep_until(next);
+            bench_sleep_until(next < g_win_end_ns ? next : g_win_end_ns);
             if (atomic_load_explicit(&g_stop, memory_order_relaxed)) {
                 break;
             }
@@ -316,8 +319,8 @@ static void *producer_main(void *arg)
         const char *resp = NULL;
         size_t resp_len = 0;
         int64_t s = bench_now_ns();
-        int rc = http_post(&w->conn, "/api/v1/events", body, (size_t)blen, &status, &resp,
-                           &resp_len);
+        int rc =
+            http_post(&w->conn, "/api/v1/events", body, (size_t)blen, &status, &resp, &resp_len);
         int64_t e = bench_now_ns();
         if (rc == 0 && status == 201) {
             if (in_window(e)) {
@@ -399,9 +402,9 @@ static void *consumer_main(void *arg)
     }
     agent_name(agent, sizeof agent, w->idx % g.agents);
     snprintf(claim_path, sizeof claim_path, "/api/v1/agents/%s/inbox/claim", agent);
-    int claim_len = snprintf(claim_body, sizeof claim_body,
-                             "{\"limit\":%d,\"lease_s\":%d,\"wait_s\":%d}", g.limit, g.lease_s,
-                             g.wait_s);
+    int claim_len =
+        snprintf(claim_body, sizeof claim_body, "{\"limit\":%d,\"lease_s\":%d,\"wait_s\":%d}",
+                 g.limit, g.lease_s, g.wait_s);
     while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
         int status = 0;
         const char *resp = NULL;
@@ -452,9 +455,8 @@ static void *consumer_main(void *arg)
                 continue;
             }
             for (int i = 0; i < n; i++) {
-                const char *st =
-                    json_string_value(json_object_get(json_array_get(results, (size_t)i),
-                                                      "status"));
+                const char *st = json_string_value(
+                    json_object_get(json_array_get(results, (size_t)i), "status"));
                 if (st && strcmp(st, "completed") == 0) {
                     record_ack(w, &evs[i], e);
                 } else {
@@ -588,8 +590,23 @@ static char *mint_token(const char *key_file)
 
 int main(int argc, char **argv)
 {
-    enum { O_URL = 256, O_DATA, O_KEY, O_P, O_C, O_A, O_SEC, O_WARM, O_RATE, O_BATCH, O_LIMIT,
-           O_WAIT, O_PAYLOAD, O_PREFIX, O_TARGET };
+    enum {
+        O_URL = 256,
+        O_DATA,
+        O_KEY,
+        O_P,
+        O_C,
+        O_A,
+        O_SEC,
+        O_WARM,
+        O_RATE,
+        O_BATCH,
+        O_LIMIT,
+        O_WAIT,
+        O_PAYLOAD,
+        O_PREFIX,
+        O_TARGET
+    };
     static const struct option opts[] = {
         {"url", required_argument, NULL, O_URL},
         {"data-dir", required_argument, NULL, O_DATA},

@@ -173,10 +173,10 @@ static void *consumer_main(void *arg)
     struct worker *w = arg;
     struct agent *a = &g_agents[w->idx % g.agents];
     sqlite3 *db = open_db();
-    sqlite3_stmt *claim = prepare(
-        db, "UPDATE inbox SET status = 1, lease_token = ?1, claimed_at = ?2 WHERE id IN "
-            "(SELECT id FROM inbox WHERE agent = ?3 AND status = 0 ORDER BY id LIMIT ?4) "
-            "RETURNING id, payload");
+    sqlite3_stmt *claim =
+        prepare(db, "UPDATE inbox SET status = 1, lease_token = ?1, claimed_at = ?2 WHERE id IN "
+                    "(SELECT id FROM inbox WHERE agent = ?3 AND status = 0 ORDER BY id LIMIT ?4) "
+                    "RETURNING id, payload");
     sqlite3_stmt *done = prepare(db, "UPDATE inbox SET status = 2, done_at = ?1 "
                                      "WHERE id = ?2 AND lease_token = ?3 AND status = 1");
     sqlite3_stmt *begin = prepare(db, "BEGIN IMMEDIATE");
@@ -322,8 +322,20 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-    enum { O_DB = 256, O_FRESH, O_SYNC, O_P, O_C, O_A, O_SEC, O_WARM, O_BATCH, O_LIMIT,
-           O_PAYLOAD, O_BUSY };
+    enum {
+        O_DB = 256,
+        O_FRESH,
+        O_SYNC,
+        O_P,
+        O_C,
+        O_A,
+        O_SEC,
+        O_WARM,
+        O_BATCH,
+        O_LIMIT,
+        O_PAYLOAD,
+        O_BUSY
+    };
     static const struct option opts[] = {
         {"db", required_argument, NULL, O_DB},
         {"fresh", no_argument, NULL, O_FRESH},
@@ -454,8 +466,8 @@ int main(int argc, char **argv)
         bench_result_merge(total, &ws[i].res);
     }
     char extra[128];
-    snprintf(extra, sizeof extra, "synchronous=%s journal_mode=wal writers=%s", g.synchronous,
-             g.busy_timeout ? "busy_timeout" : "mutex");
+    snprintf(extra, sizeof extra, "synchronous=%s journal_mode=wal writers=%s sqlite_version=%s",
+             g.synchronous, g.busy_timeout ? "busy_timeout" : "mutex", sqlite3_libversion());
     bench_print_result("sqlite_direct", "sqlite", extra, g.producers, g.consumers, g.agents,
                        g.batch_ack, 0, g.warmup, g.seconds, total);
     sqlite3_close(setup);

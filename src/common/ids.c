@@ -100,6 +100,10 @@ static bool valid_chars(const char *s, size_t len, bool colon)
 
 bool ids_valid_name(const char *s, size_t len)
 {
+    /* "." and ".." would be path components where a name becomes a directory (archives). */
+    if (s && ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))) {
+        return false;
+    }
     return valid_chars(s, len, false);
 }
 

@@ -20,7 +20,8 @@ int ids_lease_token(char *out);
 /* Fills buf with cryptographically random bytes (OpenSSL RAND_bytes). 0 on success. */
 int ids_random(void *buf, size_t len);
 
-/* [A-Za-z0-9._-]{1,128}: agent ids and tenant ids. Not NUL-terminated input is fine. */
+/* [A-Za-z0-9._-]{1,128} except "." and "..": agent ids and tenant ids. Input need not be
+ * NUL-terminated. */
 bool ids_valid_name(const char *s, size_t len);
 /* [A-Za-z0-9._:-]{1,128}: consumer ids (may carry host:pid). */
 bool ids_valid_consumer(const char *s, size_t len);

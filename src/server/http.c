@@ -108,6 +108,35 @@ static const char *method_name(enum evhttp_cmd_type m)
     }
 }
 
+/* evhttp frees a "Connection: close" connection once its answer is written: only then may a
+ * draining server leave the loop (leaving earlier would discard answers still buffered). */
+static void on_drained_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    struct server *srv = arg;
+    srv->closing--;
+    server_drain_check(srv);
+}
+
+/* Called before a reply is queued: while draining, the loop must wait for it to be written. */
+static void watch_drain_close(struct request *rq)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(rq->req);
+    if (rq->srv->draining && evcon) {
+        rq->srv->closing++;
+        evhttp_connection_set_closecb(evcon, on_drained_close, rq->srv);
+    }
+}
+
+/* Ends a request after its reply was queued. */
+static void request_end(struct request *rq)
+{
+    struct server *srv = rq->srv;
+    request_free(rq);
+    srv->inflight--;
+    server_drain_check(srv);
+}
+
 /* Every reply goes through here: headers, body, the access log line, and the drain check. */
 static void send_reply(struct request *rq, int status, json_t *body, bool close_conn)
 {
@@ -127,6 +156,7 @@ static void send_reply(struct request *rq, int status, json_t *body, bool close_
     }
     free(text);
     json_decref(body);
+    watch_drain_close(rq);
     evhttp_send_reply(rq->req, status, NULL, buf);
     if (buf) {
         evbuffer_free(buf);
@@ -137,11 +167,7 @@ static void send_reply(struct request *rq, int status, json_t *body, bool close_
              status, (long long)(time_mono_ms() - rq->start_ms),
              rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-",
              rq->agent_id[0] ? rq->agent_id : "-");
-    request_free(rq);
-    srv->inflight--;
-    if (srv->draining && srv->inflight == 0) {
-        event_base_loopexit(srv->base, NULL);
-    }
+    request_end(rq);
 }
 
 void request_reply_json(struct request *rq, int status, json_t *body)
@@ -404,8 +430,11 @@ static int check_framing(struct evhttp_request *req, const char **why)
         *why = "ambiguous message framing (Content-Length with Transfer-Encoding, or repeated)";
         return 400;
     }
-    if (n_te > 0 && (n_te > 1 || strcasecmp(te, "chunked") != 0 || minor == 0)) {
-        *why = "unsupported Transfer-Encoding";
+    /* No Transfer-Encoding at all, chunked included: evhttp's chunk parser is lenient (it takes
+     * "0x" sizes and a missing CRLF after chunk data), a parser differential behind any proxy.
+     * Every Roost client sends Content-Length; RFC 9112 6.3 lets a server insist on it. */
+    if (n_te > 0) {
+        *why = "Transfer-Encoding is not accepted: send the body with Content-Length";
         return 400;
     }
     if (n_cl == 1) {
@@ -493,20 +522,19 @@ static void reply_plain(struct request *rq, int status, const char *text)
     struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
     evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
     evhttp_add_header(out, "X-Request-Id", rq->id);
+    if (rq->srv->draining) {
+        evhttp_add_header(out, "Connection", "close");
+    }
     struct evbuffer *buf = evbuffer_new();
     if (buf) {
         evbuffer_add(buf, text, strlen(text));
     }
+    watch_drain_close(rq);
     evhttp_send_reply(rq->req, status, NULL, buf);
     if (buf) {
         evbuffer_free(buf);
     }
-    struct server *srv = rq->srv;
-    request_free(rq);
-    srv->inflight--;
-    if (srv->draining && srv->inflight == 0) {
-        event_base_loopexit(srv->base, NULL);
-    }
+    request_end(rq);
 }
 
 /* Reads and validates the body for routes that take one. Returns ROOST_OK or an error code. */

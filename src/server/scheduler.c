@@ -231,9 +231,7 @@ static void tick_done(struct job *job)
         s->scavenge_busy = false;
         arm(s, s->scavenge_ev, t->more ? 0 : srv->cfg->scavenger_interval_ms);
     }
-    if (srv->draining && srv->inflight == 0) {
-        event_base_loopexit(srv->base, NULL);
-    }
+    server_drain_check(srv);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)

@@ -27,6 +27,13 @@ void server_notify(struct server *srv, const struct store_touches *touches)
     }
 }
 
+void server_drain_check(struct server *srv)
+{
+    if (srv->draining && srv->inflight == 0 && srv->closing == 0) {
+        event_base_loopexit(srv->base, NULL);
+    }
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
@@ -39,9 +46,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     http_stop_accepting(srv);
     scheduler_stop(srv->sched);
     waiters_fire_all(srv->waiters); /* long polls answer with what they have */
-    if (srv->inflight == 0) {
-        event_base_loopexit(srv->base, NULL);
-    }
+    /* A client that never reads its answer must not hold the shutdown forever. */
+    event_base_loopexit(srv->base, &(struct timeval){.tv_sec = 10});
+    server_drain_check(srv);
 }
 
 static int write_ready_file(const char *path, const char *url)

@@ -34,6 +34,7 @@ struct server {
     char base_url[80];
     bool draining;
     size_t inflight;         /* requests accepted and not yet answered */
+    size_t closing;          /* answered while draining, connection not yet flushed and closed */
     uint64_t request_serial; /* for request ids */
 };
 
@@ -43,6 +44,9 @@ int server_start(struct server *srv, struct config *cfg, const char *ready_file,
 /* Runs the loop until SIGTERM/SIGINT has drained every in-flight request. */
 int server_run(struct server *srv);
 void server_cleanup(struct server *srv);
+
+/* While draining: ends the loop once every request is answered and every answer written. */
+void server_drain_check(struct server *srv);
 
 /* After COMMIT: wake long-pollers (and, later, SSE subscribers) of every touched agent. */
 void server_notify(struct server *srv, const struct store_touches *touches);

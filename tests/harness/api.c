@@ -7,8 +7,8 @@
 
 #include "common/banned.h"
 
-long h_callj(struct h_client *c, const char *method, const char *token, json_t *body,
-             json_t **out, const char *path_fmt, ...)
+long h_callj(struct h_client *c, const char *method, const char *token, json_t *body, json_t **out,
+             const char *path_fmt, ...)
 {
     va_list ap;
     va_start(ap, path_fmt);
@@ -48,7 +48,9 @@ int64_t h_publish(struct h_client *c, const char *token, const char *agent, json
     json_t *res = NULL;
     long st = h_callj(c, "POST", token, ev, &res, "/api/v1/events");
     json_t *e0 = h_at(json_object_get(res, "events"), 0);
-    int64_t seq = (st == 201 || st == 200) && e0 ? (int64_t)h_int(e0, "sequence_number") : -st;
+    int64_t seq = (st == 201 || st == 200) && e0 ? (int64_t)h_int(e0, "sequence_number")
+                  : st > 0                       ? -st
+                                                 : -1;
     if (event_id) {
         snprintf(event_id, 31, "%s", e0 && h_str(e0, "event_id") ? h_str(e0, "event_id") : "");
     }
@@ -80,13 +82,13 @@ long h_ack(struct h_client *c, const char *token, const char *agent, const char 
                    "/api/v1/agents/%s/inbox/%s/ack", agent, event_id);
 }
 
-json_t *h_inbox(struct h_client *c, const char *token, const char *agent, int64_t after,
-                int limit, long *status)
+json_t *h_inbox(struct h_client *c, const char *token, const char *agent, int64_t after, int limit,
+                long *status)
 {
     json_t *res = NULL;
-    long st = h_callj(c, "GET", token, NULL, &res,
-                      "/api/v1/agents/%s/inbox?after_cursor=%lld&limit=%d", agent,
-                      (long long)after, limit);
+    long st =
+        h_callj(c, "GET", token, NULL, &res, "/api/v1/agents/%s/inbox?after_cursor=%lld&limit=%d",
+                agent, (long long)after, limit);
     if (status) {
         *status = st;
     }

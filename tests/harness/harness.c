@@ -3,12 +3,12 @@
  * with its key, a libcurl client and a raw-socket client with a tiny HTTP/1.1 response parser. */
 #include "harness/harness.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <poll.h>
@@ -241,6 +241,8 @@ int h_request(struct h_client *c, const char *method, const char *path, const ch
     if (cc == CURLE_OK) {
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &out->status);
         rc = 0;
+    } else if (getenv("ROOST_TEST_VERBOSE")) {
+        fprintf(stderr, "curl %s %s: %s\n", method, path, curl_easy_strerror(cc));
     }
     hbuf_add(&resp, "", 0);
     hbuf_add(&hdrs, "", 0);
@@ -362,6 +364,9 @@ int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets
         n_sets++;
     }
     const char **argv = calloc(8 + 2 * n_sets + 1, sizeof *argv);
+    if (!argv) {
+        abort();
+    }
     size_t a = 0;
     argv[a++] = ROOSTD_BIN;
     argv[a++] = "--data-dir";
@@ -440,6 +445,10 @@ int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets
     d->http = h_client_new(d->url);
     rc = d->http ? 0 : -1;
 out:
+    if (rc != 0 && !data_dir) {
+        roostd_kill(d);
+        roostd_remove_dir(d); /* the log was printed above */
+    }
     free(argv);
     free(ready);
     free(log_path);
@@ -500,19 +509,36 @@ void roostd_kill(struct roostd *d)
     }
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+/* rm -rf without following symlinks. */
+static void remove_tree(const char *path)
 {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        DIR *dir = opendir(path);
+        struct dirent *de;
+        while (dir && (de = readdir(dir)) != NULL) {
+            if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+                char *child = h_fmt("%s/%s", path, de->d_name);
+                remove_tree(child);
+                free(child);
+            }
+        }
+        if (dir) {
+            closedir(dir);
+        }
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
 }
 
 void roostd_remove_dir(struct roostd *d)
 {
     if (d->dir[0] && getenv("ROOST_TEST_KEEP") == NULL) {
-        nftw(d->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        remove_tree(d->dir);
     }
 }
 
@@ -678,8 +704,7 @@ int raw_exchange(const struct roostd *d, const void *req, size_t len, int want_r
                 out->closed = true;
                 break;
             }
-            out->n_responses =
-                parse_responses(in.p, in.len, false, out->status, RAW_MAX_RESPONSES);
+            out->n_responses = parse_responses(in.p, in.len, false, out->status, RAW_MAX_RESPONSES);
             if (want_responses > 0 && out->n_responses >= want_responses) {
                 break;
             }

@@ -61,8 +61,7 @@ extern int h_failed;
             h_passed++;                                                                            \
         } else {                                                                                   \
             h_failed++;                                                                            \
-            fprintf(stderr, "%s:%d: [%s] CHECK failed: %s\n", __FILE__, __LINE__, (label),         \
-                    #cond);                                                                        \
+            fprintf(stderr, "%s:%d: [%s] CHECK failed: %s\n", __FILE__, __LINE__, (label), #cond); \
         }                                                                                          \
     } while (0)
 
@@ -115,11 +114,11 @@ struct h_client *h_client_new(const char *base_url);
 void h_client_free(struct h_client *c);
 
 struct h_response {
-    long status;    /* -1 when the transfer failed */
-    json_t *json;   /* parsed body, NULL when empty or not JSON */
-    char *body;     /* raw body, NUL-terminated */
+    long status;  /* -1 when the transfer failed */
+    json_t *json; /* parsed body, NULL when empty or not JSON */
+    char *body;   /* raw body, NUL-terminated */
     size_t body_len;
-    char *headers;  /* raw header block, NUL-terminated */
+    char *headers; /* raw header block, NUL-terminated */
     int64_t elapsed_ms;
 };
 void h_response_cleanup(struct h_response *r);
@@ -150,18 +149,19 @@ const char *h_error_code(const json_t *j);
 
 struct roostd {
     pid_t pid;
-    char dir[256];      /* data dir */
-    char url[128];      /* base URL from the ready file */
+    char dir[256]; /* data dir */
+    char url[128]; /* base URL from the ready file */
     char host[64];
     int port;
-    void *key;          /* EVP_PKEY *: roostd's token key, read from the data dir */
+    void *key;             /* EVP_PKEY *: roostd's token key, read from the data dir */
     struct h_client *http; /* a client for the main thread */
 };
 
 /* Starts roostd with --data-dir (a new mkdtemp dir when data_dir is NULL), --listen
  * 127.0.0.1:0, --ready-file DIR/ready and one --set per entry of the NULL-ended `sets`. Waits
  * for the ready file (polling, deadline 15 s) while checking that the child is alive. Output goes
- * to DIR/roostd.log. Returns 0, or -1 after printing why and the log. */
+ * to DIR/roostd.log. Returns 0, or -1 after printing why and the log (a directory it created is
+ * removed again). */
 int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets);
 /* SIGTERM, then waits (deadline 20 s). Returns the exit status, or -1 when killed by a signal or
  * still running at the deadline (then SIGKILLed). The data dir is kept. */
@@ -206,8 +206,8 @@ char *raw_insert_header(const char *req, size_t len, const char *header_line, si
 
 /* One request with a JSON body (stolen; NULL = no body) to a printf-formatted path. Returns the
  * status (-1 on transport failure); *out (may be NULL) gets the JSON answer. */
-long h_callj(struct h_client *c, const char *method, const char *token, json_t *body,
-             json_t **out, const char *path_fmt, ...) __attribute__((format(printf, 6, 7)));
+long h_callj(struct h_client *c, const char *method, const char *token, json_t *body, json_t **out,
+             const char *path_fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* Publishes one event to `agent`: {"recipients":[agent],"payload":payload} plus the fields of
  * `extra` (stolen, may be NULL). Returns the sequence number, or -status on failure; event_id
@@ -221,8 +221,8 @@ json_t *h_claim(struct h_client *c, const char *token, const char *agent, int li
 long h_ack(struct h_client *c, const char *token, const char *agent, const char *event_id,
            const char *lease_token);
 /* GET inbox?after_cursor=&limit=; returns the whole answer (new reference), *status set. */
-json_t *h_inbox(struct h_client *c, const char *token, const char *agent, int64_t after,
-                int limit, long *status);
+json_t *h_inbox(struct h_client *c, const char *token, const char *agent, int64_t after, int limit,
+                long *status);
 
 /* Shorthands for members of JSON objects and arrays. */
 const char *h_str(const json_t *obj, const char *key);

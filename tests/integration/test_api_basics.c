@@ -65,10 +65,10 @@ static void test_publish_single(void)
 static void test_publish_batch(void)
 {
     json_t *res = NULL;
-    json_t *batch = json_pack("{s:[{s:[s],s:{s:i}},{s:[s],s:{s:i}},{s:[s],s:{s:i}}]}", "events",
-                              "recipients", "basic.batch", "payload", "i", 0, "recipients",
-                              "basic.batch", "payload", "i", 1, "recipients", "basic.batch",
-                              "payload", "i", 2);
+    json_t *batch =
+        json_pack("{s:[{s:[s],s:{s:i}},{s:[s],s:{s:i}},{s:[s],s:{s:i}}]}", "events", "recipients",
+                  "basic.batch", "payload", "i", 0, "recipients", "basic.batch", "payload", "i", 1,
+                  "recipients", "basic.batch", "payload", "i", 2);
     long st = h_callj(d.http, "POST", tok, batch, &res, "/api/v1/events");
     CHECK_EQ(st, 201);
     json_t *evs = json_object_get(res, "events");
@@ -83,10 +83,10 @@ static void test_publish_batch(void)
 static void test_publish_fanout(void)
 {
     json_t *res = NULL;
-    long st = h_callj(d.http, "POST", tok,
-                      json_pack("{s:[s,s,s], s:{}}", "recipients", "fan.a", "fan.b", "fan.c",
-                                "payload"),
-                      &res, "/api/v1/events");
+    long st =
+        h_callj(d.http, "POST", tok,
+                json_pack("{s:[s,s,s], s:{}}", "recipients", "fan.a", "fan.b", "fan.c", "payload"),
+                &res, "/api/v1/events");
     CHECK_EQ(st, 201);
     json_t *evs = json_object_get(res, "events");
     CHECK_EQ(json_array_size(evs), 3);
@@ -106,9 +106,9 @@ static void test_idempotency_key_repeat(void)
 {
     char id1[31], id2[31];
     json_t *res = NULL;
-    CHECK_EQ(h_publish(d.http, tok, "idem.a", NULL, json_pack("{s:s}", "idempotency_key", "k-1"),
-                       id1),
-             1);
+    CHECK_EQ(
+        h_publish(d.http, tok, "idem.a", NULL, json_pack("{s:s}", "idempotency_key", "k-1"), id1),
+        1);
     long st = h_callj(d.http, "POST", tok,
                       json_pack("{s:[s], s:{s:i}, s:s}", "recipients", "idem.a", "payload", "x", 9,
                                 "idempotency_key", "k-1"),
@@ -121,9 +121,9 @@ static void test_idempotency_key_repeat(void)
     CHECK_EQ(h_int(e0, "sequence_number"), 1);
     json_decref(res);
     /* The key is per agent: another agent gets its own event. */
-    CHECK_EQ(h_publish(d.http, tok, "idem.b", NULL, json_pack("{s:s}", "idempotency_key", "k-1"),
-                       NULL),
-             1);
+    CHECK_EQ(
+        h_publish(d.http, tok, "idem.b", NULL, json_pack("{s:s}", "idempotency_key", "k-1"), NULL),
+        1);
     long s2;
     json_t *page = h_inbox(d.http, tok, "idem.a", 0, 10, &s2);
     CHECK_EQ(json_array_size(json_object_get(page, "events")), 1);
@@ -135,8 +135,7 @@ static void test_cursor_paging(void)
 {
     char ids[5][31];
     for (int i = 0; i < 5; i++) {
-        CHECK_EQ(h_publish(d.http, tok, "page.a", json_pack("{s:i}", "i", i), NULL, ids[i]),
-                 i + 1);
+        CHECK_EQ(h_publish(d.http, tok, "page.a", json_pack("{s:i}", "i", i), NULL, ids[i]), i + 1);
     }
     int64_t cursor = 0;
     int seen = 0;
@@ -166,10 +165,11 @@ static void test_cursor_paging(void)
     CHECK_EQ(h_int(page, "next_cursor"), 5);
     CHECK(json_is_false(json_object_get(page, "has_more")));
     json_decref(page);
-    /* A cursor beyond the head is not an error: it simply has nothing yet. */
+    /* A cursor beyond the head never came from next_cursor: 400 naming the head. */
     page = h_inbox(d.http, tok, "page.a", 99, 10, &st);
-    CHECK_EQ(st, 200);
-    CHECK_EQ(json_array_size(json_object_get(page, "events")), 0);
+    CHECK_EQ(st, 400);
+    CHECK_STREQ(h_error_code(page), "invalid_cursor");
+    CHECK_EQ(h_int(json_object_get(page, "error"), "head"), 5);
     json_decref(page);
 }
 
@@ -237,13 +237,13 @@ static void test_batch_ack_per_item(void)
     CHECK_EQ(json_array_size(evs), 3);
     json_t *acks = json_array();
     for (size_t i = 0; i < 3; i++) {
-        json_array_append_new(acks, json_pack("{s:s, s:s}", "event_id",
-                                              h_str(h_at(evs, i), "event_id"), "lease_token",
-                                              i == 1 ? ZERO_TOKEN
-                                                     : h_str(h_at(evs, i), "lease_token")));
+        json_array_append_new(acks,
+                              json_pack("{s:s, s:s}", "event_id", h_str(h_at(evs, i), "event_id"),
+                                        "lease_token",
+                                        i == 1 ? ZERO_TOKEN : h_str(h_at(evs, i), "lease_token")));
     }
-    json_array_append_new(acks, json_pack("{s:s, s:s}", "event_id", UNKNOWN_EVENT, "lease_token",
-                                          ZERO_TOKEN));
+    json_array_append_new(
+        acks, json_pack("{s:s, s:s}", "event_id", UNKNOWN_EVENT, "lease_token", ZERO_TOKEN));
     json_t *res = NULL;
     long st = h_callj(d.http, "POST", tok, json_pack("{s:o}", "acks", acks), &res,
                       "/api/v1/agents/back.a/inbox/ack");
@@ -263,9 +263,9 @@ static void test_batch_ack_per_item(void)
     /* Repeating the whole batch with the right tokens is all-completed (idempotent acks). */
     acks = json_array();
     for (size_t i = 0; i < 3; i++) {
-        json_array_append_new(acks, json_pack("{s:s, s:s}", "event_id",
-                                              h_str(h_at(evs, i), "event_id"), "lease_token",
-                                              h_str(h_at(evs, i), "lease_token")));
+        json_array_append_new(acks,
+                              json_pack("{s:s, s:s}", "event_id", h_str(h_at(evs, i), "event_id"),
+                                        "lease_token", h_str(h_at(evs, i), "lease_token")));
     }
     res = NULL;
     CHECK_EQ(h_callj(d.http, "POST", tok, json_pack("{s:o}", "acks", acks), &res,
@@ -286,8 +286,7 @@ static long release(const char *agent, const char *id, const char *lease, json_t
         json_object_update(body, extra);
         json_decref(extra);
     }
-    return h_callj(d.http, "POST", tok, body, out, "/api/v1/agents/%s/inbox/%s/release", agent,
-                   id);
+    return h_callj(d.http, "POST", tok, body, out, "/api/v1/agents/%s/inbox/%s/release", agent, id);
 }
 
 static void test_release_transient_and_shutdown(void)
@@ -368,9 +367,9 @@ static void test_release_poison_quarantine_requeue(void)
     json_decref(evs);
 
     json_t *res = NULL;
-    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res,
-                     "/api/v1/admin/quarantine?agent_id=rel.poison"),
-             200);
+    CHECK_EQ(
+        h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/admin/quarantine?agent_id=rel.poison"),
+        200);
     json_t *q = json_object_get(res, "events");
     CHECK_EQ(json_array_size(q), 1);
     CHECK_STREQ(h_str(h_at(q, 0), "event_id"), id);
@@ -413,8 +412,9 @@ static void test_extend(void)
     const char *lt = h_str(h_at(evs, 0), "lease_token");
     const char *before = h_str(h_at(evs, 0), "claim_expires_at");
     json_t *res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok, json_pack("{s:s, s:i}", "lease_token", lt, "lease_s", 600),
-                     &res, "/api/v1/agents/ext.a/inbox/%s/extend", id),
+    CHECK_EQ(h_callj(d.http, "POST", tok,
+                     json_pack("{s:s, s:i}", "lease_token", lt, "lease_s", 600), &res,
+                     "/api/v1/agents/ext.a/inbox/%s/extend", id),
              200);
     const char *after = h_str(res, "claim_expires_at");
     /* RFC 3339 UTC with milliseconds: equal lengths compare in time order. */
@@ -467,8 +467,8 @@ static void test_release_all_by_consumer_only(void)
     /* A POST without parameters accepts an empty body without a Content-Type. */
     struct h_req_opts no_ct = {.content_type = ""};
     struct h_response r;
-    CHECK(h_request(d.http, "POST", "/api/v1/agents/rall.a/inbox/release-all", tok, "", 0,
-                    &no_ct, &r) == 0);
+    CHECK(h_request(d.http, "POST", "/api/v1/agents/rall.a/inbox/release-all", tok, "", 0, &no_ct,
+                    &r) == 0);
     CHECK_EQ(r.status, 200);
     CHECK_EQ(h_int(r.json, "released"), 0); /* proc-3 holds them; no consumer-less leases */
     h_response_cleanup(&r);
@@ -616,11 +616,11 @@ static void test_ttl_expires(void)
     json_decref(page);
     bool ok;
     page = NULL;
-    H_WAIT_UNTIL(ok, 5000,
-                 (json_decref(page), page = h_inbox(d.http, tok, "ttl.a", 0, 10, &st),
-                  h_str(h_at(json_object_get(page, "events"), 0), "status") &&
-                      strcmp(h_str(h_at(json_object_get(page, "events"), 0), "status"),
-                             "expired") == 0));
+    H_WAIT_UNTIL(
+        ok, 5000,
+        (json_decref(page), page = h_inbox(d.http, tok, "ttl.a", 0, 10, &st),
+         h_str(h_at(json_object_get(page, "events"), 0), "status") &&
+             strcmp(h_str(h_at(json_object_get(page, "events"), 0), "status"), "expired") == 0));
     CHECK(ok);
     json_decref(page);
     json_t *evs = h_claim(d.http, tok, "ttl.a", 10, 30, NULL);
@@ -636,9 +636,9 @@ static void test_priority_order(void)
         json_array_append_new(list, json_pack("{s:[s], s:{s:i}, s:i}", "recipients", "prio.a",
                                               "payload", "i", (int)i, "priority", prios[i]));
     }
-    CHECK_EQ(h_callj(d.http, "POST", tok, json_pack("{s:o}", "events", list), NULL,
-                     "/api/v1/events"),
-             201);
+    CHECK_EQ(
+        h_callj(d.http, "POST", tok, json_pack("{s:o}", "events", list), NULL, "/api/v1/events"),
+        201);
     json_t *evs = h_claim(d.http, tok, "prio.a", 10, 30, NULL);
     CHECK_EQ(json_array_size(evs), 5);
     static const int want_prio[] = {10, 5, 5, 0, -3};
@@ -701,8 +701,8 @@ static void test_long_poll_claim_wakes_on_publish(void)
     pthread_create(&th, NULL, publish_later, &p);
     struct h_response r;
     const char *body = "{\"wait_s\":5,\"lease_s\":30}";
-    CHECK(h_request(d.http, "POST", "/api/v1/agents/lp.claim/inbox/claim", tok, body,
-                    strlen(body), NULL, &r) == 0);
+    CHECK(h_request(d.http, "POST", "/api/v1/agents/lp.claim/inbox/claim", tok, body, strlen(body),
+                    NULL, &r) == 0);
     pthread_join(th, NULL);
     CHECK_EQ(r.status, 200);
     json_t *evs = json_object_get(r.json, "events");

@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# `make bench`: scenario 1 of BENCHMARKS.md ("full cycle at full durability") with its peers,
+# measured in the same run, medians of BENCH_RUNS runs. See doc/BENCHMARKS.md.
+#
+# Per run: a fresh roostd (port 0, ready file) driven by bench/roost_load at P2C2, P8C8, P8C8 with
+# batch acks and paced at BENCH_RATE events/s (P2C2); then the peers: bench/sqlite_direct P2C2
+# (direct SQLite, one row per transaction) and bench/null_server (in-memory, no durability)
+# driven by the same roost_load at P8C8 (and with batch acks).
+#
+# Environment (all optional):
+#   BUILD_DIR          build tree with bin/roostd, bin/roost_load, … (default: build)
+#   BENCH_RUNS         runs, the table shows medians (default 3)
+#   BENCH_SECONDS      measurement window per scenario (default 8)
+#   BENCH_WARMUP       warm-up before each window (default 2)
+#   BENCH_RATE         paced rate for the latency figure, events/s (default 1000)
+#   BENCH_SYNC         full | normal: roostd store.synchronous and sqlite_direct (default full)
+#   BENCH_ROOSTD_ARGS  extra roostd arguments, e.g. "--set store.group_commit_max=64"
+#   BENCH_EXTRA        1: also P2C2 with batch acks for roostd, sqlite_direct and null_server
+#   BENCH_DIR          scratch and results directory (default BUILD_DIR/bench); it must be on
+#                      the disk under test (not tmpfs): fsync is what is measured
+#   BENCH_KEEP         1: keep data directories and logs
+#   BENCH_WRITE_DOC    1: replace the results section of doc/BENCHMARKS.md with this run's
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-build}
+case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR ;; esac
+BIN=$BUILD_DIR/bin
+RUNS=${BENCH_RUNS:-3}
+SECS=${BENCH_SECONDS:-8}
+WARMUP=${BENCH_WARMUP:-2}
+RATE=${BENCH_RATE:-1000}
+SYNC=${BENCH_SYNC:-full}
+EXTRA=${BENCH_EXTRA:-0}
+WORK=${BENCH_DIR:-$BUILD_DIR/bench}
+read -r -a ROOSTD_ARGS <<<"${BENCH_ROOSTD_ARGS:-}"
+
+for b in roostd roost_load sqlite_direct null_server; do
+    if [ ! -x "$BIN/$b" ]; then
+        echo "bench: $BIN/$b is missing; build first (make build, or BUILD_DIR=… for another tree)" >&2
+        exit 2
+    fi
+done
+case $SYNC in full | normal) ;; *) echo "bench: BENCH_SYNC must be full or normal" >&2; exit 2 ;; esac
+
+rm -rf "$WORK/runs"
+mkdir -p "$WORK/runs"
+RAW=$WORK/raw.txt
+: >"$RAW"
+SERVER_PID=""
+
+cleanup() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    if [ "${BENCH_KEEP:-0}" != 1 ]; then
+        rm -rf "$WORK/runs"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Starts a server in the background and waits for its ready file. $1 = ready file, rest = argv.
+start_server() {
+    local ready=$1 log=$2
+    shift 2
+    rm -f "$ready"
+    "$@" >"$log" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 1 200); do
+        [ -s "$ready" ] && return 0
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+            echo "bench: $1 exited before it was ready; its log ($log):" >&2
+            tail -20 "$log" >&2
+            exit 1
+        fi
+        sleep 0.05
+    done
+    echo "bench: $1 not ready after 10 s; log: $log" >&2
+    exit 1
+}
+
+# SIGTERM, then up to 10 s for a clean exit; reports a crash or a non-zero exit.
+stop_server() {
+    local name=$1 log=$2 rc=0
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+        wait "$SERVER_PID" 2>/dev/null || rc=$?
+        echo "bench: WARNING: $name had already exited (status $rc) before SIGTERM; log: $log" >&2
+        tail -5 "$log" >&2
+        SERVER_PID=""
+        return
+    fi
+    kill -TERM "$SERVER_PID"
+    for _ in $(seq 1 100); do
+        kill -0 "$SERVER_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        echo "bench: WARNING: $name ignored SIGTERM for 10 s; killing it" >&2
+        kill -KILL "$SERVER_PID" 2>/dev/null || true
+    fi
+    wait "$SERVER_PID" 2>/dev/null || rc=$?
+    [ "$rc" -eq 0 ] || echo "bench: WARNING: $name exited with status $rc after SIGTERM; log: $log" >&2
+    SERVER_PID=""
+}
+
+# Runs one measurement; appends "scenario=… run=… RESULT …" to the raw file.
+measure() {
+    local scenario=$1 run=$2 err
+    shift 2
+    err=$WORK/runs/$scenario.$run.err
+    local line
+    if ! line=$("$@" 2>"$err" | grep '^RESULT ' || true) || [ -z "$line" ]; then
+        echo "bench: $scenario (run $run) produced no result; stderr:" >&2
+        tail -10 "$err" >&2
+        return 0
+    fi
+    echo "scenario=$scenario run=$run ${line#RESULT }" >>"$RAW"
+    local errors
+    errors=$(kv "$line" errors)
+    printf '  %-20s run %d: %8s cycles/s  p50 %8s ms  p99 %8s ms  errors %s\n' "$scenario" "$run" \
+        "$(kv "$line" cycles_per_s)" "$(kv "$line" lat_p50_ms)" "$(kv "$line" lat_p99_ms)" "$errors"
+    if [ "$errors" != 0 ]; then
+        echo "  WARNING: $scenario run $run had $errors unexpected answers; first ones:" >&2
+        head -5 "$err" | sed 's/^/    /' >&2
+    fi
+}
+
+kv() { # kv "line" key → value
+    tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2; exit }'
+}
+
+# Median of a key over the runs of one scenario ("-" when none).
+median() {
+    grep "^scenario=$1 " "$RAW" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }' |
+        sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+range() { # "min–max" of a key over the runs of one scenario
+    grep "^scenario=$1 " "$RAW" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }' |
+        sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR) printf "%s–%s", lo, hi; else printf "-" }'
+}
+
+# Median over runs of scenario A / scenario B, each pair from the same run; prints "median (min–max)".
+ratio() {
+    local a=$1 b=$2 run va vb out=""
+    for run in $(seq 1 "$RUNS"); do
+        va=$(grep "^scenario=$a run=$run " "$RAW" | head -1 || true)
+        vb=$(grep "^scenario=$b run=$run " "$RAW" | head -1 || true)
+        if [ -z "$va" ] || [ -z "$vb" ]; then
+            continue
+        fi
+        out+="$(awk -v x="$(kv "$va" cycles_per_s)" -v y="$(kv "$vb" cycles_per_s)" 'BEGIN { if (y > 0) printf "%.3f", x / y }') "
+    done
+    tr ' ' '\n' <<<"$out" | grep . | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit } m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f (%.2f–%.2f)\n", m, v[1], v[NR] }'
+}
+
+START=$(date +%s)
+CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || echo unknown)
+FSTYPE=$(df --output=fstype "$WORK" 2>/dev/null | tail -1 || true)
+FSTYPE=${FSTYPE:-$(stat -f -c %T "$WORK" 2>/dev/null || echo unknown)}
+if [ "$FSTYPE" = tmpfs ] || [ "$FSTYPE" = ramfs ]; then
+    echo "bench: WARNING: $WORK is on $FSTYPE: fsync costs nothing there, the figures mean little" >&2
+fi
+GROUP_MAX=$("$BIN/roostd" --data-dir "$WORK/runs/cfg" "${ROOSTD_ARGS[@]}" --print-config 2>/dev/null |
+    awk -F' = ' '$1 == "store.group_commit_max" { print $2 }')
+COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+    COMMIT="$COMMIT+dirty"
+fi
+LOAD=("$BIN/roost_load" --seconds "$SECS" --warmup "$WARMUP")
+
+echo "bench: $RUNS runs × ${SECS}s (+${WARMUP}s warm-up) per scenario; $(nproc) CPUs ($CPU); $FSTYPE at $WORK; durability synchronous=$SYNC"
+for run in $(seq 1 "$RUNS"); do
+    echo "run $run/$RUNS"
+    d=$WORK/runs/roostd.$run
+    mkdir -p "$d"
+    start_server "$d/ready" "$d/roostd.log" "$BIN/roostd" --data-dir "$d" --listen 127.0.0.1:0 \
+        --ready-file "$d/ready" --set "store.synchronous=$SYNC" "${ROOSTD_ARGS[@]}"
+    measure roostd_p2c2 "$run" "${LOAD[@]}" --data-dir "$d" --producers 2 --consumers 2
+    [ "$EXTRA" = 1 ] && measure roostd_p2c2_batch "$run" "${LOAD[@]}" --data-dir "$d" \
+        --producers 2 --consumers 2 --batch-ack
+    measure roostd_p8c8 "$run" "${LOAD[@]}" --data-dir "$d" --producers 8 --consumers 8
+    measure roostd_p8c8_batch "$run" "${LOAD[@]}" --data-dir "$d" --producers 8 --consumers 8 \
+        --batch-ack
+    measure roostd_paced "$run" "${LOAD[@]}" --data-dir "$d" --producers 2 --consumers 2 \
+        --rate "$RATE"
+    stop_server roostd "$d/roostd.log"
+    [ "${BENCH_KEEP:-0}" = 1 ] || rm -f "$d"/roost.db*
+
+    db=$WORK/runs/sqlite_direct.$run.db
+    measure sqlite_p2c2 "$run" "$BIN/sqlite_direct" --db "$db" --fresh --synchronous "$SYNC" \
+        --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2
+    [ "$EXTRA" = 1 ] && measure sqlite_p2c2_batch "$run" "$BIN/sqlite_direct" --db "$db" --fresh \
+        --synchronous "$SYNC" --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2 \
+        --batch-ack
+    [ "${BENCH_KEEP:-0}" = 1 ] || rm -f "$db" "$db"-wal "$db"-shm
+
+    n=$WORK/runs/null.$run
+    mkdir -p "$n"
+    start_server "$n/ready" "$n/null_server.log" "$BIN/null_server" --listen 127.0.0.1:0 \
+        --ready-file "$n/ready"
+    url=$(cat "$n/ready")
+    [ "$EXTRA" = 1 ] && measure null_p2c2 "$run" "${LOAD[@]}" --url "$url" --target null \
+        --producers 2 --consumers 2
+    [ "$EXTRA" = 1 ] && measure null_p2c2_batch "$run" "${LOAD[@]}" --url "$url" --target null \
+        --producers 2 --consumers 2 --batch-ack
+    measure null_p8c8 "$run" "${LOAD[@]}" --url "$url" --target null --producers 8 --consumers 8
+    measure null_p8c8_batch "$run" "${LOAD[@]}" --url "$url" --target null --producers 8 \
+        --consumers 8 --batch-ack
+    stop_server null_server "$n/null_server.log"
+done
+ELAPSED=$(($(date +%s) - START))
+
+# ---- the table ----
+RESULTS=$WORK/results.md
+row() { # scenario, description
+    local s=$1
+    grep -q "^scenario=$s " "$RAW" || return 0
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
+        "$(median "$s" cycles_per_s)" "$(range "$s" cycles_per_s)" "$(median "$s" publish_per_s)" \
+        "$(median "$s" publish_p50_ms)" "$(median "$s" lat_p50_ms)" "$(median "$s" lat_p99_ms)" \
+        "$(grep "^scenario=$s " "$RAW" | tr ' ' '\n' | awk -F= '$1 == "errors" { n += $2 } END { print n + 0 }')"
+}
+check() { # value, op, target → "met" / "NOT met"
+    awk -v v="${1%% *}" -v op="$2" -v t="$3" 'BEGIN { if (v == "-" || v == "") { print "n/a"; exit }
+        ok = (op == ">=") ? (v + 0 >= t + 0) : (v + 0 <= t + 0); print ok ? "met" : "**not met**" }'
+}
+R_SQL=$(ratio roostd_p2c2 sqlite_p2c2)
+R_NULL=$(ratio roostd_p8c8 null_p8c8)
+R_NULL_B=$(ratio roostd_p8c8_batch null_p8c8_batch)
+P99=$(median roostd_paced lat_p99_ms)
+P50=$(median roostd_paced lat_p50_ms)
+PACED_RATE=$(median roostd_paced publish_per_s)
+{
+    echo "Run $(date -u +%Y-%m-%dT%H:%MZ), commit $COMMIT, $(nproc) CPUs ($CPU), Linux $(uname -r),"
+    echo "data on $FSTYPE. Durability: SQLite \`synchronous=${SYNC^^}\`, WAL, for roostd"
+    echo "(\`store.synchronous=$SYNC\`, \`store.group_commit_max=${GROUP_MAX:-?}\`${BENCH_ROOSTD_ARGS:+, \`$BENCH_ROOSTD_ARGS\`}) and sqlite_direct alike."
+    echo "$RUNS runs × ${SECS} s windows after ${WARMUP} s warm-up; medians (min–max over runs); $ELAPSED s in all."
+    echo "Command: \`make bench\` (\`BUILD_DIR=${BUILD_DIR#"$ROOT"/} BENCH_RUNS=$RUNS BENCH_SECONDS=$SECS BENCH_WARMUP=$WARMUP BENCH_RATE=$RATE BENCH_SYNC=$SYNC scripts/bench.sh\`)."
+    echo
+    echo "| scenario | what | full cycles/s | range | publishes/s | publish RTT p50 ms | latency p50 ms | latency p99 ms | errors |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    row roostd_p2c2 "roostd, P2 C2, ack each"
+    row roostd_p2c2_batch "roostd, P2 C2, batch ack"
+    row roostd_p8c8 "roostd, P8 C8, ack each"
+    row roostd_p8c8_batch "roostd, P8 C8, batch ack"
+    row roostd_paced "roostd, P2 C2, paced $RATE ev/s"
+    row sqlite_p2c2 "direct SQLite, 1 row/txn, P2 C2"
+    row sqlite_p2c2_batch "direct SQLite, P2 C2, batch done"
+    row null_p2c2 "null server, P2 C2"
+    row null_p2c2_batch "null server, P2 C2, batch ack"
+    row null_p8c8 "null server, P8 C8, ack each"
+    row null_p8c8_batch "null server, P8 C8, batch ack"
+    echo
+    echo "Full cycles/s = events acknowledged per second. Latency = publish start → ack success; in the"
+    echo "closed-loop rows it mostly measures the backlog the producers build, only the paced row is a"
+    echo "latency figure. Publish RTT = one publish call, reply after the fsync."
+    echo
+    echo "| target (BENCHMARKS.md) | measured, median (min–max) of per-run ratios | |"
+    echo "|---|---|---|"
+    echo "| roostd P2C2 ≥ 2× direct SQLite | $R_SQL | $(check "$R_SQL" ">=" 2) |"
+    echo "| roostd P8C8 ≥ 0.5× null server | $R_NULL | $(check "$R_NULL" ">=" 0.5) |"
+    echo "| (batch ack) roostd P8C8 / null server | $R_NULL_B | |"
+    echo "| p99 ≤ 5 ms at $RATE ev/s (P2C2) | p99 $P99 ms, p50 $P50 ms, achieved $PACED_RATE publishes/s | $(check "$P99" "<=" 5) |"
+} >"$RESULTS"
+echo
+cat "$RESULTS"
+echo
+echo "bench: raw results in $RAW, table in $RESULTS"
+
+if [ "${BENCH_WRITE_DOC:-0}" = 1 ]; then
+    DOC=$ROOT/doc/BENCHMARKS.md
+    if grep -q '<!-- bench:results:begin -->' "$DOC" && grep -q '<!-- bench:results:end -->' "$DOC"; then
+        awk -v f="$RESULTS" '
+            /<!-- bench:results:begin -->/ { print; while ((getline l < f) > 0) print l; skip = 1; next }
+            /<!-- bench:results:end -->/ { skip = 0 }
+            !skip { print }' "$DOC" >"$DOC.tmp" && mv "$DOC.tmp" "$DOC"
+        echo "bench: results written into $DOC"
+    else
+        echo "bench: $DOC has no bench:results markers; not written" >&2
+    fi
+fi
