@@ -231,6 +231,24 @@ static void test_auth_time_claims_with_skew(void)
           ROOST_EUNAUTHENTICATED);
 }
 
+/* A verified token is cached, but the cache never outlives the token's own time window. */
+static void test_auth_cached_token_still_expires(void)
+{
+    char *h = bearer("{\"tenant\":\"t\",\"exp\":1700000100,\"nbf\":1700000000}");
+    struct auth_principal p;
+    CHECK(auth_authenticate(auth, h, NOW_MS, &p) == ROOST_OK);
+    CHECK(auth_authenticate(auth, h, NOW_MS, &p) == ROOST_OK); /* from the cache */
+    CHECK_STREQ(p.tenant_id, "t");
+    CHECK(auth_authenticate(auth, h, 1700000160LL * 1000, &p) == ROOST_EUNAUTHENTICATED);
+    CHECK(auth_authenticate(auth, h, 1699999930LL * 1000, &p) == ROOST_EUNAUTHENTICATED);
+    CHECK(auth_authenticate(auth, h, NOW_MS, &p) == ROOST_OK);
+    /* A token differing in one signature byte is not a cache hit. */
+    size_t len = strlen(h);
+    h[len - 2] = h[len - 2] == 'A' ? 'B' : 'A';
+    CHECK(auth_authenticate(auth, h, NOW_MS, &p) == ROOST_EUNAUTHENTICATED);
+    free(h);
+}
+
 static void test_auth_tenant_sub_scope_claims(void)
 {
     char long_name[200];
@@ -601,6 +619,7 @@ int main(void)
     RUN(test_auth_key_creation_race);
     RUN(test_auth_valid_token_fills_principal);
     RUN(test_auth_time_claims_with_skew);
+    RUN(test_auth_cached_token_still_expires);
     RUN(test_auth_tenant_sub_scope_claims);
     RUN(test_auth_rejects_bad_headers_and_signatures);
     RUN(test_auth_scope_matching_table);

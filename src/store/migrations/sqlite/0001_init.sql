@@ -56,11 +56,14 @@ CREATE UNIQUE INDEX inbox_idempotency ON inbox (tenant_id, agent_id, idempotency
     WHERE idempotency_key IS NOT NULL;
 -- Claim: an exact-match walk in claim order (priority DESC, seq ASC), no sort step.
 CREATE INDEX inbox_claim ON inbox (tenant_id, agent_id, status, priority DESC, seq);
+-- The scheduler's and the admin's indexes are partial: each holds only the rows in the one status
+-- it looks for, so a publish or an ack maintains as few B-trees as possible (every index is pages
+-- written per commit).
 -- Scavenger: expired leases.
-CREATE INDEX inbox_scavenge ON inbox (status, claim_expires_at);
+CREATE INDEX inbox_scavenge ON inbox (claim_expires_at) WHERE status = 2;
 -- Due delayed events.
-CREATE INDEX inbox_due ON inbox (status, available_at);
--- TTL expiry.
-CREATE INDEX inbox_expiry ON inbox (status, expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX inbox_due ON inbox (available_at) WHERE status = 0;
+-- TTL expiry of events not yet claimed.
+CREATE INDEX inbox_expiry ON inbox (expires_at) WHERE status IN (0, 1) AND expires_at IS NOT NULL;
 -- Admin quarantine listing, paginated by (agent_id, seq).
-CREATE INDEX inbox_tenant_status ON inbox (tenant_id, status, agent_id, seq);
+CREATE INDEX inbox_quarantine ON inbox (tenant_id, agent_id, seq) WHERE status = 4;
