@@ -129,6 +129,12 @@ void server_cleanup(struct server *srv)
         srv->waiters = NULL;
     }
     http_free(srv);
+    if (srv->workers) {
+        struct workers_stats ws;
+        workers_get_stats(srv->workers, &ws);
+        log_info("store writes", "commits=%llu write_jobs=%llu max_group=%llu retries=%llu",
+                 ws.commits, ws.write_jobs, ws.max_group, ws.retries);
+    }
     workers_free(srv->workers);
     srv->workers = NULL;
     scheduler_free(srv->sched);
