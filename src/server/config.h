@@ -66,6 +66,18 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "largest request header section; larger gets 431")                                           \
     X("http.timeout_s", http_timeout_s, CONFIG_INT, "90", 1, 3600, 0,                              \
       "idle timeout of a connection (must exceed long-poll waits)")                                \
+    X("sse.heartbeat_s", sse_heartbeat_s, CONFIG_INT, "30", 1, 3600, CONFIG_RELOADABLE,           \
+      "heartbeat interval of SSE streams (carries the head; keeps proxies from timing out)")     \
+    X("sse.retry_ms", sse_retry_ms, CONFIG_INT, "3000", 100, 600000, CONFIG_RELOADABLE,           \
+      "reconnect delay announced to EventSource clients (retry:)")                                \
+    X("sse.max_buffer_bytes", sse_max_buffer_bytes, CONFIG_INT, "65536", 1024, 16777216,          \
+      CONFIG_RELOADABLE, "unsent output past which a slow subscriber is disconnected")           \
+    X("sse.max_per_agent", sse_max_per_agent, CONFIG_INT, "64", 1, 1000000, CONFIG_RELOADABLE,    \
+      "open streams per agent; more get 429")                                                     \
+    X("sse.max_per_tenant", sse_max_per_tenant, CONFIG_INT, "100000", 1, 10000000,                \
+      CONFIG_RELOADABLE, "open streams per tenant; more get 429")                                 \
+    X("sse.max_total", sse_max_total, CONFIG_INT, "100000", 1, 10000000, CONFIG_RELOADABLE,       \
+      "open streams on this node; more get 429")                                                  \
     X("auth.key_file", auth_key_file, CONFIG_STR, "", 0, 0, 0,                                     \
       "Ed25519 private key (PEM) signing and verifying tokens; empty means DATA_DIR/token_ed25519.pem") \
     X("log.level", log_level, CONFIG_STR, "info", 0, 0, CONFIG_RELOADABLE,                         \

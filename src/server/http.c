@@ -63,6 +63,8 @@ static const struct route routes[] = {
      BODY_REQUIRED, api_event_extend},
     {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/state", "state", AUTH_READ, BODY_NONE,
      api_state_get},
+    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/subscribe", "subscribe", AUTH_READ, BODY_NONE,
+     api_subscribe},
     {EVHTTP_REQ_GET, "/api/v1/admin/agents", "admin_agents", AUTH_ADMIN, BODY_NONE,
      api_admin_agents},
     {EVHTTP_REQ_GET, "/api/v1/admin/quarantine", "admin_quarantine", AUTH_ADMIN, BODY_NONE,
@@ -135,6 +137,11 @@ static void request_end(struct request *rq)
     request_free(rq);
     srv->inflight--;
     server_drain_check(srv);
+}
+
+void request_detach(struct request *rq)
+{
+    request_end(rq);
 }
 
 /* Every reply goes through here: headers, body, the access log line, and the drain check. */
@@ -608,6 +615,29 @@ static void health(struct request *rq, bool ready)
     workers_submit(srv->workers, &op->job);
 }
 
+/* Browsers' EventSource cannot send headers: subscribe also takes ?access_token=. Returns
+ * "Bearer <token>" (caller frees) or NULL. Query strings are never logged. */
+static char *bearer_from_query(const struct evhttp_uri *uri)
+{
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    if (!query || strlen(query) > 2 * 8192 || evhttp_parse_query_str(query, &q) != 0) {
+        evhttp_clear_headers(&q);
+        return NULL;
+    }
+    const char *token = evhttp_find_header(&q, "access_token");
+    char *out = NULL;
+    if (token && strlen(token) <= 8192) {
+        size_t n = strlen(token) + sizeof "Bearer ";
+        if ((out = malloc(n)) != NULL) {
+            snprintf(out, n, "Bearer %s", token);
+        }
+    }
+    evhttp_clear_headers(&q);
+    return out;
+}
+
 static void dispatch(struct evhttp_request *req, void *arg)
 {
     struct server *srv = arg;
@@ -668,7 +698,13 @@ static void dispatch(struct evhttp_request *req, void *arg)
     /* Authentication before anything about the request's content is revealed. */
     const char *authz =
         evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    if (auth_authenticate(srv->auth, authz, time_now_ms(), &rq->principal) != ROOST_OK) {
+    char *query_bearer = NULL;
+    if (!authz && rq->route->handler == api_subscribe) {
+        authz = query_bearer = bearer_from_query(uri);
+    }
+    int auth_rc = auth_authenticate(srv->auth, authz, time_now_ms(), &rq->principal);
+    free(query_bearer);
+    if (auth_rc != ROOST_OK) {
         memset(&rq->principal, 0, sizeof rq->principal);
         request_reply_error(rq, ROOST_EUNAUTHENTICATED, NULL, NULL);
         return;

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "server/http.h"
 #include "server/scheduler.h"
+#include "server/sse_hub.h"
 #include "server/waiters.h"
 #include "server/workers.h"
 #include "common/banned.h"
@@ -24,12 +25,14 @@ void server_notify(struct server *srv, const struct store_touches *touches)
 {
     for (size_t i = 0; i < touches->len; i++) {
         waiters_notify(srv->waiters, touches->items[i].tenant_id, touches->items[i].agent_id);
+        sse_hub_notify(srv->sse, touches->items[i].tenant_id, touches->items[i].agent_id,
+                       touches->items[i].head);
     }
 }
 
 void server_drain_check(struct server *srv)
 {
-    if (srv->draining && srv->inflight == 0 && srv->closing == 0) {
+    if (srv->draining && srv->inflight == 0 && srv->closing == 0 && sse_hub_count(srv->sse) == 0) {
         event_base_loopexit(srv->base, NULL);
     }
 }
@@ -46,6 +49,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     http_stop_accepting(srv);
     scheduler_stop(srv->sched);
     waiters_fire_all(srv->waiters); /* long polls answer with what they have */
+    sse_hub_shutdown(srv->sse);     /* streams end cleanly */
     /* A client that never reads its answer must not hold the shutdown forever. */
     event_base_loopexit(srv->base, &(struct timeval){.tv_sec = 10});
     server_drain_check(srv);
@@ -91,7 +95,8 @@ int server_start(struct server *srv, struct config *cfg, const char *ready_file,
         return -1;
     }
     srv->waiters = waiters_new(srv->base);
-    if (!srv->waiters) {
+    srv->sse = sse_hub_new(srv);
+    if (!srv->waiters || !srv->sse) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -137,6 +142,8 @@ void server_cleanup(struct server *srv)
     }
     workers_free(srv->workers);
     srv->workers = NULL;
+    sse_hub_free(srv->sse); /* after http_free: closing connections unlinks their streams */
+    srv->sse = NULL;
     scheduler_free(srv->sched);
     srv->sched = NULL;
     if (srv->sig_term) {

@@ -20,6 +20,7 @@ struct evhttp_bound_socket;
 struct workers;
 struct waiters;
 struct scheduler;
+struct sse_hub;
 
 struct server {
     struct config *cfg;
@@ -30,6 +31,7 @@ struct server {
     struct auth *auth;
     struct waiters *waiters;
     struct scheduler *sched;
+    struct sse_hub *sse;
     struct event *sig_term, *sig_int;
     char base_url[80];
     bool draining;
@@ -68,6 +70,9 @@ struct request {
     void (*op_free)(void *op);    /* frees op when the request ends */
 };
 
+/* Ends a request whose connection now belongs to someone else (an SSE stream): frees it and
+ * leaves the in-flight count without sending anything. */
+void request_detach(struct request *rq);
 /* Sends a JSON body (stolen) with `status` and ends the request. */
 void request_reply_json(struct request *rq, int status, json_t *body);
 /* Sends the error body of `rc` ({"error":{"code","message",...extra}}) and ends the request.
@@ -105,5 +110,6 @@ void api_state_get(struct request *rq);
 void api_admin_agents(struct request *rq);
 void api_admin_quarantine(struct request *rq);
 void api_admin_requeue(struct request *rq);
+void api_subscribe(struct request *rq);
 
 #endif

@@ -1,0 +1,547 @@
+/* SPDX-License-Identifier: MIT */
+/* SSE streams (see sse_hub.h). Memory per idle subscriber is this file's struct sse_sub plus
+ * evhttp's connection; agents and tenants are shared entries in two hash tables.
+ *
+ * Backpressure: a subscriber never has more than one event in flight. While evhttp is still
+ * writing the previous one (`flushing`), a newer head only replaces `pending`; the write-done
+ * callback sends it. A subscriber that stays stuck mid-write for two heartbeats, or whose unsent
+ * output passes sse.max_buffer_bytes, is disconnected. */
+#include "server/sse_hub.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "server/server.h"
+#include "server/workers.h"
+#include "common/banned.h"
+
+#define HUB_BUCKETS 65536
+
+struct sse_sub;
+
+struct sse_agent {
+    struct sse_agent *next; /* bucket chain */
+    struct sse_tenant *tenant;
+    struct sse_sub *subs;
+    int64_t head; /* newest head seen on this node */
+    size_t n_subs;
+    char agent_id[];
+};
+
+struct sse_tenant {
+    struct sse_tenant *next;
+    size_t n_subs;
+    char tenant_id[];
+};
+
+struct sse_sub {
+    struct sse_sub *prev, *next; /* in agent->subs */
+    struct sse_agent *agent;
+    struct sse_hub *hub;
+    struct evhttp_request *req;
+    int64_t last_sent;       /* head of the last event written */
+    int64_t pending;         /* newest head not yet written (0 = none) */
+    int64_t flushing_since;  /* monotonic ms when the event in flight was queued; 0 = idle */
+};
+
+struct sse_hub {
+    struct server *srv;
+    struct sse_agent **agents; /* HUB_BUCKETS chains */
+    struct sse_tenant **tenants;
+    size_t n_subs;
+    struct event *heartbeat_ev;
+    bool shutting_down;
+};
+
+static uint32_t hash_str(uint32_t h, const char *s)
+{
+    for (; *s; s++) {
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    }
+    return h;
+}
+
+static uint32_t agent_bucket(const char *tenant_id, const char *agent_id)
+{
+    return hash_str(hash_str(2166136261u, tenant_id) * 16777619u, agent_id) % HUB_BUCKETS;
+}
+
+static struct sse_tenant *tenant_get(struct sse_hub *hub, const char *tenant_id, bool create)
+{
+    uint32_t b = hash_str(2166136261u, tenant_id) % HUB_BUCKETS;
+    for (struct sse_tenant *t = hub->tenants[b]; t; t = t->next) {
+        if (strcmp(t->tenant_id, tenant_id) == 0) {
+            return t;
+        }
+    }
+    if (!create) {
+        return NULL;
+    }
+    size_t len = strlen(tenant_id) + 1;
+    struct sse_tenant *t = calloc(1, sizeof *t + len);
+    if (t) {
+        memcpy(t->tenant_id, tenant_id, len);
+        t->next = hub->tenants[b];
+        hub->tenants[b] = t;
+    }
+    return t;
+}
+
+static void tenant_release(struct sse_hub *hub, struct sse_tenant *t)
+{
+    if (--t->n_subs > 0) {
+        return;
+    }
+    uint32_t b = hash_str(2166136261u, t->tenant_id) % HUB_BUCKETS;
+    for (struct sse_tenant **p = &hub->tenants[b]; *p; p = &(*p)->next) {
+        if (*p == t) {
+            *p = t->next;
+            free(t);
+            return;
+        }
+    }
+}
+
+static struct sse_agent *agent_get(struct sse_hub *hub, const char *tenant_id,
+                                   const char *agent_id)
+{
+    uint32_t b = agent_bucket(tenant_id, agent_id);
+    for (struct sse_agent *a = hub->agents[b]; a; a = a->next) {
+        if (strcmp(a->agent_id, agent_id) == 0 && strcmp(a->tenant->tenant_id, tenant_id) == 0) {
+            return a;
+        }
+    }
+    return NULL;
+}
+
+static struct sse_agent *agent_create(struct sse_hub *hub, const char *tenant_id,
+                                      const char *agent_id)
+{
+    struct sse_tenant *t = tenant_get(hub, tenant_id, true);
+    size_t len = strlen(agent_id) + 1;
+    struct sse_agent *a = t ? calloc(1, sizeof *a + len) : NULL;
+    if (!a) {
+        if (t && t->n_subs == 0) {
+            t->n_subs = 1;
+            tenant_release(hub, t);
+        }
+        return NULL;
+    }
+    memcpy(a->agent_id, agent_id, len);
+    a->tenant = t;
+    uint32_t b = agent_bucket(tenant_id, agent_id);
+    a->next = hub->agents[b];
+    hub->agents[b] = a;
+    return a;
+}
+
+/* Unlinks a subscriber; frees its agent (and tenant) entries when they become empty. */
+static void sub_unlink(struct sse_sub *sub)
+{
+    struct sse_hub *hub = sub->hub;
+    struct sse_agent *a = sub->agent;
+    if (sub->prev) {
+        sub->prev->next = sub->next;
+    } else {
+        a->subs = sub->next;
+    }
+    if (sub->next) {
+        sub->next->prev = sub->prev;
+    }
+    hub->n_subs--;
+    struct sse_tenant *t = a->tenant;
+    if (--a->n_subs == 0) {
+        uint32_t b = agent_bucket(t->tenant_id, a->agent_id);
+        for (struct sse_agent **p = &hub->agents[b]; *p; p = &(*p)->next) {
+            if (*p == a) {
+                *p = a->next;
+                free(a);
+                break;
+            }
+        }
+    }
+    tenant_release(hub, t);
+}
+
+/* evhttp calls this when the client goes away, when we free the connection, and after the
+ * terminating chunk of a "Connection: close" stream has been written. */
+static void on_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    struct sse_sub *sub = arg;
+    struct server *srv = sub->hub->srv;
+    log_line(LOG_INFO, "stream closed", "route=subscribe tenant=%s agent=%s",
+             sub->agent->tenant->tenant_id, sub->agent->agent_id);
+    sub_unlink(sub);
+    free(sub);
+    server_drain_check(srv);
+}
+
+static void drop(struct sse_sub *sub, const char *why)
+{
+    log_info("sse subscriber dropped", "reason=%s agent=%s", why, sub->agent->agent_id);
+    /* Runs on_close synchronously, which frees sub. */
+    evhttp_connection_free(evhttp_request_get_connection(sub->req));
+}
+
+static void on_written(struct evhttp_connection *evcon, void *arg);
+
+static size_t unsent_bytes(struct sse_sub *sub)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(sub->req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
+/* Writes one event (inbox_updated when the head moved, else heartbeat). Returns false when the
+ * subscriber was dropped (and freed). */
+static bool sub_write(struct sse_sub *sub, int64_t head, bool heartbeat)
+{
+    struct sse_hub *hub = sub->hub;
+    if ((int64_t)unsent_bytes(sub) > hub->srv->cfg->sse_max_buffer_bytes) {
+        drop(sub, "buffer_full");
+        return false;
+    }
+    struct evbuffer *buf = evbuffer_new();
+    if (!buf) {
+        drop(sub, "out_of_memory");
+        return false;
+    }
+    if (heartbeat) {
+        evbuffer_add_printf(buf, "event: heartbeat\ndata: {\"cursor_hint\":%" PRId64 "}\n\n", head);
+    } else {
+        evbuffer_add_printf(buf,
+                            "id: %" PRId64 "\nevent: inbox_updated\ndata: {\"cursor_hint\":%" PRId64
+                            "}\n\n",
+                            head, head);
+        sub->last_sent = head;
+    }
+    sub->pending = 0;
+    sub->flushing_since = time_mono_ms();
+    evhttp_send_reply_chunk_with_cb(sub->req, buf, on_written, sub);
+    evbuffer_free(buf);
+    return true;
+}
+
+static void on_written(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    struct sse_sub *sub = arg;
+    sub->flushing_since = 0;
+    if (sub->pending > sub->last_sent && !sub->hub->shutting_down) {
+        sub_write(sub, sub->pending, false);
+    }
+}
+
+/* Pings one subscriber with `head`, coalescing while a write is in flight. */
+static void sub_ping(struct sse_sub *sub, int64_t head)
+{
+    if (head <= sub->last_sent) {
+        return;
+    }
+    if (sub->flushing_since) {
+        if (head > sub->pending) {
+            sub->pending = head;
+        }
+        return;
+    }
+    sub_write(sub, head, false);
+}
+
+void sse_hub_notify(struct sse_hub *hub, const char *tenant_id, const char *agent_id,
+                    int64_t head)
+{
+    struct sse_agent *a = agent_get(hub, tenant_id, agent_id);
+    if (!a || hub->shutting_down) {
+        return;
+    }
+    if (head > a->head) {
+        a->head = head;
+    }
+    for (struct sse_sub *sub = a->subs, *next; sub; sub = next) {
+        next = sub->next; /* sub_ping may drop (free) sub, and free a when it was the last */
+        bool last = next == NULL;
+        sub_ping(sub, a->head);
+        if (last) {
+            break;
+        }
+    }
+}
+
+static void arm_heartbeat(struct sse_hub *hub)
+{
+    struct timeval tv = {(time_t)hub->srv->cfg->sse_heartbeat_s, 0};
+    evtimer_add(hub->heartbeat_ev, &tv);
+}
+
+/* Every heartbeat: each idle subscriber gets the head; one stuck mid-write for two heartbeats
+ * is dropped. Walks all subscribers: ~50k pointer hops every 30 s. */
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sse_hub *hub = arg;
+    int64_t now = time_mono_ms();
+    int64_t stuck_ms = 2 * hub->srv->cfg->sse_heartbeat_s * 1000;
+    for (size_t b = 0; b < HUB_BUCKETS; b++) {
+        struct sse_agent *a = hub->agents[b];
+        while (a) {
+            struct sse_agent *next_agent = a->next;
+            size_t left = a->n_subs;
+            /* Dropping the agent's last subscriber frees `a`: count instead of touching it. */
+            for (struct sse_sub *sub = a->subs, *next; sub && left > 0; sub = next, left--) {
+                next = sub->next;
+                if (sub->flushing_since) {
+                    if (now - sub->flushing_since > stuck_ms) {
+                        drop(sub, "stalled");
+                    }
+                } else if (sub->pending > sub->last_sent) {
+                    sub_write(sub, sub->pending, false);
+                } else {
+                    sub_write(sub, sub->last_sent > a->head ? sub->last_sent : a->head, true);
+                }
+            }
+            a = next_agent;
+        }
+    }
+    arm_heartbeat(hub);
+}
+
+struct sse_hub *sse_hub_new(struct server *srv)
+{
+    struct sse_hub *hub = calloc(1, sizeof *hub);
+    if (!hub) {
+        return NULL;
+    }
+    hub->srv = srv;
+    hub->agents = calloc(HUB_BUCKETS, sizeof *hub->agents);
+    hub->tenants = calloc(HUB_BUCKETS, sizeof *hub->tenants);
+    hub->heartbeat_ev = evtimer_new(srv->base, on_heartbeat, hub);
+    if (!hub->agents || !hub->tenants || !hub->heartbeat_ev) {
+        sse_hub_free(hub);
+        return NULL;
+    }
+    arm_heartbeat(hub);
+    return hub;
+}
+
+void sse_hub_shutdown(struct sse_hub *hub)
+{
+    if (!hub || hub->shutting_down) {
+        return;
+    }
+    hub->shutting_down = true;
+    evtimer_del(hub->heartbeat_ev);
+    /* Collect first: ending a stream may close its connection and free entries. */
+    size_t n = hub->n_subs, k = 0;
+    struct evhttp_request **reqs = calloc(n ? n : 1, sizeof *reqs);
+    for (size_t b = 0; reqs && b < HUB_BUCKETS; b++) {
+        for (struct sse_agent *a = hub->agents[b]; a; a = a->next) {
+            for (struct sse_sub *sub = a->subs; sub && k < n; sub = sub->next) {
+                reqs[k++] = sub->req;
+            }
+        }
+    }
+    for (size_t i = 0; i < k; i++) {
+        evhttp_send_reply_end(reqs[i]); /* "Connection: close" was sent: evhttp closes it */
+    }
+    free(reqs);
+}
+
+void sse_hub_free(struct sse_hub *hub)
+{
+    if (!hub) {
+        return;
+    }
+    /* Streams still open at this point belong to connections evhttp_free() is closing; their
+     * close callbacks ran already (evhttp_free precedes this), so the tables are empty. */
+    for (size_t b = 0; hub->agents && b < HUB_BUCKETS; b++) {
+        while (hub->agents[b]) {
+            struct sse_agent *a = hub->agents[b];
+            while (a->subs) {
+                struct sse_sub *sub = a->subs;
+                evhttp_connection_set_closecb(evhttp_request_get_connection(sub->req), NULL, NULL);
+                bool last = a->n_subs == 1;
+                sub_unlink(sub);
+                free(sub);
+                if (last) {
+                    break;
+                }
+            }
+        }
+    }
+    if (hub->heartbeat_ev) {
+        event_free(hub->heartbeat_ev);
+    }
+    free(hub->agents);
+    free(hub->tenants);
+    free(hub);
+}
+
+size_t sse_hub_count(const struct sse_hub *hub)
+{
+    return hub ? hub->n_subs : 0;
+}
+
+/* ---- GET /api/v1/agents/{agent_id}/subscribe ---- */
+
+struct subscribe_op {
+    struct job job;
+    struct request *rq;
+    int64_t head;
+    int64_t last_event_id; /* -1 when absent */
+};
+
+static int run_head(struct job *job, struct store *st)
+{
+    struct subscribe_op *op = (struct subscribe_op *)job;
+    return store_call(st, head, op->rq->principal.tenant_id, op->rq->agent_id, &op->head);
+}
+
+/* Checks the stream limits; returns a message for the 429, or NULL when within them. */
+static const char *over_limit(struct sse_hub *hub, const char *tenant_id, const char *agent_id)
+{
+    const struct config *cfg = hub->srv->cfg;
+    if ((int64_t)hub->n_subs >= cfg->sse_max_total) {
+        return "too many streams on this server (sse.max_total)";
+    }
+    struct sse_tenant *t = tenant_get(hub, tenant_id, false);
+    if (t && (int64_t)t->n_subs >= cfg->sse_max_per_tenant) {
+        return "too many streams for this tenant (sse.max_per_tenant)";
+    }
+    struct sse_agent *a = agent_get(hub, tenant_id, agent_id);
+    if (a && (int64_t)a->n_subs >= cfg->sse_max_per_agent) {
+        return "too many streams for this agent (sse.max_per_agent)";
+    }
+    return NULL;
+}
+
+static void done_head(struct job *job)
+{
+    struct subscribe_op *op = (struct subscribe_op *)job;
+    struct request *rq = op->rq;
+    struct server *srv = rq->srv;
+    struct sse_hub *hub = srv->sse;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(rq, job->rc, NULL, NULL);
+        return;
+    }
+    if (srv->draining) {
+        request_reply_error(rq, ROOST_ESHUTDOWN, NULL, NULL);
+        return;
+    }
+    /* Limits again: other streams may have opened while the head was read. */
+    const char *limit = over_limit(hub, rq->principal.tenant_id, rq->agent_id);
+    if (limit) {
+        request_reply_error(rq, ROOST_ERATELIMIT, limit, NULL);
+        return;
+    }
+    struct sse_agent *a = agent_get(hub, rq->principal.tenant_id, rq->agent_id);
+    if (!a) {
+        a = agent_create(hub, rq->principal.tenant_id, rq->agent_id);
+    }
+    struct sse_sub *sub = a ? calloc(1, sizeof *sub) : NULL;
+    if (!sub) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return;
+    }
+    if (op->head > a->head) {
+        a->head = op->head;
+    }
+    sub->hub = hub;
+    sub->agent = a;
+    sub->req = rq->req;
+    sub->next = a->subs;
+    if (a->subs) {
+        a->subs->prev = sub;
+    }
+    a->subs = sub;
+    a->n_subs++;
+    a->tenant->n_subs++;
+    hub->n_subs++;
+
+    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    evhttp_add_header(out, "Content-Type", "text/event-stream");
+    evhttp_add_header(out, "Cache-Control", "no-cache");
+    evhttp_add_header(out, "X-Accel-Buffering", "no");
+    evhttp_add_header(out, "X-Request-Id", rq->id);
+    /* One stream per connection: when the stream ends, the connection closes with it. */
+    evhttp_add_header(out, "Connection", "close");
+    struct evhttp_connection *evcon = evhttp_request_get_connection(rq->req);
+    evhttp_send_reply_start(rq->req, 200, "OK");
+    evhttp_connection_set_closecb(evcon, on_close, sub);
+    /* The idle timeout must not end a stream between heartbeats. */
+    evhttp_connection_set_timeout(evcon, (int)(3 * srv->cfg->sse_heartbeat_s + 30));
+
+    struct evbuffer *buf = evbuffer_new();
+    if (buf) {
+        evbuffer_add_printf(buf, "retry: %" PRId64 "\n\n", srv->cfg->sse_retry_ms);
+        evhttp_send_reply_chunk(rq->req, buf);
+        evbuffer_free(buf);
+    }
+    /* At once: the head, so the client knows whether to pull. A reconnecting EventSource that
+     * already saw this head (Last-Event-ID) gets it as a heartbeat instead of a new ping. */
+    sub->last_sent = op->last_event_id >= 0 && op->last_event_id <= a->head ? op->last_event_id : 0;
+    bool seen = op->last_event_id >= 0 && op->last_event_id >= a->head;
+    sub_write(sub, a->head, seen);
+
+    log_line(LOG_INFO, "stream opened", "req_id=%s route=subscribe tenant=%s agent=%s head=%lld",
+             rq->id, rq->principal.tenant_id, rq->agent_id, (long long)a->head);
+    /* The request is now a stream: it leaves the in-flight count, the hub owns the connection. */
+    rq->req = NULL;
+    request_detach(rq);
+}
+
+void api_subscribe(struct request *rq)
+{
+    struct sse_hub *hub = rq->srv->sse;
+    int rc;
+    static const char *const known[] = {"access_token", NULL};
+    for (struct evkeyval *kv = rq->query ? rq->query->tqh_first : NULL; kv;
+         kv = kv->next.tqe_next) {
+        bool ok = false;
+        for (const char *const *k = known; *k; k++) {
+            ok = ok || strcmp(*k, kv->key) == 0;
+        }
+        if (!ok) {
+            request_reply_error(rq, ROOST_EQUERY, "unknown query parameter", NULL);
+            return;
+        }
+    }
+    const char *limit = over_limit(hub, rq->principal.tenant_id, rq->agent_id);
+    if (limit) {
+        request_reply_error(rq, ROOST_ERATELIMIT, limit, NULL);
+        return;
+    }
+    struct subscribe_op *op = calloc(1, sizeof *op);
+    if (!op) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return;
+    }
+    op->rq = rq;
+    rq->op = op;
+    rq->op_free = free;
+    op->last_event_id = -1;
+    const char *leid =
+        evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Last-Event-ID");
+    if (leid) {
+        char *end = NULL;
+        long long v = strtoll(leid, &end, 10);
+        if (end != leid && *end == '\0' && v >= 0) {
+            op->last_event_id = v; /* anything else is ignored, as EventSource ids are opaque */
+        }
+    }
+    (void)rc;
+    op->job = (struct job){.run = run_head, .done = done_head, .write = false};
+    workers_submit(rq->srv->workers, &op->job);
+}
