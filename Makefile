@@ -5,7 +5,7 @@ LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./var
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test test-asan bench clean format
+.PHONY: all deps configure build run test test-asan bench bench-sse clean format
 
 all: build
 
@@ -31,6 +31,10 @@ test-asan: deps
 
 bench: deps build
 	@scripts/bench.sh
+
+# Scenario 5 (SSE): 10k idle subscribers ×3 and 50k ×1; about 5 minutes (doc/BENCHMARKS.md).
+bench-sse: deps build
+	@scripts/bench_sse.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
