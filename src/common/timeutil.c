@@ -63,8 +63,8 @@ void time_format_rfc3339(int64_t ms, char *out)
     unsigned mo, d;
     int h, mi, s, msec;
     split(ms, &y, &mo, &d, &h, &mi, &s, &msec);
-    snprintf(out, TIME_RFC3339_LEN + 1, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", (int)y, mo, d, h, mi,
-             s, msec);
+    snprintf(out, TIME_RFC3339_LEN + 1, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ",
+             (int)(y % 10000), mo % 100, d % 100, h % 100, mi % 100, s % 100, msec % 1000);
 }
 
 void time_format_day(int64_t ms, char *out)
@@ -73,7 +73,7 @@ void time_format_day(int64_t ms, char *out)
     unsigned mo, d;
     int h, mi, s, msec;
     split(ms, &y, &mo, &d, &h, &mi, &s, &msec);
-    snprintf(out, 11, "%04d-%02u-%02u", (int)y, mo, d);
+    snprintf(out, 11, "%04d-%02u-%02u", (int)(y % 10000), mo % 100, d % 100);
 }
 
 static int digits(const char *s, size_t n, int *v)

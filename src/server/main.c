@@ -29,6 +29,15 @@ static void usage(FILE *out)
             "Environment: ROOST_<KEY> sets a key (lease.default_s -> ROOST_LEASE_DEFAULT_S).\n");
 }
 
+static void free_args(const char **sets, char **owned, size_t n_owned)
+{
+    for (size_t i = 0; i < n_owned; i++) {
+        free(owned[i]);
+    }
+    free(owned);
+    free((void *)sets);
+}
+
 static void raise_nofile(void)
 {
     struct rlimit rl;
@@ -90,15 +99,19 @@ int main(int argc, char **argv)
             break;
         case OPT_REF:
             config_print_reference(stdout);
+            free_args(sets, owned, n_owned);
             return 0;
         case OPT_VERSION:
             printf("roostd %s\n", ROOST_VERSION);
+            free_args(sets, owned, n_owned);
             return 0;
         case 'h':
             usage(stdout);
+            free_args(sets, owned, n_owned);
             return 0;
         default:
             usage(stderr);
+            free_args(sets, owned, n_owned);
             return 2;
         }
         if (key) {
@@ -115,6 +128,7 @@ int main(int argc, char **argv)
     if (optind < argc) {
         fprintf(stderr, "roostd: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
+        free_args(sets, owned, n_owned);
         return 2;
     }
 
@@ -175,10 +189,6 @@ out:
         fprintf(stderr, "roostd: %s\n", err);
     }
     config_cleanup(&cfg);
-    for (size_t i = 0; i < n_owned; i++) {
-        free(owned[i]);
-    }
-    free(owned);
-    free(sets);
+    free_args(sets, owned, n_owned);
     return exit_code;
 }
