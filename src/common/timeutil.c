@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 int64_t time_now_ms(void)
@@ -63,8 +64,11 @@ void time_format_rfc3339(int64_t ms, char *out)
     unsigned mo, d;
     int h, mi, s, msec;
     split(ms, &y, &mo, &d, &h, &mi, &s, &msec);
-    snprintf(out, TIME_RFC3339_LEN + 1, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ",
-             (int)(y % 10000), mo % 100, d % 100, h % 100, mi % 100, s % 100, msec % 1000);
+    char buf[96]; /* wide enough for any int values: no truncation warnings, no surprises */
+    snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", (int)y, mo, d, h, mi, s,
+             msec);
+    memcpy(out, buf, TIME_RFC3339_LEN);
+    out[TIME_RFC3339_LEN] = '\0';
 }
 
 void time_format_day(int64_t ms, char *out)
@@ -73,7 +77,10 @@ void time_format_day(int64_t ms, char *out)
     unsigned mo, d;
     int h, mi, s, msec;
     split(ms, &y, &mo, &d, &h, &mi, &s, &msec);
-    snprintf(out, 11, "%04d-%02u-%02u", (int)(y % 10000), mo % 100, d % 100);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%04d-%02u-%02u", (int)y, mo, d);
+    memcpy(out, buf, 10);
+    out[10] = '\0';
 }
 
 static int digits(const char *s, size_t n, int *v)

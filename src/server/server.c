@@ -127,13 +127,14 @@ int server_run(struct server *srv)
 
 void server_cleanup(struct server *srv)
 {
-    /* Order: no more timers, then HTTP (closes idle connections), then the store threads. */
+    /* Order: no more timers; parked long polls answer; the store threads finish every job
+     * (their done() still replies and notifies, so HTTP, waiters and the hub must exist); then
+     * HTTP (closing connections unlinks their streams), the waiters and the hub. */
+    srv->draining = true;
     scheduler_stop(srv->sched);
-    if (srv->waiters) {
-        waiters_free(srv->waiters);
-        srv->waiters = NULL;
+    if (srv->waiters && srv->workers) {
+        waiters_fire_all(srv->waiters);
     }
-    http_free(srv);
     if (srv->workers) {
         struct workers_stats ws;
         workers_get_stats(srv->workers, &ws);
@@ -142,6 +143,11 @@ void server_cleanup(struct server *srv)
     }
     workers_free(srv->workers);
     srv->workers = NULL;
+    http_free(srv);
+    if (srv->waiters) {
+        waiters_free(srv->waiters);
+        srv->waiters = NULL;
+    }
     sse_hub_free(srv->sse); /* after http_free: closing connections unlinks their streams */
     srv->sse = NULL;
     scheduler_free(srv->sched);
