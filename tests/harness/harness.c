@@ -216,7 +216,10 @@ int h_request(struct h_client *c, const char *method, const char *path, const ch
     curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &resp);
     curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_data);
     curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &hdrs);
-    list = curl_slist_append(list, "Expect:");
+    /* No "Expect: 100-continue" unless a test asks for it (extra_header "Expect: …"). */
+    if (!opts->extra_header || strncasecmp(opts->extra_header, "Expect:", 7) != 0) {
+        list = curl_slist_append(list, "Expect:");
+    }
     if (authz) {
         list = curl_slist_append(list, authz);
     }
