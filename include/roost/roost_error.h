@@ -45,7 +45,7 @@ extern "C" {
     X(EPAGE, 400, "invalid_page_token", "the page token is malformed")                             \
     X(EQUERY, 400, "invalid_query", "the query string is malformed")                               \
     X(EFRAMING, 400, "bad_request_framing", "the HTTP message framing is invalid")                 \
-    X(EHEADERS, 431, "header_fields_too_large", "too many or too large header fields")            \
+    X(EHEADERS, 431, "header_fields_too_large", "too many or too large header fields")             \
     X(EUNAUTHENTICATED, 401, "unauthenticated", "a valid bearer token is required")                \
     X(EFORBIDDEN, 403, "forbidden", "the token lacks the scope for this request")                  \
     X(ENOTFOUND, 404, "not_found", "no such route")                                                \

@@ -13,7 +13,8 @@
 #define IDS_NAME_MAX 128
 
 /* Writes "evt_" + a ULID for `now_ms` (monotonic within the process: ids made in the same
- * millisecond still sort in creation order). out must hold IDS_EVENT_ID_LEN + 1 bytes. Thread-safe. */
+ * millisecond still sort in creation order). out must hold IDS_EVENT_ID_LEN + 1 bytes. Thread-safe.
+ */
 int ids_event_id(int64_t now_ms, char *out);
 /* Writes "lt_" + 26 Crockford base32 chars of 128 random bits. Thread-safe. */
 int ids_lease_token(char *out);

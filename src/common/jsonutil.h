@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Bounded JSON parsing on top of jansson: size and nesting depth are checked before jansson
- * allocates anything, duplicate keys and NUL escapes are rejected, the top level must be an object. */
+ * allocates anything, duplicate keys and NUL escapes are rejected, the top level must be an object.
+ */
 #ifndef ROOST_JSONUTIL_H
 #define ROOST_JSONUTIL_H
 

@@ -65,8 +65,7 @@ void time_format_rfc3339(int64_t ms, char *out)
     int h, mi, s, msec;
     split(ms, &y, &mo, &d, &h, &mi, &s, &msec);
     char buf[96]; /* wide enough for any int values: no truncation warnings, no surprises */
-    snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", (int)y, mo, d, h, mi, s,
-             msec);
+    snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", (int)y, mo, d, h, mi, s, msec);
     memcpy(out, buf, TIME_RFC3339_LEN);
     out[TIME_RFC3339_LEN] = '\0';
 }

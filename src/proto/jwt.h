@@ -16,11 +16,11 @@
 #define JWT_MAX_TOKEN_BYTES 8192
 
 struct jwt_parts {
-    json_t *header;             /* decoded header object (owned) */
-    json_t *claims;             /* decoded payload object (owned) */
-    const char *signing_input;  /* borrowed from the token: header "." payload */
+    json_t *header;            /* decoded header object (owned) */
+    json_t *claims;            /* decoded payload object (owned) */
+    const char *signing_input; /* borrowed from the token: header "." payload */
     size_t signing_input_len;
-    unsigned char *signature;   /* decoded signature bytes (owned) */
+    unsigned char *signature; /* decoded signature bytes (owned) */
     size_t signature_len;
 };
 

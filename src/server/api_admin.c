@@ -10,6 +10,8 @@
 #include "proto/jwt.h"
 #include "server/server.h"
 #include "server/workers.h"
+
+/* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
 #define ADMIN_MAX_LIMIT 1000
@@ -107,8 +109,7 @@ static int run_agents(struct job *job, struct store *st)
 {
     struct admin_op *op = (struct admin_op *)job;
     return store_call(st, agents_list, op->rq->principal.tenant_id, op->after_agent,
-                      (size_t)op->limit, time_now_ms(), op->agents, &op->n_agents,
-                      &op->has_more);
+                      (size_t)op->limit, time_now_ms(), op->agents, &op->n_agents, &op->has_more);
 }
 
 static void done_agents(struct job *job)
@@ -122,16 +123,15 @@ static void done_agents(struct job *job)
     int64_t now = time_now_ms();
     for (size_t i = 0; i < op->n_agents; i++) {
         const struct store_agent_stats *a = &op->agents[i];
-        json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "agent_id", a->agent_id,
-                              "head", (json_int_t)a->head, "purged_through_seq",
-                              (json_int_t)a->purged_through_seq, "pending",
-                              (json_int_t)a->pending, "scheduled", (json_int_t)a->scheduled,
-                              "claimed", (json_int_t)a->claimed, "quarantined",
-                              (json_int_t)a->quarantined);
+        json_t *o =
+            json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "agent_id", a->agent_id, "head",
+                      (json_int_t)a->head, "purged_through_seq", (json_int_t)a->purged_through_seq,
+                      "pending", (json_int_t)a->pending, "scheduled", (json_int_t)a->scheduled,
+                      "claimed", (json_int_t)a->claimed, "quarantined", (json_int_t)a->quarantined);
         json_object_set_new(o, "oldest_pending_age_s",
-                            a->oldest_pending_ms ? json_real((double)(now - a->oldest_pending_ms) /
-                                                             1000.0)
-                                                 : json_null());
+                            a->oldest_pending_ms
+                                ? json_real((double)(now - a->oldest_pending_ms) / 1000.0)
+                                : json_null());
         json_array_append_new(agents, o);
     }
     json_t *next = op->has_more && op->n_agents
@@ -178,8 +178,8 @@ static int run_quarantine(struct job *job, struct store *st)
     struct admin_op *op = (struct admin_op *)job;
     store_events_cleanup(&op->events);
     return store_call(st, quarantine_list, op->rq->principal.tenant_id,
-                      op->agent_filter[0] ? op->agent_filter : NULL, op->after_agent,
-                      op->after_seq, (size_t)op->limit, &op->events, &op->has_more);
+                      op->agent_filter[0] ? op->agent_filter : NULL, op->after_agent, op->after_seq,
+                      (size_t)op->limit, &op->events, &op->has_more);
 }
 
 static void done_quarantine(struct job *job)
@@ -250,8 +250,7 @@ static void done_requeue(struct job *job)
     }
     server_notify(op->rq->srv, &op->touches);
     request_reply_json(op->rq, 200,
-                       json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status",
-                                 "pending"));
+                       json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status", "pending"));
 }
 
 void api_admin_requeue(struct request *rq)

@@ -10,6 +10,8 @@
 #include "common/timeutil.h"
 #include "server/server.h"
 #include "server/workers.h"
+
+/* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
 #define MAX_DELAY_S (365LL * 86400)
@@ -70,8 +72,7 @@ static void done_publish(struct job *job)
     for (size_t i = 0; i < op->n_out; i++) {
         all_duplicates = all_duplicates && op->out[i].duplicate;
         json_t *e = json_pack("{s:s, s:s, s:I}", "event_id", op->out[i].event_id, "agent_id",
-                              op->out[i].agent_id, "sequence_number",
-                              (json_int_t)op->out[i].seq);
+                              op->out[i].agent_id, "sequence_number", (json_int_t)op->out[i].seq);
         if (op->out[i].duplicate) {
             json_object_set_new(e, "duplicate", json_true());
         }
@@ -112,9 +113,10 @@ static char *keep_text(struct publish_op *op, char *text)
 static int parse_event(struct publish_op *op, const json_t *ev, struct store_publish_item *item,
                        const char **recipients_slot, const char **msg)
 {
-    static const char *const allowed[] = {"recipients", "payload", "priority", "correlation_id",
-                                          "idempotency_key", "delay_s", "available_at", "ttl_s",
-                                          "expires_at", "state_patch", NULL};
+    static const char *const allowed[] = {
+        "recipients", "payload",      "priority", "correlation_id", "idempotency_key",
+        "delay_s",    "available_at", "ttl_s",    "expires_at",     "state_patch",
+        NULL};
     struct request *rq = op->rq;
     const struct config *cfg = rq->srv->cfg;
     const char *bad = NULL;
@@ -149,8 +151,8 @@ static int parse_event(struct publish_op *op, const json_t *ev, struct store_pub
     if (payload && !json_is_null(payload) && !json_is_object(payload)) {
         return ROOST_EPAYLOAD;
     }
-    char *text = keep_text(op, payload && !json_is_null(payload) ? jsonutil_dump(payload)
-                                                                 : strdup("{}"));
+    char *text =
+        keep_text(op, payload && !json_is_null(payload) ? jsonutil_dump(payload) : strdup("{}"));
     if (!text) {
         return ROOST_ENOMEM;
     }
@@ -196,7 +198,7 @@ static int parse_event(struct publish_op *op, const json_t *ev, struct store_pub
         *msg = "give ttl_s or expires_at, not both";
         return ROOST_EEXPIRESAT;
     }
-    item->available_at_ms = delay_s >= 0 ? op->now_ms + delay_s * 1000
+    item->available_at_ms = delay_s >= 0   ? op->now_ms + delay_s * 1000
                             : available_at ? available_at
                                            : op->now_ms;
     if (item->available_at_ms < op->now_ms) {
@@ -218,8 +220,8 @@ void api_publish(struct request *rq)
     size_t n_events;
     if (list) {
         if (json_object_size(rq->body) != 1 || !json_is_array(list)) {
-            request_reply_error(rq, ROOST_EBATCH,
-                                "a batch is {\"events\":[…]} with no other field", NULL);
+            request_reply_error(rq, ROOST_EBATCH, "a batch is {\"events\":[…]} with no other field",
+                                NULL);
             return;
         }
         n_events = json_array_size(list);

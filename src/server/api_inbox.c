@@ -13,6 +13,8 @@
 #include "server/server.h"
 #include "server/waiters.h"
 #include "server/workers.h"
+
+/* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
 #define MAX_LIMIT 1000
@@ -38,7 +40,7 @@ struct inbox_op {
         char event_id[STORE_EVENT_ID_LEN + 1];
         char lease_token[STORE_LEASE_TOKEN_LEN + 1];
         int rc;
-    } *acks;
+    } * acks;
     size_t n_acks;
     /* outputs */
     struct store_inbox_page page;
@@ -83,8 +85,8 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
     op->job.done = done;
     op->job.write = write;
     if (op->deadline_ms) {
-        op->serial = waiters_serial(op->rq->srv->waiters, op->rq->principal.tenant_id,
-                                    op->rq->agent_id);
+        op->serial =
+            waiters_serial(op->rq->srv->waiters, op->rq->principal.tenant_id, op->rq->agent_id);
     }
     workers_submit(op->rq->srv->workers, &op->job);
 }
@@ -198,8 +200,7 @@ void api_inbox_read(struct request *rq)
     int rc;
     if ((rc = request_query_int(rq, "after_cursor", 0, INT64_MAX, 0, ROOST_ECURSOR, &after)) ||
         (rc = request_query_int(rq, "limit", 1, MAX_LIMIT, 10, ROOST_ELIMIT, &limit)) ||
-        (rc = request_query_int(rq, "wait_s", 0, cfg->claim_max_wait_s, 0, ROOST_EWAIT,
-                                &wait_s))) {
+        (rc = request_query_int(rq, "wait_s", 0, cfg->claim_max_wait_s, 0, ROOST_EWAIT, &wait_s))) {
         request_reply_error(rq, rc, NULL, NULL);
         return;
     }
@@ -231,8 +232,8 @@ static int run_claim(struct job *job, struct store *st)
 {
     struct inbox_op *op = (struct inbox_op *)job;
     store_events_cleanup(&op->events);
-    return store_call(st, claim, op->rq->principal.tenant_id, op->rq->agent_id,
-                      (size_t)op->limit, op->lease_s, op->consumer, time_now_ms(), &op->events);
+    return store_call(st, claim, op->rq->principal.tenant_id, op->rq->agent_id, (size_t)op->limit,
+                      op->lease_s, op->consumer, time_now_ms(), &op->events);
 }
 
 static void done_claim(struct job *job)
@@ -264,8 +265,8 @@ void api_inbox_claim(struct request *rq)
     const char *consumer = NULL;
     int rc;
     if ((rc = body_int(rq->body, "limit", 1, MAX_LIMIT, 10, ROOST_ELIMIT, &limit)) ||
-        (rc = body_int(rq->body, "lease_s", 1, cfg->lease_max_s, cfg->lease_default_s,
-                       ROOST_ELEASE, &lease_s)) ||
+        (rc = body_int(rq->body, "lease_s", 1, cfg->lease_max_s, cfg->lease_default_s, ROOST_ELEASE,
+                       &lease_s)) ||
         (rc = body_int(rq->body, "wait_s", 0, cfg->claim_max_wait_s, 0, ROOST_EWAIT, &wait_s)) ||
         (rc = body_str(rq->body, "consumer", STORE_ID_MAX, ROOST_ECONSUMER, &consumer))) {
         request_reply_error(rq, rc, NULL, NULL);
@@ -302,9 +303,8 @@ static void done_ack(struct job *job)
         request_reply_error(op->rq, job->rc, NULL, NULL);
         return;
     }
-    request_reply_json(op->rq, 200,
-                       json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status",
-                                 "completed"));
+    request_reply_json(
+        op->rq, 200, json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status", "completed"));
 }
 
 void api_event_ack(struct request *rq)
@@ -350,8 +350,7 @@ static void done_acks(struct job *job)
         int rc = op->acks[i].rc;
         json_t *item =
             rc == ROOST_OK
-                ? json_pack("{s:s, s:s}", "event_id", op->acks[i].event_id, "status",
-                            "completed")
+                ? json_pack("{s:s, s:s}", "event_id", op->acks[i].event_id, "status", "completed")
                 : json_pack("{s:s, s:{s:s, s:s}}", "event_id", op->acks[i].event_id, "error",
                             "code", roost_err_code(rc), "message", roost_strerror(rc));
         json_array_append_new(results, item);
@@ -410,8 +409,8 @@ static int run_release(struct job *job, struct store *st)
 {
     struct inbox_op *op = (struct inbox_op *)job;
     store_touches_cleanup(&op->touches);
-    return store_call(st, release, op->rq->principal.tenant_id, op->rq->agent_id,
-                      op->rq->event_id, op->lease_token, op->reason, op->delay_s, op->error_text,
+    return store_call(st, release, op->rq->principal.tenant_id, op->rq->agent_id, op->rq->event_id,
+                      op->lease_token, op->reason, op->delay_s, op->error_text,
                       (int)op->rq->srv->cfg->claim_max_attempts, time_now_ms(), &op->touches);
 }
 
@@ -424,8 +423,7 @@ static void done_release(struct job *job)
     }
     server_notify(op->rq->srv, &op->touches);
     request_reply_json(op->rq, 200,
-                       json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status",
-                                 "released"));
+                       json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status", "released"));
 }
 
 void api_event_release(struct request *rq)
@@ -472,10 +470,9 @@ void api_event_release(struct request *rq)
 static int run_extend(struct job *job, struct store *st)
 {
     struct inbox_op *op = (struct inbox_op *)job;
-    return store_call(st, extend, op->rq->principal.tenant_id, op->rq->agent_id,
-                      op->rq->event_id, op->lease_token, op->lease_s,
-                      op->rq->srv->cfg->lease_max_total_s, time_now_ms(),
-                      &op->claim_expires_at_ms);
+    return store_call(st, extend, op->rq->principal.tenant_id, op->rq->agent_id, op->rq->event_id,
+                      op->lease_token, op->lease_s, op->rq->srv->cfg->lease_max_total_s,
+                      time_now_ms(), &op->claim_expires_at_ms);
 }
 
 static void done_extend(struct job *job)
@@ -487,9 +484,8 @@ static void done_extend(struct job *job)
     }
     char ts[TIME_RFC3339_LEN + 1];
     time_format_rfc3339(op->claim_expires_at_ms, ts);
-    request_reply_json(op->rq, 200,
-                       json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "claim_expires_at",
-                                 ts));
+    request_reply_json(
+        op->rq, 200, json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "claim_expires_at", ts));
 }
 
 void api_event_extend(struct request *rq)
@@ -500,8 +496,8 @@ void api_event_extend(struct request *rq)
         return;
     }
     int64_t lease_s;
-    int rc = body_int(rq->body, "lease_s", 1, cfg->lease_max_s, cfg->lease_default_s,
-                      ROOST_ELEASE, &lease_s);
+    int rc = body_int(rq->body, "lease_s", 1, cfg->lease_max_s, cfg->lease_default_s, ROOST_ELEASE,
+                      &lease_s);
     if (rc) {
         request_reply_error(rq, rc, NULL, NULL);
         return;
@@ -521,8 +517,8 @@ static int run_release_all(struct job *job, struct store *st)
     struct inbox_op *op = (struct inbox_op *)job;
     store_touches_cleanup(&op->touches);
     op->released = 0;
-    return store_call(st, release_all, op->rq->principal.tenant_id, op->rq->agent_id,
-                      op->consumer, time_now_ms(), &op->released, &op->touches);
+    return store_call(st, release_all, op->rq->principal.tenant_id, op->rq->agent_id, op->consumer,
+                      time_now_ms(), &op->released, &op->touches);
 }
 
 static void done_release_all(struct job *job)

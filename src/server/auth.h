@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Authentication and authorisation in one place: bearer JWT verification (roostd's own Ed25519
  * key from the data dir), the scope grammar of DESIGN §6.1 and the decision "may this principal do
- * this to that agent". Tenant isolation follows from every store call taking principal.tenant_id. */
+ * this to that agent". Tenant isolation follows from every store call taking principal.tenant_id.
+ */
 #ifndef ROOST_AUTH_H
 #define ROOST_AUTH_H
 
@@ -17,7 +18,7 @@
 enum auth_action { AUTH_READ, AUTH_CONSUME, AUTH_PUBLISH, AUTH_ADMIN };
 
 struct auth_scope {
-    enum auth_action action;     /* read, consume, publish or admin (tenant:admin) */
+    enum auth_action action;               /* read, consume, publish or admin (tenant:admin) */
     char selector[AUTH_SCOPE_SEL_MAX + 1]; /* agent id, or prefix ending in '*'; "" for admin */
 };
 

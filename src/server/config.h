@@ -19,7 +19,7 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
  * Integers are int64; string defaults may refer to other keys only through code (store.url). */
 #define ROOST_CONFIG_MAP(X)                                                                        \
     X("listen", listen, CONFIG_STR, "127.0.0.1:8080", 0, 0, 0,                                     \
-      "HOST:PORT to listen on; port 0 picks a free port")                                         \
+      "HOST:PORT to listen on; port 0 picks a free port")                                          \
     X("data_dir", data_dir, CONFIG_STR, "./var", 0, 0, 0,                                          \
       "directory for the SQLite database, signing keys and archives")                              \
     X("store.url", store_url, CONFIG_STR, "", 0, 0, CONFIG_SECRET,                                 \
@@ -27,7 +27,7 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("store.synchronous", store_synchronous, CONFIG_STR, "full", 0, 0, 0,                         \
       "SQLite durability: full (fsync every commit) or normal (WAL, fsync at checkpoints)")        \
     X("store.readers", store_readers, CONFIG_INT, "2", 1, 64, 0,                                   \
-      "store worker threads for reads (each owns one connection)")                                \
+      "store worker threads for reads (each owns one connection)")                                 \
     X("store.group_commit_max", store_group_commit_max, CONFIG_INT, "256", 1, 10000, 0,            \
       "most write requests sharing one transaction and one fsync")                                 \
     X("lease.default_s", lease_default_s, CONFIG_INT, "60", 1, 86400, CONFIG_RELOADABLE,           \
@@ -37,7 +37,7 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("lease.max_total_s", lease_max_total_s, CONFIG_INT, "86400", 1, 2592000, CONFIG_RELOADABLE,  \
       "extend never moves a lease past claimed_at + this")                                         \
     X("claim.max_attempts", claim_max_attempts, CONFIG_INT, "5", 1, 1000, CONFIG_RELOADABLE,       \
-      "an event is quarantined once attempts reach this and it fails again")                      \
+      "an event is quarantined once attempts reach this and it fails again")                       \
     X("claim.max_wait_s", claim_max_wait_s, CONFIG_INT, "30", 0, 300, CONFIG_RELOADABLE,           \
       "largest wait_s a long poll (inbox read or claim) may ask for")                              \
     X("scavenger.interval_ms", scavenger_interval_ms, CONFIG_INT, "1000", 10, 3600000,             \
@@ -58,7 +58,7 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       CONFIG_RELOADABLE, "largest event payload (compact JSON); larger gets 413")                  \
     X("limits.max_batch", limits_max_batch, CONFIG_INT, "1000", 1, 100000, CONFIG_RELOADABLE,      \
       "most events per publish batch, recipients per event, acks per batch ack")                   \
-    X("limits.max_recipients", limits_max_recipients, CONFIG_INT, "10000", 1, 1000000,            \
+    X("limits.max_recipients", limits_max_recipients, CONFIG_INT, "10000", 1, 1000000,             \
       CONFIG_RELOADABLE, "most recipients (fan-out) of one event")                                 \
     X("limits.max_json_depth", limits_max_json_depth, CONFIG_INT, "32", 2, 1000,                   \
       CONFIG_RELOADABLE, "deepest JSON nesting accepted in a body")                                \
@@ -66,20 +66,21 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "largest request header section; larger gets 431")                                           \
     X("http.timeout_s", http_timeout_s, CONFIG_INT, "90", 1, 3600, 0,                              \
       "idle timeout of a connection (must exceed long-poll waits)")                                \
-    X("sse.heartbeat_s", sse_heartbeat_s, CONFIG_INT, "30", 1, 3600, CONFIG_RELOADABLE,           \
-      "heartbeat interval of SSE streams (carries the head; keeps proxies from timing out)")     \
-    X("sse.retry_ms", sse_retry_ms, CONFIG_INT, "3000", 100, 600000, CONFIG_RELOADABLE,           \
-      "reconnect delay announced to EventSource clients (retry:)")                                \
-    X("sse.max_buffer_bytes", sse_max_buffer_bytes, CONFIG_INT, "65536", 1024, 16777216,          \
-      CONFIG_RELOADABLE, "unsent output past which a slow subscriber is disconnected")           \
-    X("sse.max_per_agent", sse_max_per_agent, CONFIG_INT, "64", 1, 1000000, CONFIG_RELOADABLE,    \
-      "open streams per agent; more get 429")                                                     \
-    X("sse.max_per_tenant", sse_max_per_tenant, CONFIG_INT, "100000", 1, 10000000,                \
-      CONFIG_RELOADABLE, "open streams per tenant; more get 429")                                 \
-    X("sse.max_total", sse_max_total, CONFIG_INT, "100000", 1, 10000000, CONFIG_RELOADABLE,       \
-      "open streams on this node; more get 429")                                                  \
+    X("sse.heartbeat_s", sse_heartbeat_s, CONFIG_INT, "30", 1, 3600, CONFIG_RELOADABLE,            \
+      "heartbeat interval of SSE streams (carries the head; keeps proxies from timing out)")       \
+    X("sse.retry_ms", sse_retry_ms, CONFIG_INT, "3000", 100, 600000, CONFIG_RELOADABLE,            \
+      "reconnect delay announced to EventSource clients (retry:)")                                 \
+    X("sse.max_buffer_bytes", sse_max_buffer_bytes, CONFIG_INT, "65536", 1024, 16777216,           \
+      CONFIG_RELOADABLE, "unsent output past which a slow subscriber is disconnected")             \
+    X("sse.max_per_agent", sse_max_per_agent, CONFIG_INT, "64", 1, 1000000, CONFIG_RELOADABLE,     \
+      "open streams per agent; more get 429")                                                      \
+    X("sse.max_per_tenant", sse_max_per_tenant, CONFIG_INT, "100000", 1, 10000000,                 \
+      CONFIG_RELOADABLE, "open streams per tenant; more get 429")                                  \
+    X("sse.max_total", sse_max_total, CONFIG_INT, "100000", 1, 10000000, CONFIG_RELOADABLE,        \
+      "open streams on this node; more get 429")                                                   \
     X("auth.key_file", auth_key_file, CONFIG_STR, "", 0, 0, 0,                                     \
-      "Ed25519 private key (PEM) signing and verifying tokens; empty means DATA_DIR/token_ed25519.pem") \
+      "Ed25519 private key (PEM) signing and verifying tokens; empty means "                       \
+      "DATA_DIR/token_ed25519.pem")                                                                \
     X("log.level", log_level, CONFIG_STR, "info", 0, 0, CONFIG_RELOADABLE,                         \
       "debug, info, warn or error")
 

@@ -9,13 +9,13 @@
 #include <event2/http.h>
 #include <event2/http_struct.h> /* request version: no accessor in 2.1 */
 #include <event2/keyvalq_struct.h>
-#include <sys/queue.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +26,8 @@
 #include "server/http.h"
 #include "server/server.h"
 #include "server/workers.h"
+
+/* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
 #define MAX_HEADER_COUNT 100
@@ -51,8 +53,8 @@ static const struct route routes[] = {
      api_inbox_read},
     {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/claim", "claim", AUTH_CONSUME, BODY_REQUIRED,
      api_inbox_claim},
-    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/ack", "ack_batch", AUTH_CONSUME,
-     BODY_REQUIRED, api_events_ack},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/ack", "ack_batch", AUTH_CONSUME, BODY_REQUIRED,
+     api_events_ack},
     {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/release-all", "release_all", AUTH_CONSUME,
      BODY_OPTIONAL, api_release_all},
     {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/{event}/ack", "ack", AUTH_CONSUME,
@@ -61,8 +63,7 @@ static const struct route routes[] = {
      BODY_REQUIRED, api_event_release},
     {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/{event}/extend", "extend", AUTH_CONSUME,
      BODY_REQUIRED, api_event_extend},
-    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/state", "state", AUTH_READ, BODY_NONE,
-     api_state_get},
+    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/state", "state", AUTH_READ, BODY_NONE, api_state_get},
     {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/subscribe", "subscribe", AUTH_READ, BODY_NONE,
      api_subscribe},
     {EVHTTP_REQ_GET, "/api/v1/admin/agents", "admin_agents", AUTH_ADMIN, BODY_NONE,
@@ -360,14 +361,13 @@ json_t *event_to_json(const struct store_event *ev, bool with_claim, bool with_a
     if (ev->payload) {
         payload = json_loads(ev->payload, JSON_DECODE_ANY, NULL);
     }
-    json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:i, s:s?, s:o, s:o, s:o, s:o}", "event_id",
-                          ev->event_id, "agent_id", ev->agent_id, "sequence_number",
-                          (json_int_t)ev->seq, "status", store_status_name(ev->status),
-                          "priority", ev->priority, "correlation_id", ev->correlation_id,
-                          "payload", payload ? payload : json_null(), "created_at",
-                          time_json(ev->created_at_ms), "available_at",
-                          time_json(ev->available_at_ms), "expires_at",
-                          time_json(ev->expires_at_ms));
+    json_t *o =
+        json_pack("{s:s, s:s, s:I, s:s, s:i, s:s?, s:o, s:o, s:o, s:o}", "event_id", ev->event_id,
+                  "agent_id", ev->agent_id, "sequence_number", (json_int_t)ev->seq, "status",
+                  store_status_name(ev->status), "priority", ev->priority, "correlation_id",
+                  ev->correlation_id, "payload", payload ? payload : json_null(), "created_at",
+                  time_json(ev->created_at_ms), "available_at", time_json(ev->available_at_ms),
+                  "expires_at", time_json(ev->expires_at_ms));
     if (!o) {
         return NULL;
     }
@@ -568,8 +568,7 @@ static int read_body(struct request *rq, const char **bad_field)
     if (!data) {
         return ROOST_ENOMEM;
     }
-    return jsonutil_parse_object(data, len, (size_t)rq->srv->cfg->limits_max_json_depth,
-                                 &rq->body);
+    return jsonutil_parse_object(data, len, (size_t)rq->srv->cfg->limits_max_json_depth, &rq->body);
 }
 
 struct ready_op {
@@ -696,8 +695,7 @@ static void dispatch(struct evhttp_request *req, void *arg)
     }
 
     /* Authentication before anything about the request's content is revealed. */
-    const char *authz =
-        evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    const char *authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     char *query_bearer = NULL;
     if (!authz && rq->route->handler == api_subscribe) {
         authz = query_bearer = bearer_from_query(uri);
@@ -772,7 +770,8 @@ static int open_listener(const char *listen_spec, evutil_socket_t *fd_out, char 
         memmove(host, host + 1, strlen(host) - 2);
         host[strlen(host) - 2] = '\0';
     }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *res = NULL;
     int gai = getaddrinfo(host, colon + 1, &hints, &res);

@@ -18,6 +18,8 @@
 #include "common/timeutil.h"
 #include "server/server.h"
 #include "server/workers.h"
+
+/* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
 struct tick_job {

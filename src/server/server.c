@@ -19,6 +19,8 @@
 #include "server/sse_hub.h"
 #include "server/waiters.h"
 #include "server/workers.h"
+
+/* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
 void server_notify(struct server *srv, const struct store_touches *touches)

@@ -66,8 +66,8 @@ struct request {
     char event_id[STORE_EVENT_ID_LEN + 1];
     json_t *body; /* parsed body object; NULL when the route takes none or it was empty */
     struct evkeyvalq *query;
-    void *op;                     /* the handler's state while a job is in flight */
-    void (*op_free)(void *op);    /* frees op when the request ends */
+    void *op;                  /* the handler's state while a job is in flight */
+    void (*op_free)(void *op); /* frees op when the request ends */
 };
 
 /* Ends a request whose connection now belongs to someone else (an SSE stream): frees it and

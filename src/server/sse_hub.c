@@ -26,6 +26,8 @@
 #include "common/timeutil.h"
 #include "server/server.h"
 #include "server/workers.h"
+
+/* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
 #define HUB_BUCKETS 65536
@@ -119,8 +121,7 @@ static void tenant_release(struct sse_hub *hub, struct sse_tenant *t)
     }
 }
 
-static struct sse_agent *agent_get(struct sse_hub *hub, const char *tenant_id,
-                                   const char *agent_id)
+static struct sse_agent *agent_get(struct sse_hub *hub, const char *tenant_id, const char *agent_id)
 {
     uint32_t b = agent_bucket(tenant_id, agent_id);
     for (struct sse_agent *a = hub->agents[b]; a; a = a->next) {
@@ -236,10 +237,9 @@ static bool sub_write(struct sse_sub *sub, int64_t head, bool heartbeat)
     if (heartbeat) {
         evbuffer_add_printf(buf, "event: heartbeat\ndata: {\"cursor_hint\":%" PRId64 "}\n\n", head);
     } else {
-        evbuffer_add_printf(buf,
-                            "id: %" PRId64 "\nevent: inbox_updated\ndata: {\"cursor_hint\":%" PRId64
-                            "}\n\n",
-                            head, head);
+        evbuffer_add_printf(
+            buf, "id: %" PRId64 "\nevent: inbox_updated\ndata: {\"cursor_hint\":%" PRId64 "}\n\n",
+            head, head);
         sub->last_sent = head;
     }
     sub->pending = 0;
@@ -273,8 +273,7 @@ static void sub_ping(struct sse_sub *sub, int64_t head)
     sub_write(sub, head, false);
 }
 
-void sse_hub_notify(struct sse_hub *hub, const char *tenant_id, const char *agent_id,
-                    int64_t head)
+void sse_hub_notify(struct sse_hub *hub, const char *tenant_id, const char *agent_id, int64_t head)
 {
     struct sse_agent *a = agent_get(hub, tenant_id, agent_id);
     if (!a || hub->shutting_down) {

@@ -24,8 +24,7 @@ struct sse_hub;
 struct sse_hub *sse_hub_new(struct server *srv);
 void sse_hub_free(struct sse_hub *hub);
 /* A commit moved the agent's head (or made work claimable): ping its subscribers. */
-void sse_hub_notify(struct sse_hub *hub, const char *tenant_id, const char *agent_id,
-                    int64_t head);
+void sse_hub_notify(struct sse_hub *hub, const char *tenant_id, const char *agent_id, int64_t head);
 /* Ends every stream cleanly (terminating chunk, then the connection closes). */
 void sse_hub_shutdown(struct sse_hub *hub);
 /* Open streams (for the drain check and metrics). */

@@ -82,8 +82,8 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
     w->fire(w, true);
 }
 
-bool waiters_wait(struct waiters *ws, struct waiter *w, const char *tenant_id,
-                  const char *agent_id, uint64_t serial, int64_t deadline_mono_ms)
+bool waiters_wait(struct waiters *ws, struct waiter *w, const char *tenant_id, const char *agent_id,
+                  uint64_t serial, int64_t deadline_mono_ms)
 {
     unsigned b = bucket_of(tenant_id, agent_id);
     if (ws->serials[b] != serial) {

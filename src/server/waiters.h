@@ -34,8 +34,8 @@ void waiters_free(struct waiters *ws);
 uint64_t waiters_serial(struct waiters *ws, const char *tenant_id, const char *agent_id);
 /* Parks `w` until the agent is notified or `deadline_mono_ms` passes. Returns false (nothing
  * parked) when the bucket serial moved since `serial`: re-run the query now. */
-bool waiters_wait(struct waiters *ws, struct waiter *w, const char *tenant_id,
-                  const char *agent_id, uint64_t serial, int64_t deadline_mono_ms);
+bool waiters_wait(struct waiters *ws, struct waiter *w, const char *tenant_id, const char *agent_id,
+                  uint64_t serial, int64_t deadline_mono_ms);
 /* Unparks without firing (idempotent). */
 void waiters_cancel(struct waiter *w);
 /* Fires every waiter of the agent (timed_out = false). */

@@ -27,10 +27,10 @@ struct job {
 };
 
 struct workers_stats {
-    unsigned long long commits;       /* group transactions committed */
-    unsigned long long write_jobs;    /* write jobs that went through a commit */
-    unsigned long long max_group;     /* largest group seen */
-    unsigned long long retries;       /* transactions retried after ROOST_ERETRY */
+    unsigned long long commits;    /* group transactions committed */
+    unsigned long long write_jobs; /* write jobs that went through a commit */
+    unsigned long long max_group;  /* largest group seen */
+    unsigned long long retries;    /* transactions retried after ROOST_ERETRY */
 };
 
 struct workers;

@@ -4,12 +4,12 @@
  * conformance suite in tests/store/; the SQL differs per backend.
  *
  * Threading: a struct store is one database connection, used by one thread at a time.
- * Time: every operation takes `now_ms` (Unix milliseconds) from the caller, so the scheduler and the
- * tests decide what "now" is; backends never read the clock.
- * Transactions: write operations run inside an explicit transaction opened by the caller
- * (store_begin .. store_commit), usually shared by many requests (group commit), each request
- * wrapped in a savepoint so one failing request rolls back only itself. Read operations may run
- * outside a transaction; the backend gives each read operation a consistent snapshot. */
+ * Time: every operation takes `now_ms` (Unix milliseconds) from the caller, so the scheduler and
+ * the tests decide what "now" is; backends never read the clock. Transactions: write operations run
+ * inside an explicit transaction opened by the caller (store_begin .. store_commit), usually shared
+ * by many requests (group commit), each request wrapped in a savepoint so one failing request rolls
+ * back only itself. Read operations may run outside a transaction; the backend gives each read
+ * operation a consistent snapshot. */
 #ifndef ROOST_STORE_H
 #define ROOST_STORE_H
 
@@ -104,7 +104,7 @@ struct store_publish_item {
     const char *idempotency_key; /* NULL = none; unique per (tenant, agent) */
     int64_t available_at_ms;     /* <= now_ms means available at once */
     int64_t expires_at_ms;       /* 0 = never */
-    const char *state_patch;     /* JSON Merge Patch (object text) applied to each recipient, or NULL */
+    const char *state_patch; /* JSON Merge Patch (object text) applied to each recipient, or NULL */
 };
 
 struct store_publish_req {
@@ -169,7 +169,7 @@ struct store_retention_result {
 struct store;
 
 struct store_options {
-    int busy_timeout_ms; /* SQLite: how long to wait for a lock */
+    int busy_timeout_ms;   /* SQLite: how long to wait for a lock */
     bool synchronous_full; /* SQLite: synchronous=FULL (default) or NORMAL */
 };
 
@@ -211,7 +211,8 @@ struct store_ops {
 
     /* Completes a claimed event holding `lease_token`: status completed, payload nulled.
      * Repeating the ack of a completed event with its last token is ROOST_OK.
-     * ROOST_EEVENTNOTFOUND: no such event for this agent; ROOST_ELEASEMISMATCH: other token or state. */
+     * ROOST_EEVENTNOTFOUND: no such event for this agent; ROOST_ELEASEMISMATCH: other token or
+     * state. */
     int (*ack)(struct store *st, const char *tenant_id, const char *agent_id, const char *event_id,
                const char *lease_token, int64_t now_ms);
 
@@ -246,8 +247,8 @@ struct store_ops {
     /* Scheduler: returns at most `limit` expired leases (status claimed, claim_expires_at <= now)
      * to pending (timeouts+1), or quarantines them when attempts >= max_attempts. Every update is
      * conditional on the lease token read. *count = rows changed. */
-    int (*scavenge)(struct store *st, int64_t now_ms, int max_attempts, size_t limit,
-                    size_t *count, size_t *quarantined, struct store_touches *touches);
+    int (*scavenge)(struct store *st, int64_t now_ms, int max_attempts, size_t limit, size_t *count,
+                    size_t *quarantined, struct store_touches *touches);
     /* Scheduler: scheduled events with available_at <= now become pending (at most `limit`). */
     int (*promote_due)(struct store *st, int64_t now_ms, size_t limit, size_t *count,
                        struct store_touches *touches);

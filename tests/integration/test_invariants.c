@@ -257,8 +257,7 @@ static void test_exact_410_at_retention_watermark(void)
      * (it only moves forward and never passes the pending seq 4). */
     H_WAIT_UNTIL(ok, 10000,
                  (json_decref(res), res = h_inbox(d.http, tok, "ret.a", 0, 100, &st),
-                  st == 410 &&
-                      h_int(json_object_get(res, "error"), "oldest_cursor") == 3));
+                  st == 410 && h_int(json_object_get(res, "error"), "oldest_cursor") == 3));
     CHECK(ok);
     CHECK_STREQ(h_error_code(res), "cursor_expired");
     json_t *err = json_object_get(res, "error");
