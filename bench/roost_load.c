@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
-#include "proto/jwt.h"
+#include "bench_http.h"
 
 #define MAX_ERROR_REPORTS 10
 #define ID_MAX 64
@@ -516,76 +516,19 @@ static void usage(FILE *out)
             "  --target NAME            label printed in the result line (default roostd)\n");
 }
 
-static char *read_file_line(const char *path)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        return NULL;
-    }
-    char line[512];
-    char *r = fgets(line, sizeof line, fp);
-    fclose(fp);
-    if (!r) {
-        return NULL;
-    }
-    line[strcspn(line, "\r\n")] = '\0';
-    return strdup(line);
-}
-
 static int parse_url(const char *url)
 {
-    const char *p = url;
-    if (strncmp(p, "http://", 7) != 0) {
+    if (bench_parse_url(url, g.host, sizeof g.host, g.port, sizeof g.port, NULL) != 0) {
         return -1;
     }
-    p += 7;
-    const char *colon = strrchr(p, ':');
-    if (!colon || colon == p || (size_t)(colon - p) >= sizeof g.host) {
-        return -1;
-    }
-    memcpy(g.host, p, (size_t)(colon - p));
-    g.host[colon - p] = '\0';
-    size_t plen = strcspn(colon + 1, "/");
-    if (plen == 0 || plen >= sizeof g.port) {
-        return -1;
-    }
-    memcpy(g.port, colon + 1, plen);
-    g.port[plen] = '\0';
     snprintf(g_host_header, sizeof g_host_header, "Host: %s:%s\r\n", g.host, g.port);
     return 0;
 }
 
 static char *mint_token(const char *key_file)
 {
-    EVP_PKEY *key = NULL;
-    if (key_file) {
-        FILE *fp = fopen(key_file, "r");
-        if (!fp) {
-            fprintf(stderr, "roost_load: %s: %s\n", key_file, strerror(errno));
-            return NULL;
-        }
-        key = PEM_read_PrivateKey(fp, NULL, NULL, NULL);
-        fclose(fp);
-    } else {
-        key = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
-    }
-    if (!key) {
-        ERR_print_errors_fp(stderr);
-        fprintf(stderr, "roost_load: no Ed25519 key\n");
-        return NULL;
-    }
-    json_int_t now = (json_int_t)time(NULL);
-    json_t *claims =
-        json_pack("{s:s, s:s, s:s, s:I, s:I}", "tenant", "bench", "sub", "roost-load", "scope",
-                  "agent:*:publish agent:*:consume", "iat", now, "exp", now + 86400);
-    char *token = NULL;
-    if (!claims || jwt_sign_eddsa(claims, key, NULL, &token) != 0) {
-        token = NULL;
-        fprintf(stderr, "roost_load: cannot sign the token\n");
-    }
-    json_decref(claims);
-    EVP_PKEY_free(key);
-    return token;
+    return bench_mint_token("roost_load", key_file, "roost-load",
+                            "agent:*:publish agent:*:consume");
 }
 
 int main(int argc, char **argv)
@@ -704,7 +647,7 @@ int main(int argc, char **argv)
     char *url = g.url ? strdup(g.url) : NULL;
     if (!url && g.data_dir) {
         snprintf(path, sizeof path, "%s/ready", g.data_dir);
-        url = read_file_line(path);
+        url = bench_read_line(path);
         if (!url) {
             fprintf(stderr, "roost_load: cannot read the URL from %s\n", path);
             return 2;

@@ -48,7 +48,7 @@
 #include <arpa/inet.h>
 
 #include "bench_common.h"
-#include "proto/jwt.h"
+#include "bench_http.h"
 
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24
@@ -886,78 +886,18 @@ static void usage(FILE *out)
         "  --seed X                 random agent choice (default 1)\n");
 }
 
-static char *read_file_line(const char *path)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        return NULL;
-    }
-    char line[512];
-    char *r = fgets(line, sizeof line, fp);
-    fclose(fp);
-    if (!r) {
-        return NULL;
-    }
-    line[strcspn(line, "\r\n")] = '\0';
-    return strdup(line);
-}
-
 static int parse_url(const char *url)
 {
-    const char *p = url;
-    if (strncmp(p, "http://", 7) != 0) {
+    if (bench_parse_url(url, g.host, sizeof g.host, g.port, sizeof g.port, &g_server) != 0) {
         return -1;
     }
-    p += 7;
-    const char *colon = strrchr(p, ':');
-    if (!colon || colon == p || (size_t)(colon - p) >= sizeof g.host) {
-        return -1;
-    }
-    memcpy(g.host, p, (size_t)(colon - p));
-    g.host[colon - p] = '\0';
-    size_t plen = strcspn(colon + 1, "/");
-    if (plen == 0 || plen >= sizeof g.port) {
-        return -1;
-    }
-    memcpy(g.port, colon + 1, plen);
-    g.port[plen] = '\0';
     snprintf(g_host_header, sizeof g_host_header, "Host: %s:%s\r\n", g.host, g.port);
-    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *res = NULL;
-    if (getaddrinfo(g.host, g.port, &hints, &res) != 0 || !res) {
-        return -1;
-    }
-    memcpy(&g_server, res->ai_addr, sizeof g_server);
-    freeaddrinfo(res);
     return 0;
 }
 
 static char *mint_token(const char *key_file)
 {
-    FILE *fp = fopen(key_file, "r");
-    if (!fp) {
-        fprintf(stderr, "sse_bench: %s: %s\n", key_file, strerror(errno));
-        return NULL;
-    }
-    EVP_PKEY *key = PEM_read_PrivateKey(fp, NULL, NULL, NULL);
-    fclose(fp);
-    if (!key) {
-        ERR_print_errors_fp(stderr);
-        fprintf(stderr, "sse_bench: no Ed25519 key in %s\n", key_file);
-        return NULL;
-    }
-    json_int_t now = (json_int_t)time(NULL);
-    json_t *claims =
-        json_pack("{s:s, s:s, s:s, s:I, s:I}", "tenant", "bench", "sub", "sse-bench", "scope",
-                  "agent:*:read agent:*:publish", "iat", now, "exp", now + 86400);
-    char *token = NULL;
-    if (!claims || jwt_sign_eddsa(claims, key, NULL, &token) != 0) {
-        token = NULL;
-        fprintf(stderr, "sse_bench: cannot sign the token\n");
-    }
-    json_decref(claims);
-    EVP_PKEY_free(key);
-    return token;
+    return bench_mint_token("sse_bench", key_file, "sse-bench", "agent:*:read agent:*:publish");
 }
 
 static int raise_nofile(rlim_t need)
@@ -1153,7 +1093,7 @@ int main(int argc, char **argv)
     char *url = g.url ? strdup(g.url) : NULL;
     if (!url && g.data_dir) {
         snprintf(path, sizeof path, "%s/ready", g.data_dir);
-        url = read_file_line(path);
+        url = bench_read_line(path);
     }
     if (!url || parse_url(url) != 0) {
         fprintf(stderr, "sse_bench: need --url http://HOST:PORT (IPv4) or --data-dir (got '%s')\n",
