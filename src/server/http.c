@@ -9,6 +9,7 @@
 #include <event2/http.h>
 #include <event2/http_struct.h> /* request version: no accessor in 2.1 */
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -755,6 +756,44 @@ static void dispatch(struct evhttp_request *req, void *arg)
 
 /* ---- listening ---- */
 
+/* accept(2) failing with EMFILE/ENFILE leaves the connection in the backlog, so the listener would
+ * fire again at once and spin the loop: pause accepting for a moment instead, and say so (at most
+ * once a second). Connections already open are unaffected; new ones wait in the backlog. */
+#define ACCEPT_PAUSE_MS 100
+
+static void accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct server *srv = arg;
+    if (srv->bound != NULL) {
+        evconnlistener_enable(evhttp_bound_socket_get_listener(srv->bound));
+    }
+}
+
+/* The listener's callback argument is evhttp's own, so the error callback finds the server here;
+ * roostd runs one server per process. */
+static struct server *accept_owner;
+
+static void accept_failed(struct evconnlistener *listener, void *arg)
+{
+    (void)arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    struct server *srv = accept_owner;
+    static int64_t last_warn_ms;
+    int64_t now = time_now_ms();
+    if (now - last_warn_ms >= 1000) {
+        last_warn_ms = now;
+        log_warn("accept failed, pausing new connections", "error=\"%s\" pause_ms=%d",
+                 evutil_socket_error_to_string(err), ACCEPT_PAUSE_MS);
+    }
+    if (srv != NULL && srv->accept_resume != NULL) {
+        evconnlistener_disable(listener);
+        struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
+        evtimer_add(srv->accept_resume, &tv);
+    }
+}
+
 static int open_listener(const char *listen_spec, evutil_socket_t *fd_out, char *host_out,
                          size_t host_len, int *port_out, char *err, size_t errlen)
 {
@@ -843,12 +882,24 @@ int http_start(struct server *srv, char *err, size_t errlen)
         snprintf(err, errlen, "evhttp_accept_socket failed");
         return -1;
     }
+    srv->accept_resume = evtimer_new(srv->base, accept_resume, srv);
+    if (srv->accept_resume == NULL) {
+        snprintf(err, errlen, "evtimer_new failed");
+        return -1;
+    }
+    accept_owner = srv;
+    evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(srv->bound), accept_failed);
     snprintf(srv->base_url, sizeof srv->base_url, "http://%s:%d", host, port);
     return 0;
 }
 
 void http_stop_accepting(struct server *srv)
 {
+    if (srv->accept_resume) {
+        event_free(srv->accept_resume);
+        srv->accept_resume = NULL;
+    }
+    accept_owner = NULL;
     if (srv->bound) {
         evhttp_del_accept_socket(srv->http, srv->bound);
         srv->bound = NULL;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -74,12 +75,37 @@ static int write_ready_file(const char *path, const char *url)
     return 0;
 }
 
+/* libevent's own warnings (accept errors, bad sockets) go through our log, as logfmt lines. */
+static void libevent_log(int severity, const char *msg)
+{
+    enum log_level level = severity >= EVENT_LOG_ERR    ? LOG_ERROR
+                           : severity >= EVENT_LOG_WARN ? LOG_WARN
+                           : severity >= EVENT_LOG_MSG  ? LOG_INFO
+                                                        : LOG_DEBUG;
+    log_line(level, "libevent", "detail=\"%s\"", msg);
+}
+
+/* Each SSE subscriber holds a descriptor: a stream limit above the descriptor limit would end
+ * in refused connections long before the 429 the limit promises. */
+static void check_nofile(const struct config *cfg)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)cfg->sse_max_total + 64 > rl.rlim_cur) {
+        log_warn("sse.max_total exceeds the open-file limit",
+                 "sse_max_total=%lld nofile=%llu hint=\"raise LimitNOFILE or lower sse.max_total\"",
+                 (long long)cfg->sse_max_total, (unsigned long long)rl.rlim_cur);
+    }
+}
+
 int server_start(struct server *srv, struct config *cfg, const char *ready_file, char *err,
                  size_t errlen)
 {
     memset(srv, 0, sizeof *srv);
     srv->cfg = cfg;
     signal(SIGPIPE, SIG_IGN);
+    event_set_log_callback(libevent_log);
+    check_nofile(cfg);
     /* Must precede event_base_new: event_active() from worker threads needs the locks. */
     if (evthread_use_pthreads() != 0 || !(srv->base = event_base_new())) {
         snprintf(err, errlen, "cannot create the event loop");

@@ -27,6 +27,7 @@ struct server {
     struct event_base *base;
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
+    struct event *accept_resume; /* re-enables accepting after EMFILE (http.c) */
     struct workers *workers;
     struct auth *auth;
     struct waiters *waiters;

@@ -3,6 +3,7 @@
  * status names) that every backend uses. */
 #include "store/store.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,25 +78,71 @@ struct store_event *store_events_push(struct store_events *list)
     return ev;
 }
 
+static uint64_t touch_hash(const char *tenant_id, const char *agent_id)
+{
+    /* FNV-1a over "tenant\0agent": ids are short and caller-validated, so no keyed hash is needed
+     * (an adversary controls at most the recipients of their own tenant's publish). */
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = tenant_id;; p++) {
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+        if (*p == '\0') {
+            break;
+        }
+    }
+    for (const char *p = agent_id; *p != '\0'; p++) {
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    }
+    return h;
+}
+
+static bool touch_is(const struct store_touch *e, const char *tenant_id, const char *agent_id)
+{
+    return strcmp(e->agent_id, agent_id) == 0 && strcmp(e->tenant_id, tenant_id) == 0;
+}
+
+/* Rebuilds the index for n_slots slots from the items. */
+static int touches_reindex(struct store_touches *t, size_t n_slots)
+{
+    uint32_t *slots = calloc(n_slots, sizeof *slots);
+    if (slots == NULL) {
+        return ROOST_ENOMEM;
+    }
+    for (size_t i = 0; i < t->len; i++) {
+        size_t s = (size_t)touch_hash(t->items[i].tenant_id, t->items[i].agent_id) & (n_slots - 1);
+        while (slots[s] != 0) {
+            s = (s + 1) & (n_slots - 1);
+        }
+        slots[s] = (uint32_t)(i + 1);
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->n_slots = n_slots;
+    return ROOST_OK;
+}
+
 int store_touches_add(struct store_touches *t, const char *tenant_id, const char *agent_id,
                       int64_t head)
 {
-    /* Linear search: a transaction touches few agents, and this keeps the set dependency-free. */
-    for (size_t i = 0; i < t->len; i++) {
-        struct store_touch *e = &t->items[i];
-        if (strcmp(e->agent_id, agent_id) == 0 && strcmp(e->tenant_id, tenant_id) == 0) {
-            if (head > e->head) {
-                e->head = head;
-            }
-            return ROOST_OK;
-        }
-    }
-    if (strlen(tenant_id) > STORE_ID_MAX || strlen(agent_id) > STORE_ID_MAX) {
+    size_t tenant_len = strlen(tenant_id), agent_len = strlen(agent_id);
+    if (tenant_len > STORE_ID_MAX || agent_len > STORE_ID_MAX) {
         return ROOST_EINVAL;
+    }
+    uint64_t h = touch_hash(tenant_id, agent_id);
+    if (t->n_slots != 0) {
+        for (size_t s = (size_t)h & (t->n_slots - 1); t->slots[s] != 0;
+             s = (s + 1) & (t->n_slots - 1)) {
+            struct store_touch *e = &t->items[t->slots[s] - 1];
+            if (touch_is(e, tenant_id, agent_id)) {
+                if (head > e->head) {
+                    e->head = head;
+                }
+                return ROOST_OK;
+            }
+        }
     }
     if (t->len == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 8;
-        if (cap > SIZE_MAX / sizeof *t->items) {
+        if (cap > UINT32_MAX / 4 || cap > SIZE_MAX / sizeof *t->items) {
             return ROOST_ENOMEM;
         }
         struct store_touch *items = realloc(t->items, cap * sizeof *items);
@@ -105,10 +152,21 @@ int store_touches_add(struct store_touches *t, const char *tenant_id, const char
         t->items = items;
         t->cap = cap;
     }
-    struct store_touch *e = &t->items[t->len++];
-    memcpy(e->tenant_id, tenant_id, strlen(tenant_id) + 1);
-    memcpy(e->agent_id, agent_id, strlen(agent_id) + 1);
+    if (t->n_slots < 2 * t->cap) {
+        int rc = touches_reindex(t, 2 * t->cap);
+        if (rc != ROOST_OK) {
+            return rc;
+        }
+    }
+    struct store_touch *e = &t->items[t->len];
+    memcpy(e->tenant_id, tenant_id, tenant_len + 1);
+    memcpy(e->agent_id, agent_id, agent_len + 1);
     e->head = head;
+    size_t s = (size_t)h & (t->n_slots - 1);
+    while (t->slots[s] != 0) {
+        s = (s + 1) & (t->n_slots - 1);
+    }
+    t->slots[s] = (uint32_t)(++t->len);
     return ROOST_OK;
 }
 
@@ -118,9 +176,12 @@ void store_touches_cleanup(struct store_touches *t)
         return;
     }
     free(t->items);
+    free(t->slots);
     t->items = NULL;
+    t->slots = NULL;
     t->len = 0;
     t->cap = 0;
+    t->n_slots = 0;
 }
 
 int store_open(const char *url, const struct store_options *opt, struct store **out,

@@ -87,6 +87,10 @@ struct store_touch {
 struct store_touches {
     struct store_touch *items;
     size_t len, cap;
+    /* Open-addressing index over items (slot = item index + 1, 0 = empty), so a fan-out to 10k
+     * agents dedups in O(n), not O(n^2). */
+    uint32_t *slots;
+    size_t n_slots; /* a power of two, at least twice cap */
 };
 /* Records (tenant, agent, head); keeps one entry per agent (the highest head). */
 int store_touches_add(struct store_touches *t, const char *tenant_id, const char *agent_id,
