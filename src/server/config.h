@@ -70,8 +70,8 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "heartbeat interval of SSE streams (carries the head; keeps proxies from timing out)")       \
     X("sse.retry_ms", sse_retry_ms, CONFIG_INT, "3000", 100, 600000, CONFIG_RELOADABLE,            \
       "reconnect delay announced to EventSource clients (retry:)")                                 \
-    X("sse.max_buffer_bytes", sse_max_buffer_bytes, CONFIG_INT, "65536", 1024, 16777216,           \
-      CONFIG_RELOADABLE, "unsent output past which a slow subscriber is disconnected")             \
+    X("sse.stall_timeout_s", sse_stall_timeout_s, CONFIG_INT, "60", 1, 3600, CONFIG_RELOADABLE,    \
+      "a stream whose last event stays unsent this long is dropped (unacknowledged: +30 s)")       \
     X("sse.max_per_agent", sse_max_per_agent, CONFIG_INT, "64", 1, 1000000, CONFIG_RELOADABLE,     \
       "open streams per agent; more get 429")                                                      \
     X("sse.max_per_tenant", sse_max_per_tenant, CONFIG_INT, "100000", 1, 10000000,                 \

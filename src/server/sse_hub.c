@@ -4,8 +4,11 @@
  *
  * Backpressure: a subscriber never has more than one event in flight. While evhttp is still
  * writing the previous one (`flushing`), a newer head only replaces `pending`; the write-done
- * callback sends it. A subscriber that stays stuck mid-write for two heartbeats, or whose unsent
- * output passes sse.max_buffer_bytes, is disconnected. */
+ * callback sends it. So a slow reader costs one small event of buffer, never a backlog, and no
+ * byte cap is needed: a subscriber stuck mid-write for sse.stall_timeout_s is disconnected, and
+ * TCP_USER_TIMEOUT makes the kernel give up on a peer that vanished (a laptop lid closed) 30 s
+ * after that, so its slot is freed in about 90 s instead of after ~15 minutes of retransmissions.
+ */
 #include "server/sse_hub.h"
 
 #include <event2/buffer.h>
@@ -33,6 +36,7 @@
 #define HUB_BUCKETS 65536
 #define HB_SLICES 128 /* a heartbeat round in 128 ticks of 512 buckets (HUB_BUCKETS / 128) */
 #define SSE_NOTSENT_LOWAT 512 /* bytes: a few events */
+#define SSE_KERNEL_TIMEOUT_EXTRA_S 30
 
 struct sse_sub;
 
@@ -213,22 +217,10 @@ static void drop(struct sse_sub *sub, const char *why)
 
 static void on_written(struct evhttp_connection *evcon, void *arg);
 
-static size_t unsent_bytes(struct sse_sub *sub)
-{
-    struct evhttp_connection *evcon = evhttp_request_get_connection(sub->req);
-    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
-}
-
 /* Writes one event (inbox_updated when the head moved, else heartbeat). Returns false when the
  * subscriber was dropped (and freed). */
 static bool sub_write(struct sse_sub *sub, int64_t head, bool heartbeat)
 {
-    struct sse_hub *hub = sub->hub;
-    if ((int64_t)unsent_bytes(sub) > hub->srv->cfg->sse_max_buffer_bytes) {
-        drop(sub, "buffer_full");
-        return false;
-    }
     struct evbuffer *buf = evbuffer_new();
     if (!buf) {
         drop(sub, "out_of_memory");
@@ -300,8 +292,8 @@ static void arm_heartbeat(struct sse_hub *hub)
     evtimer_add(hub->heartbeat_ev, &tv);
 }
 
-/* Every heartbeat: each idle subscriber gets the head; one stuck mid-write for two heartbeats
- * is dropped. One tick walks 1/HB_SLICES of the buckets, so every subscriber is still visited
+/* Every heartbeat: each idle subscriber gets the head; one stuck mid-write for
+ * sse.stall_timeout_s is dropped. One tick walks 1/HB_SLICES of the buckets, so every subscriber is still visited
  * once per sse.heartbeat_s but the loop never writes to all streams at once (10k streams in one
  * go held the loop for ~0.3 s on a 2-vCPU VM, delaying every ping and request behind them). */
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
@@ -310,7 +302,7 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct sse_hub *hub = arg;
     int64_t now = time_mono_ms();
-    int64_t stuck_ms = 2 * hub->srv->cfg->sse_heartbeat_s * 1000;
+    int64_t stuck_ms = hub->srv->cfg->sse_stall_timeout_s * 1000;
     size_t from = hub->hb_next, to = from + HUB_BUCKETS / HB_SLICES;
     hub->hb_next = to % HUB_BUCKETS;
     for (size_t b = from; b < to; b++) {
@@ -509,13 +501,21 @@ static void done_head(struct job *job)
     /* The kernel must not become the backlog: the socket reports writable only while little is
      * unsent, so a subscriber that does not read stays mid-write (`flushing`) and its pings
      * coalesce here, instead of piling up in a send buffer of up to megabytes. */
-#ifdef TCP_NOTSENT_LOWAT
-    int lowat = SSE_NOTSENT_LOWAT;
     struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
     if (bev) {
-        setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
-    }
+        evutil_socket_t fd = bufferevent_getfd(bev);
+#ifdef TCP_NOTSENT_LOWAT
+        int lowat = SSE_NOTSENT_LOWAT;
+        setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
 #endif
+#ifdef TCP_USER_TIMEOUT
+        /* Well past the stall timeout: a reader that stopped reading is ours to drop (with a log
+         * line); the kernel only ends connections whose peer stopped acknowledging. */
+        unsigned int user_timeout_ms =
+            ((unsigned int)srv->cfg->sse_stall_timeout_s + SSE_KERNEL_TIMEOUT_EXTRA_S) * 1000u;
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+#endif
+    }
 
     struct evbuffer *buf = evbuffer_new();
     if (buf) {
