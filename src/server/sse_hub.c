@@ -293,9 +293,10 @@ static void arm_heartbeat(struct sse_hub *hub)
 }
 
 /* Every heartbeat: each idle subscriber gets the head; one stuck mid-write for
- * sse.stall_timeout_s is dropped. One tick walks 1/HB_SLICES of the buckets, so every subscriber is still visited
- * once per sse.heartbeat_s but the loop never writes to all streams at once (10k streams in one
- * go held the loop for ~0.3 s on a 2-vCPU VM, delaying every ping and request behind them). */
+ * sse.stall_timeout_s is dropped. One tick walks 1/HB_SLICES of the buckets, so every subscriber is
+ * still visited once per sse.heartbeat_s but the loop never writes to all streams at once (10k
+ * streams in one go held the loop for ~0.3 s on a 2-vCPU VM, delaying every ping and request behind
+ * them). */
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
