@@ -83,7 +83,7 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "DATA_DIR/token_ed25519.pem")                                                                \
     X("auth.jwks_file", auth_jwks_file, CONFIG_STR, "", 0, 0, CONFIG_RELOADABLE,                   \
       "JWK Set (JSON) of an identity provider's public keys: OKP/Ed25519 (EdDSA), EC/P-256 "       \
-      "(ES256), RSA >= 2048 bits (RS256); tokens pick a key by kid; empty means none")              \
+      "(ES256), RSA >= 2048 bits (RS256); tokens pick a key by kid; empty means none")             \
     X("auth.hs256_secret_file", auth_hs256_secret_file, CONFIG_STR, "", 0, 0, CONFIG_RELOADABLE,   \
       "file holding the HS256 secret (32..4096 bytes, one trailing newline ignored); empty "       \
       "means HS256 is refused")                                                                    \
