@@ -222,7 +222,7 @@ static int make_dirs(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
-/* Reads at most `max` bytes of a regular file; more is an error (never a silent truncation).
+/* Reads a file of at most `max` bytes; more is an error (never a silent truncation).
  * *buf is NUL-terminated and freed by the caller. 0 or -1 with err set. */
 static int read_bounded(const char *path, size_t max, char **buf, size_t *len, char *err,
                         size_t errlen)
@@ -288,6 +288,7 @@ static int load_secret(const char *path, struct jwk *out, char *err, size_t errl
     if (read_bounded(path, JWK_HMAC_MAX_BYTES + 2, &text, &len, err, errlen) != 0) {
         return -1;
     }
+    size_t total = len;
     /* Editors add a final newline; it is not part of the secret. */
     if (len > 0 && text[len - 1] == '\n') {
         len--;
@@ -300,7 +301,7 @@ static int load_secret(const char *path, struct jwk *out, char *err, size_t errl
         snprintf(err, errlen, "%s: the HS256 secret must be %d..%d bytes (is %zu)", path,
                  JWK_HMAC_MIN_BYTES, JWK_HMAC_MAX_BYTES, len);
     }
-    OPENSSL_cleanse(text, len);
+    OPENSSL_cleanse(text, total);
     free(text);
     return rc;
 }
@@ -391,7 +392,6 @@ int auth_new(const struct config *cfg, struct auth **out, char *err, size_t errl
     if (rc != ROOST_OK) {
         goto out;
     }
-    rc = ROOST_EIO;
     *out = a;
     a = NULL;
     rc = ROOST_OK;
