@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the npm packages of the JS client tests (tests/js: eventsource, puppeteer-core) with
+# Installs the npm packages of the JS tests (tests/js: eventsource, puppeteer-core, jose) with
 # `npm ci` from the committed package-lock.json. Idempotent: skips when node_modules was installed
 # from the same lockfile. puppeteer-core never downloads a browser: the tests drive Debian's
 # /usr/bin/chromium (scripts/deps.sh installs it).

@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* Compact JWS (RFC 7515) decoding and Ed25519 (RFC 8037) signing/verification. The decoder is pure
+/* Compact JWS (RFC 7515) decoding, and signing/verification for EdDSA (RFC 8037), ES256, RS256
+ * and HS256 (RFC 7518). The decoder is pure
  * and bounded: nothing is allocated before the token length and shape have been checked. */
 #include "proto/jwt.h"
 
+#include <openssl/bn.h>
 #include <openssl/crypto.h>
+#include <openssl/ecdsa.h>
+#include <openssl/err.h>
+#include <openssl/hmac.h>
+#include <openssl/rsa.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -178,65 +185,277 @@ void jwt_parts_cleanup(struct jwt_parts *p)
     memset(p, 0, sizeof *p);
 }
 
-int jwt_verify_eddsa(const struct jwt_parts *p, EVP_PKEY *key)
+/* JOSE ES256 signature (raw r||s, 32 bytes each, RFC 7518 §3.4) as the DER ECDSA-Sig-Value
+ * OpenSSL verifies. Any other length is refused: a DER signature must not be accepted. */
+static int es256_raw_to_der(const unsigned char *sig, size_t len, unsigned char **der,
+                            size_t *derlen)
 {
     int rc = -1;
-    EVP_MD_CTX *ctx = NULL;
-    if (p == NULL || key == NULL || p->header == NULL || p->signing_input == NULL) {
+    ECDSA_SIG *es = NULL;
+    BIGNUM *r = NULL, *s = NULL;
+    *der = NULL;
+    *derlen = 0;
+    if (len != 64) {
         return -1;
     }
-    /* The algorithm is ours to choose, not the header's: only EdDSA with an Ed25519 key. */
-    const char *alg = json_string_value(json_object_get(p->header, "alg"));
-    if (alg == NULL || strcmp(alg, "EdDSA") != 0) {
-        return -1;
-    }
-    if (!EVP_PKEY_is_a(key, "ED25519") || p->signature_len != 64) {
-        return -1;
-    }
-    /* A fresh context per call keeps concurrent verifications with one shared key independent. */
-    ctx = EVP_MD_CTX_new();
-    if (ctx == NULL) {
+    es = ECDSA_SIG_new();
+    r = BN_bin2bn(sig, 32, NULL);
+    s = BN_bin2bn(sig + 32, 32, NULL);
+    if (es == NULL || r == NULL || s == NULL || ECDSA_SIG_set0(es, r, s) != 1) {
         goto out;
     }
-    if (EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key) != 1) {
+    r = s = NULL; /* owned by es now */
+    unsigned char *buf = NULL;
+    int n = i2d_ECDSA_SIG(es, &buf);
+    if (n <= 0) {
         goto out;
     }
-    if (EVP_DigestVerify(ctx, p->signature, p->signature_len,
-                         (const unsigned char *)p->signing_input, p->signing_input_len) == 1) {
-        rc = 0;
-    }
+    *der = buf;
+    *derlen = (size_t)n;
+    rc = 0;
 out:
-    EVP_MD_CTX_free(ctx);
+    BN_free(r);
+    BN_free(s);
+    ECDSA_SIG_free(es);
     return rc;
 }
 
-int jwt_sign_eddsa(const json_t *claims, EVP_PKEY *key, const char *kid, char **out)
+/* DER ECDSA-Sig-Value from OpenSSL → JOSE raw r||s (64 bytes). */
+static int es256_der_to_raw(const unsigned char *der, size_t len, unsigned char raw[64])
+{
+    const unsigned char *p = der;
+    ECDSA_SIG *es = d2i_ECDSA_SIG(NULL, &p, (long)len);
+    if (es == NULL) {
+        return -1;
+    }
+    const BIGNUM *r = NULL, *s = NULL;
+    ECDSA_SIG_get0(es, &r, &s);
+    int rc = BN_bn2binpad(r, raw, 32) == 32 && BN_bn2binpad(s, raw + 32, 32) == 32 ? 0 : -1;
+    ECDSA_SIG_free(es);
+    return rc;
+}
+
+/* Does the EVP key really have the type the jwk claims? A second guard against confusion. */
+static bool pkey_matches(const struct jwk *k)
+{
+    if (k->pkey == NULL) {
+        return false;
+    }
+    switch (k->type) {
+    case JWK_OKP_ED25519:
+        return EVP_PKEY_is_a(k->pkey, "ED25519");
+    case JWK_EC_P256:
+        return EVP_PKEY_is_a(k->pkey, "EC") && EVP_PKEY_get_bits(k->pkey) == 256;
+    case JWK_RSA:
+        return EVP_PKEY_is_a(k->pkey, "RSA") && EVP_PKEY_get_bits(k->pkey) >= JWK_RSA_MIN_BITS;
+    case JWK_OCT:
+        return false;
+    }
+    return false;
+}
+
+static int verify_hs256(const struct jwt_parts *p, const struct jwk *k)
+{
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int maclen = 0;
+    if (k->secret == NULL || k->secret_len < JWK_HMAC_MIN_BYTES || p->signature_len != 32 ||
+        k->secret_len > JWK_HMAC_MAX_BYTES) {
+        return -1;
+    }
+    if (HMAC(EVP_sha256(), k->secret, (int)k->secret_len, (const unsigned char *)p->signing_input,
+             p->signing_input_len, mac, &maclen) == NULL ||
+        maclen != 32) {
+        return -1;
+    }
+    /* Constant time: the comparison must not tell an attacker how many bytes matched. */
+    int rc = CRYPTO_memcmp(mac, p->signature, 32) == 0 ? 0 : -1;
+    OPENSSL_cleanse(mac, sizeof mac);
+    return rc;
+}
+
+int jwt_verify(const struct jwt_parts *p, const struct jwk *key)
 {
     int rc = -1;
-    json_t *header = NULL;
-    char *hjson = NULL, *cjson = NULL, *h64 = NULL, *c64 = NULL, *s64 = NULL, *input = NULL;
-    char *token = NULL;
     EVP_MD_CTX *ctx = NULL;
-    unsigned char sig[64];
-    size_t siglen = sizeof sig;
+    unsigned char *der = NULL;
+    size_t derlen = 0;
+
+    if (p == NULL || key == NULL || p->header == NULL || p->signing_input == NULL ||
+        p->signature == NULL) {
+        return -1;
+    }
+    /* The key's type fixes the algorithm; the header only has to agree with it. */
+    enum jwt_alg alg = jwt_alg_parse(json_string_value(json_object_get(p->header, "alg")));
+    if (alg == JWT_ALG_UNKNOWN || alg != jwk_alg(key)) {
+        return -1;
+    }
+    if (alg == JWT_ALG_HS256) {
+        return key->type == JWK_OCT ? verify_hs256(p, key) : -1;
+    }
+    if (!pkey_matches(key)) {
+        return -1;
+    }
+    const unsigned char *sig = p->signature;
+    size_t siglen = p->signature_len;
+    const EVP_MD *md = NULL;
+    switch (alg) {
+    case JWT_ALG_EDDSA:
+        if (siglen != 64) {
+            return -1;
+        }
+        break;
+    case JWT_ALG_ES256:
+        if (es256_raw_to_der(p->signature, p->signature_len, &der, &derlen) != 0) {
+            return -1;
+        }
+        sig = der;
+        siglen = derlen;
+        md = EVP_sha256();
+        break;
+    case JWT_ALG_RS256:
+        /* A PKCS#1 v1.5 signature is exactly as long as the modulus. */
+        if (siglen != (size_t)EVP_PKEY_get_size(key->pkey)) {
+            return -1;
+        }
+        md = EVP_sha256();
+        break;
+    default:
+        return -1;
+    }
+    /* A fresh context per call keeps concurrent verifications with one shared key independent. */
+    EVP_PKEY_CTX *pctx = NULL;
+    ctx = EVP_MD_CTX_new();
+    if (ctx == NULL || EVP_DigestVerifyInit(ctx, &pctx, md, NULL, key->pkey) != 1) {
+        goto out;
+    }
+    if (alg == JWT_ALG_RS256 && EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1) {
+        goto out;
+    }
+    if (EVP_DigestVerify(ctx, sig, siglen, (const unsigned char *)p->signing_input,
+                         p->signing_input_len) == 1) {
+        rc = 0;
+    }
+out:
+    ERR_clear_error();
+    EVP_MD_CTX_free(ctx);
+    OPENSSL_free(der);
+    return rc;
+}
+
+int jwt_verify_eddsa(const struct jwt_parts *p, EVP_PKEY *key)
+{
+    struct jwk k;
+    if (key == NULL || !EVP_PKEY_is_a(key, "ED25519") || jwk_from_pkey(key, NULL, &k) != 0) {
+        return -1;
+    }
+    int rc = jwt_verify(p, &k);
+    jwk_cleanup(&k);
+    return rc;
+}
+
+int jwt_sign_input(enum jwt_alg alg, EVP_PKEY *key, const unsigned char *secret, size_t secret_len,
+                   const char *input, size_t len, char **sig64)
+{
+    int rc = -1;
+    EVP_MD_CTX *ctx = NULL;
+    EVP_PKEY_CTX *pctx = NULL;
+    unsigned char *sig = NULL;
+    size_t siglen = 0;
+    unsigned char raw[64];
+
+    *sig64 = NULL;
+    if (alg == JWT_ALG_HS256) {
+        unsigned int maclen = 0;
+        sig = malloc(EVP_MAX_MD_SIZE);
+        if (sig == NULL || secret == NULL ||
+            HMAC(EVP_sha256(), secret, (int)secret_len, (const unsigned char *)input, len, sig,
+                 &maclen) == NULL) {
+            goto out;
+        }
+        siglen = maclen;
+    } else {
+        const EVP_MD *md = NULL;
+        if (key == NULL) {
+            goto out;
+        }
+        if (alg == JWT_ALG_EDDSA && EVP_PKEY_is_a(key, "ED25519")) {
+            md = NULL;
+        } else if ((alg == JWT_ALG_ES256 && EVP_PKEY_is_a(key, "EC")) ||
+                   (alg == JWT_ALG_RS256 && EVP_PKEY_is_a(key, "RSA"))) {
+            md = EVP_sha256();
+        } else {
+            goto out;
+        }
+        ctx = EVP_MD_CTX_new();
+        if (ctx == NULL || EVP_DigestSignInit(ctx, &pctx, md, NULL, key) != 1) {
+            goto out;
+        }
+        if (alg == JWT_ALG_RS256 && EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1) {
+            goto out;
+        }
+        if (EVP_DigestSign(ctx, NULL, &siglen, (const unsigned char *)input, len) != 1 ||
+            (sig = malloc(siglen)) == NULL ||
+            EVP_DigestSign(ctx, sig, &siglen, (const unsigned char *)input, len) != 1) {
+            goto out;
+        }
+        if (alg == JWT_ALG_ES256) {
+            if (es256_der_to_raw(sig, siglen, raw) != 0) {
+                goto out;
+            }
+            memcpy(sig, raw, sizeof raw); /* DER is always longer than 64 bytes for P-256 */
+            siglen = sizeof raw;
+        }
+    }
+    if (jwt_b64url_encode(sig, siglen, sig64) != 0) {
+        goto out;
+    }
+    rc = 0;
+out:
+    ERR_clear_error();
+    EVP_MD_CTX_free(ctx);
+    if (sig != NULL) {
+        OPENSSL_cleanse(sig, siglen);
+        free(sig);
+    }
+    return rc;
+}
+
+static const char *alg_name(enum jwt_alg alg)
+{
+    switch (alg) {
+    case JWT_ALG_EDDSA:
+        return "EdDSA";
+    case JWT_ALG_ES256:
+        return "ES256";
+    case JWT_ALG_RS256:
+        return "RS256";
+    case JWT_ALG_HS256:
+        return "HS256";
+    default:
+        return NULL;
+    }
+}
+
+int jwt_sign(const json_t *header, const json_t *claims, enum jwt_alg alg, EVP_PKEY *key,
+             const unsigned char *secret, size_t secret_len, char **out)
+{
+    int rc = -1;
+    json_t *h = NULL;
+    char *hjson = NULL, *cjson = NULL, *h64 = NULL, *c64 = NULL, *s64 = NULL, *input = NULL;
 
     *out = NULL;
-    if (!json_is_object(claims) || key == NULL || !EVP_PKEY_is_a(key, "ED25519")) {
+    const char *name = alg_name(alg);
+    if (name == NULL || !json_is_object(claims) || (header != NULL && !json_is_object(header))) {
         goto out;
     }
-    header = json_pack("{s:s, s:s}", "alg", "EdDSA", "typ", "JWT");
-    if (header == NULL) {
+    h = header != NULL ? json_deep_copy(header) : json_object();
+    if (h == NULL || json_object_set_new(h, "alg", json_string(name)) != 0) {
         goto out;
     }
-    if (kid != NULL && json_object_set_new(header, "kid", json_string(kid)) != 0) {
-        goto out;
-    }
-    hjson = json_dumps(header, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    hjson = json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER);
     cjson = json_dumps(claims, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (hjson == NULL || cjson == NULL) {
-        goto out;
-    }
-    if (jwt_b64url_encode((const unsigned char *)hjson, strlen(hjson), &h64) != 0 ||
+    if (hjson == NULL || cjson == NULL ||
+        jwt_b64url_encode((const unsigned char *)hjson, strlen(hjson), &h64) != 0 ||
         jwt_b64url_encode((const unsigned char *)cjson, strlen(cjson), &c64) != 0) {
         goto out;
     }
@@ -250,17 +469,11 @@ int jwt_sign_eddsa(const json_t *claims, EVP_PKEY *key, const char *kid, char **
     input[hlen] = '.';
     memcpy(input + hlen + 1, c64, clen);
     input[inlen] = '\0';
-
-    ctx = EVP_MD_CTX_new();
-    if (ctx == NULL || EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) != 1 ||
-        EVP_DigestSign(ctx, sig, &siglen, (const unsigned char *)input, inlen) != 1) {
-        goto out;
-    }
-    if (jwt_b64url_encode(sig, siglen, &s64) != 0) {
+    if (jwt_sign_input(alg, key, secret, secret_len, input, inlen, &s64) != 0) {
         goto out;
     }
     size_t slen = strlen(s64);
-    token = malloc(inlen + 1 + slen + 1);
+    char *token = malloc(inlen + 1 + slen + 1);
     if (token == NULL) {
         goto out;
     }
@@ -268,18 +481,33 @@ int jwt_sign_eddsa(const json_t *claims, EVP_PKEY *key, const char *kid, char **
     token[inlen] = '.';
     memcpy(token + inlen + 1, s64, slen + 1);
     *out = token;
-    token = NULL;
     rc = 0;
 out:
-    EVP_MD_CTX_free(ctx);
-    OPENSSL_cleanse(sig, sizeof sig);
-    json_decref(header);
+    json_decref(h);
     free(hjson);
     free(cjson);
     free(h64);
     free(c64);
     free(s64);
     free(input);
-    free(token);
+    return rc;
+}
+
+int jwt_sign_eddsa(const json_t *claims, EVP_PKEY *key, const char *kid, char **out)
+{
+    *out = NULL;
+    if (key == NULL || !EVP_PKEY_is_a(key, "ED25519")) {
+        return -1;
+    }
+    /* Header member order as before: alg, typ, kid. */
+    json_t *header = json_pack("{s:s, s:s}", "alg", "EdDSA", "typ", "JWT");
+    if (header == NULL) {
+        return -1;
+    }
+    int rc = -1;
+    if (kid == NULL || json_object_set_new(header, "kid", json_string(kid)) == 0) {
+        rc = jwt_sign(header, claims, JWT_ALG_EDDSA, key, NULL, 0, out);
+    }
+    json_decref(header);
     return rc;
 }

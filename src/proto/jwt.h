@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* JSON Web Tokens (RFC 7519, JWS compact serialisation RFC 7515): splitting and decoding a token,
- * and signing/verifying with OpenSSL. Only EdDSA (Ed25519) now; the algorithm allow-list is the
- * caller's (never trust the header's choice of key type).
+ * and signing/verifying with OpenSSL: EdDSA (Ed25519), ES256 (P-256), RS256 (RSA >= 2048 bits),
+ * HS256. The key decides the algorithm (RFC 8725 §3.1): a token verifies only when its header's
+ * alg is the one algorithm of the key's type, so an HS256 header never turns a public key into
+ * an HMAC secret.
  *
  *   eyJhbGciOiJFZERTQSJ9 . eyJ0ZW5hbnQiOiJ0MSJ9 . <base64url signature>
  *   header (JSON)          payload (claims JSON)   over ASCII(header "." payload)
@@ -12,6 +14,8 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 #include <stddef.h>
+
+#include "proto/jwk.h"
 
 #define JWT_MAX_TOKEN_BYTES 8192
 
@@ -33,6 +37,23 @@ void jwt_parts_cleanup(struct jwt_parts *p);
 /* Verifies p->signature over p->signing_input with an Ed25519 public (or private) key, and that the
  * header's alg is "EdDSA". Returns 0 when valid, -1 otherwise. */
 int jwt_verify_eddsa(const struct jwt_parts *p, EVP_PKEY *key);
+
+/* Verifies p->signature with `key`: the header's alg must be jwk_alg(key) (never "none").
+ * ES256 signatures are the JOSE raw r||s (exactly 64 bytes; DER is refused), RS256 is PKCS#1
+ * v1.5 with SHA-256 and a modulus of at least 2048 bits, HS256 compares in constant time with a
+ * secret of at least 32 bytes. Returns 0 when valid, -1 otherwise. Thread-safe (fresh contexts). */
+int jwt_verify(const struct jwt_parts *p, const struct jwk *key);
+
+/* Signs `input` (ASCII header64 "." payload64) with `key` for `alg`: a private EVP_PKEY for
+ * EdDSA/ES256/RS256 (ES256 output converted to raw r||s), or secret/secret_len for HS256.
+ * *sig64 is the base64url signature the caller frees. Returns 0 or -1. */
+int jwt_sign_input(enum jwt_alg alg, EVP_PKEY *key, const unsigned char *secret, size_t secret_len,
+                   const char *input, size_t len, char **sig64);
+
+/* Signs `claims` with `header` (alg set from `alg`, other members kept) as a compact JWS.
+ * *out is a NUL-terminated token the caller frees. Returns 0 or -1. */
+int jwt_sign(const json_t *header, const json_t *claims, enum jwt_alg alg, EVP_PKEY *key,
+             const unsigned char *secret, size_t secret_len, char **out);
 
 /* Signs `claims` (any JSON object) with an Ed25519 private key: header {"alg":"EdDSA","typ":"JWT"}
  * plus "kid" when kid != NULL. *out is a NUL-terminated token the caller frees. Returns 0 or -1. */

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Bearer-token authentication with roostd's own Ed25519 key, and the scope grammar of DESIGN §6.1:
+/* Bearer-token authentication with roostd's own Ed25519 key and an identity provider's keys
+ * (auth.jwks_file: EdDSA, ES256, RS256; auth.hs256_secret_file: HS256; auth.issuer and
+ * auth.audience checked for those), and the scope grammar of DESIGN §6.1:
  *
  *   agent:<sel>:read | agent:<sel>:consume | agent:<sel>:publish | tenant:admin
  *   <sel> = agent id, or a prefix followed by one trailing '*' ("*" alone matches every agent)
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/ids.h"
+#include "proto/jwk.h"
 #include "proto/jwt.h"
 #include "roost/roost_error.h"
 
@@ -51,7 +54,13 @@ struct token_cache {
 };
 
 struct auth {
-    EVP_PKEY *key;
+    EVP_PKEY *key;    /* roostd's own Ed25519 key: kid-less EdDSA tokens (`roost token mint`) */
+    struct jwk own;   /* the same key as a jwk */
+    struct jwks jwks; /* auth.jwks_file; no keys when unset */
+    struct jwk hs256; /* auth.hs256_secret_file; has_hs256 when set */
+    bool has_hs256;
+    char *issuer;   /* auth.issuer, NULL when unset */
+    char *audience; /* auth.audience, NULL when unset */
     struct token_cache *cache;
 };
 
@@ -213,6 +222,128 @@ static int make_dirs(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+/* Reads a file of at most `max` bytes; more is an error (never a silent truncation).
+ * *buf is NUL-terminated and freed by the caller. 0 or -1 with err set. */
+static int read_bounded(const char *path, size_t max, char **buf, size_t *len, char *err,
+                        size_t errlen)
+{
+    *buf = NULL;
+    *len = 0;
+    FILE *fp = fopen(path, "re");
+    if (fp == NULL) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *b = malloc(max + 2);
+    if (b == NULL) {
+        fclose(fp);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    size_t n = fread(b, 1, max + 1, fp);
+    int read_error = ferror(fp);
+    fclose(fp);
+    if (read_error) {
+        snprintf(err, errlen, "%s: read error", path);
+        free(b);
+        return -1;
+    }
+    if (n > max) {
+        snprintf(err, errlen, "%s: larger than %zu bytes", path, max);
+        free(b);
+        return -1;
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+static int load_jwks(const char *path, struct jwks *out, char *err, size_t errlen)
+{
+    char *text = NULL;
+    size_t len = 0;
+    char why[256] = "";
+    if (read_bounded(path, JWKS_MAX_BYTES, &text, &len, err, errlen) != 0) {
+        return -1;
+    }
+    int rc = jwks_parse(text, len, out, why, sizeof why);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: %s", path, why);
+    } else if (out->n_keys == 0) {
+        /* An empty set would silently refuse every token: more likely a wrong file. */
+        snprintf(err, errlen, "%s: no usable key (EdDSA, ES256 or RS256 signing key)", path);
+        jwks_cleanup(out);
+        rc = -1;
+    }
+    free(text);
+    return rc;
+}
+
+static int load_secret(const char *path, struct jwk *out, char *err, size_t errlen)
+{
+    char *text = NULL;
+    size_t len = 0;
+    /* Room for the longest secret plus a trailing CRLF. */
+    if (read_bounded(path, JWK_HMAC_MAX_BYTES + 2, &text, &len, err, errlen) != 0) {
+        return -1;
+    }
+    size_t total = len;
+    /* Editors add a final newline; it is not part of the secret. */
+    if (len > 0 && text[len - 1] == '\n') {
+        len--;
+        if (len > 0 && text[len - 1] == '\r') {
+            len--;
+        }
+    }
+    int rc = jwk_from_secret((const unsigned char *)text, len, out);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: the HS256 secret must be %d..%d bytes (is %zu)", path,
+                 JWK_HMAC_MIN_BYTES, JWK_HMAC_MAX_BYTES, len);
+    }
+    OPENSSL_cleanse(text, total);
+    free(text);
+    return rc;
+}
+
+static bool set(const char *v)
+{
+    return v != NULL && v[0] != '\0';
+}
+
+/* The identity provider's material: auth.jwks_file, auth.hs256_secret_file, issuer, audience. */
+static int load_external(const struct config *cfg, struct auth *a, char *err, size_t errlen)
+{
+    if (set(cfg->auth_jwks_file) && load_jwks(cfg->auth_jwks_file, &a->jwks, err, errlen) != 0) {
+        return ROOST_EIO;
+    }
+    if (set(cfg->auth_hs256_secret_file)) {
+        if (load_secret(cfg->auth_hs256_secret_file, &a->hs256, err, errlen) != 0) {
+            return ROOST_EIO;
+        }
+        a->has_hs256 = true;
+    }
+    if ((set(cfg->auth_issuer) && (a->issuer = strdup(cfg->auth_issuer)) == NULL) ||
+        (set(cfg->auth_audience) && (a->audience = strdup(cfg->auth_audience)) == NULL)) {
+        return ROOST_ENOMEM;
+    }
+    return ROOST_OK;
+}
+
+void auth_describe(const struct auth *a, char *buf, size_t len)
+{
+    if (a == NULL) {
+        snprintf(buf, len, "(none)");
+        return;
+    }
+    snprintf(buf, len,
+             "own_key=ed25519 jwks_keys=%zu jwks_skipped=%zu%s hs256=%s issuer=%s audience=%s",
+             a->jwks.n_keys, a->jwks.n_skipped,
+             a->jwks.had_private_members ? " jwks_private_members=ignored" : "",
+             a->has_hs256 ? "yes" : "no", a->issuer ? a->issuer : "(any)",
+             a->audience ? a->audience : "(any)");
+}
+
 int auth_new(const struct config *cfg, struct auth **out, char *err, size_t errlen)
 {
     int rc = ROOST_EIO;
@@ -253,6 +384,14 @@ int auth_new(const struct config *cfg, struct auth **out, char *err, size_t errl
     if (a->key == NULL) {
         goto out;
     }
+    if (jwk_from_pkey(a->key, NULL, &a->own) != 0) {
+        snprintf(err, errlen, "%s: cannot use the key", path);
+        goto out;
+    }
+    rc = load_external(cfg, a, err, errlen);
+    if (rc != ROOST_OK) {
+        goto out;
+    }
     *out = a;
     a = NULL;
     rc = ROOST_OK;
@@ -270,6 +409,11 @@ void auth_free(struct auth *a)
     if (a == NULL) {
         return;
     }
+    jwk_cleanup(&a->own);
+    jwks_cleanup(&a->jwks);
+    jwk_cleanup(&a->hs256);
+    free(a->issuer);
+    free(a->audience);
     EVP_PKEY_free(a->key);
     if (a->cache) {
         pthread_mutex_destroy(&a->cache->mu);
@@ -517,6 +661,77 @@ static int check_claims(const json_t *claims, int64_t now_ms, struct auth_princi
     return 0;
 }
 
+/* RFC 8725 §3.1/§3.2: the key fixes the algorithm, the header only selects among trusted keys.
+ *   kid names a JWK Set key   → that key, which must be of the header's type;
+ *   EdDSA, any other kid/none → roostd's own key (its tokens carry no kid; a kid was always
+ *                               ignored for them, so old tokens keep working);
+ *   HS256                     → the one secret, whatever the kid;
+ *   ES256/RS256 without kid   → the only JWK Set key of that type, if there is exactly one.
+ * NULL when no key fits (unknown kid included). *own tells roostd's key apart. */
+static const struct jwk *select_key(const struct auth *a, enum jwt_alg alg, const char *kid,
+                                    bool *own)
+{
+    *own = false;
+    if (alg == JWT_ALG_UNKNOWN) {
+        return NULL;
+    }
+    if (alg == JWT_ALG_HS256) {
+        return a->has_hs256 ? &a->hs256 : NULL;
+    }
+    const struct jwk *found = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < a->jwks.n_keys; i++) {
+        const struct jwk *k = &a->jwks.keys[i];
+        if (kid != NULL) {
+            if (k->has_kid && strcmp(k->kid, kid) == 0) {
+                return jwk_alg(k) == alg ? k : NULL;
+            }
+        } else if (jwk_alg(k) == alg) {
+            found = k;
+            n++;
+        }
+    }
+    if (alg == JWT_ALG_EDDSA) {
+        *own = true;
+        return &a->own;
+    }
+    return kid == NULL && n == 1 ? found : NULL;
+}
+
+static bool issuer_audience_ok(const struct auth *a, const json_t *claims)
+{
+    if (a->issuer != NULL) {
+        const json_t *iss = json_object_get(claims, "iss");
+        if (!json_is_string(iss) || strcmp(json_string_value(iss), a->issuer) != 0 ||
+            strlen(a->issuer) != json_string_length(iss)) {
+            return false;
+        }
+    }
+    if (a->audience != NULL) {
+        /* RFC 7519 §4.1.3: a single string or an array of strings. */
+        const json_t *aud = json_object_get(claims, "aud");
+        size_t want = strlen(a->audience);
+        if (json_is_string(aud)) {
+            return json_string_length(aud) == want &&
+                   memcmp(json_string_value(aud), a->audience, want) == 0;
+        }
+        if (!json_is_array(aud)) {
+            return false;
+        }
+        size_t i;
+        const json_t *v;
+        json_array_foreach(aud, i, v)
+        {
+            if (json_is_string(v) && json_string_length(v) == want &&
+                memcmp(json_string_value(v), a->audience, want) == 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+    return true;
+}
+
 int auth_authenticate(const struct auth *a, const char *authorization, int64_t now_ms,
                       struct auth_principal *out)
 {
@@ -576,11 +791,24 @@ int auth_authenticate(const struct auth *a, const char *authorization, int64_t n
     if (json_object_get(parts.header, "crit") != NULL) {
         goto out;
     }
-    if (jwt_verify_eddsa(&parts, a->key) != 0) {
+    const json_t *kid_v = json_object_get(parts.header, "kid");
+    if (kid_v != NULL && (!json_is_string(kid_v) || json_string_length(kid_v) > JWK_KID_MAX ||
+                          strlen(json_string_value(kid_v)) != json_string_length(kid_v))) {
+        goto out;
+    }
+    bool own = false;
+    const struct jwk *key =
+        select_key(a, jwt_alg_parse(json_string_value(json_object_get(parts.header, "alg"))),
+                   json_string_value(kid_v), &own);
+    if (key == NULL || jwt_verify(&parts, key) != 0) {
         goto out;
     }
     int64_t nbf_ms = 0, iat_ms = 0;
     if (check_claims(parts.claims, now_ms, out, &nbf_ms, &iat_ms) != 0) {
+        goto out;
+    }
+    /* roostd's own tokens carry no iss or aud: the checks are for the identity provider's. */
+    if (!own && !issuer_audience_ok(a, parts.claims)) {
         goto out;
     }
     rc = ROOST_OK;

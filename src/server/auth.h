@@ -33,13 +33,24 @@ struct auth_principal {
 struct auth;
 
 /* Loads the token key (cfg->auth_key_file, or DATA_DIR/token_ed25519.pem created with mode 0600 on
- * first start). Returns ROOST_OK or ROOST_EIO with a reason in err. */
+ * first start) and the identity provider's material: auth.jwks_file (a JWK Set with at least one
+ * usable key), auth.hs256_secret_file, auth.issuer, auth.audience. Returns ROOST_OK, ROOST_EIO
+ * or ROOST_ENOMEM with a reason in err. A new auth starts with an empty token cache, so building
+ * a fresh one is how a reload flushes it. */
 int auth_new(const struct config *cfg, struct auth **out, char *err, size_t errlen);
 void auth_free(struct auth *a);
 
-/* Verifies an "Authorization" header value ("Bearer <jwt>", may be NULL) at now_ms: signature,
- * alg EdDSA, exp required (60 s skew), nbf, a string "tenant" claim that is a valid name, scope
- * parsed. ROOST_OK or ROOST_EUNAUTHENTICATED. Thread-safe. */
+/* One line for the log: key counts, hs256 yes/no, issuer, audience. */
+void auth_describe(const struct auth *a, char *buf, size_t len);
+
+/* Verifies an "Authorization" header value ("Bearer <jwt>", may be NULL) at now_ms. The key is
+ * chosen by the token's alg and kid and fixes the algorithm (EdDSA without kid: roostd's own key;
+ * HS256: the secret; otherwise the JWK Set key named by kid, or the only key of that type when
+ * there is no kid). Then exp required (60 s skew), nbf and iat, a string "tenant" claim that is a
+ * valid name, scope parsed; for identity-provider tokens also iss == auth.issuer and aud contains
+ * auth.audience when those are set. ROOST_OK or ROOST_EUNAUTHENTICATED. Thread-safe (the token
+ * cache has its own lock); replacing `a` itself is the caller's business (server.c swaps it on
+ * the loop thread, the only thread that calls this). */
 int auth_authenticate(const struct auth *a, const char *authorization, int64_t now_ms,
                       struct auth_principal *out);
 

@@ -603,3 +603,36 @@ void config_print_reference(FILE *out)
         fputs(" |\n", out);
     }
 }
+
+int config_build(struct config *cfg, const struct config_source *src, char *err, size_t errlen)
+{
+    if (config_init(cfg) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (src->file != NULL && config_load_file(cfg, src->file, err, errlen) != 0) {
+        return -1;
+    }
+    if (src->envp != NULL && config_load_env(cfg, src->envp, err, errlen) != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < src->n_sets; i++) {
+        const char *eq = strchr(src->sets[i], '=');
+        if (eq == NULL) {
+            snprintf(err, errlen, "--set %s: expected KEY=VALUE", src->sets[i]);
+            return -1;
+        }
+        char key[128];
+        size_t klen = (size_t)(eq - src->sets[i]);
+        if (klen >= sizeof key) {
+            snprintf(err, errlen, "--set: key too long");
+            return -1;
+        }
+        memcpy(key, src->sets[i], klen);
+        key[klen] = '\0';
+        if (config_set(cfg, key, eq + 1, err, errlen) != 0) {
+            return -1;
+        }
+    }
+    return config_finalize(cfg, err, errlen);
+}

@@ -81,6 +81,17 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("auth.key_file", auth_key_file, CONFIG_STR, "", 0, 0, 0,                                     \
       "Ed25519 private key (PEM) signing and verifying tokens; empty means "                       \
       "DATA_DIR/token_ed25519.pem")                                                                \
+    X("auth.jwks_file", auth_jwks_file, CONFIG_STR, "", 0, 0, CONFIG_RELOADABLE,                   \
+      "JWK Set (JSON) of an identity provider's public keys: OKP/Ed25519 (EdDSA), EC/P-256 "       \
+      "(ES256), RSA >= 2048 bits (RS256); tokens pick a key by kid; empty means none")             \
+    X("auth.hs256_secret_file", auth_hs256_secret_file, CONFIG_STR, "", 0, 0, CONFIG_RELOADABLE,   \
+      "file holding the HS256 secret (32..4096 bytes, one trailing newline ignored); empty "       \
+      "means HS256 is refused")                                                                    \
+    X("auth.issuer", auth_issuer, CONFIG_STR, "", 0, 0, CONFIG_RELOADABLE,                         \
+      "when set, tokens verified with auth.jwks_file or auth.hs256_secret_file must carry this "   \
+      "iss")                                                                                       \
+    X("auth.audience", auth_audience, CONFIG_STR, "", 0, 0, CONFIG_RELOADABLE,                     \
+      "when set, the aud of those tokens (string or array) must contain this value")               \
     X("log.level", log_level, CONFIG_STR, "info", 0, 0, CONFIG_RELOADABLE,                         \
       "debug, info, warn or error")
 
@@ -107,6 +118,18 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
 int config_load_env(struct config *cfg, char *const *envp, char *err, size_t errlen);
 /* Cross-key checks (lease.default_s <= lease.max_s, …) and derived defaults (store.url). */
 int config_finalize(struct config *cfg, char *err, size_t errlen);
+/* Where a config comes from, kept so SIGHUP can rebuild it the same way. Borrowed strings. */
+struct config_source {
+    const char *file;        /* --config FILE, or NULL */
+    const char *const *sets; /* "key=value" of every --set (and --listen, --data-dir, ...) */
+    size_t n_sets;
+    char *const *envp; /* environment read for ROOST_* */
+};
+
+/* config_init + file + env + sets + finalize, in precedence order. Returns 0, or -1 with err set
+ * (cfg is then still initialised and must be cleaned up). */
+int config_build(struct config *cfg, const struct config_source *src, char *err, size_t errlen);
+
 /* Writes `key = value` for every key, secrets masked. */
 void config_print(const struct config *cfg, FILE *out);
 /* Writes the Markdown reference table of every key. */

@@ -135,34 +135,10 @@ int main(int argc, char **argv)
     struct config cfg;
     char err[512] = "";
     int exit_code = 2;
-    if (config_init(&cfg) != 0) {
-        return 1;
-    }
-    if (config_file && config_load_file(&cfg, config_file, err, sizeof err) != 0) {
-        goto out;
-    }
-    if (config_load_env(&cfg, environ, err, sizeof err) != 0) {
-        goto out;
-    }
-    for (size_t i = 0; i < n_sets; i++) {
-        const char *eq = strchr(sets[i], '=');
-        if (!eq) {
-            snprintf(err, sizeof err, "--set %s: expected KEY=VALUE", sets[i]);
-            goto out;
-        }
-        char key[128];
-        size_t klen = (size_t)(eq - sets[i]);
-        if (klen >= sizeof key) {
-            snprintf(err, sizeof err, "--set: key too long");
-            goto out;
-        }
-        memcpy(key, sets[i], klen);
-        key[klen] = '\0';
-        if (config_set(&cfg, key, eq + 1, err, sizeof err) != 0) {
-            goto out;
-        }
-    }
-    if (config_finalize(&cfg, err, sizeof err) != 0) {
+    /* Kept for the process lifetime: SIGHUP rebuilds the auth keys from the same sources. */
+    const struct config_source source = {
+        .file = config_file, .sets = sets, .n_sets = n_sets, .envp = environ};
+    if (config_build(&cfg, &source, err, sizeof err) != 0) {
         goto out;
     }
     if (print) {
@@ -175,7 +151,7 @@ int main(int argc, char **argv)
 
     struct server srv;
     exit_code = 1;
-    if (server_start(&srv, &cfg, ready_file, err, sizeof err) != 0) {
+    if (server_start(&srv, &cfg, &source, ready_file, err, sizeof err) != 0) {
         server_cleanup(&srv);
         goto out;
     }

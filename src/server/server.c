@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Wiring of the daemon: start order (store and migrations, auth, HTTP, scheduler, then the ready
  * file), the loop, and graceful shutdown on SIGTERM/SIGINT: stop accepting, answer long polls,
- * finish every in-flight request, then close the store. */
+ * finish every in-flight request, then close the store. SIGHUP reloads the auth keys. */
 #include "server/server.h"
 
 #include <errno.h>
@@ -58,6 +58,64 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     server_drain_check(srv);
 }
 
+/* Replaces a reloadable string key of srv->cfg with the fresh one (the old one goes to `fresh`,
+ * freed with it). */
+static void take_str(char **cur, char **fresh)
+{
+    char *t = *cur;
+    *cur = *fresh;
+    *fresh = t;
+}
+
+int server_reload_auth(struct server *srv)
+{
+    struct config fresh;
+    char err[512] = "";
+    struct auth *next = NULL;
+    int rc = -1;
+    if (config_build(&fresh, srv->source, err, sizeof err) != 0) {
+        goto out;
+    }
+    /* Only the reloadable auth.* keys take effect; the own key and data dir stay as started. */
+    struct config mix = *srv->cfg;
+    mix.auth_jwks_file = fresh.auth_jwks_file;
+    mix.auth_hs256_secret_file = fresh.auth_hs256_secret_file;
+    mix.auth_issuer = fresh.auth_issuer;
+    mix.auth_audience = fresh.auth_audience;
+    if (auth_new(&mix, &next, err, sizeof err) != ROOST_OK) {
+        goto out;
+    }
+    take_str(&srv->cfg->auth_jwks_file, &fresh.auth_jwks_file);
+    take_str(&srv->cfg->auth_hs256_secret_file, &fresh.auth_hs256_secret_file);
+    take_str(&srv->cfg->auth_issuer, &fresh.auth_issuer);
+    take_str(&srv->cfg->auth_audience, &fresh.auth_audience);
+    /* auth_authenticate runs on this (the loop) thread only, so nothing holds the old auth:
+     * swap and free without locks. The new auth's token cache starts empty (flushed). */
+    struct auth *old = srv->auth;
+    srv->auth = next;
+    auth_free(old);
+    char desc[512];
+    auth_describe(srv->auth, desc, sizeof desc);
+    log_info("auth reloaded", "%s", desc);
+    rc = 0;
+out:
+    if (rc != 0) {
+        log_error("auth reload failed, keeping the previous keys", "error=\"%s\"", err);
+    }
+    config_cleanup(&fresh);
+    return rc;
+}
+
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    struct server *srv = arg;
+    if (!srv->draining) {
+        server_reload_auth(srv);
+    }
+}
+
 static int write_ready_file(const char *path, const char *url)
 {
     char tmp[4096];
@@ -98,11 +156,12 @@ static void check_nofile(const struct config *cfg)
     }
 }
 
-int server_start(struct server *srv, struct config *cfg, const char *ready_file, char *err,
-                 size_t errlen)
+int server_start(struct server *srv, struct config *cfg, const struct config_source *source,
+                 const char *ready_file, char *err, size_t errlen)
 {
     memset(srv, 0, sizeof *srv);
     srv->cfg = cfg;
+    srv->source = source;
     signal(SIGPIPE, SIG_IGN);
     event_set_log_callback(libevent_log);
     check_nofile(cfg);
@@ -114,6 +173,9 @@ int server_start(struct server *srv, struct config *cfg, const char *ready_file,
     if (auth_new(cfg, &srv->auth, err, errlen) != ROOST_OK) {
         return -1;
     }
+    char desc[512];
+    auth_describe(srv->auth, desc, sizeof desc);
+    log_info("auth keys loaded", "%s", desc);
     struct store_options opt = {
         .busy_timeout_ms = 5000,
         .synchronous_full = strcmp(cfg->store_synchronous, "full") == 0,
@@ -134,8 +196,11 @@ int server_start(struct server *srv, struct config *cfg, const char *ready_file,
     srv->sched = scheduler_start(srv);
     srv->sig_term = evsignal_new(srv->base, SIGTERM, on_signal, srv);
     srv->sig_int = evsignal_new(srv->base, SIGINT, on_signal, srv);
-    if (!srv->sched || !srv->sig_term || !srv->sig_int || evsignal_add(srv->sig_term, NULL) ||
-        evsignal_add(srv->sig_int, NULL)) {
+    /* SIGHUP through the loop as well: the reload then runs on the thread that authenticates. */
+    srv->sig_hup = evsignal_new(srv->base, SIGHUP, on_hup, srv);
+    if (!srv->sched || !srv->sig_term || !srv->sig_int || !srv->sig_hup ||
+        evsignal_add(srv->sig_term, NULL) || evsignal_add(srv->sig_int, NULL) ||
+        evsignal_add(srv->sig_hup, NULL)) {
         snprintf(err, errlen, "cannot start the scheduler or signal handlers");
         return -1;
     }
@@ -185,6 +250,9 @@ void server_cleanup(struct server *srv)
     }
     if (srv->sig_int) {
         event_free(srv->sig_int);
+    }
+    if (srv->sig_hup) {
+        event_free(srv->sig_hup);
     }
     auth_free(srv->auth);
     if (srv->base) {

@@ -24,6 +24,7 @@ struct sse_hub;
 
 struct server {
     struct config *cfg;
+    const struct config_source *source; /* how cfg was built; SIGHUP rebuilds from it */
     struct event_base *base;
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
@@ -33,7 +34,7 @@ struct server {
     struct waiters *waiters;
     struct scheduler *sched;
     struct sse_hub *sse;
-    struct event *sig_term, *sig_int;
+    struct event *sig_term, *sig_int, *sig_hup;
     char base_url[80];
     bool draining;
     size_t inflight;         /* requests accepted and not yet answered */
@@ -41,9 +42,14 @@ struct server {
     uint64_t request_serial; /* for request ids */
 };
 
-/* Starts listening and every component. Writes the ready file (if any) last. */
-int server_start(struct server *srv, struct config *cfg, const char *ready_file, char *err,
-                 size_t errlen);
+/* Starts listening and every component. Writes the ready file (if any) last. `source` (borrowed,
+ * must outlive the server) is re-read on SIGHUP to reload the auth keys. */
+int server_start(struct server *srv, struct config *cfg, const struct config_source *source,
+                 const char *ready_file, char *err, size_t errlen);
+/* SIGHUP: rebuilds the config from its sources and swaps in a new auth (keys, issuer, audience,
+ * empty token cache) built from its reloadable auth.* keys. On any error the old auth stays and
+ * the error is logged. Loop thread only. Returns 0 or -1. */
+int server_reload_auth(struct server *srv);
 /* Runs the loop until SIGTERM/SIGINT has drained every in-flight request. */
 int server_run(struct server *srv);
 void server_cleanup(struct server *srv);

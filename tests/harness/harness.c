@@ -379,7 +379,10 @@ int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets
     argv[a++] = "--ready-file";
     argv[a++] = ready;
     for (size_t i = 0; i < n_sets; i++) {
-        argv[a++] = "--set";
+        /* An entry that is itself an option ("--config=FILE") is passed as it is. */
+        if (strncmp(sets[i], "--", 2) != 0) {
+            argv[a++] = "--set";
+        }
         argv[a++] = sets[i];
     }
     argv[a] = NULL;

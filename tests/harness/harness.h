@@ -158,7 +158,8 @@ struct roostd {
 };
 
 /* Starts roostd with --data-dir (a new mkdtemp dir when data_dir is NULL), --listen
- * 127.0.0.1:0, --ready-file DIR/ready and one --set per entry of the NULL-ended `sets`. Waits
+ * 127.0.0.1:0, --ready-file DIR/ready and one --set per entry of the NULL-ended `sets` (an entry
+ * starting with "--", such as "--config=FILE", is passed as that option instead). Waits
  * for the ready file (polling, deadline 15 s) while checking that the child is alive. Output goes
  * to DIR/roostd.log. Returns 0, or -1 after printing why and the log (a directory it created is
  * removed again). */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of src/server/auth.c: key file creation and reload, bearer token checks (signature,
- * exp/nbf/iat with 60 s skew, tenant, sub, scope) and the scope matching of DESIGN §6.1. */
+ * exp/nbf/iat with 60 s skew, tenant, sub, scope), the scope matching of DESIGN §6.1, and the
+ * identity-provider keys (JWK Set, HS256 secret, issuer, audience, key selection by kid). */
 #include <errno.h>
 #include <openssl/pem.h>
 #include <pthread.h>
@@ -576,6 +577,369 @@ static void test_auth_concurrent_verification(void)
     }
 }
 
+/* A token built from good's header, evil's payload and good's signature. */
+static char *h_splice(const char *good, const char *g1, const char *e1, const char *e2,
+                      const char *g2)
+{
+    size_t n = strlen(good) + (size_t)(e2 - e1) + 1;
+    char *out = malloc(n);
+    snprintf(out, n, "%.*s%.*s%s", (int)(g1 - good), good, (int)(e2 - e1), e1, g2);
+    return out;
+}
+
+static char *h_fmt_bearer(const char *tok)
+{
+    size_t n = strlen(tok) + 8;
+    char *out = malloc(n);
+    snprintf(out, n, "Bearer %s", tok);
+    return out;
+}
+
+/* roostd's own key (a kid header too), against another auth. */
+static int auth_claims_with(struct auth *a, const char *claims_json)
+{
+    char *h = bearer(claims_json);
+    struct auth_principal p;
+    int rc = auth_authenticate(a, h, NOW_MS, &p);
+    free(h);
+    if (rc == ROOST_OK) {
+        char *k = bearer_raw(key, "{\"alg\":\"EdDSA\",\"kid\":\"whatever\"}", claims_json);
+        rc = auth_authenticate(a, k, NOW_MS, &p);
+        free(k);
+    }
+    return rc;
+}
+
+/* ---- identity-provider keys: auth.jwks_file, auth.hs256_secret_file, issuer, audience ---- */
+
+#define IDP_SECRET "0123456789abcdef0123456789abcdef"
+#define IDP_ISS "https://coord.example"
+#define IDP_AUD "coord-api"
+
+static EVP_PKEY *idp_ec, *idp_rsa, *idp_ed;
+static char jwks_path[400], secret_path[400];
+
+static EVP_PKEY *read_pem(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    EVP_PKEY *k = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
+    if (f) {
+        fclose(f);
+    }
+    return k;
+}
+
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        return -1;
+    }
+    int ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static char *file_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return NULL;
+    }
+    char *buf = calloc(1, 65536);
+    size_t n = fread(buf, 1, 65535, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Writes a JWK Set of the given tests/data/jwt/NAME.jwk.json files to jwks_path. */
+static int write_jwks(const char *const *files, size_t n)
+{
+    size_t cap = 65536 * (n + 1), o = 0;
+    char *buf = malloc(cap);
+    o += (size_t)snprintf(buf + o, cap - o, "{\"keys\":[");
+    for (size_t i = 0; i < n; i++) {
+        char *t = file_text(files[i]);
+        if (t == NULL) {
+            free(buf);
+            return -1;
+        }
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? "," : "", t);
+        free(t);
+    }
+    snprintf(buf + o, cap - o, "]}");
+    int rc = write_text(jwks_path, buf);
+    free(buf);
+    return rc;
+}
+
+/* An auth with the identity-provider keys of the files as they are now. */
+static struct auth *idp_auth(const char *issuer, const char *audience, bool with_secret, char *err,
+                             size_t errlen)
+{
+    struct config cfg;
+    struct auth *a = NULL;
+    config_init(&cfg);
+    config_set(&cfg, "data_dir", datadir, err, errlen);
+    config_set(&cfg, "auth.jwks_file", jwks_path, err, errlen);
+    config_set(&cfg, "auth.hs256_secret_file", with_secret ? secret_path : "", err, errlen);
+    config_set(&cfg, "auth.issuer", issuer ? issuer : "", err, errlen);
+    config_set(&cfg, "auth.audience", audience ? audience : "", err, errlen);
+    if (auth_new(&cfg, &a, err, errlen) != ROOST_OK) {
+        a = NULL;
+    }
+    config_cleanup(&cfg);
+    return a;
+}
+
+/* "Bearer <jwt>" over header and claims text, signed for alg with the IdP's keys. */
+static char *idp_bearer(enum jwt_alg alg, const char *header, const char *claims)
+{
+    json_t *h = json_loads(header, 0, NULL), *c = json_loads(claims, 0, NULL);
+    EVP_PKEY *k = alg == JWT_ALG_ES256   ? idp_ec
+                  : alg == JWT_ALG_RS256 ? idp_rsa
+                  : alg == JWT_ALG_EDDSA ? idp_ed
+                                         : NULL;
+    char *tok = NULL, *out = NULL;
+    if (h != NULL && c != NULL &&
+        jwt_sign(h, c, alg, k, (const unsigned char *)IDP_SECRET, strlen(IDP_SECRET), &tok) == 0) {
+        size_t n = strlen(tok) + 8;
+        out = malloc(n);
+        snprintf(out, n, "Bearer %s", tok);
+    }
+    free(tok);
+    json_decref(h);
+    json_decref(c);
+    return out;
+}
+
+static int idp_check(struct auth *a, enum jwt_alg alg, const char *header, const char *claims,
+                     struct auth_principal *p)
+{
+    char *b = idp_bearer(alg, header, claims);
+    struct auth_principal scratch;
+    int rc = b ? auth_authenticate(a, b, NOW_MS, p ? p : &scratch) : -999;
+    free(b);
+    return rc;
+}
+
+#define GOOD_CLAIMS                                                                                \
+    "{\"tenant\":\"t1\",\"sub\":\"agent-42\",\"scope\":\"agent:a.*:consume\",\"iss\":\"" IDP_ISS   \
+    "\",\"aud\":\"" IDP_AUD "\",\"exp\":1700000300}"
+
+static int idp_setup(void)
+{
+    snprintf(jwks_path, sizeof jwks_path, "%s/jwks.json", tmpdir);
+    snprintf(secret_path, sizeof secret_path, "%s/hs256.secret", tmpdir);
+    idp_ec = read_pem("data/jwt/test-key-ecc-p256.priv.pem");
+    idp_rsa = read_pem("data/jwt/test-key-rsa.priv.pem");
+    idp_ed = read_pem("data/jwt/test-key-ed25519.priv.pem");
+    static const char *const files[] = {"data/jwt/test-key-ecc-p256.jwk.json",
+                                        "data/jwt/test-key-rsa.jwk.json",
+                                        "data/jwt/test-key-ed25519.jwk.json"};
+    if (idp_ec == NULL || idp_rsa == NULL || idp_ed == NULL || write_jwks(files, 3) != 0 ||
+        write_text(secret_path, IDP_SECRET "\n") != 0) {
+        fprintf(stderr, "idp_setup failed\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void test_auth_idp_each_algorithm_accepted(void)
+{
+    char err[256] = "";
+    struct auth *a = idp_auth(IDP_ISS, IDP_AUD, true, err, sizeof err);
+    CHECK(a != NULL);
+    if (a == NULL) {
+        fprintf(stderr, "idp_auth: %s\n", err);
+        return;
+    }
+    char desc[256];
+    auth_describe(a, desc, sizeof desc);
+    CHECK(strstr(desc, "jwks_keys=3") != NULL && strstr(desc, "hs256=yes") != NULL);
+    CHECK(strstr(desc, "jwks_private_members=ignored") != NULL);
+    struct auth_principal p;
+    CHECK_EQ(idp_check(a, JWT_ALG_ES256, "{\"kid\":\"test-key-ecc-p256\"}", GOOD_CLAIMS, &p),
+             ROOST_OK);
+    CHECK_STREQ(p.tenant_id, "t1");
+    CHECK_STREQ(p.sub, "agent-42");
+    CHECK(auth_allows(&p, AUTH_CONSUME, "a.b") && !auth_allows(&p, AUTH_READ, "b.c"));
+    CHECK_EQ(idp_check(a, JWT_ALG_RS256, "{\"kid\":\"test-key-rsa\"}", GOOD_CLAIMS, &p), ROOST_OK);
+    CHECK_EQ(idp_check(a, JWT_ALG_EDDSA, "{\"kid\":\"test-key-ed25519\"}", GOOD_CLAIMS, &p),
+             ROOST_OK);
+    CHECK_EQ(idp_check(a, JWT_ALG_HS256, "{\"typ\":\"JWT\"}", GOOD_CLAIMS, &p), ROOST_OK);
+    /* Without kid: tried because there is exactly one EC and one RSA key. */
+    CHECK_EQ(idp_check(a, JWT_ALG_ES256, "{}", GOOD_CLAIMS, &p), ROOST_OK);
+    CHECK_EQ(idp_check(a, JWT_ALG_RS256, "{}", GOOD_CLAIMS, &p), ROOST_OK);
+    /* A kid-less EdDSA token is roostd's own: the IdP's Ed25519 key is not tried. */
+    CHECK_EQ(idp_check(a, JWT_ALG_EDDSA, "{}", GOOD_CLAIMS, &p), ROOST_EUNAUTHENTICATED);
+    /* aud as an array containing the audience. */
+    CHECK_EQ(idp_check(a, JWT_ALG_ES256, "{}",
+                       "{\"tenant\":\"t1\",\"iss\":\"" IDP_ISS "\",\"aud\":[\"x\",\"" IDP_AUD
+                       "\"],\"exp\":1700000300}",
+                       &p),
+             ROOST_OK);
+    /* roostd's own tokens keep working, without iss or aud, with or without a kid. */
+    CHECK_EQ(auth_claims_with(a, "{\"tenant\":\"t1\",\"exp\":1700000300}"), ROOST_OK);
+    auth_free(a);
+}
+
+static void test_auth_idp_refusals(void)
+{
+    char err[256] = "";
+    struct auth *a = idp_auth(IDP_ISS, IDP_AUD, true, err, sizeof err);
+    CHECK(a != NULL);
+    if (a == NULL) {
+        return;
+    }
+    static const struct {
+        const char *label;
+        enum jwt_alg alg;
+        const char *header;
+        const char *claims;
+    } cases[] = {
+        {"wrong iss", JWT_ALG_ES256, "{}",
+         "{\"tenant\":\"t1\",\"iss\":\"https://evil.example\",\"aud\":\"" IDP_AUD
+         "\",\"exp\":1700000300}"},
+        {"missing iss", JWT_ALG_RS256, "{}",
+         "{\"tenant\":\"t1\",\"aud\":\"" IDP_AUD "\",\"exp\":1700000300}"},
+        {"iss not a string", JWT_ALG_HS256, "{}",
+         "{\"tenant\":\"t1\",\"iss\":[\"" IDP_ISS "\"],\"aud\":\"" IDP_AUD
+         "\",\"exp\":1700000300}"},
+        {"wrong aud", JWT_ALG_HS256, "{}",
+         "{\"tenant\":\"t1\",\"iss\":\"" IDP_ISS "\",\"aud\":\"other\",\"exp\":1700000300}"},
+        {"aud array without", JWT_ALG_ES256, "{}",
+         "{\"tenant\":\"t1\",\"iss\":\"" IDP_ISS "\",\"aud\":[\"a\",\"b\"],\"exp\":1700000300}"},
+        {"aud prefix", JWT_ALG_ES256, "{}",
+         "{\"tenant\":\"t1\",\"iss\":\"" IDP_ISS "\",\"aud\":\"coord-ap\",\"exp\":1700000300}"},
+        {"missing aud", JWT_ALG_ES256, "{}",
+         "{\"tenant\":\"t1\",\"iss\":\"" IDP_ISS "\",\"exp\":1700000300}"},
+        {"missing exp", JWT_ALG_ES256, "{}",
+         "{\"tenant\":\"t1\",\"iss\":\"" IDP_ISS "\",\"aud\":\"" IDP_AUD "\"}"},
+        {"expired beyond skew", JWT_ALG_RS256, "{}",
+         "{\"tenant\":\"t1\",\"iss\":\"" IDP_ISS "\",\"aud\":\"" IDP_AUD "\",\"exp\":1699999940}"},
+        {"nbf beyond skew", JWT_ALG_HS256, "{}",
+         "{\"tenant\":\"t1\",\"iss\":\"" IDP_ISS "\",\"aud\":\"" IDP_AUD
+         "\",\"nbf\":1700000061,\"exp\":1700000300}"},
+        {"missing tenant", JWT_ALG_ES256, "{}",
+         "{\"iss\":\"" IDP_ISS "\",\"aud\":\"" IDP_AUD "\",\"exp\":1700000300}"},
+        {"null tenant", JWT_ALG_ES256, "{}",
+         "{\"tenant\":null,\"iss\":\"" IDP_ISS "\",\"aud\":\"" IDP_AUD "\",\"exp\":1700000300}"},
+        {"number tenant", JWT_ALG_ES256, "{}",
+         "{\"tenant\":7,\"iss\":\"" IDP_ISS "\",\"aud\":\"" IDP_AUD "\",\"exp\":1700000300}"},
+        {"unknown kid", JWT_ALG_ES256, "{\"kid\":\"nope\"}", GOOD_CLAIMS},
+        {"kid of another key type", JWT_ALG_RS256, "{\"kid\":\"test-key-ecc-p256\"}", GOOD_CLAIMS},
+        {"kid not a string", JWT_ALG_ES256, "{\"kid\":1}", GOOD_CLAIMS},
+        {"EdDSA with the EC key's kid", JWT_ALG_EDDSA, "{\"kid\":\"test-key-ecc-p256\"}",
+         GOOD_CLAIMS},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = idp_check(a, cases[i].alg, cases[i].header, cases[i].claims, NULL);
+        if (rc != ROOST_EUNAUTHENTICATED) {
+            fprintf(stderr, "case '%s' accepted\n", cases[i].label);
+        }
+        CHECK_EQ(rc, ROOST_EUNAUTHENTICATED);
+    }
+    /* Within the 60 s skew: accepted (controls for the two time cases above). */
+    CHECK_EQ(idp_check(a, JWT_ALG_RS256, "{}",
+                       "{\"tenant\":\"t1\",\"iss\":\"" IDP_ISS "\",\"aud\":\"" IDP_AUD
+                       "\",\"exp\":1699999941}",
+                       NULL),
+             ROOST_OK);
+    CHECK_EQ(idp_check(a, JWT_ALG_HS256, "{}",
+                       "{\"tenant\":\"t1\",\"iss\":\"" IDP_ISS "\",\"aud\":\"" IDP_AUD
+                       "\",\"nbf\":1700000060,\"exp\":1700000300}",
+                       NULL),
+             ROOST_OK);
+
+    /* Tampered payload: a valid ES256 token with another tenant spliced in. */
+    char *good = idp_bearer(JWT_ALG_ES256, "{}", GOOD_CLAIMS);
+    char *evil = idp_bearer(JWT_ALG_ES256, "{}", "{\"tenant\":\"t2\",\"exp\":1700000300}");
+    const char *g1 = strchr(good, '.'), *g2 = strrchr(good, '.');
+    const char *e1 = strchr(evil, '.'), *e2 = strrchr(evil, '.');
+    char *mixed = h_splice(good, g1, e1, e2, g2);
+    struct auth_principal p;
+    CHECK_EQ(auth_authenticate(a, mixed, NOW_MS, &p), ROOST_EUNAUTHENTICATED);
+    free(mixed);
+    free(good);
+    free(evil);
+
+    /* Algorithm confusion: HS256 MACed with the EC and RSA public keys (PEM text) as secret. */
+    EVP_PKEY *pubs[] = {idp_ec, idp_rsa};
+    for (size_t i = 0; i < 2; i++) {
+        BIO *bio = BIO_new(BIO_s_mem());
+        PEM_write_bio_PUBKEY(bio, pubs[i]);
+        char *pem = NULL;
+        long pemlen = BIO_get_mem_data(bio, &pem);
+        json_t *h = json_pack("{s:s}", "kid", i == 0 ? "test-key-ecc-p256" : "test-key-rsa");
+        json_t *c = json_loads(GOOD_CLAIMS, 0, NULL);
+        char *tok = NULL;
+        CHECK(jwt_sign(h, c, JWT_ALG_HS256, NULL, (unsigned char *)pem, (size_t)pemlen, &tok) == 0);
+        char *b = h_fmt_bearer(tok);
+        CHECK_EQ(auth_authenticate(a, b, NOW_MS, &p), ROOST_EUNAUTHENTICATED);
+        free(b);
+        free(tok);
+        json_decref(h);
+        json_decref(c);
+        BIO_free(bio);
+    }
+    auth_free(a);
+
+    /* Without the secret file, HS256 is refused even with the right secret. */
+    a = idp_auth(IDP_ISS, IDP_AUD, false, err, sizeof err);
+    CHECK(a != NULL);
+    CHECK_EQ(idp_check(a, JWT_ALG_HS256, "{}", GOOD_CLAIMS, NULL), ROOST_EUNAUTHENTICATED);
+    CHECK_EQ(idp_check(a, JWT_ALG_ES256, "{}", GOOD_CLAIMS, NULL), ROOST_OK);
+    auth_free(a);
+    /* Without issuer and audience configured, iss and aud are not required. */
+    a = idp_auth(NULL, NULL, true, err, sizeof err);
+    CHECK(a != NULL);
+    CHECK_EQ(idp_check(a, JWT_ALG_ES256, "{}", "{\"tenant\":\"t1\",\"exp\":1700000300}", NULL),
+             ROOST_OK);
+    auth_free(a);
+}
+
+/* A rebuilt auth (what SIGHUP does) sees the new key files and starts with an empty cache. */
+static void test_auth_idp_rebuild_and_load_errors(void)
+{
+    char err[256] = "";
+    struct auth *a = idp_auth(IDP_ISS, IDP_AUD, true, err, sizeof err);
+    char *rsa_tok = idp_bearer(JWT_ALG_RS256, "{\"kid\":\"test-key-rsa\"}", GOOD_CLAIMS);
+    struct auth_principal p;
+    CHECK_EQ(auth_authenticate(a, rsa_tok, NOW_MS, &p), ROOST_OK);
+    CHECK_EQ(auth_authenticate(a, rsa_tok, NOW_MS, &p), ROOST_OK); /* now from the cache */
+    auth_free(a);
+
+    static const char *const ec_only[] = {"data/jwt/test-key-ecc-p256.jwk.json"};
+    CHECK(write_jwks(ec_only, 1) == 0);
+    a = idp_auth(IDP_ISS, IDP_AUD, true, err, sizeof err);
+    CHECK(a != NULL);
+    CHECK_EQ(auth_authenticate(a, rsa_tok, NOW_MS, &p), ROOST_EUNAUTHENTICATED);
+    CHECK_EQ(idp_check(a, JWT_ALG_ES256, "{}", GOOD_CLAIMS, NULL), ROOST_OK);
+    auth_free(a);
+    free(rsa_tok);
+
+    /* Load errors name the file. */
+    CHECK(write_text(jwks_path, "{\"keys\":[") == 0);
+    CHECK(idp_auth(NULL, NULL, false, err, sizeof err) == NULL);
+    CHECK(strstr(err, "jwks.json") != NULL);
+    CHECK(write_text(jwks_path, "{\"keys\":[{\"kty\":\"oct\",\"k\":\"AAAA\"}]}") == 0);
+    CHECK(idp_auth(NULL, NULL, false, err, sizeof err) == NULL); /* no usable key */
+    CHECK(strstr(err, "no usable key") != NULL);
+    CHECK(write_jwks(ec_only, 1) == 0);
+    CHECK(write_text(secret_path, "short\n") == 0);
+    CHECK(idp_auth(NULL, NULL, true, err, sizeof err) == NULL);
+    CHECK(strstr(err, "hs256.secret") != NULL);
+    CHECK(write_text(secret_path, IDP_SECRET "\r\n") == 0); /* CRLF stripped: 32 bytes */
+    a = idp_auth(IDP_ISS, IDP_AUD, true, err, sizeof err);
+    CHECK(a != NULL);
+    CHECK_EQ(idp_check(a, JWT_ALG_HS256, "{}", GOOD_CLAIMS, NULL), ROOST_OK);
+    auth_free(a);
+    unlink(secret_path);
+    CHECK(idp_auth(NULL, NULL, true, err, sizeof err) == NULL);
+    CHECK(write_text(secret_path, IDP_SECRET "\n") == 0);
+}
+
 static int setup(void)
 {
     char err[256] = "";
@@ -625,6 +989,16 @@ int main(void)
     RUN(test_auth_scope_matching_table);
     RUN(test_auth_scope_selector_lengths);
     RUN(test_auth_concurrent_verification);
+    if (idp_setup() != 0) {
+        CHECK(!"idp_setup");
+    } else {
+        RUN(test_auth_idp_each_algorithm_accepted);
+        RUN(test_auth_idp_refusals);
+        RUN(test_auth_idp_rebuild_and_load_errors);
+    }
+    EVP_PKEY_free(idp_ec);
+    EVP_PKEY_free(idp_rsa);
+    EVP_PKEY_free(idp_ed);
     auth_free(auth);
     EVP_PKEY_free(key);
     char cmd[400];
