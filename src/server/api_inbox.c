@@ -31,6 +31,7 @@ struct inbox_op {
     int64_t lease_s;
     int64_t delay_s;
     int64_t deadline_ms; /* long-poll deadline (monotonic), 0 = no wait */
+    int64_t max_attempts, max_total_s; /* from the config, copied on the loop thread */
     uint64_t serial;
     enum store_release_reason reason;
     char lease_token[STORE_LEASE_TOKEN_LEN + 1];
@@ -411,7 +412,7 @@ static int run_release(struct job *job, struct store *st)
     store_touches_cleanup(&op->touches);
     return store_call(st, release, op->rq->principal.tenant_id, op->rq->agent_id, op->rq->event_id,
                       op->lease_token, op->reason, op->delay_s, op->error_text,
-                      (int)op->rq->srv->cfg->claim_max_attempts, time_now_ms(), &op->touches);
+                      (int)op->max_attempts, time_now_ms(), &op->touches);
 }
 
 static void done_release(struct job *job)
@@ -458,6 +459,7 @@ void api_event_release(struct request *rq)
     }
     op->reason = r;
     op->delay_s = delay_s;
+    op->max_attempts = rq->srv->cfg->claim_max_attempts;
     if (error && !(op->error_text = strdup(error))) {
         request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
         return;
@@ -471,7 +473,7 @@ static int run_extend(struct job *job, struct store *st)
 {
     struct inbox_op *op = (struct inbox_op *)job;
     return store_call(st, extend, op->rq->principal.tenant_id, op->rq->agent_id, op->rq->event_id,
-                      op->lease_token, op->lease_s, op->rq->srv->cfg->lease_max_total_s,
+                      op->lease_token, op->lease_s, op->max_total_s,
                       time_now_ms(), &op->claim_expires_at_ms);
 }
 
@@ -507,6 +509,7 @@ void api_event_extend(struct request *rq)
         return;
     }
     op->lease_s = lease_s;
+    op->max_total_s = cfg->lease_max_total_s;
     submit(op, run_extend, done_extend, true);
 }
 

@@ -523,6 +523,61 @@ static void print_secret(FILE *out, const char *v)
     }
 }
 
+/* Appends ", key" (or "key") to a bounded list; a full list ends in "...". */
+static void list_add(char *list, size_t len, const char *key)
+{
+    size_t used = strlen(list);
+    int n = snprintf(list + used, len - used, "%s%s", used ? "," : "", key);
+    if (n < 0 || (size_t)n >= len - used) {
+        if (len >= 4) {
+            memcpy(list + len - 4, "...", 4);
+        }
+    }
+}
+
+static bool value_equal(const struct config_desc *d, const void *a, const void *b)
+{
+    switch (d->type) {
+    case CONFIG_INT:
+        return memcmp(a, b, sizeof(int64_t)) == 0;
+    case CONFIG_BOOL:
+        return memcmp(a, b, sizeof(bool)) == 0;
+    case CONFIG_STR: {
+        const char *x, *y;
+        memcpy(&x, a, sizeof x);
+        memcpy(&y, b, sizeof y);
+        return strcmp(x ? x : "", y ? y : "") == 0;
+    }
+    }
+    return true;
+}
+
+void config_apply_reloadable(struct config *cur, struct config *fresh, char *changed,
+                             size_t changed_len, char *restart, size_t restart_len)
+{
+    changed[0] = restart[0] = '\0';
+    for (size_t i = 0; i < N_DESCS; i++) {
+        const struct config_desc *d = &descs[i];
+        char *a = (char *)cur + d->offset, *b = (char *)fresh + d->offset;
+        if (value_equal(d, a, b)) {
+            continue;
+        }
+        if (!(d->flags & CONFIG_RELOADABLE)) {
+            list_add(restart, restart_len, d->key);
+            continue;
+        }
+        list_add(changed, changed_len, d->key);
+        /* Swap rather than copy: strings then stay owned once, the old ones freed with fresh. */
+        char tmp[sizeof(int64_t) > sizeof(char *) ? sizeof(int64_t) : sizeof(char *)];
+        size_t size = d->type == CONFIG_INT    ? sizeof(int64_t)
+                      : d->type == CONFIG_BOOL ? sizeof(bool)
+                                               : sizeof(char *);
+        memcpy(tmp, a, size);
+        memcpy(a, b, size);
+        memcpy(b, tmp, size);
+    }
+}
+
 void config_print(const struct config *cfg, FILE *out)
 {
     for (size_t i = 0; i < N_DESCS; i++) {

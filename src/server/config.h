@@ -130,6 +130,12 @@ struct config_source {
  * (cfg is then still initialised and must be cleaned up). */
 int config_build(struct config *cfg, const struct config_source *src, char *err, size_t errlen);
 
+/* SIGHUP: moves the value of every reloadable key that differs from `fresh` into `cur` (the old
+ * values go to `fresh`, freed with it). Lists the keys that changed in `changed` and the
+ * non-reloadable keys that differ (they wait for a restart) in `restart`, comma-separated. */
+void config_apply_reloadable(struct config *cur, struct config *fresh, char *changed,
+                             size_t changed_len, char *restart, size_t restart_len);
+
 /* Writes `key = value` for every key, secrets masked. */
 void config_print(const struct config *cfg, FILE *out);
 /* Writes the Markdown reference table of every key. */

@@ -26,6 +26,9 @@ struct tick_job {
     struct job job;
     struct scheduler *sched;
     bool retention;
+    /* inputs, copied from the config on the loop thread (SIGHUP may change it meanwhile) */
+    int64_t batch, max_attempts, completed_s, max_age_s;
+    const char *data_dir; /* not reloadable: stable */
     /* outputs */
     struct store_touches touches;
     size_t due, scavenged, quarantined, expired;
@@ -166,14 +169,13 @@ static int archive_finish(struct archive_batch *b)
 static int run_tick(struct job *job, struct store *st)
 {
     struct tick_job *t = (struct tick_job *)job;
-    const struct config *cfg = t->sched->srv->cfg;
     int64_t now = time_now_ms();
-    size_t batch = (size_t)cfg->scavenger_batch;
+    size_t batch = (size_t)t->batch;
     store_touches_cleanup(&t->touches);
     t->due = t->scavenged = t->quarantined = t->expired = 0;
     int rc = store_call(st, promote_due, now, batch, &t->due, &t->touches);
     if (rc == ROOST_OK) {
-        rc = store_call(st, scavenge, now, (int)cfg->claim_max_attempts, batch, &t->scavenged,
+        rc = store_call(st, scavenge, now, (int)t->max_attempts, batch, &t->scavenged,
                         &t->quarantined, &t->touches);
     }
     if (rc == ROOST_OK) {
@@ -186,13 +188,12 @@ static int run_tick(struct job *job, struct store *st)
 static int run_retention(struct job *job, struct store *st)
 {
     struct tick_job *t = (struct tick_job *)job;
-    const struct config *cfg = t->sched->srv->cfg;
-    struct archive_batch batch = {.data_dir = cfg->data_dir};
+    struct archive_batch batch = {.data_dir = t->data_dir};
     struct store_retention_req req = {
         .now_ms = time_now_ms(),
-        .completed_s = cfg->retention_completed_s,
-        .max_age_s = cfg->retention_max_age_s,
-        .batch = (size_t)cfg->retention_batch,
+        .completed_s = t->completed_s,
+        .max_age_s = t->max_age_s,
+        .batch = (size_t)t->batch,
         .archive = archive_row,
         .archive_ctx = &batch,
     };
@@ -247,6 +248,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         return;
     }
     *busy = true;
+    const struct config *cfg = s->srv->cfg;
+    t->batch = t->retention ? cfg->retention_batch : cfg->scavenger_batch;
+    t->max_attempts = cfg->claim_max_attempts;
+    t->completed_s = cfg->retention_completed_s;
+    t->max_age_s = cfg->retention_max_age_s;
+    t->data_dir = cfg->data_dir;
     s->srv->inflight++;
     t->job.run = t->retention ? run_retention : run_tick;
     t->job.done = tick_done;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Wiring of the daemon: start order (store and migrations, auth, HTTP, scheduler, then the ready
  * file), the loop, and graceful shutdown on SIGTERM/SIGINT: stop accepting, answer long polls,
- * finish every in-flight request, then close the store. SIGHUP reloads the auth keys. */
+ * finish every in-flight request, then close the store. SIGHUP reloads the reloadable keys. */
 #include "server/server.h"
 
 #include <errno.h>
@@ -58,16 +58,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     server_drain_check(srv);
 }
 
-/* Replaces a reloadable string key of srv->cfg with the fresh one (the old one goes to `fresh`,
- * freed with it). */
-static void take_str(char **cur, char **fresh)
-{
-    char *t = *cur;
-    *cur = *fresh;
-    *fresh = t;
-}
-
-int server_reload_auth(struct server *srv)
+int server_reload(struct server *srv)
 {
     struct config fresh;
     char err[512] = "";
@@ -76,7 +67,8 @@ int server_reload_auth(struct server *srv)
     if (config_build(&fresh, srv->source, err, sizeof err) != 0) {
         goto out;
     }
-    /* Only the reloadable auth.* keys take effect; the own key and data dir stay as started. */
+    /* The auth material is checked first: a broken key file keeps the whole old config. The own
+     * key and the data dir are not reloadable, so the current ones are used. */
     struct config mix = *srv->cfg;
     mix.auth_jwks_file = fresh.auth_jwks_file;
     mix.auth_hs256_secret_file = fresh.auth_hs256_secret_file;
@@ -85,22 +77,24 @@ int server_reload_auth(struct server *srv)
     if (auth_new(&mix, &next, err, sizeof err) != ROOST_OK) {
         goto out;
     }
-    take_str(&srv->cfg->auth_jwks_file, &fresh.auth_jwks_file);
-    take_str(&srv->cfg->auth_hs256_secret_file, &fresh.auth_hs256_secret_file);
-    take_str(&srv->cfg->auth_issuer, &fresh.auth_issuer);
-    take_str(&srv->cfg->auth_audience, &fresh.auth_audience);
-    /* auth_authenticate runs on this (the loop) thread only, so nothing holds the old auth:
-     * swap and free without locks. The new auth's token cache starts empty (flushed). */
+    /* Everything reading srv->cfg runs on this (the loop) thread, and jobs copy what they need
+     * when submitted: values change between requests, never under one. */
+    char changed[512], restart[512];
+    config_apply_reloadable(srv->cfg, &fresh, changed, sizeof changed, restart, sizeof restart);
+    /* auth_authenticate runs on the loop thread only, so nothing holds the old auth: swap and
+     * free without locks. The new auth's token cache starts empty (flushed). */
     struct auth *old = srv->auth;
     srv->auth = next;
     auth_free(old);
     char desc[512];
     auth_describe(srv->auth, desc, sizeof desc);
-    log_info("auth reloaded", "%s", desc);
+    log_info("config reloaded", "changed=\"%s\" needs_restart=\"%s\" %s", changed, restart, desc);
+    /* After the line above, so a reload that raises the level still leaves its trace. */
+    log_set_level((enum log_level)log_level_parse(srv->cfg->log_level));
     rc = 0;
 out:
     if (rc != 0) {
-        log_error("auth reload failed, keeping the previous keys", "error=\"%s\"", err);
+        log_error("config reload failed, keeping the previous config", "error=\"%s\"", err);
     }
     config_cleanup(&fresh);
     return rc;
@@ -112,7 +106,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     (void)what;
     struct server *srv = arg;
     if (!srv->draining) {
-        server_reload_auth(srv);
+        server_reload(srv);
     }
 }
 

@@ -46,10 +46,10 @@ struct server {
  * must outlive the server) is re-read on SIGHUP to reload the auth keys. */
 int server_start(struct server *srv, struct config *cfg, const struct config_source *source,
                  const char *ready_file, char *err, size_t errlen);
-/* SIGHUP: rebuilds the config from its sources and swaps in a new auth (keys, issuer, audience,
- * empty token cache) built from its reloadable auth.* keys. On any error the old auth stays and
- * the error is logged. Loop thread only. Returns 0 or -1. */
-int server_reload_auth(struct server *srv);
+/* SIGHUP: rebuilds the config from its sources, takes every reloadable key (doc/CONFIG.md) and
+ * swaps in a new auth (keys, issuer, audience, empty token cache). On any error nothing changes
+ * and the error is logged. Loop thread only. Returns 0 or -1. */
+int server_reload(struct server *srv);
 /* Runs the loop until SIGTERM/SIGINT has drained every in-flight request. */
 int server_run(struct server *srv);
 void server_cleanup(struct server *srv);

@@ -166,7 +166,7 @@ static void test_sighup_reload(void)
     char *j2 = h_fmt("%s/jwks2.json", dir), *jwks = h_fmt("%s/jwks.json", dir);
     CHECK(install(j2, jwks) == 0);
     CHECK(inbox_status("es2_t1", "idp.a") == 401); /* nothing happens before the signal */
-    CHECK(hup_and_wait("auth reloaded"));
+    CHECK(hup_and_wait("config reloaded"));
     CHECK_EQ(inbox_status("es2_t1", "idp.a"), 200);
     CHECK_EQ(inbox_status("es_t1", "idp.a"), 401); /* removed key, even though it was cached */
     CHECK_EQ(inbox_status("rs_t1", "idp.a"), 401);
@@ -176,7 +176,7 @@ static void test_sighup_reload(void)
     /* 2. A broken key set: the reload fails, the old keys stay, roostd lives. */
     FILE *f = fopen(jwks, "w");
     CHECK(f != NULL && fputs("{\"keys\": [", f) >= 0 && fclose(f) == 0);
-    CHECK(hup_and_wait("auth reload failed"));
+    CHECK(hup_and_wait("config reload failed"));
     CHECK(roostd_alive(&d));
     CHECK_EQ(inbox_status("es2_t1", "idp.a"), 200);
     CHECK_EQ(inbox_status("es_t1", "idp.a"), 401);
@@ -184,7 +184,7 @@ static void test_sighup_reload(void)
     /* 3. A new audience in the config file, the good key set back. */
     CHECK(install(j2, jwks) == 0);
     CHECK(write_config(h_str(tokens, "aud2")) == 0);
-    CHECK(hup_and_wait("auth reloaded"));
+    CHECK(hup_and_wait("config reloaded"));
     CHECK_EQ(inbox_status("es2_aud2", "idp.a"), 200);
     CHECK_EQ(inbox_status("ed_aud2", "idp.a"), 200);
     CHECK_EQ(inbox_status("es2_t1", "idp.a"), 401); /* the old audience */
