@@ -168,7 +168,7 @@ void api_admin_agents(struct request *rq)
         return;
     }
     op->job = (struct job){.run = run_agents, .done = done_agents, .write = false};
-    workers_submit(rq->srv->workers, &op->job);
+    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
 }
 
 /* ---- GET /admin/quarantine ---- */
@@ -228,7 +228,7 @@ void api_admin_quarantine(struct request *rq)
     snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
     op->limit = limit;
     op->job = (struct job){.run = run_quarantine, .done = done_quarantine, .write = false};
-    workers_submit(rq->srv->workers, &op->job);
+    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
 }
 
 /* ---- POST /admin/quarantine/{event_id}/requeue ---- */
@@ -262,6 +262,6 @@ void api_admin_requeue(struct request *rq)
     struct admin_op *op = admin_op_new(rq);
     if (op) {
         op->job = (struct job){.run = run_requeue, .done = done_requeue, .write = true};
-        workers_submit(rq->srv->workers, &op->job);
+        workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
     }
 }

@@ -285,5 +285,5 @@ void api_publish(struct request *rq)
     op->job.run = run_publish;
     op->job.done = done_publish;
     op->job.write = true;
-    workers_submit(rq->srv->workers, &op->job);
+    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
 }

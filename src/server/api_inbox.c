@@ -30,7 +30,7 @@ struct inbox_op {
     int64_t limit;
     int64_t lease_s;
     int64_t delay_s;
-    int64_t deadline_ms; /* long-poll deadline (monotonic), 0 = no wait */
+    int64_t deadline_ms;               /* long-poll deadline (monotonic), 0 = no wait */
     int64_t max_attempts, max_total_s; /* from the config, copied on the loop thread */
     uint64_t serial;
     enum store_release_reason reason;
@@ -89,7 +89,7 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
         op->serial =
             waiters_serial(op->rq->srv->waiters, op->rq->principal.tenant_id, op->rq->agent_id);
     }
-    workers_submit(op->rq->srv->workers, &op->job);
+    workers_submit(server_workers(op->rq->srv, op->rq->principal.tenant_id), &op->job);
 }
 
 /* Rejects a body with fields outside `allowed`, naming the field. Returns true when it replied. */
@@ -473,8 +473,8 @@ static int run_extend(struct job *job, struct store *st)
 {
     struct inbox_op *op = (struct inbox_op *)job;
     return store_call(st, extend, op->rq->principal.tenant_id, op->rq->agent_id, op->rq->event_id,
-                      op->lease_token, op->lease_s, op->max_total_s,
-                      time_now_ms(), &op->claim_expires_at_ms);
+                      op->lease_token, op->lease_s, op->max_total_s, time_now_ms(),
+                      &op->claim_expires_at_ms);
 }
 
 static void done_extend(struct job *job)

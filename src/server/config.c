@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/ids.h"
+
 #include "common/banned.h"
 
 #define CONFIG_STR_MAX 4096
@@ -197,6 +199,47 @@ void config_cleanup(struct config *cfg)
             *p = NULL;
         }
     }
+    for (size_t i = 0; i < cfg->n_tenant_stores; i++) {
+        free(cfg->tenant_stores[i].url);
+        cfg->tenant_stores[i].url = NULL;
+    }
+    cfg->n_tenant_stores = 0;
+}
+
+/* store.tenant.<tenant_id> = URL: adds or replaces the tenant's store. */
+static int set_tenant_store(struct config *cfg, const char *key, const char *value, char *err,
+                            size_t errlen)
+{
+    const char *tenant = key + strlen(CONFIG_TENANT_STORE_PREFIX);
+    if (!ids_valid_name(tenant, strlen(tenant))) {
+        snprintf(err, errlen, "%.200s: not a valid tenant id", key);
+        return -1;
+    }
+    if (value == NULL || strstr(value, "://") == NULL || strlen(value) > CONFIG_STR_MAX) {
+        snprintf(err, errlen, "%.200s: must be a store URL (sqlite://PATH or mysql://...)", key);
+        return -1;
+    }
+    char *url = strdup(value);
+    if (url == NULL) {
+        snprintf(err, errlen, "%.200s: out of memory", key);
+        return -1;
+    }
+    for (size_t i = 0; i < cfg->n_tenant_stores; i++) {
+        if (strcmp(cfg->tenant_stores[i].tenant_id, tenant) == 0) {
+            free(cfg->tenant_stores[i].url);
+            cfg->tenant_stores[i].url = url;
+            return 0;
+        }
+    }
+    if (cfg->n_tenant_stores == CONFIG_MAX_TENANT_STORES) {
+        free(url);
+        snprintf(err, errlen, "%.200s: more than %d tenant stores", key, CONFIG_MAX_TENANT_STORES);
+        return -1;
+    }
+    struct config_tenant_store *ts = &cfg->tenant_stores[cfg->n_tenant_stores++];
+    snprintf(ts->tenant_id, sizeof ts->tenant_id, "%s", tenant);
+    ts->url = url;
+    return 0;
 }
 
 int config_set(struct config *cfg, const char *key, const char *value, char *err, size_t errlen)
@@ -204,6 +247,9 @@ int config_set(struct config *cfg, const char *key, const char *value, char *err
     if (key == NULL) {
         snprintf(err, errlen, "missing config key");
         return -1;
+    }
+    if (strncmp(key, CONFIG_TENANT_STORE_PREFIX, strlen(CONFIG_TENANT_STORE_PREFIX)) == 0) {
+        return set_tenant_store(cfg, key, value, err, errlen);
     }
     const struct config_desc *d = find_desc(key);
     if (d == NULL) {
@@ -576,6 +622,15 @@ void config_apply_reloadable(struct config *cur, struct config *fresh, char *cha
         memcpy(a, b, size);
         memcpy(b, tmp, size);
     }
+    bool same_shards = cur->n_tenant_stores == fresh->n_tenant_stores;
+    for (size_t i = 0; same_shards && i < cur->n_tenant_stores; i++) {
+        same_shards =
+            strcmp(cur->tenant_stores[i].tenant_id, fresh->tenant_stores[i].tenant_id) == 0 &&
+            strcmp(cur->tenant_stores[i].url, fresh->tenant_stores[i].url) == 0;
+    }
+    if (!same_shards) {
+        list_add(restart, restart_len, CONFIG_TENANT_STORE_PREFIX "*");
+    }
 }
 
 void config_print(const struct config *cfg, FILE *out)
@@ -611,6 +666,11 @@ void config_print(const struct config *cfg, FILE *out)
             break;
         }
         }
+        fputc('\n', out);
+    }
+    for (size_t i = 0; i < cfg->n_tenant_stores; i++) {
+        fprintf(out, "%s%s = ", CONFIG_TENANT_STORE_PREFIX, cfg->tenant_stores[i].tenant_id);
+        print_secret(out, cfg->tenant_stores[i].url);
         fputc('\n', out);
     }
 }
@@ -657,6 +717,10 @@ void config_print_reference(FILE *out)
         }
         fputs(" |\n", out);
     }
+    fputs("| `store.tenant.TENANT_ID` | | string | no | this tenant's store URL (a shard); every "
+          "other tenant "
+          "uses store.url; up to 64 (secret: masked by --print-config) |\n",
+          out);
 }
 
 int config_build(struct config *cfg, const struct config_source *src, char *err, size_t errlen)

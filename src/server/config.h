@@ -95,6 +95,16 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("log.level", log_level, CONFIG_STR, "info", 0, 0, CONFIG_RELOADABLE,                         \
       "debug, info, warn or error")
 
+/* Tenant routing: `store.tenant.<tenant_id> = URL` sends that tenant to its own store (a shard);
+ * every other tenant uses store.url. Not reloadable: a shard's connections live as long as the
+ * process. */
+#define CONFIG_TENANT_STORE_PREFIX "store.tenant."
+#define CONFIG_MAX_TENANT_STORES 64
+struct config_tenant_store {
+    char tenant_id[129];
+    char *url;
+};
+
 struct config {
 #define CONFIG_FIELD(key, field, type, def, min, max, flags, desc) CONFIG_FIELD_##type(field)
 #define CONFIG_FIELD_CONFIG_INT(field) int64_t field;
@@ -102,6 +112,8 @@ struct config {
 #define CONFIG_FIELD_CONFIG_BOOL(field) bool field;
     ROOST_CONFIG_MAP(CONFIG_FIELD)
 #undef CONFIG_FIELD
+    struct config_tenant_store tenant_stores[CONFIG_MAX_TENANT_STORES];
+    size_t n_tenant_stores;
 };
 
 /* Fills every field with its default. Strings are heap copies owned by the config. */

@@ -572,9 +572,14 @@ static int read_body(struct request *rq, const char **bad_field)
     return jsonutil_parse_object(data, len, (size_t)rq->srv->cfg->limits_max_json_depth, &rq->body);
 }
 
+/* /readyz asks every store (shard) at once; the last answer replies. */
 struct ready_op {
-    struct job job;
     struct request *rq;
+    size_t pending, failed;
+    struct ready_ping {
+        struct job job;
+        struct ready_op *op;
+    } pings[];
 };
 
 static int run_ready(struct job *job, struct store *st)
@@ -585,9 +590,12 @@ static int run_ready(struct job *job, struct store *st)
 
 static void done_ready(struct job *job)
 {
-    struct ready_op *op = (struct ready_op *)job;
-    reply_plain(op->rq, job->rc == ROOST_OK ? 200 : 503,
-                job->rc == ROOST_OK ? "ready\n" : "store unreachable\n");
+    struct ready_op *op = ((struct ready_ping *)job)->op;
+    op->failed += job->rc != ROOST_OK;
+    if (--op->pending == 0) {
+        reply_plain(op->rq, op->failed == 0 ? 200 : 503,
+                    op->failed == 0 ? "ready\n" : "store unreachable\n");
+    }
 }
 
 /* /healthz: the process answers. /readyz: the store answers a query through the worker pool
@@ -603,16 +611,20 @@ static void health(struct request *rq, bool ready)
         reply_plain(rq, 503, "draining\n");
         return;
     }
-    struct ready_op *op = calloc(1, sizeof *op);
+    struct ready_op *op = calloc(1, sizeof *op + srv->n_shards * sizeof op->pings[0]);
     if (!op) {
         reply_plain(rq, 503, "out of memory\n");
         return;
     }
     op->rq = rq;
+    op->pending = srv->n_shards;
     rq->op = op;
     rq->op_free = free;
-    op->job = (struct job){.run = run_ready, .done = done_ready, .write = false};
-    workers_submit(srv->workers, &op->job);
+    for (size_t i = 0; i < srv->n_shards; i++) {
+        op->pings[i].op = op;
+        op->pings[i].job = (struct job){.run = run_ready, .done = done_ready, .write = false};
+        workers_submit(srv->shards[i].workers, &op->pings[i].job);
+    }
 }
 
 /* Browsers' EventSource cannot send headers: subscribe also takes ?access_token=. Returns

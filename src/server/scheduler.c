@@ -53,6 +53,7 @@ struct archive_batch {
 
 struct scheduler {
     struct server *srv;
+    struct workers *workers;
     struct event *scavenge_ev, *retention_ev;
     struct tick_job scavenge_job, retention_job;
     bool scavenge_busy, retention_busy, stopped;
@@ -258,16 +259,17 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     t->job.run = t->retention ? run_retention : run_tick;
     t->job.done = tick_done;
     t->job.write = true;
-    workers_submit(s->srv->workers, &t->job);
+    workers_submit(s->workers, &t->job);
 }
 
-struct scheduler *scheduler_start(struct server *srv)
+struct scheduler *scheduler_start(struct server *srv, struct workers *workers)
 {
     struct scheduler *s = calloc(1, sizeof *s);
     if (!s) {
         return NULL;
     }
     s->srv = srv;
+    s->workers = workers;
     s->scavenge_job.sched = s;
     s->retention_job.sched = s;
     s->retention_job.retention = true;

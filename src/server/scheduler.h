@@ -7,8 +7,10 @@
 
 struct server;
 struct scheduler;
+struct workers;
 
-struct scheduler *scheduler_start(struct server *srv);
+/* One scheduler per store (shard): its jobs run on that store's workers. */
+struct scheduler *scheduler_start(struct server *srv, struct workers *workers);
 /* Stops arming timers; a job in flight still completes (the server counts it as in flight). */
 void scheduler_stop(struct scheduler *s);
 void scheduler_free(struct scheduler *s);

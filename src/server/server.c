@@ -50,7 +50,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     log_info("shutting down", "signal=%d inflight=%zu", (int)sig, srv->inflight);
     srv->draining = true;
     http_stop_accepting(srv);
-    scheduler_stop(srv->sched);
+    for (size_t i = 0; i < srv->n_shards; i++) {
+        scheduler_stop(srv->shards[i].sched);
+    }
     waiters_fire_all(srv->waiters); /* long polls answer with what they have */
     sse_hub_shutdown(srv->sse);     /* streams end cleanly */
     /* A client that never reads its answer must not hold the shutdown forever. */
@@ -150,6 +152,47 @@ static void check_nofile(const struct config *cfg)
     }
 }
 
+/* Opens the default store and every tenant's own store, each with its worker threads. */
+static int shards_open(struct server *srv, char *err, size_t errlen)
+{
+    const struct config *cfg = srv->cfg;
+    srv->shards = calloc(1 + cfg->n_tenant_stores, sizeof *srv->shards);
+    if (!srv->shards) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    struct store_options opt = {
+        .busy_timeout_ms = 5000,
+        .synchronous_full = strcmp(cfg->store_synchronous, "full") == 0,
+    };
+    for (size_t i = 0; i <= cfg->n_tenant_stores; i++) {
+        struct shard *sh = &srv->shards[i];
+        sh->tenant_id = i == 0 ? NULL : cfg->tenant_stores[i - 1].tenant_id;
+        sh->url = i == 0 ? cfg->store_url : cfg->tenant_stores[i - 1].url;
+        srv->n_shards++;
+        if (workers_new(srv->base, sh->url, &opt, (int)cfg->store_readers,
+                        (int)cfg->store_group_commit_max, &sh->workers, err, errlen) != ROOST_OK) {
+            if (sh->tenant_id != NULL) {
+                size_t used = strlen(err);
+                snprintf(err + used, errlen - used, " (store.tenant.%s)", sh->tenant_id);
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+struct workers *server_workers(struct server *srv, const char *tenant_id)
+{
+    /* Few shards (CONFIG_MAX_TENANT_STORES): a linear scan costs less than a hash lookup. */
+    for (size_t i = 1; i < srv->n_shards; i++) {
+        if (strcmp(srv->shards[i].tenant_id, tenant_id) == 0) {
+            return srv->shards[i].workers;
+        }
+    }
+    return srv->shards[0].workers;
+}
+
 int server_start(struct server *srv, struct config *cfg, const struct config_source *source,
                  const char *ready_file, char *err, size_t errlen)
 {
@@ -170,12 +213,7 @@ int server_start(struct server *srv, struct config *cfg, const struct config_sou
     char desc[512];
     auth_describe(srv->auth, desc, sizeof desc);
     log_info("auth keys loaded", "%s", desc);
-    struct store_options opt = {
-        .busy_timeout_ms = 5000,
-        .synchronous_full = strcmp(cfg->store_synchronous, "full") == 0,
-    };
-    if (workers_new(srv->base, cfg->store_url, &opt, (int)cfg->store_readers,
-                    (int)cfg->store_group_commit_max, &srv->workers, err, errlen) != ROOST_OK) {
+    if (shards_open(srv, err, errlen) != 0) {
         return -1;
     }
     srv->waiters = waiters_new(srv->base);
@@ -187,14 +225,18 @@ int server_start(struct server *srv, struct config *cfg, const struct config_sou
     if (http_start(srv, err, errlen) != 0) {
         return -1;
     }
-    srv->sched = scheduler_start(srv);
+    for (size_t i = 0; i < srv->n_shards; i++) {
+        if (!(srv->shards[i].sched = scheduler_start(srv, srv->shards[i].workers))) {
+            snprintf(err, errlen, "cannot start the scheduler");
+            return -1;
+        }
+    }
     srv->sig_term = evsignal_new(srv->base, SIGTERM, on_signal, srv);
     srv->sig_int = evsignal_new(srv->base, SIGINT, on_signal, srv);
     /* SIGHUP through the loop as well: the reload then runs on the thread that authenticates. */
     srv->sig_hup = evsignal_new(srv->base, SIGHUP, on_hup, srv);
-    if (!srv->sched || !srv->sig_term || !srv->sig_int || !srv->sig_hup ||
-        evsignal_add(srv->sig_term, NULL) || evsignal_add(srv->sig_int, NULL) ||
-        evsignal_add(srv->sig_hup, NULL)) {
+    if (!srv->sig_term || !srv->sig_int || !srv->sig_hup || evsignal_add(srv->sig_term, NULL) ||
+        evsignal_add(srv->sig_int, NULL) || evsignal_add(srv->sig_hup, NULL)) {
         snprintf(err, errlen, "cannot start the scheduler or signal handlers");
         return -1;
     }
@@ -202,8 +244,9 @@ int server_start(struct server *srv, struct config *cfg, const struct config_sou
         snprintf(err, errlen, "cannot write ready file %s: %s", ready_file, strerror(errno));
         return -1;
     }
-    log_info("roostd listening", "url=%s store=%s", srv->base_url,
-             strncmp(cfg->store_url, "sqlite:", 7) == 0 ? cfg->store_url : "(configured)");
+    log_info("roostd listening", "url=%s store=%s tenant_stores=%zu", srv->base_url,
+             strncmp(cfg->store_url, "sqlite:", 7) == 0 ? cfg->store_url : "(configured)",
+             srv->n_shards - 1);
     return 0;
 }
 
@@ -218,18 +261,25 @@ void server_cleanup(struct server *srv)
      * (their done() still replies and notifies, so HTTP, waiters and the hub must exist); then
      * HTTP (closing connections unlinks their streams), the waiters and the hub. */
     srv->draining = true;
-    scheduler_stop(srv->sched);
-    if (srv->waiters && srv->workers) {
+    for (size_t i = 0; i < srv->n_shards; i++) {
+        scheduler_stop(srv->shards[i].sched);
+    }
+    if (srv->waiters && srv->n_shards > 0) {
         waiters_fire_all(srv->waiters);
     }
-    if (srv->workers) {
-        struct workers_stats ws;
-        workers_get_stats(srv->workers, &ws);
-        log_info("store writes", "commits=%llu write_jobs=%llu max_group=%llu retries=%llu",
-                 ws.commits, ws.write_jobs, ws.max_group, ws.retries);
+    for (size_t i = 0; i < srv->n_shards; i++) {
+        struct shard *sh = &srv->shards[i];
+        if (sh->workers) {
+            struct workers_stats ws;
+            workers_get_stats(sh->workers, &ws);
+            log_info("store writes",
+                     "tenant_store=%s commits=%llu write_jobs=%llu max_group=%llu retries=%llu",
+                     sh->tenant_id ? sh->tenant_id : "default", ws.commits, ws.write_jobs,
+                     ws.max_group, ws.retries);
+        }
+        workers_free(sh->workers);
+        sh->workers = NULL;
     }
-    workers_free(srv->workers);
-    srv->workers = NULL;
     http_free(srv);
     if (srv->waiters) {
         waiters_free(srv->waiters);
@@ -237,8 +287,12 @@ void server_cleanup(struct server *srv)
     }
     sse_hub_free(srv->sse); /* after http_free: closing connections unlinks their streams */
     srv->sse = NULL;
-    scheduler_free(srv->sched);
-    srv->sched = NULL;
+    for (size_t i = 0; i < srv->n_shards; i++) {
+        scheduler_free(srv->shards[i].sched);
+    }
+    free(srv->shards);
+    srv->shards = NULL;
+    srv->n_shards = 0;
     if (srv->sig_term) {
         event_free(srv->sig_term);
     }

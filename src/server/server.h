@@ -22,6 +22,15 @@ struct waiters;
 struct scheduler;
 struct sse_hub;
 
+/* One store (a database) with its threads and its scheduler: the default one (store.url) and one
+ * per store.tenant.* entry (DESIGN §8.3: tenants mapped to shards by configuration). */
+struct shard {
+    const char *tenant_id; /* NULL: the default store; borrowed from the config */
+    const char *url;
+    struct workers *workers;
+    struct scheduler *sched;
+};
+
 struct server {
     struct config *cfg;
     const struct config_source *source; /* how cfg was built; SIGHUP rebuilds from it */
@@ -29,10 +38,10 @@ struct server {
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
     struct event *accept_resume; /* re-enables accepting after EMFILE (http.c) */
-    struct workers *workers;
+    struct shard *shards;        /* shards[0] is the default store */
+    size_t n_shards;
     struct auth *auth;
     struct waiters *waiters;
-    struct scheduler *sched;
     struct sse_hub *sse;
     struct event *sig_term, *sig_int, *sig_hup;
     char base_url[80];
@@ -53,6 +62,9 @@ int server_reload(struct server *srv);
 /* Runs the loop until SIGTERM/SIGINT has drained every in-flight request. */
 int server_run(struct server *srv);
 void server_cleanup(struct server *srv);
+
+/* The workers of the store holding `tenant_id`'s data. */
+struct workers *server_workers(struct server *srv, const char *tenant_id);
 
 /* While draining: ends the loop once every request is answered and every answer written. */
 void server_drain_check(struct server *srv);

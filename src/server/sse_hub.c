@@ -578,5 +578,5 @@ void api_subscribe(struct request *rq)
     }
     (void)rc;
     op->job = (struct job){.run = run_head, .done = done_head, .write = false};
-    workers_submit(rq->srv->workers, &op->job);
+    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
 }
