@@ -392,7 +392,7 @@ static void test_config_print_reference(void)
     CHECK(strstr(out, "| `limits.max_batch` | `1000` | 1..100000 | yes | ") != NULL);
     CHECK(strstr(out, "| `listen` | `127.0.0.1:8080` | string | no | ") != NULL);
     CHECK(strstr(out, "| `store.url` |  | string | no | ") != NULL);
-    /* One row per key plus the two header lines. */
+    /* One row per key, the two header lines and the store.tenant.TENANT_ID pattern row. */
     size_t lines = 0;
     for (const char *p = out; *p; p++) {
         lines += *p == '\n';
@@ -404,10 +404,33 @@ static void test_config_print_reference(void)
     for (const char *p = printed; p && *p; p++) {
         keys += *p == '\n';
     }
-    CHECK(keys > 20 && lines == keys + 2);
+    CHECK(keys > 20 && lines == keys + 3);
     free(printed);
     config_cleanup(&cfg);
     free(out);
+}
+
+static void test_config_tenant_stores(void)
+{
+    struct config cfg;
+    char err[256];
+    CHECK(config_init(&cfg) == 0);
+    CHECK(config_set(&cfg, "store.tenant.t2", "mysql://u:pw@db2/roost", err, sizeof err) == 0);
+    CHECK(config_set(&cfg, "store.tenant.t3", "sqlite:///var/t3.db", err, sizeof err) == 0);
+    CHECK(config_set(&cfg, "store.tenant.t2", "mysql://u:pw@db9/roost", err, sizeof err) == 0);
+    CHECK_EQ(cfg.n_tenant_stores, 2);
+    CHECK_STREQ(cfg.tenant_stores[0].url, "mysql://u:pw@db9/roost"); /* replaced, not added */
+    CHECK(config_set(&cfg, "store.tenant.bad/id", "sqlite:///x", err, sizeof err) == -1);
+    CHECK(strstr(err, "not a valid tenant id") != NULL);
+    CHECK(config_set(&cfg, "store.tenant.t4", "not-a-url", err, sizeof err) == -1);
+    CHECK(strstr(err, "store.tenant.t4") != NULL);
+    CHECK(config_set(&cfg, "store.tenant.", "sqlite:///x", err, sizeof err) == -1);
+    char *printed = print_to_string(&cfg, false);
+    CHECK(printed && strstr(printed, "store.tenant.t2 = mysql://u:********@db9/roost\n") != NULL);
+    CHECK(printed && strstr(printed, "pw") == NULL);
+    free(printed);
+    config_cleanup(&cfg);
+    CHECK_EQ(cfg.n_tenant_stores, 0);
 }
 
 int main(void)
@@ -427,6 +450,7 @@ int main(void)
     RUN(test_config_finalize_cross_checks);
     RUN(test_config_print_masks_secrets);
     RUN(test_config_print_reference);
+    RUN(test_config_tenant_stores);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) {
