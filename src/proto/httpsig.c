@@ -170,6 +170,29 @@ int httpsig_params_get(const struct sf_item *input, struct httpsig_params *p)
     return HTTPSIG_OK;
 }
 
+bool httpsig_params_covers(const struct httpsig_params *p, const char *name)
+{
+    for (size_t i = 0; p != NULL && name != NULL && i < p->n_components; i++) {
+        const struct sf_item *c = &p->components[i];
+        if (c->n_params == 0 && c->len == strlen(name) && memcmp(c->str, name, c->len) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int httpsig_params_check_time(const struct httpsig_params *p, int64_t now, int64_t max_window_s,
+                              int64_t skew_s)
+{
+    /* Integers are bounded by SF (15 digits), so these sums cannot overflow. */
+    if (p == NULL || !p->has_created || !p->has_expires || p->created > p->expires ||
+        p->created > now + skew_s || p->expires < now - skew_s ||
+        p->expires - p->created > max_window_s) {
+        return HTTPSIG_EEXPIRED;
+    }
+    return HTTPSIG_OK;
+}
+
 int httpsig_params_parse(const char *text, size_t len, struct sf_item *out)
 {
     struct sf_field f;

@@ -42,7 +42,8 @@
     X(EBADCOMPONENT, -6, "signature_component_invalid") /* bad/duplicate/unsupported identifier */ \
     X(EKEY, -7, "signature_key_invalid")                /* key unusable / not loadable */          \
     X(ELIMIT, -8, "signature_too_large")                /* over an HTTPSIG_MAX_* bound */          \
-    X(ENOMEM, -9, "out_of_memory")
+    X(ENOMEM, -9, "out_of_memory")                                                                 \
+    X(EEXPIRED, -10, "signature_expired") /* created/expires missing or outside the window */
 
 enum httpsig_result {
 #define HTTPSIG_ENUM(name, value, code) HTTPSIG_##name = value,
@@ -128,6 +129,16 @@ int httpsig_params_parse(const char *text, size_t len, struct sf_item *out);
 
 /* Fills *p from an Inner List (borrowing from it). EMALFORMED on wrong parameter types. */
 int httpsig_params_get(const struct sf_item *input, struct httpsig_params *p);
+
+/* True when the signature covers component `name` ("@method", "content-digest") without any
+ * parameter (so "content-digest";req or ";bs" variants do not count). */
+bool httpsig_params_covers(const struct httpsig_params *p, const char *name);
+
+/* Time policy: both created and expires present, created <= now + skew_s, now - skew_s <=
+ * expires, created <= expires and expires - created <= max_window_s. HTTPSIG_OK or
+ * HTTPSIG_EEXPIRED. */
+int httpsig_params_check_time(const struct httpsig_params *p, int64_t now, int64_t max_window_s,
+                              int64_t skew_s);
 
 /* Builds the signature base for the covered components and parameters in `input` (an Inner
  * List as in Signature-Input). *out is NUL-terminated, caller frees; *out_len may be NULL.

@@ -303,6 +303,7 @@ static void test_httpsig_params_exposed(void)
     CHECK_STREQ(s.params.keyid, "test-key-rsa-pss");
     CHECK_STREQ(s.params.nonce, "b3k2pp5k7z-50gnwp.yemd");
     CHECK(s.params.alg == NULL && s.params.tag == NULL);
+    CHECK_EQ(httpsig_params_check_time(&s.params, 1618884473, 300, 0), HTTPSIG_EEXPIRED);
     CHECK_EQ(s.params.n_components, 0);
     CHECK_EQ(s.sig_len, 256);
     httpsig_signature_cleanup(&s);
@@ -318,6 +319,15 @@ static void test_httpsig_params_exposed(void)
     CHECK_EQ(s.params.alg_id, HTTPSIG_ALG_RSA_V1_5_SHA256);
     CHECK_EQ(s.params.n_components, 7);
     CHECK_STREQ(s.params.components[6].str, "forwarded");
+    CHECK(httpsig_params_covers(&s.params, "@authority"));
+    CHECK(httpsig_params_covers(&s.params, "content-digest"));
+    CHECK(!httpsig_params_covers(&s.params, "@query"));
+    /* created 1618884480, expires +60. */
+    CHECK_EQ(httpsig_params_check_time(&s.params, 1618884500, 300, 0), HTTPSIG_OK);
+    CHECK_EQ(httpsig_params_check_time(&s.params, 1618884541, 300, 0), HTTPSIG_EEXPIRED);
+    CHECK_EQ(httpsig_params_check_time(&s.params, 1618884541, 300, 5), HTTPSIG_OK);
+    CHECK_EQ(httpsig_params_check_time(&s.params, 1618884470, 300, 5), HTTPSIG_EEXPIRED);
+    CHECK_EQ(httpsig_params_check_time(&s.params, 1618884500, 30, 0), HTTPSIG_EEXPIRED);
     httpsig_signature_cleanup(&s);
     CHECK_EQ(httpsig_parse(fsi, strlen(fsi), fsg, strlen(fsg), "nope", &s), HTTPSIG_EMISSING);
     msg_free(&fr);
@@ -327,6 +337,7 @@ static void test_httpsig_params_exposed(void)
     CHECK_EQ(httpsig_parse(si, strlen(si), sg, strlen(sg), NULL, &s), HTTPSIG_OK);
     CHECK_STREQ(s.params.tag, "header-example");
     CHECK_STREQ(sf_param_get(&s.params.components[2], "name")->str, "Pet");
+    CHECK(!httpsig_params_covers(&s.params, "@query-param"));
     httpsig_signature_cleanup(&s);
     free(si);
     free(sg);
