@@ -415,9 +415,13 @@ static int parse_number(struct parser *p, struct sf_item *it)
 static int parse_string(struct parser *p, struct sf_item *it)
 {
     p->pos++; /* the opening DQUOTE */
-    /* The unescaped length bounds the result, so one allocation suffices. */
-    size_t start = p->pos;
-    char *buf = malloc(p->len - start + 1);
+    /* Size the buffer by this string's extent, not the rest of the input: many short strings
+     * must not each hold a copy-sized block. Unescaping only shrinks. */
+    size_t start = p->pos, end = start;
+    while (end < p->len && p->s[end] != '"') {
+        end += p->s[end] == '\\' ? 2 : 1;
+    }
+    char *buf = malloc((end < p->len ? end : p->len) - start + 1);
     size_t o = 0;
     if (buf == NULL) {
         return -1;
@@ -510,7 +514,9 @@ static int parse_display(struct parser *p, struct sf_item *it)
         return -1;
     }
     p->pos++;
-    char *buf = malloc(p->len - p->pos + 1);
+    /* The first raw DQUOTE ends a Display String (an inner one is always %22). */
+    const unsigned char *q = memchr(p->s + p->pos, '"', p->len - p->pos);
+    char *buf = malloc((q != NULL ? (size_t)(q - p->s) : p->len) - p->pos + 1);
     size_t o = 0;
     if (buf == NULL) {
         return -1;
