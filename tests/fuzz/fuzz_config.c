@@ -11,9 +11,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static char path[64];
+
+static void remove_tmp(void)
+{
+    unlink(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static char path[64];
     static int fd = -1;
     if (fd < 0) {
         snprintf(path, sizeof path, "/tmp/roost-fuzz-config-XXXXXX");
@@ -21,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (fd < 0) {
             abort();
         }
-        /* Unlink at exit is not guaranteed under libFuzzer; the name is unique per process. */
+        /* Removed at a normal exit; a crash leaves it behind next to the crash artifact. */
+        atexit(remove_tmp);
     }
     if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size) {
         abort();
