@@ -286,6 +286,29 @@ out:
     return rc;
 }
 
+int httpsig_parse_at(const char *sig_input, size_t sig_input_len, const char *signature,
+                     size_t signature_len, size_t index, struct httpsig_signature *out)
+{
+    struct sf_field in;
+    memset(out, 0, sizeof *out);
+    if (sig_input == NULL || sig_input_len == 0) {
+        return HTTPSIG_EMISSING;
+    }
+    if (sig_input_len > SF_MAX_INPUT_BYTES) {
+        return HTTPSIG_ELIMIT;
+    }
+    if (sf_parse(sig_input, sig_input_len, SF_FIELD_DICT, &in) != 0) {
+        return HTTPSIG_EMALFORMED;
+    }
+    int rc = HTTPSIG_EMISSING;
+    if (index < in.n_members) {
+        rc = httpsig_parse(sig_input, sig_input_len, signature, signature_len,
+                           in.members[index].key, out);
+    }
+    sf_field_cleanup(&in);
+    return rc;
+}
+
 /* ---- component values (§2.1, §2.2) ---- */
 
 /* Fields whose Structured Field type is known, for ";sf" (§2.1.1). */

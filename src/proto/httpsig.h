@@ -123,6 +123,11 @@ int httpsig_parse(const char *sig_input, size_t sig_input_len, const char *signa
                   size_t signature_len, const char *label, struct httpsig_signature *out);
 void httpsig_signature_cleanup(struct httpsig_signature *s);
 
+/* As httpsig_parse, selecting the index-th Signature-Input member (0-based), so a caller can try
+ * every signature of a message (e.g. the one whose keyid is registered). EMISSING past the end. */
+int httpsig_parse_at(const char *sig_input, size_t sig_input_len, const char *signature,
+                     size_t signature_len, size_t index, struct httpsig_signature *out);
+
 /* Parses a Signature-Input member value alone (the Inner List text, e.g. the part after
  * "sig1=") into *out (an SF_INNER_LIST; release with sf_item_cleanup). EMALFORMED or ENOMEM. */
 int httpsig_params_parse(const char *text, size_t len, struct sf_item *out);

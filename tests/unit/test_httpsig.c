@@ -330,6 +330,14 @@ static void test_httpsig_params_exposed(void)
     CHECK_EQ(httpsig_params_check_time(&s.params, 1618884500, 30, 0), HTTPSIG_EEXPIRED);
     httpsig_signature_cleanup(&s);
     CHECK_EQ(httpsig_parse(fsi, strlen(fsi), fsg, strlen(fsg), "nope", &s), HTTPSIG_EMISSING);
+    /* Walking every signature by index. */
+    CHECK_EQ(httpsig_parse_at(fsi, strlen(fsi), fsg, strlen(fsg), 0, &s), HTTPSIG_OK);
+    CHECK_STREQ(s.label, "sig1");
+    httpsig_signature_cleanup(&s);
+    CHECK_EQ(httpsig_parse_at(fsi, strlen(fsi), fsg, strlen(fsg), 1, &s), HTTPSIG_OK);
+    CHECK_STREQ(s.label, "proxy_sig");
+    httpsig_signature_cleanup(&s);
+    CHECK_EQ(httpsig_parse_at(fsi, strlen(fsi), fsg, strlen(fsg), 2, &s), HTTPSIG_EMISSING);
     msg_free(&fr);
 
     si = read_line(V "b22/signature-input.txt");
