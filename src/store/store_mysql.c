@@ -39,6 +39,7 @@
 #define AUTOCOMMIT_TRIES 3
 
 enum stmt_id {
+    S_TENANT_FIND,
     S_TENANT_ENSURE,
     S_AGENT_LOCK,
     S_IDEM_FIND,
@@ -84,6 +85,8 @@ enum stmt_id {
 
 /* MySQL placeholders are positional: the comment before each statement lists its parameters. */
 static const char *const stmt_sql[S_COUNT] = {
+    /* tenant */
+    [S_TENANT_FIND] = "SELECT 1 FROM tenants WHERE tenant_id = ?",
     /* tenant, now */
     [S_TENANT_ENSURE] = "INSERT IGNORE INTO tenants (tenant_id, created_at) VALUES (?, ?)",
     /* tenant, agent, now, now: creates or row-locks the agent without moving next_seq. */
@@ -241,6 +244,8 @@ struct mysql_store {
     bool in_tx;      /* START TRANSACTION sent, no COMMIT/ROLLBACK yet */
     bool tx_aborted; /* the server rolled the whole transaction back (deadlock) */
     bool lost;       /* the connection dropped: reopen before the next statement */
+    /* The last tenant seen committed: tenant rows are never deleted, so it needs no check. */
+    char known_tenant[STORE_ID_MAX + 1];
     uint64_t affected;
     uint64_t insert_id;
     char err[512];
@@ -1152,6 +1157,29 @@ static int publish_one(struct mysql_store *b, const struct store_publish_req *re
     return store_touches_add(changes, req->tenant_id, agent_id, o->seq);
 }
 
+/* Creates the tenant row when missing. A plain read first: INSERT IGNORE on an existing row takes
+ * a shared lock every publisher of the tenant would hold until its commit. */
+static int tenant_ensure(struct mysql_store *b, const char *tenant_id, int64_t now_ms)
+{
+    if (strcmp(b->known_tenant, tenant_id) == 0) {
+        return ROOST_OK;
+    }
+    struct rows rs = {0};
+    struct prm fp[] = {PS(tenant_id)};
+    int rc = Q(b, S_TENANT_FIND, fp, &rs);
+    bool found = rc == ROOST_OK && rs.n > 0;
+    rows_free(&rs);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    if (found) {
+        snprintf(b->known_tenant, sizeof b->known_tenant, "%s", tenant_id);
+        return ROOST_OK;
+    }
+    struct prm tp[] = {PS(tenant_id), PI(now_ms)};
+    return Q(b, S_TENANT_ENSURE, tp, NULL);
+}
+
 /* Recipients of an item are handled in sorted agent_id order (the lock order of DESIGN §4.2); a
  * request with several items first locks all its agents in one sorted pass, so two fan-outs never
  * wait on each other in a cycle. A recipient listed twice gets one row. */
@@ -1163,8 +1191,7 @@ static int my_publish(struct store *st, const struct store_publish_req *req,
     struct recipient *order = NULL;
     const char **all = NULL;
     size_t order_cap = 0, base = 0;
-    struct prm tp[] = {PS(req->tenant_id), PI(req->now_ms)};
-    int rc = Q(b, S_TENANT_ENSURE, tp, NULL);
+    int rc = tenant_ensure(b, req->tenant_id, req->now_ms);
     if (rc != ROOST_OK) {
         goto out;
     }

@@ -78,12 +78,18 @@ CREATE TABLE IF NOT EXISTS roost_changes (
 -- Publishing from an application's own transaction (DESIGN §5.2):
 --   START TRANSACTION; INSERT INTO orders ...;
 --   CALL roost_publish('t1', 'agent-7', '{"order":42}', 0, NULL, NULL, 0, 0, @id, @seq); COMMIT;
+-- Id parameters are ascii_bin like the columns: a parameter in another character set would turn
+-- every lookup below into a full scan that locks the whole agents table.
 -- p_delay_ms > 0 schedules the event, p_ttl_ms > 0 gives it an expiry; a repeated
 -- p_idempotency_key returns the existing event and writes nothing. Times come from NOW(3).
 CREATE OR REPLACE PROCEDURE roost_publish(
-    IN p_tenant VARCHAR(128), IN p_agent VARCHAR(128), IN p_payload LONGTEXT, IN p_priority INT,
-    IN p_correlation_id VARCHAR(256), IN p_idempotency_key VARCHAR(256), IN p_delay_ms BIGINT,
-    IN p_ttl_ms BIGINT, OUT p_event_id CHAR(30), OUT p_seq BIGINT)
+    IN p_tenant VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin,
+    IN p_agent VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin,
+    IN p_payload LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_priority INT,
+    IN p_correlation_id VARCHAR(256) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+    IN p_idempotency_key VARCHAR(256) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+    IN p_delay_ms BIGINT, IN p_ttl_ms BIGINT,
+    OUT p_event_id CHAR(30) CHARACTER SET ascii COLLATE ascii_bin, OUT p_seq BIGINT)
     MODIFIES SQL DATA
 proc: BEGIN
     DECLARE alphabet CHAR(32) DEFAULT '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -106,7 +112,10 @@ proc: BEGIN
     IF COALESCE(p_priority, 0) NOT BETWEEN -100 AND 100 THEN
         SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'roost_publish: priority must be in -100..100';
     END IF;
-    INSERT IGNORE INTO tenants (tenant_id, created_at) VALUES (p_tenant, v_now);
+    -- A plain read first: INSERT IGNORE on an existing row would share-lock it until commit.
+    IF NOT EXISTS (SELECT 1 FROM tenants WHERE tenant_id = p_tenant) THEN
+        INSERT IGNORE INTO tenants (tenant_id, created_at) VALUES (p_tenant, v_now);
+    END IF;
     -- Locks the agent row (creating it) before the idempotency lookup, so two publishes with
     -- the same key serialise here instead of colliding on the unique index.
     INSERT INTO agents (tenant_id, agent_id, next_seq, created_at, updated_at)
