@@ -11,7 +11,9 @@ extern const struct store_ops store_mysql_ops;
  * until the next open on this thread. */
 const char *store_mysql_open_error(void);
 
-/* The parts of mysql://USER[:PASS]@HOST[:PORT]/DB[?socket=PATH], percent-decoded. */
+/* The parts of mysql://USER[:PASS]@HOST[:PORT]/DB[?socket=PATH][&isolation=LEVEL],
+ * percent-decoded. isolation is "read-committed" (the default; see store_mysql.c for why) or
+ * "repeatable-read" (for measurements: bench/mysql_isolation.c). */
 struct store_mysql_url {
     char user[129];
     char pass[257];
@@ -19,6 +21,7 @@ struct store_mysql_url {
     char db[65];
     char socket[512]; /* "" = TCP */
     unsigned port;    /* 0 = the default */
+    bool repeatable_read;
 };
 
 /* ROOST_EINVAL for a malformed URL or an unknown query parameter. */
