@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mysql/mysql_testutil.h"
 #include "store/store.h"
@@ -640,6 +641,139 @@ out:
     store_close(st);
 }
 
+/* ---- a deadlock: the victim's whole transaction is gone, and the store says so ---- */
+
+struct blocked_publish {
+    struct store *st;
+    const char *agent;
+    int rc;
+};
+
+static int publish_in_tx(struct store *st, const char *agent)
+{
+    const char *r[] = {agent};
+    struct store_publish_item item = {.recipients = r, .n_recipients = 1, .payload = "{}"};
+    struct store_publish_req req = {.tenant_id = TA, .items = &item, .n_items = 1, .now_ms = T0};
+    struct store_published out;
+    return st->ops->publish(st, &req, &out, NULL);
+}
+
+static void *blocked_publish_main(void *p)
+{
+    struct blocked_publish *bp = p;
+    bp->rc = publish_in_tx(bp->st, bp->agent);
+    return NULL;
+}
+
+/* Waits until `n` transactions of the server wait for a lock (no sleeping on a guess). */
+static bool wait_lock_waits(MYSQL *admin, int n)
+{
+    for (int i = 0; i < 100000; i++) {
+        if (mysql_query(admin, "SELECT count(*) FROM information_schema.INNODB_TRX"
+                               " WHERE trx_state = 'LOCK WAIT'") != 0) {
+            return false;
+        }
+        MYSQL_RES *res = mysql_store_result(admin);
+        MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+        bool ok = row != NULL && strtol(row[0], NULL, 10) >= n;
+        if (res != NULL) {
+            mysql_free_result(res);
+        }
+        if (ok) {
+            return true;
+        }
+        sched_yield();
+    }
+    return false;
+}
+
+static void test_mysql_deadlock_surfaces_as_retry(const char *url)
+{
+    struct store *a = open_conn(url), *b = open_conn(url);
+    MYSQL *admin = mysql_testutil_connect(url);
+    CHECK(a != NULL && b != NULL && admin != NULL);
+    if (a == NULL || b == NULL || admin == NULL) {
+        goto out;
+    }
+    struct store_published out;
+    CHECK_RC(a, publish_retry(a, "d1", NULL, T0, &out), ROOST_OK); /* tenant and agents exist */
+    CHECK_RC(a, publish_retry(a, "d2", NULL, T0, &out), ROOST_OK);
+    CHECK_RC(a, a->ops->begin(a), ROOST_OK);
+    CHECK_RC(a, publish_in_tx(a, "d1"), ROOST_OK);
+    CHECK_RC(b, b->ops->begin(b), ROOST_OK);
+    CHECK_RC(b, publish_in_tx(b, "d2"), ROOST_OK);
+    struct blocked_publish bp = {.st = b, .agent = "d1"};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, blocked_publish_main, &bp) == 0);
+    CHECK(wait_lock_waits(admin, 1));
+    int rc_a = publish_in_tx(a, "d2"); /* closes the cycle: InnoDB picks a victim */
+    pthread_join(th, NULL);
+    CHECK((rc_a == ROOST_ERETRY) != (bp.rc == ROOST_ERETRY));
+    CHECK(rc_a == ROOST_OK || bp.rc == ROOST_OK);
+    struct store *victim = rc_a == ROOST_ERETRY ? a : b, *winner = victim == a ? b : a;
+    /* The victim's earlier work is gone too: it must not commit (that would hide the loss), and
+     * nothing more runs in the dead transaction. */
+    CHECK(victim->ops->savepoint(victim) == ROOST_ERETRY);
+    CHECK(victim->ops->commit(victim) == ROOST_ERETRY);
+    CHECK_RC(victim, victim->ops->rollback(victim), ROOST_OK);
+    CHECK_RC(winner, winner->ops->commit(winner), ROOST_OK);
+    /* Replayed as a unit, as the server's writer does on ROOST_ERETRY. */
+    CHECK_RC(victim, victim->ops->begin(victim), ROOST_OK);
+    CHECK_RC(victim, publish_in_tx(victim, "d1"), ROOST_OK);
+    CHECK_RC(victim, publish_in_tx(victim, "d2"), ROOST_OK);
+    CHECK_RC(victim, victim->ops->commit(victim), ROOST_OK);
+    int64_t h1 = -1, h2 = -1;
+    CHECK_RC(a, a->ops->head(a, TA, "d1", &h1), ROOST_OK);
+    CHECK_RC(a, a->ops->head(a, TA, "d2", &h2), ROOST_OK);
+    CHECK(h1 == 3 && h2 == 3);
+out:
+    if (admin != NULL) {
+        mysql_close(admin);
+    }
+    store_close(a);
+    store_close(b);
+}
+
+/* ---- the server goes away: ping is false, operations fail cleanly ---- */
+
+static void test_mysql_server_down_ping_false(const char *url)
+{
+    (void)url; /* this test stops a server, so it starts one of its own */
+    char dir[128], cmd[512], own[1024] = "";
+    snprintf(dir, sizeof dir, "/tmp/roost-mdown-%ld", (long)getpid());
+    snprintf(cmd, sizeof cmd, "'%s' start '%s'", MARIADB_TEST_SH, dir);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    if (p == NULL) {
+        return;
+    }
+    if (fgets(own, sizeof own, p) == NULL) {
+        own[0] = '\0';
+    }
+    CHECK(pclose(p) == 0);
+    own[strcspn(own, "\n")] = '\0';
+    struct store *st = own[0] != '\0' ? open_conn(own) : NULL;
+    CHECK(st != NULL);
+    if (st != NULL) {
+        CHECK_RC(st, st->ops->migrate(st), ROOST_OK);
+        struct store_published out;
+        CHECK_RC(st, publish_retry(st, "z", NULL, T0, &out), ROOST_OK);
+        CHECK(st->ops->ping(st));
+    }
+    snprintf(cmd, sizeof cmd, "'%s' stop '%s'", MARIADB_TEST_SH, dir);
+    CHECK(system(cmd) == 0);
+    if (st != NULL) {
+        CHECK(!st->ops->ping(st));
+        CHECK(!st->ops->ping(st));
+        int64_t head = -1;
+        int rc = st->ops->head(st, TA, "z", &head);
+        CHECK(rc == ROOST_EUNAVAILABLE || rc == ROOST_ERETRY);
+        CHECK(st->ops->begin(st) == ROOST_EUNAVAILABLE);
+        CHECK_RC(st, st->ops->rollback(st), ROOST_OK);
+        store_close(st);
+    }
+}
+
 /* ---- runner ---- */
 
 struct test {
@@ -654,7 +788,8 @@ struct test {
 static const struct test tests[] = {
     TEST(test_mysql_concurrent_producers_no_gaps),    TEST(test_mysql_competing_claimers_disjoint),
     TEST(test_mysql_application_transaction_publish), TEST(test_mysql_tail_out_of_order_commits),
-    TEST(test_mysql_lost_connection_reconnects),
+    TEST(test_mysql_lost_connection_reconnects),      TEST(test_mysql_deadlock_surfaces_as_retry),
+    TEST(test_mysql_server_down_ping_false),
 };
 
 int main(int argc, char **argv)
