@@ -13,6 +13,7 @@
 
 #include "mysql/mysql_testutil.h"
 #include "store/store.h"
+#include "store/store_mysql.h"
 
 #include "common/banned.h"
 
@@ -749,6 +750,95 @@ static void test_mysql_server_down_ping_false(const char *url)
     }
 }
 
+/* ---- several processes start at once: migrations apply exactly once ---- */
+
+#define MIGRATORS 4
+
+struct migrator {
+    const char *url;
+    int rc;
+};
+
+static void *migrator_main(void *p)
+{
+    struct migrator *m = p;
+    struct store *st = open_conn(m->url);
+    m->rc = st != NULL ? st->ops->migrate(st) : ROOST_ECONNECT;
+    if (m->rc != ROOST_OK && st != NULL) {
+        printf("migrate: %s: %s\n", roost_err_name(m->rc), st->ops->errmsg(st));
+    }
+    store_close(st);
+    return NULL;
+}
+
+static void test_mysql_concurrent_migrate_applies_once(const char *url)
+{
+    char fresh[1024];
+    CHECK(mysql_testutil_fresh_db(url, "migrate_race", fresh, sizeof fresh) == 0);
+    struct migrator ms[MIGRATORS];
+    pthread_t th[MIGRATORS];
+    for (int i = 0; i < MIGRATORS; i++) {
+        ms[i] = (struct migrator){.url = fresh};
+        CHECK(pthread_create(&th[i], NULL, migrator_main, &ms[i]) == 0);
+    }
+    for (int i = 0; i < MIGRATORS; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(ms[i].rc == ROOST_OK);
+    }
+    MYSQL *db = mysql_testutil_connect(fresh);
+    CHECK(db != NULL);
+    if (db != NULL) {
+        CHECK(mysql_query(db, "SELECT count(*), min(version) FROM schema_migrations") == 0);
+        MYSQL_RES *res = mysql_store_result(db);
+        MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+        CHECK(row != NULL && strcmp(row[0], "1") == 0 && strcmp(row[1], "1") == 0);
+        if (res != NULL) {
+            mysql_free_result(res);
+        }
+        mysql_close(db);
+    }
+    struct store *st = open_conn(fresh);
+    struct store_published out;
+    CHECK(st != NULL && publish_retry(st, "m", NULL, T0, &out) == ROOST_OK && out.seq == 1);
+    store_close(st);
+    mysql_testutil_drop_db(fresh);
+}
+
+/* ---- URLs ---- */
+
+static void test_mysql_url_parsing(const char *url)
+{
+    (void)url;
+    struct store_mysql_url u;
+    CHECK(store_mysql_url_parse("mysql://us%3Aer:p%40ss%2F%25@db.example:3307/roost", &u) ==
+          ROOST_OK);
+    CHECK(strcmp(u.user, "us:er") == 0 && strcmp(u.pass, "p@ss/%") == 0);
+    CHECK(strcmp(u.host, "db.example") == 0 && u.port == 3307 && strcmp(u.db, "roost") == 0);
+    CHECK(u.socket[0] == '\0' && !u.repeatable_read);
+    CHECK(store_mysql_url_parse("mysql://roost@localhost/r?socket=/run/my%20sql.sock", &u) ==
+          ROOST_OK);
+    CHECK(strcmp(u.user, "roost") == 0 && u.pass[0] == '\0' &&
+          strcmp(u.socket, "/run/my sql.sock") == 0 && u.port == 0);
+    CHECK(store_mysql_url_parse("mysql://a:b@[::1]:3306/r?isolation=repeatable-read", &u) ==
+          ROOST_OK);
+    CHECK(strcmp(u.host, "::1") == 0 && u.port == 3306 && u.repeatable_read);
+    static const char *const bad[] = {
+        "mysql://h/",        "mysql://h",        "mysql://u@h:99999/db",
+        "mysql://u@h:x/db",  "mysql://u%4@h/db", "mysql://u@h/db?nosuch=1",
+        "mysql://u%00@h/db", "mysqlx://u@h/db",  "mysql://@/db",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (store_mysql_url_parse(bad[i], &u) != ROOST_EINVAL) {
+            printf("accepted %s\n", bad[i]);
+            g_check_failures++;
+        }
+    }
+    struct store *st = (struct store *)&u;
+    const char *err = NULL;
+    CHECK(store_open("mysql://u@h/db?nosuch=1", NULL, &st, &err) == ROOST_EINVAL);
+    CHECK(st == NULL && err != NULL && err[0] != '\0');
+}
+
 /* ---- runner ---- */
 
 struct test {
@@ -761,10 +851,15 @@ struct test {
 #fn, fn                                                                                    \
     }
 static const struct test tests[] = {
-    TEST(test_mysql_concurrent_producers_no_gaps),    TEST(test_mysql_competing_claimers_disjoint),
-    TEST(test_mysql_application_transaction_publish), TEST(test_mysql_tail_out_of_order_commits),
-    TEST(test_mysql_lost_connection_reconnects),      TEST(test_mysql_deadlock_surfaces_as_retry),
+    TEST(test_mysql_concurrent_producers_no_gaps),
+    TEST(test_mysql_competing_claimers_disjoint),
+    TEST(test_mysql_application_transaction_publish),
+    TEST(test_mysql_tail_out_of_order_commits),
+    TEST(test_mysql_lost_connection_reconnects),
+    TEST(test_mysql_deadlock_surfaces_as_retry),
     TEST(test_mysql_server_down_ping_false),
+    TEST(test_mysql_concurrent_migrate_applies_once),
+    TEST(test_mysql_url_parsing),
 };
 
 int main(int argc, char **argv)
