@@ -569,6 +569,21 @@ static void test_mysql_tail_out_of_order_commits(const char *url)
     store_events_cleanup(&evs);
     store_touches_cleanup(&t);
     store_tail_pos_cleanup(&pos);
+
+    /* Retention prunes the change log (rows older than 10 minutes), in bounded batches. */
+    struct store_retention_req rq = {
+        .now_ms = T0 + 11 * 60 * 1000, .completed_s = 7 * 86400, .max_age_s = 0, .batch = 100};
+    struct store_retention_result rr;
+    CHECK_RC(a, a->ops->begin(a), ROOST_OK);
+    CHECK_RC(a, a->ops->retention(a, &rq, &rr), ROOST_OK);
+    CHECK_RC(a, a->ops->commit(a), ROOST_OK);
+    CHECK(mysql_query(app, "SELECT count(*) FROM roost_changes WHERE at_ms <= 1700000000100") == 0);
+    MYSQL_RES *res = mysql_store_result(app);
+    MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+    CHECK(row != NULL && strcmp(row[0], "0") == 0);
+    if (res != NULL) {
+        mysql_free_result(res);
+    }
 out:
     if (app != NULL) {
         mysql_close(app);
