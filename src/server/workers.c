@@ -145,7 +145,9 @@ static int run_group(struct store *st, struct job **group, size_t n)
         }
         job->rc = job->run(job, st);
         if (job->rc == ROOST_ERETRY) {
-            rc = ROOST_ERETRY; /* a lock we could not get: the whole group retries */
+            /* A lock we could not get, or (MySQL) a deadlock or lost connection that already
+             * rolled the whole transaction back: the whole group replays. */
+            rc = ROOST_ERETRY;
             goto fail;
         }
         rc = job->rc == ROOST_OK ? store_call0(st, savepoint_release)

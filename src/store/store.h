@@ -168,17 +168,38 @@ struct store_retention_result {
     bool more; /* the batch was full: call again */
 };
 
+/* ---- tailer ---- */
+
+/* A tailer's position in a backend's change log (MySQL: the roost_changes table, written by every
+ * transaction that produces touches, including applications calling roost_publish). Ids are
+ * allocated at insert time but become visible at commit, so they appear out of order: every id up
+ * to `high` has been reported except those in `gaps`, which are re-checked on every call until
+ * STORE_TAIL_GAP_MS have passed (a rolled-back transaction leaves a gap that never fills).
+ * Zero-initialise; release with store_tail_pos_cleanup(). */
+#define STORE_TAIL_GAP_MS 60000
+struct store_tail_gap {
+    int64_t id;
+    int64_t since_ms; /* now_ms of the call that first missed it */
+};
+struct store_tail_pos {
+    bool started; /* false: the first call only records where the log ends */
+    int64_t high; /* the highest id seen */
+    struct store_tail_gap *gaps;
+    size_t n_gaps, cap_gaps;
+};
+void store_tail_pos_cleanup(struct store_tail_pos *pos);
+
 /* ---- the vtable ---- */
 
 struct store;
 
 struct store_options {
-    int busy_timeout_ms;   /* SQLite: how long to wait for a lock */
+    int busy_timeout_ms; /* how long to wait for a lock (MySQL: innodb_lock_wait_timeout, >= 1 s) */
     bool synchronous_full; /* SQLite: synchronous=FULL (default) or NORMAL */
 };
 
 struct store_ops {
-    const char *scheme; /* "sqlite" */
+    const char *scheme; /* "sqlite", "mysql" */
     int (*open)(const char *url, const struct store_options *opt, struct store **out);
     void (*close)(struct store *st);
     /* Applies numbered migrations not yet applied; idempotent; safe from several processes. */
@@ -276,14 +297,24 @@ struct store_ops {
     int (*agents_list)(struct store *st, const char *tenant_id, const char *after_agent,
                        size_t limit, int64_t now_ms, struct store_agent_stats *out, size_t *n,
                        bool *has_more);
+
+    /* Tailer: adds to `touches` every (tenant, agent, head) recorded by transactions committed
+     * since the last call on `pos`, by any writer (this process, other roostd nodes, applications
+     * calling roost_publish). Runs outside a transaction; the first call on a zeroed pos reports
+     * nothing and starts from the end of the log. The same change may be reported twice, never
+     * missed (except one whose commit comes more than STORE_TAIL_GAP_MS after its id was passed).
+     * NULL when the backend has one writer process (SQLite): every commit is already pinged by the
+     * process that made it, so callers must check for NULL. */
+    int (*tail)(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
+                struct store_touches *touches);
 };
 
 struct store {
     const struct store_ops *ops;
 };
 
-/* Opens a store by URL scheme ("sqlite://PATH"). ROOST_EINVAL for an unknown scheme or bad URL;
- * *errmsg (static or NULL) explains. */
+/* Opens a store by URL scheme ("sqlite://PATH", "mysql://USER:PASS@HOST:PORT/DB"). ROOST_EINVAL for
+ * an unknown scheme or bad URL; *errmsg (static or NULL) explains. */
 int store_open(const char *url, const struct store_options *opt, struct store **out,
                const char **errmsg);
 void store_close(struct store *st);

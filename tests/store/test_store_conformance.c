@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The store conformance suite: every behaviour store.h promises, run against one backend named on
- * the command line (`test_store_conformance sqlite`). Only backend_fresh()/backend_dispose() know
- * about a backend; every test gets a fresh, migrated database. */
+ * the command line (`test_store_conformance sqlite`, `test_store_conformance mysql://...` or
+ * `mysql` with ROOST_TEST_STORE_URL). Only backend_fresh()/backend_dispose() know about a
+ * backend; every test gets a fresh, migrated database. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mysql/mysql_testutil.h"
 #include "store/store.h"
 
 #define T0 1700000000000LL /* the tests' "now" */
@@ -18,6 +20,7 @@
 #define TB "tenant-b"
 
 static const char *g_backend;
+static const char *g_base_url; /* mysql: the server's URL; each test gets its own database */
 static const char *g_test;
 static int g_check_failures;
 static struct store *g_st; /* for error detail in failure lines */
@@ -47,6 +50,7 @@ struct fx {
     struct store *st;
     char url[1024];
     char dir[512];
+    bool own_db; /* mysql: drop the database at the end */
 };
 
 /* Prepares a fresh, empty database and writes its URL. */
@@ -62,20 +66,25 @@ static int backend_fresh(struct fx *f)
         snprintf(f->url, sizeof f->url, "sqlite://%s/roost.db", f->dir);
         return 0;
     }
-    /* Other backends (mysql) take their URL from the environment; the test script gives each run
-     * an empty database. */
-    const char *url = getenv("ROOST_TEST_STORE_URL");
-    if (url == NULL) {
-        printf("backend %s needs ROOST_TEST_STORE_URL\n", g_backend);
+    /* mysql: a database of its own on the server the test script started. */
+    f->dir[0] = '\0';
+    if (g_base_url == NULL) {
+        printf("backend %s needs a URL argument or ROOST_TEST_STORE_URL\n", g_backend);
         return -1;
     }
-    f->dir[0] = '\0';
-    snprintf(f->url, sizeof f->url, "%s", url);
+    if (mysql_testutil_fresh_db(g_base_url, g_test + 5, f->url, sizeof f->url) != 0) {
+        return -1;
+    }
+    f->own_db = true;
     return 0;
 }
 
 static void backend_dispose(struct fx *f)
 {
+    if (f->own_db) {
+        mysql_testutil_drop_db(f->url);
+        f->own_db = false;
+    }
     if (f->dir[0] == '\0') {
         return;
     }
@@ -1444,6 +1453,12 @@ int main(int argc, char **argv)
         return 2;
     }
     g_backend = argv[1];
+    if (strncmp(argv[1], "mysql://", 8) == 0) {
+        g_backend = "mysql";
+        g_base_url = argv[1];
+    } else if (strcmp(argv[1], "mysql") == 0) {
+        g_base_url = getenv("ROOST_TEST_STORE_URL");
+    }
     const char *only = argc > 2 ? argv[2] : NULL;
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
