@@ -341,3 +341,8 @@ void workers_get_stats(struct workers *w, struct workers_stats *out)
     *out = w->stats;
     pthread_mutex_unlock(&w->stats_mu);
 }
+
+const struct store_ops *workers_store_ops(const struct workers *w)
+{
+    return w->slots[0].st->ops;
+}

@@ -196,6 +196,9 @@ struct store;
 struct store_options {
     int busy_timeout_ms; /* how long to wait for a lock (MySQL: innodb_lock_wait_timeout, >= 1 s) */
     bool synchronous_full; /* SQLite: synchronous=FULL (default) or NORMAL */
+    /* MySQL: this process's mark on the change log; its tailer skips the rows it wrote itself
+     * (their pings went out at commit). 0 = report every row. */
+    int64_t origin;
 };
 
 struct store_ops {

@@ -108,7 +108,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_STATE_PATCH] = "UPDATE agents SET state = JSON_COMPACT(JSON_MERGE_PATCH(state, ?)),"
                       " state_cursor = ?, updated_at = ? WHERE tenant_id = ? AND agent_id = ?",
     /* tenant, agent, head, now */
-    [S_CHANGE] = "INSERT INTO roost_changes (tenant_id, agent_id, head, at_ms) VALUES (?, ?, ?, ?)",
+    [S_CHANGE] = "INSERT INTO roost_changes (tenant_id, agent_id, head, at_ms, origin)"
+                 " VALUES (?, ?, ?, ?, ?)",
     /* tenant, agent */
     [S_AGENT_HEAD] = "SELECT next_seq - 1, purged_through_seq FROM agents"
                      " WHERE tenant_id = ? AND agent_id = ?",
@@ -228,10 +229,10 @@ static const char *const stmt_sql[S_COUNT] = {
                      " VALUES (?, ?, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED))",
     [S_TAIL_MAX] = "SELECT COALESCE(MAX(id), 0) FROM roost_changes",
     /* after, limit */
-    [S_TAIL_SCAN] = "SELECT id, tenant_id, agent_id, head FROM roost_changes WHERE id > ?"
+    [S_TAIL_SCAN] = "SELECT id, tenant_id, agent_id, head, origin FROM roost_changes WHERE id > ?"
                     " ORDER BY id LIMIT ?",
     /* TAIL_GAP_BATCH ids (-1 pads) */
-    [S_TAIL_GAPS] = "SELECT id, tenant_id, agent_id, head FROM roost_changes"
+    [S_TAIL_GAPS] = "SELECT id, tenant_id, agent_id, head, origin FROM roost_changes"
                     " WHERE id IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
@@ -246,6 +247,7 @@ struct mysql_store {
     bool lost;       /* the connection dropped: reopen before the next statement */
     /* The last tenant seen committed: tenant rows are never deleted, so it needs no check. */
     char known_tenant[STORE_ID_MAX + 1];
+    int64_t origin; /* store_options.origin */
     uint64_t affected;
     uint64_t insert_id;
     char err[512];
@@ -814,7 +816,7 @@ static int agent_head(struct mysql_store *b, const char *tenant_id, const char *
 static int change(struct mysql_store *b, const char *tenant_id, const char *agent_id, int64_t head,
                   int64_t now_ms, struct store_touches *touches)
 {
-    struct prm p[] = {PS(tenant_id), PS(agent_id), PI(head), PI(now_ms)};
+    struct prm p[] = {PS(tenant_id), PS(agent_id), PI(head), PI(now_ms), PI(b->origin)};
     int rc = Q(b, S_CHANGE, p, NULL);
     if (rc == ROOST_OK && touches != NULL) {
         rc = store_touches_add(touches, tenant_id, agent_id, head);
@@ -848,6 +850,7 @@ static int my_open(const char *url, const struct store_options *opt, struct stor
         free(b);
         return ROOST_EINVAL;
     }
+    b->origin = opt->origin;
     int wait_ms = opt->busy_timeout_ms > 0 ? opt->busy_timeout_ms : 5000;
     b->lock_wait_s = (unsigned)(wait_ms + 999) / 1000;
     b->db = connect_db(&b->url, b->lock_wait_s, open_err, sizeof open_err);
@@ -1935,10 +1938,14 @@ static int gap_add(struct store_tail_pos *pos, int64_t id, int64_t now_ms)
     return ROOST_OK;
 }
 
-static int tail_row(const struct rows *rs, size_t r, struct store_touches *touches)
+static int tail_row(const struct mysql_store *b, const struct rows *rs, size_t r,
+                    struct store_touches *touches)
 {
     const char *t = cell(rs, r, 1), *a = cell(rs, r, 2);
-    return t != NULL && a != NULL ? store_touches_add(touches, t, a, cell_i64(rs, r, 3)) : ROOST_OK;
+    if (t == NULL || a == NULL || (b->origin != 0 && cell_i64(rs, r, 4) == b->origin)) {
+        return ROOST_OK; /* our own commit: pinged when it committed */
+    }
+    return store_touches_add(touches, t, a, cell_i64(rs, r, 3));
 }
 
 /* Re-checks the open gaps (ids passed over while their transaction was still open), then reads
@@ -1979,7 +1986,7 @@ static int my_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
             break;
         }
         for (size_t r = 0; r < rs.n && rc == ROOST_OK; r++) {
-            rc = tail_row(&rs, r, touches);
+            rc = tail_row(b, &rs, r, touches);
             int64_t id = cell_i64(&rs, r, 0);
             for (size_t k = i; k < i + TAIL_GAP_BATCH && k < pos->n_gaps; k++) {
                 if (pos->gaps[k].id == id) {
@@ -2010,7 +2017,7 @@ static int my_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
                 pos->high = id;
             }
             if (rc == ROOST_OK) {
-                rc = tail_row(&rs, r, touches);
+                rc = tail_row(b, &rs, r, touches);
             }
         }
         bool full = rs.n == TAIL_PAGE;

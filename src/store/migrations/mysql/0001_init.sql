@@ -72,6 +72,8 @@ CREATE TABLE IF NOT EXISTS roost_changes (
     agent_id  VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
     head      BIGINT NOT NULL,
     at_ms     BIGINT NOT NULL,
+    -- the roostd process that wrote the row (its tailer skips it); 0 = an application
+    origin    BIGINT NOT NULL DEFAULT 0,
     KEY roost_changes_at (at_ms)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin
 -- statement
