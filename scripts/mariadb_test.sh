@@ -7,13 +7,15 @@
 #   mariadb_test.sh start DIR   start (or reuse a running one) and print the store URL
 #   mariadb_test.sh url DIR     print the URL of the running server
 #   mariadb_test.sh stop DIR    stop it and delete DIR
+#   mariadb_test.sh pause DIR   stop it, keeping its data (a database outage)
+#   mariadb_test.sh resume DIR  start it again on the same data and port
 #
 # Works as root (mariadbd then needs --user=root) and as any other user. Failing to start is an
 # error, never a skip: CI must not pass without MariaDB.
 set -eu
 
 usage() {
-    echo "usage: $0 start|stop|url DIR" >&2
+    echo "usage: $0 start|stop|url|pause|resume DIR" >&2
     exit 2
 }
 [ $# -eq 2 ] || usage
@@ -50,6 +52,51 @@ client() {
     "$MARIADB" --no-defaults --protocol=socket --socket="$dir/mysqld.sock" -uroot "$@"
 }
 
+# Starts mariadbd on $dir/data and the port in $dir/port, and waits until it answers.
+launch() {
+    MARIADBD=$(find_bin mariadbd mysqld)
+    MARIADB=$(find_bin mariadb mysql)
+    port=$(cat "$dir/port")
+    user_opt=
+    if [ "$(id -u)" = 0 ]; then
+        user_opt=--user=root
+    fi
+    # Lock waits are short so a test that deadlocks fails fast instead of hanging.
+    "$MARIADBD" --no-defaults $user_opt --datadir="$dir/data" --tmpdir="$dir/tmp" \
+        --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" --log-error="$dir/error.log" \
+        --skip-networking=0 --bind-address=127.0.0.1 --port="$port" \
+        --innodb-flush-log-at-trx-commit=1 --innodb-buffer-pool-size=128M \
+        --innodb-log-file-size=64M --max-connections=300 --skip-name-resolve \
+        --innodb-lock-wait-timeout=10 </dev/null >/dev/null 2>&1 &
+    i=0
+    until client -e 'SELECT 1' >/dev/null 2>&1; do
+        i=$((i + 1))
+        if [ $i -gt 600 ] || ! kill -0 $! 2>/dev/null; then
+            echo "mariadb_test.sh: mariadbd did not become ready:" >&2
+            tail -n 30 "$dir/error.log" >&2 || true
+            exit 1
+        fi
+        sleep 0.1
+    done
+}
+
+# Stops the server (SIGTERM, then SIGKILL after 60 s) and keeps its data.
+halt() {
+    if running; then
+        pid=$(cat "$dir/mysqld.pid")
+        kill "$pid"
+        i=0
+        while kill -0 "$pid" 2>/dev/null; do
+            i=$((i + 1))
+            if [ $i -gt 600 ]; then
+                kill -9 "$pid" 2>/dev/null || true
+                break
+            fi
+            sleep 0.1
+        done
+    fi
+}
+
 case $cmd in
 start)
     mkdir -p "$dir"
@@ -79,23 +126,8 @@ start)
         exit 1
     fi
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    # Lock waits are short so a test that deadlocks fails fast instead of hanging.
-    "$MARIADBD" --no-defaults $user_opt --datadir="$dir/data" --tmpdir="$dir/tmp" \
-        --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" --log-error="$dir/error.log" \
-        --skip-networking=0 --bind-address=127.0.0.1 --port="$port" \
-        --innodb-flush-log-at-trx-commit=1 --innodb-buffer-pool-size=128M \
-        --innodb-log-file-size=64M --max-connections=300 --skip-name-resolve \
-        --innodb-lock-wait-timeout=10 </dev/null >/dev/null 2>&1 &
-    i=0
-    until client -e 'SELECT 1' >/dev/null 2>&1; do
-        i=$((i + 1))
-        if [ $i -gt 600 ] || ! kill -0 $! 2>/dev/null; then
-            echo "mariadb_test.sh: mariadbd did not become ready:" >&2
-            tail -n 30 "$dir/error.log" >&2 || true
-            exit 1
-        fi
-        sleep 0.1
-    done
+    echo "$port" >"$dir/port"
+    launch
     client -e "CREATE USER '$DB_USER'@'localhost' IDENTIFIED BY '$DB_PASS';
         CREATE USER '$DB_USER'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
         GRANT ALL PRIVILEGES ON *.* TO '$DB_USER'@'localhost';
@@ -113,20 +145,20 @@ url)
     cat "$dir/url"
     ;;
 stop)
-    if running; then
-        pid=$(cat "$dir/mysqld.pid")
-        kill "$pid"
-        i=0
-        while kill -0 "$pid" 2>/dev/null; do
-            i=$((i + 1))
-            if [ $i -gt 600 ]; then
-                kill -9 "$pid" 2>/dev/null || true
-                break
-            fi
-            sleep 0.1
-        done
-    fi
+    halt
     rm -rf "$dir"
+    ;;
+pause)
+    halt
+    ;;
+resume)
+    if running; then
+        echo "mariadb_test.sh: already running under $dir" >&2
+        exit 1
+    fi
+    dir=$(cd "$dir" && pwd)
+    launch
+    cat "$dir/url"
     ;;
 *)
     usage
