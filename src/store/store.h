@@ -297,8 +297,9 @@ struct store_ops {
     /* Tailer: adds to `touches` every (tenant, agent, head) recorded by transactions committed
      * since the last call on `pos`, by any writer (this process, other roostd nodes, applications
      * calling roost_publish). Runs outside a transaction; the first call on a zeroed pos reports
-     * nothing and starts from the end of the log. The same change may be reported twice, never
-     * missed (except one whose commit comes more than STORE_TAIL_GAP_MS after its id was passed).
+     * nothing and starts from the end of the log (ids just below it not yet committed are watched
+     * as gaps). The same change may be reported twice, never missed (except one whose commit
+     * comes more than STORE_TAIL_GAP_MS after its id was passed).
      * NULL when the backend has one writer process (SQLite): every commit is already pinged by the
      * process that made it, so callers must check for NULL. */
     int (*tail)(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
