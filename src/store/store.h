@@ -219,6 +219,8 @@ struct store_ops {
                    struct store_published *out, struct store_touches *touches);
 
     /* Events with seq > after_cursor in seq order (every status; payload NULL once completed).
+     * A page never skips a seq: where a lower seq is not visible yet (MySQL: committing), the page
+     * ends before it and head is capped there, as a slightly earlier snapshot would show.
      * ROOST_EGONE (page->oldest_cursor set) when after_cursor < purged_through_seq. An agent that
      * never existed reads as empty with head 0. */
     int (*inbox_read)(struct store *st, const char *tenant_id, const char *agent_id,
