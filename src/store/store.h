@@ -226,6 +226,8 @@ struct store_ops {
                    struct store_published *out, struct store_touches *touches);
 
     /* Events with seq > after_cursor in seq order (every status; payload NULL once completed).
+     * A page never skips a seq: where a lower seq is not visible yet (MySQL: committing), the page
+     * ends before it and head is capped there, as a slightly earlier snapshot would show.
      * ROOST_EGONE (page->oldest_cursor set) when after_cursor < purged_through_seq. An agent that
      * never existed reads as empty with head 0. */
     int (*inbox_read)(struct store *st, const char *tenant_id, const char *agent_id,
@@ -304,8 +306,9 @@ struct store_ops {
     /* Tailer: adds to `touches` every (tenant, agent, head) recorded by transactions committed
      * since the last call on `pos`, by any writer (this process, other roostd nodes, applications
      * calling roost_publish). Runs outside a transaction; the first call on a zeroed pos reports
-     * nothing and starts from the end of the log. The same change may be reported twice, never
-     * missed (except one whose commit comes more than STORE_TAIL_GAP_MS after its id was passed).
+     * nothing and starts from the end of the log (ids just below it not yet committed are watched
+     * as gaps). The same change may be reported twice, never missed (except one whose commit
+     * comes more than STORE_TAIL_GAP_MS after its id was passed).
      * NULL when the backend has one writer process (SQLite): every commit is already pinged by the
      * process that made it, so callers must check for NULL. */
     int (*tail)(struct store *st, struct store_tail_pos *pos, int64_t now_ms,

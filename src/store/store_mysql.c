@@ -33,6 +33,8 @@
 #define TAIL_PAGE 1000
 #define TAIL_GAP_BATCH 16
 #define TAIL_GAPS_MAX 4096
+/* How far below the end of the log a starting tailer looks for ids still uncommitted. */
+#define TAIL_START_WINDOW 1000
 /* roost_changes rows older than this go with retention; a tailer is never this far behind. */
 #define CHANGES_KEEP_MS (10 * 60 * 1000)
 /* Attempts for one statement outside a transaction (a lost connection, a deadlock). */
@@ -1962,11 +1964,31 @@ static int my_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
         return ROOST_EINTERNAL;
     }
     if (!pos->started) {
-        if ((rc = q(b, S_TAIL_MAX, NULL, 0, &rs)) == ROOST_OK) {
-            pos->high = rs.n > 0 ? cell_i64(&rs, 0, 0) : 0;
-            pos->started = true;
+        /* Start at the end of the log; ids just below it that are not committed yet belong to
+         * transactions still open, so they start out as gaps rather than as seen. */
+        if ((rc = q(b, S_TAIL_MAX, NULL, 0, &rs)) != ROOST_OK) {
+            rows_free(&rs);
+            return rc;
+        }
+        int64_t end = rs.n > 0 ? cell_i64(&rs, 0, 0) : 0;
+        rows_free(&rs);
+        int64_t from = end > TAIL_START_WINDOW ? end - TAIL_START_WINDOW : 0;
+        struct prm p[] = {PI(from), PI(TAIL_START_WINDOW)};
+        if ((rc = Q(b, S_TAIL_SCAN, p, &rs)) != ROOST_OK) {
+            rows_free(&rs);
+            return rc;
+        }
+        int64_t next = from + 1;
+        for (size_t r = 0; r < rs.n && rc == ROOST_OK; r++) {
+            int64_t id = cell_i64(&rs, r, 0);
+            for (; next < id && rc == ROOST_OK; next++) {
+                rc = gap_add(pos, next, now_ms);
+            }
+            next = id + 1;
         }
         rows_free(&rs);
+        pos->high = next - 1 > end ? next - 1 : end;
+        pos->started = rc == ROOST_OK;
         return rc;
     }
     /* Gaps too old to fill any more (rolled back, or pruned) are dropped. */

@@ -77,6 +77,8 @@ static int publish_retry(struct store *st, const char *agent, const char *idem, 
     return rc;
 }
 
+static bool touched(const struct store_touches *t, const char *agent, int64_t head);
+
 /* ---- (a) 8 producers, one cursor reader: every event exactly once, in order ---- */
 
 #define PRODUCERS 8
@@ -181,6 +183,88 @@ static void test_mysql_concurrent_producers_no_gaps(const char *url)
     CHECK(errors == 0);
     CHECK(f.errors == 0);
     CHECK(f.seen == PRODUCERS * PER_PRODUCER);
+}
+
+/* ---- (a') store producers and applications calling roost_publish, mixed: still no gaps ---- */
+
+#define APP_PRODUCERS 4
+#define PER_APP 150
+
+static void *app_producer_main(void *p)
+{
+    struct producer *w = p;
+    MYSQL *db = mysql_testutil_connect(w->url);
+    if (db == NULL) {
+        w->errors++;
+        return NULL;
+    }
+    for (int i = 0; i < PER_APP; i++) {
+        int attempt = 0;
+        for (;; attempt++) {
+            if (mysql_query(db, "START TRANSACTION") == 0 &&
+                mysql_query(db, "CALL roost_publish('" TA "', 'hot', '{\"app\": true}', 0, NULL,"
+                                " NULL, 0, 0, @id, @seq)") == 0 &&
+                mysql_query(db, "COMMIT") == 0) {
+                break;
+            }
+            unsigned e = mysql_errno(db);
+            mysql_query(db, "ROLLBACK");
+            if ((e != 1213 && e != 1205) || attempt == 100) {
+                printf("app producer: %s (%u)\n", mysql_error(db), e);
+                w->errors++;
+                mysql_close(db);
+                return NULL;
+            }
+        }
+    }
+    mysql_close(db);
+    return NULL;
+}
+
+static void test_mysql_mixed_producers_no_gaps(const char *url)
+{
+    pthread_t prod[PRODUCERS], apps[APP_PRODUCERS], reader;
+    struct producer args[PRODUCERS], app_args[APP_PRODUCERS];
+    atomic_int done = 0;
+    struct follower f = {.url = url, .done = &done};
+    struct store *tailer = open_conn(url);
+    struct store_tail_pos pos = {0};
+    struct store_touches t = {0};
+    CHECK(tailer != NULL);
+    if (tailer == NULL) {
+        return;
+    }
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+    CHECK(pthread_create(&reader, NULL, follower_main, &f) == 0);
+    for (int i = 0; i < PRODUCERS / 2; i++) {
+        args[i] = (struct producer){.url = url};
+        CHECK(pthread_create(&prod[i], NULL, producer_main, &args[i]) == 0);
+    }
+    for (int i = 0; i < APP_PRODUCERS; i++) {
+        app_args[i] = (struct producer){.url = url};
+        CHECK(pthread_create(&apps[i], NULL, app_producer_main, &app_args[i]) == 0);
+    }
+    int errors = 0;
+    for (int i = 0; i < PRODUCERS / 2; i++) {
+        pthread_join(prod[i], NULL);
+        errors += args[i].errors;
+    }
+    for (int i = 0; i < APP_PRODUCERS; i++) {
+        pthread_join(apps[i], NULL);
+        errors += app_args[i].errors;
+    }
+    atomic_store(&done, 1);
+    pthread_join(reader, NULL);
+    CHECK(errors == 0);
+    CHECK(f.errors == 0);
+    int64_t total = (PRODUCERS / 2) * PER_PRODUCER + APP_PRODUCERS * PER_APP;
+    CHECK(f.seen == total);
+    /* Every commit is in the change log; the tailer ends at the final head. */
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+    CHECK(touched(&t, "hot", total));
+    store_touches_cleanup(&t);
+    store_tail_pos_cleanup(&pos);
+    store_close(tailer);
 }
 
 /* ---- (b) 4 competing claimers (and a producer still publishing): disjoint claims ---- */
@@ -536,6 +620,24 @@ static void test_mysql_tail_out_of_order_commits(const char *url)
     CHECK(pos.n_gaps == 0);
     store_touches_cleanup(&t);
 
+    /* A tailer that starts while a transaction is open below the end of the log still gets it. */
+    struct store_tail_pos late = {0};
+    CHECK_RC(a, a->ops->begin(a), ROOST_OK);
+    CHECK_RC(a, a->ops->publish(a, &qa, &out, NULL), ROOST_OK);
+    CHECK_RC(b, b->ops->begin(b), ROOST_OK);
+    CHECK_RC(b, b->ops->publish(b, &qb, &out, NULL), ROOST_OK);
+    CHECK_RC(b, b->ops->commit(b), ROOST_OK);
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &late, T0 + 31, &t), ROOST_OK);
+    CHECK(t.len == 0 && late.n_gaps == 1);
+    CHECK_RC(a, a->ops->commit(a), ROOST_OK);
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &late, T0 + 32, &t), ROOST_OK);
+    CHECK(t.len == 1 && touched(&t, "slow", 2) && late.n_gaps == 0);
+    store_touches_cleanup(&t);
+    store_tail_pos_cleanup(&late);
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 33, &t), ROOST_OK);
+    CHECK(t.len == 2 && touched(&t, "slow", 2) && touched(&t, "fast", 2));
+    store_touches_cleanup(&t);
+
     /* A rolled-back transaction leaves a gap that is given up after STORE_TAIL_GAP_MS. */
     CHECK_RC(a, a->ops->begin(a), ROOST_OK);
     CHECK_RC(a, a->ops->publish(a, &qa, &out, NULL), ROOST_OK);
@@ -544,7 +646,7 @@ static void test_mysql_tail_out_of_order_commits(const char *url)
     CHECK_RC(b, b->ops->publish(b, &qb, &out, NULL), ROOST_OK);
     CHECK_RC(b, b->ops->commit(b), ROOST_OK);
     CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 40, &t), ROOST_OK);
-    CHECK(t.len == 1 && touched(&t, "fast", 2) && pos.n_gaps == 1);
+    CHECK(t.len == 1 && touched(&t, "fast", 3) && pos.n_gaps == 1);
     store_touches_cleanup(&t);
     CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 40 + STORE_TAIL_GAP_MS, &t), ROOST_OK);
     CHECK(t.len == 0 && pos.n_gaps == 0);
@@ -564,7 +666,7 @@ static void test_mysql_tail_out_of_order_commits(const char *url)
         CHECK_RC(a, a->ops->commit(a), ROOST_OK);
         CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 50 + STORE_TAIL_GAP_MS, &t),
                  ROOST_OK);
-        CHECK(t.len == 1 && touched(&t, "fast", 2));
+        CHECK(t.len == 1 && touched(&t, "fast", 3));
     }
     store_events_cleanup(&evs);
     store_touches_cleanup(&t);
@@ -867,6 +969,7 @@ struct test {
     }
 static const struct test tests[] = {
     TEST(test_mysql_concurrent_producers_no_gaps),
+    TEST(test_mysql_mixed_producers_no_gaps),
     TEST(test_mysql_competing_claimers_disjoint),
     TEST(test_mysql_application_transaction_publish),
     TEST(test_mysql_tail_out_of_order_commits),

@@ -1274,6 +1274,59 @@ static void test_store_open_rejects_bad_urls(struct fx *f)
     CHECK(strcmp(store_status_name(STORE_QUARANTINED), "quarantined") == 0);
 }
 
+/* The tailer op: backends shared by several processes report every committed touch, whoever
+ * made it; a single-process backend (SQLite) has none and callers skip it. */
+static void test_store_tail_reports_commits_of_other_connections(struct fx *f)
+{
+    struct store *st = f->st;
+    if (st->ops->tail == NULL) {
+        CHECK(strcmp(g_backend, "sqlite") == 0);
+        return;
+    }
+    struct store *tailer = open_conn(f->url);
+    CHECK(tailer != NULL);
+    if (tailer == NULL) {
+        return;
+    }
+    struct store_tail_pos pos = {0};
+    struct store_touches t = {0};
+    pub1(st, TA, "before", "{}", NULL, T0, NULL);
+    CHECK_RC(tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+    CHECK(t.len == 0); /* starts at the end of the log */
+
+    pub1(st, TA, "a", "{}", NULL, T0, NULL);
+    const char *fan[] = {"b", "c"};
+    struct store_published out[2];
+    CHECK_RC(publish_to(st, TB, fan, 2, "{}", NULL, T0, out, NULL), ROOST_OK);
+    CHECK_RC(tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+    CHECK(t.len == 3 && touched(&t, TA, "a", 1) && touched(&t, TB, "b", 1) &&
+          touched(&t, TB, "c", 1));
+    store_touches_cleanup(&t);
+
+    /* Rolled back: nothing to report. */
+    const char *r[] = {"a"};
+    struct store_publish_item item = {.recipients = r, .n_recipients = 1, .payload = "{}"};
+    struct store_publish_req req = {.tenant_id = TA, .items = &item, .n_items = 1, .now_ms = T0};
+    CHECK_RC(tx_begin(st), ROOST_OK);
+    CHECK_RC(st->ops->publish(st, &req, out, NULL), ROOST_OK);
+    CHECK_RC(st->ops->rollback(st), ROOST_OK);
+    CHECK_RC(tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+    CHECK(t.len == 0);
+
+    /* Work made claimable again is reported too (release, scavenger, due, requeue). */
+    struct store_events evs = {0};
+    CHECK_RC(claim(st, TA, "a", 1, 1, "c", T0, &evs), ROOST_OK);
+    size_t count = 0, quarantined = 0;
+    CHECK_RC(scavenge(st, T0 + 2000, 5, &count, &quarantined, NULL), ROOST_OK);
+    CHECK(count == 1);
+    CHECK_RC(tailer->ops->tail(tailer, &pos, T0 + 2000, &t), ROOST_OK);
+    CHECK(t.len == 1 && touched(&t, TA, "a", 1));
+    store_touches_cleanup(&t);
+    store_events_cleanup(&evs);
+    store_tail_pos_cleanup(&pos);
+    store_close(tailer);
+}
+
 /* ---- concurrency: 8 writers, 1 cursor reader, one agent ---- */
 
 #define WRITERS 8
@@ -1443,6 +1496,7 @@ static const struct test tests[] = {
     TEST(test_store_reads_on_another_connection_see_only_commits),
     TEST(test_store_migrate_is_idempotent),
     TEST(test_store_open_rejects_bad_urls),
+    TEST(test_store_tail_reports_commits_of_other_connections),
     TEST(test_store_concurrent_publish_cursor_sees_every_seq_once),
 };
 

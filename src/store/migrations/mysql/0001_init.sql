@@ -123,10 +123,12 @@ proc: BEGIN
     INSERT INTO agents (tenant_id, agent_id, next_seq, created_at, updated_at)
         VALUES (p_tenant, p_agent, 1, v_now, v_now)
         ON DUPLICATE KEY UPDATE next_seq = next_seq;
+    -- A locking read: it sees the latest commit even when the application's transaction runs
+    -- at REPEATABLE READ (a plain read would see its snapshot and then hit the unique index).
     IF p_idempotency_key IS NOT NULL THEN
         SELECT event_id, seq INTO p_event_id, p_seq FROM inbox
             WHERE tenant_id = p_tenant AND agent_id = p_agent
-            AND idempotency_key = p_idempotency_key LIMIT 1;
+            AND idempotency_key = p_idempotency_key LIMIT 1 FOR UPDATE;
         IF p_event_id IS NOT NULL THEN
             LEAVE proc;
         END IF;
