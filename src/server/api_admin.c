@@ -23,6 +23,8 @@ struct admin_op {
     char agent_filter[STORE_ID_MAX + 1];
     char after_agent[STORE_ID_MAX + 1];
     int64_t after_seq;
+    enum store_agents_sort sort;
+    int64_t offset;
     struct store_events events;
     struct store_agent_stats *agents;
     size_t n_agents;
@@ -108,8 +110,9 @@ out:
 static int run_agents(struct job *job, struct store *st)
 {
     struct admin_op *op = (struct admin_op *)job;
-    return store_call(st, agents_list, op->rq->principal.tenant_id, op->after_agent,
-                      (size_t)op->limit, time_now_ms(), op->agents, &op->n_agents, &op->has_more);
+    return store_call(st, agents_list, op->rq->principal.tenant_id, op->sort, op->after_agent,
+                      op->offset, (size_t)op->limit, time_now_ms(), op->agents, &op->n_agents,
+                      &op->has_more);
 }
 
 static void done_agents(struct job *job)
@@ -167,7 +170,7 @@ void api_admin_agents(struct request *rq)
         request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
         return;
     }
-    op->job = (struct job){.run = run_agents, .done = done_agents, .write = false};
+    op->job = (struct job){.run = run_agents, .done = done_agents, .write = false, .name = "admin"};
     workers_submit(rq->srv->workers, &op->job);
 }
 
@@ -227,7 +230,8 @@ void api_admin_quarantine(struct request *rq)
     }
     snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
     op->limit = limit;
-    op->job = (struct job){.run = run_quarantine, .done = done_quarantine, .write = false};
+    op->job = (struct job){
+        .run = run_quarantine, .done = done_quarantine, .write = false, .name = "admin"};
     workers_submit(rq->srv->workers, &op->job);
 }
 
@@ -261,7 +265,8 @@ void api_admin_requeue(struct request *rq)
     }
     struct admin_op *op = admin_op_new(rq);
     if (op) {
-        op->job = (struct job){.run = run_requeue, .done = done_requeue, .write = true};
+        op->job =
+            (struct job){.run = run_requeue, .done = done_requeue, .write = true, .name = "admin"};
         workers_submit(rq->srv->workers, &op->job);
     }
 }

@@ -93,7 +93,19 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("auth.audience", auth_audience, CONFIG_STR, "", 0, 0, CONFIG_RELOADABLE,                     \
       "when set, the aud of those tokens (string or array) must contain this value")               \
     X("log.level", log_level, CONFIG_STR, "info", 0, 0, CONFIG_RELOADABLE,                         \
-      "debug, info, warn or error")
+      "debug, info, warn or error")                                                                \
+    X("log.format", log_format, CONFIG_STR, "logfmt", 0, 0, CONFIG_RELOADABLE,                     \
+      "log line format on stderr: logfmt or json (one object per line)")                           \
+    X("metrics.refresh_ms", metrics_refresh_ms, CONFIG_INT, "1000", 100, 3600000,                  \
+      CONFIG_RELOADABLE, "how often the inbox gauges of /metrics are refreshed from the store")    \
+    X("metrics.top_agents", metrics_top_agents, CONFIG_INT, "20", 0, 1000, CONFIG_RELOADABLE,      \
+      "agents with the deepest inboxes that get their own roost_inbox_depth series (the rest "     \
+      "of a tenant is agent=\"_other\")")                                                          \
+    X("metrics.token", metrics_token, CONFIG_STR, "", 0, 0, CONFIG_SECRET | CONFIG_RELOADABLE,     \
+      "when set, /metrics requires Authorization: Bearer <this>; empty means open")                \
+    X("tls.cert_file", tls_cert_file, CONFIG_STR, "", 0, 0, 0,                                     \
+      "PEM certificate chain for built-in HTTPS; empty means plain HTTP (set with tls.key_file)")  \
+    X("tls.key_file", tls_key_file, CONFIG_STR, "", 0, 0, 0, "PEM private key of tls.cert_file")
 
 struct config {
 #define CONFIG_FIELD(key, field, type, def, min, max, flags, desc) CONFIG_FIELD_##type(field)

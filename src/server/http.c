@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "server/http.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/workers.h"
 
@@ -112,6 +113,30 @@ static const char *method_name(enum evhttp_cmd_type m)
     }
 }
 
+const char *request_route_name(const struct request *rq)
+{
+    return rq->route ? rq->route->name : rq->pseudo_route ? rq->pseudo_route : "-";
+}
+
+/* Counts the answer and writes the access log line: never the query string (it may carry an
+ * access_token), never a body. */
+static void request_account(struct request *rq, int status)
+{
+    int64_t dur_us = time_mono_us() - rq->start_us;
+    /* Unrouted requests share one label, so hostile paths cannot grow the label set. */
+    const char *route = request_route_name(rq);
+    metrics_http(rq->srv->metrics, strcmp(route, "-") == 0 ? "unmatched" : route, status,
+                 (double)dur_us / 1e6);
+    if (rq->pseudo_route != NULL && status < 400) {
+        return; /* health checks and scrapes would drown the log */
+    }
+    log_line(status >= 500 ? LOG_ERROR : LOG_INFO, "request",
+             "req_id=%s method=%s route=%s status=%d duration_ms=%.3f tenant=%s agent=%s", rq->id,
+             method_name(evhttp_request_get_command(rq->req)), route, status,
+             (double)dur_us / 1000.0, rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-",
+             rq->agent_id[0] ? rq->agent_id : "-");
+}
+
 /* evhttp frees a "Connection: close" connection once its answer is written: only then may a
  * draining server leave the loop (leaving earlier would discard answers still buffered). */
 static void on_drained_close(struct evhttp_connection *evcon, void *arg)
@@ -170,12 +195,7 @@ static void send_reply(struct request *rq, int status, json_t *body, bool close_
     if (buf) {
         evbuffer_free(buf);
     }
-    log_line(status >= 500 ? LOG_ERROR : LOG_INFO, "request",
-             "req_id=%s method=%s route=%s status=%d dur_ms=%lld tenant=%s agent=%s", rq->id,
-             method_name(evhttp_request_get_command(rq->req)), rq->route ? rq->route->name : "-",
-             status, (long long)(time_mono_ms() - rq->start_ms),
-             rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-",
-             rq->agent_id[0] ? rq->agent_id : "-");
+    request_account(rq, status);
     request_end(rq);
 }
 
@@ -528,7 +548,9 @@ static bool content_type_is_json(const char *ct)
 static void reply_plain(struct request *rq, int status, const char *text)
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
-    evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
+    if (evhttp_find_header(out, "Content-Type") == NULL) {
+        evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
+    }
     evhttp_add_header(out, "X-Request-Id", rq->id);
     if (rq->srv->draining) {
         evhttp_add_header(out, "Connection", "close");
@@ -542,6 +564,59 @@ static void reply_plain(struct request *rq, int status, const char *text)
     if (buf) {
         evbuffer_free(buf);
     }
+    request_account(rq, status);
+    request_end(rq);
+}
+
+/* Constant time over the expected length: the token's bytes must not leak through timing. */
+static bool token_equal(const char *got, const char *want)
+{
+    size_t n = strlen(want), m = strlen(got);
+    unsigned char diff = (unsigned char)(n != m);
+    for (size_t i = 0; i < n; i++) {
+        diff |= (unsigned char)(want[i] ^ (i < m ? got[i] : 0));
+    }
+    return diff == 0;
+}
+
+/* GET /metrics: Prometheus text from counters and the last snapshot; no store access here. */
+static void metrics_endpoint(struct request *rq)
+{
+    struct server *srv = rq->srv;
+    const char *want = srv->cfg->metrics_token;
+    if (evhttp_request_get_command(rq->req) != EVHTTP_REQ_GET) {
+        reply_plain(rq, 405, "method not allowed\n");
+        return;
+    }
+    if (want != NULL && want[0] != '\0') {
+        const char *authz =
+            evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Authorization");
+        if (authz == NULL || strncmp(authz, "Bearer ", 7) != 0 || !token_equal(authz + 7, want)) {
+            evhttp_add_header(evhttp_request_get_output_headers(rq->req), "WWW-Authenticate",
+                              "Bearer realm=\"roost-metrics\"");
+            reply_plain(rq, 401, "unauthorized\n");
+            return;
+        }
+    }
+    struct evbuffer *buf = evbuffer_new();
+    if (buf == NULL || metrics_render(srv->metrics, srv, buf) != 0) {
+        if (buf) {
+            evbuffer_free(buf);
+        }
+        reply_plain(rq, 503, "out of memory\n");
+        return;
+    }
+    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    evhttp_add_header(out, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    evhttp_add_header(out, "Cache-Control", "no-store");
+    evhttp_add_header(out, "X-Request-Id", rq->id);
+    if (srv->draining) {
+        evhttp_add_header(out, "Connection", "close");
+    }
+    watch_drain_close(rq);
+    evhttp_send_reply(rq->req, 200, NULL, buf);
+    evbuffer_free(buf);
+    request_account(rq, 200);
     request_end(rq);
 }
 
@@ -611,7 +686,7 @@ static void health(struct request *rq, bool ready)
     op->rq = rq;
     rq->op = op;
     rq->op_free = free;
-    op->job = (struct job){.run = run_ready, .done = done_ready, .write = false};
+    op->job = (struct job){.run = run_ready, .done = done_ready, .write = false, .name = "ready"};
     workers_submit(srv->workers, &op->job);
 }
 
@@ -649,6 +724,7 @@ static void dispatch(struct evhttp_request *req, void *arg)
     rq->srv = srv;
     rq->req = req;
     rq->start_ms = time_mono_ms();
+    rq->start_us = time_mono_us();
     srv->inflight++;
     srv->request_serial++;
     snprintf(rq->id, sizeof rq->id, "%08llx%08llx",
@@ -669,7 +745,13 @@ static void dispatch(struct evhttp_request *req, void *arg)
     }
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
     if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0) {
+        rq->pseudo_route = path[1] == 'r' ? "readyz" : "healthz";
         health(rq, path[1] == 'r');
+        return;
+    }
+    if (strcmp(path, "/metrics") == 0) {
+        rq->pseudo_route = "metrics";
+        metrics_endpoint(rq);
         return;
     }
     if (srv->draining) {

@@ -147,6 +147,7 @@ int main(int argc, char **argv)
         goto out;
     }
     log_set_level((enum log_level)log_level_parse(cfg.log_level));
+    log_set_json(strcmp(cfg.log_format, "json") == 0);
     raise_nofile();
 
     struct server srv;

@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "server/http.h"
+#include "server/metrics.h"
 #include "server/scheduler.h"
 #include "server/sse_hub.h"
 #include "server/waiters.h"
@@ -51,6 +52,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     srv->draining = true;
     http_stop_accepting(srv);
     scheduler_stop(srv->sched);
+    metrics_stop(srv->metrics);
     waiters_fire_all(srv->waiters); /* long polls answer with what they have */
     sse_hub_shutdown(srv->sse);     /* streams end cleanly */
     /* A client that never reads its answer must not hold the shutdown forever. */
@@ -91,6 +93,7 @@ int server_reload(struct server *srv)
     log_info("config reloaded", "changed=\"%s\" needs_restart=\"%s\" %s", changed, restart, desc);
     /* After the line above, so a reload that raises the level still leaves its trace. */
     log_set_level((enum log_level)log_level_parse(srv->cfg->log_level));
+    log_set_json(strcmp(srv->cfg->log_format, "json") == 0);
     rc = 0;
 out:
     if (rc != 0) {
@@ -178,6 +181,11 @@ int server_start(struct server *srv, struct config *cfg, const struct config_sou
                     (int)cfg->store_group_commit_max, &srv->workers, err, errlen) != ROOST_OK) {
         return -1;
     }
+    if ((srv->metrics = metrics_new()) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    workers_set_metrics(srv->workers, srv->metrics);
     srv->waiters = waiters_new(srv->base);
     srv->sse = sse_hub_new(srv);
     if (!srv->waiters || !srv->sse) {
@@ -188,6 +196,10 @@ int server_start(struct server *srv, struct config *cfg, const struct config_sou
         return -1;
     }
     srv->sched = scheduler_start(srv);
+    if (metrics_start(srv->metrics, srv) != 0) {
+        snprintf(err, errlen, "cannot start the metrics timer");
+        return -1;
+    }
     srv->sig_term = evsignal_new(srv->base, SIGTERM, on_signal, srv);
     srv->sig_int = evsignal_new(srv->base, SIGINT, on_signal, srv);
     /* SIGHUP through the loop as well: the reload then runs on the thread that authenticates. */
@@ -219,6 +231,7 @@ void server_cleanup(struct server *srv)
      * HTTP (closing connections unlinks their streams), the waiters and the hub. */
     srv->draining = true;
     scheduler_stop(srv->sched);
+    metrics_stop(srv->metrics);
     if (srv->waiters && srv->workers) {
         waiters_fire_all(srv->waiters);
     }
@@ -239,6 +252,8 @@ void server_cleanup(struct server *srv)
     srv->sse = NULL;
     scheduler_free(srv->sched);
     srv->sched = NULL;
+    metrics_free(srv->metrics); /* after the workers: a snapshot job's done() uses it */
+    srv->metrics = NULL;
     if (srv->sig_term) {
         event_free(srv->sig_term);
     }

@@ -21,6 +21,7 @@ struct workers;
 struct waiters;
 struct scheduler;
 struct sse_hub;
+struct metrics;
 
 struct server {
     struct config *cfg;
@@ -34,6 +35,7 @@ struct server {
     struct waiters *waiters;
     struct scheduler *sched;
     struct sse_hub *sse;
+    struct metrics *metrics;
     struct event *sig_term, *sig_int, *sig_hup;
     char base_url[80];
     bool draining;
@@ -67,7 +69,9 @@ struct request {
     struct evhttp_request *req;
     char id[24];
     int64_t start_ms;
+    int64_t start_us; /* monotonic, for the duration histogram */
     const struct route *route;
+    const char *pseudo_route; /* "healthz", "readyz", "metrics": routes outside the table */
     struct auth_principal principal;
     char agent_id[STORE_ID_MAX + 1];
     char event_id[STORE_EVENT_ID_LEN + 1];
@@ -77,6 +81,9 @@ struct request {
     void (*op_free)(void *op); /* frees op when the request ends */
 };
 
+/* The router's name of the request's route ("-" before routing): the label of logs, metrics and
+ * store jobs. */
+const char *request_route_name(const struct request *rq);
 /* Ends a request whose connection now belongs to someone else (an SSE stream): frees it and
  * leaves the in-flight count without sending anything. */
 void request_detach(struct request *rq);

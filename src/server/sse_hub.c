@@ -27,6 +27,7 @@
 
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/workers.h"
 
@@ -233,6 +234,7 @@ static bool sub_write(struct sse_sub *sub, int64_t head, bool heartbeat)
             buf, "id: %" PRId64 "\nevent: inbox_updated\ndata: {\"cursor_hint\":%" PRId64 "}\n\n",
             head, head);
         sub->last_sent = head;
+        metrics_sse_ping(sub->hub->srv->metrics);
     }
     sub->pending = 0;
     sub->flushing_since = time_mono_ms();
