@@ -74,6 +74,14 @@ static const struct route routes[] = {
      api_admin_quarantine},
     {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/requeue", "admin_requeue", AUTH_ADMIN,
      BODY_OPTIONAL, api_admin_requeue},
+    /* Before {event}: a literal segment wins over the placeholder. */
+    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/purge", "admin_purge", AUTH_ADMIN, BODY_OPTIONAL,
+     api_admin_purge},
+    {EVHTTP_REQ_GET, "/api/v1/admin/quarantine/{event}", "admin_quarantine_inspect", AUTH_ADMIN,
+     BODY_NONE, api_admin_quarantine_inspect},
+    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/purge", "admin_purge_event", AUTH_ADMIN,
+     BODY_OPTIONAL, api_admin_purge},
+    {EVHTTP_REQ_GET, "/api/v1/admin/stats", "admin_stats", AUTH_ADMIN, BODY_NONE, api_admin_stats},
 };
 
 /* ---- request lifecycle ---- */
@@ -763,6 +771,9 @@ static void dispatch(struct evhttp_request *req, void *arg)
     size_t agent_len = 0, event_len = 0;
     bool path_known = false;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        /* A failed match may have set the placeholders: only the chosen route's count. */
+        agent = event = NULL;
+        agent_len = event_len = 0;
         if (route_match(routes[i].pattern, path, &agent, &agent_len, &event, &event_len) ==
             MATCH_YES) {
             path_known = true;

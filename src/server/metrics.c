@@ -313,13 +313,19 @@ void metrics_stop(struct metrics *m)
     }
 }
 
-const struct store_metrics_tenant *metrics_tenant(const struct metrics *m, const char *tenant_id,
-                                                  int64_t *age_ms)
+bool metrics_snapshot_info(const struct metrics *m, int64_t *age_ms, bool *truncated)
 {
     if (m->snap_ms == 0) {
-        return NULL;
+        return false;
     }
-    *age_ms = time_now_ms() - m->snap_ms;
+    int64_t age = time_now_ms() - m->snap_ms;
+    *age_ms = age > 0 ? age : 0;
+    *truncated = m->snap.truncated;
+    return true;
+}
+
+const struct store_metrics_tenant *metrics_tenant(const struct metrics *m, const char *tenant_id)
+{
     for (size_t i = 0; i < m->snap.n_tenants; i++) {
         if (strcmp(m->snap.tenants[i].tenant_id, tenant_id) == 0) {
             return &m->snap.tenants[i];

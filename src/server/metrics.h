@@ -7,6 +7,7 @@
 #ifndef ROOST_METRICS_H
 #define ROOST_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,10 +47,12 @@ void metrics_sse_ping(struct metrics *m);
 int metrics_start(struct metrics *m, struct server *srv);
 /* Stops the timer; a snapshot job in flight finishes without re-arming. */
 void metrics_stop(struct metrics *m);
-/* The last snapshot's numbers of one tenant, or NULL when none (yet) or left out. *age_ms gets
- * the snapshot's age. */
-const struct store_metrics_tenant *metrics_tenant(const struct metrics *m, const char *tenant_id,
-                                                  int64_t *age_ms);
+/* false until the first snapshot arrived; then *age_ms = its age, *truncated = tenants were
+ * left out. */
+bool metrics_snapshot_info(const struct metrics *m, int64_t *age_ms, bool *truncated);
+/* The last snapshot's numbers of one tenant, or NULL when it has no unfinished rows (or was left
+ * out, or there is no snapshot yet). Valid until the next refresh; loop thread. */
+const struct store_metrics_tenant *metrics_tenant(const struct metrics *m, const char *tenant_id);
 
 /* Appends the whole exposition to `out`. Returns 0, or -1 when out of memory. */
 int metrics_render(struct metrics *m, const struct server *srv, struct evbuffer *out);

@@ -124,6 +124,9 @@ void api_state_get(struct request *rq);
 void api_admin_agents(struct request *rq);
 void api_admin_quarantine(struct request *rq);
 void api_admin_requeue(struct request *rq);
+void api_admin_quarantine_inspect(struct request *rq);
+void api_admin_purge(struct request *rq);
+void api_admin_stats(struct request *rq);
 void api_subscribe(struct request *rq);
 
 #endif

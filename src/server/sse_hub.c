@@ -404,6 +404,19 @@ void sse_hub_free(struct sse_hub *hub)
     free(hub);
 }
 
+size_t sse_hub_count_of(struct sse_hub *hub, const char *tenant_id, const char *agent_id)
+{
+    if (hub == NULL) {
+        return 0;
+    }
+    if (agent_id == NULL) {
+        const struct sse_tenant *t = tenant_get(hub, tenant_id, false);
+        return t ? t->n_subs : 0;
+    }
+    const struct sse_agent *a = agent_get(hub, tenant_id, agent_id);
+    return a ? a->n_subs : 0;
+}
+
 size_t sse_hub_count(const struct sse_hub *hub)
 {
     return hub ? hub->n_subs : 0;
