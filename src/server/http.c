@@ -5,6 +5,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/http_struct.h> /* request version: no accessor in 2.1 */
@@ -12,6 +14,8 @@
 #include <event2/listener.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -948,6 +952,71 @@ static int open_listener(const char *listen_spec, evutil_socket_t *fd_out, char 
     return 0;
 }
 
+/* ---- built-in TLS ---- */
+
+/* evhttp asks for each accepted connection's bufferevent here: an OpenSSL one in the accepting
+ * state (evhttp sets the socket on it afterwards). Everything above it, SSE included, is
+ * unchanged. */
+static struct bufferevent *tls_bevcb(struct event_base *base, void *arg)
+{
+    SSL_CTX *ctx = arg;
+    SSL *ssl = SSL_new(ctx);
+    if (ssl == NULL) {
+        return NULL;
+    }
+    struct bufferevent *bev = bufferevent_openssl_socket_new(
+        base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    if (bev == NULL) {
+        SSL_free(ssl);
+        return NULL;
+    }
+    /* Clients that close without close_notify (most of them) are not errors. */
+    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
+}
+
+static void tls_error(char *err, size_t errlen, const char *what, const char *file)
+{
+    unsigned long e = ERR_get_error();
+    char detail[256];
+    ERR_error_string_n(e, detail, sizeof detail);
+    ERR_clear_error();
+    snprintf(err, errlen, "%s %s: %s", what, file, e ? detail : "failed");
+}
+
+/* TLS 1.2+ with the library's default ciphers; the certificate chain and key come from PEM files
+ * read once at start (a renewed certificate needs a restart). */
+static int tls_setup(struct server *srv, char *err, size_t errlen)
+{
+    const struct config *cfg = srv->cfg;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == NULL) {
+        snprintf(err, errlen, "tls: cannot create the TLS context");
+        return -1;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert_file) != 1) {
+        tls_error(err, errlen, "tls.cert_file", cfg->tls_cert_file);
+        goto fail;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key_file, SSL_FILETYPE_PEM) != 1) {
+        tls_error(err, errlen, "tls.key_file", cfg->tls_key_file);
+        goto fail;
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        snprintf(err, errlen, "tls.key_file %s does not match tls.cert_file %s", cfg->tls_key_file,
+                 cfg->tls_cert_file);
+        goto fail;
+    }
+    srv->tls_ctx = ctx;
+    evhttp_set_bevcb(srv->http, tls_bevcb, ctx);
+    return 0;
+fail:
+    SSL_CTX_free(ctx);
+    return -1;
+}
+
 int http_start(struct server *srv, char *err, size_t errlen)
 {
     srv->http = evhttp_new(srv->base);
@@ -963,6 +1032,10 @@ int http_start(struct server *srv, char *err, size_t errlen)
                                               EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
     evhttp_set_default_content_type(srv->http, "application/json");
     evhttp_set_gencb(srv->http, dispatch, srv);
+    bool tls = srv->cfg->tls_cert_file[0] != '\0';
+    if (tls && tls_setup(srv, err, errlen) != 0) {
+        return -1;
+    }
     evutil_socket_t fd;
     char host[48];
     int port;
@@ -982,7 +1055,7 @@ int http_start(struct server *srv, char *err, size_t errlen)
     }
     accept_owner = srv;
     evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(srv->bound), accept_failed);
-    snprintf(srv->base_url, sizeof srv->base_url, "http://%s:%d", host, port);
+    snprintf(srv->base_url, sizeof srv->base_url, "%s://%s:%d", tls ? "https" : "http", host, port);
     return 0;
 }
 
@@ -1004,5 +1077,10 @@ void http_free(struct server *srv)
     if (srv->http) {
         evhttp_free(srv->http);
         srv->http = NULL;
+    }
+    /* After the connections: each SSL holds a reference to the context anyway. */
+    if (srv->tls_ctx) {
+        SSL_CTX_free(srv->tls_ctx);
+        srv->tls_ctx = NULL;
     }
 }

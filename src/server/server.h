@@ -36,6 +36,7 @@ struct server {
     struct scheduler *sched;
     struct sse_hub *sse;
     struct metrics *metrics;
+    struct ssl_ctx_st *tls_ctx; /* SSL_CTX of built-in HTTPS (tls.cert_file), or NULL */
     struct event *sig_term, *sig_int, *sig_hup;
     char base_url[80];
     bool draining;
