@@ -4,7 +4,8 @@
 # an example config and the operator docs.
 install(FILES ${CMAKE_SOURCE_DIR}/doc/man/roostd.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
 install(FILES ${CMAKE_SOURCE_DIR}/doc/man/roost.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-install(FILES ${CMAKE_SOURCE_DIR}/packaging/roostd.conf ${CMAKE_SOURCE_DIR}/doc/OPERATIONS.md
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/roostd.conf
+              ${CMAKE_SOURCE_DIR}/packaging/prometheus-rules.yml ${CMAKE_SOURCE_DIR}/doc/OPERATIONS.md
               ${CMAKE_SOURCE_DIR}/doc/API.md ${CMAKE_SOURCE_DIR}/doc/CONFIG.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 set(ROOST_UNIT_SRC ${CMAKE_SOURCE_DIR}/packaging/roostd.service)

@@ -5,7 +5,7 @@
 # installs once more under a temporary prefix, where the unit's ExecStart exists, and runs
 # `systemd-analyze verify` and its offline security score on it; renders both man pages with
 # groff -ww (no warnings) and man -l; checks that roostd.8 names every config key and roost.1
-# every CLI command. systemd-analyze, groff and man are used when installed (they are optional
+# every CLI command; promtool checks the example alert rules. systemd-analyze, groff and man are used when installed (they are optional
 # tools of the machine, said so on stderr). Ends with the line "N passed, N failed".
 set -uo pipefail
 
@@ -35,7 +35,7 @@ root="$dir/dest/usr"
 for f in bin/roostd bin/roost include/roost/roost.h include/roost/roost_client.h \
   share/man/man8/roostd.8 share/man/man1/roost.1 lib/systemd/system/roostd.service \
   share/doc/roost/OPERATIONS.md share/doc/roost/API.md share/doc/roost/CONFIG.md \
-  share/doc/roost/roostd.conf; do
+  share/doc/roost/roostd.conf share/doc/roost/prometheus-rules.yml; do
   check "installed $f" test -s "$root/$f"
 done
 check "libroost.so with its SONAME link" sh -c "ls '$root'/lib*/libroost.so.0 >/dev/null 2>&1 || ls '$root'/lib/*/libroost.so.0 >/dev/null 2>&1"
@@ -66,6 +66,10 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 else
   echo "note: systemd-analyze not installed, unit not verified" >&2
 fi
+
+# ---- the example alert rules (promtool comes with the prometheus package: never skipped) ----
+check "promtool check rules packaging/prometheus-rules.yml" \
+  sh -c "promtool check rules '$src/packaging/prometheus-rules.yml' >'$dir/rules.log' 2>&1"
 
 # ---- man pages ----
 for page in "$src/doc/man/roostd.8" "$src/doc/man/roost.1"; do
