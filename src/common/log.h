@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* One-line logging to stderr, logfmt (`ts=… level=info msg="…" key=value …`) or JSON. Never log tokens,
- * secrets or payloads. Thread-safe (one write(2) per line). */
+/* One-line logging to stderr, logfmt (`ts=… level=info msg="…" key=value …`) or JSON. Never log
+ * tokens, secrets or payloads. Thread-safe (one write(2) per line). */
 #ifndef ROOST_LOG_H
 #define ROOST_LOG_H
 

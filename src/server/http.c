@@ -180,6 +180,9 @@ static void request_end(struct request *rq)
 
 void request_detach(struct request *rq)
 {
+    /* A stream that started counts as answered 200 (its own log line says "stream opened"). */
+    metrics_http(rq->srv->metrics, request_route_name(rq), 200,
+                 (double)(time_mono_us() - rq->start_us) / 1e6);
     request_end(rq);
 }
 
