@@ -330,7 +330,9 @@ struct store_ops {
     /* Metrics (read-only, one snapshot): per-tenant totals of pending, scheduled, claimed and
      * quarantined rows, the oldest pending available_at and oldest claimed_at, and the
      * `snap->max_agents` agents with the most pending rows (ties by tenant, agent). Runs on a
-     * timer (metrics.refresh_ms), never per scrape: it reads every unfinished row. */
+     * timer (metrics.refresh_ms), never per scrape. It may read every unfinished row but must
+     * never walk the completed history (SQLite: one partial index per status, migration 0002;
+     * MySQL: an index leading with status, e.g. (status, tenant_id, agent_id, available_at)). */
     int (*metrics_snapshot)(struct store *st, int64_t now_ms, struct store_metrics_snapshot *snap);
 };
 
