@@ -320,6 +320,31 @@ struct roost_agents {
 ROOST_EXPORT int roost_admin_agents_list(struct roost_client *c, int limit, const char *page,
                                          struct roost_agents **out);
 
+/* As roost_admin_agents_list, in another order: sort "agent" (NULL: the default), "depth"
+ * (most pending first) or "age" (oldest pending first). Page tokens belong to their order.
+ * Each agent's json also carries oldest_pending_age_s, subscribers and last_seen_at. */
+ROOST_EXPORT int roost_admin_agents_list_sorted(struct roost_client *c, const char *sort, int limit,
+                                                const char *page, struct roost_agents **out);
+
+/* One quarantined event with payload, attempts, timeouts, nacks and last_error: *json_out gets
+ * the event object (compact JSON, free with roost_free). ROOST_EEVENTNOTFOUND when there is no
+ * such event in the quarantine. */
+ROOST_EXPORT int roost_admin_quarantine_inspect(struct roost_client *c, const char *event_id,
+                                                char **json_out);
+
+/* Deletes quarantined events for good: one (event_id), one agent's (agent_id), or all of the
+ * tenant's (both NULL), at most `limit` per call (0: server default 1000; ignored for one
+ * event). *purged_out (optional) gets the count, *more_out (optional) whether to call again.
+ * ROOST_EEVENTNOTFOUND / ROOST_ESTATE for a named event that is unknown / not quarantined. */
+ROOST_EXPORT int roost_admin_quarantine_purge(struct roost_client *c, const char *agent_id,
+                                              const char *event_id, int limit, int64_t *purged_out,
+                                              bool *more_out);
+
+/* The tenant's totals (pending, scheduled, claimed, quarantined, oldest ages, subscribers) as of
+ * the server's last metrics snapshot: *json_out gets the object (free with roost_free).
+ * ROOST_EUNAVAILABLE right after the server started. */
+ROOST_EXPORT int roost_admin_stats(struct roost_client *c, char **json_out);
+
 /* Frees an agent list. NULL is a no-op. */
 ROOST_EXPORT void roost_agents_free(struct roost_agents *agents);
 

@@ -133,6 +133,9 @@ int cmd_state(int argc, char **argv);
 int cmd_admin_quarantine_list(int argc, char **argv);
 int cmd_admin_quarantine_requeue(int argc, char **argv);
 int cmd_admin_agents(int argc, char **argv);
+int cmd_admin_quarantine_inspect(int argc, char **argv);
+int cmd_admin_quarantine_purge(int argc, char **argv);
+int cmd_admin_stats(int argc, char **argv);
 
 extern const char cmd_token_mint_usage[];
 extern const char cmd_publish_usage[];
@@ -146,5 +149,8 @@ extern const char cmd_state_usage[];
 extern const char cmd_admin_quarantine_list_usage[];
 extern const char cmd_admin_quarantine_requeue_usage[];
 extern const char cmd_admin_agents_usage[];
+extern const char cmd_admin_quarantine_inspect_usage[];
+extern const char cmd_admin_quarantine_purge_usage[];
+extern const char cmd_admin_stats_usage[];
 
 #endif

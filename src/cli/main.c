@@ -24,7 +24,14 @@ static const struct cli_command commands[] = {
      cmd_admin_quarantine_list_usage},
     {"admin quarantine requeue", cmd_admin_quarantine_requeue,
      "put a quarantined event back to pending", cmd_admin_quarantine_requeue_usage},
+    {"admin quarantine inspect", cmd_admin_quarantine_inspect,
+     "show one quarantined event (payload, attempts, last error)",
+     cmd_admin_quarantine_inspect_usage},
+    {"admin quarantine purge", cmd_admin_quarantine_purge, "delete quarantined events for good",
+     cmd_admin_quarantine_purge_usage},
     {"admin agents", cmd_admin_agents, "list agents with their counters", cmd_admin_agents_usage},
+    {"admin stats", cmd_admin_stats, "the tenant's totals (pending, claimed, quarantined, ...)",
+     cmd_admin_stats_usage},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
