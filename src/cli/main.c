@@ -25,6 +25,10 @@ static const struct cli_command commands[] = {
     {"admin quarantine requeue", cmd_admin_quarantine_requeue,
      "put a quarantined event back to pending", cmd_admin_quarantine_requeue_usage},
     {"admin agents", cmd_admin_agents, "list agents with their counters", cmd_admin_agents_usage},
+    {"agent run", cmd_agent_run, "work an agent's inbox: run a command per event",
+     cmd_agent_run_usage},
+    {"agent status", cmd_agent_status, "show the state of an agent run from its state dir",
+     cmd_agent_status_usage},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

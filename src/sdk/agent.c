@@ -1247,7 +1247,9 @@ static void *sse_main(void *arg)
         pthread_mutex_lock(&a->mu);
         bool was_up = x.up;
         a->sse_up = false;
-        conn_update(a);
+        if (!stopping(a)) {
+            conn_update(a); /* (while stopping, the next state is "stopped") */
+        }
         pthread_cond_broadcast(&a->cond);
         pthread_mutex_unlock(&a->mu);
         conn_notify(a);
