@@ -1568,15 +1568,13 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
         } else if (rc == ROOST_OK) {
             /* Nothing there. A long poll that really waited can be repeated at once; a quick
              * empty answer (a sync, or a server that does not long-poll) backs off. */
-            if (!sync && took >= (int64_t)wait_s * 500) {
-                next_poll_at = now;
+            if (sync || took >= (int64_t)wait_s * 500) {
+                next_poll_at = now; /* (while streaming, the next pull waits for a ping) */
             } else {
-                next_poll_at = now + (sync ? poll_delay : jitter(a, poll_delay));
-                if (!sync) {
-                    poll_delay = poll_delay * 2 < (int64_t)a->poll_ceiling_s * 1000
-                                     ? poll_delay * 2
-                                     : (int64_t)a->poll_ceiling_s * 1000;
-                }
+                next_poll_at = now + jitter(a, poll_delay);
+                poll_delay = poll_delay * 2 < (int64_t)a->poll_ceiling_s * 1000
+                                 ? poll_delay * 2
+                                 : (int64_t)a->poll_ceiling_s * 1000;
             }
         } else {
             /* Unreachable or failing: adaptive backoff, reset by any success. */
