@@ -97,6 +97,7 @@ struct roost_agent {
     bool server_ok; /* the last request reached roostd */
     bool contacted; /* any request reached roostd */
     bool need_sync;
+    unsigned sse_gen; /* counts successful stream connects */
     int64_t sse_head; /* last head an SSE frame announced, -1 unknown */
     struct slot *slots;
     int n_busy; /* slots not free */
@@ -203,6 +204,9 @@ const char *roost_agent_conn_name(enum roost_agent_conn conn)
 
 static int conn_parse(const char *s)
 {
+    if (s == NULL || s[0] == '\0') {
+        return ROOST_AGENT_CONN_STARTING; /* nothing recorded yet */
+    }
     for (int c = ROOST_AGENT_CONN_STARTING; c <= ROOST_AGENT_CONN_STOPPED; c++) {
         if (s != NULL && strcmp(s, roost_agent_conn_name((enum roost_agent_conn)c)) == 0) {
             return c;
@@ -467,6 +471,9 @@ static void conn_notify(struct roost_agent *a)
 /* Records the outcome of a request to roostd (mu not held). */
 static void note_request(struct roost_agent *a, int rc)
 {
+    if (rc == ROOST_ECONNECT && stopping(a)) {
+        return; /* our own abort of a long poll, not the server's fault */
+    }
     pthread_mutex_lock(&a->mu);
     bool reached = rc == ROOST_OK ||
                    !(rc == ROOST_ECONNECT || rc == ROOST_EUNAVAILABLE || rc == ROOST_ESHUTDOWN);
@@ -1168,6 +1175,7 @@ static size_t on_sse_data(char *ptr, size_t size, size_t nmemb, void *userdata)
         a->contacted = true;
         /* Pull on every (re)connect: whatever happened while the stream was down. */
         a->need_sync = true;
+        a->sse_gen++;
         a->last_sync_ms = time_now_ms();
         conn_update(a);
         pthread_cond_broadcast(&a->cond);
@@ -1514,21 +1522,36 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
 {
     int64_t poll_delay = 1000;
     int64_t next_poll_at = 0;
+    int64_t retry_at = 0; /* after a failure nothing is sent before this (monotonic) */
     int64_t last_sync_at = mono_ms();
+    unsigned seen_gen = 0;
     pthread_mutex_lock(&a->mu);
     a->need_sync = true;
     while (!stopping(a) && a->fatal_rc == ROOST_OK) {
         int64_t now = mono_ms();
         int free_slots = a->concurrency - a->n_busy;
         bool sse = a->sse_up;
+        if (a->sse_gen != seen_gen) {
+            /* The stream (re)connected: the server is back, whatever our backoff says. */
+            seen_gen = a->sse_gen;
+            retry_at = 0;
+            poll_delay = 1000;
+        }
         if (sse && now - last_sync_at >= AGENT_STREAM_RESYNC_MS) {
             a->need_sync = true;
         }
         bool sync = a->need_sync;
-        if (free_slots <= 0 || (!sync && (sse || now < next_poll_at))) {
-            int64_t wait = sse ? AGENT_STREAM_RESYNC_MS : next_poll_at - now;
+        bool act = free_slots > 0 && now >= retry_at && (sync || (!sse && now >= next_poll_at));
+        if (!act) {
+            int64_t wait;
             if (free_slots <= 0) {
-                wait = 1000;
+                wait = 1000; /* a finishing worker wakes us earlier */
+            } else if (now < retry_at) {
+                wait = retry_at - now;
+            } else if (sse) {
+                wait = AGENT_STREAM_RESYNC_MS - (now - last_sync_at);
+            } else {
+                wait = next_poll_at - now;
             }
             cond_wait_ms(a, wait > 0 ? wait : 1);
             continue;
@@ -1559,6 +1582,9 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
             pthread_mutex_lock(&a->mu);
             break;
         }
+        if (rc == ROOST_OK) {
+            retry_at = 0;
+        }
         if (rc == ROOST_OK && got > 0) {
             poll_delay = 1000;
             next_poll_at = now;
@@ -1578,7 +1604,7 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
             }
         } else {
             /* Unreachable or failing: adaptive backoff, reset by any success. */
-            next_poll_at = now + jitter(a, poll_delay);
+            next_poll_at = retry_at = now + jitter(a, poll_delay);
             poll_delay = poll_delay * 2 < (int64_t)a->poll_ceiling_s * 1000
                              ? poll_delay * 2
                              : (int64_t)a->poll_ceiling_s * 1000;
