@@ -139,6 +139,7 @@ int cmd_admin_quarantine_list(int argc, char **argv);
 int cmd_admin_quarantine_requeue(int argc, char **argv);
 int cmd_admin_agents(int argc, char **argv);
 int cmd_agent_run(int argc, char **argv);
+int cmd_inbox_tail(int argc, char **argv);
 int cmd_agent_status(int argc, char **argv);
 
 extern const char cmd_token_mint_usage[];
@@ -154,6 +155,7 @@ extern const char cmd_admin_quarantine_list_usage[];
 extern const char cmd_admin_quarantine_requeue_usage[];
 extern const char cmd_admin_agents_usage[];
 extern const char cmd_agent_run_usage[];
+extern const char cmd_inbox_tail_usage[];
 extern const char cmd_agent_status_usage[];
 
 #endif

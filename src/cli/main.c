@@ -14,6 +14,8 @@ static const struct cli_command commands[] = {
     {"publish", cmd_publish, "publish an event to one or more agents", cmd_publish_usage},
     {"inbox read", cmd_inbox_read, "read an agent's inbox from a cursor (read-only)",
      cmd_inbox_read_usage},
+    {"inbox tail", cmd_inbox_tail, "follow an agent's inbox: print every new event (NDJSON)",
+     cmd_inbox_tail_usage},
     {"claim", cmd_claim, "claim events under a lease", cmd_claim_usage},
     {"ack", cmd_ack, "complete claimed events", cmd_ack_usage},
     {"release", cmd_release, "give a claimed event back (NACK)", cmd_release_usage},

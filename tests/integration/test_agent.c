@@ -696,6 +696,99 @@ static void test_agent_idle_wakes_on_ping(void)
     roostd_remove_dir(&d);
 }
 
+/* ---- roost inbox tail: pull, then SSE wake-ups (or long polls when SSE is blocked) ---- */
+
+static pid_t tail_start(const char *url, const char *token, const char *agent, const char *out)
+{
+    setenv("ROOST_TOKEN", token, 1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+        }
+        execl(ROOST_CLI_BIN, "roost", "inbox", "tail", "--server", url, "--agent", agent,
+              (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* The sequence numbers of the NDJSON lines of `path`, in order; returns how many (<= max). */
+static int tail_seqs(const char *path, int64_t *seqs, int max)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int n = 0;
+    if (h_read_file(path, &data, &len) != 0) {
+        return 0;
+    }
+    for (char *p = data; p != NULL && *p != '\0' && n < max;) {
+        char *nl = strchr(p, '\n');
+        if (nl == NULL) {
+            break; /* a line still being written */
+        }
+        json_error_t err;
+        json_t *j = json_loadb(p, (size_t)(nl - p), 0, &err);
+        seqs[n++] = j != NULL ? (int64_t)h_int(j, "sequence_number") : -1;
+        json_decref(j);
+        p = nl + 1;
+    }
+    free(data);
+    return n;
+}
+
+static void test_inbox_tail_follows(void)
+{
+    struct roostd d;
+    if (roostd_start(&d, NULL, NULL) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct agent_proc ap; /* only for its temp dir */
+    agent_dirs(&ap);
+    char *out1 = h_fmt("%s/tail1.ndjson", ap.dir), *out2 = h_fmt("%s/tail2.ndjson", ap.dir);
+    publish_n(&d, tok, "ag.tail", 2, NULL);
+    pid_t t1 = tail_start(d.url, tok, "ag.tail", out1);
+    struct proxy px;
+    CHECK_EQ(proxy_start(&px, d.port), 0);
+    atomic_store(&px.block_subscribe, 1);
+    char *purl = h_fmt("http://127.0.0.1:%d", px.port);
+    pid_t t2 = tail_start(purl, tok, "ag.tail", out2);
+    int64_t seqs[16];
+    bool ok;
+    H_WAIT_UNTIL(ok, 5000, tail_seqs(out1, seqs, 16) == 2 && tail_seqs(out2, seqs, 16) == 2);
+    CHECK(ok);
+    H_WAIT_UNTIL(ok, 5000, atomic_load(&px.n_blocked) >= 1);
+    CHECK(ok);
+    for (int i = 0; i < 3; i++) {
+        CHECK(h_publish(d.http, tok, "ag.tail", NULL, NULL, NULL) == 3 + i);
+        H_WAIT_UNTIL(ok, 3000,
+                     tail_seqs(out1, seqs, 16) == 3 + i && tail_seqs(out2, seqs, 16) == 3 + i);
+        CHECK(ok);
+    }
+    for (int k = 0; k < 2; k++) {
+        int n = tail_seqs(k == 0 ? out1 : out2, seqs, 16);
+        CHECK_EQ(n, 5);
+        for (int i = 0; i < n; i++) {
+            CHECK_EQ(seqs[i], i + 1); /* every event once, in order */
+        }
+    }
+    kill(t1, SIGTERM);
+    kill(t2, SIGTERM);
+    waitpid(t1, NULL, 0);
+    waitpid(t2, NULL, 0);
+    proxy_stop(&px);
+    free(purl);
+    free(out1);
+    free(out2);
+    agent_cleanup(&ap);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
 int main(void)
 {
     h_init();
@@ -705,5 +798,6 @@ int main(void)
     RUN(test_agent_lost_ack_not_rerun);
     RUN(test_agent_resyncs_after_410);
     RUN(test_agent_idle_wakes_on_ping);
+    RUN(test_inbox_tail_follows);
     return h_summary();
 }
