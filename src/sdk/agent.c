@@ -1444,6 +1444,14 @@ static int cursor_sync(struct roost_agent *a, struct roost_client *c)
             cursor = scur;
             continue;
         }
+        if (rc == ROOST_ECURSOR) {
+            /* Our cursor is beyond the head: roostd's store was restored from an older backup.
+             * Read again from the start (a 410 then resyncs from the state). */
+            agent_log(a, "cursor %" PRId64 " is beyond the server's head: reading from 0", cursor);
+            cursor = 0;
+            rc = ROOST_OK;
+            continue;
+        }
         if (rc != ROOST_OK) {
             roost_events_free(evs);
             break;
@@ -1584,6 +1592,12 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
         }
         if (rc == ROOST_OK) {
             retry_at = 0;
+        }
+        if (rc == ROOST_EWAIT && wait_s > 0) {
+            /* This roostd allows shorter long polls (claim.max_wait_s): ask for less. */
+            a->long_poll_s = wait_s / 2;
+            next_poll_at = now;
+            continue;
         }
         if (rc == ROOST_OK && got > 0) {
             poll_delay = 1000;

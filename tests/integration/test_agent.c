@@ -517,8 +517,11 @@ static void test_agent_survives_roostd_restart(void)
 
 static void test_agent_polls_when_sse_blocked(void)
 {
+    /* A short claim.max_wait_s: the agent's default long poll (25 s) is refused with 400
+     * invalid_wait_s and it must adapt. */
+    static const char *const sets[] = {"claim.max_wait_s=5", NULL};
     struct roostd d;
-    if (roostd_start(&d, NULL, NULL) != 0) {
+    if (roostd_start(&d, NULL, sets) != 0) {
         CHECK(!"roostd started");
         return;
     }
