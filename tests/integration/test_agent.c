@@ -36,6 +36,7 @@ struct proxy {
     atomic_int drop_acks;       /* close connections whose request line names /ack */
     atomic_int n_blocked;
     atomic_int n_dropped;
+    atomic_int n_live; /* connection threads still running (they use *p) */
     atomic_int stop;
     pthread_t th;
 };
@@ -70,11 +71,16 @@ static void *proxy_conn_main(void *arg)
     char head[65536];
     size_t len = 0;
     char *end = NULL;
-    /* Read the request head (bounded; 10 s at most). */
+    /* Read the request head (bounded; 10 s at most, stopping with the proxy). */
+    int64_t head_deadline = h_now_ms() + 10000;
     while (end == NULL && len < sizeof head - 1) {
         struct pollfd pf = {cfd, POLLIN, 0};
-        if (poll(&pf, 1, 10000) <= 0) {
+        int pr = poll(&pf, 1, 200);
+        if (atomic_load(&p->stop) || h_now_ms() > head_deadline || pr < 0) {
             goto out;
+        }
+        if (pr == 0) {
+            continue;
         }
         ssize_t r = recv(cfd, head + len, sizeof head - 1 - len, 0);
         if (r <= 0) {
@@ -138,6 +144,7 @@ out:
         close(ufd);
     }
     close(cfd);
+    atomic_fetch_sub(&p->n_live, 1); /* last touch of *p */
     return NULL;
 }
 
@@ -161,7 +168,9 @@ static void *proxy_main(void *arg)
         }
         pc->p = p;
         pc->cfd = cfd;
+        atomic_fetch_add(&p->n_live, 1);
         if (pthread_create(&t, NULL, proxy_conn_main, pc) != 0) {
+            atomic_fetch_sub(&p->n_live, 1);
             close(cfd);
             free(pc);
             continue;
@@ -192,8 +201,10 @@ static void proxy_stop(struct proxy *p)
     atomic_store(&p->stop, 1);
     pthread_join(p->th, NULL);
     close(p->lfd);
-    /* Connection threads notice the stop flag within 200 ms. */
-    h_sleep_ms(300);
+    /* Connection threads notice the stop flag within 200 ms; *p must outlive them. */
+    bool ok;
+    H_WAIT_UNTIL(ok, 5000, atomic_load(&p->n_live) == 0);
+    CHECK(ok);
 }
 
 /* ---- the agent as a child process ---- */
