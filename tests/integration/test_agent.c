@@ -232,8 +232,9 @@ static void agent_dirs(struct agent_proc *ap)
 
 /* Starts `roost agent run` against url with the token in ROOST_TOKEN; the handler appends
  * ROOST_EVENT_ID to out.txt after `pre` (shell text, may be ""). */
-static void agent_start(struct agent_proc *ap, const char *url, const char *token,
-                        const char *agent, int concurrency, const char *pre)
+static void agent_start_lease(struct agent_proc *ap, const char *url, const char *token,
+                              const char *agent, int concurrency, const char *pre,
+                              const char *lease)
 {
     char *cmd = h_fmt("%s echo \"$ROOST_EVENT_ID\" >> '%s'", pre, ap->out);
     char conc[16];
@@ -247,12 +248,18 @@ static void agent_start(struct agent_proc *ap, const char *url, const char *toke
             dup2(fd, 1);
         }
         execl(ROOST_CLI_BIN, "roost", "agent", "run", "--server", url, "--agent", agent,
-              "--state-dir", ap->state, "--exec", cmd, "--concurrency", conc, "--lease", "30s",
+              "--state-dir", ap->state, "--exec", cmd, "--concurrency", conc, "--lease", lease,
               (char *)NULL);
         _exit(127);
     }
     ap->pid = pid;
     free(cmd);
+}
+
+static void agent_start(struct agent_proc *ap, const char *url, const char *token,
+                        const char *agent, int concurrency, const char *pre)
+{
+    agent_start_lease(ap, url, token, agent, concurrency, pre, "30s");
 }
 
 static void agent_kill9(struct agent_proc *ap)
@@ -710,6 +717,94 @@ static void test_agent_idle_wakes_on_ping(void)
     roostd_remove_dir(&d);
 }
 
+/* ---- (g) a handler longer than its lease keeps it by extension ---- */
+
+static void test_agent_extends_lease_of_long_handler(void)
+{
+    static const char *const sets[] = {"scavenger.interval_ms=50", NULL};
+    struct roostd d;
+    if (roostd_start(&d, NULL, sets) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct agent_proc ap;
+    agent_dirs(&ap);
+    /* A 1 s lease and a 3 s handler: without extension the scavenger takes the event back and
+     * the ack is refused (the processed set then saves the handler from a second run). */
+    agent_start_lease(&ap, d.url, tok, "ag.long", 1, "sleep 3;", "1s");
+    char id[31];
+    CHECK(h_publish(d.http, tok, "ag.long", NULL, NULL, id) > 0);
+    bool ok;
+    char *s = NULL;
+    H_WAIT_UNTIL(
+        ok, 10000,
+        (s = event_status(&d, tok, "ag.long", id), ok = strcmp(s, "completed") == 0, free(s), ok));
+    CHECK(ok);
+    CHECK_EQ(out_count(&ap, id), 1);
+    CHECK(!log_contains(&ap, "refused"));
+    CHECK_EQ(agent_term(&ap), 0);
+    CHECK_EQ(out_count(&ap, id), 1);
+    if (h_failed > 0) {
+        agent_print_log(&ap);
+    }
+    agent_cleanup(&ap);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
+/* ---- (h) exit codes: 1 → retry with backoff, 75 → retry now, 65 → quarantine ---- */
+
+static void test_agent_exit_codes(void)
+{
+    static const char *const sets[] = {"scavenger.interval_ms=50", NULL};
+    struct roostd d;
+    if (roostd_start(&d, NULL, sets) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct agent_proc ap;
+    agent_dirs(&ap);
+    agent_start(&ap, d.url, tok, "ag.codes", 2,
+                "p=$(cat); case \"$p\" in *fail*) [ \"$ROOST_ATTEMPT\" = 1 ] && exit 1;; "
+                "*poison*) exit 65;; *later*) [ \"$ROOST_ATTEMPT\" = 1 ] && exit 75;; esac; "
+                "echo \"$ROOST_ATTEMPT\" >> '/dev/null';");
+    char fail[31], poison[31], later[31];
+    int64_t t0 = h_now_ms();
+    CHECK(h_publish(d.http, tok, "ag.codes", json_pack("{s:b}", "fail", 1), NULL, fail) > 0);
+    CHECK(h_publish(d.http, tok, "ag.codes", json_pack("{s:b}", "poison", 1), NULL, poison) > 0);
+    CHECK(h_publish(d.http, tok, "ag.codes", json_pack("{s:b}", "later", 1), NULL, later) > 0);
+    bool ok;
+    H_WAIT_UNTIL(ok, 10000, count_status(&d, tok, "ag.codes", "completed") == 2);
+    CHECK(ok);
+    /* The failed one waited for its backoff (1 s after attempt 1) before attempt 2. */
+    CHECK(h_now_ms() - t0 >= 900);
+    char *s = event_status(&d, tok, "ag.codes", poison);
+    CHECK_STREQ(s, "quarantined");
+    free(s);
+    CHECK_EQ(out_count(&ap, fail), 1);
+    CHECK_EQ(out_count(&ap, later), 1);
+    CHECK_EQ(out_count(&ap, poison), 0);
+    /* The quarantine view tells the failure (a nack) from the free give-back. */
+    json_t *q = NULL;
+    char *admin = h_token(&d, "t1", "tenant:admin");
+    CHECK_EQ(h_callj(d.http, "GET", admin, NULL, &q, "/api/v1/admin/quarantine?agent_id=ag.codes"),
+             200);
+    CHECK_EQ(json_array_size(json_object_get(q, "events")), 1);
+    json_decref(q);
+    free(admin);
+    CHECK_EQ(agent_term(&ap), 0);
+    if (h_failed > 0) {
+        agent_print_log(&ap);
+    }
+    agent_cleanup(&ap);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
 /* ---- roost inbox tail: pull, then SSE wake-ups (or long polls when SSE is blocked) ---- */
 
 static pid_t tail_start(const char *url, const char *token, const char *agent, const char *out)
@@ -812,6 +907,8 @@ int main(void)
     RUN(test_agent_lost_ack_not_rerun);
     RUN(test_agent_resyncs_after_410);
     RUN(test_agent_idle_wakes_on_ping);
+    RUN(test_agent_extends_lease_of_long_handler);
+    RUN(test_agent_exit_codes);
     RUN(test_inbox_tail_follows);
     return h_summary();
 }
