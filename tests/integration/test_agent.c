@@ -805,6 +805,105 @@ static void test_agent_exit_codes(void)
     roostd_remove_dir(&d);
 }
 
+/* ---- the C API in process: counters, callbacks, the bounded processed set ---- */
+
+struct inproc {
+    atomic_int handled;
+    atomic_int streaming_seen;
+    atomic_int stopped_seen;
+};
+
+static int inproc_handler(const struct roost_event *ev, void *ctx)
+{
+    struct inproc *x = ctx;
+    (void)ev;
+    atomic_fetch_add(&x->handled, 1);
+    return ROOST_AGENT_ACK;
+}
+
+static void inproc_conn(enum roost_agent_conn c, void *ctx)
+{
+    struct inproc *x = ctx;
+    if (c == ROOST_AGENT_CONN_STREAMING) {
+        atomic_fetch_add(&x->streaming_seen, 1);
+    } else if (c == ROOST_AGENT_CONN_STOPPED) {
+        atomic_fetch_add(&x->stopped_seen, 1);
+    }
+}
+
+struct run_arg {
+    struct roost_agent *agent;
+    int rc;
+};
+
+static void *run_thread(void *arg)
+{
+    struct run_arg *r = arg;
+    r->rc = roost_agent_run(r->agent);
+    return NULL;
+}
+
+#define INPROC_EVENTS 300
+
+static void test_agent_c_api_in_process(void)
+{
+    struct roostd d;
+    if (roostd_start(&d, NULL, NULL) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct agent_proc ap; /* for its temp dir */
+    agent_dirs(&ap);
+    struct inproc x = {0};
+    struct roost_agent_options o;
+    roost_agent_options_init(&o);
+    o.server_url = d.url;
+    o.token = tok;
+    o.agent_id = "ag.sdk";
+    o.state_dir = ap.state;
+    o.consumer = "inproc-1";
+    o.concurrency = 8;
+    o.processed_max = 16;
+    o.handler = inproc_handler;
+    o.handler_ctx = &x;
+    o.on_conn = inproc_conn;
+    o.cb_ctx = &x;
+    struct run_arg r = {0};
+    CHECK_EQ(roost_agent_new(&r.agent, &o), ROOST_OK);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, run_thread, &r), 0);
+    publish_n(&d, tok, "ag.sdk", INPROC_EVENTS, NULL);
+    bool ok;
+    struct roost_agent_status st;
+    H_WAIT_UNTIL(ok, 20000,
+                 roost_agent_status(r.agent, &st) == ROOST_OK && st.acked == INPROC_EVENTS);
+    CHECK(ok);
+    CHECK_EQ(count_status(&d, tok, "ag.sdk", "completed"), INPROC_EVENTS);
+    CHECK_EQ(st.handled, INPROC_EVENTS);
+    CHECK_EQ(atomic_load(&x.handled), INPROC_EVENTS);
+    CHECK_STREQ(st.consumer, "inproc-1");
+    CHECK(st.running);
+    CHECK_EQ(st.cursor >= 0, 1);
+    CHECK(st.last_sync_ms > 0);
+    CHECK(atomic_load(&x.streaming_seen) >= 1);
+    roost_agent_stop(r.agent);
+    pthread_join(t, NULL);
+    CHECK_EQ(r.rc, ROOST_OK);
+    CHECK_EQ(atomic_load(&x.stopped_seen), 1);
+    roost_agent_free(r.agent);
+    /* The processed set is pruned to processed_max every 256 inserts: 16 + 44. */
+    CHECK_EQ(roost_agent_status_read(ap.state, &st), ROOST_OK);
+    CHECK_EQ(st.processed_ids, 16 + (INPROC_EVENTS - 256));
+    CHECK_EQ(st.outstanding_leases, 0);
+    CHECK_EQ(st.conn, ROOST_AGENT_CONN_STOPPED);
+    CHECK_EQ(st.cursor, INPROC_EVENTS);
+    agent_cleanup(&ap);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
 /* ---- roost inbox tail: pull, then SSE wake-ups (or long polls when SSE is blocked) ---- */
 
 static pid_t tail_start(const char *url, const char *token, const char *agent, const char *out)
@@ -909,6 +1008,7 @@ int main(void)
     RUN(test_agent_idle_wakes_on_ping);
     RUN(test_agent_extends_lease_of_long_handler);
     RUN(test_agent_exit_codes);
+    RUN(test_agent_c_api_in_process);
     RUN(test_inbox_tail_follows);
     return h_summary();
 }
