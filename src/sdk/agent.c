@@ -956,6 +956,7 @@ static void *keeper_main(void *arg)
     struct extend_job ext[AGENT_MAX_CONCURRENCY];
     int64_t flush_deadline = -1;
     int gave_up = 0;
+    bool single_acks = false;
 
     pthread_mutex_lock(&a->mu);
     for (;;) {
@@ -1026,11 +1027,23 @@ static void *keeper_main(void *arg)
             }
         }
         int batch_rc = ROOST_OK;
-        if (n_acks > 0) {
+        if (n_acks > 0 && !single_acks) {
             batch_rc = roost_events_ack(c, a->agent_id, acks, n_acks, NULL);
             note_request(a, batch_rc);
             if (auth_rc(batch_rc)) {
                 agent_log(a, "acks refused: %s", roost_client_errmsg(c));
+            }
+            if (batch_rc == ROOST_ENOTFOUND || batch_rc == ROOST_EMETHOD) {
+                /* A roostd without the batch route: ack one by one from now on. */
+                agent_log(a, "no batch ack route on this server: acking one by one");
+                single_acks = true;
+            }
+        }
+        if (n_acks > 0 && single_acks) {
+            batch_rc = ROOST_OK;
+            for (size_t k = 0; k < n_acks; k++) {
+                acks[k].rc = roost_event_ack(c, a->agent_id, acks[k].event_id, acks[k].lease_token);
+                note_request(a, acks[k].rc);
             }
         }
         int rel_rc[AGENT_ACK_BATCH];
@@ -1619,6 +1632,11 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
         } else {
             /* Unreachable or failing: adaptive backoff, reset by any success. */
             next_poll_at = retry_at = now + jitter(a, poll_delay);
+            int64_t ra = roost_client_retry_after_s(c);
+            if ((rc == ROOST_ERATELIMIT || rc == ROOST_EUNAVAILABLE || rc == ROOST_ESHUTDOWN) &&
+                ra > 0 && ra <= 3600 && now + ra * 1000 > retry_at) {
+                next_poll_at = retry_at = now + ra * 1000; /* the server said when */
+            }
             poll_delay = poll_delay * 2 < (int64_t)a->poll_ceiling_s * 1000
                              ? poll_delay * 2
                              : (int64_t)a->poll_ceiling_s * 1000;
