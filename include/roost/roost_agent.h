@@ -123,8 +123,8 @@ ROOST_EXPORT void roost_agent_free(struct roost_agent *a);
 /* A snapshot of the agent's state. */
 struct roost_agent_status {
     enum roost_agent_conn conn;
-    int64_t cursor;             /* last inbox position read (cursor sync), 0 at first */
-    int64_t last_sync_ms;       /* Unix ms of the last successful exchange with roostd, 0: never */
+    int64_t cursor;       /* inbox position synced to (the head at the last sync), 0 at first */
+    int64_t last_sync_ms; /* Unix ms of the last successful exchange with roostd, 0: never */
     int64_t outstanding_leases; /* leases claimed and not yet acked/released */
     int64_t processed_ids;      /* size of the processed-id set */
     int64_t handled;            /* handler runs in this process (0 from roost_agent_status_read) */

@@ -1431,9 +1431,11 @@ static int cursor_sync(struct roost_agent *a, struct roost_client *c)
         return ROOST_OK; /* the stream told us there is nothing new to read */
     }
     int rc = ROOST_OK;
-    for (int page = 0; page < 16 && !stopping(a); page++) {
+    for (int page = 0; page < 64 && !stopping(a); page++) {
         struct roost_events *evs = NULL;
-        rc = roost_inbox_read(c, a->agent_id, cursor, 1000, 0, &evs);
+        /* The claims deliver the work; the read only checks that the cursor is still kept
+         * (else 410) and learns the head, so one event per read is enough. */
+        rc = roost_inbox_read(c, a->agent_id, cursor, 1, 0, &evs);
         note_request(a, rc);
         if (rc == ROOST_EGONE) {
             char *state = NULL;
@@ -1470,7 +1472,12 @@ static int cursor_sync(struct roost_agent *a, struct roost_client *c)
             break;
         }
         bool more = evs->has_more;
-        cursor = evs->next_cursor;
+        if (evs->head >= 0) {
+            cursor = evs->head > cursor ? evs->head : cursor;
+            more = false;
+        } else {
+            cursor = evs->next_cursor; /* a server that does not tell its head: page along */
+        }
         roost_events_free(evs);
         if (!more) {
             break;
