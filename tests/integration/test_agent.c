@@ -707,6 +707,26 @@ static void test_agent_idle_wakes_on_ping(void)
         CHECK(took < 2000);
     }
     CHECK(status_is(&ap, ROOST_AGENT_CONN_STREAMING));
+    /* `roost agent status` reads the same from another process. */
+    char *cmd = h_fmt("'%s' agent status --state-dir '%s' --compact", ROOST_CLI_BIN, ap.state);
+    FILE *f = popen(cmd, "r");
+    char line[2048] = "";
+    if (f != NULL) {
+        if (fgets(line, sizeof line, f) == NULL) {
+            line[0] = '\0';
+        }
+        CHECK_EQ(pclose(f), 0);
+    }
+    json_error_t jerr;
+    json_t *js = json_loads(line, 0, &jerr);
+    CHECK_STREQ(h_str(js, "connection"), "streaming");
+    CHECK_STREQ(h_str(js, "agent_id"), "ag.idle");
+    CHECK(json_is_true(json_object_get(js, "running")));
+    CHECK_EQ(h_int(js, "outstanding_leases"), 0);
+    CHECK_EQ(h_int(js, "cursor"), 3);
+    CHECK(json_is_string(json_object_get(js, "last_sync")));
+    json_decref(js);
+    free(cmd);
     CHECK_EQ(agent_term(&ap), 0);
     if (h_failed > 0) {
         agent_print_log(&ap);
