@@ -113,7 +113,7 @@ ROOST_EXPORT int roost_agent_run(struct roost_agent *a);
 
 /* Asks roost_agent_run() to stop and return. Async-signal-safe (one atomic store and one write(2)
  * to a pipe): call it from a SIGINT/SIGTERM handler, a handler callback or any thread. Idempotent;
- * a stop before roost_agent_run() makes run return at once (after its recovery step). */
+ * a stop before roost_agent_run() makes run skip everything but the final release-all. */
 ROOST_EXPORT void roost_agent_stop(struct roost_agent *a);
 
 /* Frees the agent, closing the state file and releasing the lock. Call only when
