@@ -285,6 +285,24 @@ ROOST_EXPORT int roost_inbox_release_all(struct roost_client *c, const char *age
 ROOST_EXPORT int roost_state_get(struct roost_client *c, const char *agent_id,
                                  char **state_json_out, int64_t *cursor_out);
 
+/* ---- wake-up stream ------------------------------------------------------------------------ */
+
+/* Called for each event of the stream: `event` is "inbox_updated" (new or claimable work: pull)
+ * or "heartbeat" (nothing new unless the hint moved), `cursor_hint` the agent's head (-1 when the
+ * data carried none). Return 0 to keep listening, anything else to end roost_subscribe(). */
+typedef int (*roost_ping_fn)(const char *event, int64_t cursor_hint, void *ctx);
+
+/* Opens GET /api/v1/agents/{agent}/subscribe (DESIGN §5.1) on the client's connection and calls
+ * on_ping for every event until on_ping returns non-zero (then ROOST_OK) or the stream ends:
+ * ROOST_ECONNECT when it could not be opened or was closed/broken (a stream silent for 75 s
+ * counts as broken: roostd sends a heartbeat every 30 s), the mapped error of a non-200 answer
+ * (ROOST_EUNAUTHENTICATED, ROOST_EFORBIDDEN, ROOST_ERATELIMIT, ...), ROOST_EPROTO when the
+ * stream breaks the parser's limits (64 KiB lines and events). Blocks the calling thread; the
+ * client can make no other call meanwhile (use a second client to pull from on_ping). Reconnect
+ * with backoff after an error; roost_agent_run() does all of that for you. */
+ROOST_EXPORT int roost_subscribe(struct roost_client *c, const char *agent_id,
+                                 roost_ping_fn on_ping, void *ctx);
+
 /* ---- operator API (token scope tenant:admin) ---------------------------------------------- */
 
 /* Lists quarantined events of the tenant, optionally of one agent (agent_id NULL: all), at most
