@@ -216,11 +216,82 @@ void metrics_sse_ping(struct metrics *m)
 
 /* ---- the snapshot timer ---- */
 
+/* One refresh walks the shards (store.tenant.*) in turn, one read job each, and merges their
+ * snapshots into `acc`. */
 struct snap_job {
     struct job job;
     struct metrics *m;
-    struct store_metrics_snapshot snap;
+    size_t shard;
+    struct store_metrics_snapshot snap; /* this shard's */
+    struct store_metrics_snapshot acc;  /* every shard so far */
 };
+
+static bool snapshot_alloc(struct store_metrics_snapshot *s, size_t top)
+{
+    s->max_tenants = METRICS_MAX_TENANTS;
+    s->tenants = calloc(METRICS_MAX_TENANTS, sizeof *s->tenants);
+    s->max_agents = top;
+    s->agents = top ? calloc(top, sizeof *s->agents) : NULL;
+    return s->tenants != NULL && (top == 0 || s->agents != NULL);
+}
+
+static int64_t oldest_of(int64_t a, int64_t b)
+{
+    return a == 0 ? b : b == 0 ? a : a < b ? a : b;
+}
+
+static int cmp_agent_depth(const void *x, const void *y)
+{
+    const struct store_metrics_agent *a = x, *b = y;
+    if (a->pending != b->pending) {
+        return a->pending > b->pending ? -1 : 1;
+    }
+    int c = strcmp(a->tenant_id, b->tenant_id);
+    return c != 0 ? c : strcmp(a->agent_id, b->agent_id);
+}
+
+/* Adds a shard's snapshot to the accumulated one: a tenant found in both (its data moved to a
+ * shard, old rows left behind) sums; the top agents stay the top `max_agents` of the union. */
+static void snapshot_merge(struct store_metrics_snapshot *acc,
+                           const struct store_metrics_snapshot *s)
+{
+    acc->truncated = acc->truncated || s->truncated;
+    for (size_t i = 0; i < s->n_tenants; i++) {
+        const struct store_metrics_tenant *t = &s->tenants[i];
+        struct store_metrics_tenant *a = NULL;
+        for (size_t k = 0; k < acc->n_tenants && a == NULL; k++) {
+            if (strcmp(acc->tenants[k].tenant_id, t->tenant_id) == 0) {
+                a = &acc->tenants[k];
+            }
+        }
+        if (a == NULL) {
+            if (acc->n_tenants == acc->max_tenants) {
+                acc->truncated = true;
+                continue;
+            }
+            a = &acc->tenants[acc->n_tenants++];
+            *a = *t;
+            continue;
+        }
+        a->pending += t->pending;
+        a->scheduled += t->scheduled;
+        a->claimed += t->claimed;
+        a->quarantined += t->quarantined;
+        a->oldest_pending_ms = oldest_of(a->oldest_pending_ms, t->oldest_pending_ms);
+        a->oldest_claimed_ms = oldest_of(a->oldest_claimed_ms, t->oldest_claimed_ms);
+    }
+    /* Both lists are sorted: keep the best of their concatenation. */
+    for (size_t i = 0; i < s->n_agents; i++) {
+        if (acc->n_agents < acc->max_agents) {
+            acc->agents[acc->n_agents++] = s->agents[i];
+        } else if (cmp_agent_depth(&s->agents[i], &acc->agents[acc->n_agents - 1]) < 0) {
+            acc->agents[acc->n_agents - 1] = s->agents[i];
+        } else {
+            break;
+        }
+        qsort(acc->agents, acc->n_agents, sizeof *acc->agents, cmp_agent_depth);
+    }
+}
 
 static void arm(struct metrics *m, int64_t ms)
 {
@@ -240,14 +311,23 @@ static void done_snap(struct job *job)
     struct metrics *m = j->m;
     struct server *srv = m->srv;
     if (job->rc == ROOST_OK) {
+        snapshot_merge(&j->acc, &j->snap);
+        if (++j->shard < srv->n_shards && !m->stopped && !srv->draining) {
+            workers_submit(srv->shards[j->shard].workers, &j->job); /* still busy */
+            return;
+        }
+    }
+    if (job->rc == ROOST_OK && j->shard == srv->n_shards) {
         snapshot_free(&m->snap);
-        m->snap = j->snap; /* moves the arrays */
+        m->snap = j->acc; /* moves the arrays */
+        memset(&j->acc, 0, sizeof j->acc);
         m->snap_ms = time_now_ms();
-    } else {
+    } else if (job->rc != ROOST_OK) {
         m->snap_failures++;
         log_warn("metrics snapshot failed", "error=%s", roost_err_code(job->rc));
-        snapshot_free(&j->snap);
     }
+    snapshot_free(&j->snap);
+    snapshot_free(&j->acc);
     free(j);
     m->busy = false;
     srv->inflight--;
@@ -268,15 +348,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     struct snap_job *j = calloc(1, sizeof *j);
     size_t top = (size_t)srv->cfg->metrics_top_agents;
-    if (j != NULL) {
-        j->snap.max_tenants = METRICS_MAX_TENANTS;
-        j->snap.tenants = calloc(METRICS_MAX_TENANTS, sizeof *j->snap.tenants);
-        j->snap.max_agents = top;
-        j->snap.agents = top ? calloc(top, sizeof *j->snap.agents) : NULL;
-    }
-    if (j == NULL || j->snap.tenants == NULL || (top && j->snap.agents == NULL)) {
+    if (j == NULL || !snapshot_alloc(&j->snap, top) || !snapshot_alloc(&j->acc, top)) {
         if (j != NULL) {
             snapshot_free(&j->snap);
+            snapshot_free(&j->acc);
         }
         free(j);
         arm(m, srv->cfg->metrics_refresh_ms);
@@ -287,8 +362,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         .run = run_snap, .done = done_snap, .write = false, .name = "metrics_snapshot"};
     m->busy = true;
     srv->inflight++; /* a shutdown waits for the job: its done() touches this object */
-    /* The default store's tenants; tenants on their own stores (store.tenant.*) are not in the
-     * gauges yet. */
     workers_submit(srv->shards[0].workers, &j->job);
 }
 
