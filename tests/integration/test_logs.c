@@ -96,28 +96,6 @@ static void test_logfmt_request_lines(void)
     free(tok);
 }
 
-static int count_in_log(const char *needle)
-{
-    int n = 0;
-    char *log = read_log();
-    for (const char *p = log; p && (p = strstr(p, needle)) != NULL; p++) {
-        n++;
-    }
-    free(log);
-    return n;
-}
-
-static bool hup_and_wait(const char *needle)
-{
-    int before = count_in_log(needle);
-    if (kill(d.pid, SIGHUP) != 0) {
-        return false;
-    }
-    bool ok;
-    H_WAIT_UNTIL(ok, 10000, count_in_log(needle) > before);
-    return ok;
-}
-
 static void test_json_after_reload(void)
 {
     char *conf = h_fmt("%s/roostd.conf", dir);
@@ -129,7 +107,7 @@ static void test_json_after_reload(void)
     }
     fputs("log.format = json\n", f);
     fclose(f);
-    CHECK(hup_and_wait("config reloaded"));
+    CHECK(roostd_hup_and_wait(&d, "config reloaded"));
     char *tok = h_token(&d, "t1", "agent:*:consume agent:*:publish");
     traffic(tok, "log.b");
     char *line = last_line_with("\"route\":\"inbox_read\"");
