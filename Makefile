@@ -5,7 +5,7 @@ LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./var
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test test-asan bench bench-sse clean format fuzz
+.PHONY: all deps configure build run test test-asan bench bench-sse bench-mysql clean format fuzz
 
 all: build
 
@@ -35,6 +35,11 @@ bench: deps build
 # Scenario 5 (SSE): 10k idle subscribers ×3 and 50k ×1; about 5 minutes (doc/BENCHMARKS.md).
 bench-sse: deps build
 	@scripts/bench_sse.sh
+
+# Scenarios 1 and 6 on a private MariaDB (flush=1): roostd on 1, 2 and 4 nodes vs the plain
+# SKIP LOCKED loop, cross-node ping latency; about 5 minutes (doc/BENCHMARKS.md).
+bench-mysql: deps build
+	@scripts/bench_mysql.sh
 
 # libFuzzer on every tests/fuzz target, FUZZ_SECONDS (default 60) each (scripts/fuzz.sh).
 fuzz:

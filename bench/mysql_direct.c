@@ -106,9 +106,8 @@ static MYSQL *connect_db(void)
                             g_url.port, sock, 0)) {
         die_db(db, "connect");
     }
-    const char *iso = g.repeatable_read
-                          ? "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"
-                          : "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
+    const char *iso = g.repeatable_read ? "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+                                        : "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
     if (mysql_query(db, iso) != 0) {
         die_db(db, iso);
     }
@@ -159,8 +158,8 @@ static void *producer_main(void *arg)
     struct worker *w = arg;
     mysql_thread_init();
     MYSQL *db = connect_db();
-    MYSQL_STMT *ins = prepare(
-        db, "INSERT INTO bench_direct_queue (agent, payload, created_at) VALUES (?, ?, ?)");
+    MYSQL_STMT *ins =
+        prepare(db, "INSERT INTO bench_direct_queue (agent, payload, created_at) VALUES (?, ?, ?)");
     char agent[64], payload[PAYLOAD_CAP];
     unsigned long agent_len = 0, payload_len = 0;
     long long created = 0;
@@ -316,7 +315,7 @@ static int claim_batch(MYSQL *db, struct consumer_stmts *s, const char *agent, i
     }
     return n;
 
-stmt_fail: {
+stmt_fail : {
     unsigned int err = mysql_stmt_errno(s->select);
     char msg[256];
     snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s->select));
@@ -486,19 +485,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-    enum {
-        O_URL = 256,
-        O_FRESH,
-        O_P,
-        O_C,
-        O_A,
-        O_SEC,
-        O_WARM,
-        O_BATCH,
-        O_LIMIT,
-        O_PAYLOAD,
-        O_ISO
-    };
+    enum { O_URL = 256, O_FRESH, O_P, O_C, O_A, O_SEC, O_WARM, O_BATCH, O_LIMIT, O_PAYLOAD, O_ISO };
     static const struct option opts[] = {
         {"url", required_argument, NULL, O_URL},
         {"fresh", no_argument, NULL, O_FRESH},

@@ -12,8 +12,8 @@
  * succeeds. With --rate the producers are paced to N events/s in total and the embedded time is the
  * scheduled send time (no coordinated omission when a producer falls behind).
  *
- * With several servers (--url repeated, or a comma list: nodes of one cluster sharing a database and
- * a token key) producer i and consumer i talk to server i % n.
+ * With several servers (--url repeated, or a comma list: nodes of one cluster sharing a database
+ * and a token key) producer i and consumer i talk to server i % n.
  *
  * Counts are taken inside the measurement window only (after --warmup, for --seconds). Output:
  * one "RESULT key=value …" line on stdout; diagnostics on stderr. */
@@ -506,28 +506,29 @@ static void *consumer_main(void *arg)
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: roost_load [options]\n"
-            "  --url http://HOST:PORT   server (default: read DATA_DIR/ready); repeat it or give a\n"
-            "                           comma list for several nodes: producer/consumer i uses\n"
-            "                           node i %% n (the nodes must share the token key)\n"
-            "  --data-dir DIR           roostd data dir: ready file and token_ed25519.pem\n"
-            "  --key-file PEM           Ed25519 key to sign the token (default DATA_DIR/"
-            "token_ed25519.pem;\n"
-            "                           without one an ephemeral key signs a same-sized token)\n"
-            "  --producers P            publishing threads (default 2)\n"
-            "  --consumers C            claiming threads (default 2)\n"
-            "  --agents A               agents shared by both sides (default C)\n"
-            "  --seconds S              measurement window (default 10)\n"
-            "  --warmup W               warm-up before the window (default 2)\n"
-            "  --rate N                 pace producers to N events/s in total (default: "
-            "closed loop)\n"
-            "  --batch-ack              ack a claimed batch with one POST …/inbox/ack\n"
-            "  --limit L                claim limit (default 10)\n"
-            "  --wait S                 claim long-poll wait_s (default 1)\n"
-            "  --payload-bytes B        payload size (default 100)\n"
-            "  --agent-prefix STR       agent names are STR<n> (default bench-agent-<pid>-)\n"
-            "  --target NAME            label printed in the result line (default roostd)\n");
+    fprintf(
+        out,
+        "usage: roost_load [options]\n"
+        "  --url http://HOST:PORT   server (default: read DATA_DIR/ready); repeat it or give a\n"
+        "                           comma list for several nodes: producer/consumer i uses\n"
+        "                           node i %% n (the nodes must share the token key)\n"
+        "  --data-dir DIR           roostd data dir: ready file and token_ed25519.pem\n"
+        "  --key-file PEM           Ed25519 key to sign the token (default DATA_DIR/"
+        "token_ed25519.pem;\n"
+        "                           without one an ephemeral key signs a same-sized token)\n"
+        "  --producers P            publishing threads (default 2)\n"
+        "  --consumers C            claiming threads (default 2)\n"
+        "  --agents A               agents shared by both sides (default C)\n"
+        "  --seconds S              measurement window (default 10)\n"
+        "  --warmup W               warm-up before the window (default 2)\n"
+        "  --rate N                 pace producers to N events/s in total (default: "
+        "closed loop)\n"
+        "  --batch-ack              ack a claimed batch with one POST …/inbox/ack\n"
+        "  --limit L                claim limit (default 10)\n"
+        "  --wait S                 claim long-poll wait_s (default 1)\n"
+        "  --payload-bytes B        payload size (default 100)\n"
+        "  --agent-prefix STR       agent names are STR<n> (default bench-agent-<pid>-)\n"
+        "  --target NAME            label printed in the result line (default roostd)\n");
 }
 
 static int parse_url(const char *url)

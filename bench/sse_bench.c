@@ -116,7 +116,7 @@ static struct opts g;
 static int g_ep = -1;
 static struct sockaddr_in g_server;
 static struct sockaddr_in g_pub_server; /* publishes go here: g_server or --publish-url */
-static char *g_auth_header; /* "Authorization: Bearer …\r\n" */
+static char *g_auth_header;             /* "Authorization: Bearer …\r\n" */
 static char g_host_header[300];
 static struct sub *g_subs; /* subscribers 0…N-1, then the warm-up one at N */
 static int g_nsubs;        /* N + 1 */
