@@ -315,7 +315,7 @@ R_2=$(ratio roostd2_p8c8 roostd1_p8c8)
 R_4=$(ratio roostd4_p8c8 roostd1_p8c8)
 P50=$(median ping_2n ping_p50_ms)
 P99=$(median ping_2n ping_p99_ms)
-PMAX=$(median ping_2n ping_max_ms)
+PMAX=$(grep "^scenario=ping_2n " "$RAW" | tr ' ' '\n' | awk -F= '$1 == "ping_max_ms" && $2 > m { m = $2 } END { print m + 0 }')
 TARGET_P99=$(awk -v t="$TAIL_MS" 'BEGIN { printf "%g", 1.5 * t }')
 RESULTS=$WORK/results.md
 {
@@ -347,7 +347,7 @@ RESULTS=$WORK/results.md
     echo "| (P8C8) roostd 1 node / SKIP LOCKED loop | $R_DIRECT8 | |"
     echo "| throughput grows with nodes: 2 nodes / 1 node (P8C8) | $R_2 | $(check "$R_2" ">=" 1) |"
     echo "| throughput grows with nodes: 4 nodes / 1 node (P8C8) | $R_4 | $(check "$R_4" ">=" 1) |"
-    echo "| cross-node ping p99 ≤ 1.5 × tail.interval_ms = $TARGET_P99 ms | p99 $P99 ms (runs $(range ping_2n ping_p99_ms)), p50 $P50 ms, max $PMAX ms; $(total ping_2n samples) samples, $(total ping_2n ping_lost) lost | $(check "$P99" "<=" "$TARGET_P99") |"
+    echo "| cross-node ping p99 ≤ 1.5 × tail.interval_ms = $TARGET_P99 ms | p99 $P99 ms (runs $(range ping_2n ping_p99_ms)), p50 $P50 ms, max over all samples $PMAX ms; $(total ping_2n samples) samples, $(total ping_2n ping_lost) lost | $(check "$P99" "<=" "$TARGET_P99") |"
 } >"$RESULTS"
 echo
 cat "$RESULTS"
