@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "server/http.h"
 #include "server/scheduler.h"
+#include "server/sigverify.h"
 #include "server/sse_hub.h"
 #include "server/waiters.h"
 #include "server/workers.h"
@@ -213,6 +214,9 @@ int server_start(struct server *srv, struct config *cfg, const struct config_sou
     char desc[512];
     auth_describe(srv->auth, desc, sizeof desc);
     log_info("auth keys loaded", "%s", desc);
+    if (sigverify_server_key_load(srv, err, errlen) != 0) {
+        return -1;
+    }
     if (shards_open(srv, err, errlen) != 0) {
         return -1;
     }
@@ -303,6 +307,7 @@ void server_cleanup(struct server *srv)
         event_free(srv->sig_hup);
     }
     auth_free(srv->auth);
+    sigverify_server_key_free(srv);
     if (srv->base) {
         event_base_free(srv->base);
     }
