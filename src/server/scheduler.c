@@ -51,12 +51,24 @@ struct archive_batch {
     bool failed;
 };
 
+/* The tailer (DESIGN §8.3): a read job that asks the store for changes committed by anyone since
+ * the last look (other roostd nodes, applications calling roost_publish) and pings the local
+ * subscribers and long-pollers of the agents they touched. This node's own commits come back too:
+ * their pings are data-less hints, coalesced per subscriber, so a second one costs a few bytes. */
+struct tail_job {
+    struct job job;
+    struct scheduler *sched;
+    struct store_tail_pos pos; /* touched only by the one tail job in flight */
+    struct store_touches touches;
+};
+
 struct scheduler {
     struct server *srv;
     struct workers *workers;
-    struct event *scavenge_ev, *retention_ev;
+    struct event *scavenge_ev, *retention_ev, *tail_ev;
     struct tick_job scavenge_job, retention_job;
-    bool scavenge_busy, retention_busy, stopped;
+    struct tail_job tail_job;
+    bool scavenge_busy, retention_busy, tail_busy, stopped;
 };
 
 static void arm(struct scheduler *s, struct event *ev, int64_t ms)
@@ -268,6 +280,47 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     workers_submit(s->workers, &t->job);
 }
 
+static int run_tail(struct job *job, struct store *st)
+{
+    struct tail_job *t = (struct tail_job *)job;
+    store_touches_cleanup(&t->touches);
+    return store_call(st, tail, &t->pos, time_now_ms(), &t->touches);
+}
+
+static void tail_done(struct job *job)
+{
+    struct tail_job *t = (struct tail_job *)job;
+    struct scheduler *s = t->sched;
+    struct server *srv = s->srv;
+    srv->inflight--;
+    if (job->rc != ROOST_OK) {
+        /* The store is down or the connection was lost: look again next time. */
+        log_warn("tailer failed", "error=%s", roost_err_code(job->rc));
+    } else {
+        server_notify(srv, &t->touches);
+    }
+    store_touches_cleanup(&t->touches);
+    s->tail_busy = false;
+    arm(s, s->tail_ev, srv->cfg->tail_interval_ms);
+    server_drain_check(srv);
+}
+
+static void on_tail_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct scheduler *s = arg;
+    if (s->tail_busy || s->stopped) {
+        return;
+    }
+    s->tail_busy = true;
+    s->srv->inflight++;
+    s->tail_job.job.run = run_tail;
+    s->tail_job.job.done = tail_done;
+    s->tail_job.job.write = false;
+    workers_submit(s->workers, &s->tail_job.job);
+}
+
 struct scheduler *scheduler_start(struct server *srv, struct workers *workers)
 {
     struct scheduler *s = calloc(1, sizeof *s);
@@ -287,6 +340,15 @@ struct scheduler *scheduler_start(struct server *srv, struct workers *workers)
     }
     arm(s, s->scavenge_ev, 0);
     arm(s, s->retention_ev, 0);
+    /* Only backends with writers outside this process have a change log to tail (not SQLite). */
+    if (workers_store_ops(workers)->tail != NULL) {
+        s->tail_job.sched = s;
+        if (!(s->tail_ev = evtimer_new(srv->base, on_tail_timer, s))) {
+            scheduler_free(s);
+            return NULL;
+        }
+        arm(s, s->tail_ev, 0);
+    }
     return s;
 }
 
@@ -296,6 +358,9 @@ void scheduler_stop(struct scheduler *s)
         s->stopped = true;
         evtimer_del(s->scavenge_ev);
         evtimer_del(s->retention_ev);
+        if (s->tail_ev) {
+            evtimer_del(s->tail_ev);
+        }
     }
 }
 
@@ -310,5 +375,10 @@ void scheduler_free(struct scheduler *s)
     if (s->retention_ev) {
         event_free(s->retention_ev);
     }
+    if (s->tail_ev) {
+        event_free(s->tail_ev);
+    }
+    store_tail_pos_cleanup(&s->tail_job.pos);
+    store_touches_cleanup(&s->tail_job.touches);
     free(s);
 }

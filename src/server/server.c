@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/thread.h>
+#include <openssl/rand.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +167,17 @@ static int shards_open(struct server *srv, char *err, size_t errlen)
         .busy_timeout_ms = 5000,
         .synchronous_full = strcmp(cfg->store_synchronous, "full") == 0,
     };
+    /* A random mark for this process's rows in a shared change log (MySQL), so its tailer pings
+     * only for commits made elsewhere. */
+    uint64_t origin = 0;
+    while (origin == 0) {
+        if (RAND_bytes((unsigned char *)&origin, sizeof origin) != 1) {
+            snprintf(err, errlen, "no randomness for the node id");
+            return -1;
+        }
+        origin &= INT64_MAX;
+    }
+    opt.origin = (int64_t)origin;
     for (size_t i = 0; i <= cfg->n_tenant_stores; i++) {
         struct shard *sh = &srv->shards[i];
         sh->tenant_id = i == 0 ? NULL : cfg->tenant_stores[i - 1].tenant_id;

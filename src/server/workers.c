@@ -145,7 +145,9 @@ static int run_group(struct store *st, struct job **group, size_t n)
         }
         job->rc = job->run(job, st);
         if (job->rc == ROOST_ERETRY) {
-            rc = ROOST_ERETRY; /* a lock we could not get: the whole group retries */
+            /* A lock we could not get, or (MySQL) a deadlock or lost connection that already
+             * rolled the whole transaction back: the whole group replays. */
+            rc = ROOST_ERETRY;
             goto fail;
         }
         rc = job->rc == ROOST_OK ? store_call0(st, savepoint_release)
@@ -338,4 +340,9 @@ void workers_get_stats(struct workers *w, struct workers_stats *out)
     pthread_mutex_lock(&w->stats_mu);
     *out = w->stats;
     pthread_mutex_unlock(&w->stats_mu);
+}
+
+const struct store_ops *workers_store_ops(const struct workers *w)
+{
+    return w->slots[0].st->ops;
 }

@@ -45,5 +45,8 @@ void workers_submit(struct workers *w, struct job *job);
  * the threads and closes the connections. */
 void workers_free(struct workers *w);
 void workers_get_stats(struct workers *w, struct workers_stats *out);
+/* The backend's operations (every connection of a pool has the same backend): lets callers see
+ * which optional operations it has. */
+const struct store_ops *workers_store_ops(const struct workers *w);
 
 #endif

@@ -13,5 +13,7 @@ struct store_migration {
 
 extern const struct store_migration store_migrations_sqlite[];
 extern const size_t store_migrations_sqlite_count;
+extern const struct store_migration store_migrations_mysql[];
+extern const size_t store_migrations_mysql_count;
 
 #endif

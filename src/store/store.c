@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/store_mysql.h"
 #include "store/store_sqlite.h"
 
 static const struct store_ops *const backends[] = {
     &store_sqlite_ops,
+    &store_mysql_ops,
 };
 
 const char *store_status_name(enum store_status s)
@@ -183,6 +185,15 @@ int store_touches_add(struct store_touches *t, const char *tenant_id, const char
     return ROOST_OK;
 }
 
+void store_tail_pos_cleanup(struct store_tail_pos *pos)
+{
+    if (pos == NULL) {
+        return;
+    }
+    free(pos->gaps);
+    memset(pos, 0, sizeof *pos);
+}
+
 void store_touches_cleanup(struct store_touches *t)
 {
     if (t == NULL) {
@@ -225,14 +236,15 @@ int store_open(const char *url, const struct store_options *opt, struct store **
         if (strlen(ops->scheme) == scheme_len && memcmp(ops->scheme, url, scheme_len) == 0) {
             int rc = ops->open(url, opt != NULL ? opt : &defaults, out);
             if (rc != ROOST_OK && errmsg != NULL) {
-                *errmsg = ops == &store_sqlite_ops ? store_sqlite_open_error()
-                                                   : "the store could not be opened";
+                *errmsg = ops == &store_sqlite_ops  ? store_sqlite_open_error()
+                          : ops == &store_mysql_ops ? store_mysql_open_error()
+                                                    : "the store could not be opened";
             }
             return rc;
         }
     }
     if (errmsg != NULL) {
-        *errmsg = "unknown store URL scheme (expected sqlite://)";
+        *errmsg = "unknown store URL scheme (expected sqlite:// or mysql://)";
     }
     return ROOST_EINVAL;
 }

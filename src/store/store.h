@@ -186,17 +186,41 @@ struct store_key {
 };
 void store_key_cleanup(struct store_key *k);
 
+/* ---- tailer ---- */
+
+/* A tailer's position in a backend's change log (MySQL: the roost_changes table, written by every
+ * transaction that produces touches, including applications calling roost_publish). Ids are
+ * allocated at insert time but become visible at commit, so they appear out of order: every id up
+ * to `high` has been reported except those in `gaps`, which are re-checked on every call until
+ * STORE_TAIL_GAP_MS have passed (a rolled-back transaction leaves a gap that never fills).
+ * Zero-initialise; release with store_tail_pos_cleanup(). */
+#define STORE_TAIL_GAP_MS 60000
+struct store_tail_gap {
+    int64_t id;
+    int64_t since_ms; /* now_ms of the call that first missed it */
+};
+struct store_tail_pos {
+    bool started; /* false: the first call only records where the log ends */
+    int64_t high; /* the highest id seen */
+    struct store_tail_gap *gaps;
+    size_t n_gaps, cap_gaps;
+};
+void store_tail_pos_cleanup(struct store_tail_pos *pos);
+
 /* ---- the vtable ---- */
 
 struct store;
 
 struct store_options {
-    int busy_timeout_ms;   /* SQLite: how long to wait for a lock */
+    int busy_timeout_ms; /* how long to wait for a lock (MySQL: innodb_lock_wait_timeout, >= 1 s) */
     bool synchronous_full; /* SQLite: synchronous=FULL (default) or NORMAL */
+    /* MySQL: this process's mark on the change log; its tailer skips the rows it wrote itself
+     * (their pings went out at commit). 0 = report every row. */
+    int64_t origin;
 };
 
 struct store_ops {
-    const char *scheme; /* "sqlite" */
+    const char *scheme; /* "sqlite", "mysql" */
     int (*open)(const char *url, const struct store_options *opt, struct store **out);
     void (*close)(struct store *st);
     /* Applies numbered migrations not yet applied; idempotent; safe from several processes. */
@@ -220,6 +244,8 @@ struct store_ops {
                    struct store_published *out, struct store_touches *touches);
 
     /* Events with seq > after_cursor in seq order (every status; payload NULL once completed).
+     * A page never skips a seq: where a lower seq is not visible yet (MySQL: committing), the page
+     * ends before it and head is capped there, as a slightly earlier snapshot would show.
      * ROOST_EGONE (page->oldest_cursor set) when after_cursor < purged_through_seq. An agent that
      * never existed reads as empty with head 0. */
     int (*inbox_read)(struct store *st, const char *tenant_id, const char *agent_id,
@@ -318,14 +344,25 @@ struct store_ops {
                        const char *nonce, int64_t expires_at_ms, int64_t now_ms);
     /* Scheduler (write): deletes at most `limit` nonces with expires_at <= now; *count set. */
     int (*nonce_prune)(struct store *st, int64_t now_ms, size_t limit, size_t *count);
+
+    /* Tailer: adds to `touches` every (tenant, agent, head) recorded by transactions committed
+     * since the last call on `pos`, by any writer (this process, other roostd nodes, applications
+     * calling roost_publish). Runs outside a transaction; the first call on a zeroed pos reports
+     * nothing and starts from the end of the log (ids just below it not yet committed are watched
+     * as gaps). The same change may be reported twice, never missed (except one whose commit
+     * comes more than STORE_TAIL_GAP_MS after its id was passed).
+     * NULL when the backend has one writer process (SQLite): every commit is already pinged by the
+     * process that made it, so callers must check for NULL. */
+    int (*tail)(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
+                struct store_touches *touches);
 };
 
 struct store {
     const struct store_ops *ops;
 };
 
-/* Opens a store by URL scheme ("sqlite://PATH"). ROOST_EINVAL for an unknown scheme or bad URL;
- * *errmsg (static or NULL) explains. */
+/* Opens a store by URL scheme ("sqlite://PATH", "mysql://USER:PASS@HOST:PORT/DB"). ROOST_EINVAL for
+ * an unknown scheme or bad URL; *errmsg (static or NULL) explains. */
 int store_open(const char *url, const struct store_options *opt, struct store **out,
                const char **errmsg);
 void store_close(struct store *st);

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mysql/mysql_testutil.h"
 #include "proto/jwt.h"
 
 #include "common/banned.h"
@@ -343,6 +344,33 @@ bool roostd_alive(struct roostd *d)
     return true;
 }
 
+/* MariaDB mode (ROOST_TEST_MYSQL_URL names the private server of the ctest fixture: the second
+ * run of every integration test): each new data dir gets a fresh database, remembered in
+ * DIR/store_url so that a restart on the same dir finds its data again. 0, or -1. */
+static int mysql_store_for(const char *dir, char *url, size_t cap)
+{
+    const char *base = getenv("ROOST_TEST_MYSQL_URL");
+    char *path = h_fmt("%s/store_url", dir), *known = NULL;
+    size_t len = 0;
+    int rc = -1;
+    if (h_read_file(path, &known, &len) == 0) {
+        known[strcspn(known, "\r\n")] = '\0';
+        snprintf(url, cap, "%s", known);
+        rc = 0;
+    } else if (mysql_testutil_fresh_db(base, "it", url, cap) == 0) {
+        FILE *f = fopen(path, "w");
+        rc = f != NULL && fprintf(f, "%s\n", url) > 0 && fclose(f) == 0 ? 0 : -1;
+    }
+    free(known);
+    free(path);
+    return rc;
+}
+
+const char *roostd_store_url(const struct roostd *d)
+{
+    return d->store_url[0] ? d->store_url : NULL;
+}
+
 int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets)
 {
     struct roostd fresh = {0};
@@ -356,6 +384,11 @@ int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets
             return -1;
         }
     }
+    if (getenv("ROOST_TEST_MYSQL_URL") != NULL &&
+        mysql_store_for(fresh.dir, fresh.store_url, sizeof fresh.store_url) != 0) {
+        fprintf(stderr, "cannot create a MariaDB database for %s\n", fresh.dir);
+        return -1;
+    }
     *d = fresh;
     char *ready = h_fmt("%s/ready", d->dir);
     char *log_path = h_fmt("%s/roostd.log", d->dir);
@@ -366,7 +399,7 @@ int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets
     while (sets && sets[n_sets]) {
         n_sets++;
     }
-    const char **argv = calloc(8 + 2 * n_sets + 1, sizeof *argv);
+    const char **argv = calloc(10 + 2 * n_sets + 1, sizeof *argv);
     if (!argv) {
         abort();
     }
@@ -378,6 +411,10 @@ int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets
     argv[a++] = "127.0.0.1:0";
     argv[a++] = "--ready-file";
     argv[a++] = ready;
+    if (d->store_url[0]) {
+        argv[a++] = "--store";
+        argv[a++] = d->store_url;
+    }
     for (size_t i = 0; i < n_sets; i++) {
         /* An entry that is itself an option ("--config=FILE") is passed as it is. */
         if (strncmp(sets[i], "--", 2) != 0) {
@@ -545,6 +582,9 @@ void roostd_remove_dir(struct roostd *d)
 {
     if (d->dir[0] && getenv("ROOST_TEST_KEEP") == NULL) {
         remove_tree(d->dir);
+        if (d->store_url[0]) {
+            mysql_testutil_drop_db(d->store_url);
+        }
     }
 }
 

@@ -151,6 +151,7 @@ struct roostd {
     pid_t pid;
     char dir[256]; /* data dir */
     char url[128]; /* base URL from the ready file */
+    char store_url[512]; /* MariaDB mode: the database of this data dir; "" with SQLite */
     char host[64];
     int port;
     void *key;             /* EVP_PKEY *: roostd's token key, read from the data dir */
@@ -164,6 +165,9 @@ struct roostd {
  * to DIR/roostd.log. Returns 0, or -1 after printing why and the log (a directory it created is
  * removed again). */
 int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets);
+/* The store URL roostd was given (MariaDB mode), or NULL (SQLite in the data dir). A second node
+ * on the same database passes "store.url=<it>". */
+const char *roostd_store_url(const struct roostd *d);
 /* SIGTERM, then waits (deadline 20 s). Returns the exit status, or -1 when killed by a signal or
  * still running at the deadline (then SIGKILLed). The data dir is kept. */
 int roostd_stop(struct roostd *d);

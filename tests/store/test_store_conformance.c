@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The store conformance suite: every behaviour store.h promises, run against one backend named on
- * the command line (`test_store_conformance sqlite`). Only backend_fresh()/backend_dispose() know
- * about a backend; every test gets a fresh, migrated database. */
+ * the command line (`test_store_conformance sqlite`, `test_store_conformance mysql://...` or
+ * `mysql` with ROOST_TEST_STORE_URL). Only backend_fresh()/backend_dispose() know about a
+ * backend; every test gets a fresh, migrated database. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mysql/mysql_testutil.h"
 #include "store/store.h"
 
 #define T0 1700000000000LL /* the tests' "now" */
@@ -18,6 +20,7 @@
 #define TB "tenant-b"
 
 static const char *g_backend;
+static const char *g_base_url; /* mysql: the server's URL; each test gets its own database */
 static const char *g_test;
 static int g_check_failures;
 static struct store *g_st; /* for error detail in failure lines */
@@ -47,6 +50,7 @@ struct fx {
     struct store *st;
     char url[1024];
     char dir[512];
+    bool own_db; /* mysql: drop the database at the end */
 };
 
 /* Prepares a fresh, empty database and writes its URL. */
@@ -62,20 +66,25 @@ static int backend_fresh(struct fx *f)
         snprintf(f->url, sizeof f->url, "sqlite://%s/roost.db", f->dir);
         return 0;
     }
-    /* Other backends (mysql) take their URL from the environment; the test script gives each run
-     * an empty database. */
-    const char *url = getenv("ROOST_TEST_STORE_URL");
-    if (url == NULL) {
-        printf("backend %s needs ROOST_TEST_STORE_URL\n", g_backend);
+    /* mysql: a database of its own on the server the test script started. */
+    f->dir[0] = '\0';
+    if (g_base_url == NULL) {
+        printf("backend %s needs a URL argument or ROOST_TEST_STORE_URL\n", g_backend);
         return -1;
     }
-    f->dir[0] = '\0';
-    snprintf(f->url, sizeof f->url, "%s", url);
+    if (mysql_testutil_fresh_db(g_base_url, g_test + 5, f->url, sizeof f->url) != 0) {
+        return -1;
+    }
+    f->own_db = true;
     return 0;
 }
 
 static void backend_dispose(struct fx *f)
 {
+    if (f->own_db) {
+        mysql_testutil_drop_db(f->url);
+        f->own_db = false;
+    }
     if (f->dir[0] == '\0') {
         return;
     }
@@ -1382,6 +1391,59 @@ static void test_store_open_rejects_bad_urls(struct fx *f)
     CHECK(strcmp(store_status_name(STORE_QUARANTINED), "quarantined") == 0);
 }
 
+/* The tailer op: backends shared by several processes report every committed touch, whoever
+ * made it; a single-process backend (SQLite) has none and callers skip it. */
+static void test_store_tail_reports_commits_of_other_connections(struct fx *f)
+{
+    struct store *st = f->st;
+    if (st->ops->tail == NULL) {
+        CHECK(strcmp(g_backend, "sqlite") == 0);
+        return;
+    }
+    struct store *tailer = open_conn(f->url);
+    CHECK(tailer != NULL);
+    if (tailer == NULL) {
+        return;
+    }
+    struct store_tail_pos pos = {0};
+    struct store_touches t = {0};
+    pub1(st, TA, "before", "{}", NULL, T0, NULL);
+    CHECK_RC(tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+    CHECK(t.len == 0); /* starts at the end of the log */
+
+    pub1(st, TA, "a", "{}", NULL, T0, NULL);
+    const char *fan[] = {"b", "c"};
+    struct store_published out[2];
+    CHECK_RC(publish_to(st, TB, fan, 2, "{}", NULL, T0, out, NULL), ROOST_OK);
+    CHECK_RC(tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+    CHECK(t.len == 3 && touched(&t, TA, "a", 1) && touched(&t, TB, "b", 1) &&
+          touched(&t, TB, "c", 1));
+    store_touches_cleanup(&t);
+
+    /* Rolled back: nothing to report. */
+    const char *r[] = {"a"};
+    struct store_publish_item item = {.recipients = r, .n_recipients = 1, .payload = "{}"};
+    struct store_publish_req req = {.tenant_id = TA, .items = &item, .n_items = 1, .now_ms = T0};
+    CHECK_RC(tx_begin(st), ROOST_OK);
+    CHECK_RC(st->ops->publish(st, &req, out, NULL), ROOST_OK);
+    CHECK_RC(st->ops->rollback(st), ROOST_OK);
+    CHECK_RC(tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+    CHECK(t.len == 0);
+
+    /* Work made claimable again is reported too (release, scavenger, due, requeue). */
+    struct store_events evs = {0};
+    CHECK_RC(claim(st, TA, "a", 1, 1, "c", T0, &evs), ROOST_OK);
+    size_t count = 0, quarantined = 0;
+    CHECK_RC(scavenge(st, T0 + 2000, 5, &count, &quarantined, NULL), ROOST_OK);
+    CHECK(count == 1);
+    CHECK_RC(tailer->ops->tail(tailer, &pos, T0 + 2000, &t), ROOST_OK);
+    CHECK(t.len == 1 && touched(&t, TA, "a", 1));
+    store_touches_cleanup(&t);
+    store_events_cleanup(&evs);
+    store_tail_pos_cleanup(&pos);
+    store_close(tailer);
+}
+
 /* ---- concurrency: 8 writers, 1 cursor reader, one agent ---- */
 
 #define WRITERS 8
@@ -1555,6 +1617,7 @@ static const struct test tests[] = {
     TEST(test_store_nonce_prune_bounded_batches),
     TEST(test_store_migrate_is_idempotent),
     TEST(test_store_open_rejects_bad_urls),
+    TEST(test_store_tail_reports_commits_of_other_connections),
     TEST(test_store_concurrent_publish_cursor_sees_every_seq_once),
 };
 
@@ -1565,6 +1628,12 @@ int main(int argc, char **argv)
         return 2;
     }
     g_backend = argv[1];
+    if (strncmp(argv[1], "mysql://", 8) == 0) {
+        g_backend = "mysql";
+        g_base_url = argv[1];
+    } else if (strcmp(argv[1], "mysql") == 0) {
+        g_base_url = getenv("ROOST_TEST_STORE_URL");
+    }
     const char *only = argc > 2 ? argv[2] : NULL;
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {

@@ -1,0 +1,1018 @@
+/* SPDX-License-Identifier: MIT */
+/* MariaDB-only store tests: several connections at once (producers, claimers, a cursor reader),
+ * applications writing through CALL roost_publish in their own transactions, the tailer under
+ * out-of-order commits, and a connection killed under the store. Each test gets its own database
+ * on the server of the URL given as argv[1] (scripts/mariadb_test.sh). */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mysql/mysql_testutil.h"
+#include "store/store.h"
+#include "store/store_mysql.h"
+
+#include "common/banned.h"
+
+#define T0 1700000000000LL
+#define TA "tenant-a"
+
+static const char *g_test;
+static int g_check_failures;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, g_test, #cond);            \
+            g_check_failures++;                                                                    \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_RC(st, expr, want)                                                                   \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ != (want)) {                                                                       \
+            printf("%s:%d: %s: %s = %s, want %s (%s)\n", __FILE__, __LINE__, g_test, #expr,        \
+                   roost_err_name(rc_), roost_err_name(want), (st)->ops->errmsg(st));              \
+            g_check_failures++;                                                                    \
+        }                                                                                          \
+    } while (0)
+
+static struct store *open_conn(const char *url)
+{
+    struct store *st = NULL;
+    const char *err = NULL;
+    struct store_options opt = {.busy_timeout_ms = 10000};
+    int rc = store_open(url, &opt, &st, &err);
+    if (rc != ROOST_OK) {
+        printf("store_open(%s): %s: %s\n", url, roost_err_name(rc), err != NULL ? err : "");
+        return NULL;
+    }
+    return st;
+}
+
+/* Publishes one event to one agent in its own transaction, replaying it on ROOST_ERETRY as the
+ * server's writer does. */
+static int publish_retry(struct store *st, const char *agent, const char *idem, int64_t now,
+                         struct store_published *out)
+{
+    const char *r[] = {agent};
+    struct store_publish_item item = {
+        .recipients = r, .n_recipients = 1, .payload = "{\"k\":1}", .idempotency_key = idem};
+    struct store_publish_req req = {.tenant_id = TA, .items = &item, .n_items = 1, .now_ms = now};
+    int rc = ROOST_ERETRY;
+    for (int attempt = 0; attempt < 100 && rc == ROOST_ERETRY; attempt++) {
+        rc = st->ops->begin(st);
+        if (rc == ROOST_OK) {
+            rc = st->ops->publish(st, &req, out, NULL);
+            rc = rc == ROOST_OK ? st->ops->commit(st) : rc;
+            if (rc != ROOST_OK) {
+                st->ops->rollback(st);
+            }
+        }
+    }
+    return rc;
+}
+
+static bool touched(const struct store_touches *t, const char *agent, int64_t head);
+
+/* ---- (a) 8 producers, one cursor reader: every event exactly once, in order ---- */
+
+#define PRODUCERS 8
+#define PER_PRODUCER 200
+
+struct producer {
+    const char *url;
+    int errors;
+};
+
+static void *producer_main(void *p)
+{
+    struct producer *w = p;
+    struct store *st = open_conn(w->url);
+    if (st == NULL) {
+        w->errors++;
+        return NULL;
+    }
+    for (int i = 0; i < PER_PRODUCER; i++) {
+        struct store_published out;
+        int rc = publish_retry(st, "hot", NULL, T0, &out);
+        if (rc != ROOST_OK) {
+            printf("producer: %s: %s\n", roost_err_name(rc), st->ops->errmsg(st));
+            w->errors++;
+            break;
+        }
+    }
+    store_close(st);
+    return NULL;
+}
+
+struct follower {
+    const char *url;
+    atomic_int *done;
+    int64_t seen;
+    int errors;
+};
+
+static void *follower_main(void *p)
+{
+    struct follower *r = p;
+    struct store *st = open_conn(r->url);
+    if (st == NULL) {
+        r->errors++;
+        return NULL;
+    }
+    int64_t cursor = 0;
+    bool final_pass = false;
+    for (;;) {
+        bool done = atomic_load(r->done) != 0;
+        struct store_inbox_page page;
+        memset(&page, 0, sizeof page);
+        int rc = st->ops->inbox_read(st, TA, "hot", cursor, 50, &page);
+        if (rc != ROOST_OK) {
+            printf("follower: %s: %s\n", roost_err_name(rc), st->ops->errmsg(st));
+            r->errors++;
+            break;
+        }
+        for (size_t i = 0; i < page.events.len; i++) {
+            if (page.events.items[i].seq != cursor + 1 && r->errors++ < 5) {
+                printf("follower: after %lld got %lld\n", (long long)cursor,
+                       (long long)page.events.items[i].seq);
+            }
+            cursor = page.events.items[i].seq;
+            r->seen++;
+        }
+        if (page.head < cursor) {
+            r->errors++;
+        }
+        bool empty = page.events.len == 0;
+        store_events_cleanup(&page.events);
+        if (empty && final_pass) {
+            break;
+        }
+        final_pass = done && empty ? true : done;
+        if (empty && !done) {
+            sched_yield();
+        }
+    }
+    store_close(st);
+    return NULL;
+}
+
+static void test_mysql_concurrent_producers_no_gaps(const char *url)
+{
+    pthread_t prod[PRODUCERS], reader;
+    struct producer args[PRODUCERS];
+    atomic_int done = 0;
+    struct follower f = {.url = url, .done = &done};
+    CHECK(pthread_create(&reader, NULL, follower_main, &f) == 0);
+    for (int i = 0; i < PRODUCERS; i++) {
+        args[i] = (struct producer){.url = url};
+        CHECK(pthread_create(&prod[i], NULL, producer_main, &args[i]) == 0);
+    }
+    int errors = 0;
+    for (int i = 0; i < PRODUCERS; i++) {
+        pthread_join(prod[i], NULL);
+        errors += args[i].errors;
+    }
+    atomic_store(&done, 1);
+    pthread_join(reader, NULL);
+    CHECK(errors == 0);
+    CHECK(f.errors == 0);
+    CHECK(f.seen == PRODUCERS * PER_PRODUCER);
+}
+
+/* ---- (a') store producers and applications calling roost_publish, mixed: still no gaps ---- */
+
+#define APP_PRODUCERS 4
+#define PER_APP 150
+
+static void *app_producer_main(void *p)
+{
+    struct producer *w = p;
+    MYSQL *db = mysql_testutil_connect(w->url);
+    if (db == NULL) {
+        w->errors++;
+        return NULL;
+    }
+    for (int i = 0; i < PER_APP; i++) {
+        int attempt = 0;
+        for (;; attempt++) {
+            if (mysql_query(db, "START TRANSACTION") == 0 &&
+                mysql_query(db, "CALL roost_publish('" TA "', 'hot', '{\"app\": true}', 0, NULL,"
+                                " NULL, 0, 0, @id, @seq)") == 0 &&
+                mysql_query(db, "COMMIT") == 0) {
+                break;
+            }
+            unsigned e = mysql_errno(db);
+            mysql_query(db, "ROLLBACK");
+            if ((e != 1213 && e != 1205) || attempt == 100) {
+                printf("app producer: %s (%u)\n", mysql_error(db), e);
+                w->errors++;
+                mysql_close(db);
+                return NULL;
+            }
+        }
+    }
+    mysql_close(db);
+    return NULL;
+}
+
+static void test_mysql_mixed_producers_no_gaps(const char *url)
+{
+    pthread_t prod[PRODUCERS], apps[APP_PRODUCERS], reader;
+    struct producer args[PRODUCERS], app_args[APP_PRODUCERS];
+    atomic_int done = 0;
+    struct follower f = {.url = url, .done = &done};
+    struct store *tailer = open_conn(url);
+    struct store_tail_pos pos = {0};
+    struct store_touches t = {0};
+    CHECK(tailer != NULL);
+    if (tailer == NULL) {
+        return;
+    }
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+    CHECK(pthread_create(&reader, NULL, follower_main, &f) == 0);
+    for (int i = 0; i < PRODUCERS / 2; i++) {
+        args[i] = (struct producer){.url = url};
+        CHECK(pthread_create(&prod[i], NULL, producer_main, &args[i]) == 0);
+    }
+    for (int i = 0; i < APP_PRODUCERS; i++) {
+        app_args[i] = (struct producer){.url = url};
+        CHECK(pthread_create(&apps[i], NULL, app_producer_main, &app_args[i]) == 0);
+    }
+    int errors = 0;
+    for (int i = 0; i < PRODUCERS / 2; i++) {
+        pthread_join(prod[i], NULL);
+        errors += args[i].errors;
+    }
+    for (int i = 0; i < APP_PRODUCERS; i++) {
+        pthread_join(apps[i], NULL);
+        errors += app_args[i].errors;
+    }
+    atomic_store(&done, 1);
+    pthread_join(reader, NULL);
+    CHECK(errors == 0);
+    CHECK(f.errors == 0);
+    int64_t total = (PRODUCERS / 2) * PER_PRODUCER + APP_PRODUCERS * PER_APP;
+    CHECK(f.seen == total);
+    /* Every commit is in the change log; the tailer ends at the final head. */
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+    CHECK(touched(&t, "hot", total));
+    store_touches_cleanup(&t);
+    store_tail_pos_cleanup(&pos);
+    store_close(tailer);
+}
+
+/* ---- (b) 4 competing claimers (and a producer still publishing): disjoint claims ---- */
+
+#define CLAIMERS 4
+#define PRELOADED 300
+#define LATE 200
+#define TOTAL_EVENTS (PRELOADED + LATE)
+
+struct claimer {
+    const char *url;
+    atomic_int *claimed_total;
+    atomic_int *producer_done;
+    char (*ids)[STORE_EVENT_ID_LEN + 1];
+    size_t n;
+    int errors;
+};
+
+static void *claimer_main(void *p)
+{
+    struct claimer *c = p;
+    struct store *st = open_conn(c->url);
+    if (st == NULL) {
+        c->errors++;
+        return NULL;
+    }
+    int idle = 0;
+    while (atomic_load(c->claimed_total) < TOTAL_EVENTS && idle < 20000) {
+        struct store_events evs = {0};
+        int rc = st->ops->begin(st);
+        if (rc == ROOST_OK) {
+            rc = st->ops->claim(st, TA, "work", 7, 60, "c", T0, &evs);
+            rc = rc == ROOST_OK ? st->ops->commit(st) : rc;
+            if (rc != ROOST_OK) {
+                st->ops->rollback(st);
+            }
+        }
+        if (rc == ROOST_ERETRY) {
+            store_events_cleanup(&evs);
+            continue;
+        }
+        if (rc != ROOST_OK) {
+            printf("claimer: %s: %s\n", roost_err_name(rc), st->ops->errmsg(st));
+            c->errors++;
+            store_events_cleanup(&evs);
+            break;
+        }
+        idle = evs.len == 0 ? idle + 1 : 0;
+        for (size_t i = 0; i < evs.len && c->n < TOTAL_EVENTS; i++) {
+            memcpy(c->ids[c->n++], evs.items[i].event_id, STORE_EVENT_ID_LEN + 1);
+            /* Ack in its own transaction, as an SDK would after the work. */
+            int arc = ROOST_ERETRY;
+            for (int a = 0; a < 50 && arc == ROOST_ERETRY; a++) {
+                arc = st->ops->begin(st);
+                if (arc == ROOST_OK) {
+                    arc = st->ops->ack(st, TA, "work", evs.items[i].event_id,
+                                       evs.items[i].lease_token, T0);
+                    arc = arc == ROOST_OK ? st->ops->commit(st) : arc;
+                    if (arc != ROOST_OK) {
+                        st->ops->rollback(st);
+                    }
+                }
+            }
+            if (arc != ROOST_OK) {
+                c->errors++;
+            }
+        }
+        atomic_fetch_add(c->claimed_total, (int)evs.len);
+        store_events_cleanup(&evs);
+        if (evs.len == 0) {
+            sched_yield();
+        }
+    }
+    store_close(st);
+    return NULL;
+}
+
+struct late_producer {
+    const char *url;
+    atomic_int *done;
+    int errors;
+};
+
+static void *late_producer_main(void *p)
+{
+    struct late_producer *lp = p;
+    struct store *st = open_conn(lp->url);
+    for (int i = 0; st != NULL && i < LATE; i++) {
+        struct store_published out;
+        if (publish_retry(st, "work", NULL, T0, &out) != ROOST_OK) {
+            lp->errors++;
+            break;
+        }
+    }
+    if (st == NULL) {
+        lp->errors++;
+    }
+    store_close(st);
+    atomic_store(lp->done, 1);
+    return NULL;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+static void test_mysql_competing_claimers_disjoint(const char *url)
+{
+    struct store *st = open_conn(url);
+    CHECK(st != NULL);
+    if (st == NULL) {
+        return;
+    }
+    for (int i = 0; i < PRELOADED; i++) {
+        struct store_published out;
+        CHECK_RC(st, publish_retry(st, "work", NULL, T0, &out), ROOST_OK);
+    }
+    atomic_int claimed = 0, producer_done = 0;
+    struct claimer cs[CLAIMERS];
+    pthread_t th[CLAIMERS], prod;
+    struct late_producer lp = {.url = url, .done = &producer_done};
+    CHECK(pthread_create(&prod, NULL, late_producer_main, &lp) == 0);
+    for (int i = 0; i < CLAIMERS; i++) {
+        cs[i] = (struct claimer){.url = url,
+                                 .claimed_total = &claimed,
+                                 .producer_done = &producer_done,
+                                 .ids = calloc(TOTAL_EVENTS, STORE_EVENT_ID_LEN + 1)};
+        CHECK(pthread_create(&th[i], NULL, claimer_main, &cs[i]) == 0);
+    }
+    pthread_join(prod, NULL);
+    CHECK(lp.errors == 0);
+    char(*all)[STORE_EVENT_ID_LEN + 1] = calloc(TOTAL_EVENTS * CLAIMERS, STORE_EVENT_ID_LEN + 1);
+    size_t n = 0;
+    int errors = 0;
+    for (int i = 0; i < CLAIMERS; i++) {
+        pthread_join(th[i], NULL);
+        errors += cs[i].errors;
+        CHECK(cs[i].n > 0); /* every claimer got a share: SKIP LOCKED spreads the work */
+        memcpy(all[n], cs[i].ids, cs[i].n * sizeof all[0]);
+        n += cs[i].n;
+        free(cs[i].ids);
+    }
+    CHECK(errors == 0);
+    CHECK(n == TOTAL_EVENTS);
+    qsort(all, n, sizeof all[0], id_cmp);
+    int dups = 0;
+    for (size_t i = 1; i < n; i++) {
+        dups += strcmp(all[i - 1], all[i]) == 0;
+    }
+    CHECK(dups == 0);
+    free(all);
+    /* Nothing left to claim, and every event is completed. */
+    struct store_events left = {0};
+    CHECK_RC(st, st->ops->begin(st), ROOST_OK);
+    CHECK_RC(st, st->ops->claim(st, TA, "work", 100, 60, "c", T0, &left), ROOST_OK);
+    CHECK_RC(st, st->ops->commit(st), ROOST_OK);
+    CHECK(left.len == 0);
+    store_events_cleanup(&left);
+    struct store_agent_stats stats[2];
+    size_t na = 0;
+    bool more = false;
+    CHECK_RC(st, st->ops->agents_list(st, TA, "", 2, T0, stats, &na, &more), ROOST_OK);
+    CHECK(na == 1 && stats[0].head == TOTAL_EVENTS && stats[0].pending == 0 &&
+          stats[0].claimed == 0);
+    store_close(st);
+}
+
+/* ---- (c) an application's transaction: business row + CALL roost_publish ---- */
+
+static bool valid_event_id(const char *s)
+{
+    static const char alphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    if (s == NULL || strlen(s) != STORE_EVENT_ID_LEN || strncmp(s, "evt_", 4) != 0) {
+        return false;
+    }
+    for (size_t i = 4; i < STORE_EVENT_ID_LEN; i++) {
+        if (strchr(alphabet, s[i]) == NULL) {
+            return false;
+        }
+    }
+    return s[4] <= '7'; /* a 48-bit timestamp: the first char carries 3 bits */
+}
+
+/* Runs `SELECT @id, @seq` on db into id/seq. */
+static int out_params(MYSQL *db, char *id, size_t cap, long long *seq)
+{
+    if (mysql_query(db, "SELECT @id, @seq") != 0) {
+        printf("select out params: %s\n", mysql_error(db));
+        return -1;
+    }
+    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+    int rc = row != NULL && row[0] != NULL && row[1] != NULL ? 0 : -1;
+    if (rc == 0) {
+        snprintf(id, cap, "%s", row[0]);
+        *seq = strtoll(row[1], NULL, 10);
+    }
+    if (res != NULL) {
+        mysql_free_result(res);
+    }
+    return rc;
+}
+
+static bool touched(const struct store_touches *t, const char *agent, int64_t head)
+{
+    for (size_t i = 0; i < t->len; i++) {
+        if (strcmp(t->items[i].agent_id, agent) == 0 && strcmp(t->items[i].tenant_id, TA) == 0) {
+            return head < 0 || t->items[i].head == head;
+        }
+    }
+    return false;
+}
+
+static void test_mysql_application_transaction_publish(const char *url)
+{
+    struct store *st = open_conn(url);
+    MYSQL *app = mysql_testutil_connect(url);
+    CHECK(st != NULL && app != NULL);
+    if (st == NULL || app == NULL) {
+        store_close(st);
+        if (app != NULL) {
+            mysql_close(app);
+        }
+        return;
+    }
+    struct store_tail_pos pos = {0};
+    struct store_touches t = {0};
+    CHECK(st->ops->tail != NULL);
+    CHECK_RC(st, st->ops->tail(st, &pos, T0, &t), ROOST_OK); /* starts at the log's end */
+    CHECK(t.len == 0);
+    CHECK(mysql_testutil_exec(app, "CREATE TABLE orders (id INT PRIMARY KEY) ENGINE=InnoDB") == 0);
+
+    /* Commit: the business row and the event become visible together. */
+    CHECK(mysql_testutil_exec(app, "START TRANSACTION") == 0);
+    CHECK(mysql_testutil_exec(app, "INSERT INTO orders VALUES (1)") == 0);
+    CHECK(mysql_testutil_exec(app, "CALL roost_publish('" TA "', 'app', '{\"order\": 1}', 5,"
+                                   " 'corr-1', 'order-1', 0, 0, @id, @seq)") == 0);
+    char id[64] = "";
+    long long seq = 0;
+    CHECK(out_params(app, id, sizeof id, &seq) == 0);
+    CHECK(seq == 1 && valid_event_id(id));
+    struct store_inbox_page page;
+    memset(&page, 0, sizeof page);
+    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 0, 10, &page), ROOST_OK);
+    CHECK(page.events.len == 0); /* not committed yet */
+    store_events_cleanup(&page.events);
+    CHECK(mysql_testutil_exec(app, "COMMIT") == 0);
+
+    memset(&page, 0, sizeof page);
+    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 0, 10, &page), ROOST_OK);
+    CHECK(page.events.len == 1 && page.head == 1);
+    if (page.events.len == 1) {
+        struct store_event *ev = &page.events.items[0];
+        CHECK(strcmp(ev->event_id, id) == 0 && ev->status == STORE_PENDING && ev->priority == 5);
+        CHECK(ev->payload != NULL && strcmp(ev->payload, "{\"order\":1}") == 0);
+        CHECK(ev->correlation_id != NULL && strcmp(ev->correlation_id, "corr-1") == 0);
+        CHECK(ev->expires_at_ms == 0 && ev->created_at_ms > T0);
+    }
+    store_events_cleanup(&page.events);
+    CHECK_RC(st, st->ops->tail(st, &pos, T0, &t), ROOST_OK);
+    CHECK(t.len == 1 && touched(&t, "app", 1));
+    store_touches_cleanup(&t);
+
+    /* The same idempotency key returns the existing event and writes nothing. */
+    CHECK(mysql_testutil_exec(app, "CALL roost_publish('" TA "', 'app', '{}', 0, NULL,"
+                                   " 'order-1', 0, 0, @id, @seq)") == 0);
+    char id2[64] = "";
+    long long seq2 = 0;
+    CHECK(out_params(app, id2, sizeof id2, &seq2) == 0);
+    CHECK(strcmp(id, id2) == 0 && seq2 == 1);
+    int64_t head = -1;
+    CHECK_RC(st, st->ops->head(st, TA, "app", &head), ROOST_OK);
+    CHECK(head == 1);
+
+    /* Rollback: no business row, no event, no change for the tailer. */
+    CHECK(mysql_testutil_exec(app, "START TRANSACTION") == 0);
+    CHECK(mysql_testutil_exec(app, "INSERT INTO orders VALUES (2)") == 0);
+    CHECK(mysql_testutil_exec(app, "CALL roost_publish('" TA "', 'app2', '{\"order\": 2}', 0,"
+                                   " NULL, NULL, 0, 0, @id, @seq)") == 0);
+    CHECK(mysql_testutil_exec(app, "ROLLBACK") == 0);
+    CHECK_RC(st, st->ops->head(st, TA, "app2", &head), ROOST_OK);
+    CHECK(head == 0);
+    CHECK_RC(st, st->ops->tail(st, &pos, T0, &t), ROOST_OK);
+    CHECK(t.len == 0);
+    CHECK(mysql_query(app, "SELECT count(*) FROM orders") == 0);
+    MYSQL_RES *res = mysql_store_result(app);
+    MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+    CHECK(row != NULL && strcmp(row[0], "1") == 0);
+    if (res != NULL) {
+        mysql_free_result(res);
+    }
+
+    /* A delayed event is scheduled; a bad payload is refused. */
+    CHECK(mysql_testutil_exec(app, "CALL roost_publish('" TA "', 'app', '{}', 0, NULL, NULL,"
+                                   " 60000, 1000, @id, @seq)") == 0);
+    memset(&page, 0, sizeof page);
+    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 1, 10, &page), ROOST_OK);
+    CHECK(page.events.len == 1 && page.events.items[0].status == STORE_SCHEDULED &&
+          page.events.items[0].available_at_ms == page.events.items[0].created_at_ms + 60000 &&
+          page.events.items[0].expires_at_ms == page.events.items[0].created_at_ms + 1000);
+    store_events_cleanup(&page.events);
+    CHECK(mysql_query(app, "CALL roost_publish('" TA "', 'app', '[1]', 0, NULL, NULL, 0, 0, @id,"
+                           " @seq)") != 0);
+    store_tail_pos_cleanup(&pos);
+    store_touches_cleanup(&t);
+    mysql_close(app);
+    store_close(st);
+}
+
+/* ---- (d) the tailer misses nothing when commits come out of id order ---- */
+
+static void test_mysql_tail_out_of_order_commits(const char *url)
+{
+    struct store *tailer = open_conn(url), *a = open_conn(url), *b = open_conn(url);
+    MYSQL *app = mysql_testutil_connect(url);
+    CHECK(tailer != NULL && a != NULL && b != NULL && app != NULL);
+    if (tailer == NULL || a == NULL || b == NULL || app == NULL) {
+        goto out;
+    }
+    struct store_tail_pos pos = {0};
+    struct store_touches t = {0};
+    struct store_published out;
+    /* The tenant row exists (committed) before the transactions race. */
+    CHECK_RC(a, publish_retry(a, "other", NULL, T0, &out), ROOST_OK);
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+
+    /* a takes the lower change id and holds its transaction open; b and the application commit
+     * later ids first. */
+    const char *ra[] = {"slow"}, *rb[] = {"fast"};
+    struct store_publish_item ia = {.recipients = ra, .n_recipients = 1, .payload = "{}"};
+    struct store_publish_item ib = {.recipients = rb, .n_recipients = 1, .payload = "{}"};
+    struct store_publish_req qa = {.tenant_id = TA, .items = &ia, .n_items = 1, .now_ms = T0};
+    struct store_publish_req qb = {.tenant_id = TA, .items = &ib, .n_items = 1, .now_ms = T0};
+    CHECK_RC(a, a->ops->begin(a), ROOST_OK);
+    CHECK_RC(a, a->ops->publish(a, &qa, &out, NULL), ROOST_OK);
+    CHECK_RC(b, b->ops->begin(b), ROOST_OK);
+    CHECK_RC(b, b->ops->publish(b, &qb, &out, NULL), ROOST_OK);
+    CHECK_RC(b, b->ops->commit(b), ROOST_OK);
+    CHECK(mysql_testutil_exec(app, "CALL roost_publish('" TA "', 'app', '{}', 0, NULL, NULL, 0,"
+                                   " 0, @id, @seq)") == 0);
+
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 10, &t), ROOST_OK);
+    CHECK(touched(&t, "fast", 1) && touched(&t, "app", 1) && !touched(&t, "slow", -1));
+    CHECK(pos.n_gaps == 1);
+    store_touches_cleanup(&t);
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 20, &t), ROOST_OK);
+    CHECK(t.len == 0);
+
+    CHECK_RC(a, a->ops->commit(a), ROOST_OK);
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 30, &t), ROOST_OK);
+    CHECK(t.len == 1 && touched(&t, "slow", 1));
+    CHECK(pos.n_gaps == 0);
+    store_touches_cleanup(&t);
+
+    /* A tailer that starts while a transaction is open below the end of the log still gets it. */
+    struct store_tail_pos late = {0};
+    CHECK_RC(a, a->ops->begin(a), ROOST_OK);
+    CHECK_RC(a, a->ops->publish(a, &qa, &out, NULL), ROOST_OK);
+    CHECK_RC(b, b->ops->begin(b), ROOST_OK);
+    CHECK_RC(b, b->ops->publish(b, &qb, &out, NULL), ROOST_OK);
+    CHECK_RC(b, b->ops->commit(b), ROOST_OK);
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &late, T0 + 31, &t), ROOST_OK);
+    CHECK(t.len == 0 && late.n_gaps == 1);
+    CHECK_RC(a, a->ops->commit(a), ROOST_OK);
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &late, T0 + 32, &t), ROOST_OK);
+    CHECK(t.len == 1 && touched(&t, "slow", 2) && late.n_gaps == 0);
+    store_touches_cleanup(&t);
+    store_tail_pos_cleanup(&late);
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 33, &t), ROOST_OK);
+    CHECK(t.len == 2 && touched(&t, "slow", 2) && touched(&t, "fast", 2));
+    store_touches_cleanup(&t);
+
+    /* A rolled-back transaction leaves a gap that is given up after STORE_TAIL_GAP_MS. */
+    CHECK_RC(a, a->ops->begin(a), ROOST_OK);
+    CHECK_RC(a, a->ops->publish(a, &qa, &out, NULL), ROOST_OK);
+    CHECK_RC(a, a->ops->rollback(a), ROOST_OK);
+    CHECK_RC(b, b->ops->begin(b), ROOST_OK);
+    CHECK_RC(b, b->ops->publish(b, &qb, &out, NULL), ROOST_OK);
+    CHECK_RC(b, b->ops->commit(b), ROOST_OK);
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 40, &t), ROOST_OK);
+    CHECK(t.len == 1 && touched(&t, "fast", 3) && pos.n_gaps == 1);
+    store_touches_cleanup(&t);
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 40 + STORE_TAIL_GAP_MS, &t), ROOST_OK);
+    CHECK(t.len == 0 && pos.n_gaps == 0);
+
+    /* Other touch-producing ops write the log too: a release back to pending. */
+    struct store_events evs = {0};
+    CHECK_RC(a, a->ops->begin(a), ROOST_OK);
+    CHECK_RC(a, a->ops->claim(a, TA, "fast", 1, 60, "", T0, &evs), ROOST_OK);
+    CHECK_RC(a, a->ops->commit(a), ROOST_OK);
+    CHECK(evs.len == 1);
+    if (evs.len == 1) {
+        CHECK_RC(a, a->ops->begin(a), ROOST_OK);
+        CHECK_RC(a,
+                 a->ops->release(a, TA, "fast", evs.items[0].event_id, evs.items[0].lease_token,
+                                 STORE_RELEASE_TRANSIENT, 0, NULL, 5, T0, NULL),
+                 ROOST_OK);
+        CHECK_RC(a, a->ops->commit(a), ROOST_OK);
+        CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 50 + STORE_TAIL_GAP_MS, &t),
+                 ROOST_OK);
+        CHECK(t.len == 1 && touched(&t, "fast", 3));
+    }
+    store_events_cleanup(&evs);
+    store_touches_cleanup(&t);
+    store_tail_pos_cleanup(&pos);
+
+    /* Retention prunes the change log (rows older than 10 minutes), in bounded batches. */
+    struct store_retention_req rq = {
+        .now_ms = T0 + 11 * 60 * 1000, .completed_s = 7 * 86400, .max_age_s = 0, .batch = 100};
+    struct store_retention_result rr;
+    CHECK_RC(a, a->ops->begin(a), ROOST_OK);
+    CHECK_RC(a, a->ops->retention(a, &rq, &rr), ROOST_OK);
+    CHECK_RC(a, a->ops->commit(a), ROOST_OK);
+    CHECK(mysql_query(app, "SELECT count(*) FROM roost_changes WHERE at_ms <= 1700000000100") == 0);
+    MYSQL_RES *res = mysql_store_result(app);
+    MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+    CHECK(row != NULL && strcmp(row[0], "0") == 0);
+    if (res != NULL) {
+        mysql_free_result(res);
+    }
+out:
+    if (app != NULL) {
+        mysql_close(app);
+    }
+    store_close(a);
+    store_close(b);
+    store_close(tailer);
+}
+
+/* ---- a connection killed under the store: reconnect, never crash ---- */
+
+static void kill_others(MYSQL *admin, const char *db)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = '%s' AND ID <> "
+             "CONNECTION_ID()",
+             db);
+    CHECK(mysql_query(admin, sql) == 0);
+    MYSQL_RES *res = mysql_store_result(admin);
+    MYSQL_ROW row;
+    while (res != NULL && (row = mysql_fetch_row(res)) != NULL) {
+        snprintf(sql, sizeof sql, "KILL CONNECTION %s", row[0]);
+        mysql_query(admin, sql);
+    }
+    if (res != NULL) {
+        mysql_free_result(res);
+    }
+}
+
+static void test_mysql_lost_connection_reconnects(const char *url)
+{
+    struct store *st = open_conn(url);
+    MYSQL *admin = mysql_testutil_connect(url);
+    CHECK(st != NULL && admin != NULL);
+    if (st == NULL || admin == NULL) {
+        goto out;
+    }
+    char db[128];
+    const char *slash = strrchr(url, '/');
+    snprintf(db, sizeof db, "%s", slash + 1);
+    struct store_published out;
+    CHECK_RC(st, publish_retry(st, "k", NULL, T0, &out), ROOST_OK);
+
+    /* Outside a transaction: the next read reconnects by itself. */
+    kill_others(admin, db);
+    int64_t head = -1;
+    CHECK_RC(st, st->ops->head(st, TA, "k", &head), ROOST_OK);
+    CHECK(head == 1);
+
+    /* Inside one: the transaction is gone, the caller hears ROOST_ERETRY and replays it. */
+    const char *r[] = {"k"};
+    struct store_publish_item item = {.recipients = r, .n_recipients = 1, .payload = "{}"};
+    struct store_publish_req req = {.tenant_id = TA, .items = &item, .n_items = 1, .now_ms = T0};
+    CHECK_RC(st, st->ops->begin(st), ROOST_OK);
+    CHECK_RC(st, st->ops->publish(st, &req, &out, NULL), ROOST_OK);
+    kill_others(admin, db);
+    int rc = st->ops->publish(st, &req, &out, NULL);
+    CHECK(rc == ROOST_ERETRY);
+    CHECK(st->ops->commit(st) == ROOST_ERETRY);
+    CHECK_RC(st, st->ops->rollback(st), ROOST_OK);
+    CHECK(st->ops->ping(st));
+    CHECK_RC(st, publish_retry(st, "k", NULL, T0, &out), ROOST_OK);
+    CHECK(out.seq == 2);
+    kill_others(admin, db);
+    CHECK(st->ops->ping(st)); /* ping reconnects when the server is up */
+out:
+    if (admin != NULL) {
+        mysql_close(admin);
+    }
+    store_close(st);
+}
+
+/* ---- a deadlock: the victim's whole transaction is gone, and the store says so ---- */
+
+struct blocked_publish {
+    struct store *st;
+    const char *agent;
+    int rc;
+};
+
+static int publish_in_tx(struct store *st, const char *agent)
+{
+    const char *r[] = {agent};
+    struct store_publish_item item = {.recipients = r, .n_recipients = 1, .payload = "{}"};
+    struct store_publish_req req = {.tenant_id = TA, .items = &item, .n_items = 1, .now_ms = T0};
+    struct store_published out;
+    return st->ops->publish(st, &req, &out, NULL);
+}
+
+static void *blocked_publish_main(void *p)
+{
+    struct blocked_publish *bp = p;
+    bp->rc = publish_in_tx(bp->st, bp->agent);
+    return NULL;
+}
+
+static void test_mysql_deadlock_surfaces_as_retry(const char *url)
+{
+    struct store *a = open_conn(url), *b = open_conn(url);
+    CHECK(a != NULL && b != NULL);
+    if (a == NULL || b == NULL) {
+        goto out;
+    }
+    struct store_published out;
+    CHECK_RC(a, publish_retry(a, "d1", NULL, T0, &out), ROOST_OK); /* tenant and agents exist */
+    CHECK_RC(a, publish_retry(a, "d2", NULL, T0, &out), ROOST_OK);
+    CHECK_RC(a, a->ops->begin(a), ROOST_OK);
+    CHECK_RC(a, publish_in_tx(a, "d1"), ROOST_OK);
+    CHECK_RC(b, b->ops->begin(b), ROOST_OK);
+    CHECK_RC(b, publish_in_tx(b, "d2"), ROOST_OK);
+    struct blocked_publish bp = {.st = b, .agent = "d1"};
+    pthread_t th;
+    /* Whichever of the two crossing requests comes first waits for the other's lock; the second
+     * closes the cycle, and InnoDB picks a victim. */
+    CHECK(pthread_create(&th, NULL, blocked_publish_main, &bp) == 0);
+    int rc_a = publish_in_tx(a, "d2");
+    pthread_join(th, NULL);
+    CHECK((rc_a == ROOST_ERETRY) != (bp.rc == ROOST_ERETRY));
+    CHECK(rc_a == ROOST_OK || bp.rc == ROOST_OK);
+    struct store *victim = rc_a == ROOST_ERETRY ? a : b, *winner = victim == a ? b : a;
+    /* The victim's earlier work is gone too: it must not commit (that would hide the loss), and
+     * nothing more runs in the dead transaction. */
+    CHECK(victim->ops->savepoint(victim) == ROOST_ERETRY);
+    CHECK(victim->ops->commit(victim) == ROOST_ERETRY);
+    CHECK_RC(victim, victim->ops->rollback(victim), ROOST_OK);
+    CHECK_RC(winner, winner->ops->commit(winner), ROOST_OK);
+    /* Replayed as a unit, as the server's writer does on ROOST_ERETRY. */
+    CHECK_RC(victim, victim->ops->begin(victim), ROOST_OK);
+    CHECK_RC(victim, publish_in_tx(victim, "d1"), ROOST_OK);
+    CHECK_RC(victim, publish_in_tx(victim, "d2"), ROOST_OK);
+    CHECK_RC(victim, victim->ops->commit(victim), ROOST_OK);
+    int64_t h1 = -1, h2 = -1;
+    CHECK_RC(a, a->ops->head(a, TA, "d1", &h1), ROOST_OK);
+    CHECK_RC(a, a->ops->head(a, TA, "d2", &h2), ROOST_OK);
+    CHECK(h1 == 3 && h2 == 3);
+out:
+    store_close(a);
+    store_close(b);
+}
+
+/* ---- the server goes away: ping is false, operations fail cleanly ---- */
+
+static void test_mysql_server_down_ping_false(const char *url)
+{
+    (void)url; /* this test stops a server, so it starts one of its own */
+    char dir[128], cmd[512], own[1024] = "";
+    snprintf(dir, sizeof dir, "/tmp/roost-mdown-%ld", (long)getpid());
+    snprintf(cmd, sizeof cmd, "'%s' start '%s'", MARIADB_TEST_SH, dir);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    if (p == NULL) {
+        return;
+    }
+    if (fgets(own, sizeof own, p) == NULL) {
+        own[0] = '\0';
+    }
+    CHECK(pclose(p) == 0);
+    own[strcspn(own, "\n")] = '\0';
+    struct store *st = own[0] != '\0' ? open_conn(own) : NULL;
+    CHECK(st != NULL);
+    if (st != NULL) {
+        CHECK_RC(st, st->ops->migrate(st), ROOST_OK);
+        struct store_published out;
+        CHECK_RC(st, publish_retry(st, "z", NULL, T0, &out), ROOST_OK);
+        CHECK(st->ops->ping(st));
+    }
+    snprintf(cmd, sizeof cmd, "'%s' stop '%s'", MARIADB_TEST_SH, dir);
+    CHECK(system(cmd) == 0);
+    if (st != NULL) {
+        CHECK(!st->ops->ping(st));
+        CHECK(!st->ops->ping(st));
+        int64_t head = -1;
+        int rc = st->ops->head(st, TA, "z", &head);
+        CHECK(rc == ROOST_EUNAVAILABLE || rc == ROOST_ERETRY);
+        CHECK(st->ops->begin(st) == ROOST_EUNAVAILABLE);
+        CHECK_RC(st, st->ops->rollback(st), ROOST_OK);
+        store_close(st);
+    }
+}
+
+/* ---- several processes start at once: migrations apply exactly once ---- */
+
+#define MIGRATORS 4
+
+struct migrator {
+    const char *url;
+    int rc;
+};
+
+static void *migrator_main(void *p)
+{
+    struct migrator *m = p;
+    struct store *st = open_conn(m->url);
+    m->rc = st != NULL ? st->ops->migrate(st) : ROOST_ECONNECT;
+    if (m->rc != ROOST_OK && st != NULL) {
+        printf("migrate: %s: %s\n", roost_err_name(m->rc), st->ops->errmsg(st));
+    }
+    store_close(st);
+    return NULL;
+}
+
+static void test_mysql_concurrent_migrate_applies_once(const char *url)
+{
+    char fresh[1024];
+    CHECK(mysql_testutil_fresh_db(url, "migrate_race", fresh, sizeof fresh) == 0);
+    struct migrator ms[MIGRATORS];
+    pthread_t th[MIGRATORS];
+    for (int i = 0; i < MIGRATORS; i++) {
+        ms[i] = (struct migrator){.url = fresh};
+        CHECK(pthread_create(&th[i], NULL, migrator_main, &ms[i]) == 0);
+    }
+    for (int i = 0; i < MIGRATORS; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(ms[i].rc == ROOST_OK);
+    }
+    MYSQL *db = mysql_testutil_connect(fresh);
+    CHECK(db != NULL);
+    if (db != NULL) {
+        CHECK(mysql_query(db, "SELECT count(*), min(version) FROM schema_migrations") == 0);
+        MYSQL_RES *res = mysql_store_result(db);
+        MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+        CHECK(row != NULL && strcmp(row[0], "1") == 0 && strcmp(row[1], "1") == 0);
+        if (res != NULL) {
+            mysql_free_result(res);
+        }
+        mysql_close(db);
+    }
+    struct store *st = open_conn(fresh);
+    struct store_published out;
+    CHECK(st != NULL && publish_retry(st, "m", NULL, T0, &out) == ROOST_OK && out.seq == 1);
+    store_close(st);
+    mysql_testutil_drop_db(fresh);
+}
+
+/* ---- URLs ---- */
+
+static void test_mysql_url_parsing(const char *url)
+{
+    (void)url;
+    struct store_mysql_url u;
+    CHECK(store_mysql_url_parse("mysql://us%3Aer:p%40ss%2F%25@db.example:3307/roost", &u) ==
+          ROOST_OK);
+    CHECK(strcmp(u.user, "us:er") == 0 && strcmp(u.pass, "p@ss/%") == 0);
+    CHECK(strcmp(u.host, "db.example") == 0 && u.port == 3307 && strcmp(u.db, "roost") == 0);
+    CHECK(u.socket[0] == '\0' && !u.repeatable_read);
+    CHECK(store_mysql_url_parse("mysql://roost@localhost/r?socket=/run/my%20sql.sock", &u) ==
+          ROOST_OK);
+    CHECK(strcmp(u.user, "roost") == 0 && u.pass[0] == '\0' &&
+          strcmp(u.socket, "/run/my sql.sock") == 0 && u.port == 0);
+    CHECK(store_mysql_url_parse("mysql://a:b@[::1]:3306/r?isolation=repeatable-read", &u) ==
+          ROOST_OK);
+    CHECK(strcmp(u.host, "::1") == 0 && u.port == 3306 && u.repeatable_read);
+    static const char *const bad[] = {
+        "mysql://h/",        "mysql://h",        "mysql://u@h:99999/db",
+        "mysql://u@h:x/db",  "mysql://u%4@h/db", "mysql://u@h/db?nosuch=1",
+        "mysql://u%00@h/db", "mysqlx://u@h/db",  "mysql://@/db",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (store_mysql_url_parse(bad[i], &u) != ROOST_EINVAL) {
+            printf("accepted %s\n", bad[i]);
+            g_check_failures++;
+        }
+    }
+    struct store *st = (struct store *)&u;
+    const char *err = NULL;
+    CHECK(store_open("mysql://u@h/db?nosuch=1", NULL, &st, &err) == ROOST_EINVAL);
+    CHECK(st == NULL && err != NULL && err[0] != '\0');
+}
+
+/* ---- runner ---- */
+
+struct test {
+    const char *name;
+    void (*fn)(const char *url);
+};
+
+#define TEST(fn)                                                                                   \
+    {                                                                                              \
+#fn, fn                                                                                    \
+    }
+static const struct test tests[] = {
+    TEST(test_mysql_concurrent_producers_no_gaps),
+    TEST(test_mysql_mixed_producers_no_gaps),
+    TEST(test_mysql_competing_claimers_disjoint),
+    TEST(test_mysql_application_transaction_publish),
+    TEST(test_mysql_tail_out_of_order_commits),
+    TEST(test_mysql_lost_connection_reconnects),
+    TEST(test_mysql_deadlock_surfaces_as_retry),
+    TEST(test_mysql_server_down_ping_false),
+    TEST(test_mysql_concurrent_migrate_applies_once),
+    TEST(test_mysql_url_parsing),
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s mysql://URL [TEST_NAME_SUBSTRING]\n", argv[0]);
+        return 2;
+    }
+    const char *only = argc > 2 ? argv[2] : NULL;
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        if (only != NULL && strstr(tests[i].name, only) == NULL) {
+            continue;
+        }
+        char url[1024];
+        g_test = tests[i].name;
+        g_check_failures = 0;
+        struct store *st = NULL;
+        if (mysql_testutil_fresh_db(argv[1], g_test + 11, url, sizeof url) != 0 ||
+            (st = open_conn(url)) == NULL || st->ops->migrate(st) != ROOST_OK) {
+            printf("%s: fixture setup failed%s%s\n", g_test, st ? ": " : "",
+                   st ? st->ops->errmsg(st) : "");
+            g_check_failures++;
+        } else {
+            tests[i].fn(url);
+        }
+        store_close(st);
+        mysql_testutil_drop_db(url);
+        if (g_check_failures == 0) {
+            passed++;
+        } else {
+            printf("%s: FAILED\n", g_test);
+            failed++;
+        }
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}
