@@ -320,8 +320,9 @@ static json_t *public_jwk(const char *name)
 
 static void register_keys(void)
 {
-    json_t *secret = json_string(read_text(KEYS "/test-shared-secret.b64"));
-    /* read_text's buffer went into json_string by copy: free it through the json value. */
+    char *secret_text = read_text(KEYS "/test-shared-secret.b64");
+    json_t *secret = json_string(secret_text ? secret_text : "");
+    free(secret_text);
     struct {
         const char *admin, *id, *agent, *alg;
         json_t *material;
