@@ -199,8 +199,7 @@ static int run_tick(struct job *job, struct store *st)
     if (rc == ROOST_OK && st->ops->nonce_prune != NULL) {
         rc = store_call(st, nonce_prune, now, batch, &t->nonces);
     }
-    t->more = t->due == batch || t->scavenged == batch || t->expired == batch ||
-              t->nonces == batch;
+    t->more = t->due == batch || t->scavenged == batch || t->expired == batch || t->nonces == batch;
     return rc;
 }
 
