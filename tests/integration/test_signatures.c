@@ -5,6 +5,7 @@
  * the policy is per tenant; keys are tenant-scoped; /api/v1/keys/server publishes the data-dir
  * signing key. A missing node or package is a failure, never a skip (scripts/js_deps.sh). */
 #include <openssl/evp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -711,6 +712,95 @@ static void test_policy_mutations(void)
     sreq_cleanup(&r);
 }
 
+/* ---- SIGHUP reloads the policy ---- */
+
+static int count_in_log(const struct roostd *n, const char *needle)
+{
+    char *path = h_fmt("%s/roostd.log", n->dir), *data = NULL;
+    size_t len = 0;
+    int c = 0;
+    if (h_read_file(path, &data, &len) == 0) {
+        for (const char *p = data; (p = strstr(p, needle)) != NULL; p++) {
+            c++;
+        }
+    }
+    free(data);
+    free(path);
+    return c;
+}
+
+static bool write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        return false;
+    }
+    fputs(text, f);
+    return fclose(f) == 0;
+}
+
+static bool reload(struct roostd *n, const char *conf, const char *text)
+{
+    int before = count_in_log(n, "config reloaded");
+    if (!write_file(conf, text) || kill(n->pid, SIGHUP) != 0) {
+        return false;
+    }
+    bool ok;
+    H_WAIT_UNTIL(ok, 10000, count_in_log(n, "config reloaded") > before);
+    return ok;
+}
+
+static long unsigned_status(struct roostd *n, const char *method, const char *path,
+                            const char *body, const char *token, char *code, size_t code_len)
+{
+    json_t *j = NULL;
+    long st =
+        h_callj(n->http, method, token, body ? json_loads(body, 0, NULL) : NULL, &j, "%s", path);
+    snprintf(code, code_len, "%s", h_error_code(j) ? h_error_code(j) : "");
+    json_decref(j);
+    return st;
+}
+
+static void test_policy_reloads_on_sighup(void)
+{
+    char dir[] = "/tmp/roost-sigconf-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char *conf = h_fmt("%s/roostd.conf", dir);
+    CHECK(write_file(conf, "signatures.tenant.t5 = off\n"));
+    char *opt = h_fmt("--config=%s", conf);
+    const char *sets[] = {opt, NULL};
+    struct roostd n;
+    if (roostd_start(&n, NULL, sets) != 0) {
+        CHECK(!"roostd with a config file starts");
+        free(opt);
+        free(conf);
+        rmdir(dir);
+        return;
+    }
+    char *tok = h_token(&n, "t5", "agent:a1:consume");
+    char code[64];
+    const char *claim = "/api/v1/agents/a1/inbox/claim", *inbox = "/api/v1/agents/a1/inbox";
+    CHECK_EQ(unsigned_status(&n, "POST", claim, "{\"limit\":1}", tok, code, sizeof code), 200);
+    CHECK(reload(&n, conf, "signatures.tenant.t5 = mutations\n"));
+    CHECK(count_in_log(&n, "signatures.tenant.*") >= 1);
+    CHECK_EQ(unsigned_status(&n, "POST", claim, "{\"limit\":1}", tok, code, sizeof code), 401);
+    CHECK_STREQ(code, "signature_missing");
+    CHECK_EQ(unsigned_status(&n, "GET", inbox, NULL, tok, code, sizeof code), 200);
+    /* The tenant entry gone, the global policy applies. */
+    CHECK(reload(&n, conf, "signatures.require = all\n"));
+    CHECK_EQ(unsigned_status(&n, "GET", inbox, NULL, tok, code, sizeof code), 401);
+    CHECK_STREQ(code, "signature_missing");
+    CHECK(reload(&n, conf, "signatures.require = off\n"));
+    CHECK_EQ(unsigned_status(&n, "GET", inbox, NULL, tok, code, sizeof code), 200);
+    CHECK_EQ(roostd_stop(&n), 0);
+    roostd_remove_dir(&n);
+    unlink(conf);
+    rmdir(dir);
+    free(tok);
+    free(opt);
+    free(conf);
+}
+
 /* ---- roostd's own key ---- */
 
 static void test_server_key_published_as_jwks(void)
@@ -781,6 +871,7 @@ int main(void)
     RUN(test_policy_per_tenant);
     RUN(test_policy_mutations);
     RUN(test_server_key_published_as_jwks);
+    RUN(test_policy_reloads_on_sighup);
 
     CHECK_EQ(roostd_stop(&d), 0);
     if (h_failed) {
