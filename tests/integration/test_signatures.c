@@ -332,6 +332,7 @@ static void register_keys(void)
         {adm1, "a1-ec", "a1", "ecdsa-p256-sha256", public_jwk("test-key-ecc-p256")},
         {adm1, "a1-hmac", "a1", "hmac-sha256", json_incref(secret)},
         {adm1, "a1-rsa", "a1", "rsa-v1_5-sha256", pem("test-key-rsa")},
+        {adm1, "a1-pss", "a1", "rsa-pss-sha512", pem("test-key-rsa-pss")},
         {adm1, "a1-rev", "a1", "ed25519", pem("test-key-ed25519")},
         {adm1, "a2-ed", "a2", "ed25519", pem("test-key-ed25519")},
         {adm1, "prod-ed", "*", "ed25519", public_jwk("test-key-ed25519")},
@@ -397,7 +398,7 @@ static void test_admin_keys_validation_and_isolation(void)
     CHECK_EQ(h_callj(d.http, "GET", adm1, NULL, &out, "/api/v1/admin/keys?limit=100&next=%s", next),
              200);
     free(next);
-    CHECK_EQ(json_array_size(json_object_get(out, "keys")), 5); /* 9 keys in t1 */
+    CHECK_EQ(json_array_size(json_object_get(out, "keys")), 6); /* 10 keys in t1 */
     CHECK(json_is_null(json_object_get(out, "next")));
     json_decref(out);
     CHECK_EQ(h_callj(d.http, "GET", adm2, NULL, &out, "/api/v1/admin/keys"), 200);
@@ -529,6 +530,12 @@ static void test_c_signed_requests_accepted(void)
     sign_c(&r, "a1-ed", &k, NULL);
     expect_code("C inbox read with query", &r, 200, NULL);
     sreq_cleanup(&r);
+    struct httpsig_key kp = load_priv("rsa-pss-sha512", KEYS "/test-key-rsa-pss.priv.pem", sec);
+    sreq_init(&r, "GET", "/api/v1/agents/a1/state", NULL, tok1);
+    sign_c(&r, "a1-pss", &kp, NULL);
+    expect_code("C state read rsa-pss", &r, 200, NULL);
+    sreq_cleanup(&r);
+    EVP_PKEY_free(kp.pkey);
     claim_signed("C claim ed25519", false, "a1-ed", "ed25519", ed);
     ack_signed("C ack ed25519", false, "a1-ed", "ed25519", ed);
     EVP_PKEY_free(k.pkey);
