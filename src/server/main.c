@@ -20,7 +20,7 @@ static void usage(FILE *out)
             "  --data-dir DIR      data directory (default ./var)\n"
             "  --listen HOST:PORT  address to listen on (port 0 picks a free port)\n"
             "  --ready-file FILE   write the base URL to FILE once listening\n"
-            "  --store URL         sqlite://PATH (default sqlite://DATA_DIR/roost.db)\n"
+            "  --store URL         sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB (default sqlite://DATA_DIR/roost.db)\n"
             "  --config FILE       config file (key = value)\n"
             "  --set KEY=VALUE     set a config key (repeatable; wins over file and env)\n"
             "  --print-config      print the effective configuration and exit\n"

@@ -67,10 +67,12 @@ enum stmt_id {
     S_PROMOTE_UPDATE,
     S_EXPIRE,
     S_RET_AGENTS,
+    S_RET_LOCK_AGENT,
     S_RET_ROWS,
     S_EVENT_BY_SEQ,
     S_RET_DELETE,
     S_RET_PURGED,
+    S_CHANGES_OLD,
     S_CHANGES_PRUNE,
     S_QLIST_ALL,
     S_QLIST_AGENT,
@@ -189,6 +191,9 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_RET_AGENTS] = "SELECT tenant_id, agent_id FROM agents WHERE (tenant_id, agent_id) > (?, ?)"
                      " ORDER BY tenant_id, agent_id LIMIT ?",
     /* tenant, agent, limit */
+    /* tenant, agent */
+    [S_RET_LOCK_AGENT] = "SELECT 1 FROM agents WHERE tenant_id = ? AND agent_id = ?"
+                         " FOR UPDATE SKIP LOCKED",
     [S_RET_ROWS] = "SELECT seq, status, completed_at, created_at FROM inbox"
                    " WHERE tenant_id = ? AND agent_id = ? ORDER BY seq LIMIT ?",
     /* tenant, agent, seq */
@@ -200,7 +205,11 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_RET_PURGED] = "UPDATE agents SET purged_through_seq = GREATEST(purged_through_seq, ?)"
                      " WHERE tenant_id = ? AND agent_id = ?",
     /* cut, limit */
-    [S_CHANGES_PRUNE] = "DELETE FROM roost_changes WHERE at_ms < ? LIMIT ?",
+    [S_CHANGES_OLD] = "SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), -1) FROM (SELECT id FROM"
+                      " roost_changes WHERE at_ms < ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)"
+                      " AS old",
+    /* low id, high id, cut */
+    [S_CHANGES_PRUNE] = "DELETE FROM roost_changes WHERE id BETWEEN ? AND ? AND at_ms < ?",
     /* tenant, after_agent, after_seq, limit */
     [S_QLIST_ALL] = "SELECT " EVCOLS " FROM inbox"
                     " WHERE tenant_id = ? AND status = 4 AND (agent_id, seq) > (?, ?)"
@@ -1704,8 +1713,18 @@ static int retain_agent(struct mysql_store *b, const struct store_retention_req 
     int64_t completed_cut =
         req->completed_s >= 0 ? req->now_ms - req->completed_s * 1000 : INT64_MIN;
     int64_t age_cut = req->max_age_s > 0 ? req->now_ms - req->max_age_s * 1000 : INT64_MIN;
+    /* Several nodes run retention at once: the agent row lock makes one of them own this agent
+     * until its COMMIT, and the others pass it by (SKIP LOCKED) instead of archiving the same rows
+     * again. A publisher holding the lock just defers the agent to the next round. */
+    struct prm lp[] = {PS(a->tenant_id), PS(a->agent_id)};
+    int rc = Q(b, S_RET_LOCK_AGENT, lp, &rs);
+    bool owned = rc == ROOST_OK && rs.n == 1;
+    rows_free(&rs);
+    if (rc != ROOST_OK || !owned) {
+        return rc;
+    }
     struct prm p[] = {PS(a->tenant_id), PS(a->agent_id), PI((int64_t)budget)};
-    int rc = Q(b, S_RET_ROWS, p, &rs);
+    rc = Q(b, S_RET_ROWS, p, &rs);
     if (rc != ROOST_OK) {
         return rc;
     }
@@ -1793,7 +1812,15 @@ static int my_retention(struct store *st, const struct store_retention_req *req,
         goto out;
     }
     struct prm pp[] = {PI(req->now_ms - CHANGES_KEEP_MS), PI((int64_t)req->batch)};
-    if ((rc = Q(b, S_CHANGES_PRUNE, pp, NULL)) != ROOST_OK) {
+    /* Old change rows go in a batch this node locks first (SKIP LOCKED): a node pruning at the
+     * same time takes the next batch instead of waiting for this one's COMMIT. */
+    if ((rc = Q(b, S_CHANGES_OLD, pp, &rs)) != ROOST_OK) {
+        goto fail;
+    }
+    struct prm dp[] = {PI(rs.n ? cell_i64(&rs, 0, 0) : 0), PI(rs.n ? cell_i64(&rs, 0, 1) : -1),
+                       PI(req->now_ms - CHANGES_KEEP_MS)};
+    rows_free(&rs);
+    if ((rc = Q(b, S_CHANGES_PRUNE, dp, NULL)) != ROOST_OK) {
         goto fail;
     }
     for (;;) {

@@ -5,6 +5,7 @@
  * agent's head is next_seq - 1 (0 for an agent without a row). */
 #include "store/store_sqlite.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -447,9 +448,18 @@ static int exec_pragma(sqlite3 *db, const char *sql)
     return rc;
 }
 
+/* Process-wide settings, before SQLite initialises: no global memory statistics (every malloc
+ * would take a process-wide mutex; roostd reads none of them). */
+static void sqlite_configure(void)
+{
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 static int sq_open(const char *url, const struct store_options *opt, struct store **out)
 {
     static const char prefix[] = "sqlite://";
+    static pthread_once_t configured = PTHREAD_ONCE_INIT;
+    pthread_once(&configured, sqlite_configure);
     *out = NULL;
     open_err[0] = '\0';
     if (strncmp(url, prefix, sizeof prefix - 1) != 0 || url[sizeof prefix - 1] == '\0') {
@@ -475,8 +485,7 @@ static int sq_open(const char *url, const struct store_options *opt, struct stor
         (rc = exec_pragma(b->db, opt->synchronous_full ? "PRAGMA synchronous=FULL"
                                                        : "PRAGMA synchronous=NORMAL")) !=
             SQLITE_OK ||
-        (rc = exec_pragma(b->db, "PRAGMA foreign_keys=OFF")) != SQLITE_OK ||
-        (rc = exec_pragma(b->db, "PRAGMA temp_store=MEMORY")) != SQLITE_OK) {
+        (rc = exec_pragma(b->db, "PRAGMA foreign_keys=OFF")) != SQLITE_OK) {
         goto fail;
     }
     snprintf(b->err, sizeof b->err, "no error");

@@ -164,8 +164,10 @@ static json_t *drain_with_four(struct roostd *n1, struct roostd *n2, char *tok1,
     pthread_t th[4];
     json_t *all = json_object();
     for (int i = 0; i < 4; i++) {
-        cs[i] = (struct consumer){.node = i < 2 ? n1 : n2, .tok = i < 2 ? tok1 : tok2,
-                                  .stop = &stop, .ids = json_array()};
+        cs[i] = (struct consumer){.node = i < 2 ? n1 : n2,
+                                  .tok = i < 2 ? tok1 : tok2,
+                                  .stop = &stop,
+                                  .ids = json_array()};
         snprintf(cs[i].name, sizeof cs[i].name, "c%d", i);
         pthread_create(&th[i], NULL, consume, &cs[i]);
     }
@@ -246,8 +248,7 @@ static void test_killed_node_leases_expire(void)
     for (size_t i = 0; i < json_array_size(again); i++) {
         json_t *ev = json_array_get(again, i);
         CHECK_EQ(h_int(ev, "attempts"), 2);
-        CHECK_EQ(h_ack(n1.http, tok1, "k.a", h_str(ev, "event_id"), h_str(ev, "lease_token")),
-                 200);
+        CHECK_EQ(h_ack(n1.http, tok1, "k.a", h_str(ev, "event_id"), h_str(ev, "lease_token")), 200);
     }
     json_decref(again);
     free(tok1);
@@ -295,11 +296,10 @@ static void test_database_restart_under_load(void)
 {
     char dir[128];
     snprintf(dir, sizeof dir, "/tmp/roost-outage-%d", (int)getpid());
-    char *start = h_fmt("'%s/scripts/mariadb_test.sh' start '%s' >/dev/null", TESTS_DIR "/..",
-                        dir);
+    char *start = h_fmt("'%s/scripts/mariadb_test.sh' start '%s' >/dev/null", TESTS_DIR "/..", dir);
     char *pause = h_fmt("'%s/scripts/mariadb_test.sh' pause '%s'", TESTS_DIR "/..", dir);
-    char *resume = h_fmt("'%s/scripts/mariadb_test.sh' resume '%s' >/dev/null", TESTS_DIR "/..",
-                         dir);
+    char *resume =
+        h_fmt("'%s/scripts/mariadb_test.sh' resume '%s' >/dev/null", TESTS_DIR "/..", dir);
     char *stop = h_fmt("'%s/scripts/mariadb_test.sh' stop '%s'", TESTS_DIR "/..", dir);
     char *url_path = h_fmt("%s/url", dir), *base = NULL;
     size_t len;

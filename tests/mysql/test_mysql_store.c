@@ -973,6 +973,58 @@ struct test {
     {                                                                                              \
 #fn, fn                                                                                    \
     }
+/* ---- two nodes running retention at once archive each row once ---- */
+
+static int count_archived(void *ctx, const char *tenant_id, const struct store_event *ev)
+{
+    (void)tenant_id;
+    (void)ev;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static void test_mysql_concurrent_retention_archives_once(const char *url)
+{
+    struct store *a = open_conn(url), *b = open_conn(url);
+    if (a == NULL || b == NULL) {
+        CHECK(!"connections");
+        goto out;
+    }
+    struct store_published o;
+    for (int i = 0; i < 20; i++) {
+        CHECK_RC(a, publish_retry(a, i % 2 ? "ret1" : "ret2", NULL, T0, &o), ROOST_OK);
+    }
+    /* 40 days later everything is past retention.max_age_s and gets archived. */
+    int n_a = 0, n_b = 0;
+    struct store_retention_req ra = {.now_ms = T0 + 40LL * 86400 * 1000,
+                                     .completed_s = 86400,
+                                     .max_age_s = 30 * 86400,
+                                     .batch = 100,
+                                     .archive = count_archived,
+                                     .archive_ctx = &n_a};
+    struct store_retention_req rb = ra;
+    rb.archive_ctx = &n_b;
+    struct store_retention_result res_a, res_b;
+    CHECK_RC(a, a->ops->begin(a), ROOST_OK);
+    CHECK_RC(a, a->ops->retention(a, &ra, &res_a), ROOST_OK);
+    /* Node A has not committed: node B passes its agents by instead of archiving them too. */
+    CHECK_RC(b, b->ops->begin(b), ROOST_OK);
+    CHECK_RC(b, b->ops->retention(b, &rb, &res_b), ROOST_OK);
+    CHECK_RC(b, b->ops->commit(b), ROOST_OK);
+    CHECK_RC(a, a->ops->commit(a), ROOST_OK);
+    CHECK(res_a.deleted == 20 && n_a == 20);
+    CHECK(res_b.deleted == 0 && n_b == 0);
+    /* And once A has committed, there is nothing left for anyone. */
+    n_b = 0;
+    CHECK_RC(b, b->ops->begin(b), ROOST_OK);
+    CHECK_RC(b, b->ops->retention(b, &rb, &res_b), ROOST_OK);
+    CHECK_RC(b, b->ops->commit(b), ROOST_OK);
+    CHECK(res_b.deleted == 0 && n_b == 0);
+out:
+    store_close(a);
+    store_close(b);
+}
+
 static const struct test tests[] = {
     TEST(test_mysql_concurrent_producers_no_gaps),
     TEST(test_mysql_mixed_producers_no_gaps),
@@ -984,6 +1036,7 @@ static const struct test tests[] = {
     TEST(test_mysql_server_down_ping_false),
     TEST(test_mysql_concurrent_migrate_applies_once),
     TEST(test_mysql_url_parsing),
+    TEST(test_mysql_concurrent_retention_archives_once),
 };
 
 int main(int argc, char **argv)

@@ -7,7 +7,7 @@
 -- Statement separator: the migrator (store_mysql.c) splits this file on lines that are exactly
 -- "-- statement" and sends each piece as one query, so a procedure body may contain ';'.
 -- DDL commits implicitly in MySQL, so every statement is written to be re-runnable
--- (IF NOT EXISTS / CREATE OR REPLACE): a migration interrupted halfway is simply applied again.
+-- (IF NOT EXISTS, DROP IF EXISTS + CREATE): a migration interrupted halfway is simply applied again.
 -- statement
 CREATE TABLE IF NOT EXISTS tenants (
     tenant_id  VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
@@ -77,6 +77,8 @@ CREATE TABLE IF NOT EXISTS roost_changes (
     KEY roost_changes_at (at_ms)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin
 -- statement
+DROP PROCEDURE IF EXISTS roost_publish
+-- statement
 -- Publishing from an application's own transaction (DESIGN §5.2):
 --   START TRANSACTION; INSERT INTO orders ...;
 --   CALL roost_publish('t1', 'agent-7', '{"order":42}', 0, NULL, NULL, 0, 0, @id, @seq); COMMIT;
@@ -84,7 +86,7 @@ CREATE TABLE IF NOT EXISTS roost_changes (
 -- every lookup below into a full scan that locks the whole agents table.
 -- p_delay_ms > 0 schedules the event, p_ttl_ms > 0 gives it an expiry; a repeated
 -- p_idempotency_key returns the existing event and writes nothing. Times come from NOW(3).
-CREATE OR REPLACE PROCEDURE roost_publish(
+CREATE PROCEDURE roost_publish(
     IN p_tenant VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin,
     IN p_agent VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin,
     IN p_payload LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_priority INT,
