@@ -163,6 +163,11 @@ static int map_httpsig(int rc)
 
 static void reply_fail(struct request *rq, int rc, const char *component)
 {
+    /* Operators need the reason and the key; the keyid is logged only when it is a plain id. */
+    const char *keyid = rq->sig && rq->sig->have_sig ? rq->sig->sig.params.keyid : NULL;
+    log_info("signature refused", "req_id=%s tenant=%s code=%s keyid=%s", rq->id,
+             rq->principal.tenant_id, roost_err_code(rc),
+             keyid && ids_valid_name(keyid, strlen(keyid)) ? keyid : "-");
     json_t *extra = component ? json_pack("{s:s}", "component", component) : NULL;
     request_reply_error(rq, rc, NULL, extra);
 }
