@@ -209,8 +209,11 @@ static long send_req(const struct sreq *r, json_t **out)
     char *extra = h_fmt("%s%s%s%s%s%s%s%s%s", r->body ? "Content-Type: application/json\r\n" : "",
                         r->digest[0] ? "Content-Digest: " : "", r->digest,
                         r->digest[0] ? "\r\n" : "", r->sig_input ? "Signature-Input: " : "",
-                        r->sig_input ? r->sig_input : "", r->sig_input ? "\r\nSignature: " : "",
-                        r->signature ? r->signature : "", r->signature ? "\r\n" : "");
+                        r->sig_input ? r->sig_input : "", r->sig_input ? "\r\n" : "",
+                        r->signature ? "Signature: " : "", r->signature ? r->signature : "");
+    char *extra2 = h_fmt("%s%s", extra, r->signature ? "\r\n" : "");
+    free(extra);
+    extra = extra2;
     char *raw = h_fmt("%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n%s"
                       "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
                       r->method, r->target, host, r->token, extra, blen, r->body ? r->body : "");
@@ -560,6 +563,24 @@ static void test_refusals_have_precise_codes(void)
     sreq_init(&r, "GET", "/api/v1/agents/a1/inbox", NULL, tok1);
     expect_code("no signature on GET (policy all)", &r, 401, "signature_missing");
     sreq_cleanup(&r);
+
+    /* Malformed: not a Dictionary; Signature-Input without Signature; a label without its
+     * Signature member; a signature that is not a Byte Sequence. */
+    static const struct {
+        const char *label, *input, *sig;
+    } bad[] = {
+        {"garbage input", "(((", "sig1=:AAAA:"},
+        {"input only", "sig1=(\"@method\");keyid=\"a1-ed\"", NULL},
+        {"label mismatch", "sig1=(\"@method\");keyid=\"a1-ed\"", "sig2=:AAAA:"},
+        {"signature not bytes", "sig1=(\"@method\");keyid=\"a1-ed\"", "sig1=\"x\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sreq_init(&r, "GET", "/api/v1/agents/a1/inbox", NULL, tok1);
+        r.sig_input = strdup(bad[i].input);
+        r.signature = bad[i].sig ? strdup(bad[i].sig) : NULL;
+        expect_code(bad[i].label, &r, 401, "signature_malformed");
+        sreq_cleanup(&r);
+    }
 
     /* A signature for /release replayed on /ack: the path is covered. */
     publish_signed("setup publish", false, "prod-ed", "ed25519", ed);
