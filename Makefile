@@ -4,8 +4,10 @@ BUILD_DIR := build
 LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./var
 JOBS ?= $(shell nproc)
+PREFIX ?= /usr/local
+DESTDIR ?=
 
-.PHONY: all deps configure build run test test-asan bench bench-sse clean format fuzz
+.PHONY: all deps configure build install run test test-asan bench bench-sse clean format fuzz
 
 all: build
 
@@ -17,6 +19,12 @@ configure:
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# GNUInstallDirs under PREFIX; DESTDIR (staging for packages) is honoured.
+install: build
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD_DIR)
 
 run: deps build
 	@scripts/run.sh "$(LISTEN)" "$(DATA_DIR)"

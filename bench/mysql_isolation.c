@@ -107,7 +107,7 @@ static void *claimer_main(void *p)
         if (rc == ROOST_OK && evs.len > 0 && (rc = st->ops->begin(st)) == ROOST_OK) {
             for (size_t i = 0; i < evs.len && rc == ROOST_OK; i++) {
                 rc = st->ops->ack(st, "t", "w", evs.items[i].event_id, evs.items[i].lease_token,
-                                  1700000000000LL);
+                                  1700000000000LL, NULL);
             }
             rc = rc == ROOST_OK ? st->ops->commit(st) : rc;
             if (rc != ROOST_OK) {

@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       libevent-dev libsqlite3-dev sqlite3 libjansson-dev libssl-dev libcurl4-openssl-dev libinih-dev zlib1g-dev
-      curl ca-certificates procps
+      curl ca-certificates procps openssl
+      prometheus
       chromium
       mariadb-server mariadb-client libmariadb-dev
       clang libclang-rt-14-dev)

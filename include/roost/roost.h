@@ -3,6 +3,7 @@
 #ifndef ROOST_H
 #define ROOST_H
 
+#include "roost/roost_agent.h"
 #include "roost/roost_client.h"
 #include "roost/roost_error.h"
 #include "roost/roost_token.h"

@@ -285,6 +285,24 @@ ROOST_EXPORT int roost_inbox_release_all(struct roost_client *c, const char *age
 ROOST_EXPORT int roost_state_get(struct roost_client *c, const char *agent_id,
                                  char **state_json_out, int64_t *cursor_out);
 
+/* ---- wake-up stream ------------------------------------------------------------------------ */
+
+/* Called for each event of the stream: `event` is "inbox_updated" (new or claimable work: pull)
+ * or "heartbeat" (nothing new unless the hint moved), `cursor_hint` the agent's head (-1 when the
+ * data carried none). Return 0 to keep listening, anything else to end roost_subscribe(). */
+typedef int (*roost_ping_fn)(const char *event, int64_t cursor_hint, void *ctx);
+
+/* Opens GET /api/v1/agents/{agent}/subscribe (DESIGN §5.1) on the client's connection and calls
+ * on_ping for every event until on_ping returns non-zero (then ROOST_OK) or the stream ends:
+ * ROOST_ECONNECT when it could not be opened or was closed/broken (a stream silent for 75 s
+ * counts as broken: roostd sends a heartbeat every 30 s), the mapped error of a non-200 answer
+ * (ROOST_EUNAUTHENTICATED, ROOST_EFORBIDDEN, ROOST_ERATELIMIT, ...), ROOST_EPROTO when the
+ * stream breaks the parser's limits (64 KiB lines and events). Blocks the calling thread; the
+ * client can make no other call meanwhile (use a second client to pull from on_ping). Reconnect
+ * with backoff after an error; roost_agent_run() does all of that for you. */
+ROOST_EXPORT int roost_subscribe(struct roost_client *c, const char *agent_id,
+                                 roost_ping_fn on_ping, void *ctx);
+
 /* ---- operator API (token scope tenant:admin) ---------------------------------------------- */
 
 /* Lists quarantined events of the tenant, optionally of one agent (agent_id NULL: all), at most
@@ -319,6 +337,31 @@ struct roost_agents {
 /* Lists the tenant's agents with their counters, paginated like roost_admin_quarantine_list. */
 ROOST_EXPORT int roost_admin_agents_list(struct roost_client *c, int limit, const char *page,
                                          struct roost_agents **out);
+
+/* As roost_admin_agents_list, in another order: sort "agent" (NULL: the default), "depth"
+ * (most pending first) or "age" (oldest pending first). Page tokens belong to their order.
+ * Each agent's json also carries oldest_pending_age_s, subscribers and last_seen_at. */
+ROOST_EXPORT int roost_admin_agents_list_sorted(struct roost_client *c, const char *sort, int limit,
+                                                const char *page, struct roost_agents **out);
+
+/* One quarantined event with payload, attempts, timeouts, nacks and last_error: *json_out gets
+ * the event object (compact JSON, free with roost_free). ROOST_EEVENTNOTFOUND when there is no
+ * such event in the quarantine. */
+ROOST_EXPORT int roost_admin_quarantine_inspect(struct roost_client *c, const char *event_id,
+                                                char **json_out);
+
+/* Deletes quarantined events for good: one (event_id), one agent's (agent_id), or all of the
+ * tenant's (both NULL), at most `limit` per call (0: server default 1000; ignored for one
+ * event). *purged_out (optional) gets the count, *more_out (optional) whether to call again.
+ * ROOST_EEVENTNOTFOUND / ROOST_ESTATE for a named event that is unknown / not quarantined. */
+ROOST_EXPORT int roost_admin_quarantine_purge(struct roost_client *c, const char *agent_id,
+                                              const char *event_id, int limit, int64_t *purged_out,
+                                              bool *more_out);
+
+/* The tenant's totals (pending, scheduled, claimed, quarantined, oldest ages, subscribers) as of
+ * the server's last metrics snapshot: *json_out gets the object (free with roost_free).
+ * ROOST_EUNAVAILABLE right after the server started. */
+ROOST_EXPORT int roost_admin_stats(struct roost_client *c, char **json_out);
 
 /* Frees an agent list. NULL is a no-op. */
 ROOST_EXPORT void roost_agents_free(struct roost_agents *agents);

@@ -87,6 +87,11 @@ void cli_common_init(struct cli_common *co, const char *command, const char *usa
  * options. Returns -1 when parsing should continue, else the exit code to return. */
 int cli_handle_opt(struct cli_common *co, int opt, const char *arg, char **argv);
 
+/* Resolves --server/--token/--token-file and the environment. *file_token_out (free it) holds
+ * the token read from a file, *token_out points at it or at argv/environ. Returns an exit code. */
+int cli_resolve_endpoint(struct cli_common *co, const char **server_out, const char **token_out,
+                         char **file_token_out);
+
 /* Creates the client from the shared options. Returns an exit code (CLI_EXIT_OK on success). */
 int cli_connect(struct cli_common *co, struct roost_client **out);
 
@@ -133,6 +138,12 @@ int cmd_state(int argc, char **argv);
 int cmd_admin_quarantine_list(int argc, char **argv);
 int cmd_admin_quarantine_requeue(int argc, char **argv);
 int cmd_admin_agents(int argc, char **argv);
+int cmd_admin_quarantine_inspect(int argc, char **argv);
+int cmd_admin_quarantine_purge(int argc, char **argv);
+int cmd_admin_stats(int argc, char **argv);
+int cmd_agent_run(int argc, char **argv);
+int cmd_inbox_tail(int argc, char **argv);
+int cmd_agent_status(int argc, char **argv);
 
 extern const char cmd_token_mint_usage[];
 extern const char cmd_publish_usage[];
@@ -146,5 +157,11 @@ extern const char cmd_state_usage[];
 extern const char cmd_admin_quarantine_list_usage[];
 extern const char cmd_admin_quarantine_requeue_usage[];
 extern const char cmd_admin_agents_usage[];
+extern const char cmd_admin_quarantine_inspect_usage[];
+extern const char cmd_admin_quarantine_purge_usage[];
+extern const char cmd_admin_stats_usage[];
+extern const char cmd_agent_run_usage[];
+extern const char cmd_inbox_tail_usage[];
+extern const char cmd_agent_status_usage[];
 
 #endif

@@ -14,6 +14,8 @@ static const struct cli_command commands[] = {
     {"publish", cmd_publish, "publish an event to one or more agents", cmd_publish_usage},
     {"inbox read", cmd_inbox_read, "read an agent's inbox from a cursor (read-only)",
      cmd_inbox_read_usage},
+    {"inbox tail", cmd_inbox_tail, "follow an agent's inbox: print every new event (NDJSON)",
+     cmd_inbox_tail_usage},
     {"claim", cmd_claim, "claim events under a lease", cmd_claim_usage},
     {"ack", cmd_ack, "complete claimed events", cmd_ack_usage},
     {"release", cmd_release, "give a claimed event back (NACK)", cmd_release_usage},
@@ -24,7 +26,18 @@ static const struct cli_command commands[] = {
      cmd_admin_quarantine_list_usage},
     {"admin quarantine requeue", cmd_admin_quarantine_requeue,
      "put a quarantined event back to pending", cmd_admin_quarantine_requeue_usage},
+    {"admin quarantine inspect", cmd_admin_quarantine_inspect,
+     "show one quarantined event (payload, attempts, last error)",
+     cmd_admin_quarantine_inspect_usage},
+    {"admin quarantine purge", cmd_admin_quarantine_purge, "delete quarantined events for good",
+     cmd_admin_quarantine_purge_usage},
     {"admin agents", cmd_admin_agents, "list agents with their counters", cmd_admin_agents_usage},
+    {"admin stats", cmd_admin_stats, "the tenant's totals (pending, claimed, quarantined, ...)",
+     cmd_admin_stats_usage},
+    {"agent run", cmd_agent_run, "work an agent's inbox: run a command per event",
+     cmd_agent_run_usage},
+    {"agent status", cmd_agent_status, "show the state of an agent run from its state dir",
+     cmd_agent_status_usage},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

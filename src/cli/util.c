@@ -91,20 +91,20 @@ static char *read_token_file(const struct cli_common *co)
     return buf;
 }
 
-int cli_connect(struct cli_common *co, struct roost_client **out)
+int cli_resolve_endpoint(struct cli_common *co, const char **server_out, const char **token_out,
+                         char **file_token_out)
 {
-    *out = NULL;
+    *file_token_out = NULL;
     const char *server = co->server != NULL ? co->server : getenv("ROOST_SERVER");
     if (server == NULL || server[0] == '\0') {
         server = CLI_DEFAULT_SERVER;
     }
-    char *file_token = NULL;
     const char *token = co->token;
     if (token == NULL && co->token_file != NULL) {
-        if ((file_token = read_token_file(co)) == NULL) {
+        if ((*file_token_out = read_token_file(co)) == NULL) {
             return CLI_EXIT_USAGE;
         }
-        token = file_token;
+        token = *file_token_out;
     }
     if (token == NULL) {
         token = getenv("ROOST_TOKEN");
@@ -112,6 +112,20 @@ int cli_connect(struct cli_common *co, struct roost_client **out)
     if (token == NULL || token[0] == '\0') {
         return cli_usage_error(co, "no token: pass --token or --token-file, or set ROOST_TOKEN "
                                    "(mint one with 'roost token mint')");
+    }
+    *server_out = server;
+    *token_out = token;
+    return CLI_EXIT_OK;
+}
+
+int cli_connect(struct cli_common *co, struct roost_client **out)
+{
+    *out = NULL;
+    const char *server = NULL, *token = NULL;
+    char *file_token = NULL;
+    int r = cli_resolve_endpoint(co, &server, &token, &file_token);
+    if (r != CLI_EXIT_OK) {
+        return r;
     }
     struct roost_client *c = NULL;
     int rc = roost_client_new(&c, server, token);

@@ -12,6 +12,7 @@
 #include "common/timeutil.h"
 
 static atomic_int current_level = LOG_INFO;
+static atomic_bool json_format = false;
 static const char *const names[] = {"debug", "info", "warn", "error"};
 
 int log_level_parse(const char *name)
@@ -29,9 +30,110 @@ void log_set_level(enum log_level level)
     atomic_store(&current_level, (int)level);
 }
 
+void log_set_json(bool json)
+{
+    atomic_store(&json_format, json);
+}
+
 bool log_enabled(enum log_level level)
 {
     return (int)level >= atomic_load(&current_level);
+}
+
+/* Appends `len` bytes of s to line as a JSON string body (no quotes), escaping as needed. */
+static size_t json_escape(char *line, size_t n, size_t cap, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len && n + 7 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            line[n++] = '\\';
+            line[n++] = (char)c;
+        } else if (c < 0x20) {
+            n += (size_t)snprintf(line + n, cap - n, "\\u%04x", c);
+        } else {
+            line[n++] = (char)c;
+        }
+    }
+    return n;
+}
+
+static bool is_number(const char *s, size_t len)
+{
+    size_t i = (len > 0 && s[0] == '-') ? 1 : 0, digits = 0, dots = 0;
+    if (i == len) {
+        return false;
+    }
+    for (; i < len; i++) {
+        if (s[i] == '.') {
+            dots++;
+        } else if (s[i] >= '0' && s[i] <= '9') {
+            digits++;
+        } else {
+            return false;
+        }
+    }
+    /* No leading zeros ("007" is not JSON) and at most one dot with digits around it. */
+    bool lead_zero =
+        len - (s[0] == '-') > 1 && s[s[0] == '-'] == '0' && s[(s[0] == '-') + 1] != '.';
+    return digits > 0 && dots <= 1 && !lead_zero && s[len - 1] != '.' && s[s[0] == '-'] != '.';
+}
+
+/* Turns logfmt fields (key=value, key="quoted \" value") into ,"key":value JSON members. */
+static size_t fields_to_json(char *line, size_t n, size_t cap, const char *f)
+{
+    while (*f && n + 8 < cap) {
+        while (*f == ' ') {
+            f++;
+        }
+        const char *key = f;
+        while (*f && *f != '=' && *f != ' ') {
+            f++;
+        }
+        size_t klen = (size_t)(f - key);
+        if (klen == 0) {
+            break;
+        }
+        line[n++] = ',';
+        line[n++] = '"';
+        n = json_escape(line, n, cap, key, klen);
+        line[n++] = '"';
+        line[n++] = ':';
+        if (*f != '=') {
+            n += (size_t)snprintf(line + n, cap - n, "true");
+            continue;
+        }
+        f++;
+        if (*f == '"') {
+            f++;
+            line[n++] = '"';
+            while (*f && *f != '"' && n + 8 < cap) {
+                if (*f == '\\' && f[1]) {
+                    f++;
+                }
+                n = json_escape(line, n, cap, f, 1);
+                f++;
+            }
+            if (*f == '"') {
+                f++;
+            }
+            line[n++] = '"';
+        } else {
+            const char *v = f;
+            while (*f && *f != ' ') {
+                f++;
+            }
+            size_t vlen = (size_t)(f - v);
+            if (vlen > 0 && is_number(v, vlen) && n + vlen + 8 < cap) {
+                memcpy(line + n, v, vlen);
+                n += vlen;
+            } else {
+                line[n++] = '"';
+                n = json_escape(line, n, cap, v, vlen);
+                line[n++] = '"';
+            }
+        }
+    }
+    return n;
 }
 
 void log_line(enum log_level level, const char *msg, const char *fields_fmt, ...)
@@ -39,28 +141,45 @@ void log_line(enum log_level level, const char *msg, const char *fields_fmt, ...
     if (!log_enabled(level)) {
         return;
     }
-    char line[2048];
-    char ts[TIME_RFC3339_LEN + 1];
-    time_format_rfc3339(time_now_ms(), ts);
-    size_t n = (size_t)snprintf(line, sizeof line, "ts=%s level=%s msg=\"", ts, names[level]);
-    for (const char *p = msg; *p && n < sizeof line - 8; p++) {
-        if (*p == '"' || *p == '\\') {
-            line[n++] = '\\';
-        }
-        line[n++] = (*p == '\n') ? ' ' : *p;
-    }
-    line[n++] = '"';
-    if (fields_fmt && *fields_fmt && n < sizeof line - 2) {
-        line[n++] = ' ';
+    char fields[2048] = "";
+    if (fields_fmt && *fields_fmt) {
         va_list ap;
         va_start(ap, fields_fmt);
-        int k = vsnprintf(line + n, sizeof line - n - 1, fields_fmt, ap);
+        vsnprintf(fields, sizeof fields, fields_fmt, ap);
         va_end(ap);
-        if (k > 0) {
-            n += (size_t)k < sizeof line - n - 1 ? (size_t)k : sizeof line - n - 2;
-        }
     }
-    line[n++] = '\n';
+    char line[4096];
+    char ts[TIME_RFC3339_LEN + 1];
+    time_format_rfc3339(time_now_ms(), ts);
+    size_t n;
+    if (atomic_load(&json_format)) {
+        n = (size_t)snprintf(line, sizeof line, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"", ts,
+                             names[level]);
+        n = json_escape(line, n, sizeof line - 16, msg, strlen(msg));
+        line[n++] = '"';
+        n = fields_to_json(line, n, sizeof line - 4, fields);
+        line[n++] = '}';
+        line[n++] = '\n';
+    } else {
+        n = (size_t)snprintf(line, sizeof line, "ts=%s level=%s msg=\"", ts, names[level]);
+        for (const char *p = msg; *p && n < sizeof line - 8; p++) {
+            if (*p == '"' || *p == '\\') {
+                line[n++] = '\\';
+            }
+            line[n++] = (*p == '\n') ? ' ' : *p;
+        }
+        line[n++] = '"';
+        size_t k = strlen(fields);
+        if (k > 0) {
+            if (k > sizeof line - n - 2) {
+                k = sizeof line - n - 2;
+            }
+            line[n++] = ' ';
+            memcpy(line + n, fields, k);
+            n += k;
+        }
+        line[n++] = '\n';
+    }
     ssize_t w = write(STDERR_FILENO, line, n);
     (void)w;
 }

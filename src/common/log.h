@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* One-line logfmt logging to stderr: `ts=… level=info msg="…" key=value …`. Never log tokens,
- * secrets or payloads. Thread-safe (one write(2) per line). */
+/* One-line logging to stderr, logfmt (`ts=… level=info msg="…" key=value …`) or JSON. Never log
+ * tokens, secrets or payloads. Thread-safe (one write(2) per line). */
 #ifndef ROOST_LOG_H
 #define ROOST_LOG_H
 
@@ -11,6 +11,9 @@ enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR };
 /* Parses "debug|info|warn|error"; returns -1 when unknown. */
 int log_level_parse(const char *name);
 void log_set_level(enum log_level level);
+/* true: one JSON object per line ({"ts","level","msg",fields…}); false: logfmt (the default).
+ * Callers always pass logfmt fields; the JSON form is derived from them. */
+void log_set_json(bool json);
 bool log_enabled(enum log_level level);
 /* `fields` is preformatted logfmt (may be NULL); msg is quoted and escaped. */
 void log_line(enum log_level level, const char *msg, const char *fields_fmt, ...)

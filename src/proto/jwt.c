@@ -14,105 +14,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
+
 #include "common/banned.h"
-
-static const char b64url_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/* Value of one base64url character, or -1. */
-static int b64url_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z') {
-        return c - 'A';
-    }
-    if (c >= 'a' && c <= 'z') {
-        return c - 'a' + 26;
-    }
-    if (c >= '0' && c <= '9') {
-        return c - '0' + 52;
-    }
-    if (c == '-') {
-        return 62;
-    }
-    if (c == '_') {
-        return 63;
-    }
-    return -1;
-}
 
 int jwt_b64url_encode(const unsigned char *in, size_t len, char **out)
 {
-    *out = NULL;
-    if (len > (SIZE_MAX - 4) / 4 * 3) {
-        return -1;
-    }
-    size_t n = len / 3 * 4 + (len % 3 == 0 ? 0 : len % 3 + 1);
-    char *s = malloc(n + 1);
-    if (s == NULL) {
-        return -1;
-    }
-    size_t o = 0, i = 0;
-    for (; i + 3 <= len; i += 3) {
-        unsigned long v = (unsigned long)in[i] << 16 | (unsigned long)in[i + 1] << 8 | in[i + 2];
-        s[o++] = b64url_alphabet[(v >> 18) & 63];
-        s[o++] = b64url_alphabet[(v >> 12) & 63];
-        s[o++] = b64url_alphabet[(v >> 6) & 63];
-        s[o++] = b64url_alphabet[v & 63];
-    }
-    if (len - i == 1) {
-        unsigned long v = (unsigned long)in[i] << 16;
-        s[o++] = b64url_alphabet[(v >> 18) & 63];
-        s[o++] = b64url_alphabet[(v >> 12) & 63];
-    } else if (len - i == 2) {
-        unsigned long v = (unsigned long)in[i] << 16 | (unsigned long)in[i + 1] << 8;
-        s[o++] = b64url_alphabet[(v >> 18) & 63];
-        s[o++] = b64url_alphabet[(v >> 12) & 63];
-        s[o++] = b64url_alphabet[(v >> 6) & 63];
-    }
-    s[o] = '\0';
-    *out = s;
-    return 0;
+    return b64_encode(B64_URL, in, len, out, NULL);
 }
 
+/* Canonical only: two strings that decode alike would let a token be altered undetected in its
+ * text (and defeat the cache keyed by it). */
 int jwt_b64url_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
 {
-    *out = NULL;
-    *outlen = 0;
-    /* A length of 1 mod 4 cannot come from any byte string. */
-    if (len % 4 == 1) {
-        return -1;
-    }
-    size_t n = len / 4 * 3 + (len % 4 == 0 ? 0 : len % 4 - 1);
-    /* Always allocate at least one byte so an empty result is still a valid pointer. */
-    unsigned char *buf = malloc(n + 1);
-    if (buf == NULL) {
-        return -1;
-    }
-    size_t o = 0, i = 0;
-    unsigned long acc = 0;
-    int bits = 0;
-    for (; i < len; i++) {
-        int v = b64url_value((unsigned char)in[i]);
-        if (v < 0) {
-            goto fail;
-        }
-        acc = (acc << 6 | (unsigned long)v) & 0xffffff;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            buf[o++] = (unsigned char)(acc >> bits);
-        }
-    }
-    /* Leftover bits must be zero (canonical encoding): otherwise two strings decode alike. */
-    if (bits > 0 && (acc & ((1ul << bits) - 1)) != 0) {
-        goto fail;
-    }
-    *out = buf;
-    *outlen = o;
-    return 0;
-fail:
-    free(buf);
-    return -1;
+    return b64_decode(B64_URL, true, in, len, out, outlen);
 }
 
 /* Decodes one base64url part into a JSON object (duplicate keys refused). */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
+
 #include "common/banned.h"
 
 /* ---- small helpers ---- */
@@ -96,104 +98,15 @@ static char *dup_bytes(const char *s, size_t len)
 
 /* ---- base64 ---- */
 
-static const char b64_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z') {
-        return c - 'A';
-    }
-    if (c >= 'a' && c <= 'z') {
-        return c - 'a' + 26;
-    }
-    if (c >= '0' && c <= '9') {
-        return c - '0' + 52;
-    }
-    if (c == '+') {
-        return 62;
-    }
-    if (c == '/') {
-        return 63;
-    }
-    return -1;
-}
-
 int sf_base64_encode(const unsigned char *in, size_t len, char **out, size_t *outlen)
 {
-    *out = NULL;
-    if (len > (SIZE_MAX - 5) / 4 * 3) {
-        return -1;
-    }
-    size_t n = (len + 2) / 3 * 4;
-    char *s = malloc(n + 1);
-    if (s == NULL) {
-        return -1;
-    }
-    size_t o = 0, i = 0;
-    for (; i + 3 <= len; i += 3) {
-        unsigned long v = (unsigned long)in[i] << 16 | (unsigned long)in[i + 1] << 8 | in[i + 2];
-        s[o++] = b64_alphabet[(v >> 18) & 63];
-        s[o++] = b64_alphabet[(v >> 12) & 63];
-        s[o++] = b64_alphabet[(v >> 6) & 63];
-        s[o++] = b64_alphabet[v & 63];
-    }
-    if (len - i == 1) {
-        unsigned long v = (unsigned long)in[i] << 16;
-        s[o++] = b64_alphabet[(v >> 18) & 63];
-        s[o++] = b64_alphabet[(v >> 12) & 63];
-        s[o++] = '=';
-        s[o++] = '=';
-    } else if (len - i == 2) {
-        unsigned long v = (unsigned long)in[i] << 16 | (unsigned long)in[i + 1] << 8;
-        s[o++] = b64_alphabet[(v >> 18) & 63];
-        s[o++] = b64_alphabet[(v >> 12) & 63];
-        s[o++] = b64_alphabet[(v >> 6) & 63];
-        s[o++] = '=';
-    }
-    s[o] = '\0';
-    *out = s;
-    if (outlen != NULL) {
-        *outlen = o;
-    }
-    return 0;
+    return b64_encode(B64_STD, in, len, out, outlen);
 }
 
+/* RFC 9651 §4.2.7: parsers SHOULD NOT fail on missing padding or non-zero pad bits. */
 int sf_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
 {
-    *out = NULL;
-    *outlen = 0;
-    /* Padding may only complete the last group of four: "Zg==" or "Zg", never "Zg=" + "=". */
-    size_t data = len;
-    while (data > 0 && in[data - 1] == '=' && len - data < 2) {
-        data--;
-    }
-    if (data % 4 == 1 || (data != len && len % 4 != 0)) {
-        return -1;
-    }
-    unsigned char *buf = malloc(data / 4 * 3 + 3);
-    if (buf == NULL) {
-        return -1;
-    }
-    size_t o = 0;
-    unsigned long acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < data; i++) {
-        int v = b64_value((unsigned char)in[i]);
-        if (v < 0) {
-            free(buf);
-            return -1;
-        }
-        acc = (acc << 6 | (unsigned long)v) & 0xffffff;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            buf[o++] = (unsigned char)(acc >> bits);
-        }
-    }
-    *out = buf;
-    *outlen = o;
-    return 0;
+    return b64_decode(B64_STD, false, in, len, out, outlen);
 }
 
 /* ---- tree ---- */

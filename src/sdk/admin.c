@@ -101,6 +101,12 @@ int roost_admin_quarantine_requeue(struct roost_client *c, const char *event_id)
 int roost_admin_agents_list(struct roost_client *c, int limit, const char *page,
                             struct roost_agents **out)
 {
+    return roost_admin_agents_list_sorted(c, NULL, limit, page, out);
+}
+
+int roost_admin_agents_list_sorted(struct roost_client *c, const char *sort, int limit,
+                                   const char *page, struct roost_agents **out)
+{
     if (out != NULL) {
         *out = NULL;
     }
@@ -119,6 +125,14 @@ int roost_admin_agents_list(struct roost_client *c, int limit, const char *page,
     sdk_str_init(&p, 0);
     char sep = '?';
     sdk_str_appendz(&p, "/api/v1/admin/agents");
+    if (sort != NULL) {
+        if (strcmp(sort, "agent") != 0 && strcmp(sort, "depth") != 0 && strcmp(sort, "age") != 0) {
+            sdk_str_cleanup(&p);
+            return sdk_fail(c, ROOST_EINVAL, "sort must be agent, depth or age");
+        }
+        sdk_str_appendf(&p, "?sort=%s", sort);
+        sep = '&';
+    }
     append_page(&p, &sep, limit, page);
     int rc = p.rc;
     if (rc != ROOST_OK) {
@@ -135,6 +149,116 @@ out:
     json_decref(resp);
     sdk_str_cleanup(&p);
     return rc;
+}
+
+/* GET `path` and hand the whole answer object back as compact text. */
+static int get_json_text(struct roost_client *c, const char *path, char **json_out)
+{
+    json_t *resp = NULL;
+    int rc = sdk_request(c, "GET", path, NULL, 0, 0, &resp);
+    if (rc == ROOST_OK) {
+        *json_out = json_dumps(resp, JSON_COMPACT);
+        rc = *json_out != NULL ? ROOST_OK : sdk_fail(c, ROOST_ENOMEM, "out of memory");
+    }
+    json_decref(resp);
+    return rc;
+}
+
+int roost_admin_quarantine_inspect(struct roost_client *c, const char *event_id, char **json_out)
+{
+    if (json_out != NULL) {
+        *json_out = NULL;
+    }
+    if (c == NULL || json_out == NULL) {
+        return ROOST_EINVAL;
+    }
+    sdk_reset(c);
+    if (event_id == NULL || event_id[0] == '\0' || strlen(event_id) > SDK_MAX_ID_BYTES) {
+        return sdk_path_fail(c, ROOST_EEVENTID);
+    }
+    struct sdk_str p;
+    sdk_str_init(&p, 0);
+    sdk_str_appendz(&p, "/api/v1/admin/quarantine/");
+    sdk_str_append_escaped(&p, event_id);
+    int rc = p.rc != ROOST_OK ? sdk_path_fail(c, p.rc) : get_json_text(c, p.data, json_out);
+    sdk_str_cleanup(&p);
+    return rc;
+}
+
+int roost_admin_quarantine_purge(struct roost_client *c, const char *agent_id, const char *event_id,
+                                 int limit, int64_t *purged_out, bool *more_out)
+{
+    if (purged_out != NULL) {
+        *purged_out = 0;
+    }
+    if (more_out != NULL) {
+        *more_out = false;
+    }
+    if (c == NULL) {
+        return ROOST_EINVAL;
+    }
+    sdk_reset(c);
+    if (limit < 0) {
+        return sdk_fail(c, ROOST_ELIMIT, "limit must be >= 0");
+    }
+    if (event_id != NULL && (event_id[0] == '\0' || strlen(event_id) > SDK_MAX_ID_BYTES)) {
+        return sdk_path_fail(c, ROOST_EEVENTID);
+    }
+    if (agent_id != NULL && (agent_id[0] == '\0' || strlen(agent_id) > SDK_MAX_ID_BYTES)) {
+        return sdk_path_fail(c, ROOST_EAGENTID);
+    }
+    struct sdk_str p;
+    sdk_str_init(&p, 0);
+    json_t *body = NULL, *resp = NULL;
+    int rc = ROOST_ENOMEM;
+    sdk_str_appendz(&p, "/api/v1/admin/quarantine/");
+    if (event_id != NULL) {
+        sdk_str_append_escaped(&p, event_id);
+        sdk_str_appendz(&p, "/purge");
+    } else {
+        sdk_str_appendz(&p, "purge");
+        if ((body = json_object()) == NULL ||
+            (agent_id != NULL && !sdk_put(body, "agent_id", json_string(agent_id))) ||
+            (limit > 0 && !sdk_put(body, "limit", json_integer(limit)))) {
+            rc = sdk_fail(c, ROOST_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    if (p.rc != ROOST_OK) {
+        rc = sdk_path_fail(c, p.rc);
+        goto out;
+    }
+    if ((rc = sdk_request_json(c, "POST", p.data, body, 0, &resp)) != ROOST_OK) {
+        goto out;
+    }
+    json_t *n = json_object_get(resp, "purged");
+    if (!json_is_integer(n)) {
+        rc = sdk_shape_fail(c, ROOST_EPROTO, "purge");
+        goto out;
+    }
+    if (purged_out != NULL) {
+        *purged_out = json_integer_value(n);
+    }
+    if (more_out != NULL) {
+        *more_out = json_is_true(json_object_get(resp, "more"));
+    }
+out:
+    json_decref(body);
+    json_decref(resp);
+    sdk_str_cleanup(&p);
+    return rc;
+}
+
+int roost_admin_stats(struct roost_client *c, char **json_out)
+{
+    if (json_out != NULL) {
+        *json_out = NULL;
+    }
+    if (c == NULL || json_out == NULL) {
+        return ROOST_EINVAL;
+    }
+    sdk_reset(c);
+    return get_json_text(c, "/api/v1/admin/stats", json_out);
 }
 
 int roost_client_request(struct roost_client *c, const char *method, const char *path_and_query,

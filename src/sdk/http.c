@@ -176,6 +176,18 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
+/* libcurl calls this at least once a second during a transfer. */
+static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    const struct roost_client *c = userdata;
+    return c->abort_flag != NULL && atomic_load(c->abort_flag) != 0;
+}
+
 static int map_curl_error(struct roost_client *c, CURLcode cc, const char *url)
 {
     const char *why = c->curl_err[0] != '\0' ? c->curl_err : curl_easy_strerror(cc);
@@ -194,6 +206,8 @@ static int map_curl_error(struct roost_client *c, CURLcode cc, const char *url)
         return sdk_fail(c, ROOST_EINVAL, "bad server URL %s: %s", url, why);
     case CURLE_OPERATION_TIMEDOUT:
         return sdk_fail(c, ROOST_ECONNECT, "%s timed out: %s", url, why);
+    case CURLE_ABORTED_BY_CALLBACK:
+        return sdk_fail(c, ROOST_ECONNECT, "%s: aborted (stopping)", url);
     default:
         return sdk_fail(c, ROOST_ECONNECT, "cannot reach %s: %s", url, why);
     }
@@ -236,6 +250,11 @@ static int setup_handle(struct roost_client *c, const char *method, const char *
     SET(CURLOPT_HTTPHEADER, headers);
     if (c->ca_file != NULL) {
         SET(CURLOPT_CAINFO, c->ca_file);
+    }
+    if (c->abort_flag != NULL) {
+        SET(CURLOPT_NOPROGRESS, 0L);
+        SET(CURLOPT_XFERINFOFUNCTION, on_progress);
+        SET(CURLOPT_XFERINFODATA, c);
     }
     if (strcmp(method, "GET") == 0) {
         SET(CURLOPT_HTTPGET, 1L);

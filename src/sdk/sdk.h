@@ -8,6 +8,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +65,9 @@ struct roost_client {
     long connect_timeout_ms;
     long request_timeout_ms;
     size_t max_response_bytes;
+    /* Optional (the agent loop): while it reads non-zero, transfers are aborted, so a long poll
+     * ends within about a second of a stop. Borrowed. */
+    const atomic_int *abort_flag;
 
     /* the last call */
     char *resp; /* body, NUL-terminated, capped by max_response_bytes */

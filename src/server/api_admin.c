@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The tenant operator API (tenant:admin): agents overview, quarantine list, requeue.
- * Page tokens are opaque to clients: base64url of "agent_id" or "agent_id:seq". */
+/* The tenant operator API (tenant:admin): agents overview, quarantine list / inspect / requeue /
+ * purge, tenant stats. Page tokens are opaque to clients: base64url of "agent_id",
+ * "agent_id:seq" or, for the depth and age orders of the agent list, "#offset". */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,13 +9,16 @@
 #include "common/ids.h"
 #include "common/timeutil.h"
 #include "proto/jwt.h"
+#include "server/metrics.h"
 #include "server/server.h"
+#include "server/sse_hub.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
 #define ADMIN_MAX_LIMIT 1000
+#define PURGE_MAX_LIMIT 10000
 
 struct admin_op {
     struct job job;
@@ -23,11 +27,16 @@ struct admin_op {
     char agent_filter[STORE_ID_MAX + 1];
     char after_agent[STORE_ID_MAX + 1];
     int64_t after_seq;
+    enum store_agents_sort sort;
+    int64_t offset;
     struct store_events events;
     struct store_agent_stats *agents;
     size_t n_agents;
     bool has_more;
     struct store_touches touches;
+    struct store_event event;
+    size_t purged;
+    bool purge_one;
 };
 
 static void admin_op_free(void *p)
@@ -35,6 +44,7 @@ static void admin_op_free(void *p)
     struct admin_op *op = p;
     store_events_cleanup(&op->events);
     store_touches_cleanup(&op->touches);
+    store_event_cleanup(&op->event);
     free(op->agents);
     free(op);
 }
@@ -103,13 +113,48 @@ out:
     return rc;
 }
 
+/* Decodes a "#offset" token of the depth and age orders. ROOST_OK or ROOST_EPAGE. */
+static int parse_offset_token(const char *tok, int64_t *offset)
+{
+    unsigned char *raw = NULL;
+    size_t len = 0;
+    if (strlen(tok) > 32 || jwt_b64url_decode(tok, strlen(tok), &raw, &len) != 0) {
+        return ROOST_EPAGE;
+    }
+    int rc = ROOST_EPAGE;
+    if (len >= 2 && len <= 10 && raw[0] == '#') {
+        int64_t v = 0;
+        size_t i = 1;
+        while (i < len && raw[i] >= '0' && raw[i] <= '9') {
+            v = v * 10 + (raw[i++] - '0');
+        }
+        if (i == len) {
+            *offset = v;
+            rc = ROOST_OK;
+        }
+    }
+    free(raw);
+    return rc;
+}
+
+static json_t *time_json(int64_t ms)
+{
+    if (ms <= 0) {
+        return json_null();
+    }
+    char buf[TIME_RFC3339_LEN + 1];
+    time_format_rfc3339(ms, buf);
+    return json_string(buf);
+}
+
 /* ---- GET /admin/agents ---- */
 
 static int run_agents(struct job *job, struct store *st)
 {
     struct admin_op *op = (struct admin_op *)job;
-    return store_call(st, agents_list, op->rq->principal.tenant_id, op->after_agent,
-                      (size_t)op->limit, time_now_ms(), op->agents, &op->n_agents, &op->has_more);
+    return store_call(st, agents_list, op->rq->principal.tenant_id, op->sort, op->after_agent,
+                      op->offset, (size_t)op->limit, time_now_ms(), op->agents, &op->n_agents,
+                      &op->has_more);
 }
 
 static void done_agents(struct job *job)
@@ -132,11 +177,24 @@ static void done_agents(struct job *job)
                             a->oldest_pending_ms
                                 ? json_real((double)(now - a->oldest_pending_ms) / 1000.0)
                                 : json_null());
+        json_object_set_new(o, "subscribers",
+                            json_integer((json_int_t)sse_hub_count_of(
+                                op->rq->srv->sse, op->rq->principal.tenant_id, a->agent_id)));
+        json_object_set_new(o, "last_seen_at", time_json(a->last_seen_ms));
         json_array_append_new(agents, o);
     }
-    json_t *next = op->has_more && op->n_agents
-                       ? page_token(op->agents[op->n_agents - 1].agent_id, 0, false)
-                       : json_null();
+    json_t *next = json_null();
+    if (op->has_more && op->n_agents && op->sort == STORE_SORT_AGENT) {
+        next = page_token(op->agents[op->n_agents - 1].agent_id, 0, false);
+    } else if (op->has_more && op->n_agents) {
+        char raw[32];
+        int n = snprintf(raw, sizeof raw, "#%lld", (long long)(op->offset + (int64_t)op->n_agents));
+        char *enc = NULL;
+        if (jwt_b64url_encode((const unsigned char *)raw, (size_t)n, &enc) == 0) {
+            next = json_string(enc);
+            free(enc);
+        }
+    }
     request_reply_json(op->rq, 200, json_pack("{s:o, s:o}", "agents", agents, "next", next));
 }
 
@@ -157,7 +215,24 @@ void api_admin_agents(struct request *rq)
     if (!op) {
         return;
     }
-    if (next && parse_page_token(next, false, op->after_agent, NULL) != ROOST_OK) {
+    const char *sort = request_query_str(rq, "sort", &rc);
+    if (rc != ROOST_OK || (sort && strcmp(sort, "agent") != 0 && strcmp(sort, "depth") != 0 &&
+                           strcmp(sort, "age") != 0)) {
+        request_reply_error(rq, ROOST_EQUERY, "sort must be agent, depth or age", NULL);
+        return;
+    }
+    op->sort = STORE_SORT_AGENT;
+    if (sort && strcmp(sort, "depth") == 0) {
+        op->sort = STORE_SORT_DEPTH;
+    } else if (sort && strcmp(sort, "age") == 0) {
+        op->sort = STORE_SORT_AGE;
+    }
+    if (next && op->sort != STORE_SORT_AGENT) {
+        if (parse_offset_token(next, &op->offset) != ROOST_OK) {
+            request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
+            return;
+        }
+    } else if (next && parse_page_token(next, false, op->after_agent, NULL) != ROOST_OK) {
         request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
         return;
     }
@@ -167,7 +242,7 @@ void api_admin_agents(struct request *rq)
         request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
         return;
     }
-    op->job = (struct job){.run = run_agents, .done = done_agents, .write = false};
+    op->job = (struct job){.run = run_agents, .done = done_agents, .write = false, .name = "admin"};
     workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
 }
 
@@ -227,7 +302,8 @@ void api_admin_quarantine(struct request *rq)
     }
     snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
     op->limit = limit;
-    op->job = (struct job){.run = run_quarantine, .done = done_quarantine, .write = false};
+    op->job = (struct job){
+        .run = run_quarantine, .done = done_quarantine, .write = false, .name = "admin"};
     workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
 }
 
@@ -261,7 +337,143 @@ void api_admin_requeue(struct request *rq)
     }
     struct admin_op *op = admin_op_new(rq);
     if (op) {
-        op->job = (struct job){.run = run_requeue, .done = done_requeue, .write = true};
+        op->job =
+            (struct job){.run = run_requeue, .done = done_requeue, .write = true, .name = "admin"};
         workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
     }
+}
+
+/* ---- GET /admin/quarantine/{event_id} ---- */
+
+static int run_inspect(struct job *job, struct store *st)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    store_event_cleanup(&op->event);
+    memset(&op->event, 0, sizeof op->event);
+    return store_call(st, event_get, op->rq->principal.tenant_id, op->rq->event_id, &op->event);
+}
+
+static void done_inspect(struct job *job)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    /* Only quarantined events are in the quarantine: anything else is not found here. */
+    if (op->event.status != STORE_QUARANTINED) {
+        request_reply_error(op->rq, ROOST_EEVENTNOTFOUND, "the event is not quarantined",
+                            json_pack("{s:s}", "status", store_status_name(op->event.status)));
+        return;
+    }
+    json_t *o = event_to_json(&op->event, false, true);
+    if (o != NULL) {
+        json_object_set_new(o, "consumer", json_string(op->event.consumer));
+        json_object_set_new(o, "claimed_at", time_json(op->event.claimed_at_ms));
+    }
+    request_reply_json(op->rq, 200, o);
+}
+
+void api_admin_quarantine_inspect(struct request *rq)
+{
+    struct admin_op *op = admin_op_new(rq);
+    if (op) {
+        op->job =
+            (struct job){.run = run_inspect, .done = done_inspect, .write = false, .name = "admin"};
+        workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+    }
+}
+
+/* ---- POST /admin/quarantine/purge and /admin/quarantine/{event_id}/purge ---- */
+
+static int run_purge(struct job *job, struct store *st)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    op->purged = 0;
+    return store_call(st, quarantine_purge, op->rq->principal.tenant_id,
+                      op->agent_filter[0] ? op->agent_filter : NULL,
+                      op->purge_one ? op->rq->event_id : NULL, (size_t)op->limit, &op->purged);
+}
+
+static void done_purge(struct job *job)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    /* "more": the call hit its limit, so quarantined rows may remain; call again. */
+    request_reply_json(op->rq, 200,
+                       json_pack("{s:I, s:b}", "purged", (json_int_t)op->purged, "more",
+                                 !op->purge_one && (int64_t)op->purged == op->limit));
+}
+
+void api_admin_purge(struct request *rq)
+{
+    bool one = rq->event_id[0] != '\0';
+    static const char *const allowed[] = {"agent_id", "limit", NULL};
+    const char *bad = NULL;
+    if (one && json_object_size(rq->body) != 0) {
+        request_reply_error(rq, ROOST_EUNKNOWNFIELD, "purge of one event takes no body", NULL);
+        return;
+    }
+    if (body_only_fields(rq->body, allowed, &bad) != ROOST_OK) {
+        request_reply_error(rq, ROOST_EUNKNOWNFIELD, NULL, json_pack("{s:s}", "field", bad));
+        return;
+    }
+    const char *agent = NULL;
+    int64_t limit = 1;
+    int rc;
+    if ((rc = body_str(rq->body, "agent_id", STORE_ID_MAX, ROOST_EAGENTID, &agent)) ||
+        (agent && !ids_valid_name(agent, strlen(agent)))) {
+        request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
+        return;
+    }
+    if (!one &&
+        (rc = body_int(rq->body, "limit", 1, PURGE_MAX_LIMIT, 1000, ROOST_ELIMIT, &limit))) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    struct admin_op *op = admin_op_new(rq);
+    if (!op) {
+        return;
+    }
+    snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
+    op->purge_one = one;
+    op->limit = limit;
+    op->job = (struct job){.run = run_purge, .done = done_purge, .write = true, .name = "admin"};
+    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+}
+
+/* ---- GET /admin/stats ---- */
+
+/* Served from the metrics snapshot (refreshed every metrics.refresh_ms), so operators polling
+ * stats cost no query; "as_of" says how fresh the numbers are. */
+void api_admin_stats(struct request *rq)
+{
+    struct server *srv = rq->srv;
+    int64_t age_ms = 0, now = time_now_ms();
+    bool truncated = false;
+    if (!metrics_snapshot_info(srv->metrics, &age_ms, &truncated)) {
+        request_reply_error(rq, ROOST_EUNAVAILABLE, "statistics are not ready yet", NULL);
+        return;
+    }
+    /* A tenant without unfinished rows is not in the snapshot: all zero. */
+    const struct store_metrics_tenant zero = {{0}, 0, 0, 0, 0, 0, 0};
+    const struct store_metrics_tenant *t = metrics_tenant(srv->metrics, rq->principal.tenant_id);
+    if (t == NULL) {
+        t = &zero;
+    }
+    json_t *o = json_pack(
+        "{s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:I, s:o, s:b}", "tenant", rq->principal.tenant_id,
+        "pending", (json_int_t)t->pending, "scheduled", (json_int_t)t->scheduled, "claimed",
+        (json_int_t)t->claimed, "quarantined", (json_int_t)t->quarantined, "oldest_pending_age_s",
+        t->oldest_pending_ms ? json_real((double)(now - t->oldest_pending_ms) / 1000.0)
+                             : json_null(),
+        "oldest_claim_age_s",
+        t->oldest_claimed_ms ? json_real((double)(now - t->oldest_claimed_ms) / 1000.0)
+                             : json_null(),
+        "subscribers", (json_int_t)sse_hub_count_of(srv->sse, rq->principal.tenant_id, NULL),
+        "as_of", time_json(now - age_ms), "complete", !truncated);
+    request_reply_json(rq, 200, o);
 }

@@ -8,6 +8,7 @@
 #include "common/ids.h"
 #include "common/jsonutil.h"
 #include "common/timeutil.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/workers.h"
 
@@ -69,8 +70,10 @@ static void done_publish(struct job *job)
     server_notify(rq->srv, &op->touches);
     json_t *events = json_array();
     bool all_duplicates = true;
+    size_t written = 0;
     for (size_t i = 0; i < op->n_out; i++) {
         all_duplicates = all_duplicates && op->out[i].duplicate;
+        written += op->out[i].duplicate ? 0 : 1;
         json_t *e = json_pack("{s:s, s:s, s:I}", "event_id", op->out[i].event_id, "agent_id",
                               op->out[i].agent_id, "sequence_number", (json_int_t)op->out[i].seq);
         if (op->out[i].duplicate) {
@@ -78,6 +81,7 @@ static void done_publish(struct job *job)
         }
         json_array_append_new(events, e);
     }
+    metrics_published(rq->srv->metrics, written);
     request_reply_json(rq, all_duplicates ? 200 : 201, json_pack("{s:o}", "events", events));
 }
 
@@ -285,5 +289,6 @@ void api_publish(struct request *rq)
     op->job.run = run_publish;
     op->job.done = done_publish;
     op->job.write = true;
+    op->job.name = "publish";
     workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
 }

@@ -10,6 +10,7 @@
 
 #include "common/ids.h"
 #include "common/timeutil.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/waiters.h"
 #include "server/workers.h"
@@ -41,6 +42,7 @@ struct inbox_op {
         char event_id[STORE_EVENT_ID_LEN + 1];
         char lease_token[STORE_LEASE_TOKEN_LEN + 1];
         int rc;
+        int64_t available_at_ms;
     } * acks;
     size_t n_acks;
     /* outputs */
@@ -48,6 +50,8 @@ struct inbox_op {
     struct store_events events;
     struct store_touches touches;
     int64_t claim_expires_at_ms;
+    int64_t available_at_ms; /* of the event an ack completed (delivery latency), 0 = none */
+    enum store_status released_to;
     size_t released;
     char *state;
     int64_t cursor;
@@ -85,6 +89,7 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
     op->job.run = run;
     op->job.done = done;
     op->job.write = write;
+    op->job.name = request_route_name(op->rq);
     if (op->deadline_ms) {
         op->serial =
             waiters_serial(op->rq->srv->waiters, op->rq->principal.tenant_id, op->rq->agent_id);
@@ -294,7 +299,7 @@ static int run_ack(struct job *job, struct store *st)
 {
     struct inbox_op *op = (struct inbox_op *)job;
     return store_call(st, ack, op->rq->principal.tenant_id, op->rq->agent_id, op->rq->event_id,
-                      op->lease_token, time_now_ms());
+                      op->lease_token, time_now_ms(), &op->available_at_ms);
 }
 
 static void done_ack(struct job *job)
@@ -304,6 +309,7 @@ static void done_ack(struct job *job)
         request_reply_error(op->rq, job->rc, NULL, NULL);
         return;
     }
+    metrics_delivery(op->rq->srv->metrics, op->available_at_ms, time_now_ms());
     request_reply_json(
         op->rq, 200, json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status", "completed"));
 }
@@ -328,8 +334,9 @@ static int run_acks(struct job *job, struct store *st)
     struct inbox_op *op = (struct inbox_op *)job;
     int64_t now = time_now_ms();
     for (size_t i = 0; i < op->n_acks; i++) {
-        int rc = store_call(st, ack, op->rq->principal.tenant_id, op->rq->agent_id,
-                            op->acks[i].event_id, op->acks[i].lease_token, now);
+        int rc =
+            store_call(st, ack, op->rq->principal.tenant_id, op->rq->agent_id, op->acks[i].event_id,
+                       op->acks[i].lease_token, now, &op->acks[i].available_at_ms);
         /* Per-item answers for the client's mistakes; a store failure fails the batch. */
         if (rc != ROOST_OK && rc != ROOST_EEVENTNOTFOUND && rc != ROOST_ELEASEMISMATCH) {
             return rc;
@@ -347,8 +354,12 @@ static void done_acks(struct job *job)
         return;
     }
     json_t *results = json_array();
+    int64_t now = time_now_ms();
     for (size_t i = 0; i < op->n_acks; i++) {
         int rc = op->acks[i].rc;
+        if (rc == ROOST_OK) {
+            metrics_delivery(op->rq->srv->metrics, op->acks[i].available_at_ms, now);
+        }
         json_t *item =
             rc == ROOST_OK
                 ? json_pack("{s:s, s:s}", "event_id", op->acks[i].event_id, "status", "completed")
@@ -412,7 +423,7 @@ static int run_release(struct job *job, struct store *st)
     store_touches_cleanup(&op->touches);
     return store_call(st, release, op->rq->principal.tenant_id, op->rq->agent_id, op->rq->event_id,
                       op->lease_token, op->reason, op->delay_s, op->error_text,
-                      (int)op->max_attempts, time_now_ms(), &op->touches);
+                      (int)op->max_attempts, time_now_ms(), &op->touches, &op->released_to);
 }
 
 static void done_release(struct job *job)
@@ -423,6 +434,10 @@ static void done_release(struct job *job)
         return;
     }
     server_notify(op->rq->srv, &op->touches);
+    metrics_released(op->rq->srv->metrics, op->reason, 1);
+    if (op->released_to == STORE_QUARANTINED) {
+        metrics_quarantined(op->rq->srv->metrics, 1);
+    }
     request_reply_json(op->rq, 200,
                        json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status", "released"));
 }
@@ -532,6 +547,7 @@ static void done_release_all(struct job *job)
         return;
     }
     server_notify(op->rq->srv, &op->touches);
+    metrics_released(op->rq->srv->metrics, STORE_RELEASE_SHUTDOWN, op->released);
     request_reply_json(op->rq, 200, json_pack("{s:I}", "released", (json_int_t)op->released));
 }
 

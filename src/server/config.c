@@ -79,6 +79,7 @@ static bool one_of(const char *v, const char *const *allowed)
 
 static const char *const synchronous_values[] = {"full", "normal", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+static const char *const log_formats[] = {"logfmt", "json", NULL};
 
 /* HOST:PORT, [IPv6]:PORT; port 0..65535. */
 static bool valid_listen(const char *v)
@@ -131,6 +132,10 @@ static int check_string(const char *key, const char *v, char *err, size_t errlen
     }
     if (strcmp(key, "log.level") == 0 && !one_of(v, log_levels)) {
         snprintf(err, errlen, "%s: must be debug, info, warn or error, not '%s'", key, v);
+        return -1;
+    }
+    if (strcmp(key, "log.format") == 0 && !one_of(v, log_formats)) {
+        snprintf(err, errlen, "%s: must be logfmt or json, not '%s'", key, v);
         return -1;
     }
     if (strcmp(key, "listen") == 0 && !valid_listen(v)) {
@@ -548,6 +553,11 @@ int config_finalize(struct config *cfg, char *err, size_t errlen)
     if (cfg->http_timeout_s <= cfg->claim_max_wait_s) {
         snprintf(err, errlen, "http.timeout_s: must exceed claim.max_wait_s (%lld <= %lld)",
                  (long long)cfg->http_timeout_s, (long long)cfg->claim_max_wait_s);
+        return -1;
+    }
+    if ((cfg->tls_cert_file[0] == '\0') != (cfg->tls_key_file[0] == '\0')) {
+        snprintf(err, errlen, "%s: tls.cert_file and tls.key_file go together",
+                 cfg->tls_cert_file[0] ? "tls.key_file" : "tls.cert_file");
         return -1;
     }
     if (cfg->store_url[0] == '\0') {

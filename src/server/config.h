@@ -23,7 +23,7 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("data_dir", data_dir, CONFIG_STR, "./var", 0, 0, 0,                                          \
       "directory for the SQLite database, signing keys and archives")                              \
     X("store.url", store_url, CONFIG_STR, "", 0, 0, CONFIG_SECRET,                                 \
-      "sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB[?socket=PATH]; empty: DATA_DIR/roost.db")  \
+      "sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB[?socket=PATH]; empty: DATA_DIR/roost.db")   \
     X("store.synchronous", store_synchronous, CONFIG_STR, "full", 0, 0, 0,                         \
       "SQLite durability: full (fsync every commit) or normal (WAL, fsync at checkpoints)")        \
     X("store.readers", store_readers, CONFIG_INT, "2", 1, 64, 0,                                   \
@@ -98,7 +98,19 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "RFC 9421 request signatures required on agent routes and publish: off, mutations (every "   \
       "method but GET/HEAD) or all; a Signature sent anyway is always verified")                   \
     X("log.level", log_level, CONFIG_STR, "info", 0, 0, CONFIG_RELOADABLE,                         \
-      "debug, info, warn or error")
+      "debug, info, warn or error")                                                                \
+    X("log.format", log_format, CONFIG_STR, "logfmt", 0, 0, CONFIG_RELOADABLE,                     \
+      "log line format on stderr: logfmt or json (one object per line)")                           \
+    X("metrics.refresh_ms", metrics_refresh_ms, CONFIG_INT, "1000", 100, 3600000,                  \
+      CONFIG_RELOADABLE, "how often the inbox gauges of /metrics are refreshed from the store")    \
+    X("metrics.top_agents", metrics_top_agents, CONFIG_INT, "20", 0, 1000, CONFIG_RELOADABLE,      \
+      "agents with the deepest inboxes that get their own roost_inbox_depth series (the rest "     \
+      "of a tenant is agent=\"_other\")")                                                          \
+    X("metrics.token", metrics_token, CONFIG_STR, "", 0, 0, CONFIG_SECRET | CONFIG_RELOADABLE,     \
+      "when set, /metrics requires Authorization: Bearer <this>; empty means open")                \
+    X("tls.cert_file", tls_cert_file, CONFIG_STR, "", 0, 0, 0,                                     \
+      "PEM certificate chain for built-in HTTPS; empty means plain HTTP (set with tls.key_file)")  \
+    X("tls.key_file", tls_key_file, CONFIG_STR, "", 0, 0, 0, "PEM private key of tls.cert_file")
 
 /* Tenant routing: `store.tenant.<tenant_id> = URL` sends that tenant to its own store (a shard);
  * every other tenant uses store.url. Not reloadable: a shard's connections live as long as the

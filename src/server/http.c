@@ -5,6 +5,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/http_struct.h> /* request version: no accessor in 2.1 */
@@ -12,6 +14,8 @@
 #include <event2/listener.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +29,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "server/http.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/sigverify.h"
 #include "server/workers.h"
@@ -74,6 +79,14 @@ static const struct route routes[] = {
      api_admin_quarantine},
     {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/requeue", "admin_requeue", AUTH_ADMIN,
      BODY_OPTIONAL, api_admin_requeue},
+    /* Before {event}: a literal segment wins over the placeholder. */
+    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/purge", "admin_purge", AUTH_ADMIN, BODY_OPTIONAL,
+     api_admin_purge},
+    {EVHTTP_REQ_GET, "/api/v1/admin/quarantine/{event}", "admin_quarantine_inspect", AUTH_ADMIN,
+     BODY_NONE, api_admin_quarantine_inspect},
+    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/purge", "admin_purge_event", AUTH_ADMIN,
+     BODY_OPTIONAL, api_admin_purge},
+    {EVHTTP_REQ_GET, "/api/v1/admin/stats", "admin_stats", AUTH_ADMIN, BODY_NONE, api_admin_stats},
     {EVHTTP_REQ_POST, "/api/v1/admin/keys", "admin_keys_add", AUTH_ADMIN, BODY_REQUIRED,
      api_admin_keys_add},
     {EVHTTP_REQ_GET, "/api/v1/admin/keys", "admin_keys_list", AUTH_ADMIN, BODY_NONE,
@@ -120,6 +133,30 @@ static const char *method_name(enum evhttp_cmd_type m)
     }
 }
 
+const char *request_route_name(const struct request *rq)
+{
+    return rq->route ? rq->route->name : rq->pseudo_route ? rq->pseudo_route : "-";
+}
+
+/* Counts the answer and writes the access log line: never the query string (it may carry an
+ * access_token), never a body. */
+static void request_account(struct request *rq, int status)
+{
+    int64_t dur_us = time_mono_us() - rq->start_us;
+    /* Unrouted requests share one label, so hostile paths cannot grow the label set. */
+    const char *route = request_route_name(rq);
+    metrics_http(rq->srv->metrics, strcmp(route, "-") == 0 ? "unmatched" : route, status,
+                 (double)dur_us / 1e6);
+    if (rq->pseudo_route != NULL && status < 400) {
+        return; /* health checks and scrapes would drown the log */
+    }
+    log_line(status >= 500 ? LOG_ERROR : LOG_INFO, "request",
+             "req_id=%s method=%s route=%s status=%d duration_ms=%.3f tenant=%s agent=%s", rq->id,
+             method_name(evhttp_request_get_command(rq->req)), route, status,
+             (double)dur_us / 1000.0, rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-",
+             rq->agent_id[0] ? rq->agent_id : "-");
+}
+
 /* evhttp frees a "Connection: close" connection once its answer is written: only then may a
  * draining server leave the loop (leaving earlier would discard answers still buffered). */
 static void on_drained_close(struct evhttp_connection *evcon, void *arg)
@@ -151,6 +188,9 @@ static void request_end(struct request *rq)
 
 void request_detach(struct request *rq)
 {
+    /* A stream that started counts as answered 200 (its own log line says "stream opened"). */
+    metrics_http(rq->srv->metrics, request_route_name(rq), 200,
+                 (double)(time_mono_us() - rq->start_us) / 1e6);
     request_end(rq);
 }
 
@@ -178,12 +218,7 @@ static void send_reply(struct request *rq, int status, json_t *body, bool close_
     if (buf) {
         evbuffer_free(buf);
     }
-    log_line(status >= 500 ? LOG_ERROR : LOG_INFO, "request",
-             "req_id=%s method=%s route=%s status=%d dur_ms=%lld tenant=%s agent=%s", rq->id,
-             method_name(evhttp_request_get_command(rq->req)), rq->route ? rq->route->name : "-",
-             status, (long long)(time_mono_ms() - rq->start_ms),
-             rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-",
-             rq->agent_id[0] ? rq->agent_id : "-");
+    request_account(rq, status);
     request_end(rq);
 }
 
@@ -542,7 +577,9 @@ static bool content_type_is_json(const char *ct)
 static void reply_plain(struct request *rq, int status, const char *text)
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
-    evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
+    if (evhttp_find_header(out, "Content-Type") == NULL) {
+        evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
+    }
     evhttp_add_header(out, "X-Request-Id", rq->id);
     if (rq->srv->draining) {
         evhttp_add_header(out, "Connection", "close");
@@ -556,6 +593,59 @@ static void reply_plain(struct request *rq, int status, const char *text)
     if (buf) {
         evbuffer_free(buf);
     }
+    request_account(rq, status);
+    request_end(rq);
+}
+
+/* Constant time over the expected length: the token's bytes must not leak through timing. */
+static bool token_equal(const char *got, const char *want)
+{
+    size_t n = strlen(want), m = strlen(got);
+    unsigned char diff = (unsigned char)(n != m);
+    for (size_t i = 0; i < n; i++) {
+        diff |= (unsigned char)(want[i] ^ (i < m ? got[i] : 0));
+    }
+    return diff == 0;
+}
+
+/* GET /metrics: Prometheus text from counters and the last snapshot; no store access here. */
+static void metrics_endpoint(struct request *rq)
+{
+    struct server *srv = rq->srv;
+    const char *want = srv->cfg->metrics_token;
+    if (evhttp_request_get_command(rq->req) != EVHTTP_REQ_GET) {
+        reply_plain(rq, 405, "method not allowed\n");
+        return;
+    }
+    if (want != NULL && want[0] != '\0') {
+        const char *authz =
+            evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Authorization");
+        if (authz == NULL || strncmp(authz, "Bearer ", 7) != 0 || !token_equal(authz + 7, want)) {
+            evhttp_add_header(evhttp_request_get_output_headers(rq->req), "WWW-Authenticate",
+                              "Bearer realm=\"roost-metrics\"");
+            reply_plain(rq, 401, "unauthorized\n");
+            return;
+        }
+    }
+    struct evbuffer *buf = evbuffer_new();
+    if (buf == NULL || metrics_render(srv->metrics, srv, buf) != 0) {
+        if (buf) {
+            evbuffer_free(buf);
+        }
+        reply_plain(rq, 503, "out of memory\n");
+        return;
+    }
+    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    evhttp_add_header(out, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    evhttp_add_header(out, "Cache-Control", "no-store");
+    evhttp_add_header(out, "X-Request-Id", rq->id);
+    if (srv->draining) {
+        evhttp_add_header(out, "Connection", "close");
+    }
+    watch_drain_close(rq);
+    evhttp_send_reply(rq->req, 200, NULL, buf);
+    evbuffer_free(buf);
+    request_account(rq, 200);
     request_end(rq);
 }
 
@@ -636,7 +726,8 @@ static void health(struct request *rq, bool ready)
     rq->op_free = free;
     for (size_t i = 0; i < srv->n_shards; i++) {
         op->pings[i].op = op;
-        op->pings[i].job = (struct job){.run = run_ready, .done = done_ready, .write = false};
+        op->pings[i].job =
+            (struct job){.run = run_ready, .done = done_ready, .write = false, .name = "ready"};
         workers_submit(srv->shards[i].workers, &op->pings[i].job);
     }
 }
@@ -677,6 +768,7 @@ static void dispatch(struct evhttp_request *req, void *arg)
     rq->srv = srv;
     rq->req = req;
     rq->start_ms = time_mono_ms();
+    rq->start_us = time_mono_us();
     srv->inflight++;
     srv->request_serial++;
     snprintf(rq->id, sizeof rq->id, "%08llx%08llx",
@@ -697,7 +789,13 @@ static void dispatch(struct evhttp_request *req, void *arg)
     }
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
     if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0) {
+        rq->pseudo_route = path[1] == 'r' ? "readyz" : "healthz";
         health(rq, path[1] == 'r');
+        return;
+    }
+    if (strcmp(path, "/metrics") == 0) {
+        rq->pseudo_route = "metrics";
+        metrics_endpoint(rq);
         return;
     }
     if (srv->draining) {
@@ -706,6 +804,7 @@ static void dispatch(struct evhttp_request *req, void *arg)
     }
 
     if (strcmp(path, "/api/v1/keys/server") == 0) {
+        rq->pseudo_route = "server_keys";
         if (method != EVHTTP_REQ_GET) {
             request_reply_error(rq, ROOST_EMETHOD, NULL, NULL);
         } else {
@@ -717,6 +816,7 @@ static void dispatch(struct evhttp_request *req, void *arg)
     struct capture cagent = {0}, cevent = {0}, ckey = {0};
     bool path_known = false;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        /* A failed match may have set the placeholders: only the chosen route's count. */
         cagent = cevent = ckey = (struct capture){0};
         if (route_match(routes[i].pattern, path, &cagent, &cevent, &ckey) == MATCH_YES) {
             path_known = true;
@@ -917,6 +1017,71 @@ static int open_listener(const char *listen_spec, evutil_socket_t *fd_out, char 
     return 0;
 }
 
+/* ---- built-in TLS ---- */
+
+/* evhttp asks for each accepted connection's bufferevent here: an OpenSSL one in the accepting
+ * state (evhttp sets the socket on it afterwards). Everything above it, SSE included, is
+ * unchanged. */
+static struct bufferevent *tls_bevcb(struct event_base *base, void *arg)
+{
+    SSL_CTX *ctx = arg;
+    SSL *ssl = SSL_new(ctx);
+    if (ssl == NULL) {
+        return NULL;
+    }
+    struct bufferevent *bev = bufferevent_openssl_socket_new(
+        base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    if (bev == NULL) {
+        SSL_free(ssl);
+        return NULL;
+    }
+    /* Clients that close without close_notify (most of them) are not errors. */
+    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
+}
+
+static void tls_error(char *err, size_t errlen, const char *what, const char *file)
+{
+    unsigned long e = ERR_get_error();
+    char detail[256];
+    ERR_error_string_n(e, detail, sizeof detail);
+    ERR_clear_error();
+    snprintf(err, errlen, "%s %s: %s", what, file, e ? detail : "failed");
+}
+
+/* TLS 1.2+ with the library's default ciphers; the certificate chain and key come from PEM files
+ * read once at start (a renewed certificate needs a restart). */
+static int tls_setup(struct server *srv, char *err, size_t errlen)
+{
+    const struct config *cfg = srv->cfg;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == NULL) {
+        snprintf(err, errlen, "tls: cannot create the TLS context");
+        return -1;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert_file) != 1) {
+        tls_error(err, errlen, "tls.cert_file", cfg->tls_cert_file);
+        goto fail;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key_file, SSL_FILETYPE_PEM) != 1) {
+        tls_error(err, errlen, "tls.key_file", cfg->tls_key_file);
+        goto fail;
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        snprintf(err, errlen, "tls.key_file %s does not match tls.cert_file %s", cfg->tls_key_file,
+                 cfg->tls_cert_file);
+        goto fail;
+    }
+    srv->tls_ctx = ctx;
+    evhttp_set_bevcb(srv->http, tls_bevcb, ctx);
+    return 0;
+fail:
+    SSL_CTX_free(ctx);
+    return -1;
+}
+
 int http_start(struct server *srv, char *err, size_t errlen)
 {
     srv->http = evhttp_new(srv->base);
@@ -932,6 +1097,10 @@ int http_start(struct server *srv, char *err, size_t errlen)
                                               EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
     evhttp_set_default_content_type(srv->http, "application/json");
     evhttp_set_gencb(srv->http, dispatch, srv);
+    bool tls = srv->cfg->tls_cert_file[0] != '\0';
+    if (tls && tls_setup(srv, err, errlen) != 0) {
+        return -1;
+    }
     evutil_socket_t fd;
     char host[48];
     int port;
@@ -951,7 +1120,7 @@ int http_start(struct server *srv, char *err, size_t errlen)
     }
     accept_owner = srv;
     evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(srv->bound), accept_failed);
-    snprintf(srv->base_url, sizeof srv->base_url, "http://%s:%d", host, port);
+    snprintf(srv->base_url, sizeof srv->base_url, "%s://%s:%d", tls ? "https" : "http", host, port);
     return 0;
 }
 
@@ -973,5 +1142,10 @@ void http_free(struct server *srv)
     if (srv->http) {
         evhttp_free(srv->http);
         srv->http = NULL;
+    }
+    /* After the connections: each SSL holds a reference to the context anyway. */
+    if (srv->tls_ctx) {
+        SSL_CTX_free(srv->tls_ctx);
+        srv->tls_ctx = NULL;
     }
 }

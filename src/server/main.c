@@ -20,7 +20,8 @@ static void usage(FILE *out)
             "  --data-dir DIR      data directory (default ./var)\n"
             "  --listen HOST:PORT  address to listen on (port 0 picks a free port)\n"
             "  --ready-file FILE   write the base URL to FILE once listening\n"
-            "  --store URL         sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB (default sqlite://DATA_DIR/roost.db)\n"
+            "  --store URL         sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB (default "
+            "sqlite://DATA_DIR/roost.db)\n"
             "  --config FILE       config file (key = value)\n"
             "  --set KEY=VALUE     set a config key (repeatable; wins over file and env)\n"
             "  --print-config      print the effective configuration and exit\n"
@@ -147,6 +148,7 @@ int main(int argc, char **argv)
         goto out;
     }
     log_set_level((enum log_level)log_level_parse(cfg.log_level));
+    log_set_json(strcmp(cfg.log_format, "json") == 0);
     raise_nofile();
 
     struct server srv;

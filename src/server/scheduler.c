@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/workers.h"
 
@@ -239,6 +240,9 @@ static void tick_done(struct job *job)
         }
     } else {
         server_notify(srv, &t->touches);
+        /* scavenged counts every expired lease, the quarantined ones included. */
+        metrics_lease_expired(srv->metrics, t->scavenged);
+        metrics_quarantined(srv->metrics, t->quarantined);
         if (t->scavenged || t->quarantined || t->expired) {
             log_info("scavenger", "due=%zu lease_expired=%zu quarantined=%zu expired=%zu", t->due,
                      t->scavenged, t->quarantined, t->expired);
@@ -276,6 +280,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     t->job.run = t->retention ? run_retention : run_tick;
     t->job.done = tick_done;
     t->job.write = true;
+    t->job.name = t->retention ? "retention" : "scheduler";
     workers_submit(s->workers, &t->job);
 }
 

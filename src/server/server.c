@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "server/http.h"
+#include "server/metrics.h"
 #include "server/scheduler.h"
 #include "server/sigverify.h"
 #include "server/sse_hub.h"
@@ -55,6 +56,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     for (size_t i = 0; i < srv->n_shards; i++) {
         scheduler_stop(srv->shards[i].sched);
     }
+    metrics_stop(srv->metrics);
     waiters_fire_all(srv->waiters); /* long polls answer with what they have */
     sse_hub_shutdown(srv->sse);     /* streams end cleanly */
     /* A client that never reads its answer must not hold the shutdown forever. */
@@ -95,6 +97,7 @@ int server_reload(struct server *srv)
     log_info("config reloaded", "changed=\"%s\" needs_restart=\"%s\" %s", changed, restart, desc);
     /* After the line above, so a reload that raises the level still leaves its trace. */
     log_set_level((enum log_level)log_level_parse(srv->cfg->log_level));
+    log_set_json(strcmp(srv->cfg->log_format, "json") == 0);
     rc = 0;
 out:
     if (rc != 0) {
@@ -232,6 +235,13 @@ int server_start(struct server *srv, struct config *cfg, const struct config_sou
     if (shards_open(srv, err, errlen) != 0) {
         return -1;
     }
+    if ((srv->metrics = metrics_new()) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < srv->n_shards; i++) {
+        workers_set_metrics(srv->shards[i].workers, srv->metrics);
+    }
     srv->waiters = waiters_new(srv->base);
     srv->sse = sse_hub_new(srv);
     if (!srv->waiters || !srv->sse) {
@@ -246,6 +256,10 @@ int server_start(struct server *srv, struct config *cfg, const struct config_sou
             snprintf(err, errlen, "cannot start the scheduler");
             return -1;
         }
+    }
+    if (metrics_start(srv->metrics, srv) != 0) {
+        snprintf(err, errlen, "cannot start the metrics timer");
+        return -1;
     }
     srv->sig_term = evsignal_new(srv->base, SIGTERM, on_signal, srv);
     srv->sig_int = evsignal_new(srv->base, SIGINT, on_signal, srv);
@@ -280,6 +294,7 @@ void server_cleanup(struct server *srv)
     for (size_t i = 0; i < srv->n_shards; i++) {
         scheduler_stop(srv->shards[i].sched);
     }
+    metrics_stop(srv->metrics);
     if (srv->waiters && srv->n_shards > 0) {
         waiters_fire_all(srv->waiters);
     }
@@ -309,6 +324,8 @@ void server_cleanup(struct server *srv)
     free(srv->shards);
     srv->shards = NULL;
     srv->n_shards = 0;
+    metrics_free(srv->metrics); /* after the workers: a snapshot job's done() uses it */
+    srv->metrics = NULL;
     if (srv->sig_term) {
         event_free(srv->sig_term);
     }

@@ -21,6 +21,7 @@ struct workers;
 struct waiters;
 struct scheduler;
 struct sse_hub;
+struct metrics;
 struct sigcheck;
 
 /* One store (a database) with its threads and its scheduler: the default one (store.url) and one
@@ -44,6 +45,8 @@ struct server {
     struct auth *auth;
     struct waiters *waiters;
     struct sse_hub *sse;
+    struct metrics *metrics;
+    struct ssl_ctx_st *tls_ctx; /* SSL_CTX of built-in HTTPS (tls.cert_file), or NULL */
     struct event *sig_term, *sig_int, *sig_hup;
     char base_url[80];
     bool draining;
@@ -83,7 +86,9 @@ struct request {
     struct evhttp_request *req;
     char id[24];
     int64_t start_ms;
+    int64_t start_us; /* monotonic, for the duration histogram */
     const struct route *route;
+    const char *pseudo_route; /* "healthz", "readyz", "metrics": routes outside the table */
     struct auth_principal principal;
     char agent_id[STORE_ID_MAX + 1];
     char event_id[STORE_EVENT_ID_LEN + 1];
@@ -95,6 +100,9 @@ struct request {
     void (*op_free)(void *op); /* frees op when the request ends */
 };
 
+/* The router's name of the request's route ("-" before routing): the label of logs, metrics and
+ * store jobs. */
+const char *request_route_name(const struct request *rq);
 /* Ends a request whose connection now belongs to someone else (an SSE stream): frees it and
  * leaves the in-flight count without sending anything. */
 void request_detach(struct request *rq);
@@ -135,6 +143,9 @@ void api_state_get(struct request *rq);
 void api_admin_agents(struct request *rq);
 void api_admin_quarantine(struct request *rq);
 void api_admin_requeue(struct request *rq);
+void api_admin_quarantine_inspect(struct request *rq);
+void api_admin_purge(struct request *rq);
+void api_admin_stats(struct request *rq);
 void api_subscribe(struct request *rq);
 void api_admin_keys_add(struct request *rq);
 void api_admin_keys_list(struct request *rq);

@@ -27,6 +27,7 @@
 
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/workers.h"
 
@@ -233,6 +234,7 @@ static bool sub_write(struct sse_sub *sub, int64_t head, bool heartbeat)
             buf, "id: %" PRId64 "\nevent: inbox_updated\ndata: {\"cursor_hint\":%" PRId64 "}\n\n",
             head, head);
         sub->last_sent = head;
+        metrics_sse_ping(sub->hub->srv->metrics);
     }
     sub->pending = 0;
     sub->flushing_since = time_mono_ms();
@@ -400,6 +402,19 @@ void sse_hub_free(struct sse_hub *hub)
     free(hub->agents);
     free(hub->tenants);
     free(hub);
+}
+
+size_t sse_hub_count_of(struct sse_hub *hub, const char *tenant_id, const char *agent_id)
+{
+    if (hub == NULL) {
+        return 0;
+    }
+    if (agent_id == NULL) {
+        const struct sse_tenant *t = tenant_get(hub, tenant_id, false);
+        return t ? t->n_subs : 0;
+    }
+    const struct sse_agent *a = agent_get(hub, tenant_id, agent_id);
+    return a ? a->n_subs : 0;
 }
 
 size_t sse_hub_count(const struct sse_hub *hub)

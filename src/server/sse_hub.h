@@ -29,5 +29,8 @@ void sse_hub_notify(struct sse_hub *hub, const char *tenant_id, const char *agen
 void sse_hub_shutdown(struct sse_hub *hub);
 /* Open streams (for the drain check and metrics). */
 size_t sse_hub_count(const struct sse_hub *hub);
+/* Open streams of one agent, or of one tenant when agent_id is NULL (hash lookups, loop thread;
+ * the admin views). */
+size_t sse_hub_count_of(struct sse_hub *hub, const char *tenant_id, const char *agent_id);
 
 #endif

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/timeutil.h"
 #include "roost/roost_error.h"
+#include "server/metrics.h"
 #include "store/store.h"
 
 /* A FIFO of jobs (intrusive through job->next). */
@@ -69,7 +71,20 @@ struct workers {
 
     pthread_mutex_t stats_mu;
     struct workers_stats stats;
+    struct metrics *metrics; /* set before any job runs; metrics_* calls are thread-safe */
 };
+
+/* Runs a job, timing it for roost_store_op_duration_seconds. */
+static int run_job(struct workers *w, struct job *job, struct store *st)
+{
+    if (w->metrics == NULL) {
+        return job->run(job, st);
+    }
+    int64_t t0 = time_mono_us();
+    int rc = job->run(job, st);
+    metrics_store_op(w->metrics, job->name, (double)(time_mono_us() - t0) / 1e6);
+    return rc;
+}
 
 static void complete(struct workers *w, struct job *job)
 {
@@ -122,7 +137,7 @@ static void *reader_main(void *arg)
             if (attempt > 0) {
                 sleep_ms(2L << attempt);
             }
-            rc = job->run(job, slot->st);
+            rc = run_job(w, job, slot->st);
         }
         job->rc = rc;
         complete(w, job);
@@ -131,7 +146,7 @@ static void *reader_main(void *arg)
 }
 
 /* Runs one group in one transaction. Returns ROOST_ERETRY when the whole group must run again. */
-static int run_group(struct store *st, struct job **group, size_t n)
+static int run_group(struct workers *w, struct store *st, struct job **group, size_t n)
 {
     int rc = store_call0(st, begin);
     if (rc != ROOST_OK) {
@@ -143,7 +158,7 @@ static int run_group(struct store *st, struct job **group, size_t n)
         if (rc != ROOST_OK) {
             goto fail;
         }
-        job->rc = job->run(job, st);
+        job->rc = run_job(w, job, st);
         if (job->rc == ROOST_ERETRY) {
             /* A lock we could not get, or (MySQL) a deadlock or lost connection that already
              * rolled the whole transaction back: the whole group replays. */
@@ -156,7 +171,11 @@ static int run_group(struct store *st, struct job **group, size_t n)
             goto fail;
         }
     }
+    int64_t t0 = time_mono_us();
     rc = store_call0(st, commit);
+    if (w->metrics != NULL) {
+        metrics_store_op(w->metrics, "commit", (double)(time_mono_us() - t0) / 1e6);
+    }
     if (rc == ROOST_OK) {
         return ROOST_OK;
     }
@@ -206,7 +225,7 @@ static void *writer_main(void *arg)
                 retries++;
                 sleep_ms(1L << attempt);
             }
-            rc = run_group(slot->st, group, n);
+            rc = run_group(w, slot->st, group, n);
         }
         for (size_t i = 0; i < n; i++) {
             /* A failed commit fails every job of the group: none of them is durable. */
@@ -216,6 +235,9 @@ static void *writer_main(void *arg)
         }
         pthread_mutex_lock(&w->stats_mu);
         w->stats.retries += retries;
+        if (rc == ROOST_OK && w->metrics != NULL) {
+            metrics_group_commit(w->metrics, n);
+        }
         if (rc == ROOST_OK) {
             w->stats.commits++;
             w->stats.write_jobs += n;
@@ -333,6 +355,11 @@ void workers_free(struct workers *w)
     pthread_cond_destroy(&w->read_cv);
     pthread_cond_destroy(&w->write_cv);
     free(w);
+}
+
+void workers_set_metrics(struct workers *w, struct metrics *m)
+{
+    w->metrics = m;
 }
 
 void workers_get_stats(struct workers *w, struct workers_stats *out)

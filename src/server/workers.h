@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 struct event_base;
+struct metrics;
 struct store;
 struct store_options;
 
@@ -22,7 +23,8 @@ struct job {
     /* Runs on the loop thread once the job's result is final (and, for writes, committed). */
     void (*done)(struct job *job);
     bool write;
-    int rc; /* set by the pool before done() */
+    const char *name; /* store op label for metrics (static string; NULL = "other") */
+    int rc;           /* set by the pool before done() */
     struct job *next;
 };
 
@@ -48,5 +50,8 @@ void workers_get_stats(struct workers *w, struct workers_stats *out);
 /* The backend's operations (every connection of a pool has the same backend): lets callers see
  * which optional operations it has. */
 const struct store_ops *workers_store_ops(const struct workers *w);
+/* Records job run times and group sizes into `m` from now on (set before jobs are submitted;
+ * m must outlive the pool). */
+void workers_set_metrics(struct workers *w, struct metrics *m);
 
 #endif

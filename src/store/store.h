@@ -145,6 +145,40 @@ struct store_agent_stats {
     int64_t claimed;
     int64_t quarantined;
     int64_t oldest_pending_ms; /* available_at of the oldest pending event, 0 when none */
+    int64_t last_seen_ms;      /* agents.last_seen_at (claims, at most once a minute), 0 never */
+};
+
+/* Order of the admin agents listing. */
+enum store_agents_sort {
+    STORE_SORT_AGENT = 0, /* agent_id ascending; pages continue after an agent_id */
+    STORE_SORT_DEPTH,     /* pending descending, then agent_id; pages continue at an offset */
+    STORE_SORT_AGE,       /* oldest pending first (agents without pending last), then agent_id */
+};
+
+/* ---- metrics ---- */
+
+/* Per-tenant totals over the unfinished rows. */
+struct store_metrics_tenant {
+    char tenant_id[STORE_ID_MAX + 1];
+    int64_t pending, scheduled, claimed, quarantined;
+    int64_t oldest_pending_ms; /* available_at of the oldest pending event, 0 when none */
+    int64_t oldest_claimed_ms; /* claimed_at of the oldest claimed event, 0 when none */
+};
+
+struct store_metrics_agent {
+    char tenant_id[STORE_ID_MAX + 1];
+    char agent_id[STORE_ID_MAX + 1];
+    int64_t pending;
+};
+
+/* Caller-allocated arrays with their capacities; the op fills n_* and sets `truncated` when a
+ * tenant did not fit (its numbers are then missing, never wrong). */
+struct store_metrics_snapshot {
+    struct store_metrics_tenant *tenants;
+    size_t max_tenants, n_tenants;
+    struct store_metrics_agent *agents; /* the top agents by pending, over every tenant */
+    size_t max_agents, n_agents;
+    bool truncated;
 };
 
 /* ---- retention ---- */
@@ -253,25 +287,28 @@ struct store_ops {
 
     /* Claims up to `limit` pending, unexpired events: highest priority first, then lowest seq.
      * Each gets status claimed, a fresh lease token, attempts+1, claim_expires_at = now+lease_s,
-     * claimed_at = now, consumer recorded ("" allowed). */
+     * claimed_at = now, consumer recorded ("" allowed). Sets agents.last_seen_at = now when it is
+     * unset or more than a minute old (so a busy agent costs one extra row write a minute). */
     int (*claim)(struct store *st, const char *tenant_id, const char *agent_id, size_t limit,
                  int64_t lease_s, const char *consumer, int64_t now_ms, struct store_events *out);
 
     /* Completes a claimed event holding `lease_token`: status completed, payload nulled.
      * Repeating the ack of a completed event with its last token is ROOST_OK.
      * ROOST_EEVENTNOTFOUND: no such event for this agent; ROOST_ELEASEMISMATCH: other token or
-     * state. */
+     * state. *available_at_ms (may be NULL) gets the event's available_at when this call completed
+     * it, 0 for a repeated ack: the delivery-latency metric (available_at → ack). */
     int (*ack)(struct store *st, const char *tenant_id, const char *agent_id, const char *event_id,
-               const char *lease_token, int64_t now_ms);
+               const char *lease_token, int64_t now_ms, int64_t *available_at_ms);
 
     /* Releases a lease: transient → nacks+1, shutdown → nothing counted, poison → quarantined.
      * Transient/shutdown: pending (delay_s = 0) or scheduled at now+delay_s; quarantined instead
      * when attempts >= max_attempts and reason is transient. `error` (may be NULL) → last_error.
-     * Touches the agent when the event became pending. Errors as ack. */
+     * Touches the agent when the event became pending. *new_status (may be NULL) gets the status
+     * the event went to (pending, scheduled or quarantined). Errors as ack. */
     int (*release)(struct store *st, const char *tenant_id, const char *agent_id,
                    const char *event_id, const char *lease_token, enum store_release_reason reason,
                    int64_t delay_s, const char *error, int max_attempts, int64_t now_ms,
-                   struct store_touches *touches);
+                   struct store_touches *touches, enum store_status *new_status);
 
     /* claim_expires_at = min(now + lease_s, claimed_at + max_total_s); ROOST_ELEASECAP when that
      * does not move the expiry forward. Errors as ack; an expired lease is ROOST_ELEASEMISMATCH. */
@@ -316,10 +353,31 @@ struct store_ops {
      * attempts reset to 0. ROOST_EEVENTNOTFOUND / ROOST_ESTATE. */
     int (*requeue)(struct store *st, const char *tenant_id, const char *event_id, int64_t now_ms,
                    struct store_touches *touches);
-    /* Admin: agents of the tenant ordered by agent_id after `after_agent`. */
-    int (*agents_list)(struct store *st, const char *tenant_id, const char *after_agent,
-                       size_t limit, int64_t now_ms, struct store_agent_stats *out, size_t *n,
-                       bool *has_more);
+    /* Admin: agents of the tenant. STORE_SORT_AGENT: ordered by agent_id after `after_agent`
+     * (offset ignored). DEPTH/AGE: in that order, skipping `offset` agents (after_agent ignored);
+     * these count every agent of the tenant, an operator query, not a hot path. */
+    int (*agents_list)(struct store *st, const char *tenant_id, enum store_agents_sort sort,
+                       const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
+                       struct store_agent_stats *out, size_t *n, bool *has_more);
+    /* Admin: one event of the tenant by id, any status, with its audit fields (payload NULL once
+     * completed). ROOST_EEVENTNOTFOUND. */
+    int (*event_get)(struct store *st, const char *tenant_id, const char *event_id,
+                     struct store_event *out);
+    /* Admin (write): deletes quarantined rows of the tenant — one event (event_id), one agent's
+     * (agent_id), or all (both NULL) — at most `limit` per call; *purged = rows deleted. Other
+     * statuses are never touched; a named event that is not quarantined is ROOST_ESTATE, an
+     * unknown one ROOST_EEVENTNOTFOUND. Heads and watermarks do not move (readers see a gap in
+     * seq, as after a completed row was purged by retention). */
+    int (*quarantine_purge)(struct store *st, const char *tenant_id, const char *agent_id,
+                            const char *event_id, size_t limit, size_t *purged);
+
+    /* Metrics (read-only, one snapshot): per-tenant totals of pending, scheduled, claimed and
+     * quarantined rows, the oldest pending available_at and oldest claimed_at, and the
+     * `snap->max_agents` agents with the most pending rows (ties by tenant, agent). Runs on a
+     * timer (metrics.refresh_ms), never per scrape. It may read every unfinished row but must
+     * never walk the completed history (SQLite: one partial index per status, migration 0002;
+     * MySQL: an index leading with status, e.g. (status, tenant_id, agent_id, available_at)). */
+    int (*metrics_snapshot)(struct store *st, int64_t now_ms, struct store_metrics_snapshot *snap);
 
     /* Keys (write, in a transaction): adds a key of the tenant, created_at = now. ROOST_EKEYEXISTS
      * when the tenant already has this key_id (revoked ones included: ids are never reused).

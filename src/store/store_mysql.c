@@ -23,6 +23,19 @@
     "event_id, agent_id, seq, status, priority, correlation_id, payload, created_at, "             \
     "available_at, expires_at, lease_token, consumer, claimed_at, claim_expires_at, attempts, "    \
     "timeouts, nacks, last_error, completed_at"
+#define AGENT_STATS_COLS                                                                           \
+    "a.agent_id, a.next_seq - 1, a.purged_through_seq,"                                            \
+    " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"                               \
+    "  AND i.agent_id = a.agent_id AND i.status = 1) AS pending,"                                  \
+    " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"                               \
+    "  AND i.agent_id = a.agent_id AND i.status = 0),"                                             \
+    " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"                               \
+    "  AND i.agent_id = a.agent_id AND i.status = 2),"                                             \
+    " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"                               \
+    "  AND i.agent_id = a.agent_id AND i.status = 4),"                                             \
+    " (SELECT min(available_at) FROM inbox i WHERE i.tenant_id = a.tenant_id"                      \
+    "  AND i.agent_id = a.agent_id AND i.status = 1) AS oldest,"                                   \
+    " COALESCE(a.last_seen_at, 0)"
 #define EVCOLS_I                                                                                   \
     "i.event_id, i.agent_id, i.seq, i.status, i.priority, i.correlation_id, i.payload, "           \
     "i.created_at, i.available_at, i.expires_at, i.lease_token, i.consumer, i.claimed_at, "        \
@@ -73,6 +86,19 @@ enum stmt_id {
     S_RET_DELETE,
     S_RET_PURGED,
     S_CHANGES_OLD,
+    S_ACK_AVAIL,
+    S_SEEN,
+    S_AGENTS_BY_DEPTH,
+    S_AGENTS_BY_AGE,
+    S_EVENT_GET,
+    S_PURGE_ONE,
+    S_PURGE_AGENT,
+    S_PURGE_ALL,
+    S_MET_PENDING,
+    S_MET_SCHEDULED,
+    S_MET_CLAIMED,
+    S_MET_QUARANTINED,
+    S_MET_AGENTS,
     S_CHANGES_PRUNE,
     S_QLIST_ALL,
     S_QLIST_AGENT,
@@ -227,19 +253,40 @@ static const char *const stmt_sql[S_COUNT] = {
                      " expires_at = CASE WHEN expires_at <= ? THEN NULL ELSE expires_at END,"
                      " available_at = ? WHERE event_id = ? AND tenant_id = ? AND status IN (4, 5)",
     /* tenant, after_agent, limit */
-    [S_AGENTS_LIST] =
-        "SELECT a.agent_id, a.next_seq - 1, a.purged_through_seq,"
-        " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"
-        "  AND i.agent_id = a.agent_id AND i.status = 1),"
-        " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"
-        "  AND i.agent_id = a.agent_id AND i.status = 0),"
-        " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"
-        "  AND i.agent_id = a.agent_id AND i.status = 2),"
-        " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"
-        "  AND i.agent_id = a.agent_id AND i.status = 4),"
-        " (SELECT min(available_at) FROM inbox i WHERE i.tenant_id = a.tenant_id"
-        "  AND i.agent_id = a.agent_id AND i.status = 1)"
-        " FROM agents a WHERE a.tenant_id = ? AND a.agent_id > ? ORDER BY a.agent_id LIMIT ?",
+    [S_AGENTS_LIST] = "SELECT " AGENT_STATS_COLS " FROM agents a"
+                      " WHERE a.tenant_id = ? AND a.agent_id > ? ORDER BY a.agent_id LIMIT ?",
+    /* tenant, limit, offset */
+    [S_AGENTS_BY_DEPTH] = "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
+                          " ORDER BY pending DESC, a.agent_id LIMIT ? OFFSET ?",
+    [S_AGENTS_BY_AGE] = "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
+                        " ORDER BY oldest IS NULL, oldest, a.agent_id LIMIT ? OFFSET ?",
+    /* event_id, tenant: the acked row's available_at, for the delivery-latency histogram */
+    [S_ACK_AVAIL] = "SELECT available_at FROM inbox WHERE event_id = ? AND tenant_id = ?",
+    /* now, tenant, agent, now: at most one write a minute per agent */
+    [S_SEEN] = "UPDATE agents SET last_seen_at = ? WHERE tenant_id = ? AND agent_id = ?"
+               " AND (last_seen_at IS NULL OR last_seen_at <= ? - 60000)",
+    /* tenant, event_id */
+    [S_EVENT_GET] = "SELECT " EVCOLS " FROM inbox WHERE tenant_id = ? AND event_id = ?",
+    [S_PURGE_ONE] = "DELETE FROM inbox WHERE tenant_id = ? AND event_id = ? AND status = 4",
+    /* tenant, agent, limit */
+    [S_PURGE_AGENT] = "DELETE FROM inbox WHERE tenant_id = ? AND agent_id = ? AND status = 4"
+                      " ORDER BY seq LIMIT ?",
+    /* tenant, limit */
+    [S_PURGE_ALL] = "DELETE FROM inbox WHERE tenant_id = ? AND status = 4"
+                    " ORDER BY agent_id, seq LIMIT ?",
+    /* Metrics: each reads one status's rows through inbox_status (migration 0002), never the
+     * completed history. */
+    [S_MET_PENDING] = "SELECT tenant_id, count(*), COALESCE(min(available_at), 0) FROM inbox"
+                      " WHERE status = 1 GROUP BY tenant_id",
+    [S_MET_SCHEDULED] = "SELECT tenant_id, count(*), 0 FROM inbox WHERE status = 0"
+                        " GROUP BY tenant_id",
+    [S_MET_CLAIMED] = "SELECT tenant_id, count(*), COALESCE(min(claimed_at), 0) FROM inbox"
+                      " WHERE status = 2 GROUP BY tenant_id",
+    [S_MET_QUARANTINED] = "SELECT tenant_id, count(*), 0 FROM inbox WHERE status = 4"
+                          " GROUP BY tenant_id",
+    /* limit */
+    [S_MET_AGENTS] = "SELECT tenant_id, agent_id, count(*) AS n FROM inbox WHERE status = 1"
+                     " GROUP BY tenant_id, agent_id ORDER BY n DESC, tenant_id, agent_id LIMIT ?",
     /* tenant, key_id, agent, alg, material, now */
     [S_KEY_ADD] = "INSERT INTO `keys` (tenant_id, key_id, agent_id, alg, material, created_at)"
                   " VALUES (?, ?, ?, ?, ?, ?)",
@@ -1446,6 +1493,9 @@ static int my_claim(struct store *st, const char *tenant_id, const char *agent_i
         ev->claim_expires_at_ms = now_ms + lease_s * 1000;
         ev->attempts++;
     }
+    /* The agent was seen (admin view): at most one write a minute per agent. */
+    struct prm sp[] = {PI(now_ms), PS(tenant_id), PS(agent_id), PI(now_ms)};
+    rc = Q(b, S_SEEN, sp, NULL);
 out:
     rows_free(&rs);
     return rc;
@@ -1488,12 +1538,26 @@ static bool token_eq(const struct lease_row *row, const char *lease_token)
 }
 
 static int my_ack(struct store *st, const char *tenant_id, const char *agent_id,
-                  const char *event_id, const char *lease_token, int64_t now_ms)
+                  const char *event_id, const char *lease_token, int64_t now_ms,
+                  int64_t *available_at_ms)
 {
     struct mysql_store *b = backend(st);
     struct lease_row row;
+    if (available_at_ms != NULL) {
+        *available_at_ms = 0;
+    }
     struct prm p[] = {PI(now_ms), PS(event_id), PS(tenant_id), PS(agent_id), PS(lease_token)};
     int rc = Q(b, S_ACK, p, NULL);
+    if (rc == ROOST_OK && b->affected == 1 && available_at_ms != NULL) {
+        /* No UPDATE … RETURNING in MariaDB: the row is ours (locked) until COMMIT. */
+        struct rows rs = {0};
+        struct prm ap[] = {PS(event_id), PS(tenant_id)};
+        if ((rc = Q(b, S_ACK_AVAIL, ap, &rs)) == ROOST_OK && rs.n == 1) {
+            *available_at_ms = cell_i64(&rs, 0, 0);
+        }
+        rows_free(&rs);
+        return rc;
+    }
     if (rc != ROOST_OK || b->affected == 1) {
         return rc;
     }
@@ -1508,7 +1572,8 @@ static int my_ack(struct store *st, const char *tenant_id, const char *agent_id,
 static int my_release(struct store *st, const char *tenant_id, const char *agent_id,
                       const char *event_id, const char *lease_token,
                       enum store_release_reason reason, int64_t delay_s, const char *error,
-                      int max_attempts, int64_t now_ms, struct store_touches *touches)
+                      int max_attempts, int64_t now_ms, struct store_touches *touches,
+                      enum store_status *new_status)
 {
     struct mysql_store *b = backend(st);
     struct lease_row row;
@@ -1538,6 +1603,9 @@ static int my_release(struct store *st, const char *tenant_id, const char *agent
     }
     if (b->affected != 1) {
         return ROOST_ELEASEMISMATCH;
+    }
+    if (new_status != NULL) {
+        *new_status = to;
     }
     return to == STORE_PENDING ? touch(b, tenant_id, agent_id, now_ms, touches) : ROOST_OK;
 }
@@ -1939,9 +2007,9 @@ out:
     return rc;
 }
 
-static int my_agents_list(struct store *st, const char *tenant_id, const char *after_agent,
-                          size_t limit, int64_t now_ms, struct store_agent_stats *out, size_t *n,
-                          bool *has_more)
+static int my_agents_list(struct store *st, const char *tenant_id, enum store_agents_sort sort,
+                          const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
+                          struct store_agent_stats *out, size_t *n, bool *has_more)
 {
     struct mysql_store *b = backend(st);
     struct rows rs = {0};
@@ -1952,8 +2020,14 @@ static int my_agents_list(struct store *st, const char *tenant_id, const char *a
         return ROOST_OK;
     }
     int64_t lim = limit > 100000 ? 100001 : (int64_t)limit + 1;
-    struct prm p[] = {PS(tenant_id), PS(after_agent != NULL ? after_agent : ""), PI(lim)};
-    int rc = Q(b, S_AGENTS_LIST, p, &rs);
+    int rc;
+    if (sort == STORE_SORT_AGENT) {
+        struct prm p[] = {PS(tenant_id), PS(after_agent != NULL ? after_agent : ""), PI(lim)};
+        rc = Q(b, S_AGENTS_LIST, p, &rs);
+    } else {
+        struct prm p[] = {PS(tenant_id), PI(lim), PI(offset < 0 ? 0 : offset)};
+        rc = Q(b, sort == STORE_SORT_DEPTH ? S_AGENTS_BY_DEPTH : S_AGENTS_BY_AGE, p, &rs);
+    }
     for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
         if (*n == limit) {
             *has_more = true;
@@ -1969,8 +2043,147 @@ static int my_agents_list(struct store *st, const char *tenant_id, const char *a
         a->claimed = cell_i64(&rs, r, 5);
         a->quarantined = cell_i64(&rs, r, 6);
         a->oldest_pending_ms = cell_i64(&rs, r, 7);
+        a->last_seen_ms = cell_i64(&rs, r, 8);
     }
     rows_free(&rs);
+    return rc;
+}
+
+static int my_event_get(struct store *st, const char *tenant_id, const char *event_id,
+                        struct store_event *out)
+{
+    struct mysql_store *b = backend(st);
+    struct rows rs = {0};
+    struct store_events one = {0};
+    struct prm p[] = {PS(tenant_id), PS(event_id)};
+    int rc = Q(b, S_EVENT_GET, p, &rs);
+    if (rc == ROOST_OK && rs.n == 0) {
+        rc = ROOST_EEVENTNOTFOUND;
+    }
+    if (rc == ROOST_OK && (rc = push_row(&rs, 0, 0, &one)) == ROOST_OK) {
+        *out = one.items[0]; /* moves the heap members */
+        one.len = 0;
+    }
+    store_events_cleanup(&one);
+    rows_free(&rs);
+    return rc;
+}
+
+static int my_quarantine_purge(struct store *st, const char *tenant_id, const char *agent_id,
+                               const char *event_id, size_t limit, size_t *purged)
+{
+    struct mysql_store *b = backend(st);
+    int64_t lim = limit > 100000 ? 100000 : (int64_t)limit;
+    int rc;
+    *purged = 0;
+    if (event_id != NULL) {
+        struct prm p[] = {PS(tenant_id), PS(event_id)};
+        rc = Q(b, S_PURGE_ONE, p, NULL);
+    } else if (agent_id != NULL) {
+        struct prm p[] = {PS(tenant_id), PS(agent_id), PI(lim)};
+        rc = Q(b, S_PURGE_AGENT, p, NULL);
+    } else {
+        struct prm p[] = {PS(tenant_id), PI(lim)};
+        rc = Q(b, S_PURGE_ALL, p, NULL);
+    }
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    *purged = (size_t)b->affected;
+    if (event_id != NULL && *purged == 0) {
+        /* Tell an unknown event from one in another status. */
+        struct rows rs = {0};
+        struct prm p[] = {PS(event_id), PS(tenant_id)};
+        if ((rc = Q(b, S_REQ_FIND, p, &rs)) == ROOST_OK) {
+            rc = rs.n == 1 ? ROOST_ESTATE : ROOST_EEVENTNOTFOUND;
+        }
+        rows_free(&rs);
+    }
+    return rc;
+}
+
+/* The snapshot's entry of a tenant, added when missing; NULL when the array is full. */
+static struct store_metrics_tenant *snap_tenant(struct store_metrics_snapshot *snap,
+                                                const char *tenant_id)
+{
+    for (size_t i = 0; i < snap->n_tenants; i++) {
+        if (strcmp(snap->tenants[i].tenant_id, tenant_id) == 0) {
+            return &snap->tenants[i];
+        }
+    }
+    if (snap->n_tenants == snap->max_tenants) {
+        snap->truncated = true;
+        return NULL;
+    }
+    struct store_metrics_tenant *t = &snap->tenants[snap->n_tenants++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->tenant_id, sizeof t->tenant_id, "%s", tenant_id);
+    return t;
+}
+
+static int cmp_metrics_tenant(const void *x, const void *y)
+{
+    return strcmp(((const struct store_metrics_tenant *)x)->tenant_id,
+                  ((const struct store_metrics_tenant *)y)->tenant_id);
+}
+
+/* Four grouped reads, one per status, then the top agents. They run as separate statements
+ * (READ COMMITTED outside a transaction), so totals may straddle a commit: gauges refreshed every
+ * second tolerate that, and no query holds a snapshot open across the others. */
+static int my_metrics_snapshot(struct store *st, int64_t now_ms,
+                               struct store_metrics_snapshot *snap)
+{
+    struct mysql_store *b = backend(st);
+    static const int by_status[] = {S_MET_PENDING, S_MET_SCHEDULED, S_MET_CLAIMED,
+                                    S_MET_QUARANTINED};
+    struct rows rs = {0};
+    int rc = ROOST_OK;
+    (void)now_ms;
+    snap->n_tenants = snap->n_agents = 0;
+    snap->truncated = false;
+    for (size_t k = 0; k < sizeof by_status / sizeof by_status[0] && rc == ROOST_OK; k++) {
+        if ((rc = q(b, by_status[k], NULL, 0, &rs)) != ROOST_OK) {
+            break;
+        }
+        for (size_t r = 0; r < rs.n; r++) {
+            const char *tid = cell(&rs, r, 0);
+            struct store_metrics_tenant *t = snap_tenant(snap, tid != NULL ? tid : "");
+            if (t == NULL) {
+                continue; /* counted as truncated */
+            }
+            int64_t count = cell_i64(&rs, r, 1), oldest = cell_i64(&rs, r, 2);
+            switch (by_status[k]) {
+            case S_MET_PENDING:
+                t->pending = count;
+                t->oldest_pending_ms = oldest;
+                break;
+            case S_MET_SCHEDULED:
+                t->scheduled = count;
+                break;
+            case S_MET_CLAIMED:
+                t->claimed = count;
+                t->oldest_claimed_ms = oldest;
+                break;
+            default:
+                t->quarantined = count;
+                break;
+            }
+        }
+        rows_free(&rs);
+    }
+    qsort(snap->tenants, snap->n_tenants, sizeof *snap->tenants, cmp_metrics_tenant);
+    if (rc == ROOST_OK && snap->max_agents > 0) {
+        struct prm p[] = {PI((int64_t)snap->max_agents)};
+        if ((rc = Q(b, S_MET_AGENTS, p, &rs)) == ROOST_OK) {
+            for (size_t r = 0; r < rs.n && snap->n_agents < snap->max_agents; r++) {
+                struct store_metrics_agent *a = &snap->agents[snap->n_agents++];
+                cell_copy(&rs, r, 0, a->tenant_id, sizeof a->tenant_id);
+                cell_copy(&rs, r, 1, a->agent_id, sizeof a->agent_id);
+                a->pending = cell_i64(&rs, r, 2);
+            }
+        }
+        rows_free(&rs);
+    }
     return rc;
 }
 
@@ -2262,6 +2475,9 @@ const struct store_ops store_mysql_ops = {
     .quarantine_list = my_quarantine_list,
     .requeue = my_requeue,
     .agents_list = my_agents_list,
+    .event_get = my_event_get,
+    .quarantine_purge = my_quarantine_purge,
+    .metrics_snapshot = my_metrics_snapshot,
     .tail = my_tail,
     .key_add = my_key_add,
     .key_get = my_key_get,

@@ -64,6 +64,18 @@ enum stmt_id {
     S_REQ_FIND,
     S_REQ_UPDATE,
     S_AGENTS_LIST,
+    S_AGENTS_BY_DEPTH,
+    S_AGENTS_BY_AGE,
+    S_SEEN,
+    S_EVENT_GET,
+    S_PURGE_ONE,
+    S_PURGE_AGENT,
+    S_PURGE_ALL,
+    S_MET_PENDING,
+    S_MET_SCHEDULED,
+    S_MET_CLAIMED,
+    S_MET_QUARANTINED,
+    S_MET_AGENTS,
     S_KEY_ADD,
     S_KEY_GET,
     S_KEY_LIST,
@@ -118,7 +130,7 @@ static const char *const stmt_sql[S_COUNT] = {
     /* The lease token is kept on completion so a repeated ack can be recognised. */
     [S_ACK] = "UPDATE inbox SET status = 3, payload = NULL, completed_at = ?5"
               " WHERE event_id = ?3 AND tenant_id = ?1 AND agent_id = ?2 AND status = 2"
-              " AND lease_token = ?4",
+              " AND lease_token = ?4 RETURNING available_at",
     [S_RELEASE_UPDATE] = "UPDATE inbox SET status = ?5, available_at = ?6, nacks = nacks + ?7,"
                          " last_error = coalesce(?8, last_error), lease_token = NULL,"
                          " claim_expires_at = NULL"
@@ -173,19 +185,48 @@ static const char *const stmt_sql[S_COUNT] = {
                      " claim_expires_at = NULL, completed_at = NULL, available_at = ?3,"
                      " expires_at = CASE WHEN expires_at <= ?3 THEN NULL ELSE expires_at END"
                      " WHERE event_id = ?2 AND tenant_id = ?1 AND status IN (4, 5)",
-    [S_AGENTS_LIST] =
-        "SELECT a.agent_id, a.next_seq - 1, a.purged_through_seq,"
-        " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"
-        "  AND i.agent_id = a.agent_id AND i.status = 1),"
-        " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"
-        "  AND i.agent_id = a.agent_id AND i.status = 0),"
-        " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"
-        "  AND i.agent_id = a.agent_id AND i.status = 2),"
-        " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"
-        "  AND i.agent_id = a.agent_id AND i.status = 4),"
-        " (SELECT min(available_at) FROM inbox i WHERE i.tenant_id = a.tenant_id"
-        "  AND i.agent_id = a.agent_id AND i.status = 1)"
-        " FROM agents a WHERE a.tenant_id = ?1 AND a.agent_id > ?2 ORDER BY a.agent_id LIMIT ?3",
+#define AGENT_STATS_COLS                                                                           \
+    "a.agent_id, a.next_seq - 1, a.purged_through_seq,"                                            \
+    " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"                               \
+    "  AND i.agent_id = a.agent_id AND i.status = 1) AS pending,"                                  \
+    " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"                               \
+    "  AND i.agent_id = a.agent_id AND i.status = 0),"                                             \
+    " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"                               \
+    "  AND i.agent_id = a.agent_id AND i.status = 2),"                                             \
+    " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"                               \
+    "  AND i.agent_id = a.agent_id AND i.status = 4),"                                             \
+    " (SELECT min(available_at) FROM inbox i WHERE i.tenant_id = a.tenant_id"                      \
+    "  AND i.agent_id = a.agent_id AND i.status = 1) AS oldest,"                                   \
+    " coalesce(a.last_seen_at, 0)"
+    [S_AGENTS_LIST] = "SELECT " AGENT_STATS_COLS " FROM agents a"
+                      " WHERE a.tenant_id = ?1 AND a.agent_id > ?2 ORDER BY a.agent_id LIMIT ?3",
+    [S_AGENTS_BY_DEPTH] = "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?1"
+                          " ORDER BY pending DESC, a.agent_id LIMIT ?3 OFFSET ?2",
+    [S_AGENTS_BY_AGE] = "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?1"
+                        " ORDER BY oldest IS NULL, oldest, a.agent_id LIMIT ?3 OFFSET ?2",
+    /* At most one write a minute per agent: the condition makes the common case a no-op. */
+    [S_SEEN] = "UPDATE agents SET last_seen_at = ?3 WHERE tenant_id = ?1 AND agent_id = ?2"
+               " AND (last_seen_at IS NULL OR last_seen_at <= ?3 - 60000)",
+    [S_EVENT_GET] = "SELECT " EVCOLS " FROM inbox WHERE event_id = ?2 AND tenant_id = ?1",
+    [S_PURGE_ONE] = "DELETE FROM inbox WHERE event_id = ?2 AND tenant_id = ?1 AND status = 4",
+    [S_PURGE_AGENT] = "DELETE FROM inbox WHERE rowid IN (SELECT rowid FROM inbox"
+                      " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = 4 LIMIT ?3)",
+    [S_PURGE_ALL] = "DELETE FROM inbox WHERE rowid IN (SELECT rowid FROM inbox"
+                    " WHERE tenant_id = ?1 AND status = 4 LIMIT ?3)",
+    /* Metrics: one walk per status over that status's partial index (0002 for pending), so the
+     * completed history is never read; INDEXED BY because the planner would rather walk
+     * inbox_claim, every row, to get tenant order for free. */
+    [S_MET_PENDING] = "SELECT tenant_id, count(*), min(available_at) FROM inbox"
+                      " INDEXED BY inbox_pending WHERE status = 1 GROUP BY tenant_id",
+    [S_MET_SCHEDULED] = "SELECT tenant_id, count(*), 0 FROM inbox INDEXED BY inbox_due"
+                        " WHERE status = 0 GROUP BY tenant_id",
+    [S_MET_CLAIMED] = "SELECT tenant_id, count(*), min(claimed_at) FROM inbox"
+                      " INDEXED BY inbox_scavenge WHERE status = 2 GROUP BY tenant_id",
+    [S_MET_QUARANTINED] = "SELECT tenant_id, count(*), 0 FROM inbox INDEXED BY inbox_quarantine"
+                          " WHERE status = 4 GROUP BY tenant_id",
+    [S_MET_AGENTS] = "SELECT tenant_id, agent_id, count(*) AS n FROM inbox INDEXED BY inbox_pending"
+                     " WHERE status = 1 GROUP BY tenant_id, agent_id"
+                     " ORDER BY n DESC, tenant_id, agent_id LIMIT ?1",
     [S_KEY_ADD] = "INSERT INTO keys (tenant_id, key_id, agent_id, alg, material, created_at)"
                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (tenant_id, key_id) DO NOTHING",
     [S_KEY_GET] = "SELECT key_id, agent_id, alg, created_at, revoked_at, material FROM keys"
@@ -984,7 +1025,13 @@ static int sq_claim(struct store *st, const char *tenant_id, const char *agent_i
             goto out;
         }
     }
-    rc = ROOST_OK;
+    if ((rc = prep(b, S_SEEN, &s)) != ROOST_OK) {
+        goto out;
+    }
+    bind_text(s, 1, tenant_id);
+    bind_text(s, 2, agent_id);
+    sqlite3_bind_int64(s, 3, now_ms);
+    rc = run(b, s);
 out:
     free(seqs);
     reset_all(b);
@@ -1035,11 +1082,15 @@ static bool token_eq(const struct lease_row *row, const char *lease_token)
 }
 
 static int sq_ack(struct store *st, const char *tenant_id, const char *agent_id,
-                  const char *event_id, const char *lease_token, int64_t now_ms)
+                  const char *event_id, const char *lease_token, int64_t now_ms,
+                  int64_t *available_at_ms)
 {
     struct sqlite_store *b = backend(st);
     struct lease_row row;
     sqlite3_stmt *s;
+    if (available_at_ms != NULL) {
+        *available_at_ms = 0;
+    }
     int rc = prep(b, S_ACK, &s);
     if (rc != ROOST_OK) {
         goto out;
@@ -1049,10 +1100,14 @@ static int sq_ack(struct store *st, const char *tenant_id, const char *agent_id,
     bind_text(s, 3, event_id);
     bind_text(s, 4, lease_token);
     sqlite3_bind_int64(s, 5, now_ms);
-    if ((rc = run(b, s)) != ROOST_OK) {
+    if ((rc = step(b, s)) < 0) {
         goto out;
     }
-    if (sqlite3_changes(b->db) == 1) {
+    if (rc == 1) {
+        if (available_at_ms != NULL) {
+            *available_at_ms = sqlite3_column_int64(s, 0);
+        }
+        rc = run(b, s);
         goto out;
     }
     /* Nothing changed: tell a repeated ack, a stale token and an unknown event apart. */
@@ -1069,7 +1124,8 @@ out:
 static int sq_release(struct store *st, const char *tenant_id, const char *agent_id,
                       const char *event_id, const char *lease_token,
                       enum store_release_reason reason, int64_t delay_s, const char *error,
-                      int max_attempts, int64_t now_ms, struct store_touches *touches)
+                      int max_attempts, int64_t now_ms, struct store_touches *touches,
+                      enum store_status *new_status)
 {
     struct sqlite_store *b = backend(st);
     struct lease_row row;
@@ -1111,6 +1167,9 @@ static int sq_release(struct store *st, const char *tenant_id, const char *agent
     if (sqlite3_changes(b->db) != 1) {
         rc = ROOST_ELEASEMISMATCH;
         goto out;
+    }
+    if (new_status != NULL) {
+        *new_status = to;
     }
     if (to == STORE_PENDING) {
         rc = touch(b, tenant_id, agent_id, touches);
@@ -1590,21 +1649,28 @@ out:
     return rc;
 }
 
-static int sq_agents_list(struct store *st, const char *tenant_id, const char *after_agent,
-                          size_t limit, int64_t now_ms, struct store_agent_stats *out, size_t *n,
-                          bool *has_more)
+static int sq_agents_list(struct store *st, const char *tenant_id, enum store_agents_sort sort,
+                          const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
+                          struct store_agent_stats *out, size_t *n, bool *has_more)
 {
     struct sqlite_store *b = backend(st);
     sqlite3_stmt *s;
     (void)now_ms;
     *n = 0;
     *has_more = false;
-    int rc = prep(b, S_AGENTS_LIST, &s);
+    enum stmt_id id = sort == STORE_SORT_DEPTH ? S_AGENTS_BY_DEPTH
+                      : sort == STORE_SORT_AGE ? S_AGENTS_BY_AGE
+                                               : S_AGENTS_LIST;
+    int rc = prep(b, id, &s);
     if (rc != ROOST_OK || limit == 0) {
         goto out;
     }
     bind_text(s, 1, tenant_id);
-    bind_text(s, 2, after_agent != NULL ? after_agent : "");
+    if (id == S_AGENTS_LIST) {
+        bind_text(s, 2, after_agent != NULL ? after_agent : "");
+    } else {
+        sqlite3_bind_int64(s, 2, offset < 0 ? 0 : offset);
+    }
     sqlite3_bind_int64(s, 3, sql_limit(limit) + 1);
     while ((rc = step(b, s)) == 1) {
         if (*n == limit) {
@@ -1621,10 +1687,176 @@ static int sq_agents_list(struct store *st, const char *tenant_id, const char *a
         a->claimed = sqlite3_column_int64(s, 5);
         a->quarantined = sqlite3_column_int64(s, 6);
         a->oldest_pending_ms = sqlite3_column_int64(s, 7);
+        a->last_seen_ms = sqlite3_column_int64(s, 8);
     }
     rc = rc < 0 ? rc : ROOST_OK;
 out:
     reset_all(b);
+    return rc;
+}
+
+static int sq_event_get(struct store *st, const char *tenant_id, const char *event_id,
+                        struct store_event *out)
+{
+    struct sqlite_store *b = backend(st);
+    struct store_events one = {0};
+    sqlite3_stmt *s;
+    int rc = prep(b, S_EVENT_GET, &s);
+    if (rc != ROOST_OK) {
+        goto out;
+    }
+    bind_text(s, 1, tenant_id);
+    bind_text(s, 2, event_id);
+    if ((rc = step(b, s)) < 0) {
+        goto out;
+    }
+    if (rc == 0) {
+        rc = ROOST_EEVENTNOTFOUND;
+        goto out;
+    }
+    if ((rc = push_row(s, &one)) == ROOST_OK) {
+        *out = one.items[0]; /* moves the heap members */
+        one.len = 0;
+    }
+out:
+    store_events_cleanup(&one);
+    reset_all(b);
+    return rc;
+}
+
+static int sq_quarantine_purge(struct store *st, const char *tenant_id, const char *agent_id,
+                               const char *event_id, size_t limit, size_t *purged)
+{
+    struct sqlite_store *b = backend(st);
+    sqlite3_stmt *s;
+    *purged = 0;
+    enum stmt_id id = event_id != NULL   ? S_PURGE_ONE
+                      : agent_id != NULL ? S_PURGE_AGENT
+                                         : S_PURGE_ALL;
+    int rc = prep(b, id, &s);
+    if (rc != ROOST_OK) {
+        goto out;
+    }
+    bind_text(s, 1, tenant_id);
+    if (id == S_PURGE_ONE) {
+        bind_text(s, 2, event_id);
+    } else {
+        if (id == S_PURGE_AGENT) {
+            bind_text(s, 2, agent_id);
+        }
+        sqlite3_bind_int64(s, 3, sql_limit(limit));
+    }
+    if ((rc = run(b, s)) != ROOST_OK) {
+        goto out;
+    }
+    *purged = (size_t)sqlite3_changes(b->db);
+    if (id == S_PURGE_ONE && *purged == 0) {
+        /* Tell an unknown event from one in another status. */
+        if ((rc = prep(b, S_REQ_FIND, &s)) != ROOST_OK) {
+            goto out;
+        }
+        bind_text(s, 1, tenant_id);
+        bind_text(s, 2, event_id);
+        rc = step(b, s);
+        rc = rc < 0 ? rc : rc == 1 ? ROOST_ESTATE : ROOST_EEVENTNOTFOUND;
+    }
+out:
+    reset_all(b);
+    return rc;
+}
+
+/* The snapshot's entry of a tenant, added when missing; NULL when the array is full. */
+static struct store_metrics_tenant *snap_tenant(struct store_metrics_snapshot *snap,
+                                                const char *tenant_id)
+{
+    for (size_t i = 0; i < snap->n_tenants; i++) {
+        if (strcmp(snap->tenants[i].tenant_id, tenant_id) == 0) {
+            return &snap->tenants[i];
+        }
+    }
+    if (snap->n_tenants == snap->max_tenants) {
+        snap->truncated = true;
+        return NULL;
+    }
+    struct store_metrics_tenant *t = &snap->tenants[snap->n_tenants++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->tenant_id, sizeof t->tenant_id, "%s", tenant_id);
+    return t;
+}
+
+static int cmp_tenant(const void *a, const void *b)
+{
+    return strcmp(((const struct store_metrics_tenant *)a)->tenant_id,
+                  ((const struct store_metrics_tenant *)b)->tenant_id);
+}
+
+static int sq_metrics_snapshot(struct store *st, int64_t now_ms,
+                               struct store_metrics_snapshot *snap)
+{
+    struct sqlite_store *b = backend(st);
+    static const enum stmt_id by_status[] = {S_MET_PENDING, S_MET_SCHEDULED, S_MET_CLAIMED,
+                                             S_MET_QUARANTINED};
+    sqlite3_stmt *s;
+    (void)now_ms;
+    snap->n_tenants = snap->n_agents = 0;
+    snap->truncated = false;
+    /* One read transaction: every query sees the same snapshot. */
+    int rc = exec_id(b, S_BEGIN_READ);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    for (size_t q = 0; q < sizeof by_status / sizeof by_status[0]; q++) {
+        if ((rc = prep(b, by_status[q], &s)) != ROOST_OK) {
+            goto out;
+        }
+        while ((rc = step(b, s)) == 1) {
+            const unsigned char *tid = sqlite3_column_text(s, 0);
+            struct store_metrics_tenant *t = snap_tenant(snap, tid ? (const char *)tid : "");
+            if (t == NULL) {
+                continue; /* counted as truncated */
+            }
+            int64_t count = sqlite3_column_int64(s, 1), oldest = sqlite3_column_int64(s, 2);
+            switch (by_status[q]) {
+            case S_MET_PENDING:
+                t->pending = count;
+                t->oldest_pending_ms = oldest;
+                break;
+            case S_MET_SCHEDULED:
+                t->scheduled = count;
+                break;
+            case S_MET_CLAIMED:
+                t->claimed = count;
+                t->oldest_claimed_ms = oldest;
+                break;
+            default:
+                t->quarantined = count;
+                break;
+            }
+        }
+        if (rc < 0) {
+            goto out;
+        }
+    }
+    qsort(snap->tenants, snap->n_tenants, sizeof *snap->tenants, cmp_tenant);
+    if (snap->max_agents > 0) {
+        if ((rc = prep(b, S_MET_AGENTS, &s)) != ROOST_OK) {
+            goto out;
+        }
+        sqlite3_bind_int64(s, 1, sql_limit(snap->max_agents));
+        while (snap->n_agents < snap->max_agents && (rc = step(b, s)) == 1) {
+            struct store_metrics_agent *a = &snap->agents[snap->n_agents++];
+            col_copy(s, 0, a->tenant_id, sizeof a->tenant_id);
+            col_copy(s, 1, a->agent_id, sizeof a->agent_id);
+            a->pending = sqlite3_column_int64(s, 2);
+        }
+        if (rc < 0) {
+            goto out;
+        }
+    }
+    rc = ROOST_OK;
+out:
+    reset_all(b);
+    exec_id(b, S_ROLLBACK); /* read-only: ends the snapshot */
     return rc;
 }
 
@@ -1812,6 +2044,9 @@ const struct store_ops store_sqlite_ops = {
     .quarantine_list = sq_quarantine_list,
     .requeue = sq_requeue,
     .agents_list = sq_agents_list,
+    .event_get = sq_event_get,
+    .quarantine_purge = sq_quarantine_purge,
+    .metrics_snapshot = sq_metrics_snapshot,
     .key_add = sq_key_add,
     .key_get = sq_key_get,
     .key_list = sq_key_list,

@@ -788,3 +788,29 @@ char *raw_insert_header(const char *req, size_t len, const char *header_line, si
     *out_len = n;
     return out;
 }
+
+int roostd_log_count(const struct roostd *d, const char *needle)
+{
+    char *path = h_fmt("%s/roostd.log", d->dir), *data = NULL;
+    size_t len = 0;
+    int n = 0;
+    if (h_read_file(path, &data, &len) == 0) {
+        for (const char *p = data; (p = strstr(p, needle)) != NULL; p++) {
+            n++;
+        }
+    }
+    free(data);
+    free(path);
+    return n;
+}
+
+bool roostd_hup_and_wait(const struct roostd *d, const char *needle)
+{
+    int before = roostd_log_count(d, needle);
+    if (kill(d->pid, SIGHUP) != 0) {
+        return false;
+    }
+    bool ok;
+    H_WAIT_UNTIL(ok, 10000, roostd_log_count(d, needle) > before);
+    return ok;
+}

@@ -149,8 +149,8 @@ const char *h_error_code(const json_t *j);
 
 struct roostd {
     pid_t pid;
-    char dir[256]; /* data dir */
-    char url[128]; /* base URL from the ready file */
+    char dir[256];       /* data dir */
+    char url[128];       /* base URL from the ready file */
     char store_url[512]; /* MariaDB mode: the database of this data dir; "" with SQLite */
     char host[64];
     int port;
@@ -176,6 +176,10 @@ void roostd_kill(struct roostd *d);
 bool roostd_alive(struct roostd *d);
 /* Removes the data dir and everything in it. */
 void roostd_remove_dir(struct roostd *d);
+/* How often `needle` occurs in the daemon's log so far (0 when it cannot be read). */
+int roostd_log_count(const struct roostd *d, const char *needle);
+/* SIGHUP, then waits (deadline 10 s) until `needle` occurs once more in the log. */
+bool roostd_hup_and_wait(const struct roostd *d, const char *needle);
 /* Prints the last bytes of the daemon's log to stderr (for failures). */
 void roostd_print_log(const struct roostd *d);
 

@@ -24,32 +24,6 @@ static int write_conf(const char *body)
     return fclose(f) == 0 ? 0 : -1;
 }
 
-static int log_count(const char *needle)
-{
-    char *path = h_fmt("%s/roostd.log", d.dir), *data = NULL;
-    size_t len = 0;
-    int n = 0;
-    if (h_read_file(path, &data, &len) == 0) {
-        for (const char *p = data; (p = strstr(p, needle)) != NULL; p++) {
-            n++;
-        }
-    }
-    free(data);
-    free(path);
-    return n;
-}
-
-static bool hup_and_wait(const char *needle)
-{
-    int before = log_count(needle);
-    if (kill(d.pid, SIGHUP) != 0) {
-        return false;
-    }
-    bool ok;
-    H_WAIT_UNTIL(ok, 10000, log_count(needle) > before);
-    return ok;
-}
-
 /* The answer to publishing one event with `extra` fields (stolen): 200 or the error status. */
 static long publish_with(const char *tok, json_t *extra)
 {
@@ -70,15 +44,15 @@ static void test_reload(void)
 
     /* A reloadable key changes, and one that needs a restart. */
     CHECK_EQ(write_conf("limits.max_recipients = 3\nhttp.timeout_s = 77\n"), 0);
-    CHECK(hup_and_wait("config reloaded"));
-    CHECK(log_count("changed=\"limits.max_recipients\"") == 1);
-    CHECK(log_count("needs_restart=\"http.timeout_s\"") == 1);
+    CHECK(roostd_hup_and_wait(&d, "config reloaded"));
+    CHECK(roostd_log_count(&d, "changed=\"limits.max_recipients\"") == 1);
+    CHECK(roostd_log_count(&d, "needs_restart=\"http.timeout_s\"") == 1);
     three = json_pack("{s:[s,s,s]}", "recipients", "r.a", "r.b", "r.c");
     CHECK_EQ(publish_with(tok, three), 201);
 
     /* A broken file: the reload fails, the previous values stay. */
     CHECK_EQ(write_conf("limits.max_recipients = banana\n"), 0);
-    CHECK(hup_and_wait("config reload failed"));
+    CHECK(roostd_hup_and_wait(&d, "config reload failed"));
     CHECK(roostd_alive(&d));
     three = json_pack("{s:[s,s,s]}", "recipients", "r.a", "r.b", "r.c");
     CHECK_EQ(publish_with(tok, three), 201);
@@ -87,10 +61,10 @@ static void test_reload(void)
 
     /* log.level is reloadable too: at warn, request lines (info) stop. */
     CHECK_EQ(write_conf("limits.max_recipients = 3\nlog.level = warn\n"), 0);
-    CHECK(hup_and_wait("config reloaded"));
-    int requests = log_count("msg=request");
+    CHECK(roostd_hup_and_wait(&d, "config reloaded"));
+    int requests = roostd_log_count(&d, "msg=request");
     CHECK_EQ(publish_with(tok, NULL), 201);
-    CHECK_EQ(log_count("msg=request"), requests);
+    CHECK_EQ(roostd_log_count(&d, "msg=request"), requests);
     free(tok);
 }
 

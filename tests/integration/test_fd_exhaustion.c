@@ -53,16 +53,6 @@ static long cpu_ticks(pid_t pid)
     return ticks;
 }
 
-static bool log_contains(const char *needle)
-{
-    char *path = h_fmt("%s/roostd.log", d.dir), *log = NULL;
-    size_t len;
-    bool found = h_read_file(path, &log, &len) == 0 && strstr(log, needle) != NULL;
-    free(log);
-    free(path);
-    return found;
-}
-
 static void test_emfile_pauses_accept_and_recovers(void)
 {
     int base_fds = count_open_fds(d.pid);
@@ -86,7 +76,7 @@ static void test_emfile_pauses_accept_and_recovers(void)
     }
     CHECK_EQ(opened, N_CONNS); /* the kernel's backlog takes them */
     bool ok;
-    H_WAIT_UNTIL(ok, 10000, log_contains("accept failed, pausing new connections"));
+    H_WAIT_UNTIL(ok, 10000, roostd_log_count(&d, "accept failed, pausing new connections") > 0);
     CHECK(ok);
 
     /* Paused, not spinning: over one second the daemon uses well under half a core. */

@@ -72,35 +72,6 @@ static int write_config(const char *audience)
     return fclose(f) == 0 ? 0 : -1;
 }
 
-/* How often `needle` occurs in roostd's log so far. */
-static int log_count(const char *needle)
-{
-    char *path = h_fmt("%s/roostd.log", d.dir);
-    char *data = NULL;
-    size_t len = 0;
-    int n = 0;
-    if (h_read_file(path, &data, &len) == 0) {
-        for (const char *p = data; (p = strstr(p, needle)) != NULL; p++) {
-            n++;
-        }
-    }
-    free(data);
-    free(path);
-    return n;
-}
-
-/* SIGHUP, then waits until the reload logged `needle` once more than before. */
-static bool hup_and_wait(const char *needle)
-{
-    int before = log_count(needle);
-    if (kill(d.pid, SIGHUP) != 0) {
-        return false;
-    }
-    bool ok;
-    H_WAIT_UNTIL(ok, 10000, log_count(needle) > before);
-    return ok;
-}
-
 static void test_each_algorithm_accepted(void)
 {
     static const char *const good[] = {"ed_t1", "es_t1",       "rs_t1",
@@ -166,7 +137,7 @@ static void test_sighup_reload(void)
     char *j2 = h_fmt("%s/jwks2.json", dir), *jwks = h_fmt("%s/jwks.json", dir);
     CHECK(install(j2, jwks) == 0);
     CHECK(inbox_status("es2_t1", "idp.a") == 401); /* nothing happens before the signal */
-    CHECK(hup_and_wait("config reloaded"));
+    CHECK(roostd_hup_and_wait(&d, "config reloaded"));
     CHECK_EQ(inbox_status("es2_t1", "idp.a"), 200);
     CHECK_EQ(inbox_status("es_t1", "idp.a"), 401); /* removed key, even though it was cached */
     CHECK_EQ(inbox_status("rs_t1", "idp.a"), 401);
@@ -176,7 +147,7 @@ static void test_sighup_reload(void)
     /* 2. A broken key set: the reload fails, the old keys stay, roostd lives. */
     FILE *f = fopen(jwks, "w");
     CHECK(f != NULL && fputs("{\"keys\": [", f) >= 0 && fclose(f) == 0);
-    CHECK(hup_and_wait("config reload failed"));
+    CHECK(roostd_hup_and_wait(&d, "config reload failed"));
     CHECK(roostd_alive(&d));
     CHECK_EQ(inbox_status("es2_t1", "idp.a"), 200);
     CHECK_EQ(inbox_status("es_t1", "idp.a"), 401);
@@ -184,7 +155,7 @@ static void test_sighup_reload(void)
     /* 3. A new audience in the config file, the good key set back. */
     CHECK(install(j2, jwks) == 0);
     CHECK(write_config(h_str(tokens, "aud2")) == 0);
-    CHECK(hup_and_wait("config reloaded"));
+    CHECK(roostd_hup_and_wait(&d, "config reloaded"));
     CHECK_EQ(inbox_status("es2_aud2", "idp.a"), 200);
     CHECK_EQ(inbox_status("ed_aud2", "idp.a"), 200);
     CHECK_EQ(inbox_status("es2_t1", "idp.a"), 401); /* the old audience */

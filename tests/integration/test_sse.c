@@ -21,22 +21,6 @@
 
 #include "common/banned.h"
 
-static bool log_contains(const struct roostd *d, const char *needle, int count)
-{
-    char *path = h_fmt("%s/roostd.log", d->dir);
-    char *data = NULL;
-    size_t len = 0;
-    int n = 0;
-    if (h_read_file(path, &data, &len) == 0) {
-        for (const char *p = data; (p = strstr(p, needle)) != NULL; p++) {
-            n++;
-        }
-    }
-    free(data);
-    free(path);
-    return n >= count;
-}
-
 static long post(struct roostd *d, const char *tok, json_t *body, json_t **out, const char *path)
 {
     return h_callj(d->http, "POST", tok, body, out, "%s", path);
@@ -368,7 +352,7 @@ static void test_auth_and_scopes(void)
     CHECK_EQ(sse_open(&s, &D, "/api/v1/agents/au.a/subscribe?after=3", read, NULL, 0), 400);
     sse_close(&s);
     /* The query token never reaches the log. */
-    CHECK(!log_contains(&D, read, 1));
+    CHECK(roostd_log_count(&D, read) == 0);
     free(pub);
     free(other);
     free(read);
@@ -486,11 +470,11 @@ static void test_limits(void)
     /* A client that goes away is noticed at once (no write needed): its slot frees. */
     sse_close(&a1);
     bool ok;
-    H_WAIT_UNTIL(ok, 5000, log_contains(&d, "stream closed", 1));
+    H_WAIT_UNTIL(ok, 5000, roostd_log_count(&d, "stream closed") >= 1);
     CHECK(ok);
     CHECK(subscribe(&a1, &d, t1, "a", 0));
     sse_close(&t2a);
-    H_WAIT_UNTIL(ok, 5000, log_contains(&d, "stream closed", 2));
+    H_WAIT_UNTIL(ok, 5000, roostd_log_count(&d, "stream closed") >= 2);
     CHECK(ok);
     CHECK(subscribe(&c, &d, t3, "z", 0));
     /* Connections that close before their stream starts never count. */
@@ -591,13 +575,14 @@ static void test_slow_subscriber_dropped(void)
     while ((head < N_MIN || !dropped) && h_now_ms() < deadline) {
         head = h_publish(d.http, tok, "slow.a", NULL, NULL, NULL);
         paced = paced && head > 0 && wait_ping(&good, head, 5000);
-        dropped = dropped || (head % 10 == 0 && log_contains(&d, "sse subscriber dropped", 1));
+        dropped =
+            dropped || (head % 10 == 0 && roostd_log_count(&d, "sse subscriber dropped") >= 1);
     }
     const int64_t N = head;
     CHECK(paced);
     CHECK(N >= N_MIN);
     CHECK(dropped);
-    CHECK(log_contains(&d, "reason=stalled", 1));
+    CHECK(roostd_log_count(&d, "reason=stalled") >= 1);
     /* The slow client reads at last: what was sent, then the server's close. */
     struct sse_ev ev;
     int r, n_pings = 0;
@@ -659,7 +644,7 @@ static void test_sigterm_ends_streams(void)
         CHECK_EQ(s[i].raw_len, 0);
         sse_close(&s[i]);
     }
-    CHECK(log_contains(&d, "stream closed", N));
+    CHECK(roostd_log_count(&d, "stream closed") >= N);
     free(tok);
     roostd_remove_dir(&d);
 }

@@ -215,7 +215,7 @@ static int claim(struct store *st, const char *tenant, const char *agent, size_t
 static int ack(struct store *st, const char *tenant, const char *agent, const char *event_id,
                const char *token, int64_t now)
 {
-    return IN_TX(st, st->ops->ack(st, tenant, agent, event_id, token, now));
+    return IN_TX(st, st->ops->ack(st, tenant, agent, event_id, token, now, NULL));
 }
 
 static int release(struct store *st, const char *tenant, const char *agent,
@@ -223,7 +223,7 @@ static int release(struct store *st, const char *tenant, const char *agent,
                    const char *error, int max_attempts, int64_t now, struct store_touches *touches)
 {
     return IN_TX(st, st->ops->release(st, tenant, agent, ev->event_id, ev->lease_token, reason,
-                                      delay_s, error, max_attempts, now, touches));
+                                      delay_s, error, max_attempts, now, touches, NULL));
 }
 
 static int scavenge(struct store *st, int64_t now, int max_attempts, size_t *count,
@@ -1106,7 +1106,8 @@ static void test_store_tenant_isolation(struct fx *f)
     CHECK(none.len == 0 && !more);
     struct store_agent_stats stats[4];
     size_t n = 9;
-    CHECK_RC(st->ops->agents_list(st, TB, "", 4, T0, stats, &n, &more), ROOST_OK);
+    CHECK_RC(st->ops->agents_list(st, TB, STORE_SORT_AGENT, "", 0, 4, T0, stats, &n, &more),
+             ROOST_OK);
     CHECK(n == 0 && !more);
     /* Tenant A is untouched by all of that. */
     CHECK(status_of(st, TA, "x", 1) == STORE_CLAIMED);
@@ -1198,18 +1199,124 @@ static void test_store_quarantine_list_and_agents_list(struct fx *f)
 
     struct store_agent_stats stats[4];
     size_t n = 0;
-    CHECK_RC(st->ops->agents_list(st, TA, "", 1, T0, stats, &n, &more), ROOST_OK);
+    CHECK_RC(st->ops->agents_list(st, TA, STORE_SORT_AGENT, "", 0, 1, T0, stats, &n, &more),
+             ROOST_OK);
     CHECK(n == 1 && more && strcmp(stats[0].agent_id, "a") == 0);
     if (n == 1) {
         CHECK(stats[0].head == 5 && stats[0].purged_through_seq == 0);
         CHECK(stats[0].pending == 1 && stats[0].scheduled == 1 && stats[0].claimed == 1);
         CHECK(stats[0].quarantined == 2 && stats[0].oldest_pending_ms == T0 + 7);
     }
-    CHECK_RC(st->ops->agents_list(st, TA, "a", 4, T0, stats, &n, &more), ROOST_OK);
+    CHECK_RC(st->ops->agents_list(st, TA, STORE_SORT_AGENT, "a", 0, 4, T0, stats, &n, &more),
+             ROOST_OK);
     CHECK(n == 1 && !more && strcmp(stats[0].agent_id, "b") == 0);
     if (n == 1) {
         CHECK(stats[0].head == 2 && stats[0].pending == 0 && stats[0].oldest_pending_ms == 0);
     }
+}
+
+/* The operations behind /metrics and the operator API: the metrics snapshot, the agent listing's
+ * sort orders and last_seen, one event by id, quarantine purge, and the ack's available_at. */
+static void test_store_metrics_snapshot_and_admin_ops(struct fx *f)
+{
+    struct store *st = f->st;
+    struct store_events evs = {0};
+    for (int i = 0; i < 3; i++) {
+        pub1(st, TA, "deep", "{}", NULL, T0 + i, NULL);
+    }
+    pub1(st, TA, "shallow", "{}", NULL, T0 + 10, NULL);
+    pub1(st, TB, "x", "{}", NULL, T0 + 20, NULL);
+    struct pubopt later = {.available_at = T0 + 99999};
+    pub1(st, TB, "x", "{}", &later, T0, NULL); /* scheduled */
+    /* TB/x: one claimed, then poisoned into quarantine; a second claimed and kept. */
+    pub1(st, TB, "x", "{}", NULL, T0 + 21, NULL);
+    CHECK_RC(claim(st, TB, "x", 2, 30, "", T0 + 30, &evs), ROOST_OK);
+    CHECK(evs.len == 2);
+    enum store_status to = STORE_PENDING;
+    if (evs.len == 2) {
+        CHECK_RC(
+            IN_TX(st, st->ops->release(st, TB, "x", evs.items[0].event_id, evs.items[0].lease_token,
+                                       STORE_RELEASE_POISON, 0, "boom", 5, T0 + 31, NULL, &to)),
+            ROOST_OK);
+        CHECK(to == STORE_QUARANTINED);
+    }
+    char quarantined_id[STORE_EVENT_ID_LEN + 1] = "";
+    if (evs.len == 2) {
+        memcpy(quarantined_id, evs.items[0].event_id, sizeof quarantined_id);
+    }
+    store_events_cleanup(&evs);
+
+    struct store_metrics_tenant tenants[4];
+    struct store_metrics_agent top[2];
+    struct store_metrics_snapshot snap = {
+        .tenants = tenants, .max_tenants = 4, .agents = top, .max_agents = 2};
+    CHECK_RC(st->ops->metrics_snapshot(st, T0 + 40, &snap), ROOST_OK);
+    CHECK(snap.n_tenants == 2 && !snap.truncated);
+    if (snap.n_tenants == 2) {
+        CHECK(strcmp(tenants[0].tenant_id, TA) == 0 && tenants[0].pending == 4);
+        CHECK(tenants[0].oldest_pending_ms == T0 && tenants[0].claimed == 0);
+        CHECK(tenants[1].pending == 0 && tenants[1].scheduled == 1 && tenants[1].claimed == 1);
+        CHECK(tenants[1].quarantined == 1 && tenants[1].oldest_claimed_ms == T0 + 30);
+    }
+    CHECK(snap.n_agents == 2);
+    if (snap.n_agents == 2) {
+        CHECK(strcmp(top[0].agent_id, "deep") == 0 && top[0].pending == 3);
+        CHECK(strcmp(top[1].agent_id, "shallow") == 0 && top[1].pending == 1);
+    }
+    snap.max_tenants = 1;
+    CHECK_RC(st->ops->metrics_snapshot(st, T0 + 40, &snap), ROOST_OK);
+    CHECK(snap.n_tenants == 1 && snap.truncated);
+
+    /* Sort orders; the claim above recorded last_seen for TB/x only. */
+    struct store_agent_stats stats[4];
+    size_t n = 0;
+    bool more = false;
+    CHECK_RC(st->ops->agents_list(st, TA, STORE_SORT_DEPTH, NULL, 0, 1, T0, stats, &n, &more),
+             ROOST_OK);
+    CHECK(n == 1 && more && strcmp(stats[0].agent_id, "deep") == 0 && stats[0].last_seen_ms == 0);
+    CHECK_RC(st->ops->agents_list(st, TA, STORE_SORT_DEPTH, NULL, 1, 4, T0, stats, &n, &more),
+             ROOST_OK);
+    CHECK(n == 1 && !more && strcmp(stats[0].agent_id, "shallow") == 0);
+    CHECK_RC(st->ops->agents_list(st, TA, STORE_SORT_AGE, NULL, 0, 4, T0, stats, &n, &more),
+             ROOST_OK);
+    CHECK(n == 2 && strcmp(stats[0].agent_id, "deep") == 0);
+    CHECK_RC(st->ops->agents_list(st, TB, STORE_SORT_AGENT, "", 0, 4, T0, stats, &n, &more),
+             ROOST_OK);
+    CHECK(n == 1 && stats[0].last_seen_ms == T0 + 30);
+
+    /* One event by id, with its audit fields; then purge it. */
+    struct store_event ev;
+    memset(&ev, 0, sizeof ev);
+    CHECK_RC(st->ops->event_get(st, TB, quarantined_id, &ev), ROOST_OK);
+    CHECK(ev.status == STORE_QUARANTINED && ev.last_error && strcmp(ev.last_error, "boom") == 0);
+    CHECK(ev.payload != NULL && ev.attempts == 1);
+    store_event_cleanup(&ev);
+    CHECK_RC(st->ops->event_get(st, TA, quarantined_id, &ev), ROOST_EEVENTNOTFOUND);
+    size_t purged = 9;
+    CHECK_RC(IN_TX(st, st->ops->quarantine_purge(st, TA, NULL, quarantined_id, 10, &purged)),
+             ROOST_EEVENTNOTFOUND);
+    CHECK_RC(IN_TX(st, st->ops->quarantine_purge(st, TB, NULL, quarantined_id, 10, &purged)),
+             ROOST_OK);
+    CHECK(purged == 1);
+    CHECK_RC(st->ops->event_get(st, TB, quarantined_id, &ev), ROOST_EEVENTNOTFOUND);
+    CHECK_RC(IN_TX(st, st->ops->quarantine_purge(st, TB, "x", NULL, 10, &purged)), ROOST_OK);
+    CHECK(purged == 0); /* the claimed and scheduled rows of x are untouched */
+    CHECK(head_of(st, TB, "x") == 3);
+
+    /* The ack reports available_at once, and 0 when repeated. */
+    CHECK_RC(claim(st, TA, "shallow", 1, 30, "", T0 + 50, &evs), ROOST_OK);
+    if (evs.len == 1) {
+        int64_t avail = -1;
+        CHECK_RC(IN_TX(st, st->ops->ack(st, TA, "shallow", evs.items[0].event_id,
+                                        evs.items[0].lease_token, T0 + 51, &avail)),
+                 ROOST_OK);
+        CHECK(avail == T0 + 10);
+        CHECK_RC(IN_TX(st, st->ops->ack(st, TA, "shallow", evs.items[0].event_id,
+                                        evs.items[0].lease_token, T0 + 52, &avail)),
+                 ROOST_OK);
+        CHECK(avail == 0);
+    }
+    store_events_cleanup(&evs);
 }
 
 static void test_store_reads_on_another_connection_see_only_commits(struct fx *f)
@@ -1610,6 +1717,7 @@ static const struct test tests[] = {
     TEST(test_store_tenant_isolation),
     TEST(test_store_savepoint_rollback_undoes_one_request),
     TEST(test_store_quarantine_list_and_agents_list),
+    TEST(test_store_metrics_snapshot_and_admin_ops),
     TEST(test_store_reads_on_another_connection_see_only_commits),
     TEST(test_store_keys_add_get_revoke),
     TEST(test_store_keys_list_paging_without_material),

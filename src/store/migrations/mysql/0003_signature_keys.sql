@@ -1,5 +1,5 @@
 -- SPDX-License-Identifier: MIT
--- Request-signing keys and the nonces seen with them (DESIGN §6.2), as in SQLite's 0002. `keys` is
+-- Request-signing keys and the nonces seen with them (DESIGN §6.2), as in SQLite's 0003. `keys` is
 -- a reserved word in MySQL: every statement quotes it. Ids and nonces (RFC 9651 Strings: printable
 -- ASCII) are ascii_bin, compared bytewise like SQLite.
 -- statement

@@ -1,0 +1,572 @@
+/* SPDX-License-Identifier: MIT */
+/* Metrics registry and the Prometheus text exposition (see metrics.h). Histograms are arrays of
+ * relaxed atomics, so worker threads record store timings without locks; everything else is
+ * touched on the loop thread only. */
+#include "server/metrics.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "server/server.h"
+#include "server/sse_hub.h"
+#include "server/workers.h"
+
+/* Last: poisons unsafe functions for this file only. */
+#include "common/banned.h"
+
+#define HIST_MAX_BUCKETS 16
+#define HTTP_MAX_ROUTES 40
+#define HTTP_MAX_STATUSES 16
+
+static const double latency_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                        0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+static const double delivery_bounds[] = {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600};
+static const double batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+
+#define NBOUNDS(a) (sizeof(a) / sizeof((a)[0]))
+
+struct hist {
+    const double *bounds;
+    size_t n_bounds;
+    double unit; /* sum is kept as an integer count of this unit */
+    _Atomic uint64_t counts[HIST_MAX_BUCKETS + 1]; /* per bucket, not cumulative; last = +Inf */
+    _Atomic uint64_t sum_units;
+};
+
+static void hist_init(struct hist *h, const double *bounds, size_t n, double unit)
+{
+    h->bounds = bounds;
+    h->n_bounds = n;
+    h->unit = unit;
+}
+
+static void hist_observe(struct hist *h, double v)
+{
+    size_t i = 0;
+    while (i < h->n_bounds && v > h->bounds[i]) {
+        i++;
+    }
+    atomic_fetch_add_explicit(&h->counts[i], 1, memory_order_relaxed);
+    if (v > 0) {
+        atomic_fetch_add_explicit(&h->sum_units, (uint64_t)(v / h->unit + 0.5),
+                                  memory_order_relaxed);
+    }
+}
+
+/* The store ops a job can name; anything else is "other" (a fixed label set). */
+static const char *const store_ops[] = {
+    "publish",          "inbox_read",  "claim",  "ack",       "ack_batch", "release",
+    "extend",           "release_all", "state",  "scheduler", "retention", "admin",
+    "metrics_snapshot", "ready",       "commit", "other",
+};
+#define N_STORE_OPS (sizeof store_ops / sizeof store_ops[0])
+
+struct route_stats {
+    const char *name;
+    struct hist duration;
+    struct {
+        int status;
+        uint64_t n;
+    } statuses[HTTP_MAX_STATUSES];
+    size_t n_statuses;
+};
+
+struct metrics {
+    /* any thread */
+    struct hist store_op[N_STORE_OPS];
+    struct hist group_commit;
+    /* loop thread */
+    struct hist delivery;
+    struct route_stats routes[HTTP_MAX_ROUTES];
+    size_t n_routes;
+    uint64_t published, lease_expired, quarantined, sse_pings;
+    uint64_t released[3]; /* by enum store_release_reason */
+
+    /* snapshot refresh */
+    struct server *srv;
+    struct event *timer;
+    bool busy, stopped;
+    struct store_metrics_snapshot snap; /* the last good one; arrays owned */
+    int64_t snap_ms;                    /* wall clock of snap, 0 = none yet */
+    uint64_t snap_failures;
+};
+
+struct metrics *metrics_new(void)
+{
+    struct metrics *m = calloc(1, sizeof *m);
+    if (m == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < N_STORE_OPS; i++) {
+        hist_init(&m->store_op[i], latency_bounds, NBOUNDS(latency_bounds), 1e-6);
+    }
+    hist_init(&m->group_commit, batch_bounds, NBOUNDS(batch_bounds), 1);
+    hist_init(&m->delivery, delivery_bounds, NBOUNDS(delivery_bounds), 1e-3);
+    return m;
+}
+
+static void snapshot_free(struct store_metrics_snapshot *s)
+{
+    free(s->tenants);
+    free(s->agents);
+    memset(s, 0, sizeof *s);
+}
+
+void metrics_free(struct metrics *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    metrics_stop(m);
+    snapshot_free(&m->snap);
+    free(m);
+}
+
+void metrics_store_op(struct metrics *m, const char *op, double seconds)
+{
+    size_t i = 0;
+    while (op != NULL && i < N_STORE_OPS - 1 && strcmp(store_ops[i], op) != 0) {
+        i++;
+    }
+    if (op == NULL) {
+        i = N_STORE_OPS - 1;
+    }
+    hist_observe(&m->store_op[i], seconds);
+}
+
+void metrics_group_commit(struct metrics *m, size_t jobs)
+{
+    hist_observe(&m->group_commit, (double)jobs);
+}
+
+void metrics_http(struct metrics *m, const char *route, int status, double seconds)
+{
+    struct route_stats *r = NULL;
+    for (size_t i = 0; i < m->n_routes; i++) {
+        if (m->routes[i].name == route || strcmp(m->routes[i].name, route) == 0) {
+            r = &m->routes[i];
+            break;
+        }
+    }
+    if (r == NULL) {
+        if (m->n_routes == HTTP_MAX_ROUTES) {
+            return; /* cannot happen with the router's table; bounded all the same */
+        }
+        r = &m->routes[m->n_routes++];
+        r->name = route;
+        hist_init(&r->duration, latency_bounds, NBOUNDS(latency_bounds), 1e-6);
+    }
+    hist_observe(&r->duration, seconds);
+    size_t k = 0;
+    while (k < r->n_statuses && r->statuses[k].status != status) {
+        k++;
+    }
+    if (k == r->n_statuses) {
+        if (k == HTTP_MAX_STATUSES) {
+            k--; /* the last slot absorbs anything beyond: bounded cardinality */
+        } else {
+            r->statuses[k].status = status;
+            r->n_statuses++;
+        }
+    }
+    r->statuses[k].n++;
+}
+
+void metrics_delivery(struct metrics *m, int64_t available_at_ms, int64_t now_ms)
+{
+    if (available_at_ms > 0) {
+        int64_t d = now_ms - available_at_ms;
+        hist_observe(&m->delivery, d > 0 ? (double)d / 1000.0 : 0.0);
+    }
+}
+
+void metrics_published(struct metrics *m, size_t events)
+{
+    m->published += events;
+}
+
+void metrics_lease_expired(struct metrics *m, size_t n)
+{
+    m->lease_expired += n;
+}
+
+void metrics_released(struct metrics *m, enum store_release_reason reason, size_t n)
+{
+    if ((unsigned)reason < 3) {
+        m->released[reason] += n;
+    }
+}
+
+void metrics_quarantined(struct metrics *m, size_t n)
+{
+    m->quarantined += n;
+}
+
+void metrics_sse_ping(struct metrics *m)
+{
+    m->sse_pings++;
+}
+
+/* ---- the snapshot timer ---- */
+
+/* One refresh walks the shards (store.tenant.*) in turn, one read job each, and merges their
+ * snapshots into `acc`. */
+struct snap_job {
+    struct job job;
+    struct metrics *m;
+    size_t shard;
+    struct store_metrics_snapshot snap; /* this shard's */
+    struct store_metrics_snapshot acc;  /* every shard so far */
+};
+
+static bool snapshot_alloc(struct store_metrics_snapshot *s, size_t top)
+{
+    s->max_tenants = METRICS_MAX_TENANTS;
+    s->tenants = calloc(METRICS_MAX_TENANTS, sizeof *s->tenants);
+    s->max_agents = top;
+    s->agents = top ? calloc(top, sizeof *s->agents) : NULL;
+    return s->tenants != NULL && (top == 0 || s->agents != NULL);
+}
+
+static int64_t oldest_of(int64_t a, int64_t b)
+{
+    return a == 0 ? b : b == 0 ? a : a < b ? a : b;
+}
+
+static int cmp_agent_depth(const void *x, const void *y)
+{
+    const struct store_metrics_agent *a = x, *b = y;
+    if (a->pending != b->pending) {
+        return a->pending > b->pending ? -1 : 1;
+    }
+    int c = strcmp(a->tenant_id, b->tenant_id);
+    return c != 0 ? c : strcmp(a->agent_id, b->agent_id);
+}
+
+/* Adds a shard's snapshot to the accumulated one: a tenant found in both (its data moved to a
+ * shard, old rows left behind) sums; the top agents stay the top `max_agents` of the union. */
+static void snapshot_merge(struct store_metrics_snapshot *acc,
+                           const struct store_metrics_snapshot *s)
+{
+    acc->truncated = acc->truncated || s->truncated;
+    for (size_t i = 0; i < s->n_tenants; i++) {
+        const struct store_metrics_tenant *t = &s->tenants[i];
+        struct store_metrics_tenant *a = NULL;
+        for (size_t k = 0; k < acc->n_tenants && a == NULL; k++) {
+            if (strcmp(acc->tenants[k].tenant_id, t->tenant_id) == 0) {
+                a = &acc->tenants[k];
+            }
+        }
+        if (a == NULL) {
+            if (acc->n_tenants == acc->max_tenants) {
+                acc->truncated = true;
+                continue;
+            }
+            a = &acc->tenants[acc->n_tenants++];
+            *a = *t;
+            continue;
+        }
+        a->pending += t->pending;
+        a->scheduled += t->scheduled;
+        a->claimed += t->claimed;
+        a->quarantined += t->quarantined;
+        a->oldest_pending_ms = oldest_of(a->oldest_pending_ms, t->oldest_pending_ms);
+        a->oldest_claimed_ms = oldest_of(a->oldest_claimed_ms, t->oldest_claimed_ms);
+    }
+    /* Both lists are sorted: keep the best of their concatenation. */
+    for (size_t i = 0; i < s->n_agents; i++) {
+        if (acc->n_agents < acc->max_agents) {
+            acc->agents[acc->n_agents++] = s->agents[i];
+        } else if (cmp_agent_depth(&s->agents[i], &acc->agents[acc->n_agents - 1]) < 0) {
+            acc->agents[acc->n_agents - 1] = s->agents[i];
+        } else {
+            break;
+        }
+        qsort(acc->agents, acc->n_agents, sizeof *acc->agents, cmp_agent_depth);
+    }
+}
+
+static void arm(struct metrics *m, int64_t ms)
+{
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    evtimer_add(m->timer, &tv);
+}
+
+static int run_snap(struct job *job, struct store *st)
+{
+    struct snap_job *j = (struct snap_job *)job;
+    return store_call(st, metrics_snapshot, time_now_ms(), &j->snap);
+}
+
+static void done_snap(struct job *job)
+{
+    struct snap_job *j = (struct snap_job *)job;
+    struct metrics *m = j->m;
+    struct server *srv = m->srv;
+    if (job->rc == ROOST_OK) {
+        snapshot_merge(&j->acc, &j->snap);
+        if (++j->shard < srv->n_shards && !m->stopped && !srv->draining) {
+            workers_submit(srv->shards[j->shard].workers, &j->job); /* still busy */
+            return;
+        }
+    }
+    if (job->rc == ROOST_OK && j->shard == srv->n_shards) {
+        snapshot_free(&m->snap);
+        m->snap = j->acc; /* moves the arrays */
+        memset(&j->acc, 0, sizeof j->acc);
+        m->snap_ms = time_now_ms();
+    } else if (job->rc != ROOST_OK) {
+        m->snap_failures++;
+        log_warn("metrics snapshot failed", "error=%s", roost_err_code(job->rc));
+    }
+    snapshot_free(&j->snap);
+    snapshot_free(&j->acc);
+    free(j);
+    m->busy = false;
+    srv->inflight--;
+    if (!m->stopped) {
+        arm(m, srv->cfg->metrics_refresh_ms);
+    }
+    server_drain_check(srv);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct metrics *m = arg;
+    struct server *srv = m->srv;
+    if (m->busy || m->stopped || srv->draining) {
+        return;
+    }
+    struct snap_job *j = calloc(1, sizeof *j);
+    size_t top = (size_t)srv->cfg->metrics_top_agents;
+    if (j == NULL || !snapshot_alloc(&j->snap, top) || !snapshot_alloc(&j->acc, top)) {
+        if (j != NULL) {
+            snapshot_free(&j->snap);
+            snapshot_free(&j->acc);
+        }
+        free(j);
+        arm(m, srv->cfg->metrics_refresh_ms);
+        return;
+    }
+    j->m = m;
+    j->job = (struct job){
+        .run = run_snap, .done = done_snap, .write = false, .name = "metrics_snapshot"};
+    m->busy = true;
+    srv->inflight++; /* a shutdown waits for the job: its done() touches this object */
+    workers_submit(srv->shards[0].workers, &j->job);
+}
+
+int metrics_start(struct metrics *m, struct server *srv)
+{
+    m->srv = srv;
+    m->timer = evtimer_new(srv->base, on_tick, m);
+    if (m->timer == NULL) {
+        return -1;
+    }
+    arm(m, 0);
+    return 0;
+}
+
+void metrics_stop(struct metrics *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    m->stopped = true;
+    if (m->timer != NULL) {
+        event_free(m->timer);
+        m->timer = NULL;
+    }
+}
+
+bool metrics_snapshot_info(const struct metrics *m, int64_t *age_ms, bool *truncated)
+{
+    if (m->snap_ms == 0) {
+        return false;
+    }
+    int64_t age = time_now_ms() - m->snap_ms;
+    *age_ms = age > 0 ? age : 0;
+    *truncated = m->snap.truncated;
+    return true;
+}
+
+const struct store_metrics_tenant *metrics_tenant(const struct metrics *m, const char *tenant_id)
+{
+    for (size_t i = 0; i < m->snap.n_tenants; i++) {
+        if (strcmp(m->snap.tenants[i].tenant_id, tenant_id) == 0) {
+            return &m->snap.tenants[i];
+        }
+    }
+    return NULL;
+}
+
+/* ---- exposition ---- */
+
+static void family(struct evbuffer *out, const char *name, const char *type, const char *help)
+{
+    evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* `labels` is "" or `key="v",` pairs without braces (a trailing comma is allowed only before le).
+ */
+static void hist_render(struct evbuffer *out, const char *name, const char *labels,
+                        const struct hist *h)
+{
+    uint64_t cum = 0;
+    for (size_t i = 0; i <= h->n_bounds; i++) {
+        cum += atomic_load_explicit(&h->counts[i], memory_order_relaxed);
+        if (i < h->n_bounds) {
+            evbuffer_add_printf(out, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels,
+                                labels[0] ? "," : "", h->bounds[i], (unsigned long long)cum);
+        } else {
+            evbuffer_add_printf(out, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels,
+                                labels[0] ? "," : "", (unsigned long long)cum);
+        }
+    }
+    double sum = (double)atomic_load_explicit(&h->sum_units, memory_order_relaxed) * h->unit;
+    const char *open = labels[0] ? "{" : "", *close = labels[0] ? "}" : "";
+    evbuffer_add_printf(out, "%s_sum%s%s%s %.6f\n", name, open, labels, close, sum);
+    evbuffer_add_printf(out, "%s_count%s%s%s %llu\n", name, open, labels, close,
+                        (unsigned long long)cum);
+}
+
+static double age_s(int64_t now_ms, int64_t then_ms)
+{
+    return then_ms > 0 && now_ms > then_ms ? (double)(now_ms - then_ms) / 1000.0 : 0.0;
+}
+
+static void render_snapshot(struct metrics *m, struct evbuffer *out, int64_t now)
+{
+    const struct store_metrics_snapshot *s = &m->snap;
+    family(out, "roost_inbox_depth", "gauge",
+           "Pending events per agent: the top agents by depth, the rest of a tenant as "
+           "agent=\"_other\".");
+    for (size_t i = 0; i < s->n_agents; i++) {
+        evbuffer_add_printf(out, "roost_inbox_depth{tenant=\"%s\",agent=\"%s\"} %lld\n",
+                            s->agents[i].tenant_id, s->agents[i].agent_id,
+                            (long long)s->agents[i].pending);
+    }
+    for (size_t t = 0; t < s->n_tenants; t++) {
+        int64_t rest = s->tenants[t].pending;
+        for (size_t i = 0; i < s->n_agents; i++) {
+            if (strcmp(s->agents[i].tenant_id, s->tenants[t].tenant_id) == 0) {
+                rest -= s->agents[i].pending;
+            }
+        }
+        evbuffer_add_printf(out, "roost_inbox_depth{tenant=\"%s\",agent=\"_other\"} %lld\n",
+                            s->tenants[t].tenant_id, (long long)(rest > 0 ? rest : 0));
+    }
+    family(out, "roost_inbox_pending", "gauge", "Pending events per tenant.");
+    for (size_t t = 0; t < s->n_tenants; t++) {
+        evbuffer_add_printf(out, "roost_inbox_pending{tenant=\"%s\"} %lld\n",
+                            s->tenants[t].tenant_id, (long long)s->tenants[t].pending);
+    }
+    family(out, "roost_inbox_scheduled", "gauge", "Delayed events not yet available, per tenant.");
+    for (size_t t = 0; t < s->n_tenants; t++) {
+        evbuffer_add_printf(out, "roost_inbox_scheduled{tenant=\"%s\"} %lld\n",
+                            s->tenants[t].tenant_id, (long long)s->tenants[t].scheduled);
+    }
+    family(out, "roost_inbox_quarantined", "gauge", "Quarantined events held, per tenant.");
+    for (size_t t = 0; t < s->n_tenants; t++) {
+        evbuffer_add_printf(out, "roost_inbox_quarantined{tenant=\"%s\"} %lld\n",
+                            s->tenants[t].tenant_id, (long long)s->tenants[t].quarantined);
+    }
+    family(out, "roost_inbox_oldest_pending_age_seconds", "gauge",
+           "Age of the oldest pending event (since available_at), per tenant; 0 when none.");
+    for (size_t t = 0; t < s->n_tenants; t++) {
+        evbuffer_add_printf(out, "roost_inbox_oldest_pending_age_seconds{tenant=\"%s\"} %.3f\n",
+                            s->tenants[t].tenant_id, age_s(now, s->tenants[t].oldest_pending_ms));
+    }
+    family(out, "roost_claimed", "gauge", "Events under a lease, per tenant.");
+    for (size_t t = 0; t < s->n_tenants; t++) {
+        evbuffer_add_printf(out, "roost_claimed{tenant=\"%s\"} %lld\n", s->tenants[t].tenant_id,
+                            (long long)s->tenants[t].claimed);
+    }
+    family(out, "roost_oldest_claim_age_seconds", "gauge",
+           "Age of the oldest lease (since claimed_at), per tenant; 0 when none.");
+    for (size_t t = 0; t < s->n_tenants; t++) {
+        evbuffer_add_printf(out, "roost_oldest_claim_age_seconds{tenant=\"%s\"} %.3f\n",
+                            s->tenants[t].tenant_id, age_s(now, s->tenants[t].oldest_claimed_ms));
+    }
+}
+
+int metrics_render(struct metrics *m, const struct server *srv, struct evbuffer *out)
+{
+    int64_t now = time_now_ms();
+    family(out, "roost_build_info", "gauge", "Build of this roostd.");
+    evbuffer_add_printf(out, "roost_build_info{version=\"%s\"} 1\n", ROOST_VERSION);
+    render_snapshot(m, out, now);
+    family(out, "roost_metrics_snapshot_age_seconds", "gauge",
+           "Age of the store snapshot behind the inbox gauges (refreshed every "
+           "metrics.refresh_ms).");
+    evbuffer_add_printf(out, "roost_metrics_snapshot_age_seconds %.3f\n",
+                        m->snap_ms ? age_s(now, m->snap_ms) : 0.0);
+    family(out, "roost_metrics_snapshot_failures_total", "counter",
+           "Store snapshots for the gauges that failed.");
+    evbuffer_add_printf(out, "roost_metrics_snapshot_failures_total %llu\n",
+                        (unsigned long long)m->snap_failures);
+    family(out, "roost_metrics_tenants_truncated", "gauge",
+           "1 when more tenants than the snapshot holds have unfinished events.");
+    evbuffer_add_printf(out, "roost_metrics_tenants_truncated %d\n", m->snap.truncated ? 1 : 0);
+
+    family(out, "roost_publish_total", "counter", "Inbox rows written by publishes.");
+    evbuffer_add_printf(out, "roost_publish_total %llu\n", (unsigned long long)m->published);
+    family(out, "roost_lease_expirations_total", "counter",
+           "Leases that expired and were taken back by the scavenger.");
+    evbuffer_add_printf(out, "roost_lease_expirations_total %llu\n",
+                        (unsigned long long)m->lease_expired);
+    family(out, "roost_releases_total", "counter", "Leases released by consumers, by reason.");
+    static const char *const reasons[] = {"transient", "shutdown", "poison"};
+    for (int i = 0; i < 3; i++) {
+        evbuffer_add_printf(out, "roost_releases_total{reason=\"%s\"} %llu\n", reasons[i],
+                            (unsigned long long)m->released[i]);
+    }
+    family(out, "roost_quarantined_total", "counter",
+           "Events moved to quarantine (poison releases, too many attempts).");
+    evbuffer_add_printf(out, "roost_quarantined_total %llu\n", (unsigned long long)m->quarantined);
+    family(out, "roost_sse_subscribers", "gauge", "Open SSE streams on this node.");
+    evbuffer_add_printf(out, "roost_sse_subscribers %zu\n", sse_hub_count(srv->sse));
+    family(out, "roost_sse_pings_total", "counter", "inbox_updated events sent to SSE streams.");
+    evbuffer_add_printf(out, "roost_sse_pings_total %llu\n", (unsigned long long)m->sse_pings);
+
+    family(out, "roost_delivery_latency_seconds", "histogram",
+           "From available_at to the ack that completed the event.");
+    hist_render(out, "roost_delivery_latency_seconds", "", &m->delivery);
+
+    family(out, "roost_http_requests_total", "counter",
+           "Answered HTTP requests by route (router name) and status.");
+    for (size_t i = 0; i < m->n_routes; i++) {
+        for (size_t k = 0; k < m->routes[i].n_statuses; k++) {
+            evbuffer_add_printf(out, "roost_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
+                                m->routes[i].name, m->routes[i].statuses[k].status,
+                                (unsigned long long)m->routes[i].statuses[k].n);
+        }
+    }
+    family(out, "roost_http_request_duration_seconds", "histogram",
+           "From request parsed to answer queued, by route.");
+    for (size_t i = 0; i < m->n_routes; i++) {
+        char labels[96];
+        snprintf(labels, sizeof labels, "route=\"%s\"", m->routes[i].name);
+        hist_render(out, "roost_http_request_duration_seconds", labels, &m->routes[i].duration);
+    }
+    family(out, "roost_store_op_duration_seconds", "histogram",
+           "Time a store job ran on a worker (inside its transaction), by op.");
+    for (size_t i = 0; i < N_STORE_OPS; i++) {
+        char labels[64];
+        snprintf(labels, sizeof labels, "op=\"%s\"", store_ops[i]);
+        hist_render(out, "roost_store_op_duration_seconds", labels, &m->store_op[i]);
+    }
+    family(out, "roost_group_commit_batch_size", "histogram",
+           "Write jobs sharing one transaction and one commit.");
+    hist_render(out, "roost_group_commit_batch_size", "", &m->group_commit);
+    return 0;
+}

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/* The operator API and `roost admin` against the real roostd: agents sorted by depth and age
+ * with subscribers (from the SSE hub) and last_seen_at (claims), quarantine inspect and purge,
+ * tenant stats from the metrics snapshot. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/harness.h"
+
+#include "common/banned.h"
+
+static struct roostd d;
+static char *tok;
+static char quarantined_id[64];
+static char pending_id[64];
+
+/* Runs the CLI with the server and token options; *out gets stdout (caller frees). Returns the
+ * exit status, -1 when it did not run. */
+static int cli(char **out, const char *args)
+{
+    char *cmd = h_fmt("%s %s --server %s --token %s --compact 2>/dev/null", ROOST_CLI_BIN, args,
+                      d.url, tok);
+    FILE *p = popen(cmd, "r");
+    free(cmd);
+    if (p == NULL) {
+        return -1;
+    }
+    char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, p);
+    buf[n] = '\0';
+    int st = pclose(p);
+    if (out != NULL) {
+        *out = h_fmt("%s", buf);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void setup_traffic(void)
+{
+    for (int i = 0; i < 3; i++) {
+        CHECK(h_publish(d.http, tok, "ao.deep", json_pack("{s:i}", "n", i), NULL, pending_id) > 0);
+    }
+    const char *poisoned[] = {"ao.shallow", "ao.other"};
+    for (int k = 0; k < 2; k++) {
+        CHECK(h_publish(d.http, tok, poisoned[k], json_pack("{s:s}", "x", "y"), NULL, NULL) > 0);
+        json_t *evs = h_claim(d.http, tok, poisoned[k], 1, 30, "worker-1");
+        CHECK_EQ(json_array_size(evs), 1);
+        const char *id = h_str(h_at(evs, 0), "event_id");
+        if (k == 0 && id) {
+            snprintf(quarantined_id, sizeof quarantined_id, "%s", id);
+        }
+        CHECK_EQ(
+            h_callj(d.http, "POST", tok,
+                    json_pack("{s:s, s:s, s:s}", "lease_token", h_str(h_at(evs, 0), "lease_token"),
+                              "reason", "poison", "error", "kaput"),
+                    NULL, "/api/v1/agents/%s/inbox/%s/release", poisoned[k], id),
+            200);
+        json_decref(evs);
+    }
+    CHECK(h_publish(d.http, tok, "ao.shallow", json_object(), NULL, NULL) > 0);
+}
+
+/* An SSE stream held open on a raw socket; returns the fd or -1. */
+static int open_stream(const char *agent)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d.port)};
+    inet_pton(AF_INET, d.host, &sa.sin_addr);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    char *req = h_fmt("GET /api/v1/agents/%s/subscribe HTTP/1.1\r\nHost: %s\r\n"
+                      "Authorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n",
+                      agent, d.host, tok);
+    bool ok = write(fd, req, strlen(req)) == (ssize_t)strlen(req);
+    free(req);
+    if (!ok) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static json_t *find_agent(json_t *list, const char *agent)
+{
+    json_t *a;
+    size_t i;
+    json_array_foreach(json_object_get(list, "agents"), i, a)
+    {
+        if (strcmp(h_str(a, "agent_id"), agent) == 0) {
+            return a;
+        }
+    }
+    return NULL;
+}
+
+static long subscribers_of(const char *agent)
+{
+    json_t *res = NULL;
+    long n = -1;
+    if (h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/admin/agents") == 200) {
+        json_t *a = find_agent(res, agent);
+        n = a ? (long)h_int(a, "subscribers") : -1;
+    }
+    json_decref(res);
+    return n;
+}
+
+static void test_agents_sorted_with_activity(void)
+{
+    json_t *res = NULL;
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/admin/agents?sort=depth&limit=1"),
+             200);
+    json_t *first = h_at(json_object_get(res, "agents"), 0);
+    CHECK_STREQ(h_str(first, "agent_id"), "ao.deep");
+    CHECK_EQ(h_int(first, "pending"), 3);
+    CHECK(json_is_null(json_object_get(first, "last_seen_at")));
+    CHECK(json_is_number(json_object_get(first, "oldest_pending_age_s")));
+    const char *next = h_str(res, "next");
+    CHECK(next != NULL);
+    json_t *res2 = NULL;
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res2,
+                     "/api/v1/admin/agents?sort=depth&limit=5&next=%s", next ? next : ""),
+             200);
+    CHECK_EQ(json_array_size(json_object_get(res2, "agents")), 2);
+    CHECK_STREQ(h_str(h_at(json_object_get(res2, "agents"), 0), "agent_id"), "ao.shallow");
+    CHECK(json_is_null(json_object_get(res2, "next")));
+    json_t *shallow = find_agent(res2, "ao.shallow");
+    CHECK(shallow && json_is_string(json_object_get(shallow, "last_seen_at")));
+    CHECK(shallow && h_int(shallow, "quarantined") == 1 && h_int(shallow, "subscribers") == 0);
+    json_decref(res);
+    json_decref(res2);
+
+    /* Oldest pending first: ao.deep was published first; ao.other has none and comes last. */
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/admin/agents?sort=age"), 200);
+    json_t *agents = json_object_get(res, "agents");
+    CHECK_STREQ(h_str(h_at(agents, 0), "agent_id"), "ao.deep");
+    CHECK_STREQ(h_str(h_at(agents, 2), "agent_id"), "ao.other");
+    json_decref(res);
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, NULL, "/api/v1/admin/agents?sort=size"), 400);
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, NULL, "/api/v1/admin/agents?sort=depth&next=Zm9v"),
+             400);
+
+    /* An open stream shows in the agent's subscribers. */
+    int fd = open_stream("ao.deep");
+    CHECK(fd >= 0);
+    bool ok;
+    H_WAIT_UNTIL(ok, 5000, subscribers_of("ao.deep") == 1);
+    CHECK(ok);
+    if (fd >= 0) {
+        close(fd);
+    }
+    H_WAIT_UNTIL(ok, 5000, subscribers_of("ao.deep") == 0);
+    CHECK(ok);
+
+    char *out = NULL;
+    CHECK_EQ(cli(&out, "admin agents --sort depth --limit 1"), 0);
+    CHECK(out && strstr(out, "\"ao.deep\"") && strstr(out, "\"subscribers\""));
+    free(out);
+    CHECK_EQ(cli(NULL, "admin agents --sort sideways"), 2);
+}
+
+static void test_quarantine_inspect(void)
+{
+    json_t *res = NULL;
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/admin/quarantine/%s", quarantined_id),
+             200);
+    CHECK_STREQ(h_str(res, "status"), "quarantined");
+    CHECK_STREQ(h_str(res, "last_error"), "kaput");
+    CHECK_EQ(h_int(res, "attempts"), 1);
+    CHECK_EQ(h_int(res, "nacks"), 0);
+    CHECK_EQ(h_int(res, "timeouts"), 0);
+    CHECK_STREQ(h_str(res, "consumer"), "worker-1");
+    CHECK_STREQ(h_str(json_object_get(res, "payload"), "x"), "y");
+    json_decref(res);
+    /* A pending event is not in the quarantine; a malformed id is a 400. */
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, NULL, "/api/v1/admin/quarantine/%s", pending_id),
+             404);
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, NULL, "/api/v1/admin/quarantine/nope"), 400);
+    char *out = NULL;
+    char *args = h_fmt("admin quarantine inspect %s", quarantined_id);
+    CHECK_EQ(cli(&out, args), 0);
+    CHECK(out && strstr(out, "\"last_error\":\"kaput\""));
+    free(out);
+    free(args);
+    args = h_fmt("admin quarantine inspect %s", pending_id);
+    CHECK_EQ(cli(NULL, args), 3);
+    free(args);
+}
+
+static void test_stats(void)
+{
+    json_t *res = NULL;
+    bool ok;
+    /* Served from the snapshot (metrics.refresh_ms=100): wait for one that saw the traffic. */
+    H_WAIT_UNTIL(ok, 5000,
+                 (json_decref(res), res = NULL,
+                  h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/admin/stats") == 200) &&
+                     h_int(res, "quarantined") == 2 && h_int(res, "pending") == 4);
+    CHECK(ok);
+    CHECK_STREQ(h_str(res, "tenant"), "t1");
+    CHECK_EQ(h_int(res, "claimed"), 0);
+    CHECK(json_is_string(json_object_get(res, "as_of")));
+    CHECK(json_is_true(json_object_get(res, "complete")));
+    CHECK(json_is_number(json_object_get(res, "oldest_pending_age_s")));
+    json_decref(res);
+    /* Another tenant sees only its own (nothing). */
+    char *other = h_token(&d, "t2", "tenant:admin");
+    CHECK_EQ(h_callj(d.http, "GET", other, NULL, &res, "/api/v1/admin/stats"), 200);
+    CHECK_EQ(h_int(res, "pending"), 0);
+    json_decref(res);
+    free(other);
+    char *out = NULL;
+    CHECK_EQ(cli(&out, "admin stats"), 0);
+    CHECK(out && strstr(out, "\"quarantined\":2"));
+    free(out);
+}
+
+static void test_purge(void)
+{
+    CHECK_EQ(cli(NULL, "admin quarantine purge"), 2);
+    CHECK_EQ(cli(NULL, "admin quarantine purge --all --agent ao.other"), 2);
+    /* Another tenant cannot purge ours. */
+    char *other = h_token(&d, "t2", "tenant:admin");
+    CHECK_EQ(h_callj(d.http, "POST", other, NULL, NULL, "/api/v1/admin/quarantine/%s/purge",
+                     quarantined_id),
+             404);
+    free(other);
+    CHECK_EQ(
+        h_callj(d.http, "POST", tok, NULL, NULL, "/api/v1/admin/quarantine/%s/purge", pending_id),
+        409);
+    char *out = NULL;
+    char *args = h_fmt("admin quarantine purge %s", quarantined_id);
+    CHECK_EQ(cli(&out, args), 0);
+    CHECK(out && strstr(out, "\"purged\":1"));
+    free(out);
+    free(args);
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, NULL, "/api/v1/admin/quarantine/%s", quarantined_id),
+             404);
+    json_t *res = NULL;
+    CHECK_EQ(h_callj(d.http, "POST", tok, json_pack("{s:s}", "bogus", "x"), NULL,
+                     "/api/v1/admin/quarantine/purge"),
+             400);
+    CHECK_EQ(h_callj(d.http, "POST", tok, json_pack("{s:i}", "limit", 10), &res,
+                     "/api/v1/admin/quarantine/purge"),
+             200);
+    CHECK_EQ(h_int(res, "purged"), 1);
+    CHECK(json_is_false(json_object_get(res, "more")));
+    json_decref(res);
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/admin/quarantine"), 200);
+    CHECK_EQ(json_array_size(json_object_get(res, "events")), 0);
+    json_decref(res);
+    /* Pending events are untouched. */
+    long st = 0;
+    json_t *page = h_inbox(d.http, tok, "ao.deep", 0, 10, &st);
+    CHECK_EQ(json_array_size(json_object_get(page, "events")), 3);
+    json_decref(page);
+}
+
+int main(void)
+{
+    h_init();
+    static const char *const sets[] = {"metrics.refresh_ms=100", "store.synchronous=normal", NULL};
+    if (roostd_start(&d, NULL, sets) != 0) {
+        CHECK(!"roostd started");
+        return h_summary();
+    }
+    tok = h_token(&d, "t1", "agent:*:consume agent:*:publish agent:*:read tenant:admin");
+    RUN(setup_traffic);
+    RUN(test_agents_sorted_with_activity);
+    RUN(test_quarantine_inspect);
+    RUN(test_stats);
+    RUN(test_purge);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+    return h_summary();
+}

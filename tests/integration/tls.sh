@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Built-in HTTPS: `tls.sh ROOSTD ROOST_CLI`. Generates a test CA and a server certificate for
+# 127.0.0.1 with the openssl CLI, starts roostd with tls.cert_file/tls.key_file the harness way
+# (new data dir, --listen 127.0.0.1:0, --ready-file), then with `curl --cacert`: health, metrics,
+# publish and an SSE stream that receives its ping over TLS; the CLI (libroost) publishes with
+# --cacert; an untrusted client and plain HTTP are refused; a key that does not match the
+# certificate stops the start. SIGTERM: roostd must exit 0. Missing tools fail, never skip.
+# Ends with the line "N passed, N failed".
+set -uo pipefail
+
+roostd=${1:?roostd binary}
+roost=${2:?roost binary}
+
+passed=0
+failed=0
+check() { # check DESCRIPTION COMMAND...
+  local what=$1
+  shift
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "CHECK failed: $what" >&2
+  fi
+}
+summary() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/roost-tls-XXXXXX")
+roostd_pid=
+curl_pid=
+cleanup() {
+  [ -n "$curl_pid" ] && kill "$curl_pid" 2>/dev/null && wait "$curl_pid" 2>/dev/null
+  [ -n "$roostd_pid" ] && kill -9 "$roostd_pid" 2>/dev/null && wait "$roostd_pid" 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+for tool in openssl curl; do
+  command -v "$tool" >/dev/null || { echo "missing: $tool (scripts/deps.sh installs it)" >&2; exit 1; }
+done
+
+# ---- a test CA and a server certificate signed by it ----
+ossl() { openssl "$@" 2>>"$dir/openssl.log"; }
+ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+  -subj "/CN=Roost Test CA" -keyout "$dir/ca.key" -out "$dir/ca.pem" \
+  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign &&
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+  -keyout "$dir/server.key" -out "$dir/server.csr" &&
+printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+  >"$dir/ext.cnf" &&
+ossl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+  -days 2 -extfile "$dir/ext.cnf" -out "$dir/server.pem" &&
+ossl genpkey -algorithm ed25519 -out "$dir/other.key"
+check "openssl generated the test CA and certificate" test -s "$dir/server.pem"
+
+start_roostd() { # start_roostd KEY_FILE: 0 when ready
+  rm -f "$dir/ready"
+  "$roostd" --data-dir "$dir/data" --listen 127.0.0.1:0 --ready-file "$dir/ready" \
+    --set store.synchronous=normal --set "tls.cert_file=$dir/server.pem" \
+    --set "tls.key_file=$1" 2>>"$dir/roostd.log" &
+  roostd_pid=$!
+  for _ in $(seq 1 1500); do
+    [ -s "$dir/ready" ] && return 0
+    kill -0 "$roostd_pid" 2>/dev/null || { wait "$roostd_pid"; roostd_pid=; return 1; }
+    sleep 0.01
+  done
+  return 1
+}
+
+# A key that does not belong to the certificate: roostd refuses to start and says why.
+start_roostd "$dir/other.key"
+check "mismatched key stops the start" test -z "$roostd_pid"
+check "the error names tls.key_file" grep -q "tls.key_file" "$dir/roostd.log"
+
+: >"$dir/roostd.log"
+if ! start_roostd "$dir/server.key"; then
+  echo "roostd did not start" >&2
+  cat "$dir/roostd.log" >&2
+  failed=$((failed + 1))
+  summary
+  exit 1
+fi
+url=$(cat "$dir/ready")
+port=${url##*:}
+check "ready file announces https ($url)" test "${url#https://}" != "$url"
+
+c() { curl -sS --max-time 10 --cacert "$dir/ca.pem" "$@"; }
+check "healthz over TLS" test "$(c "$url/healthz")" = "ok"
+check "untrusted certificate is refused" test "$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "$url/healthz")" = "000"
+check "plain HTTP on the TLS port gets no answer" \
+  test "$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz")" = "000"
+check "metrics over TLS" sh -c "curl -sS --max-time 10 --cacert '$dir/ca.pem' '$url/metrics' | grep -q '^roost_build_info'"
+
+tok=$("$roost" token mint --data-dir "$dir/data" --tenant t1 \
+  --scope 'agent:*:consume agent:*:publish agent:*:read tenant:admin')
+check "token minted" test -n "$tok"
+
+# SSE over TLS: the connect-time ping, then a ping after a publish.
+c -N -H "Authorization: Bearer $tok" "$url/api/v1/agents/tls.a/subscribe" >"$dir/sse.out" &
+curl_pid=$!
+for _ in $(seq 1 1000); do grep -q '^retry:' "$dir/sse.out" 2>/dev/null && break; sleep 0.01; done
+check "SSE stream opened over TLS" grep -q '^retry:' "$dir/sse.out"
+code=$(c -o "$dir/pub.json" -w '%{http_code}' -H "Authorization: Bearer $tok" \
+  -H 'Content-Type: application/json' -d '{"recipients":["tls.a"],"payload":{"k":1}}' \
+  "$url/api/v1/events")
+check "publish over TLS (201)" test "$code" = "201"
+for _ in $(seq 1 1000); do grep -q '"cursor_hint":1' "$dir/sse.out" 2>/dev/null && break; sleep 0.01; done
+check "SSE ping with the new head over TLS" grep -q 'event: inbox_updated' "$dir/sse.out"
+check "SSE ping carries cursor_hint 1" grep -q '"cursor_hint":1' "$dir/sse.out"
+kill "$curl_pid" 2>/dev/null
+wait "$curl_pid" 2>/dev/null
+curl_pid=
+
+# libroost (libcurl) over TLS through the CLI's --cacert.
+out=$("$roost" publish --server "$url" --token "$tok" --cacert "$dir/ca.pem" --compact \
+  --agent tls.a --payload '{"k":2}' 2>&1)
+check "roost publish --cacert over TLS" sh -c "printf '%s' '$out' | grep -q '\"sequence_number\":2'"
+"$roost" publish --server "$url" --token "$tok" --compact --agent tls.a --payload '{}' \
+  >/dev/null 2>&1
+check "roost without --cacert refuses the test CA" test $? -ne 0
+
+kill -TERM "$roostd_pid"
+wait "$roostd_pid"
+rc=$?
+roostd_pid=
+check "roostd exits 0 on SIGTERM" test "$rc" -eq 0
+check "no TLS errors logged" sh -c "! grep -qi 'level=error' '$dir/roostd.log'"
+summary

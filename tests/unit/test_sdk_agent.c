@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the libroost agent loop that need no roostd: option checks, the state dir's lock
+ * and owner, status from another "process" (the state file), stop before and during run against
+ * an unreachable server (connection state callbacks, run returns ROOST_OK). The behaviour against
+ * a real roostd is in tests/integration/test_agent.c. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "roost/roost.h"
+#include "unit.h"
+
+static int handler(const struct roost_event *ev, void *ctx)
+{
+    (void)ev;
+    (void)ctx;
+    return ROOST_AGENT_ACK;
+}
+
+static char tmpdir[256];
+
+static void opts_for(struct roost_agent_options *o, const char *sub)
+{
+    static char dir[320];
+    roost_agent_options_init(o);
+    snprintf(dir, sizeof dir, "%s/%s", tmpdir, sub);
+    o->server_url = "http://127.0.0.1:1"; /* nothing listens on port 1 */
+    o->token = "tok";
+    o->agent_id = "unit.agent";
+    o->state_dir = dir;
+    o->handler = handler;
+}
+
+static void test_agent_options_are_checked(void)
+{
+    struct roost_agent *a = (struct roost_agent *)1;
+    struct roost_agent_options o;
+    CHECK_EQ(roost_agent_new(NULL, NULL), ROOST_EINVAL);
+    CHECK_EQ(roost_agent_new(&a, NULL), ROOST_EINVAL);
+    CHECK(a == NULL);
+    opts_for(&o, "opts");
+    o.handler = NULL;
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_EINVAL);
+    opts_for(&o, "opts");
+    o.agent_id = "bad:id";
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_EAGENTID);
+    opts_for(&o, "opts");
+    o.consumer = "bad consumer";
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_ECONSUMER);
+    opts_for(&o, "opts");
+    o.concurrency = 257;
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_EINVAL);
+    opts_for(&o, "opts");
+    o.long_poll_s = 31;
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_EINVAL);
+    opts_for(&o, "opts");
+    o.processed_max = 3;
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_EINVAL);
+    opts_for(&o, "opts");
+    o.server_url = "ftp://x";
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_EINVAL);
+    opts_for(&o, "opts");
+    o.token = "two\nlines";
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_EINVAL);
+    opts_for(&o, "opts");
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_OK);
+    roost_agent_free(a);
+    roost_agent_free(NULL);
+    roost_agent_stop(NULL);
+    CHECK_EQ(roost_agent_run(NULL), ROOST_EINVAL);
+}
+
+static void test_agent_state_dir_is_locked_and_owned(void)
+{
+    struct roost_agent_options o;
+    struct roost_agent *a = NULL, *b = NULL;
+    opts_for(&o, "lock");
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_OK);
+    /* A second agent on the same dir is refused while the first lives. */
+    CHECK_EQ(roost_agent_new(&b, &o), ROOST_ESTATE);
+    CHECK(b == NULL);
+    struct roost_agent_status st;
+    CHECK_EQ(roost_agent_status_read(o.state_dir, &st), ROOST_OK);
+    CHECK(st.running);
+    CHECK_STREQ(st.agent_id, "unit.agent");
+    CHECK_EQ(st.conn, ROOST_AGENT_CONN_STARTING);
+    roost_agent_free(a);
+    CHECK_EQ(roost_agent_status_read(o.state_dir, &st), ROOST_OK);
+    CHECK(!st.running);
+    CHECK_EQ(st.conn, ROOST_AGENT_CONN_STOPPED);
+    /* The dir belongs to its agent id. */
+    o.agent_id = "other.agent";
+    CHECK_EQ(roost_agent_new(&b, &o), ROOST_ESTATE);
+    o.agent_id = "unit.agent";
+    CHECK_EQ(roost_agent_new(&b, &o), ROOST_OK);
+    roost_agent_free(b);
+    CHECK_EQ(roost_agent_status_read("/nonexistent/roost", &st), ROOST_EIO);
+    CHECK_EQ(roost_agent_status_read(NULL, &st), ROOST_EINVAL);
+}
+
+static void test_agent_conn_names(void)
+{
+    CHECK_STREQ(roost_agent_conn_name(ROOST_AGENT_CONN_STARTING), "starting");
+    CHECK_STREQ(roost_agent_conn_name(ROOST_AGENT_CONN_STREAMING), "streaming");
+    CHECK_STREQ(roost_agent_conn_name(ROOST_AGENT_CONN_POLLING), "polling");
+    CHECK_STREQ(roost_agent_conn_name(ROOST_AGENT_CONN_OFFLINE), "offline");
+    CHECK_STREQ(roost_agent_conn_name(ROOST_AGENT_CONN_STOPPED), "stopped");
+    CHECK_STREQ(roost_agent_conn_name((enum roost_agent_conn)42), "unknown");
+}
+
+static void test_agent_stop_before_run(void)
+{
+    struct roost_agent_options o;
+    struct roost_agent *a = NULL;
+    opts_for(&o, "early");
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_OK);
+    roost_agent_stop(a);
+    roost_agent_stop(a); /* idempotent */
+    CHECK_EQ(roost_agent_run(a), ROOST_OK);
+    CHECK_EQ(roost_agent_run(a), ROOST_EINVAL); /* once only */
+    struct roost_agent_status st;
+    CHECK_EQ(roost_agent_status(a, &st), ROOST_OK);
+    CHECK_EQ(st.conn, ROOST_AGENT_CONN_STOPPED);
+    roost_agent_free(a);
+}
+
+struct conn_log {
+    int seen[8];
+};
+
+static void on_conn(enum roost_agent_conn c, void *ctx)
+{
+    struct conn_log *l = ctx;
+    if ((int)c >= 0 && (int)c < 8) {
+        l->seen[c]++;
+    }
+}
+
+static void *stopper(void *arg)
+{
+    usleep(1500 * 1000);
+    roost_agent_stop(arg);
+    return NULL;
+}
+
+static void test_agent_offline_then_stop(void)
+{
+    struct roost_agent_options o;
+    struct roost_agent *a = NULL;
+    struct conn_log log = {{0}};
+    opts_for(&o, "offline");
+    o.on_conn = on_conn;
+    o.cb_ctx = &log;
+    o.concurrency = 3;
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_OK);
+    pthread_t t;
+    pthread_create(&t, NULL, stopper, a);
+    CHECK_EQ(roost_agent_run(a), ROOST_OK);
+    pthread_join(t, NULL);
+    CHECK(log.seen[ROOST_AGENT_CONN_OFFLINE] >= 1);
+    CHECK_EQ(log.seen[ROOST_AGENT_CONN_STOPPED], 1);
+    CHECK_EQ(log.seen[ROOST_AGENT_CONN_STREAMING], 0);
+    roost_agent_free(a);
+    struct roost_agent_status st;
+    CHECK_EQ(roost_agent_status_read(o.state_dir, &st), ROOST_OK);
+    CHECK_EQ(st.conn, ROOST_AGENT_CONN_STOPPED);
+    CHECK_EQ(st.last_sync_ms, 0);
+    CHECK_EQ(st.outstanding_leases, 0);
+}
+
+int main(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/roost-unit-agent-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (mkdtemp(tmpdir) == NULL) {
+        return 2;
+    }
+    RUN(test_agent_options_are_checked);
+    RUN(test_agent_state_dir_is_locked_and_owned);
+    RUN(test_agent_conn_names);
+    RUN(test_agent_stop_before_run);
+    RUN(test_agent_offline_then_stop);
+    char cmd[320];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "cannot remove %s\n", tmpdir);
+    }
+    return unit_summary();
+}
