@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps configure build install run test test-asan bench bench-sse clean format fuzz
+.PHONY: all deps configure build install run test test-asan bench bench-sse bench-mysql clean format fuzz
 
 all: build
 
@@ -43,6 +43,11 @@ bench: deps build
 # Scenario 5 (SSE): 10k idle subscribers ×3 and 50k ×1; about 5 minutes (doc/BENCHMARKS.md).
 bench-sse: deps build
 	@scripts/bench_sse.sh
+
+# Scenarios 1 and 6 on a private MariaDB (flush=1): roostd on 1, 2 and 4 nodes vs the plain
+# SKIP LOCKED loop, cross-node ping latency; about 5 minutes (doc/BENCHMARKS.md).
+bench-mysql: deps build
+	@scripts/bench_mysql.sh
 
 # libFuzzer on every tests/fuzz target, FUZZ_SECONDS (default 60) each (scripts/fuzz.sh).
 fuzz:

@@ -12,6 +12,9 @@
  * succeeds. With --rate the producers are paced to N events/s in total and the embedded time is the
  * scheduled send time (no coordinated omission when a producer falls behind).
  *
+ * With several servers (--url repeated, or a comma list: nodes of one cluster sharing a database
+ * and a token key) producer i and consumer i talk to server i % n.
+ *
  * Counts are taken inside the measurement window only (after --warmup, for --seconds). Output:
  * one "RESULT key=value …" line on stdout; diagnostics on stderr. */
 #include <errno.h>
@@ -41,11 +44,17 @@
 
 #define MAX_ERROR_REPORTS 10
 #define ID_MAX 64
+#define MAX_NODES 64
 
-struct opts {
+struct node {
     char host[256];
     char port[16];
-    const char *url;
+    char host_header[300];
+};
+
+struct opts {
+    char urls[MAX_NODES][256];
+    int n_urls;
     const char *data_dir;
     const char *key_file;
     const char *target;
@@ -67,12 +76,14 @@ static struct opts g;
 static atomic_bool g_stop;
 static int64_t g_start_ns, g_win_start_ns, g_win_end_ns;
 static char *g_auth_header; /* "Authorization: Bearer …\r\n" */
-static char g_host_header[300];
+static struct node g_nodes[MAX_NODES];
+static int g_n_nodes;
 static atomic_int g_error_reports;
 
 /* ---- minimal keep-alive HTTP/1.1 client ---- */
 
 struct conn {
+    const struct node *node; /* the server of this connection */
     int fd;
     char *buf; /* response bytes */
     size_t cap;
@@ -110,7 +121,7 @@ static int conn_connect(struct conn *c)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
-    if (getaddrinfo(g.host, g.port, &hints, &res) != 0) {
+    if (getaddrinfo(c->node->host, c->node->port, &hints, &res) != 0) {
         errno = EHOSTUNREACH;
         return -1;
     }
@@ -158,14 +169,15 @@ static int http_post(struct conn *c, const char *path, const char *body, size_t 
     if (c->fd < 0 && conn_connect(c) != 0) {
         return -1;
     }
-    size_t need = strlen(path) + strlen(g_host_header) + strlen(g_auth_header) + body_len + 200;
+    const char *host_header = c->node->host_header;
+    size_t need = strlen(path) + strlen(host_header) + strlen(g_auth_header) + body_len + 200;
     if (grow(&c->req, &c->req_cap, need) != 0) {
         return -1;
     }
     int n = snprintf(c->req, c->req_cap,
                      "POST %s HTTP/1.1\r\n%s%sContent-Type: application/json\r\n"
                      "Content-Length: %zu\r\n\r\n",
-                     path, g_host_header, g_auth_header, body_len);
+                     path, host_header, g_auth_header, body_len);
     if (n < 0 || (size_t)n + body_len > c->req_cap) {
         return -1;
     }
@@ -494,35 +506,67 @@ static void *consumer_main(void *arg)
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: roost_load [options]\n"
-            "  --url http://HOST:PORT   server (default: read DATA_DIR/ready)\n"
-            "  --data-dir DIR           roostd data dir: ready file and token_ed25519.pem\n"
-            "  --key-file PEM           Ed25519 key to sign the token (default DATA_DIR/"
-            "token_ed25519.pem;\n"
-            "                           without one an ephemeral key signs a same-sized token)\n"
-            "  --producers P            publishing threads (default 2)\n"
-            "  --consumers C            claiming threads (default 2)\n"
-            "  --agents A               agents shared by both sides (default C)\n"
-            "  --seconds S              measurement window (default 10)\n"
-            "  --warmup W               warm-up before the window (default 2)\n"
-            "  --rate N                 pace producers to N events/s in total (default: "
-            "closed loop)\n"
-            "  --batch-ack              ack a claimed batch with one POST …/inbox/ack\n"
-            "  --limit L                claim limit (default 10)\n"
-            "  --wait S                 claim long-poll wait_s (default 1)\n"
-            "  --payload-bytes B        payload size (default 100)\n"
-            "  --agent-prefix STR       agent names are STR<n> (default bench-agent-<pid>-)\n"
-            "  --target NAME            label printed in the result line (default roostd)\n");
+    fprintf(
+        out,
+        "usage: roost_load [options]\n"
+        "  --url http://HOST:PORT   server (default: read DATA_DIR/ready); repeat it or give a\n"
+        "                           comma list for several nodes: producer/consumer i uses\n"
+        "                           node i %% n (the nodes must share the token key)\n"
+        "  --data-dir DIR           roostd data dir: ready file and token_ed25519.pem\n"
+        "  --key-file PEM           Ed25519 key to sign the token (default DATA_DIR/"
+        "token_ed25519.pem;\n"
+        "                           without one an ephemeral key signs a same-sized token)\n"
+        "  --producers P            publishing threads (default 2)\n"
+        "  --consumers C            claiming threads (default 2)\n"
+        "  --agents A               agents shared by both sides (default C)\n"
+        "  --seconds S              measurement window (default 10)\n"
+        "  --warmup W               warm-up before the window (default 2)\n"
+        "  --rate N                 pace producers to N events/s in total (default: "
+        "closed loop)\n"
+        "  --batch-ack              ack a claimed batch with one POST …/inbox/ack\n"
+        "  --limit L                claim limit (default 10)\n"
+        "  --wait S                 claim long-poll wait_s (default 1)\n"
+        "  --payload-bytes B        payload size (default 100)\n"
+        "  --agent-prefix STR       agent names are STR<n> (default bench-agent-<pid>-)\n"
+        "  --target NAME            label printed in the result line (default roostd)\n");
 }
 
 static int parse_url(const char *url)
 {
-    if (bench_parse_url(url, g.host, sizeof g.host, g.port, sizeof g.port, NULL) != 0) {
+    if (g_n_nodes >= MAX_NODES) {
         return -1;
     }
-    snprintf(g_host_header, sizeof g_host_header, "Host: %s:%s\r\n", g.host, g.port);
+    struct node *n = &g_nodes[g_n_nodes];
+    if (bench_parse_url(url, n->host, sizeof n->host, n->port, sizeof n->port, NULL) != 0) {
+        return -1;
+    }
+    char hh[sizeof n->host_header];
+    snprintf(hh, sizeof hh, "Host: %s:%s\r\n", n->host, n->port);
+    memcpy(n->host_header, hh, sizeof hh);
+    g_n_nodes++;
     return 0;
+}
+
+/* Adds the URLs of one --url argument (a comma list). */
+static void add_urls(const char *arg)
+{
+    const char *p = arg;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (len > 0) {
+            if (g.n_urls >= MAX_NODES || len >= sizeof g.urls[0]) {
+                fprintf(stderr, "roost_load: too many or too long --url values\n");
+                exit(2);
+            }
+            memcpy(g.urls[g.n_urls], p, len);
+            g.urls[g.n_urls][len] = '\0';
+            g.n_urls++;
+        }
+        p += len;
+        if (*p == ',') {
+            p++;
+        }
+    }
 }
 
 static char *mint_token(const char *key_file)
@@ -583,7 +627,7 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case O_URL:
-            g.url = optarg;
+            add_urls(optarg);
             break;
         case O_DATA:
             g.data_dir = optarg;
@@ -644,19 +688,25 @@ int main(int argc, char **argv)
     }
 
     char path[4096];
-    char *url = g.url ? strdup(g.url) : NULL;
-    if (!url && g.data_dir) {
+    if (g.n_urls == 0 && g.data_dir) {
         snprintf(path, sizeof path, "%s/ready", g.data_dir);
-        url = bench_read_line(path);
+        char *url = bench_read_line(path);
         if (!url) {
             fprintf(stderr, "roost_load: cannot read the URL from %s\n", path);
             return 2;
         }
+        add_urls(url);
+        free(url);
     }
-    if (!url || parse_url(url) != 0) {
-        fprintf(stderr, "roost_load: need --url http://HOST:PORT or --data-dir (got '%s')\n",
-                url ? url : "");
+    if (g.n_urls == 0) {
+        fprintf(stderr, "roost_load: need --url http://HOST:PORT or --data-dir\n");
         return 2;
+    }
+    for (int i = 0; i < g.n_urls; i++) {
+        if (parse_url(g.urls[i]) != 0) {
+            fprintf(stderr, "roost_load: bad URL '%s' (http://HOST:PORT)\n", g.urls[i]);
+            return 2;
+        }
     }
     const char *key_file = g.key_file;
     if (!key_file && g.data_dir) {
@@ -686,6 +736,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nw; i++) {
         ws[i].idx = i < g.producers ? i : i - g.producers;
         ws[i].conn.fd = -1;
+        ws[i].conn.node = &g_nodes[ws[i].idx % g_n_nodes];
         if (pthread_create(&ws[i].thread, NULL, i < g.producers ? producer_main : consumer_main,
                            &ws[i]) != 0) {
             fprintf(stderr, "roost_load: cannot start thread %d\n", i);
@@ -705,11 +756,12 @@ int main(int argc, char **argv)
         free(ws[i].conn.buf);
         free(ws[i].conn.req);
     }
-    bench_print_result("roost_load", g.target, NULL, g.producers, g.consumers, g.agents,
+    char extra[32];
+    snprintf(extra, sizeof extra, "nodes=%d", g_n_nodes);
+    bench_print_result("roost_load", g.target, extra, g.producers, g.consumers, g.agents,
                        g.batch_ack, g.rate, g.warmup, g.seconds, total);
     free(total);
     free(ws);
     free(g_auth_header);
-    free(url);
     return 0;
 }

@@ -115,7 +115,8 @@ struct opts {
 static struct opts g;
 static int g_ep = -1;
 static struct sockaddr_in g_server;
-static char *g_auth_header; /* "Authorization: Bearer …\r\n" */
+static struct sockaddr_in g_pub_server; /* publishes go here: g_server or --publish-url */
+static char *g_auth_header;             /* "Authorization: Bearer …\r\n" */
 static char g_host_header[300];
 static struct sub *g_subs; /* subscribers 0…N-1, then the warm-up one at N */
 static int g_nsubs;        /* N + 1 */
@@ -569,7 +570,7 @@ static void sub_readable(struct sub *s)
 static int pub_open(struct pubconn *c, int idx)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&g_server, sizeof g_server) != 0) {
+    if (fd < 0 || connect(fd, (struct sockaddr *)&g_pub_server, sizeof g_pub_server) != 0) {
         report("publisher connect: %s", strerror(errno));
         if (fd >= 0) {
             close(fd);
@@ -861,6 +862,8 @@ static void usage(FILE *out)
         "usage: sse_bench [options]\n"
         "  --url http://HOST:PORT   server (default: read DATA_DIR/ready)\n"
         "  --data-dir DIR           roostd data dir: ready file and token_ed25519.pem\n"
+        "  --publish-url URL        publish on this server instead (another node on the same\n"
+        "                           database: cross-node ping latency, scenario 6)\n"
         "  --key-file PEM           Ed25519 key to sign the token (default DATA_DIR/"
         "token_ed25519.pem)\n"
         "  --pid PID                roostd's pid, for VmRSS and CPU (without it: not "
@@ -955,6 +958,7 @@ int main(int argc, char **argv)
 {
     enum {
         O_URL = 256,
+        O_PUBURL,
         O_DATA,
         O_KEY,
         O_PID,
@@ -976,6 +980,7 @@ int main(int argc, char **argv)
     };
     static const struct option opts[] = {
         {"url", required_argument, NULL, O_URL},
+        {"publish-url", required_argument, NULL, O_PUBURL},
         {"data-dir", required_argument, NULL, O_DATA},
         {"key-file", required_argument, NULL, O_KEY},
         {"pid", required_argument, NULL, O_PID},
@@ -1011,9 +1016,13 @@ int main(int argc, char **argv)
     g.timeout_s = 120;
     g.seed = 1;
     snprintf(g.prefix, sizeof g.prefix, "sse-%ld-", (long)getpid());
+    const char *pub_url = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
+        case O_PUBURL:
+            pub_url = optarg;
+            break;
         case O_URL:
             g.url = optarg;
             break;
@@ -1099,6 +1108,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "sse_bench: need --url http://HOST:PORT (IPv4) or --data-dir (got '%s')\n",
                 url ? url : "");
         return 2;
+    }
+    g_pub_server = g_server;
+    if (pub_url) {
+        char h[256], pt[16];
+        if (bench_parse_url(pub_url, h, sizeof h, pt, sizeof pt, &g_pub_server) != 0) {
+            fprintf(stderr, "sse_bench: bad --publish-url '%s' (http://HOST:PORT, IPv4)\n",
+                    pub_url);
+            return 2;
+        }
     }
     if (g.source_base &&
         (ntohl(g_server.sin_addr.s_addr) >> 24) != 127) { /* sources are loopback addresses */

@@ -186,7 +186,10 @@ static int shards_open(struct server *srv, char *err, size_t errlen)
         sh->tenant_id = i == 0 ? NULL : cfg->tenant_stores[i - 1].tenant_id;
         sh->url = i == 0 ? cfg->store_url : cfg->tenant_stores[i - 1].url;
         srv->n_shards++;
-        if (workers_new(srv->base, sh->url, &opt, (int)cfg->store_readers,
+        /* SQLite has one writer at a time: more threads would only wait on its lock. */
+        bool single_writer = strncmp(sh->url, "sqlite:", 7) == 0;
+        int writers = single_writer ? 1 : cfg->store_writers > 0 ? (int)cfg->store_writers : 4;
+        if (workers_new(srv->base, sh->url, &opt, (int)cfg->store_readers, writers,
                         (int)cfg->store_group_commit_max, &sh->workers, err, errlen) != ROOST_OK) {
             if (sh->tenant_id != NULL) {
                 size_t used = strlen(err);

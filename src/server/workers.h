@@ -37,10 +37,13 @@ struct workers_stats {
 
 struct workers;
 
-/* Opens one connection per thread (readers + 1 writer) on `url`; the writer's connection runs
- * the migrations first. Returns ROOST_OK, or an error with a reason in err. */
+/* Opens one connection per thread (readers + writers) on `url`; the first writer's connection
+ * runs the migrations first. Writers take groups from one queue, so with several (MySQL, where
+ * each commit is a round trip the others need not wait for) groups commit in parallel; SQLite
+ * has one writer at a time anyway. Returns ROOST_OK, or an error with a reason in err. */
 int workers_new(struct event_base *base, const char *url, const struct store_options *opt,
-                int readers, int group_max, struct workers **out, char *err, size_t errlen);
+                int readers, int writers, int group_max, struct workers **out, char *err,
+                size_t errlen);
 /* Queues a job (any thread). */
 void workers_submit(struct workers *w, struct job *job);
 /* Finishes every queued job (their done() still runs on the loop if it keeps running), joins

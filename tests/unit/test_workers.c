@@ -253,7 +253,7 @@ static struct workers *new_workers(int readers, int group_max)
 {
     struct workers *w = NULL;
     char err[256] = "";
-    int rc = workers_new(base, url, &store_opt, readers, group_max, &w, err, sizeof err);
+    int rc = workers_new(base, url, &store_opt, readers, 1, group_max, &w, err, sizeof err);
     CHECK_EQ(rc, ROOST_OK);
     if (rc != ROOST_OK) {
         fprintf(stderr, "workers_new: %s\n", err);

@@ -1,0 +1,640 @@
+/* SPDX-License-Identifier: MIT */
+/* mysql_direct: the "plain SKIP LOCKED loop" peer of BENCHMARKS.md on MariaDB/MySQL, the same full
+ * cycle as roost_load and sqlite_direct without HTTP, one connection per thread, prepared
+ * statements, READ COMMITTED (like roostd's MySQL store; --isolation rr for REPEATABLE READ).
+ *
+ *   producers: INSERT one ~100-byte row per autocommit transaction
+ *   consumers: BEGIN; SELECT id, payload … WHERE agent = ? AND status = 0 ORDER BY id LIMIT 10
+ *              FOR UPDATE SKIP LOCKED; UPDATE … SET status = 1 WHERE id IN (…); COMMIT; then
+ *              UPDATE … SET status = 2 WHERE id = ? per row, each in its own autocommit
+ *              transaction (or all in one transaction with --batch-ack)
+ *
+ * Durability is the server's (innodb_flush_log_at_trx_commit; scripts/bench_mysql.sh starts a
+ * private MariaDB at 1). A consumer that finds nothing waits on a per-agent condition variable
+ * that producers signal after their commit (in-process notification, as in sqlite_direct). A
+ * deadlock (1213) or lock wait timeout (1205) rolls back and retries; both are counted, as are
+ * the server's Innodb_deadlocks / Innodb_row_lock_waits over the run.
+ *
+ *   mysql_direct --url mysql://USER:PASS@HOST:PORT/DB [options]
+ *
+ * Latency is publish start → ack commit, from the time stored in the payload. Output: one
+ * "RESULT key=value …" line, the same keys as roost_load and sqlite_direct. Creates the table
+ * bench_direct_queue in DB (dropped first with --fresh). */
+#include <errno.h>
+#include <getopt.h>
+#include <mysql.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "store/store_mysql.h"
+
+#define MAX_LIMIT 100
+#define PAYLOAD_CAP 1024
+#define ER_LOCK_WAIT_TIMEOUT_ 1205
+#define ER_LOCK_DEADLOCK_ 1213
+
+struct opts {
+    const char *url;
+    int producers;
+    int consumers;
+    int agents;
+    double seconds;
+    double warmup;
+    bool batch_ack;
+    bool repeatable_read;
+    int limit;
+    int payload_bytes;
+};
+
+struct agent {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    uint64_t version; /* bumped by every commit that adds a row for this agent */
+    char name[64];
+};
+
+static struct opts g;
+static struct store_mysql_url g_url;
+static struct agent *g_agents;
+static atomic_bool g_stop;
+static atomic_ulong g_deadlocks, g_lock_timeouts;
+static int64_t g_start_ns, g_win_start_ns, g_win_end_ns;
+
+static const char *schema[] = {
+    "CREATE TABLE IF NOT EXISTS bench_direct_queue ("
+    "  id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+    "  agent VARCHAR(64) NOT NULL,"
+    "  status TINYINT NOT NULL DEFAULT 0," /* 0 pending, 1 claimed, 2 done */
+    "  payload TEXT NOT NULL,"
+    "  created_at BIGINT NOT NULL,"
+    "  claimed_at BIGINT NULL,"
+    "  done_at BIGINT NULL,"
+    "  KEY queue_pending (agent, status, id)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+};
+
+static void die_db(MYSQL *db, const char *what)
+{
+    fprintf(stderr, "mysql_direct: %s: %s\n", what, db ? mysql_error(db) : "no connection");
+    exit(1);
+}
+
+static void die_stmt(MYSQL_STMT *st, const char *what)
+{
+    fprintf(stderr, "mysql_direct: %s: %s\n", what, mysql_stmt_error(st));
+    exit(1);
+}
+
+static MYSQL *connect_db(void)
+{
+    MYSQL *db = mysql_init(NULL);
+    if (!db) {
+        die_db(NULL, "mysql_init");
+    }
+    unsigned int timeout_s = 30;
+    mysql_optionsv(db, MYSQL_OPT_CONNECT_TIMEOUT, &timeout_s);
+    mysql_optionsv(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    const char *sock = g_url.socket[0] ? g_url.socket : NULL;
+    if (!mysql_real_connect(db, sock ? NULL : g_url.host, g_url.user, g_url.pass, g_url.db,
+                            g_url.port, sock, 0)) {
+        die_db(db, "connect");
+    }
+    const char *iso = g.repeatable_read ? "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+                                        : "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
+    if (mysql_query(db, iso) != 0) {
+        die_db(db, iso);
+    }
+    return db;
+}
+
+static MYSQL_STMT *prepare(MYSQL *db, const char *sql)
+{
+    MYSQL_STMT *st = mysql_stmt_init(db);
+    if (!st || mysql_stmt_prepare(st, sql, strlen(sql)) != 0) {
+        die_db(db, sql);
+    }
+    return st;
+}
+
+static bool in_window(int64_t t)
+{
+    return t >= g_win_start_ns && t < g_win_end_ns;
+}
+
+static int64_t now_ms(void)
+{
+    return (int64_t)time(NULL) * 1000;
+}
+
+/* Counts a deadlock / lock wait timeout (retried by the caller); true when errno is one. */
+static bool count_lock_error(unsigned int err)
+{
+    if (err == ER_LOCK_DEADLOCK_) {
+        atomic_fetch_add(&g_deadlocks, 1);
+        return true;
+    }
+    if (err == ER_LOCK_WAIT_TIMEOUT_) {
+        atomic_fetch_add(&g_lock_timeouts, 1);
+        return true;
+    }
+    return false;
+}
+
+struct worker {
+    pthread_t thread;
+    int idx;
+    struct bench_result res;
+};
+
+static void *producer_main(void *arg)
+{
+    struct worker *w = arg;
+    mysql_thread_init();
+    MYSQL *db = connect_db();
+    MYSQL_STMT *ins =
+        prepare(db, "INSERT INTO bench_direct_queue (agent, payload, created_at) VALUES (?, ?, ?)");
+    char agent[64], payload[PAYLOAD_CAP];
+    unsigned long agent_len = 0, payload_len = 0;
+    long long created = 0;
+    MYSQL_BIND b[3];
+    memset(b, 0, sizeof b);
+    b[0].buffer_type = MYSQL_TYPE_STRING;
+    b[0].buffer = agent;
+    b[0].length = &agent_len;
+    b[1].buffer_type = MYSQL_TYPE_STRING;
+    b[1].buffer = payload;
+    b[1].length = &payload_len;
+    b[2].buffer_type = MYSQL_TYPE_LONGLONG;
+    b[2].buffer = &created;
+    if (mysql_stmt_bind_param(ins, b) != 0) {
+        die_stmt(ins, "bind insert");
+    }
+    for (uint64_t k = 0; !atomic_load_explicit(&g_stop, memory_order_relaxed); k++) {
+        struct agent *a = &g_agents[((uint64_t)w->idx + k) % (uint64_t)g.agents];
+        int64_t s = bench_now_ns();
+        int plen = bench_payload(payload, sizeof payload, s, (size_t)g.payload_bytes);
+        agent_len = (unsigned long)snprintf(agent, sizeof agent, "%s", a->name);
+        payload_len = (unsigned long)plen;
+        created = now_ms();
+        int rc = mysql_stmt_execute(ins);
+        int64_t e = bench_now_ns();
+        if (rc != 0) {
+            if (!count_lock_error(mysql_stmt_errno(ins))) {
+                w->res.errors++;
+                fprintf(stderr, "mysql_direct: insert: %s\n", mysql_stmt_error(ins));
+                usleep(10000);
+            }
+            continue;
+        }
+        pthread_mutex_lock(&a->mu);
+        a->version++;
+        pthread_cond_broadcast(&a->cond);
+        pthread_mutex_unlock(&a->mu);
+        if (in_window(e)) {
+            w->res.published++;
+            hist_add(&w->res.publish_rtt, e - s);
+        }
+    }
+    mysql_stmt_close(ins);
+    mysql_close(db);
+    mysql_thread_end();
+    return NULL;
+}
+
+static void wait_for_rows(struct agent *a, uint64_t seen)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_nsec += 100 * 1000 * 1000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&a->mu);
+    while (a->version == seen && !atomic_load(&g_stop)) {
+        if (pthread_cond_timedwait(&a->cond, &a->mu, &dl) == ETIMEDOUT) {
+            break;
+        }
+    }
+    pthread_mutex_unlock(&a->mu);
+}
+
+struct consumer_stmts {
+    MYSQL_STMT *select; /* SELECT … FOR UPDATE SKIP LOCKED */
+    MYSQL_STMT *claim;  /* UPDATE … status = 1 WHERE id IN (?, … ?): `limit` placeholders */
+    MYSQL_STMT *done;   /* UPDATE … status = 2 WHERE id = ? AND status = 1 */
+};
+
+/* One claim transaction. Returns the number of rows claimed (ids/ts filled), 0 when none, -1 on
+ * a deadlock or lock wait timeout (rolled back, counted; retry), -2 on another error. */
+static int claim_batch(MYSQL *db, struct consumer_stmts *s, const char *agent, int64_t *ids,
+                       int64_t *ts)
+{
+    if (mysql_query(db, "BEGIN") != 0) {
+        return count_lock_error(mysql_errno(db)) ? -1 : -2;
+    }
+    /* parameters: agent, limit */
+    char a[64];
+    unsigned long a_len = (unsigned long)snprintf(a, sizeof a, "%s", agent);
+    int limit = g.limit;
+    MYSQL_BIND p[2];
+    memset(p, 0, sizeof p);
+    p[0].buffer_type = MYSQL_TYPE_STRING;
+    p[0].buffer = a;
+    p[0].length = &a_len;
+    p[1].buffer_type = MYSQL_TYPE_LONG;
+    p[1].buffer = &limit;
+    long long id = 0;
+    char payload[PAYLOAD_CAP];
+    unsigned long payload_len = 0;
+    MYSQL_BIND r[2];
+    memset(r, 0, sizeof r);
+    r[0].buffer_type = MYSQL_TYPE_LONGLONG;
+    r[0].buffer = &id;
+    r[1].buffer_type = MYSQL_TYPE_STRING;
+    r[1].buffer = payload;
+    r[1].buffer_length = sizeof payload - 1;
+    r[1].length = &payload_len;
+    int n = 0;
+    if (mysql_stmt_bind_param(s->select, p) != 0 || mysql_stmt_execute(s->select) != 0 ||
+        mysql_stmt_bind_result(s->select, r) != 0 || mysql_stmt_store_result(s->select) != 0) {
+        goto stmt_fail;
+    }
+    for (;;) {
+        int f = mysql_stmt_fetch(s->select);
+        if (f == MYSQL_NO_DATA) {
+            break;
+        }
+        if (f != 0 && f != MYSQL_DATA_TRUNCATED) {
+            goto stmt_fail;
+        }
+        if (n < g.limit) {
+            ids[n] = id;
+            size_t pl = payload_len < sizeof payload - 1 ? payload_len : sizeof payload - 1;
+            if (bench_payload_time(payload, pl, &ts[n]) != 0) {
+                ts[n] = bench_now_ns();
+            }
+            n++;
+        }
+    }
+    mysql_stmt_free_result(s->select);
+    if (n > 0) {
+        long long claim_ids[MAX_LIMIT + 1];
+        long long claimed_at = now_ms();
+        MYSQL_BIND c[MAX_LIMIT + 1];
+        memset(c, 0, sizeof(MYSQL_BIND) * (size_t)(g.limit + 1));
+        c[0].buffer_type = MYSQL_TYPE_LONGLONG;
+        c[0].buffer = &claimed_at;
+        for (int i = 0; i < g.limit; i++) {
+            claim_ids[i] = ids[i < n ? i : n - 1]; /* pad with the last id */
+            c[i + 1].buffer_type = MYSQL_TYPE_LONGLONG;
+            c[i + 1].buffer = &claim_ids[i];
+        }
+        if (mysql_stmt_bind_param(s->claim, c) != 0 || mysql_stmt_execute(s->claim) != 0) {
+            MYSQL_STMT *st = s->claim;
+            unsigned int err = mysql_stmt_errno(st);
+            mysql_rollback(db);
+            if (count_lock_error(err)) {
+                return -1;
+            }
+            fprintf(stderr, "mysql_direct: claim update: %s\n", mysql_stmt_error(st));
+            return -2;
+        }
+    }
+    if (mysql_commit(db) != 0) {
+        unsigned int err = mysql_errno(db);
+        mysql_rollback(db);
+        return count_lock_error(err) ? -1 : -2;
+    }
+    return n;
+
+stmt_fail : {
+    unsigned int err = mysql_stmt_errno(s->select);
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s->select));
+    mysql_stmt_free_result(s->select);
+    mysql_rollback(db);
+    if (count_lock_error(err)) {
+        return -1;
+    }
+    fprintf(stderr, "mysql_direct: claim select: %s\n", msg);
+    return -2;
+}
+}
+
+/* Marks one row done. 0, -1 (lock error, retry) or -2. */
+static int ack_one(MYSQL_STMT *done, int64_t id)
+{
+    long long done_at = now_ms(), row = id;
+    MYSQL_BIND b[2];
+    memset(b, 0, sizeof b);
+    b[0].buffer_type = MYSQL_TYPE_LONGLONG;
+    b[0].buffer = &done_at;
+    b[1].buffer_type = MYSQL_TYPE_LONGLONG;
+    b[1].buffer = &row;
+    if (mysql_stmt_bind_param(done, b) != 0 || mysql_stmt_execute(done) != 0) {
+        if (count_lock_error(mysql_stmt_errno(done))) {
+            return -1;
+        }
+        fprintf(stderr, "mysql_direct: ack: %s\n", mysql_stmt_error(done));
+        return -2;
+    }
+    if (mysql_stmt_affected_rows(done) != 1) {
+        fprintf(stderr, "mysql_direct: ack of %lld changed %llu rows\n", row,
+                (unsigned long long)mysql_stmt_affected_rows(done));
+        return -2;
+    }
+    return 0;
+}
+
+static void *consumer_main(void *arg)
+{
+    struct worker *w = arg;
+    struct agent *a = &g_agents[w->idx % g.agents];
+    mysql_thread_init();
+    MYSQL *db = connect_db();
+    struct consumer_stmts s;
+    s.select = prepare(db, "SELECT id, payload FROM bench_direct_queue WHERE agent = ? AND "
+                           "status = 0 ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED");
+    char claim_sql[256 + 4 * MAX_LIMIT];
+    size_t off = (size_t)snprintf(claim_sql, sizeof claim_sql,
+                                  "UPDATE bench_direct_queue SET status = 1, claimed_at = ? "
+                                  "WHERE id IN (");
+    for (int i = 0; i < g.limit; i++) {
+        off += (size_t)snprintf(claim_sql + off, sizeof claim_sql - off, "%s?", i ? "," : "");
+    }
+    snprintf(claim_sql + off, sizeof claim_sql - off, ")");
+    s.claim = prepare(db, claim_sql);
+    s.done = prepare(db, "UPDATE bench_direct_queue SET status = 2, done_at = ? "
+                         "WHERE id = ? AND status = 1");
+    int64_t ids[MAX_LIMIT], ts[MAX_LIMIT];
+    while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
+        pthread_mutex_lock(&a->mu);
+        uint64_t seen = a->version;
+        pthread_mutex_unlock(&a->mu);
+
+        int n = claim_batch(db, &s, a->name, ids, ts);
+        if (n == -1) {
+            continue; /* deadlock / lock wait timeout: counted, retry */
+        }
+        if (n < 0) {
+            w->res.errors++;
+            usleep(10000);
+            continue;
+        }
+        if (n == 0) {
+            wait_for_rows(a, seen);
+            continue;
+        }
+        if (in_window(bench_now_ns())) {
+            w->res.claims++;
+        }
+        if (g.batch_ack) {
+            int64_t st = bench_now_ns();
+            bool ok;
+            int rc;
+            do {
+                ok = mysql_query(db, "BEGIN") == 0;
+                rc = ok ? 0 : -2;
+                for (int i = 0; rc == 0 && i < n; i++) {
+                    rc = ack_one(s.done, ids[i]);
+                }
+                if (rc == 0 && mysql_commit(db) != 0) {
+                    rc = count_lock_error(mysql_errno(db)) ? -1 : -2;
+                }
+                if (rc != 0) {
+                    mysql_rollback(db);
+                }
+            } while (rc == -1 && !atomic_load(&g_stop));
+            int64_t e = bench_now_ns();
+            if (rc != 0) {
+                w->res.errors += rc == -2;
+                continue;
+            }
+            if (in_window(e)) {
+                hist_add(&w->res.ack_rtt, e - st);
+                for (int i = 0; i < n; i++) {
+                    w->res.acked++;
+                    hist_add(&w->res.latency, e - ts[i]);
+                }
+            }
+        } else {
+            for (int i = 0; i < n; i++) {
+                int64_t st = bench_now_ns();
+                int rc;
+                while ((rc = ack_one(s.done, ids[i])) == -1 && !atomic_load(&g_stop)) {
+                }
+                int64_t e = bench_now_ns();
+                if (rc != 0) {
+                    w->res.errors += rc == -2;
+                    continue;
+                }
+                if (in_window(e)) {
+                    w->res.acked++;
+                    hist_add(&w->res.latency, e - ts[i]);
+                    hist_add(&w->res.ack_rtt, e - st);
+                }
+            }
+        }
+    }
+    mysql_stmt_close(s.select);
+    mysql_stmt_close(s.claim);
+    mysql_stmt_close(s.done);
+    mysql_close(db);
+    mysql_thread_end();
+    return NULL;
+}
+
+/* SHOW GLOBAL STATUS value of `name`, or -1. */
+static long long global_status(MYSQL *db, const char *name)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SHOW GLOBAL STATUS LIKE '%s'", name);
+    if (mysql_query(db, sql) != 0) {
+        return -1;
+    }
+    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+    long long v = row && row[1] ? strtoll(row[1], NULL, 10) : -1;
+    mysql_free_result(res);
+    return v;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: mysql_direct --url mysql://USER:PASS@HOST[:PORT]/DB [options]\n"
+                 "  --url URL             server and database (?socket=PATH for a unix socket)\n"
+                 "  --fresh               drop the table bench_direct_queue first\n"
+                 "  --producers P         inserting threads (default 2)\n"
+                 "  --consumers C         claiming threads (default 2)\n"
+                 "  --agents A            agents shared by both sides (default C)\n"
+                 "  --seconds S           measurement window (default 10)\n"
+                 "  --warmup W            warm-up before the window (default 2)\n"
+                 "  --batch-ack           mark a claimed batch done in one transaction\n"
+                 "  --limit L             claim limit (default 10, at most 100)\n"
+                 "  --payload-bytes B     payload size (default 100)\n"
+                 "  --isolation rc|rr     READ COMMITTED (default) or REPEATABLE READ\n");
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_URL = 256, O_FRESH, O_P, O_C, O_A, O_SEC, O_WARM, O_BATCH, O_LIMIT, O_PAYLOAD, O_ISO };
+    static const struct option opts[] = {
+        {"url", required_argument, NULL, O_URL},
+        {"fresh", no_argument, NULL, O_FRESH},
+        {"producers", required_argument, NULL, O_P},
+        {"consumers", required_argument, NULL, O_C},
+        {"agents", required_argument, NULL, O_A},
+        {"seconds", required_argument, NULL, O_SEC},
+        {"warmup", required_argument, NULL, O_WARM},
+        {"batch-ack", no_argument, NULL, O_BATCH},
+        {"limit", required_argument, NULL, O_LIMIT},
+        {"payload-bytes", required_argument, NULL, O_PAYLOAD},
+        {"isolation", required_argument, NULL, O_ISO},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool fresh = false;
+    g.producers = 2;
+    g.consumers = 2;
+    g.seconds = 10;
+    g.warmup = 2;
+    g.limit = 10;
+    g.payload_bytes = 100;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_URL:
+            g.url = optarg;
+            break;
+        case O_FRESH:
+            fresh = true;
+            break;
+        case O_P:
+            g.producers = (int)bench_parse_num("--producers", optarg, 1, 1024);
+            break;
+        case O_C:
+            g.consumers = (int)bench_parse_num("--consumers", optarg, 1, 1024);
+            break;
+        case O_A:
+            g.agents = (int)bench_parse_num("--agents", optarg, 1, 100000);
+            break;
+        case O_SEC:
+            g.seconds = bench_parse_num("--seconds", optarg, 0.1, 86400);
+            break;
+        case O_WARM:
+            g.warmup = bench_parse_num("--warmup", optarg, 0, 86400);
+            break;
+        case O_BATCH:
+            g.batch_ack = true;
+            break;
+        case O_LIMIT:
+            g.limit = (int)bench_parse_num("--limit", optarg, 1, MAX_LIMIT);
+            break;
+        case O_PAYLOAD:
+            g.payload_bytes = (int)bench_parse_num("--payload-bytes", optarg, 16, 900);
+            break;
+        case O_ISO:
+            if (strcmp(optarg, "rc") == 0) {
+                g.repeatable_read = false;
+            } else if (strcmp(optarg, "rr") == 0) {
+                g.repeatable_read = true;
+            } else {
+                fprintf(stderr, "mysql_direct: --isolation must be rc or rr\n");
+                return 2;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!g.url || optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+    if (store_mysql_url_parse(g.url, &g_url) != 0) {
+        fprintf(stderr, "mysql_direct: bad URL (mysql://USER:PASS@HOST[:PORT]/DB)\n");
+        return 2;
+    }
+    if (g.agents == 0) {
+        g.agents = g.consumers;
+    }
+    if (mysql_library_init(0, NULL, NULL) != 0) {
+        fprintf(stderr, "mysql_direct: mysql_library_init failed\n");
+        return 1;
+    }
+    MYSQL *setup = connect_db();
+    if (fresh && mysql_query(setup, "DROP TABLE IF EXISTS bench_direct_queue") != 0) {
+        die_db(setup, "drop");
+    }
+    for (size_t i = 0; i < sizeof schema / sizeof schema[0]; i++) {
+        if (mysql_query(setup, schema[i]) != 0) {
+            die_db(setup, "schema");
+        }
+    }
+    long long dl0 = global_status(setup, "Innodb_deadlocks");
+    long long lw0 = global_status(setup, "Innodb_row_lock_waits");
+
+    g_agents = calloc((size_t)g.agents, sizeof *g_agents);
+    int nw = g.producers + g.consumers;
+    struct worker *ws = calloc((size_t)nw, sizeof *ws);
+    struct bench_result *total = calloc(1, sizeof *total);
+    if (!g_agents || !ws || !total) {
+        return 1;
+    }
+    for (int i = 0; i < g.agents; i++) {
+        pthread_mutex_init(&g_agents[i].mu, NULL);
+        pthread_cond_init(&g_agents[i].cond, NULL);
+        snprintf(g_agents[i].name, sizeof g_agents[i].name, "bench-agent-%d", i);
+    }
+    g_start_ns = bench_now_ns();
+    g_win_start_ns = g_start_ns + (int64_t)(g.warmup * 1e9);
+    g_win_end_ns = g_win_start_ns + (int64_t)(g.seconds * 1e9);
+    for (int i = 0; i < nw; i++) {
+        ws[i].idx = i < g.producers ? i : i - g.producers;
+        if (pthread_create(&ws[i].thread, NULL, i < g.producers ? producer_main : consumer_main,
+                           &ws[i]) != 0) {
+            fprintf(stderr, "mysql_direct: cannot start thread %d\n", i);
+            return 1;
+        }
+    }
+    bench_sleep_until(g_win_end_ns);
+    atomic_store(&g_stop, true);
+    for (int i = 0; i < g.agents; i++) {
+        pthread_mutex_lock(&g_agents[i].mu);
+        pthread_cond_broadcast(&g_agents[i].cond);
+        pthread_mutex_unlock(&g_agents[i].mu);
+    }
+    for (int i = 0; i < nw; i++) {
+        pthread_join(ws[i].thread, NULL);
+        bench_result_merge(total, &ws[i].res);
+    }
+    long long dl1 = global_status(setup, "Innodb_deadlocks");
+    long long lw1 = global_status(setup, "Innodb_row_lock_waits");
+    char extra[256];
+    snprintf(extra, sizeof extra,
+             "isolation=%s deadlocks=%lu lock_wait_timeouts=%lu innodb_deadlocks=%lld "
+             "innodb_row_lock_waits=%lld server_version=%s",
+             g.repeatable_read ? "rr" : "rc", atomic_load(&g_deadlocks),
+             atomic_load(&g_lock_timeouts), dl0 >= 0 && dl1 >= 0 ? dl1 - dl0 : -1,
+             lw0 >= 0 && lw1 >= 0 ? lw1 - lw0 : -1, mysql_get_server_info(setup));
+    bench_print_result("mysql_direct", "mysql", extra, g.producers, g.consumers, g.agents,
+                       g.batch_ack, 0, g.warmup, g.seconds, total);
+    mysql_close(setup);
+    mysql_library_end();
+    free(total);
+    free(ws);
+    free(g_agents);
+    return 0;
+}
