@@ -67,7 +67,28 @@ extern "C" {
     X(ESHUTDOWN, 503, "shutting_down", "the server is shutting down")                              \
     X(ECONNECT, 0, "connect_failed", "could not reach the server")                                 \
     X(EPROTO, 0, "protocol_error", "the server answered something unexpected")                     \
-    X(EIO, 0, "io_error", "a local file operation failed")
+    X(EIO, 0, "io_error", "a local file operation failed")                                         \
+    /* Appended, not grouped by status: existing values stay stable for SDK users. */              \
+    X(EKEYID, 400, "invalid_key_id", "key_id must match [A-Za-z0-9._-]{1,128}")                    \
+    X(EKEYALG, 400, "invalid_alg",                                                                 \
+      "alg must be ed25519, ecdsa-p256-sha256, rsa-pss-sha512, rsa-v1_5-sha256 or hmac-sha256")    \
+    X(EKEYMATERIAL, 400, "invalid_public_key", "the key cannot be loaded or does not fit alg")     \
+    X(EKEYNOTFOUND, 404, "key_not_found", "no such key")                                           \
+    X(EKEYEXISTS, 409, "key_exists", "a key with this key_id already exists")                      \
+    X(ESIGMISSING, 401, "signature_missing", "a request signature is required")                    \
+    X(ESIGMALFORMED, 401, "signature_malformed", "Signature / Signature-Input are malformed")      \
+    X(ESIGINVALID, 401, "signature_invalid", "the signature does not verify")                      \
+    X(ESIGALG, 401, "signature_alg_unsupported", "the signature alg does not fit the key")         \
+    X(ESIGEXPIRED, 401, "signature_expired", "created/expires missing or outside the window")      \
+    X(ESIGWINDOW, 401, "signature_window_too_long", "expires - created exceeds 300 s")             \
+    X(ESIGCOMPONENT, 401, "signature_component_missing", "a required component is not covered")    \
+    X(ENONCEMISSING, 401, "nonce_missing", "the signature has no nonce parameter")                 \
+    X(ENONCEREUSED, 401, "nonce_reused", "this (keyid, nonce) was already used")                   \
+    X(EDIGESTMISSING, 401, "digest_missing", "a body requires a Content-Digest header")            \
+    X(EDIGESTMISMATCH, 401, "digest_mismatch", "Content-Digest does not match the body")           \
+    X(EKEYUNKNOWN, 401, "key_unknown", "the signature's keyid is not a key of this tenant")        \
+    X(EKEYREVOKED, 401, "key_revoked", "the signature's key is revoked")                           \
+    X(EKEYWRONGAGENT, 401, "key_wrong_agent", "the signature's key belongs to another agent")
 
 enum roost_error_position {
 #define ROOST_ERROR_POS(name, status, code, msg) ROOST_POS_##name,

@@ -118,8 +118,14 @@ static bool valid_listen(const char *v)
 }
 
 /* Key-specific checks of a string value; writes "key: reason" on failure. */
+static const char *const sig_policies[] = {"off", "mutations", "all", NULL};
+
 static int check_string(const char *key, const char *v, char *err, size_t errlen)
 {
+    if (strcmp(key, "signatures.require") == 0 && !one_of(v, sig_policies)) {
+        snprintf(err, errlen, "%s: must be off, mutations or all, not '%.64s'", key, v);
+        return -1;
+    }
     if (strcmp(key, "store.synchronous") == 0 && !one_of(v, synchronous_values)) {
         snprintf(err, errlen, "%s: must be full or normal, not '%s'", key, v);
         return -1;
@@ -247,6 +253,58 @@ static int set_tenant_store(struct config *cfg, const char *key, const char *val
     return 0;
 }
 
+static enum config_sig_policy sig_policy_parse(const char *v)
+{
+    return strcmp(v, "all") == 0         ? CONFIG_SIG_ALL
+           : strcmp(v, "mutations") == 0 ? CONFIG_SIG_MUTATIONS
+                                         : CONFIG_SIG_OFF;
+}
+
+static const char *sig_policy_name(enum config_sig_policy p)
+{
+    return p == CONFIG_SIG_ALL ? "all" : p == CONFIG_SIG_MUTATIONS ? "mutations" : "off";
+}
+
+enum config_sig_policy config_sig_policy(const struct config *cfg, const char *tenant_id)
+{
+    for (size_t i = 0; tenant_id != NULL && i < cfg->n_tenant_sigs; i++) {
+        if (strcmp(cfg->tenant_sigs[i].tenant_id, tenant_id) == 0) {
+            return cfg->tenant_sigs[i].policy;
+        }
+    }
+    return sig_policy_parse(cfg->signatures_require != NULL ? cfg->signatures_require : "off");
+}
+
+/* signatures.tenant.<tenant_id> = off|mutations|all: adds or replaces the tenant's policy. */
+static int set_tenant_sig(struct config *cfg, const char *key, const char *value, char *err,
+                          size_t errlen)
+{
+    const char *tenant = key + strlen(CONFIG_TENANT_SIG_PREFIX);
+    if (!ids_valid_name(tenant, strlen(tenant))) {
+        snprintf(err, errlen, "%.200s: not a valid tenant id", key);
+        return -1;
+    }
+    if (value == NULL || !one_of(value, sig_policies)) {
+        snprintf(err, errlen, "%.200s: must be off, mutations or all", key);
+        return -1;
+    }
+    for (size_t i = 0; i < cfg->n_tenant_sigs; i++) {
+        if (strcmp(cfg->tenant_sigs[i].tenant_id, tenant) == 0) {
+            cfg->tenant_sigs[i].policy = sig_policy_parse(value);
+            return 0;
+        }
+    }
+    if (cfg->n_tenant_sigs == CONFIG_MAX_TENANT_SIGS) {
+        snprintf(err, errlen, "%.200s: more than %d tenant signature policies", key,
+                 CONFIG_MAX_TENANT_SIGS);
+        return -1;
+    }
+    struct config_tenant_sig *ts = &cfg->tenant_sigs[cfg->n_tenant_sigs++];
+    snprintf(ts->tenant_id, sizeof ts->tenant_id, "%s", tenant);
+    ts->policy = sig_policy_parse(value);
+    return 0;
+}
+
 int config_set(struct config *cfg, const char *key, const char *value, char *err, size_t errlen)
 {
     if (key == NULL) {
@@ -255,6 +313,9 @@ int config_set(struct config *cfg, const char *key, const char *value, char *err
     }
     if (strncmp(key, CONFIG_TENANT_STORE_PREFIX, strlen(CONFIG_TENANT_STORE_PREFIX)) == 0) {
         return set_tenant_store(cfg, key, value, err, errlen);
+    }
+    if (strncmp(key, CONFIG_TENANT_SIG_PREFIX, strlen(CONFIG_TENANT_SIG_PREFIX)) == 0) {
+        return set_tenant_sig(cfg, key, value, err, errlen);
     }
     const struct config_desc *d = find_desc(key);
     if (d == NULL) {
@@ -641,6 +702,15 @@ void config_apply_reloadable(struct config *cur, struct config *fresh, char *cha
     if (!same_shards) {
         list_add(restart, restart_len, CONFIG_TENANT_STORE_PREFIX "*");
     }
+    bool same_sigs = cur->n_tenant_sigs == fresh->n_tenant_sigs &&
+                     memcmp(cur->tenant_sigs, fresh->tenant_sigs,
+                            cur->n_tenant_sigs * sizeof cur->tenant_sigs[0]) == 0;
+    if (!same_sigs) {
+        /* Plain arrays: a copy is a complete swap-in. */
+        memcpy(cur->tenant_sigs, fresh->tenant_sigs, sizeof cur->tenant_sigs);
+        cur->n_tenant_sigs = fresh->n_tenant_sigs;
+        list_add(changed, changed_len, CONFIG_TENANT_SIG_PREFIX "*");
+    }
 }
 
 void config_print(const struct config *cfg, FILE *out)
@@ -682,6 +752,10 @@ void config_print(const struct config *cfg, FILE *out)
         fprintf(out, "%s%s = ", CONFIG_TENANT_STORE_PREFIX, cfg->tenant_stores[i].tenant_id);
         print_secret(out, cfg->tenant_stores[i].url);
         fputc('\n', out);
+    }
+    for (size_t i = 0; i < cfg->n_tenant_sigs; i++) {
+        fprintf(out, "%s%s = %s\n", CONFIG_TENANT_SIG_PREFIX, cfg->tenant_sigs[i].tenant_id,
+                sig_policy_name(cfg->tenant_sigs[i].policy));
     }
 }
 
@@ -730,6 +804,9 @@ void config_print_reference(FILE *out)
     fputs("| `store.tenant.TENANT_ID` | | string | no | this tenant's store URL (a shard); every "
           "other tenant "
           "uses store.url; up to 64 (secret: masked by --print-config) |\n",
+          out);
+    fputs("| `signatures.tenant.TENANT_ID` | | off, mutations, all | yes | this tenant's signature "
+          "policy, overriding signatures.require; up to 256 |\n",
           out);
 }
 

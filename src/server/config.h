@@ -96,6 +96,9 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "iss")                                                                                       \
     X("auth.audience", auth_audience, CONFIG_STR, "", 0, 0, CONFIG_RELOADABLE,                     \
       "when set, the aud of those tokens (string or array) must contain this value")               \
+    X("signatures.require", signatures_require, CONFIG_STR, "off", 0, 0, CONFIG_RELOADABLE,        \
+      "RFC 9421 request signatures required on agent routes and publish: off, mutations (every "   \
+      "method but GET/HEAD) or all; a Signature sent anyway is always verified")                   \
     X("log.level", log_level, CONFIG_STR, "info", 0, 0, CONFIG_RELOADABLE,                         \
       "debug, info, warn or error")                                                                \
     X("log.format", log_format, CONFIG_STR, "logfmt", 0, 0, CONFIG_RELOADABLE,                     \
@@ -121,6 +124,16 @@ struct config_tenant_store {
     char *url;
 };
 
+/* Signature policy per tenant: `signatures.tenant.<tenant_id> = off|mutations|all` overrides
+ * signatures.require for that tenant. Reloadable like signatures.require. */
+#define CONFIG_TENANT_SIG_PREFIX "signatures.tenant."
+#define CONFIG_MAX_TENANT_SIGS 256
+enum config_sig_policy { CONFIG_SIG_OFF = 0, CONFIG_SIG_MUTATIONS, CONFIG_SIG_ALL };
+struct config_tenant_sig {
+    char tenant_id[129];
+    enum config_sig_policy policy;
+};
+
 struct config {
 #define CONFIG_FIELD(key, field, type, def, min, max, flags, desc) CONFIG_FIELD_##type(field)
 #define CONFIG_FIELD_CONFIG_INT(field) int64_t field;
@@ -130,7 +143,13 @@ struct config {
 #undef CONFIG_FIELD
     struct config_tenant_store tenant_stores[CONFIG_MAX_TENANT_STORES];
     size_t n_tenant_stores;
+    struct config_tenant_sig tenant_sigs[CONFIG_MAX_TENANT_SIGS];
+    size_t n_tenant_sigs;
 };
+
+/* The signature policy for `tenant_id`: its signatures.tenant.<id> entry, else
+ * signatures.require. */
+enum config_sig_policy config_sig_policy(const struct config *cfg, const char *tenant_id);
 
 /* Fills every field with its default. Strings are heap copies owned by the config. */
 int config_init(struct config *cfg);

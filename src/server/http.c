@@ -31,6 +31,7 @@
 #include "server/http.h"
 #include "server/metrics.h"
 #include "server/server.h"
+#include "server/sigverify.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -86,6 +87,12 @@ static const struct route routes[] = {
     {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/purge", "admin_purge_event", AUTH_ADMIN,
      BODY_OPTIONAL, api_admin_purge},
     {EVHTTP_REQ_GET, "/api/v1/admin/stats", "admin_stats", AUTH_ADMIN, BODY_NONE, api_admin_stats},
+    {EVHTTP_REQ_POST, "/api/v1/admin/keys", "admin_keys_add", AUTH_ADMIN, BODY_REQUIRED,
+     api_admin_keys_add},
+    {EVHTTP_REQ_GET, "/api/v1/admin/keys", "admin_keys_list", AUTH_ADMIN, BODY_NONE,
+     api_admin_keys_list},
+    {EVHTTP_REQ_POST, "/api/v1/admin/keys/{key}/revoke", "admin_keys_revoke", AUTH_ADMIN,
+     BODY_OPTIONAL, api_admin_keys_revoke},
 };
 
 /* ---- request lifecycle ---- */
@@ -95,6 +102,7 @@ static void request_free(struct request *rq)
     if (rq->op_free && rq->op) {
         rq->op_free(rq->op);
     }
+    sigcheck_free(rq->sig);
     json_decref(rq->body);
     if (rq->query) {
         evhttp_clear_headers(rq->query);
@@ -504,9 +512,15 @@ static int check_framing(struct evhttp_request *req, const char **why)
 
 enum match { MATCH_NO, MATCH_YES };
 
-/* Matches `path` (no query) against a pattern, capturing {agent} and {event} raw. */
-static enum match route_match(const char *pattern, const char *path, const char **agent,
-                              size_t *agent_len, const char **event, size_t *event_len)
+/* A path segment captured by a {name} of a pattern, raw (not NUL-terminated). */
+struct capture {
+    const char *p;
+    size_t len;
+};
+
+/* Matches `path` (no query) against a pattern, capturing {agent}, {event} and {key} raw. */
+static enum match route_match(const char *pattern, const char *path, struct capture *agent,
+                              struct capture *event, struct capture *key)
 {
     const char *p = pattern, *s = path;
     while (*p && *s) {
@@ -520,11 +534,11 @@ static enum match route_match(const char *pattern, const char *path, const char 
         const char *se = strchr(s, '/');
         size_t slen = se ? (size_t)(se - s) : strlen(s);
         if (plen == 7 && memcmp(p, "{agent}", 7) == 0) {
-            *agent = s;
-            *agent_len = slen;
+            *agent = (struct capture){s, slen};
         } else if (plen == 7 && memcmp(p, "{event}", 7) == 0) {
-            *event = s;
-            *event_len = slen;
+            *event = (struct capture){s, slen};
+        } else if (plen == 5 && memcmp(p, "{key}", 5) == 0) {
+            *key = (struct capture){s, slen};
         } else if (plen != slen || memcmp(p, s, plen) != 0) {
             return MATCH_NO;
         }
@@ -741,6 +755,8 @@ static char *bearer_from_query(const struct evhttp_uri *uri)
     return out;
 }
 
+static void dispatch_content(struct request *rq);
+
 static void dispatch(struct evhttp_request *req, void *arg)
 {
     struct server *srv = arg;
@@ -787,15 +803,22 @@ static void dispatch(struct evhttp_request *req, void *arg)
         return;
     }
 
-    const char *agent = NULL, *event = NULL;
-    size_t agent_len = 0, event_len = 0;
+    if (strcmp(path, "/api/v1/keys/server") == 0) {
+        rq->pseudo_route = "server_keys";
+        if (method != EVHTTP_REQ_GET) {
+            request_reply_error(rq, ROOST_EMETHOD, NULL, NULL);
+        } else {
+            api_server_keys(rq);
+        }
+        return;
+    }
+
+    struct capture cagent = {0}, cevent = {0}, ckey = {0};
     bool path_known = false;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         /* A failed match may have set the placeholders: only the chosen route's count. */
-        agent = event = NULL;
-        agent_len = event_len = 0;
-        if (route_match(routes[i].pattern, path, &agent, &agent_len, &event, &event_len) ==
-            MATCH_YES) {
+        cagent = cevent = ckey = (struct capture){0};
+        if (route_match(routes[i].pattern, path, &cagent, &cevent, &ckey) == MATCH_YES) {
             path_known = true;
             if (routes[i].method == method) {
                 rq->route = &routes[i];
@@ -821,6 +844,8 @@ static void dispatch(struct evhttp_request *req, void *arg)
         request_reply_error(rq, ROOST_EUNAUTHENTICATED, NULL, NULL);
         return;
     }
+    const char *agent = cagent.p, *event = cevent.p;
+    size_t agent_len = cagent.len, event_len = cevent.len;
     if (agent) {
         if (!ids_valid_name(agent, agent_len)) {
             request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
@@ -837,12 +862,36 @@ static void dispatch(struct evhttp_request *req, void *arg)
         memcpy(rq->event_id, event, event_len);
         rq->event_id[event_len] = '\0';
     }
+    if (ckey.p) {
+        if (!ids_valid_name(ckey.p, ckey.len)) {
+            request_reply_error(rq, ROOST_EKEYID, NULL, NULL);
+            return;
+        }
+        memcpy(rq->key_id, ckey.p, ckey.len);
+        rq->key_id[ckey.len] = '\0';
+    }
     /* Publish checks its recipients itself; every other route names its agent in the path. */
     if (rq->route->action != AUTH_PUBLISH &&
         !auth_allows(&rq->principal, rq->route->action, agent ? rq->agent_id : NULL)) {
         request_reply_error(rq, ROOST_EFORBIDDEN, NULL, NULL);
         return;
     }
+    /* A signature binds the token (it covers Authorization), so it is checked after it and
+     * before anything about the content is looked at. The policy covers the agent routes and
+     * publish; operator routes rely on their tokens (DESIGN §6.2). */
+    bool policy_route = agent != NULL || rq->route->action == AUTH_PUBLISH;
+    if (sigverify_needed(rq, policy_route)) {
+        sigverify_start(rq, dispatch_content);
+        return;
+    }
+    dispatch_content(rq);
+}
+
+/* The rest of dispatch once the request is authenticated (and its signature verified): query,
+ * body, handler. */
+static void dispatch_content(struct request *rq)
+{
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(rq->req);
     const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
     if (query) {
         rq->query = calloc(1, sizeof *rq->query);

@@ -32,7 +32,7 @@ struct tick_job {
     const char *data_dir; /* not reloadable: stable */
     /* outputs */
     struct store_touches touches;
-    size_t due, scavenged, quarantined, expired;
+    size_t due, scavenged, quarantined, expired, nonces;
     struct store_retention_result ret;
     bool more;
 };
@@ -186,7 +186,7 @@ static int run_tick(struct job *job, struct store *st)
     int64_t now = time_now_ms();
     size_t batch = (size_t)t->batch;
     store_touches_cleanup(&t->touches);
-    t->due = t->scavenged = t->quarantined = t->expired = 0;
+    t->due = t->scavenged = t->quarantined = t->expired = t->nonces = 0;
     int rc = store_call(st, promote_due, now, batch, &t->due, &t->touches);
     if (rc == ROOST_OK) {
         rc = store_call(st, scavenge, now, (int)t->max_attempts, batch, &t->scavenged,
@@ -195,7 +195,12 @@ static int run_tick(struct job *job, struct store *st)
     if (rc == ROOST_OK) {
         rc = store_call(st, expire, now, batch, &t->expired);
     }
-    t->more = t->due == batch || t->scavenged == batch || t->expired == batch;
+    /* Nonces outlive their signature's expires only until here; a backend without signature
+     * support leaves the op NULL. */
+    if (rc == ROOST_OK && st->ops->nonce_prune != NULL) {
+        rc = store_call(st, nonce_prune, now, batch, &t->nonces);
+    }
+    t->more = t->due == batch || t->scavenged == batch || t->expired == batch || t->nonces == batch;
     return rc;
 }
 

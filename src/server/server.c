@@ -19,6 +19,7 @@
 #include "server/http.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
+#include "server/sigverify.h"
 #include "server/sse_hub.h"
 #include "server/waiters.h"
 #include "server/workers.h"
@@ -231,6 +232,9 @@ int server_start(struct server *srv, struct config *cfg, const struct config_sou
     char desc[512];
     auth_describe(srv->auth, desc, sizeof desc);
     log_info("auth keys loaded", "%s", desc);
+    if (sigverify_server_key_load(srv, err, errlen) != 0) {
+        return -1;
+    }
     if (shards_open(srv, err, errlen) != 0) {
         return -1;
     }
@@ -335,6 +339,7 @@ void server_cleanup(struct server *srv)
         event_free(srv->sig_hup);
     }
     auth_free(srv->auth);
+    sigverify_server_key_free(srv);
     if (srv->base) {
         event_base_free(srv->base);
     }

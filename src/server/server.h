@@ -22,6 +22,7 @@ struct waiters;
 struct scheduler;
 struct sse_hub;
 struct metrics;
+struct sigcheck;
 
 /* One store (a database) with its threads and its scheduler: the default one (store.url) and one
  * per store.tenant.* entry (DESIGN §8.3: tenants mapped to shards by configuration). */
@@ -52,6 +53,9 @@ struct server {
     size_t inflight;         /* requests accepted and not yet answered */
     size_t closing;          /* answered while draining, connection not yet flushed and closed */
     uint64_t request_serial; /* for request ids */
+    struct evp_pkey_st *sign_key; /* roostd's Ed25519 signing key (sigverify.c) */
+    char *sign_jwks;              /* its public JWK Set, served at /api/v1/keys/server */
+    char sign_kid[64];
 };
 
 /* Starts listening and every component. Writes the ready file (if any) last. `source` (borrowed,
@@ -88,6 +92,8 @@ struct request {
     struct auth_principal principal;
     char agent_id[STORE_ID_MAX + 1];
     char event_id[STORE_EVENT_ID_LEN + 1];
+    char key_id[STORE_ID_MAX + 1]; /* {key} of /admin/keys/{key}/... */
+    struct sigcheck *sig;          /* signature check state (sigverify.c), NULL when none */
     json_t *body; /* parsed body object; NULL when the route takes none or it was empty */
     struct evkeyvalq *query;
     void *op;                  /* the handler's state while a job is in flight */
@@ -141,5 +147,10 @@ void api_admin_quarantine_inspect(struct request *rq);
 void api_admin_purge(struct request *rq);
 void api_admin_stats(struct request *rq);
 void api_subscribe(struct request *rq);
+void api_admin_keys_add(struct request *rq);
+void api_admin_keys_list(struct request *rq);
+void api_admin_keys_revoke(struct request *rq);
+/* GET /api/v1/keys/server: no authentication. */
+void api_server_keys(struct request *rq);
 
 #endif

@@ -47,6 +47,19 @@ void store_event_cleanup(struct store_event *ev)
     ev->last_error = NULL;
 }
 
+void store_key_cleanup(struct store_key *k)
+{
+    if (k == NULL) {
+        return;
+    }
+    if (k->material != NULL) {
+        /* May hold an HMAC secret. */
+        memset(k->material, 0, strlen(k->material));
+        free(k->material);
+        k->material = NULL;
+    }
+}
+
 void store_events_cleanup(struct store_events *list)
 {
     if (list == NULL) {

@@ -202,6 +202,24 @@ struct store_retention_result {
     bool more; /* the batch was full: call again */
 };
 
+/* ---- signature keys and nonces (DESIGN §6.2) ---- */
+
+#define STORE_KEY_ALG_MAX 32
+#define STORE_KEY_MATERIAL_MAX 16384 /* PEM / JWK text, or the base64 HMAC secret */
+#define STORE_NONCE_MAX 256
+
+/* A request-signing key registered by a tenant's operator. agent_id is the agent the key signs
+ * for, or "*" for a producer key (publish and other agent-less routes). */
+struct store_key {
+    char key_id[STORE_ID_MAX + 1];
+    char agent_id[STORE_ID_MAX + 1];
+    char alg[STORE_KEY_ALG_MAX + 1]; /* RFC 9421 name: "ed25519", "hmac-sha256", ... */
+    char *material;                  /* owned; public key PEM, or base64 HMAC secret */
+    int64_t created_at_ms;
+    int64_t revoked_at_ms; /* 0 = active */
+};
+void store_key_cleanup(struct store_key *k);
+
 /* ---- tailer ---- */
 
 /* A tailer's position in a backend's change log (MySQL: the roost_changes table, written by every
@@ -360,6 +378,30 @@ struct store_ops {
      * never walk the completed history (SQLite: one partial index per status, migration 0002;
      * MySQL: an index leading with status, e.g. (status, tenant_id, agent_id, available_at)). */
     int (*metrics_snapshot)(struct store *st, int64_t now_ms, struct store_metrics_snapshot *snap);
+
+    /* Keys (write, in a transaction): adds a key of the tenant, created_at = now. ROOST_EKEYEXISTS
+     * when the tenant already has this key_id (revoked ones included: ids are never reused).
+     * key->material is stored as given; the caller validates it. */
+    int (*key_add)(struct store *st, const char *tenant_id, const struct store_key *key,
+                   int64_t now_ms);
+    /* Keys (read): one key of the tenant, material included (caller cleans *out up with
+     * store_key_cleanup). ROOST_EKEYNOTFOUND when absent or another tenant's. */
+    int (*key_get)(struct store *st, const char *tenant_id, const char *key_id,
+                   struct store_key *out);
+    /* Keys (read): the tenant's keys ordered by key_id after `after_key` ("" = from the start),
+     * at most `limit` into caller-allocated out[limit]; material is left NULL (listings never
+     * carry secrets). *has_more when more follow. */
+    int (*key_list)(struct store *st, const char *tenant_id, const char *after_key, size_t limit,
+                    struct store_key *out, size_t *n, bool *has_more);
+    /* Keys (write): revoked_at = now. Revoking a revoked key is ROOST_OK and keeps the first
+     * revoked_at. ROOST_EKEYNOTFOUND when absent. */
+    int (*key_revoke)(struct store *st, const char *tenant_id, const char *key_id, int64_t now_ms);
+    /* Nonces (write): records (tenant, key_id, nonce) until expires_at_ms. ROOST_ENONCEREUSED
+     * when the same triple is recorded and its expires_at > now; an expired row is replaced. */
+    int (*nonce_claim)(struct store *st, const char *tenant_id, const char *key_id,
+                       const char *nonce, int64_t expires_at_ms, int64_t now_ms);
+    /* Scheduler (write): deletes at most `limit` nonces with expires_at <= now; *count set. */
+    int (*nonce_prune)(struct store *st, int64_t now_ms, size_t limit, size_t *count);
 
     /* Tailer: adds to `touches` every (tenant, agent, head) recorded by transactions committed
      * since the last call on `pos`, by any writer (this process, other roostd nodes, applications

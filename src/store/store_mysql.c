@@ -105,6 +105,13 @@ enum stmt_id {
     S_REQ_FIND,
     S_REQ_UPDATE,
     S_AGENTS_LIST,
+    S_KEY_ADD,
+    S_KEY_GET,
+    S_KEY_LIST,
+    S_KEY_REVOKE,
+    S_NONCE_EXPIRED_DELETE,
+    S_NONCE_INSERT,
+    S_NONCE_PRUNE,
     S_MIG_CHECK,
     S_MIG_RECORD,
     S_TAIL_MAX,
@@ -280,6 +287,26 @@ static const char *const stmt_sql[S_COUNT] = {
     /* limit */
     [S_MET_AGENTS] = "SELECT tenant_id, agent_id, count(*) AS n FROM inbox WHERE status = 1"
                      " GROUP BY tenant_id, agent_id ORDER BY n DESC, tenant_id, agent_id LIMIT ?",
+    /* tenant, key_id, agent, alg, material, now */
+    [S_KEY_ADD] = "INSERT INTO `keys` (tenant_id, key_id, agent_id, alg, material, created_at)"
+                  " VALUES (?, ?, ?, ?, ?, ?)",
+    /* tenant, key_id */
+    [S_KEY_GET] = "SELECT key_id, agent_id, alg, created_at, revoked_at, material FROM `keys`"
+                  " WHERE tenant_id = ? AND key_id = ?",
+    /* tenant, after, limit */
+    [S_KEY_LIST] = "SELECT key_id, agent_id, alg, created_at, revoked_at FROM `keys`"
+                   " WHERE tenant_id = ? AND key_id > ? ORDER BY key_id LIMIT ?",
+    /* now, tenant, key_id (CLIENT_FOUND_ROWS: an already revoked key still counts as matched) */
+    [S_KEY_REVOKE] = "UPDATE `keys` SET revoked_at = COALESCE(revoked_at, ?)"
+                     " WHERE tenant_id = ? AND key_id = ?",
+    /* tenant, key_id, nonce, now */
+    [S_NONCE_EXPIRED_DELETE] = "DELETE FROM nonces WHERE tenant_id = ? AND key_id = ?"
+                               " AND nonce = ? AND expires_at <= ?",
+    /* tenant, key_id, nonce, expires_at */
+    [S_NONCE_INSERT] = "INSERT INTO nonces (tenant_id, key_id, nonce, expires_at)"
+                       " VALUES (?, ?, ?, ?)",
+    /* now, limit */
+    [S_NONCE_PRUNE] = "DELETE FROM nonces WHERE expires_at <= ? LIMIT ?",
     /* version */
     [S_MIG_CHECK] = "SELECT 1 FROM schema_migrations WHERE version = ?",
     /* version, name */
@@ -308,6 +335,7 @@ struct mysql_store {
     int64_t origin; /* store_options.origin */
     uint64_t affected;
     uint64_t insert_id;
+    unsigned last_errno; /* server code of the last failure (ER_DUP_ENTRY is an answer here) */
     char err[512];
 };
 
@@ -484,6 +512,7 @@ static bool conn_lost_code(unsigned e)
 static int fail_code(struct mysql_store *b, unsigned e, const char *msg, const char *what)
 {
     snprintf(b->err, sizeof b->err, "%s: %s (mysql %u)", what, msg, e);
+    b->last_errno = e;
     if (e == ER_LOCK_DEADLOCK) {
         if (b->in_tx) {
             b->tx_aborted = true;
@@ -2158,6 +2187,131 @@ static int my_metrics_snapshot(struct store *st, int64_t now_ms,
     return rc;
 }
 
+/* ---- signature keys and nonces ---- */
+
+static int my_key_add(struct store *st, const char *tenant_id, const struct store_key *key,
+                      int64_t now_ms)
+{
+    struct mysql_store *b = backend(st);
+    struct prm p[] = {PS(tenant_id),
+                      PS(key->key_id),
+                      PS(key->agent_id),
+                      PS(key->alg),
+                      PS(key->material != NULL ? key->material : ""),
+                      PI(now_ms)};
+    int rc = Q(b, S_KEY_ADD, p, NULL);
+    /* A duplicate key rolls back only the statement (InnoDB), the transaction goes on. */
+    if (rc == ROOST_ESTORE && b->last_errno == ER_DUP_ENTRY) {
+        rc = ROOST_EKEYEXISTS;
+    }
+    return rc;
+}
+
+/* Fills the metadata columns (0..4) of a key row. */
+static void row_to_key(const struct rows *rs, size_t r, struct store_key *k)
+{
+    cell_copy(rs, r, 0, k->key_id, sizeof k->key_id);
+    cell_copy(rs, r, 1, k->agent_id, sizeof k->agent_id);
+    cell_copy(rs, r, 2, k->alg, sizeof k->alg);
+    k->created_at_ms = cell_i64(rs, r, 3);
+    k->revoked_at_ms = cell_i64(rs, r, 4);
+    k->material = NULL;
+}
+
+static int my_key_get(struct store *st, const char *tenant_id, const char *key_id,
+                      struct store_key *out)
+{
+    struct mysql_store *b = backend(st);
+    struct rows rs = {0};
+    memset(out, 0, sizeof *out);
+    struct prm p[] = {PS(tenant_id), PS(key_id)};
+    int rc = Q(b, S_KEY_GET, p, &rs);
+    if (rc == ROOST_OK && rs.n == 0) {
+        rc = ROOST_EKEYNOTFOUND;
+    }
+    if (rc == ROOST_OK) {
+        row_to_key(&rs, 0, out);
+        rc = cell_dup(&rs, 0, 5, &out->material);
+        if (rc == ROOST_OK && out->material == NULL) {
+            rc = ROOST_ESTORE;
+        }
+    }
+    rows_free(&rs);
+    return rc;
+}
+
+static int my_key_list(struct store *st, const char *tenant_id, const char *after_key, size_t limit,
+                       struct store_key *out, size_t *n, bool *has_more)
+{
+    struct mysql_store *b = backend(st);
+    struct rows rs = {0};
+    *n = 0;
+    *has_more = false;
+    if (limit == 0) {
+        return ROOST_OK;
+    }
+    int64_t lim = limit > 100000 ? 100001 : (int64_t)limit + 1;
+    struct prm p[] = {PS(tenant_id), PS(after_key != NULL ? after_key : ""), PI(lim)};
+    int rc = Q(b, S_KEY_LIST, p, &rs);
+    for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
+        if (*n == limit) {
+            *has_more = true;
+            break;
+        }
+        struct store_key *k = &out[(*n)++];
+        memset(k, 0, sizeof *k);
+        row_to_key(&rs, r, k);
+    }
+    rows_free(&rs);
+    return rc;
+}
+
+static int my_key_revoke(struct store *st, const char *tenant_id, const char *key_id,
+                         int64_t now_ms)
+{
+    struct mysql_store *b = backend(st);
+    struct prm p[] = {PI(now_ms), PS(tenant_id), PS(key_id)};
+    int rc = Q(b, S_KEY_REVOKE, p, NULL);
+    if (rc == ROOST_OK && b->affected == 0) {
+        rc = ROOST_EKEYNOTFOUND;
+    }
+    return rc;
+}
+
+/* An expired row is deleted first; then the insert either wins or meets a live row (a concurrent
+ * claim of the same nonce on another node waits on its row lock, then sees the duplicate). */
+static int my_nonce_claim(struct store *st, const char *tenant_id, const char *key_id,
+                          const char *nonce, int64_t expires_at_ms, int64_t now_ms)
+{
+    struct mysql_store *b = backend(st);
+    struct prm del[] = {PS(tenant_id), PS(key_id), PS(nonce), PI(now_ms)};
+    int rc = Q(b, S_NONCE_EXPIRED_DELETE, del, NULL);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    struct prm ins[] = {PS(tenant_id), PS(key_id), PS(nonce), PI(expires_at_ms)};
+    rc = Q(b, S_NONCE_INSERT, ins, NULL);
+    if (rc == ROOST_ESTORE && b->last_errno == ER_DUP_ENTRY) {
+        rc = ROOST_ENONCEREUSED;
+    }
+    return rc;
+}
+
+static int my_nonce_prune(struct store *st, int64_t now_ms, size_t limit, size_t *count)
+{
+    struct mysql_store *b = backend(st);
+    *count = 0;
+    if (limit == 0) {
+        return ROOST_OK;
+    }
+    struct prm p[] = {PI(now_ms), PI(limit > 100000 ? 100000 : (int64_t)limit)};
+    int rc = Q(b, S_NONCE_PRUNE, p, NULL);
+    if (rc == ROOST_OK) {
+        *count = (size_t)b->affected;
+    }
+    return rc;
+}
+
 /* ---- tailer ---- */
 
 static int gap_add(struct store_tail_pos *pos, int64_t id, int64_t now_ms)
@@ -2325,4 +2479,10 @@ const struct store_ops store_mysql_ops = {
     .quarantine_purge = my_quarantine_purge,
     .metrics_snapshot = my_metrics_snapshot,
     .tail = my_tail,
+    .key_add = my_key_add,
+    .key_get = my_key_get,
+    .key_list = my_key_list,
+    .key_revoke = my_key_revoke,
+    .nonce_claim = my_nonce_claim,
+    .nonce_prune = my_nonce_prune,
 };

@@ -76,6 +76,12 @@ enum stmt_id {
     S_MET_CLAIMED,
     S_MET_QUARANTINED,
     S_MET_AGENTS,
+    S_KEY_ADD,
+    S_KEY_GET,
+    S_KEY_LIST,
+    S_KEY_REVOKE,
+    S_NONCE_CLAIM,
+    S_NONCE_PRUNE,
     S_COUNT
 };
 
@@ -221,6 +227,22 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_MET_AGENTS] = "SELECT tenant_id, agent_id, count(*) AS n FROM inbox INDEXED BY inbox_pending"
                      " WHERE status = 1 GROUP BY tenant_id, agent_id"
                      " ORDER BY n DESC, tenant_id, agent_id LIMIT ?1",
+    [S_KEY_ADD] = "INSERT INTO keys (tenant_id, key_id, agent_id, alg, material, created_at)"
+                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (tenant_id, key_id) DO NOTHING",
+    [S_KEY_GET] = "SELECT key_id, agent_id, alg, created_at, revoked_at, material FROM keys"
+                  " WHERE tenant_id = ?1 AND key_id = ?2",
+    [S_KEY_LIST] = "SELECT key_id, agent_id, alg, created_at, revoked_at FROM keys"
+                   " WHERE tenant_id = ?1 AND key_id > ?2 ORDER BY key_id LIMIT ?3",
+    [S_KEY_REVOKE] = "UPDATE keys SET revoked_at = coalesce(revoked_at, ?3)"
+                     " WHERE tenant_id = ?1 AND key_id = ?2",
+    /* A row still inside its window makes the upsert change nothing: that is the replay. */
+    [S_NONCE_CLAIM] = "INSERT INTO nonces (tenant_id, key_id, nonce, expires_at)"
+                      " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (tenant_id, key_id, nonce)"
+                      " DO UPDATE SET expires_at = excluded.expires_at"
+                      " WHERE nonces.expires_at <= ?5",
+    [S_NONCE_PRUNE] = "DELETE FROM nonces WHERE (tenant_id, key_id, nonce) IN"
+                      " (SELECT tenant_id, key_id, nonce FROM nonces WHERE expires_at <= ?1"
+                      " LIMIT ?2)",
 };
 
 struct sqlite_store {
@@ -1838,6 +1860,161 @@ out:
     return rc;
 }
 
+/* ---- signature keys and nonces ---- */
+
+static int sq_key_add(struct store *st, const char *tenant_id, const struct store_key *key,
+                      int64_t now_ms)
+{
+    struct sqlite_store *b = backend(st);
+    sqlite3_stmt *s;
+    int rc = prep(b, S_KEY_ADD, &s);
+    if (rc != ROOST_OK) {
+        goto out;
+    }
+    bind_text(s, 1, tenant_id);
+    bind_text(s, 2, key->key_id);
+    bind_text(s, 3, key->agent_id);
+    bind_text(s, 4, key->alg);
+    bind_text(s, 5, key->material != NULL ? key->material : "");
+    sqlite3_bind_int64(s, 6, now_ms);
+    if ((rc = run(b, s)) == ROOST_OK && sqlite3_changes(b->db) == 0) {
+        rc = ROOST_EKEYEXISTS;
+    }
+out:
+    reset_all(b);
+    return rc;
+}
+
+/* Fills the metadata columns (0..4) of a key row. */
+static void row_to_key(sqlite3_stmt *s, struct store_key *k)
+{
+    col_copy(s, 0, k->key_id, sizeof k->key_id);
+    col_copy(s, 1, k->agent_id, sizeof k->agent_id);
+    col_copy(s, 2, k->alg, sizeof k->alg);
+    k->created_at_ms = sqlite3_column_int64(s, 3);
+    k->revoked_at_ms = sqlite3_column_int64(s, 4);
+    k->material = NULL;
+}
+
+static int sq_key_get(struct store *st, const char *tenant_id, const char *key_id,
+                      struct store_key *out)
+{
+    struct sqlite_store *b = backend(st);
+    sqlite3_stmt *s;
+    memset(out, 0, sizeof *out);
+    int rc = prep(b, S_KEY_GET, &s);
+    if (rc != ROOST_OK) {
+        goto out;
+    }
+    bind_text(s, 1, tenant_id);
+    bind_text(s, 2, key_id);
+    if ((rc = step(b, s)) < 0) {
+        goto out;
+    }
+    if (rc == 0) {
+        rc = ROOST_EKEYNOTFOUND;
+        goto out;
+    }
+    row_to_key(s, out);
+    rc = col_dup(s, 5, &out->material);
+    if (rc == ROOST_OK && out->material == NULL) {
+        rc = ROOST_ESTORE;
+    }
+out:
+    reset_all(b);
+    return rc;
+}
+
+static int sq_key_list(struct store *st, const char *tenant_id, const char *after_key, size_t limit,
+                       struct store_key *out, size_t *n, bool *has_more)
+{
+    struct sqlite_store *b = backend(st);
+    sqlite3_stmt *s;
+    *n = 0;
+    *has_more = false;
+    int rc = prep(b, S_KEY_LIST, &s);
+    if (rc != ROOST_OK || limit == 0) {
+        goto out;
+    }
+    bind_text(s, 1, tenant_id);
+    bind_text(s, 2, after_key != NULL ? after_key : "");
+    sqlite3_bind_int64(s, 3, sql_limit(limit) + 1);
+    while ((rc = step(b, s)) == 1) {
+        if (*n == limit) {
+            *has_more = true;
+            break;
+        }
+        struct store_key *k = &out[(*n)++];
+        memset(k, 0, sizeof *k);
+        row_to_key(s, k);
+    }
+    rc = rc < 0 ? rc : ROOST_OK;
+out:
+    reset_all(b);
+    return rc;
+}
+
+static int sq_key_revoke(struct store *st, const char *tenant_id, const char *key_id,
+                         int64_t now_ms)
+{
+    struct sqlite_store *b = backend(st);
+    sqlite3_stmt *s;
+    int rc = prep(b, S_KEY_REVOKE, &s);
+    if (rc != ROOST_OK) {
+        goto out;
+    }
+    bind_text(s, 1, tenant_id);
+    bind_text(s, 2, key_id);
+    sqlite3_bind_int64(s, 3, now_ms);
+    if ((rc = run(b, s)) == ROOST_OK && sqlite3_changes(b->db) == 0) {
+        rc = ROOST_EKEYNOTFOUND;
+    }
+out:
+    reset_all(b);
+    return rc;
+}
+
+static int sq_nonce_claim(struct store *st, const char *tenant_id, const char *key_id,
+                          const char *nonce, int64_t expires_at_ms, int64_t now_ms)
+{
+    struct sqlite_store *b = backend(st);
+    sqlite3_stmt *s;
+    int rc = prep(b, S_NONCE_CLAIM, &s);
+    if (rc != ROOST_OK) {
+        goto out;
+    }
+    bind_text(s, 1, tenant_id);
+    bind_text(s, 2, key_id);
+    bind_text(s, 3, nonce);
+    sqlite3_bind_int64(s, 4, expires_at_ms);
+    sqlite3_bind_int64(s, 5, now_ms);
+    if ((rc = run(b, s)) == ROOST_OK && sqlite3_changes(b->db) == 0) {
+        rc = ROOST_ENONCEREUSED;
+    }
+out:
+    reset_all(b);
+    return rc;
+}
+
+static int sq_nonce_prune(struct store *st, int64_t now_ms, size_t limit, size_t *count)
+{
+    struct sqlite_store *b = backend(st);
+    sqlite3_stmt *s;
+    *count = 0;
+    int rc = prep(b, S_NONCE_PRUNE, &s);
+    if (rc != ROOST_OK || limit == 0) {
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, now_ms);
+    sqlite3_bind_int64(s, 2, sql_limit(limit));
+    if ((rc = run(b, s)) == ROOST_OK) {
+        *count = (size_t)sqlite3_changes(b->db);
+    }
+out:
+    reset_all(b);
+    return rc;
+}
+
 const struct store_ops store_sqlite_ops = {
     .scheme = "sqlite",
     .open = sq_open,
@@ -1870,4 +2047,10 @@ const struct store_ops store_sqlite_ops = {
     .event_get = sq_event_get,
     .quarantine_purge = sq_quarantine_purge,
     .metrics_snapshot = sq_metrics_snapshot,
+    .key_add = sq_key_add,
+    .key_get = sq_key_get,
+    .key_list = sq_key_list,
+    .key_revoke = sq_key_revoke,
+    .nonce_claim = sq_nonce_claim,
+    .nonce_prune = sq_nonce_prune,
 };

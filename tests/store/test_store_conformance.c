@@ -1352,6 +1352,123 @@ static void test_store_reads_on_another_connection_see_only_commits(struct fx *f
     store_close(reader);
 }
 
+/* ---- signature keys and nonces ---- */
+
+static int add_key(struct store *st, const char *tenant, const char *key_id, const char *agent,
+                   const char *material, int64_t now)
+{
+    struct store_key k = {.material = (char *)material};
+    snprintf(k.key_id, sizeof k.key_id, "%s", key_id);
+    snprintf(k.agent_id, sizeof k.agent_id, "%s", agent);
+    snprintf(k.alg, sizeof k.alg, "ed25519");
+    return IN_TX(st, st->ops->key_add(st, tenant, &k, now));
+}
+
+static void test_store_keys_add_get_revoke(struct fx *f)
+{
+    struct store *st = f->st;
+    struct store_key k;
+    CHECK_RC(add_key(st, TA, "k1", "agent-1", "PEM-1", T0), ROOST_OK);
+    CHECK_RC(add_key(st, TA, "k1", "agent-2", "PEM-2", T0 + 1), ROOST_EKEYEXISTS);
+    /* Another tenant may use the same key id: ids are per tenant. */
+    CHECK_RC(add_key(st, TB, "k1", "*", "PEM-B", T0), ROOST_OK);
+    CHECK_RC(st->ops->key_get(st, TA, "k1", &k), ROOST_OK);
+    CHECK(strcmp(k.key_id, "k1") == 0 && strcmp(k.agent_id, "agent-1") == 0);
+    CHECK(strcmp(k.alg, "ed25519") == 0 && k.created_at_ms == T0 && k.revoked_at_ms == 0);
+    CHECK(k.material != NULL && strcmp(k.material, "PEM-1") == 0);
+    store_key_cleanup(&k);
+    CHECK_RC(st->ops->key_get(st, TA, "nope", &k), ROOST_EKEYNOTFOUND);
+    CHECK(k.material == NULL);
+    CHECK_RC(IN_TX(st, st->ops->key_revoke(st, TA, "k1", T0 + 5)), ROOST_OK);
+    CHECK_RC(IN_TX(st, st->ops->key_revoke(st, TA, "k1", T0 + 9)), ROOST_OK);
+    CHECK_RC(st->ops->key_get(st, TA, "k1", &k), ROOST_OK);
+    CHECK(k.revoked_at_ms == T0 + 5); /* the first revocation stands */
+    store_key_cleanup(&k);
+    CHECK_RC(IN_TX(st, st->ops->key_revoke(st, TA, "nope", T0)), ROOST_EKEYNOTFOUND);
+    /* A revoked id is not reusable. */
+    CHECK_RC(add_key(st, TA, "k1", "agent-1", "PEM-3", T0 + 10), ROOST_EKEYEXISTS);
+    /* Tenant B's key is untouched by A's revocation, and A cannot revoke B's. */
+    CHECK_RC(st->ops->key_get(st, TB, "k1", &k), ROOST_OK);
+    CHECK(k.revoked_at_ms == 0 && strcmp(k.agent_id, "*") == 0 && strcmp(k.material, "PEM-B") == 0);
+    store_key_cleanup(&k);
+    CHECK_RC(IN_TX(st, st->ops->key_revoke(st, TB, "k2", T0)), ROOST_EKEYNOTFOUND);
+}
+
+static void test_store_keys_list_paging_without_material(struct fx *f)
+{
+    struct store *st = f->st;
+    static const char *const ids[] = {"c", "a", "e", "b", "d"};
+    for (size_t i = 0; i < 5; i++) {
+        CHECK_RC(add_key(st, TA, ids[i], "x", "SECRET", T0), ROOST_OK);
+    }
+    CHECK_RC(add_key(st, TB, "aa", "x", "SECRET", T0), ROOST_OK);
+    struct store_key out[2];
+    size_t n = 9;
+    bool more = false;
+    char seen[16] = "";
+    char after[STORE_ID_MAX + 1] = "";
+    for (int page = 0; page < 5; page++) {
+        CHECK_RC(st->ops->key_list(st, TA, after, 2, out, &n, &more), ROOST_OK);
+        for (size_t i = 0; i < n; i++) {
+            CHECK(out[i].material == NULL);
+            strncat(seen, out[i].key_id, sizeof seen - strlen(seen) - 1);
+        }
+        if (!more || n == 0) {
+            break;
+        }
+        snprintf(after, sizeof after, "%s", out[n - 1].key_id);
+    }
+    CHECK(strcmp(seen, "abcde") == 0);
+    CHECK(!more);
+    CHECK_RC(st->ops->key_list(st, "tenant-c", "", 2, out, &n, &more), ROOST_OK);
+    CHECK(n == 0 && !more);
+}
+
+static void test_store_nonce_claim_rejects_replay_until_expiry(struct fx *f)
+{
+    struct store *st = f->st;
+    CHECK_RC(IN_TX(st, st->ops->nonce_claim(st, TA, "k1", "n1", T0 + 300000, T0)), ROOST_OK);
+    CHECK_RC(IN_TX(st, st->ops->nonce_claim(st, TA, "k1", "n1", T0 + 300000, T0 + 1000)),
+             ROOST_ENONCEREUSED);
+    /* Distinct in every other coordinate: tenant, key, nonce. */
+    CHECK_RC(IN_TX(st, st->ops->nonce_claim(st, TB, "k1", "n1", T0 + 300000, T0)), ROOST_OK);
+    CHECK_RC(IN_TX(st, st->ops->nonce_claim(st, TA, "k2", "n1", T0 + 300000, T0)), ROOST_OK);
+    CHECK_RC(IN_TX(st, st->ops->nonce_claim(st, TA, "k1", "n2", T0 + 300000, T0)), ROOST_OK);
+    /* Once expired, the row may be replaced (the signature's own expiry refuses older replays). */
+    CHECK_RC(IN_TX(st, st->ops->nonce_claim(st, TA, "k1", "n1", T0 + 700000, T0 + 300000)),
+             ROOST_OK);
+    CHECK_RC(IN_TX(st, st->ops->nonce_claim(st, TA, "k1", "n1", T0 + 700000, T0 + 300001)),
+             ROOST_ENONCEREUSED);
+    /* A rolled-back claim leaves nothing behind. */
+    CHECK_RC(tx_begin(st), ROOST_OK);
+    CHECK_RC(st->ops->savepoint(st), ROOST_OK);
+    CHECK_RC(st->ops->nonce_claim(st, TA, "k9", "n9", T0 + 1000, T0), ROOST_OK);
+    CHECK_RC(st->ops->savepoint_rollback(st), ROOST_OK);
+    CHECK_RC(st->ops->commit(st), ROOST_OK);
+    CHECK_RC(IN_TX(st, st->ops->nonce_claim(st, TA, "k9", "n9", T0 + 1000, T0)), ROOST_OK);
+}
+
+static void test_store_nonce_prune_bounded_batches(struct fx *f)
+{
+    struct store *st = f->st;
+    char nonce[32];
+    for (int i = 0; i < 5; i++) {
+        snprintf(nonce, sizeof nonce, "old-%d", i);
+        CHECK_RC(IN_TX(st, st->ops->nonce_claim(st, TA, "k", nonce, T0 + 10, T0)), ROOST_OK);
+    }
+    CHECK_RC(IN_TX(st, st->ops->nonce_claim(st, TA, "k", "live", T0 + 100000, T0)), ROOST_OK);
+    size_t count = 99;
+    CHECK_RC(IN_TX(st, st->ops->nonce_prune(st, T0 + 10, 3, &count)), ROOST_OK);
+    CHECK(count == 3);
+    CHECK_RC(IN_TX(st, st->ops->nonce_prune(st, T0 + 10, 3, &count)), ROOST_OK);
+    CHECK(count == 2);
+    CHECK_RC(IN_TX(st, st->ops->nonce_prune(st, T0 + 10, 3, &count)), ROOST_OK);
+    CHECK(count == 0);
+    /* The live nonce survived pruning: still a replay. */
+    CHECK_RC(IN_TX(st, st->ops->nonce_claim(st, TA, "k", "live", T0 + 100000, T0 + 20)),
+             ROOST_ENONCEREUSED);
+}
+
 static void test_store_migrate_is_idempotent(struct fx *f)
 {
     struct store *st = f->st;
@@ -1602,6 +1719,10 @@ static const struct test tests[] = {
     TEST(test_store_quarantine_list_and_agents_list),
     TEST(test_store_metrics_snapshot_and_admin_ops),
     TEST(test_store_reads_on_another_connection_see_only_commits),
+    TEST(test_store_keys_add_get_revoke),
+    TEST(test_store_keys_list_paging_without_material),
+    TEST(test_store_nonce_claim_rejects_replay_until_expiry),
+    TEST(test_store_nonce_prune_bounded_batches),
     TEST(test_store_migrate_is_idempotent),
     TEST(test_store_open_rejects_bad_urls),
     TEST(test_store_tail_reports_commits_of_other_connections),

@@ -392,7 +392,8 @@ static void test_config_print_reference(void)
     CHECK(strstr(out, "| `limits.max_batch` | `1000` | 1..100000 | yes | ") != NULL);
     CHECK(strstr(out, "| `listen` | `127.0.0.1:8080` | string | no | ") != NULL);
     CHECK(strstr(out, "| `store.url` |  | string | no | ") != NULL);
-    /* One row per key, the two header lines and the store.tenant.TENANT_ID pattern row. */
+    /* One row per key, the two header lines and the store.tenant.TENANT_ID and
+     * signatures.tenant.TENANT_ID pattern rows. */
     size_t lines = 0;
     for (const char *p = out; *p; p++) {
         lines += *p == '\n';
@@ -404,10 +405,41 @@ static void test_config_print_reference(void)
     for (const char *p = printed; p && *p; p++) {
         keys += *p == '\n';
     }
-    CHECK(keys > 20 && lines == keys + 3);
+    CHECK(keys > 20 && lines == keys + 4);
     free(printed);
     config_cleanup(&cfg);
     free(out);
+}
+
+static void test_config_signature_policies(void)
+{
+    struct config cfg, fresh;
+    char err[256], changed[256], restart[256];
+    CHECK(config_init(&cfg) == 0);
+    CHECK(config_sig_policy(&cfg, "t1") == CONFIG_SIG_OFF);
+    CHECK(config_set(&cfg, "signatures.require", "mutations", err, sizeof err) == 0);
+    CHECK(config_set(&cfg, "signatures.tenant.t1", "all", err, sizeof err) == 0);
+    CHECK(config_set(&cfg, "signatures.tenant.t2", "mutations", err, sizeof err) == 0);
+    CHECK(config_set(&cfg, "signatures.tenant.t2", "off", err, sizeof err) == 0);
+    CHECK(cfg.n_tenant_sigs == 2);
+    CHECK(config_sig_policy(&cfg, "t1") == CONFIG_SIG_ALL);
+    CHECK(config_sig_policy(&cfg, "t2") == CONFIG_SIG_OFF);
+    CHECK(config_sig_policy(&cfg, "t3") == CONFIG_SIG_MUTATIONS);
+    CHECK(config_set(&cfg, "signatures.require", "sometimes", err, sizeof err) != 0);
+    CHECK(strstr(err, "signatures.require") != NULL);
+    CHECK(config_set(&cfg, "signatures.tenant.t1", "yes", err, sizeof err) != 0);
+    CHECK(config_set(&cfg, "signatures.tenant.bad/id", "all", err, sizeof err) != 0);
+    /* Reload: the tenant table is reloadable and swapped in. */
+    CHECK(config_init(&fresh) == 0);
+    CHECK(config_set(&fresh, "signatures.tenant.t9", "all", err, sizeof err) == 0);
+    config_apply_reloadable(&cfg, &fresh, changed, sizeof changed, restart, sizeof restart);
+    CHECK(strstr(changed, "signatures.tenant.*") != NULL);
+    CHECK(strstr(changed, "signatures.require") != NULL);
+    CHECK(strstr(restart, "signatures") == NULL);
+    CHECK(cfg.n_tenant_sigs == 1 && config_sig_policy(&cfg, "t9") == CONFIG_SIG_ALL);
+    CHECK(config_sig_policy(&cfg, "t1") == CONFIG_SIG_OFF);
+    config_cleanup(&fresh);
+    config_cleanup(&cfg);
 }
 
 static void test_config_tenant_stores(void)
@@ -451,6 +483,7 @@ int main(void)
     RUN(test_config_print_masks_secrets);
     RUN(test_config_print_reference);
     RUN(test_config_tenant_stores);
+    RUN(test_config_signature_policies);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) {
