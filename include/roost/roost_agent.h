@@ -115,7 +115,8 @@ ROOST_EXPORT int roost_agent_new(struct roost_agent **out, const struct roost_ag
  * claiming, gives back (reason shutdown) what it claimed but did not start, waits for running
  * handlers to return, flushes acks and releases everything still held by its consumer id
  * (release-all). Returns ROOST_OK after a stop, ROOST_EINVAL (NULL, or run called twice),
- * ROOST_EUNAUTHENTICATED / ROOST_EFORBIDDEN (the token is refused: retrying cannot help),
+ * ROOST_EUNAUTHENTICATED / ROOST_EFORBIDDEN (the token is refused: retrying cannot help) or
+ * another 401 error (the request signature is refused: ROOST_EKEYREVOKED, ROOST_ESIGMISSING, ...),
  * ROOST_EIO (the state file cannot be written), ROOST_ENOMEM, ROOST_EINTERNAL (a thread could not
  * be started). Call at most once per agent. */
 ROOST_EXPORT int roost_agent_run(struct roost_agent *a);

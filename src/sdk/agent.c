@@ -183,9 +183,12 @@ static bool transient_rc(int rc)
            rc == ROOST_ESTORE || rc == ROOST_EPROTO || rc == ROOST_ENOMEM;
 }
 
+/* Every 401/403: a refused token or signature (key revoked, unknown, wrong agent), which a
+ * retry cannot fix. Each request is signed afresh, so none of them is transient. */
 static bool auth_rc(int rc)
 {
-    return rc == ROOST_EUNAUTHENTICATED || rc == ROOST_EFORBIDDEN;
+    int status = roost_err_http_status(rc);
+    return status == 401 || status == 403;
 }
 
 const char *roost_agent_conn_name(enum roost_agent_conn conn)
