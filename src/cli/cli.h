@@ -88,10 +88,10 @@ enum cli_opt {
     "  --timeout DUR      per-request timeout (default 30s)\n"                                     \
     "  --pretty/--compact indented or one-line JSON (default: indented on a terminal)\n"           \
     "  --key-file F       sign every request (RFC 9421) with the private key in PEM file F, or\n"  \
-    "                     the base64 secret in F for hmac-sha256 (default $ROOST_KEY_FILE)\n"    \
-    "  --key-id ID        the signing key's registered key id (default $ROOST_KEY_ID)\n"         \
-    "  --key-alg ALG      ed25519, ecdsa-p256-sha256, rsa-pss-sha512 or hmac-sha256 (default\n"  \
-    "                     $ROOST_KEY_ALG, else implied by the PEM key)\n"                         \
+    "                     the base64 secret in F for hmac-sha256 (default $ROOST_KEY_FILE)\n"      \
+    "  --key-id ID        the signing key's registered key id (default $ROOST_KEY_ID)\n"           \
+    "  --key-alg ALG      ed25519, ecdsa-p256-sha256, rsa-pss-sha512 or hmac-sha256 (default\n"    \
+    "                     $ROOST_KEY_ALG, else implied by the PEM key)\n"                          \
     "  -h, --help         this help\n"
 
 void cli_common_init(struct cli_common *co, const char *command, const char *usage);

@@ -315,8 +315,7 @@ int cmd_agent_run(int argc, char **argv)
     }
     x.agent_id = o.agent_id;
     o.ca_file = co.ca_file;
-    if ((r = cli_resolve_signing(&co, &o.signing_key_file, &o.key_id, &o.key_alg)) !=
-        CLI_EXIT_OK) {
+    if ((r = cli_resolve_signing(&co, &o.signing_key_file, &o.key_id, &o.key_alg)) != CLI_EXIT_OK) {
         free(file_token);
         return r;
     }

@@ -124,8 +124,8 @@ int cmd_keys_add(int argc, char **argv)
     char *material = NULL;
     size_t len = 0;
     char err[512];
-    if (cli_read_file(pub_file != NULL ? pub_file : secret_file, KEYS_MAX_MATERIAL_BYTES,
-                      &material, &len, err, sizeof err) != 0) {
+    if (cli_read_file(pub_file != NULL ? pub_file : secret_file, KEYS_MAX_MATERIAL_BYTES, &material,
+                      &len, err, sizeof err) != 0) {
         fprintf(stderr, "roost: keys add: %s\n", err);
         return CLI_EXIT_USAGE;
     }

@@ -596,8 +596,7 @@ static int agent_client_new(const struct roost_agent *a, struct roost_client **o
         roost_client_set_ca_file(c, a->ca_file);
     }
     if (a->signing_key != NULL &&
-        (rc = roost_client_set_signing_key(c, a->signing_key, a->key_id, a->key_alg)) !=
-            ROOST_OK) {
+        (rc = roost_client_set_signing_key(c, a->signing_key, a->key_id, a->key_alg)) != ROOST_OK) {
         roost_client_free(c);
         return rc;
     }
@@ -1298,8 +1297,8 @@ static void *sse_main(void *arg)
             char err[256];
             if ((signed_hdrs = curl_slist_append(NULL, "Accept: text/event-stream")) == NULL ||
                 curl_slist_append(signed_hdrs, auth.data) == NULL ||
-                sdk_signer_headers(a->signer, "GET", url.data, a->token, NULL, 0, &signed_hdrs,
-                                   err, sizeof err) != ROOST_OK) {
+                sdk_signer_headers(a->signer, "GET", url.data, a->token, NULL, 0, &signed_hdrs, err,
+                                   sizeof err) != ROOST_OK) {
                 curl_slist_free_all(signed_hdrs);
                 agent_log(a, "cannot sign the SSE request: polling only");
                 break;

@@ -98,9 +98,9 @@ int roost_admin_keys_list(struct roost_client *c, int limit, const char *page, c
     if (rc != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
     } else if ((rc = sdk_request(c, "GET", p.data, NULL, 0, 0, &resp)) == ROOST_OK) {
-        rc = json_is_array(json_object_get(resp, "keys")) ? answer_text(c, resp, json_out)
-                                                          : sdk_shape_fail(c, ROOST_EPROTO,
-                                                                           "key list");
+        rc = json_is_array(json_object_get(resp, "keys"))
+                 ? answer_text(c, resp, json_out)
+                 : sdk_shape_fail(c, ROOST_EPROTO, "key list");
     }
     json_decref(resp);
     sdk_str_cleanup(&p);

@@ -82,8 +82,9 @@ static int key_text(const char *key, char **out, size_t *len, char *err, size_t 
     if (bad || n > HTTPSIG_MAX_KEY_TEXT_BYTES) {
         OPENSSL_cleanse(buf, n);
         free(buf);
-        snprintf(err, errlen, bad ? "cannot read the signing key file %s"
-                                  : "the signing key file %s is too large",
+        snprintf(err, errlen,
+                 bad ? "cannot read the signing key file %s"
+                     : "the signing key file %s is too large",
                  key);
         return bad ? ROOST_EIO : ROOST_EKEYMATERIAL;
     }

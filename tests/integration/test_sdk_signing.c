@@ -119,17 +119,10 @@ struct alg_case {
 static void keys_add(const struct alg_case *k, const char *key_id, const char *agent, int want,
                      const char *want_err)
 {
-    const char *args[] = {"keys",
-                          "add",
-                          "--key-id",
-                          key_id,
-                          "--agent",
-                          agent,
-                          "--alg",
-                          k->alg,
-                          k->hmac ? "--secret-file" : "--public-key-file",
-                          k->material,
-                          NULL};
+    const char *args[] = {"keys",      "add",     "--key-id",
+                          key_id,      "--agent", agent,
+                          "--alg",     k->alg,    k->hmac ? "--secret-file" : "--public-key-file",
+                          k->material, NULL};
     json_t *j = expect_cli(key_id, want, want_err, adm, args);
     if (want == 0) {
         CHECK_CASE(key_id, j && strcmp(h_str(j, "key_id") ? h_str(j, "key_id") : "", key_id) == 0);
@@ -200,7 +193,8 @@ static void cli_ack(const char *label, const struct alg_case *k, const char *key
                     const char *agent, const char *event_id, const char *lease, int want,
                     const char *want_err)
 {
-    const char *args[16] = {"ack", "--agent", agent, event_id ? event_id : "x", lease ? lease : "x"};
+    const char *args[16] = {"ack", "--agent", agent, event_id ? event_id : "x",
+                            lease ? lease : "x"};
     size_t n = 5;
     if (key_id != NULL) {
         args[n++] = "--key-file";
@@ -305,8 +299,8 @@ static void test_cli_usage(void)
     /* A key file without a key id is a usage error; so is a public key (cannot sign). */
     const char *a1[] = {"publish", "--agent", "x", "--payload", "{}", "--key-file", ED_PRIV, NULL};
     json_decref(expect_cli("no key id", 2, "--key-id", tok, a1));
-    const char *a2[] = {"publish", "--agent",  "x",   "--payload", "{}", "--key-file",
-                        ED_PUB,    "--key-id", "k1",  NULL};
+    const char *a2[] = {"publish",    "--agent", "x",        "--payload", "{}",
+                        "--key-file", ED_PUB,    "--key-id", "k1",        NULL};
     json_decref(expect_cli("public key", 2, "(invalid_public_key)", tok, a2));
     const char *a3[] = {"keys", "add", "--key-id", "k", "--agent", "a", "--alg", "ed25519", NULL};
     json_decref(expect_cli("keys add without material", 2, NULL, adm, a3));
@@ -453,9 +447,9 @@ static void test_agent_run_signed(void)
             dup2(fd, 1);
             dup2(fd, 2);
         }
-        execl(ROOST_CLI_BIN, "roost", "agent", "run", "--server", d.url, "--token", tok,
-              "--agent", "runner", "--state-dir", state, "--exec", cmd, "--key-file", ED_PRIV,
-              "--key-id", "run-a", (char *)NULL);
+        execl(ROOST_CLI_BIN, "roost", "agent", "run", "--server", d.url, "--token", tok, "--agent",
+              "runner", "--state-dir", state, "--exec", cmd, "--key-file", ED_PRIV, "--key-id",
+              "run-a", (char *)NULL);
         _exit(127);
     }
     bool ok = false;
@@ -498,9 +492,9 @@ static void test_agent_run_signed(void)
     /* With the key revoked, the agent stops with the auth exit code (1) naming the code. */
     const char *rev[] = {"keys", "revoke", "run-a", NULL};
     json_decref(expect_cli("revoke run-a", 0, NULL, adm, rev));
-    const char *args[] = {"agent",   "run",      "--agent",    "runner", "--state-dir",
-                          state,     "--exec",   "true",       "--key-file", ED_PRIV,
-                          "--key-id", "run-a",   "--quiet",    NULL};
+    const char *args[] = {"agent",    "run",    "--agent", "runner",     "--state-dir",
+                          state,      "--exec", "true",    "--key-file", ED_PRIV,
+                          "--key-id", "run-a",  "--quiet", NULL};
     json_decref(expect_cli("agent run revoked", 1, "key_revoked", tok, args));
 
     roost_client_free(pub);
