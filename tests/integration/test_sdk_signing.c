@@ -269,6 +269,7 @@ static void test_cli_signed_round_trip(const struct alg_case *k)
     const char *rev_none[] = {"keys", "revoke", "no-such-key", NULL};
     json_decref(expect_cli("revoke unknown", 3, "(key_not_found)", adm, rev_none));
     cli_ack("ack revoked", k, akey, agent, c2, lease, 1, "(key_revoked)");
+    free(lease);
     free(cli_publish("publish revoked", k, prod, agent, 1, "(key_revoked)"));
     free(cli_claim("claim revoked", k, akey, agent, 1, "(key_revoked)", &lease));
 
