@@ -5,15 +5,21 @@
  * revoked key (`roost keys revoke`) or another agent's key; `roost keys list` shows the keys;
  * `roost agent run --key-file` works an inbox; many signed requests in one second all pass the
  * server's nonce replay check; roost_client_set_signing_key refuses unusable keys. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "harness/harness.h"
+#include "proto/httpsig.h"
 #include "roost/roost.h"
 
 #include "common/banned.h"
@@ -384,6 +390,198 @@ static void test_sdk_keys_and_nonces(void)
     roost_client_free(c);
 }
 
+/* ---- the exact headers, captured by a fake server ---- */
+
+#define CAPTURE_N 2
+
+struct capture {
+    int lfd;
+    char req[CAPTURE_N][16384];
+};
+
+/* Case-insensitive strstr (strcasestr is a GNU extension). */
+static const char *find_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay != '\0'; hay++) {
+        if (strncasecmp(hay, needle, n) == 0) {
+            return hay;
+        }
+    }
+    return NULL;
+}
+
+/* Accepts CAPTURE_N connections, reads one request from each (headers + Content-Length body)
+ * and answers 200 {}. */
+static void *capture_main(void *arg)
+{
+    struct capture *cap = arg;
+    for (int i = 0; i < CAPTURE_N; i++) {
+        int fd = accept(cap->lfd, NULL, NULL);
+        if (fd < 0) {
+            return NULL;
+        }
+        size_t len = 0;
+        char *buf = cap->req[i];
+        for (;;) {
+            ssize_t n = recv(fd, buf + len, sizeof cap->req[i] - 1 - len, 0);
+            if (n <= 0) {
+                break;
+            }
+            len += (size_t)n;
+            buf[len] = '\0';
+            char *end = strstr(buf, "\r\n\r\n");
+            if (end != NULL) {
+                const char *cl = find_ci(buf, "\r\nContent-Length:");
+                size_t want = cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0;
+                if (len >= (size_t)(end + 4 - buf) + want) {
+                    break;
+                }
+            }
+            if (len + 1 >= sizeof cap->req[i]) {
+                break;
+            }
+        }
+        static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                    "Content-Length: 2\r\nConnection: close\r\n\r\n{}";
+        ssize_t w = send(fd, reply, sizeof reply - 1, MSG_NOSIGNAL);
+        (void)w;
+        close(fd);
+    }
+    return NULL;
+}
+
+/* The value of header `name` in a captured request (copied), or NULL. */
+static char *cap_header(const char *req, const char *name)
+{
+    char *needle = h_fmt("\r\n%s:", name);
+    const char *p = find_ci(req, needle);
+    char *v = NULL;
+    if (p != NULL) {
+        p += strlen(needle);
+        while (*p == ' ') {
+            p++;
+        }
+        size_t n = strcspn(p, "\r\n");
+        v = strndup(p, n);
+    }
+    free(needle);
+    return v;
+}
+
+/* Checks one captured request: the components roostd requires and nothing else, created = now,
+ * expires = created + 60, a 128-bit base64url nonce, keyid, alg, and a signature that verifies
+ * with the public key over exactly what was sent. Returns the nonce (caller frees). */
+static char *check_captured(const char *label, const char *req, const char *const *want_comp,
+                            size_t n_want, EVP_PKEY *pub)
+{
+    char method[16] = "", target[1024] = "";
+    CHECK_CASE(label, sscanf(req, "%15s %1023s HTTP/1.1", method, target) == 2);
+    char *host = cap_header(req, "Host"), *authz = cap_header(req, "Authorization");
+    char *digest = cap_header(req, "Content-Digest");
+    char *si = cap_header(req, "Signature-Input"), *sig = cap_header(req, "Signature");
+    CHECK_CASE(label, host && authz && si && sig);
+    char *nonce = NULL;
+    struct httpsig_signature s;
+    if (!si || !sig || httpsig_parse(si, strlen(si), sig, strlen(sig), "sig1", &s) != HTTPSIG_OK) {
+        CHECK_CASE(label, !"Signature-Input/Signature parse with label sig1");
+        goto out;
+    }
+    const struct httpsig_params *p = &s.params;
+    CHECK_CASE(label, p->n_components == n_want);
+    for (size_t i = 0; i < n_want && i < p->n_components; i++) {
+        CHECK_CASE(want_comp[i], httpsig_params_covers(p, want_comp[i]));
+    }
+    int64_t now = (int64_t)time(NULL);
+    CHECK_CASE(label, p->has_created && p->created >= now - 5 && p->created <= now + 1);
+    CHECK_CASE(label, p->has_expires && p->expires - p->created == 60);
+    CHECK_CASE(label, p->keyid && strcmp(p->keyid, "cap-key") == 0);
+    CHECK_CASE(label, p->alg && strcmp(p->alg, "ed25519") == 0);
+    CHECK_CASE(label, p->nonce && strlen(p->nonce) == 22 &&
+                          strspn(p->nonce, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                           "0123456789-_") == 22);
+    nonce = p->nonce ? strdup(p->nonce) : NULL;
+    char *q = strchr(target, '?');
+    if (q != NULL) {
+        *q++ = '\0';
+    }
+    struct httpsig_header h[3] = {{"Host", host}, {"Authorization", authz}};
+    size_t nh = 2;
+    if (digest != NULL) {
+        h[nh++] = (struct httpsig_header){"Content-Digest", digest};
+    }
+    struct httpsig_message m = {.method = method,
+                                .scheme = "http",
+                                .authority = host,
+                                .path = target,
+                                .query = q,
+                                .headers = h,
+                                .n_headers = nh};
+    struct httpsig_key key = {.alg = HTTPSIG_ALG_ED25519, .pkey = pub};
+    CHECK_CASE(label, httpsig_verify(&m, &s, &key) == HTTPSIG_OK);
+    httpsig_signature_cleanup(&s);
+out:
+    free(host);
+    free(authz);
+    free(digest);
+    free(si);
+    free(sig);
+    return nonce;
+}
+
+static void test_signed_headers_exact(void)
+{
+    struct capture *cap = calloc(1, sizeof *cap);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    cap->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(cap->lfd >= 0 && bind(cap->lfd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+          listen(cap->lfd, 4) == 0 && getsockname(cap->lfd, (struct sockaddr *)&sa, &sl) == 0);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, capture_main, cap) == 0);
+    /* A base URL with a path prefix: @path is the whole path as sent. */
+    char *url = h_fmt("http://127.0.0.1:%d/prefix/", ntohs(sa.sin_port));
+    struct roost_client *c = NULL;
+    CHECK_EQ(roost_client_new(&c, url, "tok-123"), ROOST_OK);
+    CHECK_EQ(roost_client_set_signing_key(c, ED_PRIV, "cap-key", "ed25519"), ROOST_OK);
+    int status = 0;
+    CHECK_EQ(roost_client_request(c, "POST", "/api/v1/x?a=1&b=two", "{\"k\":1}", &status, NULL),
+             ROOST_OK);
+    CHECK_EQ(roost_client_request(c, "GET", "/api/v1/y", NULL, &status, NULL), ROOST_OK);
+    roost_client_free(c);
+    pthread_join(th, NULL);
+    close(cap->lfd);
+
+    char *text = NULL;
+    size_t len = 0;
+    EVP_PKEY *pub = NULL;
+    CHECK(h_read_file(ED_PUB, &text, &len) == 0);
+    CHECK(text && httpsig_key_from_pem(text, len, &pub) == HTTPSIG_OK);
+    free(text);
+    char *host = h_fmt("127.0.0.1:%d", ntohs(sa.sin_port));
+    static const char *const post_comp[] = {"@method",    "@path",          "@query",
+                                            "@authority", "content-digest", "authorization"};
+    static const char *const get_comp[] = {"@method", "@path", "@authority", "authorization"};
+    char *n1 = check_captured("POST", cap->req[0], post_comp, 6, pub);
+    char *n2 = check_captured("GET", cap->req[1], get_comp, 4, pub);
+    CHECK(n1 && n2 && strcmp(n1, n2) != 0);
+    CHECK(strncmp(cap->req[0], "POST /prefix/api/v1/x?a=1&b=two HTTP/1.1\r\n", 42) == 0);
+    char *h0 = cap_header(cap->req[0], "Host"), *d0 = cap_header(cap->req[0], "Content-Digest");
+    CHECK_STREQ(h0, host);
+    CHECK(d0 && strncmp(d0, "sha-256=:", 9) == 0);
+    char *d1 = cap_header(cap->req[1], "Content-Digest");
+    CHECK(d1 == NULL); /* no body, no digest */
+    free(h0);
+    free(d0);
+    free(d1);
+    free(n1);
+    free(n2);
+    free(host);
+    free(url);
+    EVP_PKEY_free(pub);
+    free(cap);
+}
+
 /* The events of `agent` that are completed, read with a signed client. */
 static int completed_count(struct roost_client *c, const char *agent)
 {
@@ -531,6 +729,7 @@ int main(void)
     RUN(test_cli_ed25519);
     RUN(test_cli_hmac);
     RUN(test_sdk_keys_and_nonces);
+    RUN(test_signed_headers_exact);
     RUN(test_agent_run_signed);
 
     CHECK_EQ(roostd_stop(&d), 0);
