@@ -29,10 +29,10 @@ const char cmd_keys_add_usage[] =
     "\n"
     "A key id that exists already fails with key_exists (exit 3).\n"
     "\n"
-    "Connection options (every server command; the token needs scope tenant:admin):\n"
+    "Connection options (the token needs scope tenant:admin):\n"
     "  --server URL, --token JWT, --token-file F, --cacert F, --timeout DUR,\n"
-    "  --pretty/--compact, --key-file F, --key-id ID, --key-alg ALG: see 'roost help publish'.\n"
-    "  Note: here --key-id names the key to register; to sign this request itself use\n"
+    "  --pretty/--compact: as for every command ('roost help publish').\n"
+    "  Here --key-id names the key to register: to sign this request itself, set\n"
     "  ROOST_KEY_FILE / ROOST_KEY_ID / ROOST_KEY_ALG.\n"
     "  -h, --help               this help\n";
 
