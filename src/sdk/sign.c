@@ -228,7 +228,8 @@ static int parse_target(const char *url, struct target *t)
     }
     char *scheme = NULL, *host = NULL, *port = NULL;
     int rc = ROOST_EINVAL;
-    if (curl_url_set(u, CURLUPART_URL, url, CURLU_PATH_AS_IS) != CURLUE_OK ||
+    /* Parsed as libcurl parses CURLOPT_URL (dot segments removed), so @path is what it sends. */
+    if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_PATH, &t->path, 0) != CURLUE_OK) {
