@@ -367,6 +367,28 @@ static void test_sdk_keys_and_nonces(void)
         roost_events_free(evs);
     }
     CHECK_EQ(ok, 20);
+    /* The other key types sign as well (alg implied by the PEM key). */
+    static const struct {
+        const char *id, *alg, *pub, *priv;
+    } more[] = {
+        {"sdk-ec", "ecdsa-p256-sha256", KEYS "/test-key-ecc-p256.pub.pem", EC_PRIV},
+        {"sdk-pss", "rsa-pss-sha512", KEYS "/test-key-rsa-pss.pub.pem",
+         KEYS "/test-key-rsa-pss.priv.pem"},
+    };
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
+        const struct alg_case mk = {"x", more[i].alg, more[i].priv, more[i].pub, false};
+        keys_add(&mk, more[i].id, "*", 0, NULL);
+        CHECK_CASE(more[i].id,
+                   roost_client_set_signing_key(c, more[i].priv, more[i].id, NULL) == ROOST_OK);
+        struct roost_events *evs = NULL;
+        int rc = roost_publish(c, &m, &evs);
+        CHECK_CASE(more[i].id, rc == ROOST_OK);
+        if (rc != ROOST_OK) {
+            fprintf(stderr, "%s: %s (%s)\n", more[i].id, roost_client_errmsg(c),
+                    roost_client_errcode(c));
+        }
+        roost_events_free(evs);
+    }
     /* Reads with a query (@query covered) on the agent's key. */
     CHECK_EQ(roost_client_set_signing_key(c, ED_PRIV, "sdk-a", "ed25519"), ROOST_OK);
     ok = 0;
@@ -636,6 +658,8 @@ static void test_agent_run_signed(void)
         roost_events_free(evs);
     }
 
+    int refused_before = roostd_log_count(&d, "signature refused");
+    int streams_before = roostd_log_count(&d, "stream opened");
     char *state = h_fmt("%s/agent-state", tmpdir), *out = h_fmt("%s/handled.txt", tmpdir);
     char *log = h_fmt("%s/agent.log", tmpdir);
     char *cmd = h_fmt("echo \"$ROOST_EVENT_ID\" >> '%s'", out);
@@ -662,6 +686,9 @@ static void test_agent_run_signed(void)
     roost_events_free(evs);
     H_WAIT_UNTIL(ok, 30000, completed_count(reader, "runner") == 6);
     CHECK(ok);
+    /* Its SSE stream was opened (signed: the route requires it), and roostd refused nothing. */
+    CHECK(roostd_log_count(&d, "stream opened") > streams_before);
+    CHECK_EQ(roostd_log_count(&d, "signature refused"), refused_before);
     int st = -1;
     if (pid > 0) {
         kill(pid, SIGTERM);
