@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -439,10 +440,12 @@ static void *capture_main(void *arg)
 {
     struct capture *cap = arg;
     for (int i = 0; i < CAPTURE_N; i++) {
-        int fd = accept(cap->lfd, NULL, NULL);
+        int fd = accept(cap->lfd, NULL, NULL); /* bounded by the listener's SO_RCVTIMEO */
         if (fd < 0) {
             return NULL;
         }
+        struct timeval tv = {.tv_sec = 10};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         size_t len = 0;
         char *buf = cap->req[i];
         for (;;) {
@@ -559,6 +562,9 @@ static void test_signed_headers_exact(void)
     cap->lfd = socket(AF_INET, SOCK_STREAM, 0);
     CHECK(cap->lfd >= 0 && bind(cap->lfd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
           listen(cap->lfd, 4) == 0 && getsockname(cap->lfd, (struct sockaddr *)&sa, &sl) == 0);
+    /* A request that never comes ends the capture thread after 10 s: a failure, not a hang. */
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(cap->lfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     pthread_t th;
     CHECK(pthread_create(&th, NULL, capture_main, cap) == 0);
     /* A base URL with a path prefix: @path is the whole path as sent. */
