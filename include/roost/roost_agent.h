@@ -86,6 +86,15 @@ struct roost_agent_options {
     roost_agent_conn_fn on_conn;   /* optional */
     roost_agent_log_fn on_log;     /* optional */
     void *cb_ctx;                  /* passed to on_state, on_conn, on_log */
+    /* Optional RFC 9421 request signing (see roost_client_set_signing_key): when
+     * signing_key_file is set, every request of the agent (claims, acks, extends, releases,
+     * state, the SSE stream) is signed with it. signing_key_file: a key file path, PEM text or
+     * "base64:"+secret; key_id: required with it; key_alg: NULL to imply it from a PEM key.
+     * A key that cannot be loaded makes roost_agent_new fail with that function's codes
+     * (ROOST_EKEYID, ROOST_EKEYALG, ROOST_EKEYMATERIAL, ROOST_EIO). */
+    const char *signing_key_file;
+    const char *key_id;
+    const char *key_alg;
 };
 
 /* Sets every field to its default (zero/NULL). */
@@ -106,7 +115,8 @@ ROOST_EXPORT int roost_agent_new(struct roost_agent **out, const struct roost_ag
  * claiming, gives back (reason shutdown) what it claimed but did not start, waits for running
  * handlers to return, flushes acks and releases everything still held by its consumer id
  * (release-all). Returns ROOST_OK after a stop, ROOST_EINVAL (NULL, or run called twice),
- * ROOST_EUNAUTHENTICATED / ROOST_EFORBIDDEN (the token is refused: retrying cannot help),
+ * ROOST_EUNAUTHENTICATED / ROOST_EFORBIDDEN (the token is refused: retrying cannot help) or
+ * another 401 error (the request signature is refused: ROOST_EKEYREVOKED, ROOST_ESIGMISSING, ...),
  * ROOST_EIO (the state file cannot be written), ROOST_ENOMEM, ROOST_EINTERNAL (a thread could not
  * be started). Call at most once per agent. */
 ROOST_EXPORT int roost_agent_run(struct roost_agent *a);

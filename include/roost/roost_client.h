@@ -87,6 +87,36 @@ ROOST_EXPORT int roost_client_set_max_response_bytes(struct roost_client *c, siz
  * Returns ROOST_OK, ROOST_EINVAL, ROOST_ENOMEM. */
 ROOST_EXPORT int roost_client_set_ca_file(struct roost_client *c, const char *ca_pem_path);
 
+/* Signs every later request of this client per RFC 9421 (doc/API.md "Request signatures"):
+ * each gets a Content-Digest (sha-256) when it has a body, and Signature-Input / Signature under
+ * label sig1 covering "@method" "@path" "@query" (only when the URL has a query) "@authority"
+ * "content-digest" (only with a body) "authorization" (only with a token), with created = now,
+ * expires = now + 60, a fresh random nonce (128 bits, base64url), keyid = key_id and alg. The
+ * Host header is set to the @authority signed (host[:port] of the server URL, lowercase, default
+ * port omitted), so a proxy in front of roostd must preserve Host. The SSE stream of
+ * roost_subscribe() is signed too.
+ *   signing_key: PEM text of a private key (it contains "-----BEGIN "), "base64:" followed by an
+ *     HMAC secret, or the path of a file holding either (at most 16 KiB; for hmac-sha256 the file
+ *     holds the secret in base64, the form `roost keys add --secret-file` registers). NULL
+ *     removes the key: requests are no longer signed (key_id and alg are then ignored).
+ *   key_id: the keyid registered on the server, [A-Za-z0-9._-]{1,128}.
+ *   alg: "ed25519", "ecdsa-p256-sha256", "rsa-pss-sha512", "rsa-v1_5-sha256" or "hmac-sha256";
+ *     NULL: implied by a PEM key (Ed25519 → ed25519, P-256 → ecdsa-p256-sha256, RSA →
+ *     rsa-pss-sha512); required for hmac-sha256 (secret of 32..1024 bytes).
+ * The key is read and checked (one trial signature) here; the file is not read again. Strings
+ * are borrowed for the call; the client keeps its own copy of the key, wiped when replaced or
+ * freed. Same thread rules as every call on the client.
+ * Returns ROOST_OK (the previous key, if any, is replaced), ROOST_EINVAL (c NULL),
+ * ROOST_EKEYID (bad key_id), ROOST_EKEYALG (unknown alg, or a key type no alg fits),
+ * ROOST_EKEYMATERIAL (not a PEM private key / a base64 secret of 32..1024 bytes, larger than
+ * 16 KiB, or the key cannot sign with alg, e.g. a public key), ROOST_EIO (the file cannot be
+ * opened or read), ROOST_ENOMEM. On error the previous key stays in force and
+ * roost_client_errmsg() says why. Later requests can fail with ROOST_EINTERNAL (signing failed,
+ * e.g. no random bytes) before anything is sent; a server refusal of the signature is 401
+ * (ROOST_ESIGINVALID, ROOST_EKEYUNKNOWN, ROOST_EKEYREVOKED, ROOST_EKEYWRONGAGENT, ...). */
+ROOST_EXPORT int roost_client_set_signing_key(struct roost_client *c, const char *signing_key,
+                                              const char *key_id, const char *alg);
+
 /* ---- last call details (valid until the next call on the same client) --------------------- */
 
 /* Human-readable description of the last error: the server's message, or the transport /
@@ -362,6 +392,33 @@ ROOST_EXPORT int roost_admin_quarantine_purge(struct roost_client *c, const char
  * the server's last metrics snapshot: *json_out gets the object (free with roost_free).
  * ROOST_EUNAVAILABLE right after the server started. */
 ROOST_EXPORT int roost_admin_stats(struct roost_client *c, char **json_out);
+
+/* Registers a request-signing key (doc/API.md "Signature keys"): key_id [A-Za-z0-9._-]{1,128},
+ * agent_id an agent id or "*" (a producer key, for publish), alg as roost_client_set_signing_key,
+ * and exactly one of public_key_pem (PEM text of the public key) or secret_b64 (hmac-sha256:
+ * base64 of 32..1024 bytes). *json_out (optional; free with roost_free) gets the key's metadata
+ * {"key_id","agent_id","alg","created_at","revoked_at"}. Checked locally: ROOST_EKEYID,
+ * ROOST_EAGENTID, ROOST_EKEYALG (alg NULL or empty), ROOST_EKEYMATERIAL (both or neither
+ * material, not UTF-8). From the server: ROOST_EKEYEXISTS (409), ROOST_EKEYMATERIAL,
+ * ROOST_EKEYALG, ROOST_EFORBIDDEN (no tenant:admin), and the conventions' errors. */
+ROOST_EXPORT int roost_admin_key_add(struct roost_client *c, const char *key_id,
+                                     const char *agent_id, const char *alg,
+                                     const char *public_key_pem, const char *secret_b64,
+                                     char **json_out);
+
+/* Lists the tenant's signing keys (metadata only), `limit` per page (0: server default),
+ * starting at page token `page` (NULL: first page). *json_out (required; roost_free) gets
+ * {"keys":[...],"next":TOKEN|null}. ROOST_EINVAL (json_out NULL, negative limit), ROOST_EPAGE
+ * (empty or over-long page token), and the conventions' errors. */
+ROOST_EXPORT int roost_admin_keys_list(struct roost_client *c, int limit, const char *page,
+                                       char **json_out);
+
+/* Revokes a signing key: requests signed with it are refused (401 key_revoked) from now on.
+ * Revoking again keeps the first revocation time. *json_out (optional; roost_free) gets the key
+ * with revoked_at. ROOST_EKEYID (checked locally), ROOST_EKEYNOTFOUND (404: no such key in this
+ * tenant), and the conventions' errors. */
+ROOST_EXPORT int roost_admin_key_revoke(struct roost_client *c, const char *key_id,
+                                        char **json_out);
 
 /* Frees an agent list. NULL is a no-op. */
 ROOST_EXPORT void roost_agents_free(struct roost_agents *agents);

@@ -41,6 +41,9 @@ struct cli_common {
     const char *token;
     const char *token_file;
     const char *ca_file;
+    const char *key_file; /* request signing (RFC 9421); NULL: $ROOST_KEY_FILE, else unsigned */
+    const char *key_id;
+    const char *key_alg;
     int64_t timeout_s;
     int pretty; /* -1: when stdout is a terminal */
 };
@@ -54,6 +57,9 @@ enum cli_opt {
     CLI_OPT_TIMEOUT,
     CLI_OPT_PRETTY,
     CLI_OPT_COMPACT,
+    CLI_OPT_KEY_FILE,
+    CLI_OPT_KEY_ID,
+    CLI_OPT_KEY_ALG,
     CLI_OPT_FIRST_LOCAL /* commands number their own long-only options from here */
 };
 
@@ -65,6 +71,9 @@ enum cli_opt {
         {"timeout", required_argument, NULL, CLI_OPT_TIMEOUT},                                     \
         {"pretty", no_argument, NULL, CLI_OPT_PRETTY},                                             \
         {"compact", no_argument, NULL, CLI_OPT_COMPACT},                                           \
+        {"key-file", required_argument, NULL, CLI_OPT_KEY_FILE},                                   \
+        {"key-id", required_argument, NULL, CLI_OPT_KEY_ID},                                       \
+        {"key-alg", required_argument, NULL, CLI_OPT_KEY_ALG},                                     \
     {                                                                                              \
         "help", no_argument, NULL, 'h'                                                             \
     }
@@ -78,6 +87,11 @@ enum cli_opt {
     "  --cacert F         trust the CA certificates in PEM file F (https)\n"                       \
     "  --timeout DUR      per-request timeout (default 30s)\n"                                     \
     "  --pretty/--compact indented or one-line JSON (default: indented on a terminal)\n"           \
+    "  --key-file F       sign every request (RFC 9421) with the private key in PEM file F, or\n"  \
+    "                     the base64 secret in F for hmac-sha256 (default $ROOST_KEY_FILE)\n"      \
+    "  --key-id ID        the signing key's registered key id (default $ROOST_KEY_ID)\n"           \
+    "  --key-alg ALG      ed25519, ecdsa-p256-sha256, rsa-pss-sha512 or hmac-sha256 (default\n"    \
+    "                     $ROOST_KEY_ALG, else implied by the PEM key)\n"                          \
     "  -h, --help         this help\n"
 
 void cli_common_init(struct cli_common *co, const char *command, const char *usage);
@@ -91,6 +105,12 @@ int cli_handle_opt(struct cli_common *co, int opt, const char *arg, char **argv)
  * the token read from a file, *token_out points at it or at argv/environ. Returns an exit code. */
 int cli_resolve_endpoint(struct cli_common *co, const char **server_out, const char **token_out,
                          char **file_token_out);
+
+/* Resolves --key-file/--key-id/--key-alg and ROOST_KEY_FILE/ROOST_KEY_ID/ROOST_KEY_ALG: *file_out
+ * is NULL when no signing key is configured. Returns an exit code (usage error for a key file
+ * without a key id). */
+int cli_resolve_signing(struct cli_common *co, const char **file_out, const char **id_out,
+                        const char **alg_out);
 
 /* Creates the client from the shared options. Returns an exit code (CLI_EXIT_OK on success). */
 int cli_connect(struct cli_common *co, struct roost_client **out);
@@ -144,6 +164,9 @@ int cmd_admin_stats(int argc, char **argv);
 int cmd_agent_run(int argc, char **argv);
 int cmd_inbox_tail(int argc, char **argv);
 int cmd_agent_status(int argc, char **argv);
+int cmd_keys_add(int argc, char **argv);
+int cmd_keys_list(int argc, char **argv);
+int cmd_keys_revoke(int argc, char **argv);
 
 extern const char cmd_token_mint_usage[];
 extern const char cmd_publish_usage[];
@@ -163,5 +186,8 @@ extern const char cmd_admin_stats_usage[];
 extern const char cmd_agent_run_usage[];
 extern const char cmd_inbox_tail_usage[];
 extern const char cmd_agent_status_usage[];
+extern const char cmd_keys_add_usage[];
+extern const char cmd_keys_list_usage[];
+extern const char cmd_keys_revoke_usage[];
 
 #endif

@@ -315,6 +315,10 @@ int cmd_agent_run(int argc, char **argv)
     }
     x.agent_id = o.agent_id;
     o.ca_file = co.ca_file;
+    if ((r = cli_resolve_signing(&co, &o.signing_key_file, &o.key_id, &o.key_alg)) != CLI_EXIT_OK) {
+        free(file_token);
+        return r;
+    }
     o.handler = exec_handler;
     o.handler_ctx = &x;
     o.on_state = state_cb;
@@ -329,7 +333,8 @@ int cmd_agent_run(int argc, char **argv)
                                      "belongs to another agent id"
                                    : "");
         return rc == ROOST_ESTATE ? CLI_EXIT_CONFLICT
-               : (rc == ROOST_EINVAL || rc == ROOST_EAGENTID || rc == ROOST_ECONSUMER)
+               : (rc == ROOST_EINVAL || rc == ROOST_EAGENTID || rc == ROOST_ECONSUMER ||
+                  rc == ROOST_EKEYID || rc == ROOST_EKEYALG || rc == ROOST_EKEYMATERIAL)
                    ? CLI_EXIT_USAGE
                    : CLI_EXIT_ERROR;
     }

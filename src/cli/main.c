@@ -34,6 +34,9 @@ static const struct cli_command commands[] = {
     {"admin agents", cmd_admin_agents, "list agents with their counters", cmd_admin_agents_usage},
     {"admin stats", cmd_admin_stats, "the tenant's totals (pending, claimed, quarantined, ...)",
      cmd_admin_stats_usage},
+    {"keys add", cmd_keys_add, "register a request-signing key (RFC 9421)", cmd_keys_add_usage},
+    {"keys list", cmd_keys_list, "list the tenant's request-signing keys", cmd_keys_list_usage},
+    {"keys revoke", cmd_keys_revoke, "revoke a request-signing key", cmd_keys_revoke_usage},
     {"agent run", cmd_agent_run, "work an agent's inbox: run a command per event",
      cmd_agent_run_usage},
     {"agent status", cmd_agent_status, "show the state of an agent run from its state dir",
@@ -64,6 +67,8 @@ static void print_help(FILE *out)
           "Environment:\n"
           "  ROOST_SERVER   default for --server (else " CLI_DEFAULT_SERVER ")\n"
           "  ROOST_TOKEN    default for --token\n"
+          "  ROOST_KEY_FILE, ROOST_KEY_ID, ROOST_KEY_ALG\n"
+          "                 defaults for --key-file, --key-id, --key-alg: sign every request\n"
           "  ROOST_DATA_DIR default for 'token mint --data-dir' (else ./var)\n"
           "\n"
           "Exit codes:\n"

@@ -69,6 +69,15 @@ int cli_handle_opt(struct cli_common *co, int opt, const char *arg, char **argv)
     case CLI_OPT_COMPACT:
         co->pretty = 0;
         return -1;
+    case CLI_OPT_KEY_FILE:
+        co->key_file = arg;
+        return -1;
+    case CLI_OPT_KEY_ID:
+        co->key_id = arg;
+        return -1;
+    case CLI_OPT_KEY_ALG:
+        co->key_alg = arg;
+        return -1;
     default:
         return cli_usage_error(co, "unexpected option");
     }
@@ -118,6 +127,35 @@ int cli_resolve_endpoint(struct cli_common *co, const char **server_out, const c
     return CLI_EXIT_OK;
 }
 
+/* An environment value, NULL when unset or empty. */
+static const char *env_nonempty(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+int cli_resolve_signing(struct cli_common *co, const char **file_out, const char **id_out,
+                        const char **alg_out)
+{
+    const char *file = co->key_file != NULL ? co->key_file : env_nonempty("ROOST_KEY_FILE");
+    const char *id = co->key_id != NULL ? co->key_id : env_nonempty("ROOST_KEY_ID");
+    const char *alg = co->key_alg != NULL ? co->key_alg : env_nonempty("ROOST_KEY_ALG");
+    *file_out = *id_out = *alg_out = NULL;
+    if (file == NULL || file[0] == '\0') {
+        if (co->key_id != NULL || co->key_alg != NULL) {
+            return cli_usage_error(co, "--key-id/--key-alg need --key-file (or ROOST_KEY_FILE)");
+        }
+        return CLI_EXIT_OK;
+    }
+    if (id == NULL) {
+        return cli_usage_error(co, "a signing key needs --key-id (or ROOST_KEY_ID)");
+    }
+    *file_out = file;
+    *id_out = id;
+    *alg_out = alg;
+    return CLI_EXIT_OK;
+}
+
 int cli_connect(struct cli_common *co, struct roost_client **out)
 {
     *out = NULL;
@@ -149,6 +187,17 @@ int cli_connect(struct cli_common *co, struct roost_client **out)
                 roost_err_code(rc));
         return CLI_EXIT_ERROR;
     }
+    const char *key_file = NULL, *key_id = NULL, *key_alg = NULL;
+    if ((r = cli_resolve_signing(co, &key_file, &key_id, &key_alg)) != CLI_EXIT_OK) {
+        roost_client_free(c);
+        return r;
+    }
+    if (key_file != NULL &&
+        (rc = roost_client_set_signing_key(c, key_file, key_id, key_alg)) != ROOST_OK) {
+        r = cli_fail(co, c, rc, "signing key");
+        roost_client_free(c);
+        return r;
+    }
     *out = c;
     return CLI_EXIT_OK;
 }
@@ -166,6 +215,8 @@ int cli_exit_code(int rc, bool sent)
     case ROOST_ESTATE:
     case ROOST_ELEASECAP:
     case ROOST_EGONE:
+    case ROOST_EKEYNOTFOUND:
+    case ROOST_EKEYEXISTS:
         return CLI_EXIT_CONFLICT;
     default:
         /* An argument the SDK refused before sending anything is a usage error. */

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -70,6 +71,8 @@ struct action {
 struct roost_agent {
     /* options (copied) */
     char *server_url, *token, *agent_id, *state_dir, *consumer, *ca_file;
+    char *signing_key, *key_id, *key_alg; /* signing_key NULL: requests are not signed */
+    struct sdk_signer *signer;            /* loaded from them, for the SSE thread */
     int concurrency, lease_s, poll_ceiling_s, long_poll_s, processed_max;
     int64_t processed_max_age_s;
     roost_agent_handler_fn handler;
@@ -180,9 +183,12 @@ static bool transient_rc(int rc)
            rc == ROOST_ESTORE || rc == ROOST_EPROTO || rc == ROOST_ENOMEM;
 }
 
+/* Every 401/403: a refused token or signature (key revoked, unknown, wrong agent), which a
+ * retry cannot fix. Each request is signed afresh, so none of them is transient. */
 static bool auth_rc(int rc)
 {
-    return rc == ROOST_EUNAUTHENTICATED || rc == ROOST_EFORBIDDEN;
+    int status = roost_err_http_status(rc);
+    return status == 401 || status == 403;
 }
 
 const char *roost_agent_conn_name(enum roost_agent_conn conn)
@@ -568,7 +574,34 @@ void roost_agent_free(struct roost_agent *a)
     free(a->state_dir);
     free(a->consumer);
     free(a->ca_file);
+    if (a->signing_key != NULL) {
+        OPENSSL_cleanse(a->signing_key, strlen(a->signing_key)); /* may be inline PEM */
+        free(a->signing_key);
+    }
+    free(a->key_id);
+    free(a->key_alg);
+    sdk_signer_free(a->signer);
     free(a);
+}
+
+/* A client with the agent's URL, token, CA and signing key. */
+static int agent_client_new(const struct roost_agent *a, struct roost_client **out)
+{
+    struct roost_client *c = NULL;
+    int rc = roost_client_new(&c, a->server_url, a->token);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    if (a->ca_file != NULL) {
+        roost_client_set_ca_file(c, a->ca_file);
+    }
+    if (a->signing_key != NULL &&
+        (rc = roost_client_set_signing_key(c, a->signing_key, a->key_id, a->key_alg)) != ROOST_OK) {
+        roost_client_free(c);
+        return rc;
+    }
+    *out = c;
+    return ROOST_OK;
 }
 
 int roost_agent_new(struct roost_agent **out, const struct roost_agent_options *o)
@@ -601,10 +634,21 @@ int roost_agent_new(struct roost_agent **out, const struct roost_agent_options *
     if (rc != ROOST_OK) {
         return rc;
     }
+    /* The signing key is loaded once here so that a bad key fails now, not in the loop. */
+    struct sdk_signer *signer = NULL;
+    if (o->signing_key_file != NULL) {
+        char err[256];
+        if ((rc = sdk_signer_new(o->signing_key_file, o->key_id, o->key_alg, &signer, err,
+                                 sizeof err)) != ROOST_OK) {
+            return rc;
+        }
+    }
     struct roost_agent *a = calloc(1, sizeof *a);
     if (a == NULL) {
+        sdk_signer_free(signer);
         return ROOST_ENOMEM;
     }
+    a->signer = signer;
     a->lock_fd = -1;
     a->stop_pipe[0] = a->stop_pipe[1] = -1;
     pthread_mutex_init(&a->mu, NULL);
@@ -651,6 +695,16 @@ int roost_agent_new(struct roost_agent **out, const struct roost_agent_options *
     a->state_dir = sdk_strdup(o->state_dir);
     a->consumer = sdk_strdup(o->consumer != NULL ? o->consumer : consumer);
     a->ca_file = o->ca_file != NULL ? sdk_strdup(o->ca_file) : NULL;
+    if (signer != NULL) {
+        a->signing_key = sdk_strdup(o->signing_key_file);
+        a->key_id = sdk_strdup(o->key_id);
+        a->key_alg = o->key_alg != NULL ? sdk_strdup(o->key_alg) : NULL;
+        if (a->signing_key == NULL || a->key_id == NULL ||
+            (o->key_alg != NULL && a->key_alg == NULL)) {
+            rc = ROOST_ENOMEM;
+            goto fail;
+        }
+    }
     a->slots = calloc((size_t)a->concurrency, sizeof *a->slots);
     if (a->server_url == NULL || a->token == NULL || a->agent_id == NULL || a->state_dir == NULL ||
         a->consumer == NULL || a->slots == NULL || (o->ca_file != NULL && a->ca_file == NULL)) {
@@ -944,11 +998,8 @@ static void *keeper_main(void *arg)
 {
     struct roost_agent *a = arg;
     struct roost_client *c = NULL;
-    if (roost_client_new(&c, a->server_url, a->token) != ROOST_OK) {
+    if (agent_client_new(a, &c) != ROOST_OK) {
         return NULL;
-    }
-    if (a->ca_file != NULL) {
-        roost_client_set_ca_file(c, a->ca_file);
     }
     roost_client_set_timeouts(c, 5000, 10000);
     struct action *batch[AGENT_ACK_BATCH];
@@ -1240,10 +1291,23 @@ static void *sse_main(void *arg)
     }
     int64_t backoff = 1000;
     while (!stopping(a)) {
+        /* Each connection attempt is signed afresh: a nonce is good for one request only. */
+        struct curl_slist *signed_hdrs = NULL;
+        if (a->signer != NULL) {
+            char err[256];
+            if ((signed_hdrs = curl_slist_append(NULL, "Accept: text/event-stream")) == NULL ||
+                curl_slist_append(signed_hdrs, auth.data) == NULL ||
+                sdk_signer_headers(a->signer, "GET", url.data, a->token, NULL, 0, &signed_hdrs, err,
+                                   sizeof err) != ROOST_OK) {
+                curl_slist_free_all(signed_hdrs);
+                agent_log(a, "cannot sign the SSE request: polling only");
+                break;
+            }
+        }
         curl_easy_reset(x.curl);
         curl_easy_setopt(x.curl, CURLOPT_URL, url.data);
         curl_easy_setopt(x.curl, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(x.curl, CURLOPT_HTTPHEADER, hdrs);
+        curl_easy_setopt(x.curl, CURLOPT_HTTPHEADER, signed_hdrs != NULL ? signed_hdrs : hdrs);
         curl_easy_setopt(x.curl, CURLOPT_FOLLOWLOCATION, 0L);
         curl_easy_setopt(x.curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
         curl_easy_setopt(x.curl, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -1265,6 +1329,8 @@ static void *sse_main(void *arg)
         if (x.status == 0) {
             curl_easy_getinfo(x.curl, CURLINFO_RESPONSE_CODE, &x.status);
         }
+        curl_easy_setopt(x.curl, CURLOPT_HTTPHEADER, NULL);
+        curl_slist_free_all(signed_hdrs);
         pthread_mutex_lock(&a->mu);
         bool was_up = x.up;
         a->sse_up = false;
@@ -1672,12 +1738,9 @@ int roost_agent_run(struct roost_agent *a)
     pthread_mutex_unlock(&a->mu);
 
     struct roost_client *c = NULL;
-    int rc = roost_client_new(&c, a->server_url, a->token);
+    int rc = agent_client_new(a, &c);
     if (rc != ROOST_OK) {
         return rc;
-    }
-    if (a->ca_file != NULL) {
-        roost_client_set_ca_file(c, a->ca_file);
     }
     roost_client_set_timeouts(c, 10000, 30000);
     c->abort_flag = &a->stop;

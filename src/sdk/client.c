@@ -111,6 +111,7 @@ void roost_client_free(struct roost_client *c)
         free(c->token);
     }
     free(c->ca_file);
+    sdk_signer_free(c->signer);
     free(c->resp);
     free(c);
 }

@@ -339,6 +339,15 @@ int sdk_request(struct roost_client *c, const char *method, const char *path, co
     if (rc != ROOST_OK) {
         goto out;
     }
+    if (c->signer != NULL) {
+        char err[256];
+        rc = sdk_signer_headers(c->signer, method, url.data, c->token, body, body_len, &headers,
+                                err, sizeof err);
+        if (rc != ROOST_OK) {
+            rc = sdk_fail(c, rc, "%s", err);
+            goto out;
+        }
+    }
     /* Reset drops the previous request's options but keeps the connection cache. */
     curl_easy_reset(c->curl);
     rc = setup_handle(c, method, url.data, body, body_len, wait_s, headers);

@@ -68,6 +68,7 @@ struct roost_client {
     /* Optional (the agent loop): while it reads non-zero, transfers are aborted, so a long poll
      * ends within about a second of a stop. Borrowed. */
     const atomic_int *abort_flag;
+    struct sdk_signer *signer; /* NULL: requests are not signed */
 
     /* the last call */
     char *resp; /* body, NUL-terminated, capped by max_response_bytes */
@@ -82,6 +83,22 @@ struct roost_client {
     char errmsg[1024];
     char curl_err[CURL_ERROR_SIZE];
 };
+
+/* A loaded request-signing key (sign.c). Immutable once made: one signer may sign on several
+ * threads. */
+struct sdk_signer;
+/* Loads `key` (PEM text, "base64:"+secret, or a file path) for key_id/alg (alg NULL: implied by
+ * the key). ROOST_OK, ROOST_EKEYID, ROOST_EKEYALG, ROOST_EKEYMATERIAL, ROOST_EIO, ROOST_ENOMEM;
+ * err gets a message. */
+int sdk_signer_new(const char *key, const char *key_id, const char *alg, struct sdk_signer **out,
+                   char *err, size_t errlen);
+void sdk_signer_free(struct sdk_signer *s);
+/* Appends Host, Content-Digest (when body_len > 0), Signature-Input and Signature for one
+ * request to the full `url` to *list (RFC 9421, label sig1, fresh nonce, 60 s window).
+ * ROOST_OK, ROOST_ENOMEM, ROOST_EINVAL (URL), ROOST_EINTERNAL; err gets a message. */
+int sdk_signer_headers(const struct sdk_signer *s, const char *method, const char *url,
+                       const char *token, const char *body, size_t body_len,
+                       struct curl_slist **list, char *err, size_t errlen);
 
 /* Clears the details of the previous call. */
 void sdk_reset(struct roost_client *c);

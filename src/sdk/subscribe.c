@@ -104,6 +104,15 @@ int roost_subscribe(struct roost_client *c, const char *agent_id, roost_ping_fn 
         }
         hdrs = next;
     }
+    if (c->signer != NULL) {
+        char err[256];
+        rc = sdk_signer_headers(c->signer, "GET", url.data, c->token, NULL, 0, &hdrs, err,
+                                sizeof err);
+        if (rc != ROOST_OK) {
+            rc = sdk_fail(c, rc, "%s", err);
+            goto out;
+        }
+    }
     CURL *h = c->curl;
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url.data);
