@@ -33,8 +33,7 @@ static int value_of(enum b64_variant v, unsigned char c)
     return -1;
 }
 
-int b64_encode(enum b64_variant v, const unsigned char *in, size_t len, char **out,
-               size_t *outlen)
+int b64_encode(enum b64_variant v, const unsigned char *in, size_t len, char **out, size_t *outlen)
 {
     const char *abc = alphabets[v];
     *out = NULL;

@@ -14,8 +14,7 @@ enum b64_variant {
 
 /* *out is NUL-terminated and the caller frees it; *outlen (may be NULL) excludes the NUL.
  * Returns 0 or -1 (out of memory, length overflow). */
-int b64_encode(enum b64_variant v, const unsigned char *in, size_t len, char **out,
-               size_t *outlen);
+int b64_encode(enum b64_variant v, const unsigned char *in, size_t len, char **out, size_t *outlen);
 
 /* Refuses characters outside the variant's alphabet, a length no encoding has, and padding that
  * does not complete the last group. `canonical` also refuses non-zero leftover bits (so no two

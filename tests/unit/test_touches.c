@@ -36,7 +36,8 @@ static void test_touches_large_fanout_with_repeats(void)
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < N_AGENTS; i++) {
             snprintf(agent, sizeof agent, "agent-%05d", i);
-            bad += store_touches_add(&t, "tenant", agent, (int64_t)round * N_AGENTS + i) != ROOST_OK;
+            bad +=
+                store_touches_add(&t, "tenant", agent, (int64_t)round * N_AGENTS + i) != ROOST_OK;
         }
     }
     CHECK_EQ(bad, 0);
