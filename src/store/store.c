@@ -208,6 +208,55 @@ void store_touches_cleanup(struct store_touches *t)
     t->n_slots = 0;
 }
 
+void store_metrics_add(struct store_metrics_snapshot *snap, const char *tenant_id,
+                       enum store_status status, int64_t count, int64_t oldest_ms)
+{
+    struct store_metrics_tenant *t = NULL;
+    for (size_t i = 0; i < snap->n_tenants && t == NULL; i++) {
+        if (strcmp(snap->tenants[i].tenant_id, tenant_id) == 0) {
+            t = &snap->tenants[i];
+        }
+    }
+    if (t == NULL) {
+        if (snap->n_tenants == snap->max_tenants || strlen(tenant_id) > STORE_ID_MAX) {
+            snap->truncated = true;
+            return;
+        }
+        t = &snap->tenants[snap->n_tenants++];
+        memset(t, 0, sizeof *t);
+        memcpy(t->tenant_id, tenant_id, strlen(tenant_id) + 1);
+    }
+    switch (status) {
+    case STORE_PENDING:
+        t->pending = count;
+        t->oldest_pending_ms = oldest_ms;
+        break;
+    case STORE_SCHEDULED:
+        t->scheduled = count;
+        break;
+    case STORE_CLAIMED:
+        t->claimed = count;
+        t->oldest_claimed_ms = oldest_ms;
+        break;
+    case STORE_QUARANTINED:
+        t->quarantined = count;
+        break;
+    default:
+        break;
+    }
+}
+
+static int cmp_metrics_tenant(const void *x, const void *y)
+{
+    return strcmp(((const struct store_metrics_tenant *)x)->tenant_id,
+                  ((const struct store_metrics_tenant *)y)->tenant_id);
+}
+
+void store_metrics_sort_tenants(struct store_metrics_snapshot *snap)
+{
+    qsort(snap->tenants, snap->n_tenants, sizeof *snap->tenants, cmp_metrics_tenant);
+}
+
 int store_open(const char *url, const struct store_options *opt, struct store **out,
                const char **errmsg)
 {

@@ -181,6 +181,14 @@ struct store_metrics_snapshot {
     bool truncated;
 };
 
+/* For backends filling a snapshot: adds one status's totals of a tenant (count, and for pending
+ * and claimed the oldest available_at / claimed_at), creating the tenant's entry when missing; a
+ * tenant that does not fit sets `truncated`. */
+void store_metrics_add(struct store_metrics_snapshot *snap, const char *tenant_id,
+                       enum store_status status, int64_t count, int64_t oldest_ms);
+/* Orders the tenants by id (backends call it once their totals are in). */
+void store_metrics_sort_tenants(struct store_metrics_snapshot *snap);
+
 /* ---- retention ---- */
 
 /* Called for every row retention is about to delete that is worth archiving (not completed),

@@ -2102,31 +2102,6 @@ static int my_quarantine_purge(struct store *st, const char *tenant_id, const ch
     return rc;
 }
 
-/* The snapshot's entry of a tenant, added when missing; NULL when the array is full. */
-static struct store_metrics_tenant *snap_tenant(struct store_metrics_snapshot *snap,
-                                                const char *tenant_id)
-{
-    for (size_t i = 0; i < snap->n_tenants; i++) {
-        if (strcmp(snap->tenants[i].tenant_id, tenant_id) == 0) {
-            return &snap->tenants[i];
-        }
-    }
-    if (snap->n_tenants == snap->max_tenants) {
-        snap->truncated = true;
-        return NULL;
-    }
-    struct store_metrics_tenant *t = &snap->tenants[snap->n_tenants++];
-    memset(t, 0, sizeof *t);
-    snprintf(t->tenant_id, sizeof t->tenant_id, "%s", tenant_id);
-    return t;
-}
-
-static int cmp_metrics_tenant(const void *x, const void *y)
-{
-    return strcmp(((const struct store_metrics_tenant *)x)->tenant_id,
-                  ((const struct store_metrics_tenant *)y)->tenant_id);
-}
-
 /* Four grouped reads, one per status, then the top agents. They run as separate statements
  * (READ COMMITTED outside a transaction), so totals may straddle a commit: gauges refreshed every
  * second tolerate that, and no query holds a snapshot open across the others. */
@@ -2136,6 +2111,8 @@ static int my_metrics_snapshot(struct store *st, int64_t now_ms,
     struct mysql_store *b = backend(st);
     static const int by_status[] = {S_MET_PENDING, S_MET_SCHEDULED, S_MET_CLAIMED,
                                     S_MET_QUARANTINED};
+    static const enum store_status statuses[] = {STORE_PENDING, STORE_SCHEDULED, STORE_CLAIMED,
+                                                 STORE_QUARANTINED};
     struct rows rs = {0};
     int rc = ROOST_OK;
     (void)now_ms;
@@ -2147,31 +2124,12 @@ static int my_metrics_snapshot(struct store *st, int64_t now_ms,
         }
         for (size_t r = 0; r < rs.n; r++) {
             const char *tid = cell(&rs, r, 0);
-            struct store_metrics_tenant *t = snap_tenant(snap, tid != NULL ? tid : "");
-            if (t == NULL) {
-                continue; /* counted as truncated */
-            }
-            int64_t count = cell_i64(&rs, r, 1), oldest = cell_i64(&rs, r, 2);
-            switch (by_status[k]) {
-            case S_MET_PENDING:
-                t->pending = count;
-                t->oldest_pending_ms = oldest;
-                break;
-            case S_MET_SCHEDULED:
-                t->scheduled = count;
-                break;
-            case S_MET_CLAIMED:
-                t->claimed = count;
-                t->oldest_claimed_ms = oldest;
-                break;
-            default:
-                t->quarantined = count;
-                break;
-            }
+            store_metrics_add(snap, tid != NULL ? tid : "", statuses[k], cell_i64(&rs, r, 1),
+                              cell_i64(&rs, r, 2));
         }
         rows_free(&rs);
     }
-    qsort(snap->tenants, snap->n_tenants, sizeof *snap->tenants, cmp_metrics_tenant);
+    store_metrics_sort_tenants(snap);
     if (rc == ROOST_OK && snap->max_agents > 0) {
         struct prm p[] = {PI((int64_t)snap->max_agents)};
         if ((rc = Q(b, S_MET_AGENTS, p, &rs)) == ROOST_OK) {

@@ -1765,37 +1765,14 @@ out:
     return rc;
 }
 
-/* The snapshot's entry of a tenant, added when missing; NULL when the array is full. */
-static struct store_metrics_tenant *snap_tenant(struct store_metrics_snapshot *snap,
-                                                const char *tenant_id)
-{
-    for (size_t i = 0; i < snap->n_tenants; i++) {
-        if (strcmp(snap->tenants[i].tenant_id, tenant_id) == 0) {
-            return &snap->tenants[i];
-        }
-    }
-    if (snap->n_tenants == snap->max_tenants) {
-        snap->truncated = true;
-        return NULL;
-    }
-    struct store_metrics_tenant *t = &snap->tenants[snap->n_tenants++];
-    memset(t, 0, sizeof *t);
-    snprintf(t->tenant_id, sizeof t->tenant_id, "%s", tenant_id);
-    return t;
-}
-
-static int cmp_tenant(const void *a, const void *b)
-{
-    return strcmp(((const struct store_metrics_tenant *)a)->tenant_id,
-                  ((const struct store_metrics_tenant *)b)->tenant_id);
-}
-
 static int sq_metrics_snapshot(struct store *st, int64_t now_ms,
                                struct store_metrics_snapshot *snap)
 {
     struct sqlite_store *b = backend(st);
     static const enum stmt_id by_status[] = {S_MET_PENDING, S_MET_SCHEDULED, S_MET_CLAIMED,
                                              S_MET_QUARANTINED};
+    static const enum store_status statuses[] = {STORE_PENDING, STORE_SCHEDULED, STORE_CLAIMED,
+                                                 STORE_QUARANTINED};
     sqlite3_stmt *s;
     (void)now_ms;
     snap->n_tenants = snap->n_agents = 0;
@@ -1811,33 +1788,14 @@ static int sq_metrics_snapshot(struct store *st, int64_t now_ms,
         }
         while ((rc = step(b, s)) == 1) {
             const unsigned char *tid = sqlite3_column_text(s, 0);
-            struct store_metrics_tenant *t = snap_tenant(snap, tid ? (const char *)tid : "");
-            if (t == NULL) {
-                continue; /* counted as truncated */
-            }
-            int64_t count = sqlite3_column_int64(s, 1), oldest = sqlite3_column_int64(s, 2);
-            switch (by_status[q]) {
-            case S_MET_PENDING:
-                t->pending = count;
-                t->oldest_pending_ms = oldest;
-                break;
-            case S_MET_SCHEDULED:
-                t->scheduled = count;
-                break;
-            case S_MET_CLAIMED:
-                t->claimed = count;
-                t->oldest_claimed_ms = oldest;
-                break;
-            default:
-                t->quarantined = count;
-                break;
-            }
+            store_metrics_add(snap, tid ? (const char *)tid : "", statuses[q],
+                              sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2));
         }
         if (rc < 0) {
             goto out;
         }
     }
-    qsort(snap->tenants, snap->n_tenants, sizeof *snap->tenants, cmp_tenant);
+    store_metrics_sort_tenants(snap);
     if (snap->max_agents > 0) {
         if ((rc = prep(b, S_MET_AGENTS, &s)) != ROOST_OK) {
             goto out;
