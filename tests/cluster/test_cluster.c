@@ -263,8 +263,8 @@ struct producer {
     struct roostd *node;
     char *tok;
     atomic_int *stop;
-    int published; /* 2xx answers: those events exist */
-    int refused;   /* 503s during the outage */
+    atomic_int published; /* 2xx answers: those events exist (read by the main thread live) */
+    atomic_int refused;   /* 503s during the outage */
 };
 
 static void *produce(void *arg)
@@ -275,9 +275,9 @@ static void *produce(void *arg)
         json_t *body = json_pack("{s:[s], s:{}}", "recipients", "work", "payload");
         long st = h_callj(http, "POST", p->tok, body, NULL, "/api/v1/events");
         if (st == 201) {
-            p->published++;
+            atomic_fetch_add(&p->published, 1);
         } else {
-            p->refused++;
+            atomic_fetch_add(&p->refused, 1);
             h_sleep_ms(50);
         }
     }
@@ -334,8 +334,10 @@ static void test_database_restart_under_load(void)
     H_WAIT_UNTIL(ok, 20000, ready_status(&n1) == 200 && ready_status(&n2) == 200);
     CHECK(ok);
     /* Load goes on after the outage: publishes succeed again on both nodes. */
-    int before[2] = {ps[0].published, ps[1].published};
-    H_WAIT_UNTIL(ok, 10000, ps[0].published > before[0] + 10 && ps[1].published > before[1] + 10);
+    int before[2] = {atomic_load(&ps[0].published), atomic_load(&ps[1].published)};
+    H_WAIT_UNTIL(ok, 10000,
+                 atomic_load(&ps[0].published) > before[0] + 10 &&
+                     atomic_load(&ps[1].published) > before[1] + 10);
     CHECK(ok);
     atomic_store(&stop_load, 1);
     for (int i = 0; i < 2; i++) {
