@@ -148,9 +148,11 @@ static void *reader_main(void *arg)
 /* Runs one group in one transaction. Returns ROOST_ERETRY when the whole group must run again.
  * A group of one job needs no savepoint: its transaction is its savepoint (on MySQL that saves
  * two round trips per write when the load is light). */
-static int run_group(struct workers *w, struct store *st, struct job **group, size_t n)
+static int run_group(struct workers *w, struct store *st, struct job **group, size_t n,
+                     bool *committed)
 {
     bool isolate = n > 1;
+    *committed = false;
     int rc = store_call0(st, begin);
     if (rc != ROOST_OK) {
         return rc;
@@ -170,7 +172,7 @@ static int run_group(struct workers *w, struct store *st, struct job **group, si
         if (!isolate) {
             if (job->rc != ROOST_OK) {
                 store_call0(st, rollback); /* the job failed alone: nothing to commit */
-                return ROOST_OK;
+                return ROOST_OK;           /* its rc is its answer */
             }
             break;
         }
@@ -186,6 +188,7 @@ static int run_group(struct workers *w, struct store *st, struct job **group, si
         metrics_store_op(w->metrics, "commit", (double)(time_mono_us() - t0) / 1e6);
     }
     if (rc == ROOST_OK) {
+        *committed = true;
         return ROOST_OK;
     }
 fail:
@@ -229,12 +232,13 @@ static void *writer_main(void *arg)
         }
         int rc = ROOST_ERETRY;
         unsigned retries = 0;
+        bool committed = false;
         for (int attempt = 0; attempt < 8 && rc == ROOST_ERETRY; attempt++) {
             if (attempt > 0) {
                 retries++;
                 sleep_ms(1L << attempt);
             }
-            rc = run_group(w, slot->st, group, n);
+            rc = run_group(w, slot->st, group, n, &committed);
         }
         for (size_t i = 0; i < n; i++) {
             /* A failed commit fails every job of the group: none of them is durable. */
@@ -244,10 +248,10 @@ static void *writer_main(void *arg)
         }
         pthread_mutex_lock(&w->stats_mu);
         w->stats.retries += retries;
-        if (rc == ROOST_OK && w->metrics != NULL) {
+        if (committed && w->metrics != NULL) {
             metrics_group_commit(w->metrics, n);
         }
-        if (rc == ROOST_OK) {
+        if (committed) {
             w->stats.commits++;
             w->stats.write_jobs += n;
             if (n > w->stats.max_group) {
