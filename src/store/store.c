@@ -257,6 +257,48 @@ void store_metrics_sort_tenants(struct store_metrics_snapshot *snap)
     qsort(snap->tenants, snap->n_tenants, sizeof *snap->tenants, cmp_metrics_tenant);
 }
 
+static int recipient_cmp(const void *pa, const void *pb)
+{
+    const struct store_recipient *a = pa, *b = pb;
+    int c = strcmp(a->agent_id, b->agent_id);
+    if (c != 0) {
+        return c;
+    }
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+int store_recipients_sort(const struct store_publish_item *it, struct store_recipient **buf,
+                          size_t *cap)
+{
+    size_t n = it->n_recipients;
+    if (n > *cap) {
+        struct store_recipient *grown =
+            n > SIZE_MAX / sizeof **buf ? NULL : realloc(*buf, n * sizeof **buf);
+        if (grown == NULL) {
+            return ROOST_ENOMEM;
+        }
+        *buf = grown;
+        *cap = n;
+    }
+    for (size_t k = 0; k < n; k++) {
+        (*buf)[k].agent_id = it->recipients[k];
+        (*buf)[k].idx = k;
+    }
+    qsort(*buf, n, sizeof **buf, recipient_cmp);
+    return ROOST_OK;
+}
+
+bool store_retention_deletable(const struct store_retention_req *req, enum store_status status,
+                               int64_t completed_at_ms, int64_t created_at_ms)
+{
+    bool finished = status == STORE_COMPLETED || status == STORE_EXPIRED;
+    if (finished && completed_at_ms != 0 && req->completed_s >= 0 &&
+        completed_at_ms <= req->now_ms - req->completed_s * 1000) {
+        return true;
+    }
+    return req->max_age_s > 0 && created_at_ms <= req->now_ms - req->max_age_s * 1000;
+}
+
 int store_open(const char *url, const struct store_options *opt, struct store **out,
                const char **errmsg)
 {

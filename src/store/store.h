@@ -111,6 +111,17 @@ struct store_publish_item {
     const char *state_patch; /* JSON Merge Patch (object text) applied to each recipient, or NULL */
 };
 
+/* One recipient of a publish item and its position in the item's list. */
+struct store_recipient {
+    const char *agent_id;
+    size_t idx;
+};
+/* The item's recipients sorted by agent id (then position), the order backends lock agents in
+ * (DESIGN §4.2), so a recipient listed twice sits next to its first mention. *buf grows as
+ * needed (caller frees). ROOST_OK or ROOST_ENOMEM. */
+int store_recipients_sort(const struct store_publish_item *it, struct store_recipient **buf,
+                          size_t *cap);
+
 struct store_publish_req {
     const char *tenant_id;
     const struct store_publish_item *items;
@@ -203,6 +214,12 @@ struct store_retention_req {
     store_archive_fn archive;
     void *archive_ctx;
 };
+
+/* The retention rule, the same for every backend: a row may go when it finished (completed or
+ * expired) more than completed_s ago, or was created more than max_age_s ago (max_age_s 0: never).
+ * completed_at_ms is 0 when the row never finished. */
+bool store_retention_deletable(const struct store_retention_req *req, enum store_status status,
+                               int64_t completed_at_ms, int64_t created_at_ms);
 
 struct store_retention_result {
     size_t deleted;

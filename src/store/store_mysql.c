@@ -1173,21 +1173,6 @@ static int my_savepoint_rollback(struct store *st)
 
 /* ---- publish ---- */
 
-struct recipient {
-    const char *agent_id;
-    size_t idx;
-};
-
-static int recipient_cmp(const void *pa, const void *pb)
-{
-    const struct recipient *x = pa, *y = pb;
-    int c = strcmp(x->agent_id, y->agent_id);
-    if (c != 0) {
-        return c;
-    }
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
 static int str_cmp(const void *pa, const void *pb)
 {
     return strcmp(*(const char *const *)pa, *(const char *const *)pb);
@@ -1294,7 +1279,7 @@ static int my_publish(struct store *st, const struct store_publish_req *req,
 {
     struct mysql_store *b = backend(st);
     struct store_touches changes = {0};
-    struct recipient *order = NULL;
+    struct store_recipient *order = NULL;
     const char **all = NULL;
     size_t order_cap = 0, base = 0;
     int rc = tenant_ensure(b, req->tenant_id, req->now_ms);
@@ -1330,21 +1315,9 @@ static int my_publish(struct store *st, const struct store_publish_req *req,
     for (size_t i = 0; i < req->n_items; i++) {
         const struct store_publish_item *it = &req->items[i];
         size_t n = it->n_recipients;
-        if (n > order_cap) {
-            struct recipient *grown =
-                n > SIZE_MAX / sizeof *order ? NULL : realloc(order, n * sizeof *order);
-            if (grown == NULL) {
-                rc = ROOST_ENOMEM;
-                goto out;
-            }
-            order = grown;
-            order_cap = n;
+        if ((rc = store_recipients_sort(it, &order, &order_cap)) != ROOST_OK) {
+            goto out;
         }
-        for (size_t k = 0; k < n; k++) {
-            order[k].agent_id = it->recipients[k];
-            order[k].idx = k;
-        }
-        qsort(order, n, sizeof *order, recipient_cmp);
         for (size_t k = 0; k < n; k++) {
             struct store_published *o = &out[base + order[k].idx];
             if (k > 0 && strcmp(order[k - 1].agent_id, order[k].agent_id) == 0) {
@@ -1798,9 +1771,6 @@ static int retain_agent(struct mysql_store *b, const struct store_retention_req 
     struct rows rs = {0};
     size_t n = 0;
     *deleted = 0;
-    int64_t completed_cut =
-        req->completed_s >= 0 ? req->now_ms - req->completed_s * 1000 : INT64_MIN;
-    int64_t age_cut = req->max_age_s > 0 ? req->now_ms - req->max_age_s * 1000 : INT64_MIN;
     /* Several nodes run retention at once: the agent row lock makes one of them own this agent
      * until its COMMIT, and the others pass it by (SKIP LOCKED) instead of archiving the same rows
      * again. A publisher holding the lock just defers the agent to the next round. */
@@ -1818,11 +1788,8 @@ static int retain_agent(struct mysql_store *b, const struct store_retention_req 
     }
     for (size_t r = 0; r < rs.n; r++) {
         int status = (int)cell_i64(&rs, r, 1);
-        bool finished = status == STORE_COMPLETED || status == STORE_EXPIRED;
-        bool done_long_ago =
-            finished && cell(&rs, r, 2) != NULL && cell_i64(&rs, r, 2) <= completed_cut;
-        bool too_old = cell_i64(&rs, r, 3) <= age_cut;
-        if (!done_long_ago && !too_old) {
+        if (!store_retention_deletable(req, (enum store_status)status, cell_i64(&rs, r, 2),
+                                       cell_i64(&rs, r, 3))) {
             break; /* the prefix ends at the first row that must stay */
         }
         rows[n].seq = cell_i64(&rs, r, 0);

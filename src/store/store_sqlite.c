@@ -688,21 +688,6 @@ static int sq_savepoint_rollback(struct store *st)
 
 /* ---- publish ---- */
 
-struct recipient {
-    const char *agent_id;
-    size_t idx; /* position in the item's recipient list */
-};
-
-static int recipient_cmp(const void *pa, const void *pb)
-{
-    const struct recipient *a = pa, *b = pb;
-    int c = strcmp(a->agent_id, b->agent_id);
-    if (c != 0) {
-        return c;
-    }
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
 /* Writes one (item, recipient) row, or finds it again through the idempotency key. */
 static int publish_one(struct sqlite_store *b, const struct store_publish_req *req,
                        const struct store_publish_item *it, const char *agent_id,
@@ -796,7 +781,7 @@ static int sq_publish(struct store *st, const struct store_publish_req *req,
                       struct store_published *out, struct store_touches *touches)
 {
     struct sqlite_store *b = backend(st);
-    struct recipient *order = NULL;
+    struct store_recipient *order = NULL;
     size_t order_cap = 0, base = 0;
     sqlite3_stmt *s;
     int rc = prep(b, S_TENANT_ENSURE, &s);
@@ -811,21 +796,9 @@ static int sq_publish(struct store *st, const struct store_publish_req *req,
     for (size_t i = 0; i < req->n_items; i++) {
         const struct store_publish_item *it = &req->items[i];
         size_t n = it->n_recipients;
-        if (n > order_cap) {
-            struct recipient *grown =
-                n > SIZE_MAX / sizeof *order ? NULL : realloc(order, n * sizeof *order);
-            if (grown == NULL) {
-                rc = ROOST_ENOMEM;
-                goto out;
-            }
-            order = grown;
-            order_cap = n;
+        if ((rc = store_recipients_sort(it, &order, &order_cap)) != ROOST_OK) {
+            goto out;
         }
-        for (size_t k = 0; k < n; k++) {
-            order[k].agent_id = it->recipients[k];
-            order[k].idx = k;
-        }
-        qsort(order, n, sizeof *order, recipient_cmp);
         for (size_t k = 0; k < n; k++) {
             struct store_published *o = &out[base + order[k].idx];
             if (k > 0 && strcmp(order[k - 1].agent_id, order[k].agent_id) == 0) {
@@ -1412,9 +1385,6 @@ static int retain_agent(struct sqlite_store *b, const struct store_retention_req
     sqlite3_stmt *s;
     size_t n = 0;
     *deleted = 0;
-    int64_t completed_cut =
-        req->completed_s >= 0 ? req->now_ms - req->completed_s * 1000 : INT64_MIN;
-    int64_t age_cut = req->max_age_s > 0 ? req->now_ms - req->max_age_s * 1000 : INT64_MIN;
     int rc = prep(b, S_RET_ROWS, &s);
     if (rc != ROOST_OK) {
         return rc;
@@ -1424,11 +1394,8 @@ static int retain_agent(struct sqlite_store *b, const struct store_retention_req
     sqlite3_bind_int64(s, 3, sql_limit(budget));
     while ((rc = step(b, s)) == 1) {
         int status = sqlite3_column_int(s, 1);
-        bool finished = status == STORE_COMPLETED || status == STORE_EXPIRED;
-        bool done_long_ago = finished && sqlite3_column_type(s, 2) != SQLITE_NULL &&
-                             sqlite3_column_int64(s, 2) <= completed_cut;
-        bool too_old = sqlite3_column_int64(s, 3) <= age_cut;
-        if (!done_long_ago && !too_old) {
+        if (!store_retention_deletable(req, (enum store_status)status, sqlite3_column_int64(s, 2),
+                                       sqlite3_column_int64(s, 3))) {
             break; /* the prefix ends at the first row that must stay */
         }
         rows[n].seq = sqlite3_column_int64(s, 0);

@@ -304,8 +304,12 @@ static void agent_print_log(const struct agent_proc *ap)
     free(data);
 }
 
+/* Removes the agent's dirs, printing its log first when a check failed. */
 static void agent_cleanup(struct agent_proc *ap)
 {
+    if (h_failed > 0) {
+        agent_print_log(ap);
+    }
     char *cmd = h_fmt("rm -rf '%s'", ap->dir);
     int r = system(cmd);
     (void)r;
@@ -460,9 +464,6 @@ static void test_agent_sigkill_restart_loses_nothing(void)
     CHECK_EQ(st.conn, ROOST_AGENT_CONN_STOPPED);
     CHECK(!st.running);
     printf("sigkill: %d handled at kill, %d duplicate(s)\n", at_kill, dups);
-    if (h_failed > 0) {
-        agent_print_log(&ap);
-    }
     agent_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
@@ -522,9 +523,6 @@ static void test_agent_survives_roostd_restart(void)
     CHECK(ok);
     CHECK_EQ(agent_term(&ap), 0);
     CHECK_EQ(out_lines(&ap), 4);
-    if (h_failed > 0) {
-        agent_print_log(&ap);
-    }
     agent_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
@@ -569,9 +567,6 @@ static void test_agent_polls_when_sse_blocked(void)
     CHECK(status_is(&ap, ROOST_AGENT_CONN_POLLING)); /* it never streamed */
     CHECK(atomic_load(&px.n_blocked) >= 1);
     CHECK_EQ(agent_term(&ap), 0);
-    if (h_failed > 0) {
-        agent_print_log(&ap);
-    }
     agent_cleanup(&ap);
     proxy_stop(&px);
     free(url);
@@ -620,9 +615,6 @@ static void test_agent_lost_ack_not_rerun(void)
     CHECK_EQ(out_count(&ap, id), 1);
     CHECK(log_contains(&ap, "already processed"));
     CHECK_EQ(agent_term(&ap), 0);
-    if (h_failed > 0) {
-        agent_print_log(&ap);
-    }
     agent_cleanup(&ap);
     proxy_stop(&px);
     free(url);
@@ -670,9 +662,6 @@ static void test_agent_resyncs_after_410(void)
     H_WAIT_UNTIL(ok, 5000, roost_agent_status_read(ap.state, &ast) == ROOST_OK && ast.cursor == 4);
     CHECK(ok);
     CHECK_EQ(agent_term(&ap), 0);
-    if (h_failed > 0) {
-        agent_print_log(&ap);
-    }
     agent_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
@@ -728,9 +717,6 @@ static void test_agent_idle_wakes_on_ping(void)
     json_decref(js);
     free(cmd);
     CHECK_EQ(agent_term(&ap), 0);
-    if (h_failed > 0) {
-        agent_print_log(&ap);
-    }
     agent_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
@@ -765,9 +751,6 @@ static void test_agent_extends_lease_of_long_handler(void)
     CHECK(!log_contains(&ap, "refused"));
     CHECK_EQ(agent_term(&ap), 0);
     CHECK_EQ(out_count(&ap, id), 1);
-    if (h_failed > 0) {
-        agent_print_log(&ap);
-    }
     agent_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
@@ -816,9 +799,6 @@ static void test_agent_exit_codes(void)
     json_decref(q);
     free(admin);
     CHECK_EQ(agent_term(&ap), 0);
-    if (h_failed > 0) {
-        agent_print_log(&ap);
-    }
     agent_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
