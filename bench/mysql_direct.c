@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_peer.h"
 #include "store/store_mysql.h"
 
 #define MAX_LIMIT 100
@@ -53,19 +54,9 @@ struct opts {
     int payload_bytes;
 };
 
-struct agent {
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    uint64_t version; /* bumped by every commit that adds a row for this agent */
-    char name[64];
-};
-
 static struct opts g;
 static struct store_mysql_url g_url;
-static struct agent *g_agents;
-static atomic_bool g_stop;
 static atomic_ulong g_deadlocks, g_lock_timeouts;
-static int64_t g_start_ns, g_win_start_ns, g_win_end_ns;
 
 static const char *schema[] = {
     "CREATE TABLE IF NOT EXISTS bench_direct_queue ("
@@ -123,11 +114,6 @@ static MYSQL_STMT *prepare(MYSQL *db, const char *sql)
     return st;
 }
 
-static bool in_window(int64_t t)
-{
-    return t >= g_win_start_ns && t < g_win_end_ns;
-}
-
 static int64_t now_ms(void)
 {
     return (int64_t)time(NULL) * 1000;
@@ -147,15 +133,9 @@ static bool count_lock_error(unsigned int err)
     return false;
 }
 
-struct worker {
-    pthread_t thread;
-    int idx;
-    struct bench_result res;
-};
-
 static void *producer_main(void *arg)
 {
-    struct worker *w = arg;
+    struct bench_worker *w = arg;
     mysql_thread_init();
     MYSQL *db = connect_db();
     MYSQL_STMT *ins =
@@ -176,8 +156,8 @@ static void *producer_main(void *arg)
     if (mysql_stmt_bind_param(ins, b) != 0) {
         die_stmt(ins, "bind insert");
     }
-    for (uint64_t k = 0; !atomic_load_explicit(&g_stop, memory_order_relaxed); k++) {
-        struct agent *a = &g_agents[((uint64_t)w->idx + k) % (uint64_t)g.agents];
+    for (uint64_t k = 0; !atomic_load_explicit(&bench_stop, memory_order_relaxed); k++) {
+        struct bench_agent *a = &bench_agents[((uint64_t)w->idx + k) % (uint64_t)g.agents];
         int64_t s = bench_now_ns();
         int plen = bench_payload(payload, sizeof payload, s, (size_t)g.payload_bytes);
         agent_len = (unsigned long)snprintf(agent, sizeof agent, "%s", a->name);
@@ -197,7 +177,7 @@ static void *producer_main(void *arg)
         a->version++;
         pthread_cond_broadcast(&a->cond);
         pthread_mutex_unlock(&a->mu);
-        if (in_window(e)) {
+        if (bench_in_window(e)) {
             w->res.published++;
             hist_add(&w->res.publish_rtt, e - s);
         }
@@ -208,7 +188,7 @@ static void *producer_main(void *arg)
     return NULL;
 }
 
-static void wait_for_rows(struct agent *a, uint64_t seen)
+static void wait_for_rows(struct bench_agent *a, uint64_t seen)
 {
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
@@ -218,7 +198,7 @@ static void wait_for_rows(struct agent *a, uint64_t seen)
         dl.tv_nsec -= 1000000000;
     }
     pthread_mutex_lock(&a->mu);
-    while (a->version == seen && !atomic_load(&g_stop)) {
+    while (a->version == seen && !atomic_load(&bench_stop)) {
         if (pthread_cond_timedwait(&a->cond, &a->mu, &dl) == ETIMEDOUT) {
             break;
         }
@@ -356,8 +336,8 @@ static int ack_one(MYSQL_STMT *done, int64_t id)
 
 static void *consumer_main(void *arg)
 {
-    struct worker *w = arg;
-    struct agent *a = &g_agents[w->idx % g.agents];
+    struct bench_worker *w = arg;
+    struct bench_agent *a = &bench_agents[w->idx % g.agents];
     mysql_thread_init();
     MYSQL *db = connect_db();
     struct consumer_stmts s;
@@ -375,7 +355,7 @@ static void *consumer_main(void *arg)
     s.done = prepare(db, "UPDATE bench_direct_queue SET status = 2, done_at = ? "
                          "WHERE id = ? AND status = 1");
     int64_t ids[MAX_LIMIT], ts[MAX_LIMIT];
-    while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
+    while (!atomic_load_explicit(&bench_stop, memory_order_relaxed)) {
         pthread_mutex_lock(&a->mu);
         uint64_t seen = a->version;
         pthread_mutex_unlock(&a->mu);
@@ -393,7 +373,7 @@ static void *consumer_main(void *arg)
             wait_for_rows(a, seen);
             continue;
         }
-        if (in_window(bench_now_ns())) {
+        if (bench_in_window(bench_now_ns())) {
             w->res.claims++;
         }
         if (g.batch_ack) {
@@ -412,13 +392,13 @@ static void *consumer_main(void *arg)
                 if (rc != 0) {
                     mysql_rollback(db);
                 }
-            } while (rc == -1 && !atomic_load(&g_stop));
+            } while (rc == -1 && !atomic_load(&bench_stop));
             int64_t e = bench_now_ns();
             if (rc != 0) {
                 w->res.errors += rc == -2;
                 continue;
             }
-            if (in_window(e)) {
+            if (bench_in_window(e)) {
                 hist_add(&w->res.ack_rtt, e - st);
                 for (int i = 0; i < n; i++) {
                     w->res.acked++;
@@ -429,14 +409,14 @@ static void *consumer_main(void *arg)
             for (int i = 0; i < n; i++) {
                 int64_t st = bench_now_ns();
                 int rc;
-                while ((rc = ack_one(s.done, ids[i])) == -1 && !atomic_load(&g_stop)) {
+                while ((rc = ack_one(s.done, ids[i])) == -1 && !atomic_load(&bench_stop)) {
                 }
                 int64_t e = bench_now_ns();
                 if (rc != 0) {
                     w->res.errors += rc == -2;
                     continue;
                 }
-                if (in_window(e)) {
+                if (bench_in_window(e)) {
                     w->res.acked++;
                     hist_add(&w->res.latency, e - ts[i]);
                     hist_add(&w->res.ack_rtt, e - st);
@@ -586,39 +566,10 @@ int main(int argc, char **argv)
     long long dl0 = global_status(setup, "Innodb_deadlocks");
     long long lw0 = global_status(setup, "Innodb_row_lock_waits");
 
-    g_agents = calloc((size_t)g.agents, sizeof *g_agents);
-    int nw = g.producers + g.consumers;
-    struct worker *ws = calloc((size_t)nw, sizeof *ws);
     struct bench_result *total = calloc(1, sizeof *total);
-    if (!g_agents || !ws || !total) {
+    if (!total || bench_peer_run("mysql_direct", g.producers, g.consumers, g.agents, g.warmup,
+                                 g.seconds, producer_main, consumer_main, total) != 0) {
         return 1;
-    }
-    for (int i = 0; i < g.agents; i++) {
-        pthread_mutex_init(&g_agents[i].mu, NULL);
-        pthread_cond_init(&g_agents[i].cond, NULL);
-        snprintf(g_agents[i].name, sizeof g_agents[i].name, "bench-agent-%d", i);
-    }
-    g_start_ns = bench_now_ns();
-    g_win_start_ns = g_start_ns + (int64_t)(g.warmup * 1e9);
-    g_win_end_ns = g_win_start_ns + (int64_t)(g.seconds * 1e9);
-    for (int i = 0; i < nw; i++) {
-        ws[i].idx = i < g.producers ? i : i - g.producers;
-        if (pthread_create(&ws[i].thread, NULL, i < g.producers ? producer_main : consumer_main,
-                           &ws[i]) != 0) {
-            fprintf(stderr, "mysql_direct: cannot start thread %d\n", i);
-            return 1;
-        }
-    }
-    bench_sleep_until(g_win_end_ns);
-    atomic_store(&g_stop, true);
-    for (int i = 0; i < g.agents; i++) {
-        pthread_mutex_lock(&g_agents[i].mu);
-        pthread_cond_broadcast(&g_agents[i].cond);
-        pthread_mutex_unlock(&g_agents[i].mu);
-    }
-    for (int i = 0; i < nw; i++) {
-        pthread_join(ws[i].thread, NULL);
-        bench_result_merge(total, &ws[i].res);
     }
     long long dl1 = global_status(setup, "Innodb_deadlocks");
     long long lw1 = global_status(setup, "Innodb_row_lock_waits");
@@ -634,7 +585,5 @@ int main(int argc, char **argv)
     mysql_close(setup);
     mysql_library_end();
     free(total);
-    free(ws);
-    free(g_agents);
     return 0;
 }

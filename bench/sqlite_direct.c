@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_peer.h"
 
 struct opts {
     const char *db;
@@ -41,18 +42,8 @@ struct opts {
     int payload_bytes;
 };
 
-struct agent {
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    uint64_t version; /* bumped by every commit that adds a row for this agent */
-    char name[64];
-};
-
 static struct opts g;
-static struct agent *g_agents;
 static pthread_mutex_t g_write_mu = PTHREAD_MUTEX_INITIALIZER;
-static atomic_bool g_stop;
-static int64_t g_start_ns, g_win_start_ns, g_win_end_ns;
 
 static const char schema[] =
     "CREATE TABLE IF NOT EXISTS inbox ("
@@ -120,26 +111,15 @@ static int step_done(sqlite3_stmt *st)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static bool in_window(int64_t t)
-{
-    return t >= g_win_start_ns && t < g_win_end_ns;
-}
-
-struct worker {
-    pthread_t thread;
-    int idx;
-    struct bench_result res;
-};
-
 static void *producer_main(void *arg)
 {
-    struct worker *w = arg;
+    struct bench_worker *w = arg;
     sqlite3 *db = open_db();
     sqlite3_stmt *ins =
         prepare(db, "INSERT INTO inbox(agent, payload, created_at) VALUES (?1, ?2, ?3)");
     char payload[1024];
-    for (uint64_t k = 0; !atomic_load_explicit(&g_stop, memory_order_relaxed); k++) {
-        struct agent *a = &g_agents[((uint64_t)w->idx + k) % (uint64_t)g.agents];
+    for (uint64_t k = 0; !atomic_load_explicit(&bench_stop, memory_order_relaxed); k++) {
+        struct bench_agent *a = &bench_agents[((uint64_t)w->idx + k) % (uint64_t)g.agents];
         int64_t s = bench_now_ns();
         int plen = bench_payload(payload, sizeof payload, s, (size_t)g.payload_bytes);
         sqlite3_bind_text(ins, 1, a->name, -1, SQLITE_STATIC);
@@ -158,7 +138,7 @@ static void *producer_main(void *arg)
         a->version++;
         pthread_cond_broadcast(&a->cond);
         pthread_mutex_unlock(&a->mu);
-        if (in_window(e)) {
+        if (bench_in_window(e)) {
             w->res.published++;
             hist_add(&w->res.publish_rtt, e - s);
         }
@@ -170,8 +150,8 @@ static void *producer_main(void *arg)
 
 static void *consumer_main(void *arg)
 {
-    struct worker *w = arg;
-    struct agent *a = &g_agents[w->idx % g.agents];
+    struct bench_worker *w = arg;
+    struct bench_agent *a = &bench_agents[w->idx % g.agents];
     sqlite3 *db = open_db();
     sqlite3_stmt *claim =
         prepare(db, "UPDATE inbox SET status = 1, lease_token = ?1, claimed_at = ?2 WHERE id IN "
@@ -190,7 +170,7 @@ static void *consumer_main(void *arg)
     }
     uint64_t serial = 0;
     char token[40];
-    while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
+    while (!atomic_load_explicit(&bench_stop, memory_order_relaxed)) {
         pthread_mutex_lock(&a->mu);
         uint64_t seen = a->version;
         pthread_mutex_unlock(&a->mu);
@@ -229,7 +209,7 @@ static void *consumer_main(void *arg)
                 dl.tv_nsec -= 1000000000;
             }
             pthread_mutex_lock(&a->mu);
-            while (a->version == seen && !atomic_load(&g_stop)) {
+            while (a->version == seen && !atomic_load(&bench_stop)) {
                 if (pthread_cond_timedwait(&a->cond, &a->mu, &dl) == ETIMEDOUT) {
                     break;
                 }
@@ -237,7 +217,7 @@ static void *consumer_main(void *arg)
             pthread_mutex_unlock(&a->mu);
             continue;
         }
-        if (in_window(bench_now_ns())) {
+        if (bench_in_window(bench_now_ns())) {
             w->res.claims++;
         }
         if (g.batch_ack) {
@@ -261,7 +241,7 @@ static void *consumer_main(void *arg)
                 fprintf(stderr, "sqlite_direct: batch done: %s\n", sqlite3_errmsg(db));
                 continue;
             }
-            if (in_window(e)) {
+            if (bench_in_window(e)) {
                 hist_add(&w->res.ack_rtt, e - s);
                 for (int i = 0; i < n; i++) {
                     w->res.acked++;
@@ -283,7 +263,7 @@ static void *consumer_main(void *arg)
                     fprintf(stderr, "sqlite_direct: done: %s\n", sqlite3_errmsg(db));
                     continue;
                 }
-                if (in_window(e)) {
+                if (bench_in_window(e)) {
                     w->res.acked++;
                     hist_add(&w->res.latency, e - ts[i]);
                     hist_add(&w->res.ack_rtt, e - s);
@@ -431,39 +411,10 @@ int main(int argc, char **argv)
         die_db(setup, "schema");
     }
 
-    g_agents = calloc((size_t)g.agents, sizeof *g_agents);
-    int nw = g.producers + g.consumers;
-    struct worker *ws = calloc((size_t)nw, sizeof *ws);
     struct bench_result *total = calloc(1, sizeof *total);
-    if (!g_agents || !ws || !total) {
+    if (!total || bench_peer_run("sqlite_direct", g.producers, g.consumers, g.agents, g.warmup,
+                                 g.seconds, producer_main, consumer_main, total) != 0) {
         return 1;
-    }
-    for (int i = 0; i < g.agents; i++) {
-        pthread_mutex_init(&g_agents[i].mu, NULL);
-        pthread_cond_init(&g_agents[i].cond, NULL);
-        snprintf(g_agents[i].name, sizeof g_agents[i].name, "bench-agent-%d", i);
-    }
-    g_start_ns = bench_now_ns();
-    g_win_start_ns = g_start_ns + (int64_t)(g.warmup * 1e9);
-    g_win_end_ns = g_win_start_ns + (int64_t)(g.seconds * 1e9);
-    for (int i = 0; i < nw; i++) {
-        ws[i].idx = i < g.producers ? i : i - g.producers;
-        if (pthread_create(&ws[i].thread, NULL, i < g.producers ? producer_main : consumer_main,
-                           &ws[i]) != 0) {
-            fprintf(stderr, "sqlite_direct: cannot start thread %d\n", i);
-            return 1;
-        }
-    }
-    bench_sleep_until(g_win_end_ns);
-    atomic_store(&g_stop, true);
-    for (int i = 0; i < g.agents; i++) {
-        pthread_mutex_lock(&g_agents[i].mu);
-        pthread_cond_broadcast(&g_agents[i].cond);
-        pthread_mutex_unlock(&g_agents[i].mu);
-    }
-    for (int i = 0; i < nw; i++) {
-        pthread_join(ws[i].thread, NULL);
-        bench_result_merge(total, &ws[i].res);
     }
     char extra[128];
     snprintf(extra, sizeof extra, "synchronous=%s journal_mode=wal writers=%s sqlite_version=%s",
@@ -472,7 +423,5 @@ int main(int argc, char **argv)
                        g.batch_ack, 0, g.warmup, g.seconds, total);
     sqlite3_close(setup);
     free(total);
-    free(ws);
-    free(g_agents);
     return 0;
 }
