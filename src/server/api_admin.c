@@ -9,6 +9,7 @@
 #include "common/ids.h"
 #include "common/timeutil.h"
 #include "proto/jwt.h"
+#include "server/api_json.h"
 #include "server/metrics.h"
 #include "server/server.h"
 #include "server/sse_hub.h"
@@ -135,16 +136,6 @@ static int parse_offset_token(const char *tok, int64_t *offset)
     }
     free(raw);
     return rc;
-}
-
-static json_t *time_json(int64_t ms)
-{
-    if (ms <= 0) {
-        return json_null();
-    }
-    char buf[TIME_RFC3339_LEN + 1];
-    time_format_rfc3339(ms, buf);
-    return json_string(buf);
 }
 
 /* ---- GET /admin/agents ---- */

@@ -10,6 +10,7 @@
 
 #include "common/ids.h"
 #include "common/timeutil.h"
+#include "server/api_json.h"
 #include "server/metrics.h"
 #include "server/server.h"
 #include "server/waiters.h"

@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "server/api_json.h"
 #include "server/metrics.h"
 #include "server/server.h"
 #include "server/workers.h"

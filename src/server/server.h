@@ -126,9 +126,6 @@ int body_str(const json_t *body, const char *name, size_t max_len, int bad_rc, c
 /* ROOST_EUNKNOWNFIELD (with the name in *bad) when body has a key not in the NULL-ended list. */
 int body_only_fields(const json_t *body, const char *const *allowed, const char **bad);
 
-/* Event object as the API shows it. */
-json_t *event_to_json(const struct store_event *ev, bool with_claim, bool with_audit);
-
 /* ---- routes (api_*.c) ---- */
 
 void api_publish(struct request *rq);
