@@ -1,22 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* The scavenger and retention timers (see scheduler.h), and the NDJSON.gz archive writer used by
- * retention: DATA_DIR/archive/<tenant>/<YYYY-MM-DD>.ndjson.gz (day of the event's creation), one
- * gzip member appended per batch and fsynced before the deleting transaction commits. */
+/* The scavenger, retention and tailer timers (see scheduler.h). Retention writes its archive
+ * through archive.c. */
 #include "server/scheduler.h"
 
-#include <errno.h>
 #include <event2/event.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #include "common/log.h"
 #include "common/timeutil.h"
-#include "server/api_json.h"
+#include "server/archive.h"
 #include "server/metrics.h"
 #include "server/server.h"
 #include "server/workers.h"
@@ -36,21 +29,6 @@ struct tick_job {
     size_t due, scavenged, quarantined, expired, nonces;
     struct store_retention_result ret;
     bool more;
-};
-
-/* One open archive file during a retention batch. */
-struct archive_file {
-    char tenant_id[STORE_ID_MAX + 1];
-    char day[11];
-    int fd;
-    gzFile gz;
-};
-
-struct archive_batch {
-    const char *data_dir;
-    struct archive_file files[16];
-    size_t n;
-    bool failed;
 };
 
 /* The tailer (DESIGN §8.3): a read job that asks the store for changes committed by anyone since
@@ -80,103 +58,6 @@ static void arm(struct scheduler *s, struct event *ev, int64_t ms)
     }
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
     evtimer_add(ev, &tv);
-}
-
-/* ---- archive ---- */
-
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
-                return -1;
-            }
-            *p = '/';
-        }
-    }
-    return (mkdir(tmp, 0700) != 0 && errno != EEXIST) ? -1 : 0;
-}
-
-static struct archive_file *archive_open(struct archive_batch *b, const char *tenant_id,
-                                         const char *day)
-{
-    for (size_t i = 0; i < b->n; i++) {
-        if (strcmp(b->files[i].tenant_id, tenant_id) == 0 && strcmp(b->files[i].day, day) == 0) {
-            return &b->files[i];
-        }
-    }
-    if (b->n == sizeof b->files / sizeof b->files[0]) {
-        return NULL; /* the batch is cut short; the next one continues */
-    }
-    char dir[4096], path[4200];
-    snprintf(dir, sizeof dir, "%s/archive/%s", b->data_dir, tenant_id);
-    snprintf(path, sizeof path, "%s/%s.ndjson.gz", dir, day);
-    if (mkdir_p(dir) != 0) {
-        return NULL;
-    }
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        return NULL;
-    }
-    int gzfd = dup(fd);
-    gzFile gz = gzfd >= 0 ? gzdopen(gzfd, "ab") : NULL;
-    if (!gz) {
-        if (gzfd >= 0) {
-            close(gzfd);
-        }
-        close(fd);
-        return NULL;
-    }
-    struct archive_file *f = &b->files[b->n++];
-    snprintf(f->tenant_id, sizeof f->tenant_id, "%s", tenant_id);
-    snprintf(f->day, sizeof f->day, "%s", day);
-    f->fd = fd;
-    f->gz = gz;
-    return f;
-}
-
-static int archive_row(void *ctx, const char *tenant_id, const struct store_event *ev)
-{
-    struct archive_batch *b = ctx;
-    char day[11];
-    time_format_day(ev->created_at_ms, day);
-    struct archive_file *f = archive_open(b, tenant_id, day);
-    if (!f) {
-        b->failed = true;
-        return -1;
-    }
-    json_t *o = event_to_json(ev, false, true);
-    if (!o) {
-        b->failed = true;
-        return -1;
-    }
-    json_object_set_new(o, "tenant_id", json_string(tenant_id));
-    char *line = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    int ok = line && gzputs(f->gz, line) >= 0 && gzputc(f->gz, '\n') >= 0;
-    free(line);
-    if (!ok) {
-        b->failed = true;
-        return -1;
-    }
-    return 0;
-}
-
-/* Closes every file of the batch; durable (fsynced) before the delete may commit. */
-static int archive_finish(struct archive_batch *b)
-{
-    int rc = b->failed ? -1 : 0;
-    for (size_t i = 0; i < b->n; i++) {
-        if (gzclose(b->files[i].gz) != Z_OK || fsync(b->files[i].fd) != 0) {
-            rc = -1;
-        }
-        close(b->files[i].fd);
-    }
-    b->n = 0;
-    return rc;
 }
 
 /* ---- jobs ---- */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Timed work on the loop: the scavenger tick (due delayed events → pending, expired leases →
- * pending or quarantine, expired messages) and retention (archive + delete + watermark). Each runs
- * as a write job; at most one of each is in flight; a full batch re-arms at once. */
+ * pending or quarantine, expired messages, expired nonces) and retention (archive + delete +
+ * watermark), each a write job; and, on backends with a change log (MySQL), the tailer, a read job
+ * that pings for commits made by other nodes and applications. At most one of each is in flight;
+ * a full batch re-arms at once. */
 #ifndef ROOST_SCHEDULER_H
 #define ROOST_SCHEDULER_H
 
