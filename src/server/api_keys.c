@@ -350,7 +350,7 @@ void api_admin_keys_revoke(struct request *rq)
 
 void api_server_keys(struct request *rq)
 {
-    json_t *jwks = json_loads(rq->srv->sign_jwks, 0, NULL);
+    json_t *jwks = json_loads(rq->srv->sign_key.jwks, 0, NULL);
     if (!jwks) {
         request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
         return;

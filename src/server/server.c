@@ -232,7 +232,7 @@ int server_start(struct server *srv, struct config *cfg, const struct config_sou
     char desc[512];
     auth_describe(srv->auth, desc, sizeof desc);
     log_info("auth keys loaded", "%s", desc);
-    if (sigverify_server_key_load(srv, err, errlen) != 0) {
+    if (server_key_load(&srv->sign_key, cfg->data_dir, err, errlen) != 0) {
         return -1;
     }
     if (shards_open(srv, err, errlen) != 0) {
@@ -339,7 +339,7 @@ void server_cleanup(struct server *srv)
         event_free(srv->sig_hup);
     }
     auth_free(srv->auth);
-    sigverify_server_key_free(srv);
+    server_key_cleanup(&srv->sign_key);
     if (srv->base) {
         event_base_free(srv->base);
     }

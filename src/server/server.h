@@ -11,6 +11,7 @@
 
 #include "server/auth.h"
 #include "server/config.h"
+#include "server/server_key.h"
 #include "store/store.h"
 
 struct event_base;
@@ -50,12 +51,10 @@ struct server {
     struct event *sig_term, *sig_int, *sig_hup;
     char base_url[80];
     bool draining;
-    size_t inflight;         /* requests accepted and not yet answered */
-    size_t closing;          /* answered while draining, connection not yet flushed and closed */
-    uint64_t request_serial; /* for request ids */
-    struct evp_pkey_st *sign_key; /* roostd's Ed25519 signing key (sigverify.c) */
-    char *sign_jwks;              /* its public JWK Set, served at /api/v1/keys/server */
-    char sign_kid[64];
+    size_t inflight;            /* requests accepted and not yet answered */
+    size_t closing;             /* answered while draining, connection not yet flushed and closed */
+    uint64_t request_serial;    /* for request ids */
+    struct server_key sign_key; /* roostd's Ed25519 signing key, served at /api/v1/keys/server */
 };
 
 /* Starts listening and every component. Writes the ready file (if any) last. `source` (borrowed,
