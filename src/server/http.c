@@ -32,6 +32,7 @@
 #include "server/metrics.h"
 #include "server/server.h"
 #include "server/sigverify.h"
+#include "server/sse_hub.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -586,7 +587,7 @@ static void metrics_endpoint(struct request *rq)
         }
     }
     struct evbuffer *buf = evbuffer_new();
-    if (buf == NULL || metrics_render(srv->metrics, srv, buf) != 0) {
+    if (buf == NULL || metrics_render(srv->metrics, sse_hub_count(srv->sse), buf) != 0) {
         if (buf) {
             evbuffer_free(buf);
         }

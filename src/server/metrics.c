@@ -15,7 +15,6 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "server/server.h"
-#include "server/sse_hub.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -499,7 +498,7 @@ static void render_snapshot(struct metrics *m, struct evbuffer *out, int64_t now
     }
 }
 
-int metrics_render(struct metrics *m, const struct server *srv, struct evbuffer *out)
+int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *out)
 {
     int64_t now = time_now_ms();
     family(out, "roost_build_info", "gauge", "Build of this roostd.");
@@ -534,7 +533,7 @@ int metrics_render(struct metrics *m, const struct server *srv, struct evbuffer 
            "Events moved to quarantine (poison releases, too many attempts).");
     evbuffer_add_printf(out, "roost_quarantined_total %llu\n", (unsigned long long)m->quarantined);
     family(out, "roost_sse_subscribers", "gauge", "Open SSE streams on this node.");
-    evbuffer_add_printf(out, "roost_sse_subscribers %zu\n", sse_hub_count(srv->sse));
+    evbuffer_add_printf(out, "roost_sse_subscribers %zu\n", sse_subscribers);
     family(out, "roost_sse_pings_total", "counter", "inbox_updated events sent to SSE streams.");
     evbuffer_add_printf(out, "roost_sse_pings_total %llu\n", (unsigned long long)m->sse_pings);
 

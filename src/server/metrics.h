@@ -54,7 +54,8 @@ bool metrics_snapshot_info(const struct metrics *m, int64_t *age_ms, bool *trunc
  * out, or there is no snapshot yet). Valid until the next refresh; loop thread. */
 const struct store_metrics_tenant *metrics_tenant(const struct metrics *m, const char *tenant_id);
 
-/* Appends the whole exposition to `out`. Returns 0, or -1 when out of memory. */
-int metrics_render(struct metrics *m, const struct server *srv, struct evbuffer *out);
+/* Appends the whole exposition to `out`; sse_subscribers is the open stream count (the hub's).
+ * Returns 0, or -1 when out of memory. */
+int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *out);
 
 #endif

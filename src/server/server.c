@@ -43,6 +43,12 @@ void server_drain_check(struct server *srv)
     }
 }
 
+/* The hub's callback when a stream closed: the last one may end a shutdown. */
+static void hub_stream_closed(void *arg)
+{
+    server_drain_check(arg);
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
@@ -246,7 +252,7 @@ int server_start(struct server *srv, struct config *cfg, const struct config_sou
         workers_set_metrics(srv->shards[i].workers, srv->metrics);
     }
     srv->waiters = waiters_new(srv->base);
-    srv->sse = sse_hub_new(srv);
+    srv->sse = sse_hub_new(srv->base, srv->cfg, srv->metrics, hub_stream_closed, srv);
     if (!srv->waiters || !srv->sse) {
         snprintf(err, errlen, "out of memory");
         return -1;
