@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/server.h"
+#include "server/api.h"
+#include "server/config.h"
+#include "server/request.h"
+#include "server/runtime.h"
 #include "server/sse_hub.h"
 #include "server/workers.h"
 
@@ -32,13 +35,13 @@ static void done_head(struct job *job)
 {
     struct subscribe_op *op = (struct subscribe_op *)job;
     struct request *rq = op->rq;
-    struct server *srv = rq->srv;
-    struct sse_hub *hub = srv->sse;
+    struct runtime *rt = rq->rt;
+    struct sse_hub *hub = rt->sse;
     if (job->rc != ROOST_OK) {
         request_reply_error(rq, job->rc, NULL, NULL);
         return;
     }
-    if (srv->draining) {
+    if (rt->draining) {
         request_reply_error(rq, ROOST_ESHUTDOWN, NULL, NULL);
         return;
     }
@@ -61,7 +64,7 @@ static void done_head(struct job *job)
 
 void api_subscribe(struct request *rq)
 {
-    struct sse_hub *hub = rq->srv->sse;
+    struct sse_hub *hub = rq->rt->sse;
     static const char *const known[] = {"access_token", NULL};
     for (struct evkeyval *kv = rq->query ? rq->query->tqh_first : NULL; kv;
          kv = kv->next.tqe_next) {
@@ -98,5 +101,5 @@ void api_subscribe(struct request *rq)
         }
     }
     op->job = (struct job){.run = run_head, .done = done_head, .write = false};
-    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }

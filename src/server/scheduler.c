@@ -10,8 +10,9 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "server/archive.h"
+#include "server/config.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/runtime.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -43,7 +44,7 @@ struct tail_job {
 };
 
 struct scheduler {
-    struct server *srv;
+    struct runtime *rt;
     struct workers *workers;
     struct event *scavenge_ev, *retention_ev, *tail_ev;
     struct tick_job scavenge_job, retention_job;
@@ -111,8 +112,7 @@ static void tick_done(struct job *job)
 {
     struct tick_job *t = (struct tick_job *)job;
     struct scheduler *s = t->sched;
-    struct server *srv = s->srv;
-    srv->inflight--;
+    struct runtime *rt = s->rt;
     if (job->rc != ROOST_OK) {
         log_warn(t->retention ? "retention failed" : "scavenger failed", "error=%s",
                  roost_err_code(job->rc));
@@ -121,10 +121,10 @@ static void tick_done(struct job *job)
             log_info("retention", "deleted=%zu archived=%zu", t->ret.deleted, t->ret.archived);
         }
     } else {
-        server_notify(srv, &t->touches);
+        runtime_notify(rt, &t->touches);
         /* scavenged counts every expired lease, the quarantined ones included. */
-        metrics_lease_expired(srv->metrics, t->scavenged);
-        metrics_quarantined(srv->metrics, t->quarantined);
+        metrics_lease_expired(rt->metrics, t->scavenged);
+        metrics_quarantined(rt->metrics, t->quarantined);
         if (t->scavenged || t->quarantined || t->expired) {
             log_info("scavenger", "due=%zu lease_expired=%zu quarantined=%zu expired=%zu", t->due,
                      t->scavenged, t->quarantined, t->expired);
@@ -133,12 +133,12 @@ static void tick_done(struct job *job)
     store_touches_cleanup(&t->touches);
     if (t->retention) {
         s->retention_busy = false;
-        arm(s, s->retention_ev, t->more ? 0 : srv->cfg->retention_interval_ms);
+        arm(s, s->retention_ev, t->more ? 0 : rt->cfg->retention_interval_ms);
     } else {
         s->scavenge_busy = false;
-        arm(s, s->scavenge_ev, t->more ? 0 : srv->cfg->scavenger_interval_ms);
+        arm(s, s->scavenge_ev, t->more ? 0 : rt->cfg->scavenger_interval_ms);
     }
-    server_drain_check(srv);
+    runtime_release(rt);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -152,13 +152,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         return;
     }
     *busy = true;
-    const struct config *cfg = s->srv->cfg;
+    const struct config *cfg = s->rt->cfg;
     t->batch = t->retention ? cfg->retention_batch : cfg->scavenger_batch;
     t->max_attempts = cfg->claim_max_attempts;
     t->completed_s = cfg->retention_completed_s;
     t->max_age_s = cfg->retention_max_age_s;
     t->data_dir = cfg->data_dir;
-    s->srv->inflight++;
+    runtime_hold(s->rt);
     t->job.run = t->retention ? run_retention : run_tick;
     t->job.done = tick_done;
     t->job.write = true;
@@ -177,18 +177,17 @@ static void tail_done(struct job *job)
 {
     struct tail_job *t = (struct tail_job *)job;
     struct scheduler *s = t->sched;
-    struct server *srv = s->srv;
-    srv->inflight--;
+    struct runtime *rt = s->rt;
     if (job->rc != ROOST_OK) {
         /* The store is down or the connection was lost: look again next time. */
         log_warn("tailer failed", "error=%s", roost_err_code(job->rc));
     } else {
-        server_notify(srv, &t->touches);
+        runtime_notify(rt, &t->touches);
     }
     store_touches_cleanup(&t->touches);
     s->tail_busy = false;
-    arm(s, s->tail_ev, srv->cfg->tail_interval_ms);
-    server_drain_check(srv);
+    arm(s, s->tail_ev, rt->cfg->tail_interval_ms);
+    runtime_release(rt);
 }
 
 static void on_tail_timer(evutil_socket_t fd, short what, void *arg)
@@ -200,26 +199,26 @@ static void on_tail_timer(evutil_socket_t fd, short what, void *arg)
         return;
     }
     s->tail_busy = true;
-    s->srv->inflight++;
+    runtime_hold(s->rt);
     s->tail_job.job.run = run_tail;
     s->tail_job.job.done = tail_done;
     s->tail_job.job.write = false;
     workers_submit(s->workers, &s->tail_job.job);
 }
 
-struct scheduler *scheduler_start(struct server *srv, struct workers *workers)
+struct scheduler *scheduler_start(struct runtime *rt, struct workers *workers)
 {
     struct scheduler *s = calloc(1, sizeof *s);
     if (!s) {
         return NULL;
     }
-    s->srv = srv;
+    s->rt = rt;
     s->workers = workers;
     s->scavenge_job.sched = s;
     s->retention_job.sched = s;
     s->retention_job.retention = true;
-    s->scavenge_ev = evtimer_new(srv->base, on_timer, &s->scavenge_job);
-    s->retention_ev = evtimer_new(srv->base, on_timer, &s->retention_job);
+    s->scavenge_ev = evtimer_new(rt->base, on_timer, &s->scavenge_job);
+    s->retention_ev = evtimer_new(rt->base, on_timer, &s->retention_job);
     if (!s->scavenge_ev || !s->retention_ev) {
         scheduler_free(s);
         return NULL;
@@ -229,7 +228,7 @@ struct scheduler *scheduler_start(struct server *srv, struct workers *workers)
     /* Only backends with writers outside this process have a change log to tail (not SQLite). */
     if (workers_store_ops(workers)->tail != NULL) {
         s->tail_job.sched = s;
-        if (!(s->tail_ev = evtimer_new(srv->base, on_tail_timer, s))) {
+        if (!(s->tail_ev = evtimer_new(rt->base, on_tail_timer, s))) {
             scheduler_free(s);
             return NULL;
         }

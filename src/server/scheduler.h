@@ -7,13 +7,13 @@
 #ifndef ROOST_SCHEDULER_H
 #define ROOST_SCHEDULER_H
 
-struct server;
+struct runtime;
 struct scheduler;
 struct workers;
 
 /* One scheduler per store (shard): its jobs run on that store's workers. */
-struct scheduler *scheduler_start(struct server *srv, struct workers *workers);
-/* Stops arming timers; a job in flight still completes (the server counts it as in flight). */
+struct scheduler *scheduler_start(struct runtime *rt, struct workers *workers);
+/* Stops arming timers; a job in flight still completes (it is held in rt's in-flight count). */
 void scheduler_stop(struct scheduler *s);
 void scheduler_free(struct scheduler *s);
 

@@ -30,7 +30,9 @@
 #include "proto/httpsig.h"
 #include "proto/jwt.h"
 #include "proto/sf.h"
-#include "server/server.h"
+#include "server/config.h"
+#include "server/request.h"
+#include "server/runtime.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -94,7 +96,7 @@ bool sigverify_needed(struct request *rq, bool policy_route)
     if (!policy_route) {
         return false;
     }
-    enum config_sig_policy p = config_sig_policy(rq->srv->cfg, rq->principal.tenant_id);
+    enum config_sig_policy p = config_sig_policy(rq->rt->cfg, rq->principal.tenant_id);
     enum evhttp_cmd_type m = evhttp_request_get_command(rq->req);
     return p == CONFIG_SIG_ALL ||
            (p == CONFIG_SIG_MUTATIONS && m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD);
@@ -390,6 +392,7 @@ void sigverify_start(struct request *rq, void (*cont)(struct request *rq))
         return;
     }
     rq->sig = c;
+    rq->sig_free = sigcheck_free;
     c->rq = rq;
     c->cont = cont;
     c->now_ms = time_now_ms();
@@ -404,5 +407,5 @@ void sigverify_start(struct request *rq, void (*cont)(struct request *rq))
         return;
     }
     c->job = (struct job){.run = run_check, .done = done_check, .write = true};
-    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &c->job);
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &c->job);
 }

@@ -12,7 +12,6 @@
 #define SIG_MAX_WINDOW_S 300 /* expires - created */
 #define SIG_SKEW_S 60        /* created may be this far in the future */
 
-struct server;
 struct request;
 struct sigcheck;
 
