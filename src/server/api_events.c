@@ -88,11 +88,6 @@ static void done_publish(struct job *job)
     request_reply_json(rq, all_duplicates ? 200 : 201, json_pack("{s:o}", "events", events));
 }
 
-struct field_error {
-    int rc;
-    const char *message;
-};
-
 /* Reads an optional RFC 3339 time field. */
 static int body_time(const json_t *ev, const char *name, int bad_rc, int64_t *out)
 {
