@@ -11,7 +11,6 @@
 #include "proto/jwt.h"
 #include "server/api.h"
 #include "server/api_json.h"
-#include "server/config.h"
 #include "server/metrics.h"
 #include "server/request.h"
 #include "server/runtime.h"

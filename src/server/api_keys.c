@@ -15,7 +15,6 @@
 #include "proto/jwt.h"
 #include "proto/sf.h"
 #include "server/api.h"
-#include "server/config.h"
 #include "server/request.h"
 #include "server/runtime.h"
 #include "server/workers.h"

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "server/api.h"
-#include "server/config.h"
 #include "server/request.h"
 #include "server/runtime.h"
 #include "server/sse_hub.h"
