@@ -64,7 +64,6 @@ struct roost_agent {
     struct slot *slots;
     int n_busy; /* slots not free */
     struct action *act_head, *act_tail;
-    int n_actions;
     bool workers_exit, keeper_exit;
     int fatal_rc;
     enum roost_agent_conn conn;

@@ -58,7 +58,6 @@ void agent_leases_push(struct roost_agent *a, enum agent_action_kind kind, char 
         a->act_head = x;
     }
     a->act_tail = x;
-    a->n_actions++;
 }
 
 static void action_free(struct action *x)
@@ -77,7 +76,6 @@ void agent_leases_free_queue(struct roost_agent *a)
         x = next;
     }
     a->act_head = a->act_tail = NULL;
-    a->n_actions = 0;
 }
 
 /* Handles the server's answer to an action: done (forget the lease) or retry later. mu held. */
@@ -137,7 +135,6 @@ void *agent_leases_keeper_main(void *arg)
                 if (a->act_tail == x) {
                     a->act_tail = prev;
                 }
-                a->n_actions--;
                 x->next = NULL;
                 batch[n++] = x;
             } else {
@@ -260,7 +257,6 @@ void *agent_leases_keeper_main(void *arg)
                     a->act_head = x;
                 }
                 a->act_tail = x;
-                a->n_actions++;
             }
         }
         for (size_t i = 0; i < n_ext; i++) {
