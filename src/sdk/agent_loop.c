@@ -351,7 +351,8 @@ static int claim_into_slots(struct roost_agent *a, struct roost_client *c, int f
         a->n_busy++;
         a->outstanding++;
     }
-    /* Only the run thread fills slots and it claimed no more than were free. */
+    /* Only the run thread fills slots and it asked for no more than were free; a server that
+     * answers with more gets the surplus back. */
     for (; k < evs->count; k++) {
         struct roost_event *ev = evs->items[k];
         agent_leases_push(a, AGENT_ACT_RELEASE, ev->event_id, ev->lease_token, 0,
@@ -447,8 +448,9 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
                 a->need_sync = true; /* there may be more: claim again once a slot frees */
             }
         } else if (rc == ROOST_OK) {
-            /* Nothing there. A long poll that really waited can be repeated at once; a quick
-             * empty answer (a sync, or a server that does not long-poll) backs off. */
+            /* Nothing there. After a sync, or a long poll that really waited, the next poll may
+             * start at once; a quick empty long poll (a server that does not long-poll) backs
+             * off. */
             if (sync || took >= (int64_t)wait_s * 500) {
                 next_poll_at = now; /* (while streaming, the next pull waits for a ping) */
             } else {
