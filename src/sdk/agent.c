@@ -75,6 +75,11 @@ void agent_pause_ms(struct roost_agent *a, int64_t ms)
     pthread_mutex_unlock(&a->mu);
 }
 
+int64_t agent_backoff_next(int64_t ms, int64_t max_ms)
+{
+    return ms * 2 < max_ms ? ms * 2 : max_ms;
+}
+
 bool agent_transient_rc(int rc)
 {
     return rc == ROOST_ECONNECT || rc == ROOST_EUNAVAILABLE || rc == ROOST_ERETRY ||

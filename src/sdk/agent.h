@@ -92,6 +92,8 @@ int64_t agent_jitter(struct roost_agent *a, int64_t ms);
 void agent_cond_wait_ms(struct roost_agent *a, int64_t ms);
 /* Sleeps up to ms, waking early on a stop (mu not held). */
 void agent_pause_ms(struct roost_agent *a, int64_t ms);
+/* A backoff delay doubled, up to max_ms. */
+int64_t agent_backoff_next(int64_t ms, int64_t max_ms);
 /* Errors that say "try again later" rather than "this will never work". */
 bool agent_transient_rc(int rc);
 /* A refused token or signature: a retry cannot fix it. */

@@ -327,9 +327,7 @@ int agent_leases_recover(struct roost_agent *a, struct roost_client *c)
         int64_t w = agent_jitter(a, backoff);
         pthread_mutex_unlock(&a->mu);
         agent_pause_ms(a, w);
-        backoff = backoff * 2 < (int64_t)a->poll_ceiling_s * 1000
-                      ? backoff * 2
-                      : (int64_t)a->poll_ceiling_s * 1000;
+        backoff = agent_backoff_next(backoff, (int64_t)a->poll_ceiling_s * 1000);
     }
     agent_state_owner_set(&a->st, a->consumer, (int64_t)getpid());
     int64_t left = agent_state_leases_count(&a->st);

@@ -212,7 +212,7 @@ static void *sse_main(void *arg)
             agent_cond_wait_ms(a, until - time_mono_ms());
         }
         pthread_mutex_unlock(&a->mu);
-        backoff = backoff * 2 < AGENT_SSE_MAX_BACKOFF_MS ? backoff * 2 : AGENT_SSE_MAX_BACKOFF_MS;
+        backoff = agent_backoff_next(backoff, AGENT_SSE_MAX_BACKOFF_MS);
     }
     sdk_sse_reader_cleanup(&r);
     roost_client_free(c);
@@ -455,9 +455,7 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
                 next_poll_at = now; /* (while streaming, the next pull waits for a ping) */
             } else {
                 next_poll_at = now + agent_jitter(a, poll_delay);
-                poll_delay = poll_delay * 2 < (int64_t)a->poll_ceiling_s * 1000
-                                 ? poll_delay * 2
-                                 : (int64_t)a->poll_ceiling_s * 1000;
+                poll_delay = agent_backoff_next(poll_delay, (int64_t)a->poll_ceiling_s * 1000);
             }
         } else {
             /* Unreachable or failing: adaptive backoff, reset by any success. */
@@ -467,9 +465,7 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
                 ra > 0 && ra <= 3600 && now + ra * 1000 > retry_at) {
                 next_poll_at = retry_at = now + ra * 1000; /* the server said when */
             }
-            poll_delay = poll_delay * 2 < (int64_t)a->poll_ceiling_s * 1000
-                             ? poll_delay * 2
-                             : (int64_t)a->poll_ceiling_s * 1000;
+            poll_delay = agent_backoff_next(poll_delay, (int64_t)a->poll_ceiling_s * 1000);
             if (sync) {
                 a->need_sync = true; /* retry the sync when the poll timer fires */
             }
