@@ -236,7 +236,7 @@ static void zsh_description(FILE *out, const char *help)
     for (const char *p = help; *p != '\0' && *p != '\n'; p++) {
         if (*p == '\'') {
             fputs("'\\''", out);
-        } else if (*p == '[' || *p == ']' || *p == ':' || *p == '\\') {
+        } else if (*p == '[' || *p == ']' || *p == '\\') {
             fprintf(out, "\\%c", *p);
         } else {
             fputc(*p, out);
