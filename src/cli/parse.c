@@ -52,12 +52,13 @@ int cli_usage_error(const struct cli_args *a, const char *fmt, ...)
 static void choices_text(const char *words, char *out, size_t outlen)
 {
     size_t n = 0, len = 0;
-    for (const char *p = words; *p != '\0'; p += strcspn(p, " "), p += strspn(p, " ")) {
-        n++;
+    for (const char *p = words; *p != '\0'; n++) {
+        p += strcspn(p, " ");
+        p += strspn(p, " ");
     }
     out[0] = '\0';
-    size_t i = 0;
-    for (const char *p = words; *p != '\0' && len < outlen; i++) {
+    const char *p = words;
+    for (size_t i = 0; i < n && len < outlen; i++) {
         size_t wl = strcspn(p, " ");
         const char *sep = i == 0 ? "" : i + 1 == n ? " or " : ", ";
         int w = snprintf(out + len, outlen - len, "%s%.*s", sep, (int)wl, p);

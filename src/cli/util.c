@@ -59,16 +59,27 @@ int cli_resolve_endpoint(const struct cli_args *a, const char **server_out, cons
     return CLI_EXIT_OK;
 }
 
+/* The environment default of the shared signing option `name`. */
+static const char *sign_env(const char *name)
+{
+    for (const struct cli_option *o = cli_sign_options; o->name != NULL; o++) {
+        if (strcmp(o->name, name) == 0) {
+            return getenv(o->env);
+        }
+    }
+    return NULL;
+}
+
 int cli_resolve_signing(const struct cli_args *a, const char **file_out, const char **id_out,
                         const char **alg_out)
 {
     *file_out = *id_out = *alg_out = NULL;
     /* keys add takes no signing options (its --key-id names the key it registers): its own
-     * request is signed from the environment alone. */
+     * request is signed from the signing options' environment variables alone. */
     bool options = (a->cmd->common & CLI_COMMON_SIGN) != 0;
-    const char *file = options ? cli_str(a, "key-file") : getenv("ROOST_KEY_FILE");
-    const char *id = options ? cli_str(a, "key-id") : getenv("ROOST_KEY_ID");
-    const char *alg = options ? cli_str(a, "key-alg") : getenv("ROOST_KEY_ALG");
+    const char *file = options ? cli_str(a, "key-file") : sign_env("key-file");
+    const char *id = options ? cli_str(a, "key-id") : sign_env("key-id");
+    const char *alg = options ? cli_str(a, "key-alg") : sign_env("key-alg");
     if (file == NULL || file[0] == '\0') {
         if (options && (cli_given(a, "key-id") || cli_given(a, "key-alg"))) {
             return cli_usage_error(a, "--key-id/--key-alg need --key-file (or ROOST_KEY_FILE)");

@@ -94,9 +94,9 @@ complete_words() { # complete_words WORD... : what _roost offers for the last wo
 offers() { # offers EXPECTED WORD...: EXPECTED is among the completions
   local want=$1 got
   shift
-  # Captured first: grep -q stopping early must not fail the pipeline (pipefail).
+  # No pipe: grep -q stopping early would fail the writer and so the pipeline (pipefail).
   got=$(complete_words "$@")
-  printf '%s\n' "$got" | grep -qx -- "$want"
+  grep -qx -- "$want" <<<"$got"
 }
 check "completes a command" test "$(complete_words cla)" = "claim"
 check "completes a group's words" test "$(complete_words admin quarantine '' | tr '\n' ' ')" = "list requeue inspect purge "
