@@ -424,8 +424,8 @@ const struct cli_command cli_commands[] = {
      .synopsis = "roost token mint --tenant T --scope SCOPES [--sub S] [--ttl DUR]\n"
                  "                        [--data-dir DIR | --key FILE]",
      .description =
-         "Mints a bearer token (EdDSA JWT) signed with roostd's Ed25519 key and prints it\n"
-         "followed by a newline. Needs read access to the key, nothing else (no server is\n"
+         "Mints a bearer token (EdDSA JWT) signed with roostd's Ed25519 key and prints it "
+         "followed by a newline. Needs read access to the key, nothing else (no server is "
          "contacted).",
      .options = token_mint_opts,
      .notes = "Example:\n"
@@ -441,45 +441,43 @@ const struct cli_command cli_commands[] = {
          "                     [--state-patch JSON]\n"
          "       roost publish --body-file F",
      .description =
-         "Publishes one event to every agent named (one inbox row each, in one transaction) and\n"
-         "prints the server's answer: "
-         "{\"events\":[{\"event_id\",\"agent_id\",\"sequence_number\"}]}.\n"
-         "Without --payload or --payload-file the payload is read from standard input (when it is\n"
-         "not a terminal).",
+         "Publishes one event to every agent named (one inbox row each, in one "
+         "transaction) and prints the server's answer: "
+         "{\"events\":[{\"event_id\",\"agent_id\",\"sequence_number\"}]}. Without --payload or "
+         "--payload-file the payload is read from standard input (when it is not a "
+         "terminal).",
      .options = publish_opts,
      .common = CLI_COMMON_ALL},
     {.name = "inbox read",
      .run = cmd_inbox_read,
      .summary = "read an agent's inbox from a cursor (read-only)",
      .description =
-         "Reads the agent's events with sequence_number > N in order, changing nothing, and "
-         "prints\n"
-         "the server's answer: {\"events\":[...],\"next_cursor\":N,\"has_more\":bool}. Pass\n"
-         "next_cursor as --after next time. A cursor older than retention fails with\n"
-         "cursor_expired (exit 3): resync with 'roost state'.",
+         "Reads the agent's events with sequence_number > N in order, changing nothing, "
+         "and prints the server's answer: "
+         "{\"events\":[...],\"next_cursor\":N,\"has_more\":bool}. Pass next_cursor as --after "
+         "next time. A cursor older than retention fails with cursor_expired (exit 3): "
+         "resync with 'roost state'.",
      .options = inbox_read_opts,
      .common = CLI_COMMON_ALL},
     {.name = "inbox tail",
      .run = cmd_inbox_tail,
      .summary = "follow an agent's inbox: print every new event (NDJSON)",
      .description =
-         "Prints the agent's events with sequence_number > N, one JSON object per line, then "
-         "keeps\n"
-         "following: an SSE wake-up ping triggers the next read; while the stream cannot be "
-         "opened\n"
-         "it long-polls instead. Changes nothing (a cursor reader, not a consumer). Runs until\n"
-         "interrupted. When the cursor is older than retention (410) it says so on stderr and\n"
-         "continues from the state's cursor.",
+         "Prints the agent's events with sequence_number > N, one JSON object per line, "
+         "then keeps following: an SSE wake-up ping triggers the next read; while the "
+         "stream cannot be opened it long-polls instead. Changes nothing (a cursor "
+         "reader, not a consumer). Runs until interrupted. When the cursor is older than "
+         "retention (410) it says so on stderr and continues from the state's cursor.",
      .options = inbox_tail_opts,
      .common = CLI_COMMON_ALL},
     {.name = "claim",
      .run = cmd_claim,
      .summary = "claim events under a lease",
      .description =
-         "Claims up to N pending events (highest priority first, then oldest) and prints the\n"
-         "server's answer: "
-         "{\"events\":[{...,\"lease_token\",\"claim_expires_at\",\"attempts\"}]}.\n"
-         "Finish each with 'roost ack', give it back with 'roost release', or keep it longer with\n"
+         "Claims up to N pending events (highest priority first, then oldest) and prints "
+         "the server's answer: "
+         "{\"events\":[{...,\"lease_token\",\"claim_expires_at\",\"attempts\"}]}. Finish each "
+         "with 'roost ack', give it back with 'roost release', or keep it longer with "
          "'roost extend' -- presenting its lease_token. An empty list is a success.",
      .options = claim_opts,
      .common = CLI_COMMON_ALL},
@@ -489,13 +487,11 @@ const struct cli_command cli_commands[] = {
      .args = "EVENT_ID LEASE_TOKEN [EVENT_ID LEASE_TOKEN ...]",
      .max_args = CLI_ARGS_ANY,
      .description =
-         "Completes claimed events and prints the server's answer. One pair uses\n"
-         "POST .../inbox/{event_id}/ack; several pairs are sent as one batch ack, whose per-event\n"
-         "results are printed ({\"results\":[...]}); any failed item is also reported on stderr "
-         "and\n"
-         "sets the exit code. A lease that expired and was claimed again fails with "
-         "lease_mismatch\n"
-         "(exit 3). Repeating a successful ack succeeds.",
+         "Completes claimed events and prints the server's answer. One pair uses POST "
+         ".../inbox/{event_id}/ack; several pairs are sent as one batch ack, whose "
+         "per-event results are printed ({\"results\":[...]}); any failed item is also "
+         "reported on stderr and sets the exit code. A lease that expired and was claimed "
+         "again fails with lease_mismatch (exit 3). Repeating a successful ack succeeds.",
      .options = agent_only_opts,
      .common = CLI_COMMON_ALL},
     {.name = "release",
@@ -504,9 +500,8 @@ const struct cli_command cli_commands[] = {
      .args = "EVENT_ID LEASE_TOKEN",
      .min_args = 2,
      .max_args = 2,
-     .description =
-         "Gives a claimed event back: it becomes claimable again after DUR. Prints the server's\n"
-         "answer. A lost lease fails with lease_mismatch (exit 3).",
+     .description = "Gives a claimed event back: it becomes claimable again after DUR. Prints the "
+                    "server's answer. A lost lease fails with lease_mismatch (exit 3).",
      .options = release_opts,
      .common = CLI_COMMON_ALL},
     {.name = "extend",
@@ -516,27 +511,25 @@ const struct cli_command cli_commands[] = {
      .min_args = 2,
      .max_args = 2,
      .description =
-         "Moves the lease's end to now + DUR and prints {\"event_id\",\"claim_expires_at\"}.\n"
-         "A lost lease fails with lease_mismatch, a lease past lease.max_total_s with\n"
+         "Moves the lease's end to now + DUR and prints {\"event_id\",\"claim_expires_at\"}. "
+         "A lost lease fails with lease_mismatch, a lease past lease.max_total_s with "
          "lease_cap_reached (exit 3).",
      .options = extend_opts,
      .common = CLI_COMMON_ALL},
     {.name = "release-all",
      .run = cmd_release_all,
      .summary = "release every lease a consumer holds",
-     .description =
-         "Releases (reason shutdown) every lease consumer C holds on the agent's inbox; other\n"
-         "processes sharing the agent keep theirs. Without --consumer, the leases claimed without "
-         "a\n"
-         "consumer id. Prints {\"released\":N}.",
+     .description = "Releases (reason shutdown) every lease consumer C holds on the agent's inbox; "
+                    "other processes sharing the agent keep theirs. Without --consumer, the leases "
+                    "claimed without a consumer id. Prints {\"released\":N}.",
      .options = release_all_opts,
      .common = CLI_COMMON_ALL},
     {.name = "state",
      .run = cmd_state,
      .summary = "full state sync: the agent's state and its cursor",
      .description =
-         "Prints the agent's state document and the cursor it is consistent with:\n"
-         "{\"state\":{...},\"cursor\":N}. After cursor_expired, continue 'roost inbox read'\n"
+         "Prints the agent's state document and the cursor it is consistent with: "
+         "{\"state\":{...},\"cursor\":N}. After cursor_expired, continue 'roost inbox read' "
          "from --after N.",
      .options = agent_only_opts,
      .common = CLI_COMMON_ALL},
@@ -544,8 +537,9 @@ const struct cli_command cli_commands[] = {
      .run = cmd_admin_quarantine_list,
      .summary = "list quarantined events",
      .description =
-         "Lists the tenant's quarantined events (with attempts, timeouts, nacks, last_error) and\n"
-         "prints {\"events\":[...],\"next\":TOKEN|null}; pass TOKEN as --next for the next page.",
+         "Lists the tenant's quarantined events (with attempts, timeouts, nacks, "
+         "last_error) and prints {\"events\":[...],\"next\":TOKEN|null}; pass TOKEN as --next "
+         "for the next page.",
      .options = admin_quarantine_list_opts,
      .common = CLI_COMMON_ALL},
     {.name = "admin quarantine requeue",
@@ -554,9 +548,8 @@ const struct cli_command cli_commands[] = {
      .args = "EVENT_ID",
      .min_args = 1,
      .max_args = 1,
-     .description =
-         "Puts a quarantined event back to pending (same event id). Prints the server's answer.\n"
-         "An unknown or not-quarantined event fails with exit 3.",
+     .description = "Puts a quarantined event back to pending (same event id). Prints the server's "
+                    "answer. An unknown or not-quarantined event fails with exit 3.",
      .options = no_opts,
      .common = CLI_COMMON_ALL},
     {.name = "admin quarantine inspect",
@@ -565,9 +558,8 @@ const struct cli_command cli_commands[] = {
      .args = "EVENT_ID",
      .min_args = 1,
      .max_args = 1,
-     .description =
-         "Prints one quarantined event: payload, attempts, timeouts, nacks, last_error, consumer.\n"
-         "An unknown or not-quarantined event fails with exit 3.",
+     .description = "Prints one quarantined event: payload, attempts, timeouts, nacks, last_error, "
+                    "consumer. An unknown or not-quarantined event fails with exit 3.",
      .options = no_opts,
      .common = CLI_COMMON_ALL},
     {.name = "admin quarantine purge",
@@ -577,27 +569,26 @@ const struct cli_command cli_commands[] = {
      .args = "EVENT_ID",
      .max_args = 1,
      .description =
-         "Deletes quarantined events for good: one event, one agent's, or all of the tenant's (at\n"
-         "most N per call, default 1000; the answer's \"more\" says whether to run it again).\n"
-         "Prints {\"purged\":N,\"more\":BOOL}. Events in any other status are never touched.",
+         "Deletes quarantined events for good: one event, one agent's, or all of the "
+         "tenant's (at most N per call, default 1000; the answer's \"more\" says whether to "
+         "run it again). Prints {\"purged\":N,\"more\":BOOL}. Events in any other status are "
+         "never touched.",
      .options = admin_quarantine_purge_opts,
      .common = CLI_COMMON_ALL},
     {.name = "admin agents",
      .run = cmd_admin_agents,
      .summary = "list agents with their counters",
      .description = "Lists the tenant's agents with head, pending, scheduled, claimed and "
-                    "quarantined counts,\n"
-                    "oldest pending age, open SSE subscribers and last seen (claims):\n"
-                    "{\"agents\":[...],\"next\":TOKEN|null}.",
+                    "quarantined counts, oldest pending age, open SSE subscribers and last seen "
+                    "(claims): {\"agents\":[...],\"next\":TOKEN|null}.",
      .options = admin_agents_opts,
      .common = CLI_COMMON_ALL},
     {.name = "admin stats",
      .run = cmd_admin_stats,
      .summary = "the tenant's totals (pending, claimed, quarantined, ...)",
-     .description =
-         "Prints the tenant's totals: pending, scheduled, claimed, quarantined, oldest pending "
-         "and\n"
-         "claim ages, open SSE subscribers, as of the server's last metrics snapshot (as_of).",
+     .description = "Prints the tenant's totals: pending, scheduled, claimed, quarantined, oldest "
+                    "pending and claim ages, open SSE subscribers, as of the server's last metrics "
+                    "snapshot (as_of).",
      .options = no_opts,
      .common = CLI_COMMON_ALL},
     {.name = "keys add",
@@ -605,11 +596,11 @@ const struct cli_command cli_commands[] = {
      .summary = "register a request-signing key (RFC 9421)",
      .synopsis = "roost keys add --key-id ID --agent AGENT|'*' --alg ALG\n"
                  "                      (--public-key-file PEM | --secret-file FILE)",
-     .description =
-         "Registers a request-signing key (RFC 9421) for one agent, or for publishing ('*': a\n"
-         "producer key), and prints its metadata. Requests signed with it (--key-file/--key-id\n"
-         "on any command) are then accepted where roostd requires signatures. A key id that\n"
-         "exists already fails with key_exists (exit 3). The token needs scope tenant:admin.",
+     .description = "Registers a request-signing key (RFC 9421) for one agent, or for publishing "
+                    "('*': a producer key), and prints its metadata. Requests signed with it "
+                    "(--key-file/--key-id on any command) are then accepted where roostd requires "
+                    "signatures. A key id that exists already fails with key_exists (exit 3). The "
+                    "token needs scope tenant:admin.",
      .options = keys_add_opts,
      .common = CLI_COMMON_CONNECT | CLI_COMMON_OUTPUT,
      .notes = "Here --key-id names the key to register: to sign this request itself, set\n"
@@ -618,7 +609,7 @@ const struct cli_command cli_commands[] = {
      .run = cmd_keys_list,
      .summary = "list the tenant's request-signing keys",
      .description =
-         "Lists the tenant's request-signing keys (metadata only: key_id, agent_id, alg,\n"
+         "Lists the tenant's request-signing keys (metadata only: key_id, agent_id, alg, "
          "created_at, revoked_at) and prints {\"keys\":[...],\"next\":TOKEN|null}.",
      .options = keys_list_opts,
      .common = CLI_COMMON_ALL},
@@ -629,42 +620,43 @@ const struct cli_command cli_commands[] = {
      .min_args = 1,
      .max_args = 1,
      .description =
-         "Revokes a request-signing key: requests signed with it are refused from now on (401\n"
-         "key_revoked). Prints the key with revoked_at; revoking again keeps the first time. An\n"
-         "unknown key fails with key_not_found (exit 3).",
+         "Revokes a request-signing key: requests signed with it are refused from now on "
+         "(401 key_revoked). Prints the key with revoked_at; revoking again keeps the "
+         "first time. An unknown key fails with key_not_found (exit 3).",
      .options = no_opts,
      .common = CLI_COMMON_ALL},
     {.name = "agent run",
      .run = cmd_agent_run,
      .summary = "work an agent's inbox: run a command per event",
      .description =
-         "Works the agent's inbox until SIGINT or SIGTERM: claims events under leases and runs "
-         "CMD\n"
-         "(through /bin/sh -c) once per event, with the payload JSON on stdin and in the\n"
-         "environment ROOST_EVENT_ID, ROOST_AGENT_ID, ROOST_SEQUENCE, ROOST_ATTEMPT,\n"
-         "ROOST_CORRELATION_ID (empty when none). CMD's exit status decides:\n"
+         "Works the agent's inbox until SIGINT or SIGTERM: claims events under leases and "
+         "runs CMD (through /bin/sh -c) once per event, with the payload JSON on stdin "
+         "and in the environment ROOST_EVENT_ID, ROOST_AGENT_ID, ROOST_SEQUENCE, "
+         "ROOST_ATTEMPT, ROOST_CORRELATION_ID (empty when none). CMD's exit status "
+         "decides:\n"
          "  0        done: ack\n"
          "  75       EX_TEMPFAIL: give it back now, no penalty\n"
          "  65       EX_DATAERR: quarantine (never retried)\n"
          "  other    failed: release with exponential backoff (attempt n waits 2^(n-1) s,\n"
          "           <= 300 s)\n"
-         "The agent pulls, then listens to the SSE wake-ups; while the stream is down it\n"
-         "long-polls. Leases are extended while CMD runs. Its state file (DIR/agent.db: cursor,\n"
-         "processed event ids, outstanding leases) makes a restart after a crash release what\n"
-         "the dead run held and never run CMD again for an event it already finished. On\n"
-         "SIGINT/SIGTERM it stops claiming, waits for running commands, acks, releases\n"
-         "everything it still holds and exits 0.\n"
-         "Progress and problems are logged on stderr.",
+         "The agent pulls, then listens to the SSE wake-ups; while the stream is down it "
+         "long-polls. Leases are extended while CMD runs. Its state file (DIR/agent.db: "
+         "cursor, processed event ids, outstanding leases) makes a restart after a crash "
+         "release what the dead run held and never run CMD again for an event it already "
+         "finished. On SIGINT/SIGTERM it stops claiming, waits for running commands, "
+         "acks, releases everything it still holds and exits 0. Progress and problems are "
+         "logged on stderr.",
      .options = agent_run_opts,
      .common = CLI_COMMON_ALL},
     {.name = "agent status",
      .run = cmd_agent_status,
      .summary = "show the state of an agent run from its state dir",
      .description =
-         "Prints what the agent using DIR recorded, as JSON: agent_id, running (an agent process\n"
-         "holds DIR now), pid, consumer, connection (starting, streaming, polling, offline,\n"
-         "stopped), cursor, last_sync (RFC 3339, null when never), outstanding_leases and\n"
-         "processed_ids. Works while the agent runs. Exit 1 when DIR holds no agent state.",
+         "Prints what the agent using DIR recorded, as JSON: agent_id, running (an agent "
+         "process holds DIR now), pid, consumer, connection (starting, streaming, "
+         "polling, offline, stopped), cursor, last_sync (RFC 3339, null when never), "
+         "outstanding_leases and processed_ids. Works while the agent runs. Exit 1 when "
+         "DIR holds no agent state.",
      .options = agent_status_opts,
      .common = CLI_COMMON_OUTPUT},
     {.name = "completion",
@@ -674,10 +666,9 @@ const struct cli_command cli_commands[] = {
      .min_args = 1,
      .max_args = 1,
      .arg_choices = "bash zsh",
-     .description =
-         "Prints the completion script for SHELL (bash or zsh), generated from the same table\n"
-         "as this help. Load it with 'source <(roost completion bash)'; 'make install' puts\n"
-         "both where bash-completion and zsh look for them.",
+     .description = "Prints the completion script for SHELL (bash or zsh), generated from the same "
+                    "table as this help. Load it with 'source <(roost completion bash)'; 'make "
+                    "install' puts both where bash-completion and zsh look for them.",
      .options = no_opts},
 };
 

@@ -7,8 +7,9 @@
 
 #include "common/banned.h"
 
-/* Synopsis lines wrap before this column. */
+/* Synopsis lines wrap before SYNOPSIS_COLUMNS, descriptions before TEXT_COLUMNS. */
 #define SYNOPSIS_COLUMNS 92
+#define TEXT_COLUMNS 90
 
 void cli_print_help(FILE *out)
 {
@@ -109,6 +110,29 @@ static void synopsis_word(FILE *out, const char *word, int *col, int indent)
     *col += wl;
 }
 
+/* Prints text with its lines wrapped at spaces before TEXT_COLUMNS; '\n' ends a line. */
+static void print_wrapped(FILE *out, const char *text)
+{
+    for (const char *line = text; *line != '\0';) {
+        size_t len = strcspn(line, "\n");
+        while (len > TEXT_COLUMNS) {
+            size_t cut = TEXT_COLUMNS;
+            while (cut > 0 && line[cut] != ' ') {
+                cut--;
+            }
+            if (cut == 0) {
+                break; /* one word longer than a line: printed whole */
+            }
+            fprintf(out, "%.*s\n", (int)cut, line);
+            line += cut + 1;
+            len -= cut + 1;
+        }
+        fprintf(out, "%.*s\n", (int)len, line);
+        line += len;
+        line += *line == '\n';
+    }
+}
+
 /* "roost claim --agent A [--limit N] ..." from the command's own options and arguments. */
 static void print_synopsis(FILE *out, const struct cli_command *cmd)
 {
@@ -134,7 +158,9 @@ void cli_print_usage(FILE *out, const struct cli_command *cmd)
     } else {
         print_synopsis(out, cmd);
     }
-    fprintf(out, "\n%s\n\n", cmd->description);
+    fputc('\n', out);
+    print_wrapped(out, cmd->description);
+    fputc('\n', out);
     const struct cli_option *opts[CLI_MAX_OPTIONS];
     size_t n = cli_command_options(cmd, opts), n_own = 0;
     while (cmd->options[n_own].name != NULL) {
