@@ -6,7 +6,7 @@
 #    table lists (roost --list-commands); an unknown option or a missing value exits 2.
 #  * the man page: doc/man/roost.1 names every command, every shared option and every
 #    environment variable of the table (roost --list-options), so a command added to the table
-#    without a man entry fails here.
+#    without a man entry fails here; and its COMMANDS section names no command the table lacks.
 #  * bash completion: `source <(roost completion bash)` registers _roost, which completes the
 #    command words, each command's every option, choices and files (COMP_WORDS/COMP_CWORD).
 #  * against roostd (new data dir, --listen 127.0.0.1:0, --ready-file): server and token from
@@ -69,6 +69,18 @@ man_has() { # man_has TEXT: TEXT as troff writes it (every '-' escaped)
 while read -r cmd; do
   check "roost.1 names the command '$cmd'" man_has "$cmd"
 done <"$dir/commands"
+# ... and names no command the table does not have: the leading words of each entry of its
+# COMMANDS section (".TP" then ".B words \-\-option ...") start a command of the table.
+sed -n '/^\.SH COMMANDS/,/^\.SH /p' "$man" | awk 'prev == ".TP" && /^\.B / { print } { prev = $0 }' |
+  sed 's/^\.B //; s/\\f.*//; s/ \\-.*//; s/\\-/-/g' >"$dir/man_commands"
+check "roost.1 has command entries" test "$(wc -l <"$dir/man_commands")" -ge 20
+while read -r entry; do
+  known=no
+  while read -r cmd; do
+    case "$entry " in "$cmd "*) known=yes ;; esac
+  done <"$dir/commands"
+  check "roost.1's entry '$entry' is a command of the table" test "$known" = yes
+done <"$dir/man_commands"
 # The shared options ('admin stats' takes no other) and every environment variable.
 awk -F'\t' '$1 == "admin stats" { print $2 }' "$dir/options" >"$dir/shared"
 check "the table has shared options" test "$(wc -l <"$dir/shared")" -ge 10
