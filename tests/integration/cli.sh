@@ -11,7 +11,8 @@
 #    command words, each command's every option, choices and files (COMP_WORDS/COMP_CWORD).
 #  * against roostd (new data dir, --listen 127.0.0.1:0, --ready-file): server and token from
 #    ROOST_SERVER/ROOST_TOKEN alone, --token-file before ROOST_TOKEN, a repeated --agent fans out,
-#    a repeated --limit keeps the last value.
+#    a repeated --limit keeps the last value; then every inbox command once (inbox read, claim,
+#    extend, release, ack, release-all, admin quarantine list).
 # Ends with the line "N passed, N failed".
 set -uo pipefail
 
@@ -164,6 +165,34 @@ check "a bad ROOST_TOKEN is used when nothing else is given (exit 1)" test $? -e
 check "... and refused by the server" grep -q "unauthenticated\|invalid_token" "$dir/err"
 "$roost" state --agent cli.a --server "$url" --token "$tok" --compact --pretty >"$dir/state"
 check "the last of --compact/--pretty wins" test "$(wc -l <"$dir/state")" -gt 1
+
+# Every inbox command once, through the table's parser (options before and after arguments).
+r() { "$roost" "$@" --server "$url" --token "$tok" --compact; }
+field() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"; }
+r publish --agent cli.c --payload '{"n":3}' >/dev/null
+check "inbox read --ndjson prints the event" \
+  test "$(r inbox read --agent cli.c --after 0 --ndjson 2>"$dir/err" | wc -l)" -eq 1
+check "inbox read --ndjson reports the cursor on stderr" grep -q '^next_cursor=1 has_more=false$' "$dir/err"
+out=$(r claim --agent cli.c --consumer w1 --lease 30s)
+ev=$(printf '%s' "$out" | field event_id)
+lease=$(printf '%s' "$out" | field lease_token)
+check "claim returns a lease" test -n "$ev" -a -n "$lease"
+check "extend EVENT_ID LEASE_TOKEN --lease" sh -c "'$roost' extend '$ev' --agent cli.c '$lease' --lease 2m \
+  --server '$url' --token '$tok' --compact | grep -q claim_expires_at"
+r release --agent cli.c "$ev" "$lease" --reason shutdown >/dev/null
+check "release --reason shutdown" test $? -eq 0
+out=$(r claim --agent cli.c --consumer w1)
+lease2=$(printf '%s' "$out" | field lease_token)
+r ack --agent cli.c "$ev" "$lease" >/dev/null 2>&1
+check "ack with the released lease exits 3" test $? -eq 3
+r ack --agent cli.c "$ev" "$lease2" >/dev/null
+check "ack with the new lease" test $? -eq 0
+r publish --agent cli.c --payload '{"n":4}' >/dev/null
+r claim --agent cli.c --consumer w1 >/dev/null
+check "release-all --consumer releases its lease" \
+  test "$(r release-all --agent cli.c --consumer w1)" = '{"released":1}'
+check "admin quarantine list --agent" sh -c "'$roost' admin quarantine list --agent cli.c \
+  --server '$url' --token '$tok' --compact | grep -q '\"events\":\[\]'"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
