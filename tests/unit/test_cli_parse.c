@@ -92,8 +92,21 @@ static void test_cli_table_is_consistent(void)
             CHECK(c == d || strncmp(cmd->name, cli_commands[d].name, l) != 0 ||
                   (cmd->name[l] != '\0' && cmd->name[l] != ' '));
         }
+        /* Counted here, not through cli_command_options(), which stops at the maximum. */
+        size_t total = 0;
+        const struct cli_option *groups[] = {
+            cmd->options, (cmd->common & CLI_COMMON_CONNECT) ? cli_connect_options : NULL,
+            (cmd->common & CLI_COMMON_OUTPUT) ? cli_output_options : NULL,
+            (cmd->common & CLI_COMMON_SIGN) ? cli_sign_options : NULL};
+        for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+            for (const struct cli_option *o = groups[g]; o != NULL && o->name != NULL; o++) {
+                total++;
+            }
+        }
+        CHECK(total <= CLI_MAX_OPTIONS);
         const struct cli_option *opts[CLI_MAX_OPTIONS];
         size_t n = cli_command_options(cmd, opts);
+        CHECK_EQ(n, total);
         for (size_t i = 0; i < n; i++) {
             const struct cli_option *o = opts[i];
             CHECK(o->help != NULL && o->help[0] != '\0');
