@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/queue.h>
 
+#include "common/ids.h"
 #include "common/jsonutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -35,11 +36,19 @@ struct request *request_new(struct runtime *rt, struct evhttp_request *req)
     rq->req = req;
     rq->start_ms = time_mono_ms();
     rq->start_us = time_mono_us();
+    /* 128 random bits: a counter would let anyone measure every tenant's request rate. */
+    unsigned char raw[16];
+    if (ids_random(raw, sizeof raw) != 0) {
+        free(rq);
+        return NULL;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof raw; i++) {
+        rq->id[2 * i] = hex[raw[i] >> 4];
+        rq->id[2 * i + 1] = hex[raw[i] & 0xf];
+    }
+    rq->id[2 * sizeof raw] = '\0';
     runtime_hold(rt);
-    rt->request_serial++;
-    snprintf(rq->id, sizeof rq->id, "%08llx%08llx",
-             (unsigned long long)(time_now_ms() / 1000) & 0xffffffffULL,
-             (unsigned long long)rt->request_serial & 0xffffffffULL);
     return rq;
 }
 

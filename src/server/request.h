@@ -23,7 +23,7 @@ struct sigcheck;
 struct request {
     struct runtime *rt;
     struct evhttp_request *req;
-    char id[24];
+    char id[33]; /* X-Request-Id: 32 hex digits of 128 random bits */
     int64_t start_ms;
     int64_t start_us;          /* monotonic, for the duration histogram */
     const struct route *route; /* the router's table entry (router.c), NULL when unrouted */

@@ -48,7 +48,6 @@ struct runtime {
      * draining, background jobs (scheduler, metrics snapshot) in flight. Changed only through
      * runtime_hold() and runtime_release(). */
     size_t inflight;
-    uint64_t request_serial; /* for request ids */
 };
 
 /* The workers of the store holding `tenant_id`'s data. */
