@@ -5,6 +5,7 @@
  * reloadable keys. */
 #include "server/daemon.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -169,6 +171,35 @@ static void check_nofile(const struct config *cfg)
     }
 }
 
+/* The data dir holds the database (payloads, tenants' HMAC secrets) and the token signing key.
+ * roostd creates its files 0600, but an older install or a copied dir may let others in: say so
+ * at start, once per path (the operator decides; roostd does not chmod what it did not make). */
+static void check_data_dir_modes(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0 && (st.st_mode & 0077) != 0) {
+        log_warn("data dir is open to other users", "path=%s mode=%04o hint=\"chmod 700 %s\"", dir,
+                 (unsigned)(st.st_mode & 07777), dir);
+    }
+    DIR *dh = opendir(dir);
+    if (dh == NULL) {
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(dh)) != NULL) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (de->d_name[0] == '.' || lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+            continue;
+        }
+        if ((st.st_mode & 0044) != 0) {
+            log_warn("data file is readable by other users", "path=%s mode=%04o hint=\"chmod 600\"",
+                     path, (unsigned)(st.st_mode & 07777));
+        }
+    }
+    closedir(dh);
+}
+
 /* Opens the default store and every tenant's own store, each with its worker threads. */
 static int shards_open(struct runtime *rt, char *err, size_t errlen)
 {
@@ -240,6 +271,7 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     if (shards_open(rt, err, errlen) != 0) {
         return -1;
     }
+    check_data_dir_modes(cfg->data_dir);
     if ((rt->metrics = metrics_new()) == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;

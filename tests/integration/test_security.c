@@ -47,15 +47,41 @@ static void test_request_id_random(void)
     CHECK(strncmp(ids[1], ids[2], 16) != 0);
 }
 
+static int file_mode(const char *name)
+{
+    char *path = h_fmt("%s/%s", d.dir, name);
+    struct stat st;
+    int mode = stat(path, &st) == 0 ? (int)(st.st_mode & 0777) : -1;
+    free(path);
+    return mode;
+}
+
+/* Item 8: the database and its -wal and -shm are 0600 although the data dir was 0755 and the
+ * umask 022, and the open data dir is named in the startup log. */
+static void test_db_files_private(void)
+{
+    CHECK(h_publish(d.http, tok, "sec.perm", json_pack("{s:i}", "n", 1), NULL, NULL) > 0);
+    CHECK_EQ(file_mode("roost.db"), 0600);
+    CHECK_EQ(file_mode("roost.db-wal"), 0600);
+    CHECK_EQ(file_mode("roost.db-shm"), 0600);
+    CHECK_EQ(roostd_log_count(&d, "data dir is open to other users"), 1);
+}
+
 int main(void)
 {
     h_init();
-    const char *sets[] = {NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
+    umask(022);
+    char dir[] = "/tmp/roost-sec-XXXXXX";
+    if (mkdtemp(dir) == NULL || chmod(dir, 0755) != 0) {
         return 1;
     }
-    tok = h_token(&d, "t1", "publish consume admin agent:*");
+    const char *sets[] = {NULL};
+    if (roostd_start(&d, dir, sets) != 0) {
+        return 1;
+    }
+    tok = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
     RUN(test_request_id_random);
+    RUN(test_db_files_private);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
