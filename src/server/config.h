@@ -70,6 +70,14 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "largest request header section; larger gets 431")                                           \
     X("http.timeout_s", http_timeout_s, CONFIG_INT, "90", 1, 3600, 0,                              \
       "idle timeout of a connection (must exceed long-poll waits)")                                \
+    X("http.header_timeout_s", http_header_timeout_s, CONFIG_INT, "10", 1, 3600,                   \
+      CONFIG_RELOADABLE,                                                                           \
+      "a request head (request line and headers) must arrive whole within this, counted from "     \
+      "accept or from its first byte on a kept-alive connection; else the connection is closed")   \
+    X("http.max_conns_per_addr", http_max_conns_per_addr, CONFIG_INT, "1024", 0, 10000000,         \
+      CONFIG_RELOADABLE,                                                                           \
+      "open connections from one client address (SSE streams included); "                          \
+      "more are closed at once; 0 = no limit")                                                     \
     X("sse.heartbeat_s", sse_heartbeat_s, CONFIG_INT, "30", 1, 3600, CONFIG_RELOADABLE,            \
       "heartbeat interval of SSE streams (carries the head; keeps proxies from timing out)")       \
     X("sse.retry_ms", sse_retry_ms, CONFIG_INT, "3000", 100, 600000, CONFIG_RELOADABLE,            \
@@ -109,7 +117,10 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "agents with the deepest inboxes that get their own roost_inbox_depth series (the rest "     \
       "of a tenant is agent=\"_other\")")                                                          \
     X("metrics.token", metrics_token, CONFIG_STR, "", 0, 0, CONFIG_SECRET | CONFIG_RELOADABLE,     \
-      "when set, /metrics requires Authorization: Bearer <this>; empty means open")                \
+      "when set, /metrics requires Authorization: Bearer <this>; empty means loopback peers only") \
+    X("metrics.tenant_labels", metrics_tenant_labels, CONFIG_STR, "top", 0, 0, CONFIG_RELOADABLE,  \
+      "tenant and agent names in /metrics: top (tenants and their deepest agents), on (tenants "   \
+      "only) or off (sums over all tenants, no names)")                                            \
     X("tls.cert_file", tls_cert_file, CONFIG_STR, "", 0, 0, 0,                                     \
       "PEM certificate chain for built-in HTTPS; empty means plain HTTP (set with tls.key_file)")  \
     X("tls.key_file", tls_key_file, CONFIG_STR, "", 0, 0, 0, "PEM private key of tls.cert_file")

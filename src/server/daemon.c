@@ -320,6 +320,10 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
         snprintf(err, errlen, "cannot write ready file %s: %s", ready_file, strerror(errno));
         return -1;
     }
+    if (cfg->metrics_token[0] == '\0') {
+        log_info("metrics served to loopback peers only",
+                 "hint=\"set metrics.token to scrape /metrics from other hosts\"");
+    }
     log_info("roostd listening", "url=%s store=%s tenant_stores=%zu", rt->base_url,
              strncmp(cfg->store_url, "sqlite:", 7) == 0 ? cfg->store_url : "(configured)",
              rt->n_shards - 1);

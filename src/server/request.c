@@ -4,9 +4,11 @@
  * query and body parameter parsers. */
 #include "server/request.h"
 
+#include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +90,28 @@ static const char *method_name(enum evhttp_cmd_type m)
     default:
         return "OTHER";
     }
+}
+
+bool request_addr_is_loopback(const struct sockaddr *sa)
+{
+    if (sa == NULL) {
+        return false;
+    }
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
+}
+
+bool request_peer_is_loopback(const struct request *rq)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(rq->req);
+    return evcon != NULL && request_addr_is_loopback(evhttp_connection_get_addr(evcon));
 }
 
 const char *request_route_name(const struct request *rq)

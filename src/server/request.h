@@ -19,6 +19,7 @@ struct evkeyvalq;
 struct route;
 struct runtime;
 struct sigcheck;
+struct sockaddr;
 
 struct request {
     struct runtime *rt;
@@ -44,6 +45,12 @@ struct request {
 /* A new request for evhttp's `req`, with its id and start time, held in rt's in-flight count
  * until it ends. NULL when out of memory. */
 struct request *request_new(struct runtime *rt, struct evhttp_request *req);
+
+/* True for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. sa may be NULL (false). */
+bool request_addr_is_loopback(const struct sockaddr *sa);
+/* True when the request's peer connected over loopback (the TCP peer, not any forwarded-for
+ * header: a reverse proxy on the same host counts as loopback). */
+bool request_peer_is_loopback(const struct request *rq);
 
 /* The router's name of the request's route ("-" before routing): the label of logs, metrics and
  * store jobs. */

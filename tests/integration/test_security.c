@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -67,6 +68,80 @@ static void test_db_files_private(void)
     CHECK_EQ(roostd_log_count(&d, "data dir is open to other users"), 1);
 }
 
+/* Item 3: without metrics.token, /metrics is for loopback peers only, and the log says so. */
+static void test_metrics_loopback_default(void)
+{
+    CHECK_EQ(roostd_log_count(&d, "metrics served to loopback peers only"), 1);
+    struct h_response r;
+    CHECK(h_request(d.http, "GET", "/metrics", NULL, NULL, 0, NULL, &r) == 0);
+    CHECK_EQ(r.status, 200);
+    h_response_cleanup(&r);
+}
+
+/* A local IPv4 address that is not loopback (a connection to it comes from it), or false. */
+static bool non_loopback_addr(char *buf, size_t len)
+{
+    struct ifaddrs *ifs = NULL;
+    bool found = false;
+    if (getifaddrs(&ifs) != 0) {
+        return false;
+    }
+    for (struct ifaddrs *i = ifs; i != NULL && !found; i = i->ifa_next) {
+        if (i->ifa_addr != NULL && i->ifa_addr->sa_family == AF_INET) {
+            const struct sockaddr_in *in = (const struct sockaddr_in *)i->ifa_addr;
+            if ((ntohl(in->sin_addr.s_addr) >> 24) != 127) {
+                found = inet_ntop(AF_INET, &in->sin_addr, buf, (socklen_t)len) != NULL;
+            }
+        }
+    }
+    freeifaddrs(ifs);
+    return found;
+}
+
+static const char scrape[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+/* Item 3 with a peer that is not loopback (this host's own non-loopback address), and
+ * metrics.tenant_labels=off: no tenant or agent name in the scrape, the sums still there. */
+static void test_metrics_remote_and_labels_off(void)
+{
+    struct roostd m;
+    const char *sets[] = {"--listen=0.0.0.0:0", "metrics.tenant_labels=off",
+                          "metrics.refresh_ms=100", NULL};
+    if (roostd_start(&m, NULL, sets) != 0) {
+        CHECK(false);
+        return;
+    }
+    char *t = h_token(&m, "secret-tenant", "agent:*:consume agent:*:publish tenant:admin");
+    CHECK(h_publish(m.http, t, "hidden.agent", json_pack("{s:i}", "n", 1), NULL, NULL) > 0);
+    char addr[64];
+    if (non_loopback_addr(addr, sizeof addr)) {
+        struct roostd remote = m;
+        snprintf(remote.host, sizeof remote.host, "%s", addr);
+        struct raw_reply rr;
+        CHECK(raw_exchange(&remote, scrape, sizeof scrape - 1, 1, 5000, &rr) == 0);
+        CHECK_EQ(rr.status[0], 403);
+        CHECK(strstr(rr.buf, "roost_") == NULL);
+        raw_reply_cleanup(&rr);
+    } else {
+        fprintf(stderr, "note: no non-loopback IPv4 address here; remote /metrics not tried\n");
+    }
+    bool ok;
+    struct raw_reply rr = {0};
+    H_WAIT_UNTIL(
+        ok, 5000,
+        (raw_reply_cleanup(&rr), raw_exchange(&m, scrape, sizeof scrape - 1, 1, 5000, &rr) == 0 &&
+                                     strstr(rr.buf, "\nroost_inbox_pending 1\n") != NULL));
+    CHECK(ok);
+    CHECK_EQ(rr.status[0], 200);
+    CHECK(strstr(rr.buf, "secret-tenant") == NULL);
+    CHECK(strstr(rr.buf, "hidden.agent") == NULL);
+    CHECK(strstr(rr.buf, "tenant=") == NULL);
+    raw_reply_cleanup(&rr);
+    free(t);
+    CHECK_EQ(roostd_stop(&m), 0);
+    roostd_remove_dir(&m);
+}
+
 int main(void)
 {
     h_init();
@@ -82,6 +157,8 @@ int main(void)
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
     RUN(test_request_id_random);
     RUN(test_db_files_private);
+    RUN(test_metrics_loopback_default);
+    RUN(test_metrics_remote_and_labels_off);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
