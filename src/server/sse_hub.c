@@ -64,7 +64,8 @@ struct sse_sub {
     int64_t last_sent;      /* head of the last event written */
     int64_t pending;        /* a ping is owed, with this head (0 = none; notified heads are >= 1) */
     int64_t flushing_since; /* monotonic ms when the event in flight was queued; 0 = idle */
-    bool ending;            /* we end it (drop, shutdown, hub free): evhttp frees the request */
+    struct event *expire_ev; /* ends the stream at its token's exp; NULL when it has none */
+    bool ending;             /* we end it (drop, shutdown, hub free): evhttp frees the request */
 };
 
 struct sse_hub {
@@ -74,6 +75,7 @@ struct sse_hub {
     void *arg;
     struct sse_agent **agents; /* HUB_BUCKETS chains */
     struct sse_tenant **tenants;
+    struct event_base *base;
     size_t n_subs;
     struct event *heartbeat_ev;
     size_t hb_next; /* first bucket of the next heartbeat slice */
@@ -189,6 +191,14 @@ static void sub_unlink(struct sse_sub *sub)
     tenant_release(hub, t);
 }
 
+static void sub_free(struct sse_sub *sub)
+{
+    if (sub->expire_ev) {
+        event_free(sub->expire_ev);
+    }
+    free(sub);
+}
+
 /* evhttp calls this when the client goes away, when we free the connection, and after the
  * terminating chunk of a "Connection: close" stream has been written. */
 static void on_close(struct evhttp_connection *evcon, void *arg)
@@ -204,7 +214,7 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
     struct evhttp_request *orphan =
         !sub->ending && evhttp_request_get_connection(sub->req) == NULL ? sub->req : NULL;
     sub_unlink(sub);
-    free(sub);
+    sub_free(sub);
     if (orphan) {
         evhttp_request_free(orphan);
     }
@@ -251,7 +261,7 @@ static void on_written(struct evhttp_connection *evcon, void *arg)
     (void)evcon;
     struct sse_sub *sub = arg;
     sub->flushing_since = 0;
-    if (sub->pending > 0 && !sub->hub->shutting_down) {
+    if (sub->pending > 0 && !sub->hub->shutting_down && !sub->ending) {
         sub_write(sub, sub->pending, false);
     }
 }
@@ -261,6 +271,9 @@ static void on_written(struct evhttp_connection *evcon, void *arg)
  * without moving the head. */
 static void sub_ping(struct sse_sub *sub, int64_t head)
 {
+    if (sub->ending) {
+        return; /* its last event is written; the connection closes after it */
+    }
     if (sub->flushing_since) {
         if (head > sub->pending) {
             sub->pending = head;
@@ -319,7 +332,9 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
             /* Dropping the agent's last subscriber frees `a`: count instead of touching it. */
             for (struct sse_sub *sub = a->subs, *next; sub && left > 0; sub = next, left--) {
                 next = sub->next;
-                if (sub->flushing_since) {
+                if (sub->ending) {
+                    continue;
+                } else if (sub->flushing_since) {
                     if (now - sub->flushing_since > stuck_ms) {
                         drop(sub, "stalled");
                     }
@@ -346,6 +361,7 @@ struct sse_hub *sse_hub_new(struct event_base *base, const struct config *cfg,
     hub->metrics = metrics;
     hub->on_stream_closed = on_stream_closed;
     hub->arg = arg;
+    hub->base = base;
     hub->agents = calloc(HUB_BUCKETS, sizeof *hub->agents);
     hub->tenants = calloc(HUB_BUCKETS, sizeof *hub->tenants);
     hub->heartbeat_ev = evtimer_new(base, on_heartbeat, hub);
@@ -396,7 +412,7 @@ void sse_hub_free(struct sse_hub *hub)
                 evhttp_connection_set_closecb(evhttp_request_get_connection(sub->req), NULL, NULL);
                 bool last = a->n_subs == 1;
                 sub_unlink(sub);
-                free(sub);
+                sub_free(sub);
                 if (last) {
                     break;
                 }
@@ -446,8 +462,32 @@ const char *sse_hub_over_limit(struct sse_hub *hub, const char *tenant_id, const
     return NULL;
 }
 
+/* The token that opened the stream expired: a last event tells the client to reconnect with a
+ * fresh token, then the stream ends (and its connection closes, "Connection: close"). One timer
+ * per stream, so the end is on time whatever sse.heartbeat_s is. */
+static void on_token_expired(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sse_sub *sub = arg;
+    if (sub->ending || sub->hub->shutting_down) {
+        return;
+    }
+    log_info("stream ended", "reason=token_expired tenant=%s agent=%s",
+             sub->agent->tenant->tenant_id, sub->agent->agent_id);
+    sub->ending = true;
+    struct evbuffer *buf = evbuffer_new();
+    if (buf) {
+        evbuffer_add_printf(buf, "event: token_expired\ndata: {}\n\n");
+        evhttp_send_reply_chunk(sub->req, buf);
+        evbuffer_free(buf);
+    }
+    evhttp_send_reply_end(sub->req); /* may run on_close, which frees sub */
+}
+
 int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *req_id,
-                 const char *tenant_id, const char *agent_id, int64_t head, int64_t last_event_id)
+                 const char *tenant_id, const char *agent_id, int64_t head, int64_t last_event_id,
+                 int64_t expires_ms)
 {
     const struct config *cfg = hub->cfg;
     struct sse_agent *a = agent_get(hub, tenant_id, agent_id);
@@ -455,6 +495,11 @@ int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *re
         a = agent_create(hub, tenant_id, agent_id);
     }
     struct sse_sub *sub = a ? calloc(1, sizeof *sub) : NULL;
+    if (sub && expires_ms > 0 &&
+        !(sub->expire_ev = evtimer_new(hub->base, on_token_expired, sub))) {
+        free(sub);
+        sub = NULL;
+    }
     if (!sub) {
         return ROOST_ENOMEM;
     }
@@ -517,7 +562,13 @@ int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *re
      * already saw this head (Last-Event-ID) gets it as a heartbeat instead of a new ping. */
     sub->last_sent = last_event_id >= 0 && last_event_id <= a->head ? last_event_id : 0;
     bool seen = last_event_id >= 0 && last_event_id >= a->head;
-    sub_write(sub, a->head, seen);
+    /* sub_write frees sub when it drops it. */
+    if (sub_write(sub, a->head, seen) && sub->expire_ev) {
+        int64_t left_ms = expires_ms - time_now_ms();
+        left_ms = left_ms > 0 ? left_ms : 0;
+        struct timeval tv = {(time_t)(left_ms / 1000), (suseconds_t)(left_ms % 1000) * 1000};
+        evtimer_add(sub->expire_ev, &tv);
+    }
 
     log_line(LOG_INFO, "stream opened", "req_id=%s route=subscribe tenant=%s agent=%s head=%lld",
              req_id, tenant_id, agent_id, (long long)a->head);

@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness/harness.h"
+#include "harness/sse_client.h"
 
 #include "common/banned.h"
 
@@ -142,6 +144,28 @@ static void test_metrics_remote_and_labels_off(void)
     roostd_remove_dir(&m);
 }
 
+/* Item 9: a stream ends at its token's exp with a last event: token_expired, then closes. */
+static void test_stream_ends_at_token_exp(void)
+{
+    json_int_t now = (json_int_t)time(NULL);
+    json_t *claims = json_pack("{s:s, s:s, s:s, s:I, s:I}", "tenant", "t1", "sub", "short", "scope",
+                               "agent:*:read", "iat", now, "exp", now + 2);
+    char *t = h_token_claims(&d, claims);
+    json_decref(claims);
+    struct sse s;
+    int64_t t0 = h_now_ms();
+    CHECK_EQ(sse_open(&s, &d, "/api/v1/agents/sec.stream/subscribe", t, NULL, 0), 200);
+    struct sse_ev ev;
+    int skipped = 0;
+    CHECK_EQ(sse_next_named(&s, "token_expired", &ev, 6000, &skipped), 1);
+    int64_t waited = h_now_ms() - t0;
+    /* exp has second resolution: between 1 and 2 s after the open, never much later. */
+    CHECK(waited >= 900 && waited < 4000);
+    CHECK_EQ(sse_next(&s, &ev, 3000), -1); /* and the stream is over */
+    sse_close(&s);
+    free(t);
+}
+
 int main(void)
 {
     h_init();
@@ -158,6 +182,7 @@ int main(void)
     RUN(test_request_id_random);
     RUN(test_db_files_private);
     RUN(test_metrics_loopback_default);
+    RUN(test_stream_ends_at_token_exp);
     RUN(test_metrics_remote_and_labels_off);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
