@@ -285,6 +285,7 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    sse_hub_set_closecb_fn(rt->sse, listener_set_closecb);
     if (listener_start(rt->base, cfg, router_dispatch, rt, &d->listener, rt->base_url,
                        sizeof rt->base_url, err, errlen) != 0) {
         return -1;

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "server/config.h"
+#include "server/listener.h"
 #include "server/metrics.h"
 #include "server/runtime.h"
 
@@ -152,7 +153,7 @@ static void watch_drain_close(struct request *rq)
     struct evhttp_connection *evcon = evhttp_request_get_connection(rq->req);
     if (rq->rt->draining && evcon) {
         runtime_hold(rq->rt);
-        evhttp_connection_set_closecb(evcon, on_drained_close, rq->rt);
+        listener_set_closecb(evcon, on_drained_close, rq->rt);
     }
 }
 
@@ -404,12 +405,26 @@ int body_only_fields(const json_t *body, const char *const *allowed, const char 
     return ROOST_OK;
 }
 
+bool request_query_has_nul(const char *query)
+{
+    for (const char *p = query; (p = strchr(p, '%')) != NULL; p++) {
+        if (p[1] == '0' && p[2] == '0') {
+            return true;
+        }
+    }
+    return false;
+}
+
 int request_parse_query(struct request *rq)
 {
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(rq->req);
     const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
     if (!query) {
         return ROOST_OK;
+    }
+    /* evhttp decodes %00 into a NUL that ends the C string: "limit=1%00x" would read as 1. */
+    if (request_query_has_nul(query)) {
+        return ROOST_EQUERY;
     }
     rq->query = calloc(1, sizeof *rq->query);
     if (!rq->query) {

@@ -78,6 +78,9 @@ int request_query_int(struct request *rq, const char *name, int64_t min, int64_t
                       int bad_rc, int64_t *out);
 /* NULL when absent; sets *rc = ROOST_EQUERY when repeated. */
 const char *request_query_str(struct request *rq, const char *name, int *rc);
+/* True when a query string has a percent-encoded NUL (%00), which the decoder would turn into a
+ * string end: such a query is refused, never truncated. */
+bool request_query_has_nul(const char *query);
 /* Parses the query string into rq->query. ROOST_OK, ROOST_ENOMEM or ROOST_EQUERY. */
 int request_parse_query(struct request *rq);
 /* Reads the JSON object body into rq->body. An empty body is {} when `optional`, else

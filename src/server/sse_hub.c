@@ -76,6 +76,8 @@ struct sse_hub {
     struct sse_agent **agents; /* HUB_BUCKETS chains */
     struct sse_tenant **tenants;
     struct event_base *base;
+    void (*set_closecb)(struct evhttp_connection *evcon,
+                        void (*cb)(struct evhttp_connection *, void *), void *arg);
     size_t n_subs;
     struct event *heartbeat_ev;
     size_t hb_next; /* first bucket of the next heartbeat slice */
@@ -362,6 +364,7 @@ struct sse_hub *sse_hub_new(struct event_base *base, const struct config *cfg,
     hub->on_stream_closed = on_stream_closed;
     hub->arg = arg;
     hub->base = base;
+    hub->set_closecb = evhttp_connection_set_closecb;
     hub->agents = calloc(HUB_BUCKETS, sizeof *hub->agents);
     hub->tenants = calloc(HUB_BUCKETS, sizeof *hub->tenants);
     hub->heartbeat_ev = evtimer_new(base, on_heartbeat, hub);
@@ -409,7 +412,7 @@ void sse_hub_free(struct sse_hub *hub)
             struct sse_agent *a = hub->agents[b];
             while (a->subs) {
                 struct sse_sub *sub = a->subs;
-                evhttp_connection_set_closecb(evhttp_request_get_connection(sub->req), NULL, NULL);
+                hub->set_closecb(evhttp_request_get_connection(sub->req), NULL, NULL);
                 bool last = a->n_subs == 1;
                 sub_unlink(sub);
                 sub_free(sub);
@@ -485,6 +488,13 @@ static void on_token_expired(evutil_socket_t fd, short what, void *arg)
     evhttp_send_reply_end(sub->req); /* may run on_close, which frees sub */
 }
 
+void sse_hub_set_closecb_fn(struct sse_hub *hub,
+                            void (*set)(struct evhttp_connection *evcon,
+                                        void (*cb)(struct evhttp_connection *, void *), void *arg))
+{
+    hub->set_closecb = set;
+}
+
 int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *req_id,
                  const char *tenant_id, const char *agent_id, int64_t head, int64_t last_event_id,
                  int64_t expires_ms)
@@ -530,7 +540,7 @@ int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *re
     evhttp_add_header(out, "Connection", "close");
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     evhttp_send_reply_start(req, 200, "OK");
-    evhttp_connection_set_closecb(evcon, on_close, sub);
+    hub->set_closecb(evcon, on_close, sub);
     /* The idle timeout must not end a stream between heartbeats. */
     evhttp_connection_set_timeout(evcon, (int)(3 * cfg->sse_heartbeat_s + 30));
     /* The kernel must not become the backlog: the socket reports writable only while little is

@@ -166,6 +166,232 @@ static void test_stream_ends_at_token_exp(void)
     free(t);
 }
 
+struct raw_case {
+    const char *label;
+    char *req;
+    size_t len; /* 0: strlen(req) */
+    int want;
+};
+
+/* Item 6: a NUL in a header value or the request line, a percent-encoded NUL in the query and
+ * a malformed HTTP-version are refused with 400 (RFC 9110 5.5), never truncated and accepted. */
+static void test_nul_and_version_refused(void)
+{
+    char *authz = h_fmt("Authorization: Bearer %s", tok);
+    struct raw_case cases[6];
+    size_t n = 0;
+    /* Built with explicit lengths: the NULs are part of the bytes sent. */
+    char *a = h_fmt("GET /api/v1/agents/sec.nul/inbox HTTP/1.1\r\nHost: x\r\n%sX\r\n\r\n", authz);
+    char *nul = strstr(a, "X\r\n\r\n");
+    *nul = '\0'; /* "Bearer <token>\0\r\n" */
+    cases[n++] = (struct raw_case){"nul in Authorization", a, strlen(a) + 5, 400};
+    cases[n++] = (struct raw_case){
+        "limit=1%00",
+        h_fmt("GET /api/v1/agents/sec.nul/inbox?limit=1%%00 HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n",
+              authz),
+        0, 400};
+    char *v = h_fmt("GET /healthz HTTP/1.1X\r\nHost: x\r\n\r\n");
+    *strchr(v, 'X') = '\0';
+    cases[n++] =
+        (struct raw_case){"HTTP/1.1\\0", v, strlen(v) + 1 + strlen("\r\nHost: x\r\n\r\n"), 400};
+    cases[n++] =
+        (struct raw_case){"HTTP/01.1", h_fmt("GET /healthz HTTP/01.1\r\nHost: x\r\n\r\n"), 0, 400};
+    cases[n++] = (struct raw_case){
+        "control: the same read",
+        h_fmt("GET /api/v1/agents/sec.nul/inbox?limit=1 HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", authz),
+        0, 200};
+    cases[n++] = (struct raw_case){"control: healthz",
+                                   h_fmt("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"), 0, 200};
+    for (size_t i = 0; i < n; i++) {
+        size_t len = cases[i].len ? cases[i].len : strlen(cases[i].req);
+        struct raw_reply r;
+        CHECK_CASE(cases[i].label, raw_exchange(&d, cases[i].req, len, 1, 5000, &r) == 0);
+        CHECK_CASE(cases[i].label, r.n_responses >= 1 && r.status[0] == cases[i].want);
+        raw_reply_cleanup(&r);
+        free(cases[i].req);
+    }
+    /* On a kept-alive connection, after a request with a body: the next head is checked too. */
+    const char body[] = "{}";
+    char *pipe = h_fmt("POST /api/v1/agents/sec.nul/inbox/release-all HTTP/1.1\r\nHost: x\r\n%s\r\n"
+                       "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n%s"
+                       "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: bX\r\n\r\n",
+                       authz, body);
+    size_t plen = strlen(pipe);
+    pipe[plen - 5] = '\0'; /* "X-A: b\0\r\n" */
+    struct raw_reply r;
+    CHECK(raw_exchange(&d, pipe, plen, 2, 5000, &r) == 0);
+    CHECK_EQ(r.n_responses, 2);
+    CHECK_EQ(r.status[0], 200);
+    CHECK_EQ(r.status[1], 400);
+    raw_reply_cleanup(&r);
+    free(pipe);
+    free(authz);
+}
+
+static int raw_connect(const char *host, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, host, &sa.sin_addr);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Waits up to timeout_ms for the peer to close: true when it did (EOF or reset). */
+static bool wait_closed(int fd, int timeout_ms)
+{
+    int64_t deadline = h_now_ms() + timeout_ms;
+    char buf[512];
+    for (;;) {
+        int left = (int)(deadline - h_now_ms());
+        if (left <= 0) {
+            return false;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, left) > 0) {
+            ssize_t n = recv(fd, buf, sizeof buf, 0);
+            if (n <= 0) {
+                return true;
+            }
+        }
+    }
+}
+
+/* One request on an open connection; the status of the answer, or -1. */
+static int raw_get(int fd, const char *path)
+{
+    char *req = h_fmt("GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+    ssize_t sent = send(fd, req, strlen(req), MSG_NOSIGNAL);
+    free(req);
+    char buf[4096];
+    size_t got = 0;
+    int64_t deadline = h_now_ms() + 5000;
+    while (got < sizeof buf - 1 && h_now_ms() < deadline && sent > 0) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0) {
+            continue;
+        }
+        ssize_t n = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+        if (n <= 0) {
+            break;
+        }
+        got += (size_t)n;
+        buf[got] = '\0';
+        if (strstr(buf, "\r\n\r\n") != NULL) {
+            int status = -1;
+            return sscanf(buf, "HTTP/1.1 %d", &status) == 1 ? status : -1;
+        }
+    }
+    return -1;
+}
+
+/* Item 5: a request head trickled a byte every 1.5 s is cut off by http.header_timeout_s (2 s)
+ * while another client is answered at once. */
+static void test_slow_head_closed(void)
+{
+    struct roostd m;
+    const char *sets[] = {"http.header_timeout_s=2", NULL};
+    if (roostd_start(&m, NULL, sets) != 0) {
+        CHECK(false);
+        return;
+    }
+    static const char head[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    int fd = raw_connect(m.host, m.port);
+    CHECK(fd >= 0);
+    int64_t t0 = h_now_ms();
+    bool closed = false;
+    int other = -1;
+    for (size_t i = 0; fd >= 0 && i < sizeof head - 1 && !closed; i++) {
+        if (send(fd, head + i, 1, MSG_NOSIGNAL) != 1) {
+            closed = true;
+            break;
+        }
+        if (i == 0) {
+            /* Meanwhile another client is served. */
+            int fd2 = raw_connect(m.host, m.port);
+            other = fd2 >= 0 ? raw_get(fd2, "/healthz") : -1;
+            if (fd2 >= 0) {
+                close(fd2);
+            }
+        }
+        closed = wait_closed(fd, 1500);
+        if (h_now_ms() - t0 > 8000) {
+            break;
+        }
+    }
+    int64_t waited = h_now_ms() - t0;
+    CHECK(closed);
+    CHECK(waited >= 1500 && waited < 5000);
+    CHECK_EQ(other, 200);
+    CHECK(roostd_log_count(&m, "request head too slow") >= 1);
+    if (fd >= 0) {
+        close(fd);
+    }
+    CHECK_EQ(roostd_stop(&m), 0);
+    roostd_remove_dir(&m);
+}
+
+/* Item 5: with http.max_conns_per_addr=4 the fifth connection from one address is refused, while
+ * the open ones, other addresses, and (once one closed) the same address again are served. */
+static void test_conns_per_addr_capped(void)
+{
+    struct roostd m;
+    const char *sets[] = {"--listen=0.0.0.0:0", "http.max_conns_per_addr=4", NULL};
+    if (roostd_start(&m, NULL, sets) != 0) {
+        CHECK(false);
+        return;
+    }
+    int fds[4];
+    for (int i = 0; i < 4; i++) {
+        fds[i] = raw_connect("127.0.0.1", m.port);
+        CHECK(fds[i] >= 0);
+    }
+    /* The connections are counted once accepted: a request on each proves that. */
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ(raw_get(fds[i], "/healthz"), 200);
+    }
+    int extra = raw_connect("127.0.0.1", m.port);
+    CHECK(extra >= 0);
+    char buf[256] = "";
+    struct pollfd p = {.fd = extra, .events = POLLIN};
+    ssize_t n = poll(&p, 1, 5000) > 0 ? recv(extra, buf, sizeof buf - 1, 0) : -1;
+    CHECK(n >= 0);
+    buf[n > 0 ? n : 0] = '\0';
+    CHECK(n == 0 || strncmp(buf, "HTTP/1.1 503", 12) == 0);
+    CHECK(wait_closed(extra, 5000));
+    close(extra);
+    CHECK_EQ(raw_get(fds[0], "/healthz"), 200); /* the others keep being answered */
+    char addr[64];
+    if (non_loopback_addr(addr, sizeof addr)) {
+        int fd = raw_connect(addr, m.port);
+        CHECK_EQ(fd >= 0 ? raw_get(fd, "/healthz") : -1, 200);
+        if (fd >= 0) {
+            close(fd);
+        }
+    }
+    CHECK(roostd_log_count(&m, "too many from one address") >= 1);
+    close(fds[1]);
+    bool ok;
+    int again = -1;
+    H_WAIT_UNTIL(ok, 5000,
+                 ((again >= 0 ? close(again) : 0), (again = raw_connect("127.0.0.1", m.port)),
+                  again >= 0 && raw_get(again, "/healthz") == 200));
+    CHECK(ok);
+    if (again >= 0) {
+        close(again);
+    }
+    for (int i = 0; i < 4; i++) {
+        if (i != 1 && fds[i] >= 0) {
+            close(fds[i]);
+        }
+    }
+    CHECK_EQ(roostd_stop(&m), 0);
+    roostd_remove_dir(&m);
+}
+
 int main(void)
 {
     h_init();
@@ -183,6 +409,9 @@ int main(void)
     RUN(test_db_files_private);
     RUN(test_metrics_loopback_default);
     RUN(test_stream_ends_at_token_exp);
+    RUN(test_nul_and_version_refused);
+    RUN(test_slow_head_closed);
+    RUN(test_conns_per_addr_capped);
     RUN(test_metrics_remote_and_labels_off);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
