@@ -151,7 +151,7 @@ static void run_hcase(const struct hcase *c, bool with_token)
     if (c->must_close) {
         CHECK_CASE(label, r.closed && !r.timed_out);
     }
-    if (h_failed && (r.n_responses != n || (r.n_responses && !status_in(r.status[0], want)))) {
+    if (check_failed && (r.n_responses != n || (r.n_responses && !status_in(r.status[0], want)))) {
         fprintf(stderr, "  [%s] got %d responses, first %d, closed=%d; reply: %.300s\n", label,
                 r.n_responses, r.n_responses ? r.status[0] : 0, r.closed, r.buf ? r.buf : "");
     }

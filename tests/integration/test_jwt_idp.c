@@ -205,7 +205,7 @@ int main(void)
     RUN(test_refusals);
     RUN(test_tenant_isolation);
     RUN(test_sighup_reload);
-    if (h_failed) {
+    if (check_failed) {
         roostd_print_log(&d);
     }
     CHECK_EQ(roostd_stop(&d), 0);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/check.h"
 #include "mysql/mysql_testutil.h"
 #include "store/store.h"
 #include "store/store_mysql.h"
@@ -20,24 +21,15 @@
 #define T0 1700000000000LL
 #define TA "tenant-a"
 
-static const char *g_test;
-static int g_check_failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, g_test, #cond);            \
-            g_check_failures++;                                                                    \
-        }                                                                                          \
-    } while (0)
-
+/* A store call's return code, with the store's error detail on failure. */
 #define CHECK_RC(st, expr, want)                                                                   \
     do {                                                                                           \
         int rc_ = (expr);                                                                          \
-        if (rc_ != (want)) {                                                                       \
-            printf("%s:%d: %s: %s = %s, want %s (%s)\n", __FILE__, __LINE__, g_test, #expr,        \
-                   roost_err_name(rc_), roost_err_name(want), (st)->ops->errmsg(st));              \
-            g_check_failures++;                                                                    \
+        if (rc_ == (want)) {                                                                       \
+            check_pass();                                                                          \
+        } else {                                                                                   \
+            check_fail(__FILE__, __LINE__, "%s = %s, want %s (%s)", #expr, roost_err_name(rc_),    \
+                       roost_err_name(want), (st)->ops->errmsg(st));                               \
         }                                                                                          \
     } while (0)
 
@@ -948,10 +940,7 @@ static void test_mysql_url_parsing(const char *url)
         "mysql://u%00@h/db", "mysqlx://u@h/db",  "mysql://@/db",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        if (store_mysql_url_parse(bad[i], &u) != ROOST_EINVAL) {
-            printf("accepted %s\n", bad[i]);
-            g_check_failures++;
-        }
+        CHECK_CASE(bad[i], store_mysql_url_parse(bad[i], &u) == ROOST_EINVAL);
     }
     struct store *st = (struct store *)&u;
     const char *err = NULL;
@@ -1043,32 +1032,23 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *only = argc > 2 ? argv[2] : NULL;
-    int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (only != NULL && strstr(tests[i].name, only) == NULL) {
             continue;
         }
         char url[1024];
-        g_test = tests[i].name;
-        g_check_failures = 0;
+        int failed_before = check_begin(tests[i].name);
         struct store *st = NULL;
-        if (mysql_testutil_fresh_db(argv[1], g_test + 11, url, sizeof url) != 0 ||
+        if (mysql_testutil_fresh_db(argv[1], check_test + 11, url, sizeof url) != 0 ||
             (st = open_conn(url)) == NULL || st->ops->migrate(st) != ROOST_OK) {
-            printf("%s: fixture setup failed%s%s\n", g_test, st ? ": " : "",
-                   st ? st->ops->errmsg(st) : "");
-            g_check_failures++;
+            check_fail(__FILE__, __LINE__, "fixture setup failed%s%s", st ? ": " : "",
+                       st ? st->ops->errmsg(st) : "");
         } else {
             tests[i].fn(url);
         }
         store_close(st);
         mysql_testutil_drop_db(url);
-        if (g_check_failures == 0) {
-            passed++;
-        } else {
-            printf("%s: FAILED\n", g_test);
-            failed++;
-        }
+        check_end(failed_before);
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return check_summary();
 }

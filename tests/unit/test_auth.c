@@ -11,11 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness/check.h"
 #include "proto/jwt.h"
 #include "roost/roost_error.h"
 #include "server/auth.h"
 #include "server/config.h"
-#include "unit.h"
 
 #define NOW_MS INT64_C(1700000000000)
 #define NOW_S INT64_C(1700000000)
@@ -976,7 +976,7 @@ int main(void)
 {
     if (setup() != 0) {
         CHECK(!"setup");
-        return unit_summary();
+        return check_summary();
     }
     RUN(test_auth_key_file_created_private_and_reloaded);
     RUN(test_auth_load_key_errors);
@@ -1006,5 +1006,5 @@ int main(void)
     if (system(cmd) != 0) {
         fprintf(stderr, "could not remove %s\n", tmpdir);
     }
-    return unit_summary();
+    return check_summary();
 }

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "harness/check.h"
 #include "server/waiters.h"
-#include "unit.h"
 
 static struct event_base *base;
 
@@ -350,5 +350,5 @@ int main(void)
     RUN(test_repark_in_fire);
     RUN(test_fire_all);
     event_base_free(base);
-    return unit_summary();
+    return check_summary();
 }

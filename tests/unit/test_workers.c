@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/check.h"
 #include "server/workers.h"
 #include "store/store.h"
-#include "unit.h"
 
 #define TENANT "t1"
 
@@ -589,7 +589,7 @@ static void test_retry_bounded(void)
     if (!loop_until(base_done + 3)) {
         /* The retry never ended: workers_free would wait for it forever. */
         CHECK(!"the retried group never completed");
-        exit(unit_summary());
+        exit(check_summary());
     }
     CHECK_EQ(rj.job.rc, ROOST_ERETRY);
     CHECK_EQ(rj.done_calls, 1);
@@ -652,5 +652,5 @@ int main(void)
 
     event_base_free(base);
     remove_dir();
-    return unit_summary();
+    return check_summary();
 }
