@@ -12,21 +12,7 @@ set -uo pipefail
 build=${1:?build dir}
 src=${2:?source dir}
 
-passed=0
-failed=0
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "CHECK failed: $what" >&2
-  fi
-}
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/roost-install-XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/../harness/preamble.sh" install
 
 # ---- DESTDIR install ----
 DESTDIR="$dir/dest" cmake --install "$build" --prefix /usr >"$dir/install.log" 2>&1
@@ -96,5 +82,4 @@ done
   done >"$dir/missing_cmds"
 check "roost.1 names every command ($(tr '\n' ' ' <"$dir/missing_cmds"))" test ! -s "$dir/missing_cmds"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary
