@@ -154,7 +154,7 @@ static void *follower_main(void *p)
     return NULL;
 }
 
-static void test_mysql_concurrent_producers_no_gaps(const char *url)
+static void test_store_mysql_concurrent_producers_no_gaps(const char *url)
 {
     pthread_t prod[PRODUCERS], reader;
     struct producer args[PRODUCERS];
@@ -213,7 +213,7 @@ static void *app_producer_main(void *p)
     return NULL;
 }
 
-static void test_mysql_mixed_producers_no_gaps(const char *url)
+static void test_store_mysql_mixed_producers_no_gaps(const char *url)
 {
     pthread_t prod[PRODUCERS], apps[APP_PRODUCERS], reader;
     struct producer args[PRODUCERS], app_args[APP_PRODUCERS];
@@ -364,7 +364,7 @@ static int id_cmp(const void *a, const void *b)
     return strcmp(a, b);
 }
 
-static void test_mysql_competing_claimers_disjoint(const char *url)
+static void test_store_mysql_competing_claimers_disjoint(const char *url)
 {
     struct store *st = open_conn(url);
     CHECK(st != NULL);
@@ -472,7 +472,7 @@ static bool touched(const struct store_touches *t, const char *agent, int64_t he
     return false;
 }
 
-static void test_mysql_application_transaction_publish(const char *url)
+static void test_store_mysql_application_transaction_publish(const char *url)
 {
     struct store *st = open_conn(url);
     MYSQL *app = mysql_testutil_connect(url);
@@ -570,7 +570,7 @@ static void test_mysql_application_transaction_publish(const char *url)
 
 /* ---- (d) the tailer misses nothing when commits come out of id order ---- */
 
-static void test_mysql_tail_out_of_order_commits(const char *url)
+static void test_store_mysql_tail_out_of_order_commits(const char *url)
 {
     struct store *tailer = open_conn(url), *a = open_conn(url), *b = open_conn(url);
     MYSQL *app = mysql_testutil_connect(url);
@@ -709,7 +709,7 @@ static void kill_others(MYSQL *admin, const char *db)
     }
 }
 
-static void test_mysql_lost_connection_reconnects(const char *url)
+static void test_store_mysql_lost_connection_reconnects(const char *url)
 {
     struct store *st = open_conn(url);
     MYSQL *admin = mysql_testutil_connect(url);
@@ -776,7 +776,7 @@ static void *blocked_publish_main(void *p)
     return NULL;
 }
 
-static void test_mysql_deadlock_surfaces_as_retry(const char *url)
+static void test_store_mysql_deadlock_surfaces_as_retry(const char *url)
 {
     struct store *a = open_conn(url), *b = open_conn(url);
     CHECK(a != NULL && b != NULL);
@@ -822,7 +822,7 @@ out:
 
 /* ---- the server goes away: ping is false, operations fail cleanly ---- */
 
-static void test_mysql_server_down_ping_false(const char *url)
+static void test_store_mysql_server_down_ping_false(const char *url)
 {
     (void)url; /* this test stops a server, so it starts one of its own */
     char dir[128], cmd[512], own[1024] = "";
@@ -881,7 +881,7 @@ static void *migrator_main(void *p)
     return NULL;
 }
 
-static void test_mysql_concurrent_migrate_applies_once(const char *url)
+static void test_store_mysql_concurrent_migrate_applies_once(const char *url)
 {
     char fresh[1024];
     CHECK(mysql_testutil_fresh_db(url, "migrate_race", fresh, sizeof fresh) == 0);
@@ -918,7 +918,7 @@ static void test_mysql_concurrent_migrate_applies_once(const char *url)
 
 /* ---- URLs ---- */
 
-static void test_mysql_url_parsing(const char *url)
+static void test_store_mysql_url_parsing(const char *url)
 {
     (void)url;
     struct store_mysql_url u;
@@ -969,7 +969,7 @@ static int count_archived(void *ctx, const char *tenant_id, const struct store_e
     return 0;
 }
 
-static void test_mysql_concurrent_retention_archives_once(const char *url)
+static void test_store_mysql_concurrent_retention_archives_once(const char *url)
 {
     struct store *a = open_conn(url), *b = open_conn(url);
     if (a == NULL || b == NULL) {
@@ -1012,17 +1012,17 @@ out:
 }
 
 static const struct test tests[] = {
-    TEST(test_mysql_concurrent_producers_no_gaps),
-    TEST(test_mysql_mixed_producers_no_gaps),
-    TEST(test_mysql_competing_claimers_disjoint),
-    TEST(test_mysql_application_transaction_publish),
-    TEST(test_mysql_tail_out_of_order_commits),
-    TEST(test_mysql_lost_connection_reconnects),
-    TEST(test_mysql_deadlock_surfaces_as_retry),
-    TEST(test_mysql_server_down_ping_false),
-    TEST(test_mysql_concurrent_migrate_applies_once),
-    TEST(test_mysql_url_parsing),
-    TEST(test_mysql_concurrent_retention_archives_once),
+    TEST(test_store_mysql_concurrent_producers_no_gaps),
+    TEST(test_store_mysql_mixed_producers_no_gaps),
+    TEST(test_store_mysql_competing_claimers_disjoint),
+    TEST(test_store_mysql_application_transaction_publish),
+    TEST(test_store_mysql_tail_out_of_order_commits),
+    TEST(test_store_mysql_lost_connection_reconnects),
+    TEST(test_store_mysql_deadlock_surfaces_as_retry),
+    TEST(test_store_mysql_server_down_ping_false),
+    TEST(test_store_mysql_concurrent_migrate_applies_once),
+    TEST(test_store_mysql_url_parsing),
+    TEST(test_store_mysql_concurrent_retention_archives_once),
 };
 
 int main(int argc, char **argv)
@@ -1039,7 +1039,7 @@ int main(int argc, char **argv)
         char url[1024];
         int failed_before = check_begin(tests[i].name);
         struct store *st = NULL;
-        if (mysql_testutil_fresh_db(argv[1], check_test + 11, url, sizeof url) != 0 ||
+        if (mysql_testutil_fresh_db(argv[1], check_test + 17, url, sizeof url) != 0 ||
             (st = open_conn(url)) == NULL || st->ops->migrate(st) != ROOST_OK) {
             check_fail(__FILE__, __LINE__, "fixture setup failed%s%s", st ? ": " : "",
                        st ? st->ops->errmsg(st) : "");
