@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/strutil.h"
 #include "proto/jwt.h"
 
 #include "common/banned.h"
@@ -477,20 +478,6 @@ out:
     return rc;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 /* application/x-www-form-urlencoded parsing of one name or value (WHATWG URL §5.1: "+" is a
  * space, bad "%" sequences stay literal), then percent-encoding with the form-urlencoded set
  * (everything but ALPHA / DIGIT / "*-._"), as §2.2.8 requires. */
@@ -501,8 +488,9 @@ static void query_reencode(struct buf *b, const char *s, size_t n)
         unsigned char c = (unsigned char)s[i];
         if (c == '+') {
             c = ' ';
-        } else if (c == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-            c = (unsigned char)(hexval(s[i + 1]) << 4 | hexval(s[i + 2]));
+        } else if (c == '%' && i + 2 < n && strutil_hexval(s[i + 1]) >= 0 &&
+                   strutil_hexval(s[i + 2]) >= 0) {
+            c = (unsigned char)(strutil_hexval(s[i + 1]) << 4 | strutil_hexval(s[i + 2]));
             i += 2;
         }
         if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||

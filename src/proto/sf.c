@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/base64.h"
+#include "common/strutil.h"
 
 #include "common/banned.h"
 
@@ -408,15 +409,10 @@ static int parse_bytes(struct parser *p, struct sf_item *it)
     return 0;
 }
 
+/* Display Strings escape with lowercase hex only (RFC 9651 §4.2.10). */
 static int hex_lower(unsigned char c)
 {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    return -1;
+    return c >= 'A' && c <= 'F' ? -1 : strutil_hexval(c);
 }
 
 /* §4.2.10 */

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/limits.h"
 #include "harness/harness.h"
 #include "proto/httpsig.h"
 
@@ -23,7 +24,7 @@ static char host[96];
 static const char *token_key_path(const char *dir)
 {
     static char path[512];
-    snprintf(path, sizeof path, "%s/token_ed25519.pem", dir);
+    snprintf(path, sizeof path, "%s/" ROOST_TOKEN_KEY_FILE, dir);
     return path;
 }
 
@@ -88,7 +89,7 @@ static void test_nonce_replay_refused_on_the_other_node(void)
     size_t key_len = 0;
     bool copied = mkdtemp(dir2) != NULL;
     if (copied && h_read_file(token_key_path(n1.dir), &key_text, &key_len) == 0) {
-        key2 = h_fmt("%s/token_ed25519.pem", dir2);
+        key2 = h_fmt("%s/" ROOST_TOKEN_KEY_FILE, dir2);
         int fd = open(key2, O_WRONLY | O_CREAT | O_EXCL, 0600);
         copied = fd >= 0 && write(fd, key_text, key_len) == (ssize_t)key_len;
         if (fd >= 0) {

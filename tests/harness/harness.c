@@ -2,6 +2,9 @@
 /* The integration-test harness (see harness.h): the real roostd as a child process, tokens signed
  * with its key, a libcurl client and a raw-socket client with a tiny HTTP/1.1 response parser. */
 #include "harness/harness.h"
+#include "common/fsutil.h"
+#include "common/limits.h"
+#include "common/strutil.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -84,38 +87,7 @@ char *h_fmt(const char *fmt, ...)
 
 int h_read_file(const char *path, char **data, size_t *len)
 {
-    *data = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return -1;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap) {
-            break;
-        }
-        cap *= 2;
-        char *nb = realloc(buf, cap + 1);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-        }
-        buf = nb;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf || err) {
-        free(buf);
-        return -1;
-    }
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    return 0;
+    return fsutil_read_bounded(path, H_READ_FILE_MAX_BYTES, data, len);
 }
 
 /* ---- growable byte buffer ---- */
@@ -354,8 +326,9 @@ static int mysql_store_for(const char *dir, char *url, size_t cap)
         snprintf(url, cap, "%s", known);
         rc = 0;
     } else if (mysql_testutil_fresh_db(base, "it", url, cap) == 0) {
-        FILE *f = fopen(path, "w");
-        rc = f != NULL && fprintf(f, "%s\n", url) > 0 && fclose(f) == 0 ? 0 : -1;
+        char *line = h_fmt("%s\n", url);
+        rc = fsutil_write_atomic(path, line, strlen(line), 0600);
+        free(line);
     }
     free(known);
     free(path);
@@ -388,7 +361,7 @@ int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets
     *d = fresh;
     char *ready = h_fmt("%s/ready", d->dir);
     char *log_path = h_fmt("%s/roostd.log", d->dir);
-    char *key_path = h_fmt("%s/token_ed25519.pem", d->dir);
+    char *key_path = h_fmt("%s/" ROOST_TOKEN_KEY_FILE, d->dir);
     unlink(ready);
 
     size_t n_sets = 0;
@@ -470,7 +443,12 @@ int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets
         goto out;
     }
     snprintf(d->host, sizeof d->host, "%.*s", (int)(colon - hostp), hostp);
-    d->port = (int)strtol(colon + 1, NULL, 10);
+    int64_t port = 0;
+    if (strutil_parse_i64(colon + 1, strlen(colon + 1), 1, 65535, &port) != 0) {
+        fprintf(stderr, "bad ready URL '%s'\n", d->url);
+        goto out;
+    }
+    d->port = (int)port;
 
     FILE *kf = fopen(key_path, "r");
     d->key = kf ? PEM_read_PrivateKey(kf, NULL, NULL, NULL) : NULL;

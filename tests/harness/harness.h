@@ -44,7 +44,9 @@ void h_sleep_ms(int ms);
 
 /* malloc'd printf; never NULL (aborts on OOM: a test cannot continue without memory). */
 char *h_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Reads a whole file; 0 or -1. *data is NUL-terminated (not counted in *len); caller frees. */
+/* Reads a whole file of at most H_READ_FILE_MAX_BYTES; 0 or -1. *data is NUL-terminated (not
+ * counted in *len); caller frees. */
+#define H_READ_FILE_MAX_BYTES (64u << 20)
 int h_read_file(const char *path, char **data, size_t *len);
 
 /* ---- HTTP (libcurl) ---- */

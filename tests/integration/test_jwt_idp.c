@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "harness/harness.h"
 
 #include "common/banned.h"
@@ -44,14 +45,9 @@ static int install(const char *src, const char *dst)
     if (h_read_file(src, &data, &len) != 0) {
         return -1;
     }
-    char *tmp = h_fmt("%s.tmp", dst);
-    FILE *f = fopen(tmp, "w");
-    int ok = f != NULL && fwrite(data, 1, len, f) == len;
-    ok = f != NULL && fclose(f) == 0 && ok;
-    ok = ok && rename(tmp, dst) == 0;
-    free(tmp);
+    int rc = fsutil_write_atomic(dst, data, len, 0644);
     free(data);
-    return ok ? 0 : -1;
+    return rc;
 }
 
 static int write_config(const char *audience)

@@ -16,6 +16,8 @@
 #include "proto/digest.h"
 #include "proto/httpsig.h"
 
+#include "common/banned.h"
+
 #define KEYS_DIR "data/rfc9421/keys"
 #define SCRIPT "js/httpsig_interop.cjs"
 

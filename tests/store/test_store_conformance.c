@@ -16,6 +16,8 @@
 #include "mysql/mysql_testutil.h"
 #include "store/store.h"
 
+#include "common/banned.h"
+
 #define T0 1700000000000LL /* the tests' "now" */
 #define TA "tenant-a"
 #define TB "tenant-b"

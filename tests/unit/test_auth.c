@@ -11,11 +11,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/limits.h"
 #include "harness/check.h"
 #include "proto/jwt.h"
 #include "roost/roost_error.h"
 #include "server/auth.h"
 #include "server/config.h"
+
+#include "common/banned.h"
 
 #define NOW_MS INT64_C(1700000000000)
 #define NOW_S INT64_C(1700000000)
@@ -950,7 +953,7 @@ static int setup(void)
         return -1;
     }
     snprintf(datadir, sizeof datadir, "%s/data/nested", tmpdir);
-    snprintf(keypath, sizeof keypath, "%s/token_ed25519.pem", datadir);
+    snprintf(keypath, sizeof keypath, "%s/" ROOST_TOKEN_KEY_FILE, datadir);
     struct config cfg;
     if (config_init(&cfg) != 0 || config_set(&cfg, "data_dir", datadir, err, sizeof err) != 0) {
         fprintf(stderr, "config: %s\n", err);

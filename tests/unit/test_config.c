@@ -8,6 +8,8 @@
 #include "harness/check.h"
 #include "server/config.h"
 
+#include "common/banned.h"
+
 static char tmpdir[256];
 
 /* Writes `text` to a fresh file in tmpdir; returns its path in a static buffer per slot. */

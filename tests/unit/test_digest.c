@@ -8,6 +8,8 @@
 #include "harness/check.h"
 #include "proto/digest.h"
 
+#include "common/banned.h"
+
 #define VECTORS "data/rfc9530/content-digest-vectors.tsv"
 
 /* The tsv's content column is a printf(1) format using only "\n"; "<empty>" is zero bytes. */

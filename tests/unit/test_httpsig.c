@@ -12,6 +12,8 @@
 #include "proto/httpsig.h"
 #include "proto/sf.h"
 
+#include "common/banned.h"
+
 #define V "data/rfc9421/"
 
 static char *read_file(const char *path, size_t *len)

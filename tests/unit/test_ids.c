@@ -7,6 +7,8 @@
 #include "common/timeutil.h"
 #include "harness/check.h"
 
+#include "common/banned.h"
+
 #define N_IDS 20000
 
 static int cmp_str(const void *a, const void *b)

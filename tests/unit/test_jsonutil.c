@@ -7,6 +7,8 @@
 #include "harness/check.h"
 #include "roost/roost_error.h"
 
+#include "common/banned.h"
+
 #define DEPTH 32
 
 static int parse(const char *s, json_t **out)

@@ -8,6 +8,8 @@
 #include "harness/check.h"
 #include "proto/jwt.h"
 
+#include "common/banned.h"
+
 #define VECTORS "data/jwt/rfc-jws-vectors.json"
 #define SAMPLES "data/jwt/generated-samples.json"
 #define ED25519_PUB "data/jwt/test-key-ed25519.pub.pem"

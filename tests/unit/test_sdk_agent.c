@@ -12,6 +12,8 @@
 #include "harness/check.h"
 #include "roost/roost.h"
 
+#include "common/banned.h"
+
 static int handler(const struct roost_event *ev, void *ctx)
 {
     (void)ev;

@@ -18,6 +18,8 @@
 #include "roost/roost.h"
 #include "sdk/sdk.h"
 
+#include "common/banned.h"
+
 /* ---- a scripted HTTP peer: answers each connection with the next canned response ---------- */
 
 #define FAKE_MAX 8

@@ -11,6 +11,8 @@
 #include "harness/check.h"
 #include "proto/sf.h"
 
+#include "common/banned.h"
+
 #define SF_TESTS_DIR "data/structured-field-tests"
 
 static int cases_total, cases_passed;

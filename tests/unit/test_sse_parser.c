@@ -8,6 +8,8 @@
 #include "harness/check.h"
 #include "proto/sse.h"
 
+#include "common/banned.h"
+
 /* Collected events rendered as "event|id|data;" (data newlines shown as '/'), plus the last
  * retry. */
 struct got {

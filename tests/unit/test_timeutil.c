@@ -5,6 +5,8 @@
 #include "common/timeutil.h"
 #include "harness/check.h"
 
+#include "common/banned.h"
+
 static int parse(const char *s, int64_t *ms)
 {
     return time_parse_rfc3339(s, strlen(s), ms);

@@ -6,6 +6,8 @@
 #include "harness/check.h"
 #include "store/store.h"
 
+#include "common/banned.h"
+
 #define N_AGENTS 20000
 
 static void test_touches_dedup_keeps_highest_head_and_order(void)

@@ -14,6 +14,8 @@
 #include "harness/check.h"
 #include "server/waiters.h"
 
+#include "common/banned.h"
+
 static struct event_base *base;
 
 /* A waiter with what happened to it. */

@@ -16,6 +16,8 @@
 #include "server/workers.h"
 #include "store/store.h"
 
+#include "common/banned.h"
+
 #define TENANT "t1"
 
 static char tmpdir[256];
