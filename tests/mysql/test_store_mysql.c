@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* MariaDB-only store tests: several connections at once (producers, claimers, a cursor reader),
- * applications writing through CALL roost_publish in their own transactions, the tailer under
- * out-of-order commits, and a connection killed under the store. Each test gets its own database
- * on the server of the URL given as argv[1] (scripts/mariadb_test.sh). */
+/* MariaDB-only store tests, the cases the conformance suite (tests/store) cannot express: several
+ * connections at once (producers, claimers, a cursor reader), applications writing through CALL
+ * roost_publish in their own transactions, the tailer under out-of-order commits, deadlocks, a
+ * connection killed under the store, the server going away, concurrent migrations and retention.
+ * Each test gets its own database on the server of the URL given as argv[1]
+ * (scripts/mariadb_test.sh). The URL parser's tests need no server: tests/unit. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -14,7 +16,6 @@
 #include "harness/check.h"
 #include "mysql/mysql_testutil.h"
 #include "store/store.h"
-#include "store/store_mysql.h"
 
 #include "common/banned.h"
 
@@ -916,38 +917,6 @@ static void test_store_mysql_concurrent_migrate_applies_once(const char *url)
     mysql_testutil_drop_db(fresh);
 }
 
-/* ---- URLs ---- */
-
-static void test_store_mysql_url_parsing(const char *url)
-{
-    (void)url;
-    struct store_mysql_url u;
-    CHECK(store_mysql_url_parse("mysql://us%3Aer:p%40ss%2F%25@db.example:3307/roost", &u) ==
-          ROOST_OK);
-    CHECK(strcmp(u.user, "us:er") == 0 && strcmp(u.pass, "p@ss/%") == 0);
-    CHECK(strcmp(u.host, "db.example") == 0 && u.port == 3307 && strcmp(u.db, "roost") == 0);
-    CHECK(u.socket[0] == '\0' && !u.repeatable_read);
-    CHECK(store_mysql_url_parse("mysql://roost@localhost/r?socket=/run/my%20sql.sock", &u) ==
-          ROOST_OK);
-    CHECK(strcmp(u.user, "roost") == 0 && u.pass[0] == '\0' &&
-          strcmp(u.socket, "/run/my sql.sock") == 0 && u.port == 0);
-    CHECK(store_mysql_url_parse("mysql://a:b@[::1]:3306/r?isolation=repeatable-read", &u) ==
-          ROOST_OK);
-    CHECK(strcmp(u.host, "::1") == 0 && u.port == 3306 && u.repeatable_read);
-    static const char *const bad[] = {
-        "mysql://h/",        "mysql://h",        "mysql://u@h:99999/db",
-        "mysql://u@h:x/db",  "mysql://u%4@h/db", "mysql://u@h/db?nosuch=1",
-        "mysql://u%00@h/db", "mysqlx://u@h/db",  "mysql://@/db",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        CHECK_CASE(bad[i], store_mysql_url_parse(bad[i], &u) == ROOST_EINVAL);
-    }
-    struct store *st = (struct store *)&u;
-    const char *err = NULL;
-    CHECK(store_open("mysql://u@h/db?nosuch=1", NULL, &st, &err) == ROOST_EINVAL);
-    CHECK(st == NULL && err != NULL && err[0] != '\0');
-}
-
 /* ---- runner ---- */
 
 struct test {
@@ -1021,7 +990,6 @@ static const struct test tests[] = {
     TEST(test_store_mysql_deadlock_surfaces_as_retry),
     TEST(test_store_mysql_server_down_ping_false),
     TEST(test_store_mysql_concurrent_migrate_applies_once),
-    TEST(test_store_mysql_url_parsing),
     TEST(test_store_mysql_concurrent_retention_archives_once),
 };
 
