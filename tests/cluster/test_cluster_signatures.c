@@ -74,7 +74,7 @@ static long send_raw(const struct roostd *n, const char *raw, char *code, size_t
     return status;
 }
 
-static void test_nonce_replay_refused_on_the_other_node(void)
+static void test_cluster_nonce_replay_refused_on_the_other_node(void)
 {
     struct roostd n1, n2;
     static const char *const sets1[] = {"signatures.require=all", NULL};
@@ -171,6 +171,6 @@ int main(int argc, char **argv)
         return 2;
     }
     setenv("ROOST_TEST_MYSQL_URL", argv[1], 1);
-    RUN(test_nonce_replay_refused_on_the_other_node);
+    RUN(test_cluster_nonce_replay_refused_on_the_other_node);
     return h_summary();
 }
