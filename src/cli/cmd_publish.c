@@ -34,6 +34,11 @@ const char cmd_publish_usage[] =
     "  --state-patch JSON     JSON Merge Patch applied to each recipient's state atomically\n"
     "  --body-file F          send F ('-' = stdin) as the whole request body: one event object\n"
     "                         or {\"events\":[...]} (a batch, all or nothing)\n"
+    "\n"
+    "A publish that fails on the connection, or with 503 or 429, is tried again (3 times at\n"
+    "most) under the same idempotency key, generated when --idempotency-key is not given, so it\n"
+    "never makes the event twice; a --body-file body is tried again only when every event in it\n"
+    "has an idempotency_key.\n"
     "\n" CLI_COMMON_HELP;
 
 enum {
