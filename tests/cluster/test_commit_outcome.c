@@ -9,7 +9,8 @@
  *   - every COMMIT cut: 503 + Retry-After and no trace; the retry after the proxy heals makes the
  *     one event (publish) or completes it (ack);
  *   - libroost in front of an HTTP answer that is lost: roost_publish retries with the
- *     idempotency key it generated, and one event exists.
+ *     idempotency key it generated, and one event exists;
+ *   - markers older than an hour are pruned by the writer, the recent ones kept.
  * argv[1] is the URL of the test server (ctest fixture). */
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,35 @@ static void test_ack_never_commits(void)
     free(lease);
 }
 
+/* Every writer connection prunes markers older than an hour once every 1024 commits: an old
+ * marker goes, the recent ones stay. */
+static void test_markers_pruned(void)
+{
+    long long recent = sql_int(h_fmt("SELECT count(*) FROM roost_commit_markers"));
+    MYSQL *db = mysql_testutil_connect(db_url);
+    CHECK(db != NULL);
+    if (db == NULL) {
+        return;
+    }
+    /* Two hours ago in the first 6 bytes (Unix ms, big endian). */
+    CHECK_EQ(mysql_testutil_exec(db, "INSERT INTO roost_commit_markers (marker) VALUES"
+                                     " (CONCAT(UNHEX(LPAD(HEX(CAST(UNIX_TIMESTAMP(NOW(3)) * 1000"
+                                     " AS UNSIGNED) - 7200000), 12, '0')), RANDOM_BYTES(10)))"),
+             0);
+    mysql_close(db);
+    char id[31];
+    int ok = 0;
+    for (int i = 0; i < 1024; i++) {
+        ok += publish("prune.a", NULL, id, NULL) == 201;
+    }
+    CHECK_EQ(ok, 1024);
+    CHECK_EQ(sql_int(h_fmt("SELECT count(*) FROM roost_commit_markers WHERE marker <"
+                           " UNHEX(LPAD(HEX(CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)"
+                           " - 3600000), 12, '0'))")),
+             0);
+    CHECK(sql_int(h_fmt("SELECT count(*) FROM roost_commit_markers")) >= recent + 1024);
+}
+
 /* libroost behind a proxy that loses roostd's first answer: the publish committed, the client
  * saw a cut connection, and its retry (same generated key) finds the event instead of adding one.
  */
@@ -279,6 +309,7 @@ int main(int argc, char **argv)
         RUN(test_ack_answer_lost);
         RUN(test_ack_never_commits);
         RUN(test_sdk_retry_after_cut);
+        RUN(test_markers_pruned);
         if (h_failed) {
             roostd_print_log(&d);
         }

@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -245,6 +246,10 @@ static void accept_one(struct tcp_proxy *p)
         }
         return;
     }
+    /* Packets go on one by one: without this, Nagle holds each small one behind the last. */
+    int one = 1;
+    setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     memset(pr, 0, sizeof *pr);
     pr->cfd = cfd;
     pr->sfd = sfd;
