@@ -1227,20 +1227,23 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
     return ROOST_OK;
 }
 
-/* KILLs the connection whose commit answer was lost, when the server has been up since that
- * connection opened (after a restart the old session is gone and its id may name another).
- * Failures are ignored: the KILL only frees the old session's locks early. */
+/* KILLs the connection whose commit answer was lost, when it is still there as a session of our
+ * user on our database and the server has been up since it opened (after a restart, or on
+ * another server after a failover, the id may name someone else's session). Failures are
+ * ignored: the KILL only frees the old session's locks early. */
 static void kill_old(struct mysql_store *b, unsigned long old_id, int64_t old_connected_ms)
 {
-    int64_t uptime_s = -1;
-    if (text_int(b,
-                 "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
-                 " WHERE VARIABLE_NAME = 'UPTIME'",
-                 &uptime_s) != ROOST_OK ||
-        uptime_s * 1000 < time_mono_ms() - old_connected_ms) {
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %lu"
+             " AND USER = SUBSTRING_INDEX(USER(), '@', 1) AND DB <=> DATABASE()"
+             " AND (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+             " WHERE VARIABLE_NAME = 'UPTIME') * 1000 >= %lld",
+             old_id, (long long)(time_mono_ms() - old_connected_ms));
+    int64_t same = 0;
+    if (text_int(b, sql, &same) != ROOST_OK || same != 1) {
         return;
     }
-    char sql[64];
     snprintf(sql, sizeof sql, "KILL CONNECTION %lu", old_id);
     if (mysql_real_query(b->db, sql, strlen(sql)) != 0 && mysql_errno(b->db) != ER_NO_SUCH_THREAD) {
         fail_db(b, "kill the connection that lost its commit answer");
