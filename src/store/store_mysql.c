@@ -1229,8 +1229,10 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
 
 /* KILLs the connection whose commit answer was lost, when it is still there as a session of our
  * user on our database and the server has been up since it opened (after a restart, or on
- * another server after a failover, the id may name someone else's session). Failures are
- * ignored: the KILL only frees the old session's locks early. */
+ * another server after a failover, the id may name someone else's session). Uptime counts whole
+ * seconds, hence one second of slack: at worst another roostd session of this database, made by
+ * a server that restarted within that second, loses its connection, which it survives. Failures
+ * are ignored: the KILL only frees the old session's locks early. */
 static void kill_old(struct mysql_store *b, unsigned long old_id, int64_t old_connected_ms)
 {
     char sql[512];
@@ -1238,7 +1240,7 @@ static void kill_old(struct mysql_store *b, unsigned long old_id, int64_t old_co
              "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %lu"
              " AND USER = SUBSTRING_INDEX(USER(), '@', 1) AND DB <=> DATABASE()"
              " AND (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
-             " WHERE VARIABLE_NAME = 'UPTIME') * 1000 >= %lld",
+             " WHERE VARIABLE_NAME = 'UPTIME') * 1000 + 1000 >= %lld",
              old_id, (long long)(time_mono_ms() - old_connected_ms));
     int64_t same = 0;
     if (text_int(b, sql, &same) != ROOST_OK || same != 1) {

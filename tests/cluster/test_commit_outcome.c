@@ -9,7 +9,7 @@
  *   - every COMMIT cut: 503 + Retry-After and no trace; the retry after the proxy heals makes the
  *     one event (publish) or completes it (ack);
  *   - libroost in front of an HTTP answer that is lost: roost_publish retries with the
- *     idempotency key it generated, and one event exists;
+ *     idempotency key it generated, and one event exists; so does `roost publish`;
  *   - markers older than an hour are pruned by the writer, the recent ones kept.
  * argv[1] is the URL of the test server (ctest fixture). */
 #include <stdlib.h>
@@ -200,6 +200,25 @@ static void test_ack_never_commits(void)
     free(lease);
 }
 
+/* The same through `roost publish` (no --idempotency-key): exit 0 and one event. */
+static void test_cli_retry_after_cut(void)
+{
+    struct tcp_proxy *http = tcp_proxy_start(d.host, d.port, false);
+    if (http == NULL) {
+        CHECK(!"http proxy started");
+        return;
+    }
+    tcp_proxy_arm(http, TCP_PROXY_ANSWER_LOST, 1);
+    char *cmd = h_fmt("'%s' publish --server http://127.0.0.1:%d --token '%s' --agent cli.a"
+                      " --payload '{\"n\":1}' --compact >/dev/null",
+                      ROOST_CLI_BIN, tcp_proxy_port(http), tok);
+    CHECK_EQ(system(cmd), 0);
+    CHECK_EQ(tcp_proxy_cuts(http), 1);
+    CHECK_EQ(events_of("cli.a"), 1);
+    free(cmd);
+    tcp_proxy_stop(http);
+}
+
 /* Every writer connection prunes markers older than an hour once every 1024 commits: an old
  * marker goes, the recent ones stay. */
 static void test_markers_pruned(void)
@@ -309,6 +328,7 @@ int main(int argc, char **argv)
         RUN(test_ack_answer_lost);
         RUN(test_ack_never_commits);
         RUN(test_sdk_retry_after_cut);
+        RUN(test_cli_retry_after_cut);
         RUN(test_markers_pruned);
         if (h_failed) {
             roostd_print_log(&d);
