@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "common/ids.h"
 
 #include "common/log.h"
@@ -47,7 +48,7 @@ struct listener {
     struct conn **conns; /* by socket descriptor: unique among open connections */
     size_t n_conns_cap;
     struct addr_count **addrs; /* ADDR_BUCKETS chains: open connections per client address */
-    uint32_t addr_salt;        /* keys the address hash: chains cannot be aimed at */
+    uint64_t addr_salt;        /* keys the address hash */
 };
 
 /* ---- connections ----
@@ -215,13 +216,11 @@ static bool addr_key(evutil_socket_t fd, unsigned char key[16])
     return false;
 }
 
+/* Client addresses are chosen by anyone who connects: the salt keeps them from aiming at one
+ * chain. */
 static uint32_t addr_hash(const struct listener *l, const unsigned char key[16])
 {
-    uint32_t h = 2166136261u ^ l->addr_salt;
-    for (size_t i = 0; i < 16; i++) {
-        h = (h ^ key[i]) * 16777619u;
-    }
-    return h % ADDR_BUCKETS;
+    return (uint32_t)(hash_fnv1a(HASH_FNV1A_INIT ^ l->addr_salt, key, 16) % ADDR_BUCKETS);
 }
 
 static struct addr_count *addr_get(struct listener *l, const unsigned char key[16])
@@ -630,7 +629,7 @@ int listener_start(struct event_base *base, const struct config *cfg,
     l->on_request = on_request;
     l->arg = arg;
     if (ids_random(&l->addr_salt, sizeof l->addr_salt) != 0) {
-        l->addr_salt = (uint32_t)time_now_ms();
+        l->addr_salt = (uint64_t)time_now_ms();
     }
     evhttp_set_max_body_size(l->http, (ev_ssize_t)cfg->limits_max_body_bytes);
     evhttp_set_max_headers_size(l->http, (ev_ssize_t)cfg->limits_max_header_bytes);

@@ -34,7 +34,7 @@ static bool is_hex(const char *s)
 }
 
 /* Item 7: 128 random bits, not a node-wide counter that anyone can sample. */
-static void test_request_id_random(void)
+static void test_request_id_is_random(void)
 {
     char ids[3][64];
     for (int i = 0; i < 3; i++) {
@@ -61,7 +61,7 @@ static int file_mode(const char *name)
 
 /* Item 8: the database and its -wal and -shm are 0600 although the data dir was 0755 and the
  * umask 022, and the open data dir is named in the startup log. */
-static void test_db_files_private(void)
+static void test_store_db_files_are_private(void)
 {
     CHECK(h_publish(d.http, tok, "sec.perm", json_pack("{s:i}", "n", 1), NULL, NULL) > 0);
     CHECK_EQ(file_mode("roost.db"), 0600);
@@ -71,7 +71,7 @@ static void test_db_files_private(void)
 }
 
 /* Item 3: without metrics.token, /metrics is for loopback peers only, and the log says so. */
-static void test_metrics_loopback_default(void)
+static void test_metrics_loopback_only_without_token(void)
 {
     CHECK_EQ(roostd_log_count(&d, "metrics served to loopback peers only"), 1);
     struct h_response r;
@@ -104,7 +104,7 @@ static const char scrape[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: cl
 
 /* Item 3 with a peer that is not loopback (this host's own non-loopback address), and
  * metrics.tenant_labels=off: no tenant or agent name in the scrape, the sums still there. */
-static void test_metrics_remote_and_labels_off(void)
+static void test_metrics_remote_refused_and_labels_off(void)
 {
     struct roostd m;
     const char *sets[] = {"--listen=0.0.0.0:0", "metrics.tenant_labels=off",
@@ -145,7 +145,7 @@ static void test_metrics_remote_and_labels_off(void)
 }
 
 /* Item 9: a stream ends at its token's exp with a last event: token_expired, then closes. */
-static void test_stream_ends_at_token_exp(void)
+static void test_sse_stream_ends_at_token_exp(void)
 {
     json_int_t now = (json_int_t)time(NULL);
     json_t *claims = json_pack("{s:s, s:s, s:s, s:I, s:I}", "tenant", "t1", "sub", "short", "scope",
@@ -175,7 +175,7 @@ struct raw_case {
 
 /* Item 6: a NUL in a header value or the request line, a percent-encoded NUL in the query and
  * a malformed HTTP-version are refused with 400 (RFC 9110 5.5), never truncated and accepted. */
-static void test_nul_and_version_refused(void)
+static void test_http_nul_and_version_refused(void)
 {
     char *authz = h_fmt("Authorization: Bearer %s", tok);
     struct raw_case cases[6];
@@ -290,7 +290,7 @@ static int raw_get(int fd, const char *path)
 
 /* Item 5: a request head trickled a byte every 1.5 s is cut off by http.header_timeout_s (2 s)
  * while another client is answered at once. */
-static void test_slow_head_closed(void)
+static void test_http_slow_head_closed(void)
 {
     struct roostd m;
     const char *sets[] = {"http.header_timeout_s=2", NULL};
@@ -336,7 +336,7 @@ static void test_slow_head_closed(void)
 
 /* Item 5: with http.max_conns_per_addr=4 the fifth connection from one address is refused, while
  * the open ones, other addresses, and (once one closed) the same address again are served. */
-static void test_conns_per_addr_capped(void)
+static void test_http_conns_per_addr_capped(void)
 {
     struct roostd m;
     const char *sets[] = {"--listen=0.0.0.0:0", "http.max_conns_per_addr=4", NULL};
@@ -405,14 +405,14 @@ int main(void)
         return 1;
     }
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
-    RUN(test_request_id_random);
-    RUN(test_db_files_private);
-    RUN(test_metrics_loopback_default);
-    RUN(test_stream_ends_at_token_exp);
-    RUN(test_nul_and_version_refused);
-    RUN(test_slow_head_closed);
-    RUN(test_conns_per_addr_capped);
-    RUN(test_metrics_remote_and_labels_off);
+    RUN(test_request_id_is_random);
+    RUN(test_store_db_files_are_private);
+    RUN(test_metrics_loopback_only_without_token);
+    RUN(test_sse_stream_ends_at_token_exp);
+    RUN(test_http_nul_and_version_refused);
+    RUN(test_http_slow_head_closed);
+    RUN(test_http_conns_per_addr_capped);
+    RUN(test_metrics_remote_refused_and_labels_off);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
