@@ -64,6 +64,14 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "most events per publish batch, recipients per event, acks per batch ack")                   \
     X("limits.max_recipients", limits_max_recipients, CONFIG_INT, "10000", 1, 1000000,             \
       CONFIG_RELOADABLE, "most recipients (fan-out) of one event")                                 \
+    X("limits.max_publish_bytes", limits_max_publish_bytes, CONFIG_INT, "67108864", 1024,          \
+      1099511627776, CONFIG_RELOADABLE,                                                            \
+      "most bytes one publish request may write after fan-out (each payload and state_patch "      \
+      "times its recipients); more gets 413")                                                      \
+    X("limits.publish_rows_per_s", limits_publish_rows_per_s, CONFIG_INT, "0", 0, 100000000,       \
+      CONFIG_RELOADABLE,                                                                           \
+      "inbox rows (events times recipients) one tenant may publish per second on this node, "      \
+      "with bursts of two seconds' worth; more gets 429 with Retry-After; 0 = no limit")           \
     X("limits.max_json_depth", limits_max_json_depth, CONFIG_INT, "32", 2, 1000,                   \
       CONFIG_RELOADABLE, "deepest JSON nesting accepted in a body")                                \
     X("limits.max_header_bytes", limits_max_header_bytes, CONFIG_INT, "16384", 1024, 1048576, 0,   \
@@ -86,8 +94,9 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "a stream whose last event stays unsent this long is dropped (unacknowledged: +30 s)")       \
     X("sse.max_per_agent", sse_max_per_agent, CONFIG_INT, "64", 1, 1000000, CONFIG_RELOADABLE,     \
       "open streams per agent; more get 429")                                                      \
-    X("sse.max_per_tenant", sse_max_per_tenant, CONFIG_INT, "100000", 1, 10000000,                 \
-      CONFIG_RELOADABLE, "open streams per tenant; more get 429")                                  \
+    X("sse.max_per_tenant", sse_max_per_tenant, CONFIG_INT, "0", 0, 10000000, CONFIG_RELOADABLE,   \
+      "open streams per tenant; more get 429; 0 = a tenth of sse.max_total (at least 1), so "      \
+      "one tenant cannot take every stream")                                                       \
     X("sse.max_total", sse_max_total, CONFIG_INT, "100000", 1, 10000000, CONFIG_RELOADABLE,        \
       "open streams on this node; more get 429")                                                   \
     X("auth.key_file", auth_key_file, CONFIG_STR, "", 0, 0, 0,                                     \

@@ -22,6 +22,7 @@
 #include "server/auth.h"
 #include "server/listener.h"
 #include "server/metrics.h"
+#include "server/ratelimit.h"
 #include "server/router.h"
 #include "server/scheduler.h"
 #include "server/sse_hub.h"
@@ -281,7 +282,8 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     }
     rt->waiters = waiters_new(rt->base);
     rt->sse = sse_hub_new(rt->base, rt->cfg, rt->metrics, hub_stream_closed, rt);
-    if (!rt->waiters || !rt->sse) {
+    rt->publish_rl = ratelimit_new();
+    if (!rt->waiters || !rt->sse || !rt->publish_rl) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -370,6 +372,8 @@ void daemon_cleanup(struct daemon *d)
         rt->waiters = NULL;
     }
     sse_hub_free(rt->sse); /* after the listener: closing connections unlinks their streams */
+    ratelimit_free(rt->publish_rl);
+    rt->publish_rl = NULL;
     rt->sse = NULL;
     for (size_t i = 0; i < rt->n_shards; i++) {
         scheduler_free(rt->shards[i].sched);

@@ -234,8 +234,8 @@ static void reply_error_ex(struct request *rq, int rc, const char *message, json
     struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
     if (status == 401) {
         evhttp_add_header(out, "WWW-Authenticate", "Bearer realm=\"roost\"");
-    } else if (status == 429 || status == 503) {
-        evhttp_add_header(out, "Retry-After", "1");
+    } else if ((status == 429 || status == 503) && !evhttp_find_header(out, "Retry-After")) {
+        evhttp_add_header(out, "Retry-After", "1"); /* unless the handler knows better */
     }
     reply_json(rq, status, error_body(rc, message, extra), close_conn);
 }

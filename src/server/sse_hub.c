@@ -455,7 +455,11 @@ const char *sse_hub_over_limit(struct sse_hub *hub, const char *tenant_id, const
         return "too many streams on this server (sse.max_total)";
     }
     struct sse_tenant *t = tenant_get(hub, tenant_id, false);
-    if (t && (int64_t)t->n_subs >= cfg->sse_max_per_tenant) {
+    int64_t per_tenant = cfg->sse_max_per_tenant;
+    if (per_tenant == 0) {
+        per_tenant = cfg->sse_max_total / 10 > 0 ? cfg->sse_max_total / 10 : 1;
+    }
+    if (t && (int64_t)t->n_subs >= per_tenant) {
         return "too many streams for this tenant (sse.max_per_tenant)";
     }
     struct sse_agent *a = agent_get(hub, tenant_id, agent_id);

@@ -392,6 +392,103 @@ static void test_http_conns_per_addr_capped(void)
     roostd_remove_dir(&m);
 }
 
+/* A positive decimal Retry-After. */
+static bool atoi_ok(const char *s)
+{
+    long v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        v = v * 10 + (*s - '0');
+    }
+    return *s == '\0' && v >= 1;
+}
+
+/* Item 4: with sse.max_per_tenant left at its default, one tenant gets a tenth of sse.max_total
+ * (here 2 of 20) and another tenant still gets streams; a publish whose fan-out would write more
+ * than limits.max_publish_bytes is refused with 413. */
+static void test_quota_tenant_streams_and_fanout_bytes(void)
+{
+    struct roostd m;
+    const char *sets[] = {"sse.max_total=20", "limits.max_publish_bytes=100000",
+                          "limits.publish_rows_per_s=5", NULL};
+    if (roostd_start(&m, NULL, sets) != 0) {
+        CHECK(false);
+        return;
+    }
+    char *ta = h_token(&m, "ta", "agent:*:read agent:*:publish");
+    char *tb = h_token(&m, "tb", "agent:*:read");
+    struct sse s[4];
+    CHECK_EQ(sse_open(&s[0], &m, "/api/v1/agents/q1/subscribe", ta, NULL, 0), 200);
+    CHECK_EQ(sse_open(&s[1], &m, "/api/v1/agents/q2/subscribe", ta, NULL, 0), 200);
+    CHECK_EQ(sse_open(&s[2], &m, "/api/v1/agents/q3/subscribe", ta, NULL, 0), 429);
+    char ra[16];
+    CHECK(sse_header(&s[2], "Retry-After", ra, sizeof ra) != NULL);
+    CHECK(s[2].body != NULL && strstr(s[2].body, "max_per_tenant") != NULL);
+    CHECK_EQ(sse_open(&s[3], &m, "/api/v1/agents/q1/subscribe", tb, NULL, 0), 200);
+    for (int i = 0; i < 4; i++) {
+        sse_close(&s[i]);
+    }
+
+    char big[1001];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    json_t *recips = json_array();
+    for (int i = 0; i < 200; i++) {
+        char *name = h_fmt("fan.%d", i);
+        json_array_append_new(recips, json_string(name));
+        free(name);
+    }
+    /* 200 recipients x ~1 KB: about 200 KB written, over the 100 KB budget. */
+    json_t *res = NULL;
+    long st = h_callj(m.http, "POST", ta,
+                      json_pack("{s:O, s:{s:s}}", "recipients", recips, "payload", "p", big), &res,
+                      "/api/v1/events");
+    CHECK_EQ(st, 413);
+    CHECK_STREQ(h_error_code(res), "payload_too_large");
+    json_decref(res);
+    /* 50 of them (about 50 KB) pass. */
+    while (json_array_size(recips) > 50) {
+        json_array_remove(recips, 0);
+    }
+    res = NULL;
+    st = h_callj(m.http, "POST", ta,
+                 json_pack("{s:O, s:{s:s}}", "recipients", recips, "payload", "p", big), &res,
+                 "/api/v1/events");
+    CHECK_EQ(st, 201);
+    json_decref(res);
+    json_decref(recips);
+
+    /* limits.publish_rows_per_s=5 (bursts of 10): ten rows pass, the next request still (the
+     * bucket is empty, not in debt), then 429 with Retry-After, while another tenant publishes. */
+    char *tr = h_token(&m, "tr", "agent:*:publish");
+    json_t *ten = json_array();
+    for (int i = 0; i < 10; i++) {
+        char *name = h_fmt("rate.%d", i);
+        json_array_append_new(ten, json_string(name));
+        free(name);
+    }
+    res = NULL;
+    CHECK_EQ(
+        h_callj(m.http, "POST", tr, json_pack("{s:o}", "recipients", ten), &res, "/api/v1/events"),
+        201);
+    json_decref(res);
+    CHECK(h_publish(m.http, tr, "rate.x", json_pack("{}"), NULL, NULL) > 0);
+    struct h_response r;
+    CHECK(h_request(m.http, "POST", "/api/v1/events", tr, "{\"recipients\":[\"rate.y\"]}", 25, NULL,
+                    &r) == 0);
+    CHECK_EQ(r.status, 429);
+    char ra2[16];
+    CHECK(h_header(&r, "Retry-After", ra2, sizeof ra2) != NULL && atoi_ok(ra2));
+    h_response_cleanup(&r);
+    char *tc = h_token(&m, "tc", "agent:*:publish");
+    CHECK(h_publish(m.http, tc, "rate.other", json_pack("{}"), NULL, NULL) > 0);
+    free(tc);
+    free(tr);
+    free(ta);
+    free(tb);
+    CHECK_EQ(roostd_stop(&m), 0);
+    roostd_remove_dir(&m);
+}
+
 int main(void)
 {
     h_init();
@@ -412,6 +509,7 @@ int main(void)
     RUN(test_http_nul_and_version_refused);
     RUN(test_http_slow_head_closed);
     RUN(test_http_conns_per_addr_capped);
+    RUN(test_quota_tenant_streams_and_fanout_bytes);
     RUN(test_metrics_remote_refused_and_labels_off);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
