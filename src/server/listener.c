@@ -458,6 +458,15 @@ static void conn_attach(struct conn *c)
         l->conns = grown;
         l->n_conns_cap = cap;
     }
+    struct conn *stale = l->conns[c->fd];
+    if (stale != NULL) {
+        /* Its connection ended without a close callback (evhttp skips it for a connection it
+         * considers disconnected): forget it, so its deadline can never hit this descriptor.
+         * Its bufferevent is gone, and with it the input callback. */
+        stale->input_cb = NULL;
+        stale->fd = -1;
+        conn_free(stale);
+    }
     l->conns[c->fd] = c;
     evhttp_connection_set_closecb(c->evcon, conn_closed, c);
     unsigned char key[16];
