@@ -2,6 +2,7 @@
 /* The agent routes: cursor read, claim, ack (single and batch), release, extend, release-all and
  * state. Each handler validates its input on the loop thread, runs one store job on a worker, and
  * answers from the job's done() on the loop thread. Reads and claims may long-poll (wait_s). */
+#include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stddef.h>
@@ -33,6 +34,8 @@ struct inbox_op {
     int64_t delay_s;
     int64_t deadline_ms;               /* long-poll deadline (monotonic), 0 = no wait */
     int64_t max_attempts, max_total_s; /* from the config, copied on the loop thread */
+    size_t max_bytes;                  /* limits.max_response_bytes, copied likewise */
+    bool has_more;                     /* claim: the batch ended at limit or at max_bytes */
     uint64_t serial;
     enum store_release_reason reason;
     char lease_token[STORE_LEASE_TOKEN_LEN + 1];
@@ -159,7 +162,7 @@ static int run_read(struct job *job, struct store *st)
     store_events_cleanup(&op->page.events);
     memset(&op->page, 0, sizeof op->page);
     return store_call(st, inbox_read, op->rq->principal.tenant_id, op->rq->agent_id,
-                      op->after_cursor, (size_t)op->limit, &op->page);
+                      op->after_cursor, (size_t)op->limit, op->max_bytes, &op->page);
 }
 
 static void done_read(struct job *job)
@@ -189,14 +192,17 @@ static void done_read(struct job *job)
     if (op->page.events.len == 0 && park_or_rerun(op)) {
         return;
     }
-    json_t *events = json_array();
-    for (size_t i = 0; i < op->page.events.len; i++) {
-        json_array_append_new(events, event_to_json(&op->page.events.items[i], false, false));
+    /* The store held the page to the byte budget; next_cursor is its last event. */
+    size_t n = 0;
+    struct evbuffer *out = events_json_new(&op->page.events, false, false, 0, &n);
+    if (out &&
+        evbuffer_add_printf(out, ",\"next_cursor\":%lld,\"has_more\":%s,\"head\":%lld}",
+                            (long long)op->page.next_cursor, op->page.has_more ? "true" : "false",
+                            (long long)op->page.head) < 0) {
+        evbuffer_free(out);
+        out = NULL;
     }
-    request_reply_json(rq, 200,
-                       json_pack("{s:o, s:I, s:b, s:I}", "events", events, "next_cursor",
-                                 (json_int_t)op->page.next_cursor, "has_more", op->page.has_more,
-                                 "head", (json_int_t)op->page.head));
+    request_reply_buffer(rq, 200, out);
 }
 
 void api_inbox_read(struct request *rq)
@@ -228,6 +234,7 @@ void api_inbox_read(struct request *rq)
     }
     op->after_cursor = after;
     op->limit = limit;
+    op->max_bytes = (size_t)cfg->limits_max_response_bytes;
     op->deadline_ms = wait_s > 0 ? rq->start_ms + wait_s * 1000 : 0;
     submit(op, run_read, done_read, false);
 }
@@ -239,7 +246,8 @@ static int run_claim(struct job *job, struct store *st)
     struct inbox_op *op = (struct inbox_op *)job;
     store_events_cleanup(&op->events);
     return store_call(st, claim, op->rq->principal.tenant_id, op->rq->agent_id, (size_t)op->limit,
-                      op->lease_s, op->consumer, time_now_ms(), &op->events);
+                      op->max_bytes, op->lease_s, op->consumer, time_now_ms(), &op->events,
+                      &op->has_more);
 }
 
 static void done_claim(struct job *job)
@@ -253,11 +261,16 @@ static void done_claim(struct job *job)
     if (op->events.len == 0 && park_or_rerun(op)) {
         return;
     }
-    json_t *events = json_array();
-    for (size_t i = 0; i < op->events.len; i++) {
-        json_array_append_new(events, event_to_json(&op->events.items[i], true, false));
+    /* Every claimed event must reach the client (each holds a lease): the store applied the
+     * budget, the rendering applies none. If the answer cannot be built, the leases simply
+     * expire and the events come back. */
+    size_t n = 0;
+    struct evbuffer *out = events_json_new(&op->events, true, false, 0, &n);
+    if (out && evbuffer_add_printf(out, ",\"has_more\":%s}", op->has_more ? "true" : "false") < 0) {
+        evbuffer_free(out);
+        out = NULL;
     }
-    request_reply_json(rq, 200, json_pack("{s:o}", "events", events));
+    request_reply_buffer(rq, 200, out);
 }
 
 void api_inbox_claim(struct request *rq)
@@ -287,6 +300,7 @@ void api_inbox_claim(struct request *rq)
         return;
     }
     op->limit = limit;
+    op->max_bytes = (size_t)cfg->limits_max_response_bytes;
     op->lease_s = lease_s;
     snprintf(op->consumer, sizeof op->consumer, "%s", consumer ? consumer : "");
     op->deadline_ms = wait_s > 0 ? rq->start_ms + wait_s * 1000 : 0;

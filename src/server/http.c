@@ -194,8 +194,9 @@ void request_detach(struct request *rq)
     request_end(rq);
 }
 
-/* Every reply goes through here: headers, body, the access log line, and the drain check. */
-static void send_reply(struct request *rq, int status, json_t *body, bool close_conn)
+/* Every reply goes through here: headers, body (taken over; NULL = none), the access log line,
+ * and the drain check. */
+static void send_reply(struct request *rq, int status, struct evbuffer *body, bool close_conn)
 {
     struct server *srv = rq->srv;
     struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
@@ -205,25 +206,67 @@ static void send_reply(struct request *rq, int status, json_t *body, bool close_
     if (close_conn || srv->draining) {
         evhttp_add_header(out, "Connection", "close");
     }
-    struct evbuffer *buf = evbuffer_new();
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    if (buf && text) {
-        evbuffer_add(buf, text, strlen(text));
-        evbuffer_add(buf, "\n", 1);
-    }
-    free(text);
-    json_decref(body);
     watch_drain_close(rq);
-    evhttp_send_reply(rq->req, status, NULL, buf);
-    if (buf) {
-        evbuffer_free(buf);
+    evhttp_send_reply(rq->req, status, NULL, body);
+    if (body) {
+        evbuffer_free(body);
     }
     request_account(rq, status);
     request_end(rq);
 }
 
+static int dump_to_evbuffer(const char *buffer, size_t size, void *data)
+{
+    return evbuffer_add(data, buffer, size);
+}
+
+/* body's compact text and a newline in a new buffer, or NULL when out of memory. */
+static struct evbuffer *render_json(const json_t *body)
+{
+    struct evbuffer *buf = body ? evbuffer_new() : NULL;
+    if (buf && (json_dump_callback(body, dump_to_evbuffer, buf, JSON_COMPACT) != 0 ||
+                evbuffer_add(buf, "\n", 1) != 0)) {
+        evbuffer_free(buf);
+        buf = NULL;
+    }
+    return buf;
+}
+
+/* The answer when a reply could not be built: an honest 500 (never a 200 with an empty body),
+ * from a static body, so it needs no more than the buffer that carries it. */
+static void reply_render_failed(struct request *rq, bool close_conn)
+{
+    static const char text[] = "{\"error\":{\"code\":\"out_of_memory\","
+                               "\"message\":\"out of memory: the answer could not be built\"}}\n";
+    struct evbuffer *buf = evbuffer_new();
+    if (buf && evbuffer_add_reference(buf, text, sizeof text - 1, NULL, NULL) != 0) {
+        evbuffer_free(buf);
+        buf = NULL;
+    }
+    log_error("reply failed", "req_id=%s error=out_of_memory", rq->id);
+    send_reply(rq, roost_err_http_status(ROOST_ENOMEM), buf, close_conn);
+}
+
 void request_reply_json(struct request *rq, int status, json_t *body)
 {
+    struct evbuffer *buf = render_json(body);
+    json_decref(body);
+    if (buf == NULL) {
+        reply_render_failed(rq, false);
+        return;
+    }
+    send_reply(rq, status, buf, false);
+}
+
+void request_reply_buffer(struct request *rq, int status, struct evbuffer *body)
+{
+    if (body == NULL || evbuffer_add(body, "\n", 1) != 0) {
+        if (body) {
+            evbuffer_free(body);
+        }
+        reply_render_failed(rq, false);
+        return;
+    }
     send_reply(rq, status, body, false);
 }
 
@@ -251,7 +294,14 @@ static void reply_error_ex(struct request *rq, int rc, const char *message, json
     } else if (status == 429 || status == 503) {
         evhttp_add_header(out, "Retry-After", "1");
     }
-    send_reply(rq, status, error_body(rc, message, extra), close_conn);
+    json_t *body = error_body(rc, message, extra);
+    struct evbuffer *buf = render_json(body);
+    json_decref(body);
+    if (buf == NULL) {
+        reply_render_failed(rq, close_conn);
+        return;
+    }
+    send_reply(rq, status, buf, close_conn);
 }
 
 void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra)
@@ -399,36 +449,134 @@ static json_t *time_json(int64_t ms)
     return json_string(buf);
 }
 
-json_t *event_to_json(const struct store_event *ev, bool with_claim, bool with_audit)
+/* The members of an event object before its payload, and after it (times, claim and audit
+ * fields): event_to_json joins them around the parsed payload, event_json_append around the
+ * stored payload text. NULL when out of memory. */
+static json_t *event_head(const struct store_event *ev)
 {
-    json_t *payload = NULL;
-    if (ev->payload) {
-        payload = json_loads(ev->payload, JSON_DECODE_ANY, NULL);
-    }
+    return json_pack("{s:s, s:s, s:I, s:s, s:i, s:s?}", "event_id", ev->event_id, "agent_id",
+                     ev->agent_id, "sequence_number", (json_int_t)ev->seq, "status",
+                     store_status_name(ev->status), "priority", ev->priority, "correlation_id",
+                     ev->correlation_id);
+}
+
+static json_t *event_tail(const struct store_event *ev, bool with_claim, bool with_audit)
+{
     json_t *o =
-        json_pack("{s:s, s:s, s:I, s:s, s:i, s:s?, s:o, s:o, s:o, s:o}", "event_id", ev->event_id,
-                  "agent_id", ev->agent_id, "sequence_number", (json_int_t)ev->seq, "status",
-                  store_status_name(ev->status), "priority", ev->priority, "correlation_id",
-                  ev->correlation_id, "payload", payload ? payload : json_null(), "created_at",
-                  time_json(ev->created_at_ms), "available_at", time_json(ev->available_at_ms),
-                  "expires_at", time_json(ev->expires_at_ms));
+        json_pack("{s:o, s:o, s:o}", "created_at", time_json(ev->created_at_ms), "available_at",
+                  time_json(ev->available_at_ms), "expires_at", time_json(ev->expires_at_ms));
     if (!o) {
         return NULL;
     }
+    int bad = 0;
     if (with_claim) {
-        json_object_set_new(o, "lease_token", json_string(ev->lease_token));
-        json_object_set_new(o, "claim_expires_at", time_json(ev->claim_expires_at_ms));
-        json_object_set_new(o, "attempts", json_integer(ev->attempts));
+        bad |= json_object_set_new(o, "lease_token", json_string(ev->lease_token));
+        bad |= json_object_set_new(o, "claim_expires_at", time_json(ev->claim_expires_at_ms));
+        bad |= json_object_set_new(o, "attempts", json_integer(ev->attempts));
     }
     if (with_audit) {
-        json_object_set_new(o, "attempts", json_integer(ev->attempts));
-        json_object_set_new(o, "timeouts", json_integer(ev->timeouts));
-        json_object_set_new(o, "nacks", json_integer(ev->nacks));
-        json_object_set_new(o, "last_error",
-                            ev->last_error ? json_string(ev->last_error) : json_null());
-        json_object_set_new(o, "completed_at", time_json(ev->completed_at_ms));
+        bad |= json_object_set_new(o, "attempts", json_integer(ev->attempts));
+        bad |= json_object_set_new(o, "timeouts", json_integer(ev->timeouts));
+        bad |= json_object_set_new(o, "nacks", json_integer(ev->nacks));
+        bad |= json_object_set_new(o, "last_error",
+                                   ev->last_error ? json_string(ev->last_error) : json_null());
+        bad |= json_object_set_new(o, "completed_at", time_json(ev->completed_at_ms));
+    }
+    if (bad) {
+        json_decref(o);
+        return NULL;
     }
     return o;
+}
+
+json_t *event_to_json(const struct store_event *ev, bool with_claim, bool with_audit)
+{
+    json_t *o = event_head(ev);
+    json_t *tail = event_tail(ev, with_claim, with_audit);
+    json_t *payload = ev->payload ? json_loads(ev->payload, JSON_DECODE_ANY, NULL) : json_null();
+    if (!o || !tail || !payload || json_object_set_new(o, "payload", payload) != 0 ||
+        json_object_update(o, tail) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    json_decref(tail);
+    return o;
+}
+
+/* Appends the compact text of obj to out, without its last byte (the closing brace) when
+ * `open_end`, without its first (the opening brace) otherwise. ROOST_OK or ROOST_ENOMEM. */
+static int append_members(struct evbuffer *out, const json_t *obj, bool open_end)
+{
+    char small[1024];
+    size_t n = json_dumpb(obj, small, sizeof small, JSON_COMPACT);
+    char *text = small;
+    if (n < 2) {
+        return ROOST_ENOMEM; /* json_dumpb answers 0 when it could not allocate */
+    }
+    if (n > sizeof small) {
+        if ((text = malloc(n)) == NULL || json_dumpb(obj, text, n, JSON_COMPACT) != n) {
+            free(text);
+            return ROOST_ENOMEM;
+        }
+    }
+    int rc = evbuffer_add(out, open_end ? text : text + 1, n - 1) == 0 ? ROOST_OK : ROOST_ENOMEM;
+    if (text != small) {
+        free(text);
+    }
+    return rc;
+}
+
+int event_json_append(struct evbuffer *out, const struct store_event *ev, bool with_claim,
+                      bool with_audit)
+{
+    /* {head members,"payload":<stored text>,tail members}: the payload is validated JSON text
+     * (publish checked it), written as stored. Parsing it again only to print it cost a copy of
+     * every payload in jansson objects, and jansson's lexer corrupts the heap when an allocation
+     * fails mid-string (see the commit that introduced this function). */
+    json_t *head = event_head(ev);
+    json_t *tail = event_tail(ev, with_claim, with_audit);
+    const char *payload = ev->payload ? ev->payload : "null";
+    int rc = ROOST_ENOMEM;
+    if (head && tail && append_members(out, head, true) == ROOST_OK &&
+        evbuffer_add(out, ",\"payload\":", 11) == 0 &&
+        evbuffer_add(out, payload, strlen(payload)) == 0 && evbuffer_add(out, ",", 1) == 0) {
+        rc = append_members(out, tail, false);
+    }
+    json_decref(head);
+    json_decref(tail);
+    return rc;
+}
+
+struct evbuffer *events_json_new(const struct store_events *list, bool with_claim, bool with_audit,
+                                 size_t max_bytes, size_t *n_out)
+{
+    struct evbuffer *out = evbuffer_new();
+    size_t n = 0;
+    if (!out || evbuffer_add(out, "{\"events\":[", 11) != 0) {
+        goto fail;
+    }
+    for (; n < list->len; n++) {
+        const struct store_event *ev = &list->items[n];
+        size_t payload_len = ev->payload ? strlen(ev->payload) : 0;
+        if (max_bytes && n > 0 &&
+            evbuffer_get_length(out) + payload_len + STORE_EVENT_BASE_BYTES > max_bytes) {
+            break;
+        }
+        if ((n > 0 && evbuffer_add(out, ",", 1) != 0) ||
+            event_json_append(out, ev, with_claim, with_audit) != ROOST_OK) {
+            goto fail;
+        }
+    }
+    if (evbuffer_add(out, "]", 1) != 0) {
+        goto fail;
+    }
+    *n_out = n;
+    return out;
+fail:
+    if (out) {
+        evbuffer_free(out);
+    }
+    return NULL;
 }
 
 /* ---- framing checks evhttp leaves to us ---- */

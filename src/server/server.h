@@ -14,6 +14,7 @@
 #include "store/store.h"
 
 struct event_base;
+struct evbuffer;
 struct evhttp;
 struct evhttp_request;
 struct evhttp_bound_socket;
@@ -106,8 +107,12 @@ const char *request_route_name(const struct request *rq);
 /* Ends a request whose connection now belongs to someone else (an SSE stream): frees it and
  * leaves the in-flight count without sending anything. */
 void request_detach(struct request *rq);
-/* Sends a JSON body (stolen) with `status` and ends the request. */
+/* Sends a JSON body (stolen) with `status` and ends the request. A body that cannot be rendered
+ * (NULL, out of memory) is answered 500 out_of_memory instead, never an empty 200. */
 void request_reply_json(struct request *rq, int status, json_t *body);
+/* Sends a complete JSON text (taken over; NULL = it could not be built, answered as above) with
+ * `status` and ends the request. */
+void request_reply_buffer(struct request *rq, int status, struct evbuffer *body);
 /* Sends the error body of `rc` ({"error":{"code","message",...extra}}) and ends the request.
  * message NULL = the table's message; extra (stolen, may be NULL) is merged into "error". */
 void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra);
@@ -126,8 +131,20 @@ int body_str(const json_t *body, const char *name, size_t max_len, int bad_rc, c
 /* ROOST_EUNKNOWNFIELD (with the name in *bad) when body has a key not in the NULL-ended list. */
 int body_only_fields(const json_t *body, const char *const *allowed, const char **bad);
 
-/* Event object as the API shows it. */
+/* Event object as the API shows it (its payload parsed: for single events). NULL when out of
+ * memory. */
 json_t *event_to_json(const struct store_event *ev, bool with_claim, bool with_audit);
+/* Appends the same object as text to out, its payload written as stored (never re-parsed).
+ * ROOST_OK or ROOST_ENOMEM (out then ends in a partial object: discard it). */
+int event_json_append(struct evbuffer *out, const struct store_event *ev, bool with_claim,
+                      bool with_audit);
+/* A new buffer holding `{"events":[…]` (the caller appends its other members and the closing
+ * brace) with the events of `list` in order, stopping before the event that would take the
+ * buffer past max_bytes (0 = no budget; never before the first). *n gets how many it holds.
+ * NULL when out of memory. Lists whose events the store already held to a budget (a claim's
+ * leases must all reach the client) pass 0. */
+struct evbuffer *events_json_new(const struct store_events *list, bool with_claim, bool with_audit,
+                                 size_t max_bytes, size_t *n);
 
 /* ---- routes (api_*.c) ---- */
 
