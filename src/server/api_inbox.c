@@ -603,10 +603,15 @@ static void done_state(struct job *job)
         request_reply_error(op->rq, job->rc, NULL, NULL);
         return;
     }
-    json_t *state = op->state ? json_loads(op->state, 0, NULL) : NULL;
-    request_reply_json(op->rq, 200,
-                       json_pack("{s:o, s:I}", "state", state ? state : json_object(), "cursor",
-                                 (json_int_t)op->cursor));
+    /* The stored document is a JSON object's text (the store only ever merges patches into it):
+     * written as is, like event payloads, never parsed again only to be printed. */
+    struct evbuffer *out = evbuffer_new();
+    if (out && evbuffer_add_printf(out, "{\"state\":%s,\"cursor\":%lld}",
+                                   op->state ? op->state : "{}", (long long)op->cursor) < 0) {
+        evbuffer_free(out);
+        out = NULL;
+    }
+    request_reply_buffer(op->rq, 200, out);
 }
 
 void api_state_get(struct request *rq)
