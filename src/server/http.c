@@ -494,7 +494,12 @@ json_t *event_to_json(const struct store_event *ev, bool with_claim, bool with_a
     json_t *o = event_head(ev);
     json_t *tail = event_tail(ev, with_claim, with_audit);
     json_t *payload = ev->payload ? json_loads(ev->payload, JSON_DECODE_ANY, NULL) : json_null();
-    if (!o || !tail || !payload || json_object_set_new(o, "payload", payload) != 0 ||
+    bool ok = o && tail && payload;
+    if (!ok) {
+        json_decref(payload);
+    }
+    /* json_object_set_new takes the payload over even when it fails. */
+    if (!ok || json_object_set_new(o, "payload", payload) != 0 ||
         json_object_update(o, tail) != 0) {
         json_decref(o);
         o = NULL;
@@ -531,8 +536,9 @@ int event_json_append(struct evbuffer *out, const struct store_event *ev, bool w
 {
     /* {head members,"payload":<stored text>,tail members}: the payload is validated JSON text
      * (publish checked it), written as stored. Parsing it again only to print it cost a copy of
-     * every payload in jansson objects, and jansson's lexer corrupts the heap when an allocation
-     * fails mid-string (see the commit that introduced this function). */
+     * every payload in jansson objects, and jansson 2.14's lexer overruns the heap when an
+     * allocation fails inside a string (lex_save ignores the failed append, so the copy loop of
+     * lex_scan_string never meets the closing quote). */
     json_t *head = event_head(ev);
     json_t *tail = event_tail(ev, with_claim, with_audit);
     const char *payload = ev->payload ? ev->payload : "null";
@@ -557,9 +563,9 @@ struct evbuffer *events_json_new(const struct store_events *list, bool with_clai
     }
     for (; n < list->len; n++) {
         const struct store_event *ev = &list->items[n];
-        size_t payload_len = ev->payload ? strlen(ev->payload) : 0;
-        if (max_bytes && n > 0 &&
-            evbuffer_get_length(out) + payload_len + STORE_EVENT_BASE_BYTES > max_bytes) {
+        /* The store's rule, over the bytes rendered so far. */
+        size_t used = evbuffer_get_length(out);
+        if (!store_budget_take(&used, n, ev->payload ? strlen(ev->payload) : 0, max_bytes)) {
             break;
         }
         if ((n > 0 && evbuffer_add(out, ",", 1) != 0) ||
