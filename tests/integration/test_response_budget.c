@@ -323,7 +323,11 @@ static void test_concurrent_big_reads_under_as_cap(void)
 int main(void)
 {
     h_init();
-    static const char *const sets[] = {"limits.max_response_bytes=65536", NULL};
+    /* No scheduler tick during the claims: on MySQL a tick's expire() UPDATE locks the pending
+     * rows it scans, and a claim (SKIP LOCKED) running then skips them, so a batch could come
+     * back short for a reason other than the budget (a store issue, issue 11). */
+    static const char *const sets[] = {"limits.max_response_bytes=65536",
+                                       "scavenger.interval_ms=3600000", NULL};
     if (roostd_start(&d, NULL, sets) != 0) {
         CHECK(!"roostd starts");
         return h_summary();

@@ -730,8 +730,9 @@ static int64_t a1_head(void)
     return head;
 }
 
-/* Waits until the scheduler finished one more tick (it prunes nonces in every tick): a lease of
- * 1 s taken now expires, and the tick that returns it logs lease_expired after pruning. */
+/* Waits until the scheduler finished one more tick (it prunes nonces in every tick, once a second
+ * by default): a lease of 1 s taken now expires, and the tick that returns it logs lease_expired
+ * after pruning. */
 static bool wait_for_prune_pass(void)
 {
     int before = roostd_log_count(&d, "lease_expired=");
@@ -958,8 +959,7 @@ int main(void)
 {
     h_init();
     static const char *const sets[] = {"signatures.require=mutations", "signatures.tenant.t1=all",
-                                       "signatures.tenant.t2=off", "scavenger.interval_ms=50",
-                                       NULL};
+                                       "signatures.tenant.t2=off", NULL};
     if (roostd_start(&d, NULL, sets) != 0) {
         CHECK(!"roostd starts");
         return h_summary();
