@@ -313,7 +313,7 @@ static void test_concurrent_big_reads_under_as_cap(void)
     CHECK_EQ(st, 200);
     json_decref(page);
     CHECK_EQ(roostd_stop(&n), 0);
-    if (h_failed) {
+    if (check_failed) {
         roostd_print_log(&n);
     }
     roostd_remove_dir(&n);
@@ -338,7 +338,7 @@ int main(void)
     RUN(test_single_event_larger_than_budget);
     RUN(test_quarantine_list_pages_by_bytes);
     CHECK_EQ(roostd_stop(&d), 0);
-    if (h_failed) {
+    if (check_failed) {
         roostd_print_log(&d);
     }
     roostd_remove_dir(&d);
