@@ -394,6 +394,12 @@ static bool status_is(const struct agent_proc *ap, enum roost_agent_conn conn)
     return roost_agent_status_read(ap->state, &st) == ROOST_OK && st.conn == conn;
 }
 
+static bool no_outstanding_leases(const struct agent_proc *ap)
+{
+    struct roost_agent_status st;
+    return roost_agent_status_read(ap->state, &st) == ROOST_OK && st.outstanding_leases == 0;
+}
+
 /* Publishes n events in one batch; ids (may be NULL) gets their ids (31 bytes each). */
 static void publish_n(struct roostd *d, const char *token, const char *agent, int n,
                       char (*ids)[31])
@@ -696,6 +702,9 @@ static void test_agent_idle_wakes_on_ping(void)
         CHECK(took < 2000);
     }
     CHECK(status_is(&ap, ROOST_AGENT_CONN_STREAMING));
+    /* The handler's output is written before its ack returns: wait for the ack to be recorded. */
+    H_WAIT_UNTIL(ok, 5000, no_outstanding_leases(&ap));
+    CHECK(ok);
     /* `roost agent status` reads the same from another process. */
     char *cmd = h_fmt("'%s' agent status --state-dir '%s' --compact", ROOST_CLI_BIN, ap.state);
     FILE *f = popen(cmd, "r");
