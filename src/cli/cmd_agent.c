@@ -277,24 +277,41 @@ static int64_t result_file_read(const char *path)
     return retry_after;
 }
 
-/* Feeds the payload to the command and relays its stderr (keeping the last EXEC_STDERR_TAIL
- * bytes) until it exits; returns its wait status. Both pipes are non-blocking, so neither side
- * can stall the other. */
+/* Copies a chunk of the command's stderr to ours and keeps the last EXEC_STDERR_TAIL bytes. */
+static void stderr_keep(const char *buf, size_t n, char *tail, size_t *tail_len)
+{
+    ssize_t wr = write(STDERR_FILENO, buf, n);
+    (void)wr;
+    if (n >= EXEC_STDERR_TAIL) {
+        memcpy(tail, buf + n - EXEC_STDERR_TAIL, EXEC_STDERR_TAIL);
+        *tail_len = EXEC_STDERR_TAIL;
+        return;
+    }
+    size_t keep = *tail_len + n > EXEC_STDERR_TAIL ? EXEC_STDERR_TAIL - n : *tail_len;
+    memmove(tail, tail + *tail_len - keep, keep);
+    memcpy(tail + keep, buf, n);
+    *tail_len = keep + n;
+}
+
+/* Feeds the payload to the command and relays its stderr until it exits; returns its wait
+ * status. Both pipes are non-blocking, so neither side can stall the other; once both are done
+ * the wait blocks. A background process the command left may hold stderr open for ever, so
+ * the exit is checked as well, and after it only what is buffered is read. */
 static int exec_pump(pid_t pid, int in_fd, int err_fd, const char *payload, char *tail,
                      size_t *tail_len)
 {
     size_t len = strlen(payload), off = 0;
     int st = 0;
     bool reaped = false;
-    if (len == 0) {
-        close(in_fd);
-        in_fd = -1;
-    }
-    while (!reaped || err_fd >= 0) {
-        struct pollfd pf[2] = {{in_fd, POLLOUT, 0}, {err_fd, POLLIN, 0}};
-        if (!reaped) {
-            poll(pf, 2, 100);
+    char buf[4096];
+    while (!reaped) {
+        if (in_fd < 0 && err_fd < 0) {
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+            }
+            break;
         }
+        struct pollfd pf[2] = {{in_fd, POLLOUT, 0}, {err_fd, POLLIN, 0}};
+        poll(pf, 2, 100);
         if (in_fd >= 0 && pf[0].revents != 0) {
             ssize_t w = write(in_fd, payload + off, len - off);
             /* A command that does not read stdin closes the pipe: EPIPE is fine. */
@@ -306,40 +323,25 @@ static int exec_pump(pid_t pid, int in_fd, int err_fd, const char *payload, char
                 in_fd = -1;
             }
         }
-        /* After the exit, only what is buffered is read: a background process the command left
-         * may hold stderr open for ever. */
-        while (err_fd >= 0 && (pf[1].revents != 0 || reaped)) {
-            char buf[4096];
+        if (err_fd >= 0 && pf[1].revents != 0) {
             ssize_t r = read(err_fd, buf, sizeof buf);
-            if (r < 0 && errno == EINTR) {
-                continue;
-            }
-            if (r <= 0) {
-                if (r == 0 || errno != EAGAIN || reaped) {
-                    close(err_fd);
-                    err_fd = -1;
-                }
-                break;
-            }
-            ssize_t wr = write(STDERR_FILENO, buf, (size_t)r);
-            (void)wr;
-            size_t n = (size_t)r;
-            if (n >= EXEC_STDERR_TAIL) {
-                memcpy(tail, buf + n - EXEC_STDERR_TAIL, EXEC_STDERR_TAIL);
-                *tail_len = EXEC_STDERR_TAIL;
-            } else {
-                size_t keep = *tail_len + n > EXEC_STDERR_TAIL ? EXEC_STDERR_TAIL - n : *tail_len;
-                memmove(tail, tail + *tail_len - keep, keep);
-                memcpy(tail + keep, buf, n);
-                *tail_len = keep + n;
-            }
-            if (!reaped) {
-                break;
+            if (r > 0) {
+                stderr_keep(buf, (size_t)r, tail, tail_len);
+            } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+                close(err_fd);
+                err_fd = -1;
             }
         }
-        if (!reaped) {
-            pid_t r = waitpid(pid, &st, WNOHANG);
-            reaped = r == pid || (r < 0 && errno != EINTR);
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        reaped = w == pid || (w < 0 && errno != EINTR);
+    }
+    while (err_fd >= 0) {
+        ssize_t r = read(err_fd, buf, sizeof buf);
+        if (r > 0) {
+            stderr_keep(buf, (size_t)r, tail, tail_len);
+        } else if (r == 0 || errno != EINTR) {
+            close(err_fd);
+            err_fd = -1;
         }
     }
     if (in_fd >= 0) {

@@ -192,10 +192,13 @@ static void test_agent_polls_when_sse_blocked(void)
 
 /* ---- (d) the ack is lost: after a restart the handler does not run again ---- */
 
-static void test_agent_lost_ack_not_rerun(void)
+/* With `expire`, the restart comes after the lease expired (roostd took the event back), else
+ * while the dead run's lease still holds. */
+static void lost_ack_case(bool expire)
 {
+    static const char *const sets[] = {"scavenger.interval_ms=50", NULL};
     struct roostd d;
-    if (roostd_start(&d, NULL, NULL) != 0) {
+    if (roostd_start(&d, NULL, sets) != 0) {
         CHECK(!"roostd started");
         return;
     }
@@ -206,7 +209,7 @@ static void test_agent_lost_ack_not_rerun(void)
     char *url = h_fmt("http://127.0.0.1:%d", px.port);
     struct agent_proc ap;
     agent_proc_dirs(&ap);
-    agent_proc_start(&ap, url, tok, "ag.lost", 1, "");
+    agent_proc_start_lease(&ap, url, tok, "ag.lost", 1, "", expire ? "2s" : "30s");
     char id[31];
     CHECK(h_publish(d.http, tok, "ag.lost", NULL, NULL, id) > 0);
     bool ok;
@@ -220,7 +223,14 @@ static void test_agent_lost_ack_not_rerun(void)
     char *s = h_event_status(&d, tok, "ag.lost", id);
     CHECK_STREQ(s, "claimed"); /* the ack never reached roostd */
     free(s);
-    /* Restart straight to roostd: recovery releases the lease, the claim brings the event back,
+    if (expire) {
+        H_WAIT_UNTIL(ok, 10000,
+                     (s = h_event_status(&d, tok, "ag.lost", id), ok = strcmp(s, "claimed") != 0,
+                      free(s), ok));
+        CHECK(ok);
+    }
+    /* Restart straight to roostd. While the old lease holds, recovery acks it (the event is in
+     * the processed set); once it expired, the ack is refused, the claim brings the event back,
      * and the processed set acks it without running the handler. */
     agent_proc_start(&ap, d.url, tok, "ag.lost", 1, "");
     H_WAIT_UNTIL(ok, 10000,
@@ -228,7 +238,8 @@ static void test_agent_lost_ack_not_rerun(void)
                   free(s), ok));
     CHECK(ok);
     CHECK_EQ(agent_proc_out_count(&ap, id), 1);
-    CHECK(agent_proc_log_contains(&ap, "already processed"));
+    CHECK(agent_proc_log_contains(&ap, expire ? "already processed"
+                                              : "recovery: acked 1 processed event"));
     CHECK_EQ(agent_proc_term(&ap), 0);
     agent_proc_cleanup(&ap);
     h_proxy_stop(&px);
@@ -236,6 +247,12 @@ static void test_agent_lost_ack_not_rerun(void)
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
+}
+
+static void test_agent_lost_ack_not_rerun(void)
+{
+    lost_ack_case(false);
+    lost_ack_case(true);
 }
 
 /* ---- (e) 410: the cursor is older than retention ---- */
