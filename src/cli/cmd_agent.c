@@ -124,15 +124,22 @@ static long long proc_start_time(pid_t pid)
     return end != NULL && end != p + 1 ? t : -1;
 }
 
-static volatile sig_atomic_t g_child_exit;
+/* The supervisor's own copies (it is a process of its own): the agent, and the command. */
+static volatile sig_atomic_t g_sup_agent, g_sup_child;
 
-/* In the supervisor: its parent (the agent's worker thread) died, or someone asked the group to
- * end. The whole process group goes, the supervisor with it. */
+/* In the supervisor, on SIGTERM. Its parent, the agent, died (PR_SET_PDEATHSIG; the supervisor
+ * has been handed to another parent by then): the whole process group goes, the supervisor with
+ * it. Anybody else's SIGTERM (systemd stopping the service, say) is passed on to the command,
+ * which may end as it sees fit while the agent waits for it. */
 static void supervisor_on_term(int sig)
 {
-    (void)sig;
-    kill(0, SIGKILL);
-    _exit(128 + SIGKILL);
+    if (getppid() != (pid_t)g_sup_agent) {
+        kill(0, SIGKILL);
+        _exit(128 + SIGKILL);
+    }
+    if (g_sup_child > 0) {
+        kill((pid_t)g_sup_child, sig);
+    }
 }
 
 /* The process between the agent and the command (forked from a threaded process: only
@@ -140,9 +147,10 @@ static void supervisor_on_term(int sig)
  * for the agent do not reach the command and the command's descendants can be ended together; it
  * dies with the agent (PR_SET_PDEATHSIG), taking the group with it; and it passes the command's
  * exit status on as its own. */
-static void supervisor_main(pid_t agent_pid, int in_fd, int err_fd, int parent_in, int parent_err,
-                            char *const argv[], char *const envp[])
+static _Noreturn void supervisor_main(pid_t agent_pid, int in_fd, int err_fd, int parent_in,
+                                      int parent_err, char *const argv[], char *const envp[])
 {
+    g_sup_agent = agent_pid;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
@@ -172,6 +180,7 @@ static void supervisor_main(pid_t agent_pid, int in_fd, int err_fd, int parent_i
         execve("/bin/sh", argv, envp);
         _exit(127);
     }
+    g_sup_child = pid;
     close(in_fd);
     close(err_fd);
     int st = 0;

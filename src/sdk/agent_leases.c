@@ -302,8 +302,9 @@ static int recover_acks(struct roost_agent *a, struct roost_client *c)
         }
         int rc = roost_events_ack(c, a->agent_id, acks, (size_t)n, NULL);
         agent_note_request(a, rc);
-        if (rc == ROOST_ENOTFOUND || rc == ROOST_EMETHOD) {
-            /* A roostd without the batch route: one by one. */
+        if (rc != ROOST_OK && !agent_transient_rc(rc) && !agent_auth_rc(rc)) {
+            /* A roostd without the batch route (404, 405), or one whose limits.max_batch is
+             * smaller than a page (invalid_acks): one by one. */
             rc = ROOST_OK;
             for (int i = 0; i < n; i++) {
                 acks[i].rc = roost_event_ack(c, a->agent_id, rows[i].event_id, rows[i].lease_token);
