@@ -113,7 +113,7 @@ struct disposition {
 static struct disposition dispose(const struct roost_agent *a, int result, int attempts,
                                   int64_t retry_after_s)
 {
-    struct disposition d = {AGENT_ACT_RELEASE, ROOST_RELEASE_TRANSIENT, 0, "released"};
+    struct disposition d = {AGENT_ACT_RELEASE, ROOST_RELEASE_TRANSIENT, 0, ""};
     int64_t delay = retry_after_s > 0 ? retry_after_s : retry_delay_s(attempts);
     switch (result) {
     case ROOST_AGENT_ACK:
@@ -147,10 +147,7 @@ static struct disposition dispose(const struct roost_agent *a, int result, int a
 static void *worker_main(void *arg)
 {
     struct roost_agent *a = arg;
-    struct roost_agent_outcome *oc = malloc(sizeof *oc);
-    if (oc == NULL) {
-        return NULL; /* the other workers carry on; this slot's events wait for them */
-    }
+    struct roost_agent_outcome outcome, *oc = &outcome;
     pthread_mutex_lock(&a->mu);
     for (;;) {
         struct slot *s = NULL;
@@ -228,7 +225,6 @@ static void *worker_main(void *arg)
         pthread_cond_broadcast(&a->cond);
     }
     pthread_mutex_unlock(&a->mu);
-    free(oc);
     return NULL;
 }
 
