@@ -124,19 +124,27 @@ static long long proc_start_time(pid_t pid)
     return end != NULL && end != p + 1 ? t : -1;
 }
 
-/* The supervisor's own copies (it is a process of its own): the agent, and the command. */
-static volatile sig_atomic_t g_sup_agent, g_sup_child;
+/* The signal the supervisor gets when the agent dies (PR_SET_PDEATHSIG): a real-time one, which
+ * nobody sends by accident. It comes when the agent's thread that forked the supervisor ends,
+ * which happens only as the agent dies (workers end after their commands), and again each time
+ * the supervisor is handed to another of the dying agent's threads. */
+#define SUPERVISOR_DEATH_SIG (SIGRTMIN + 2)
 
-/* In the supervisor, on SIGTERM. Its parent, the agent, died (PR_SET_PDEATHSIG; the supervisor
- * has been handed to another parent by then): the whole process group goes, the supervisor with
- * it. Anybody else's SIGTERM (systemd stopping the service, say) is passed on to the command,
- * which may end as it sees fit while the agent waits for it. */
+/* The supervisor's copy (it is a process of its own) of the command's pid. */
+static volatile sig_atomic_t g_sup_child;
+
+/* In the supervisor: the agent died. The whole process group goes, the supervisor with it. */
+static void supervisor_on_agent_death(int sig)
+{
+    (void)sig;
+    kill(0, SIGKILL);
+    _exit(128 + SIGKILL);
+}
+
+/* In the supervisor: anybody's SIGTERM (systemd stopping the service, say) is passed on to the
+ * command, which may end as it sees fit while the agent waits for it. */
 static void supervisor_on_term(int sig)
 {
-    if (getppid() != (pid_t)g_sup_agent) {
-        kill(0, SIGKILL);
-        _exit(128 + SIGKILL);
-    }
     if (g_sup_child > 0) {
         kill((pid_t)g_sup_child, sig);
     }
@@ -150,19 +158,20 @@ static void supervisor_on_term(int sig)
 static _Noreturn void supervisor_main(pid_t agent_pid, int in_fd, int err_fd, int parent_in,
                                       int parent_err, char *const argv[], char *const envp[])
 {
-    g_sup_agent = agent_pid;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
     sa.sa_handler = supervisor_on_term;
     sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = supervisor_on_agent_death;
+    sigaction(SUPERVISOR_DEATH_SIG, &sa, NULL);
     sa.sa_handler = SIG_DFL;
     sigaction(SIGINT, &sa, NULL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     setpgid(0, 0);
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != agent_pid) {
+    if (prctl(PR_SET_PDEATHSIG, SUPERVISOR_DEATH_SIG) != 0 || getppid() != agent_pid) {
         _exit(127); /* the agent is already gone */
     }
     close(parent_in);
@@ -173,6 +182,7 @@ static _Noreturn void supervisor_main(pid_t agent_pid, int in_fd, int err_fd, in
     }
     if (pid == 0) {
         sigaction(SIGTERM, &sa, NULL);
+        sigaction(SUPERVISOR_DEATH_SIG, &sa, NULL);
         sigaction(SIGPIPE, &sa, NULL); /* the agent ignores SIGPIPE; a shell pipeline must not */
         if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0) {
             _exit(127);
