@@ -113,7 +113,7 @@ void agent_proc_print_log(const struct agent_proc *ap)
 /* Removes the agent's dirs, printing its log first when a check failed. */
 void agent_proc_cleanup(struct agent_proc *ap)
 {
-    if (h_failed > 0) {
+    if (check_failed > 0) {
         agent_proc_print_log(ap);
     }
     char *cmd = h_fmt("rm -rf '%s'", ap->dir);

@@ -3,8 +3,8 @@
  * can SIGKILL): no work is lost and none is repeated across an agent crash, a roostd restart, a
  * blocked SSE stream (long polls take over), a lost ack (the processed set acks instead of running
  * the handler again) and an expired cursor (410 → state resync); an idle agent wakes on the SSE
- * ping. A small TCP proxy (harness/proxy.h) sits between agent and roostd where a test needs to
- * break things. */
+ * ping. A small TCP proxy (harness/http_proxy.h) sits between agent and roostd where a test needs
+ * to break things. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 
 #include "harness/agent_proc.h"
 #include "harness/harness.h"
-#include "harness/proxy.h"
+#include "harness/http_proxy.h"
 #include "roost/roost_agent.h"
 
 #include "common/banned.h"
@@ -157,16 +157,17 @@ static void test_agent_polls_when_sse_blocked(void)
         return;
     }
     char *tok = h_token(&d, "t1", SCOPE);
-    struct h_proxy px;
-    CHECK_EQ(h_proxy_start(&px, d.port), 0);
-    h_proxy_rule(&px, 0, "/subscribe", NULL, H_PROXY_DROP, 0);
+    struct http_proxy px;
+    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    http_proxy_rule(&px, 0, "/subscribe", NULL, HTTP_PROXY_DROP, 0);
     char *url = h_fmt("http://127.0.0.1:%d", px.port);
     struct agent_proc ap;
     agent_proc_dirs(&ap);
     agent_proc_start(&ap, url, tok, "ag.poll", 1, "");
     bool ok;
     H_WAIT_UNTIL(ok, 10000,
-                 agent_proc_status_is(&ap, ROOST_AGENT_CONN_POLLING) && h_proxy_hits(&px, 0) > 0);
+                 agent_proc_status_is(&ap, ROOST_AGENT_CONN_POLLING) &&
+                     http_proxy_hits(&px, 0) > 0);
     CHECK(ok);
     h_sleep_ms(300); /* let the agent settle into its long poll */
     for (int i = 0; i < 3; i++) {
@@ -180,10 +181,10 @@ static void test_agent_polls_when_sse_blocked(void)
         CHECK(took < 3000);
     }
     CHECK(agent_proc_status_is(&ap, ROOST_AGENT_CONN_POLLING)); /* it never streamed */
-    CHECK(h_proxy_hits(&px, 0) >= 1);
+    CHECK(http_proxy_hits(&px, 0) >= 1);
     CHECK_EQ(agent_proc_term(&ap), 0);
     agent_proc_cleanup(&ap);
-    h_proxy_stop(&px);
+    http_proxy_stop(&px);
     free(url);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
@@ -203,9 +204,9 @@ static void lost_ack_case(bool expire)
         return;
     }
     char *tok = h_token(&d, "t1", SCOPE);
-    struct h_proxy px;
-    CHECK_EQ(h_proxy_start(&px, d.port), 0);
-    h_proxy_rule(&px, 0, "/ack", NULL, H_PROXY_DROP, 0);
+    struct http_proxy px;
+    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    http_proxy_rule(&px, 0, "/ack", NULL, HTTP_PROXY_DROP, 0);
     char *url = h_fmt("http://127.0.0.1:%d", px.port);
     struct agent_proc ap;
     agent_proc_dirs(&ap);
@@ -216,7 +217,7 @@ static void lost_ack_case(bool expire)
     /* Handled and recorded as processed, but every ack is dropped on the way. */
     struct roost_agent_status st;
     H_WAIT_UNTIL(ok, 10000,
-                 agent_proc_out_count(&ap, id) == 1 && h_proxy_hits(&px, 0) >= 1 &&
+                 agent_proc_out_count(&ap, id) == 1 && http_proxy_hits(&px, 0) >= 1 &&
                      roost_agent_status_read(ap.state, &st) == ROOST_OK && st.processed_ids == 1);
     CHECK(ok);
     agent_proc_kill9(&ap);
@@ -243,7 +244,7 @@ static void lost_ack_case(bool expire)
     CHECK_EQ(agent_proc_out_count(&ap, id), 1);
     CHECK_EQ(agent_proc_term(&ap), 0);
     agent_proc_cleanup(&ap);
-    h_proxy_stop(&px);
+    http_proxy_stop(&px);
     free(url);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
@@ -592,16 +593,16 @@ static void test_inbox_tail_follows(void)
     char *out1 = h_fmt("%s/tail1.ndjson", ap.dir), *out2 = h_fmt("%s/tail2.ndjson", ap.dir);
     h_publish_n(&d, tok, "ag.tail", 2, NULL);
     pid_t t1 = tail_start(d.url, tok, "ag.tail", out1);
-    struct h_proxy px;
-    CHECK_EQ(h_proxy_start(&px, d.port), 0);
-    h_proxy_rule(&px, 0, "/subscribe", NULL, H_PROXY_DROP, 0);
+    struct http_proxy px;
+    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    http_proxy_rule(&px, 0, "/subscribe", NULL, HTTP_PROXY_DROP, 0);
     char *purl = h_fmt("http://127.0.0.1:%d", px.port);
     pid_t t2 = tail_start(purl, tok, "ag.tail", out2);
     int64_t seqs[16];
     bool ok;
     H_WAIT_UNTIL(ok, 5000, tail_seqs(out1, seqs, 16) == 2 && tail_seqs(out2, seqs, 16) == 2);
     CHECK(ok);
-    H_WAIT_UNTIL(ok, 5000, h_proxy_hits(&px, 0) >= 1);
+    H_WAIT_UNTIL(ok, 5000, http_proxy_hits(&px, 0) >= 1);
     CHECK(ok);
     for (int i = 0; i < 3; i++) {
         CHECK(h_publish(d.http, tok, "ag.tail", NULL, NULL, NULL) == 3 + i);
@@ -620,7 +621,7 @@ static void test_inbox_tail_follows(void)
     kill(t2, SIGTERM);
     waitpid(t1, NULL, 0);
     waitpid(t2, NULL, 0);
-    h_proxy_stop(&px);
+    http_proxy_stop(&px);
     free(purl);
     free(out1);
     free(out2);

@@ -4,7 +4,7 @@
  * outage left; a claim answer that arrives after its lease is given back unrun; exit 75 waits
  * longer each time, honours retry_after and ends quarantined; a quarantine carries the exit
  * status and stderr; handlers die with a SIGKILLed agent, and a restart ends what is left. The
- * faults come from a proxy (harness/proxy.h) between agent and roostd and from signals. */
+ * faults come from a proxy (harness/http_proxy.h) between agent and roostd and from signals. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 
 #include "harness/agent_proc.h"
 #include "harness/harness.h"
-#include "harness/proxy.h"
+#include "harness/http_proxy.h"
 #include "roost/roost_agent.h"
 
 #include "common/banned.h"
@@ -91,9 +91,9 @@ static void test_agent_restart_acks_processed_beside_sibling(void)
         return;
     }
     char *tok = h_token(&d, "t1", SCOPE);
-    struct h_proxy px;
-    CHECK_EQ(h_proxy_start(&px, d.port), 0);
-    h_proxy_rule(&px, 0, "/ack", NULL, H_PROXY_DROP, 0);
+    struct http_proxy px;
+    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    http_proxy_rule(&px, 0, "/ack", NULL, HTTP_PROXY_DROP, 0);
     char *url = h_fmt("http://127.0.0.1:%d", px.port);
     struct agent_proc a, b;
     agent_proc_dirs(&a);
@@ -105,7 +105,7 @@ static void test_agent_restart_acks_processed_beside_sibling(void)
     struct roost_agent_status st;
     /* Handled and recorded as processed; every ack is dropped on the way. */
     H_WAIT_UNTIL(ok, 10000,
-                 agent_proc_out_count(&a, id) == 1 && h_proxy_hits(&px, 0) >= 1 &&
+                 agent_proc_out_count(&a, id) == 1 && http_proxy_hits(&px, 0) >= 1 &&
                      roost_agent_status_read(a.state, &st) == ROOST_OK && st.processed_ids == 1);
     CHECK(ok);
     agent_proc_kill9(&a);
@@ -116,7 +116,7 @@ static void test_agent_restart_acks_processed_beside_sibling(void)
     CHECK(ok);
     /* The restarted agent may ack and release but claims nothing: whatever its recovery gives
      * back can only go to the sibling. */
-    h_proxy_rule(&px, 0, "/claim", NULL, H_PROXY_DROP, 0);
+    http_proxy_rule(&px, 0, "/claim", NULL, HTTP_PROXY_DROP, 0);
     agent_proc_start(&a, url, tok, "ag.sib", 1, "");
     /* (roostd completes the event before the agent has its answer and logs it) */
     H_WAIT_UNTIL(ok, 10000,
@@ -129,7 +129,7 @@ static void test_agent_restart_acks_processed_beside_sibling(void)
     CHECK_EQ(agent_proc_term(&b), 0);
     agent_proc_cleanup(&a);
     agent_proc_cleanup(&b);
-    h_proxy_stop(&px);
+    http_proxy_stop(&px);
     free(url);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
@@ -146,8 +146,8 @@ static void test_agent_ping_ends_backoff(void)
         return;
     }
     char *tok = h_token(&d, "t1", SCOPE);
-    struct h_proxy px;
-    CHECK_EQ(h_proxy_start(&px, d.port), 0);
+    struct http_proxy px;
+    CHECK_EQ(http_proxy_start(&px, d.port), 0);
     char *url = h_fmt("http://127.0.0.1:%d", px.port);
     struct agent_proc ap;
     agent_proc_dirs(&ap);
@@ -161,12 +161,12 @@ static void test_agent_ping_ends_backoff(void)
     CHECK(ok);
     /* The outage: every request but the stream gets 503, as from a roostd whose database is
      * down. The ping of e2 sends the agent into its backoff: 1 s, 2 s, 4 s, 8 s... */
-    h_proxy_rule(&px, 0, "/api/v1/agents/", "/subscribe", H_PROXY_FAIL_503, 0);
+    http_proxy_rule(&px, 0, "/api/v1/agents/", "/subscribe", HTTP_PROXY_FAIL_503, 0);
     CHECK(h_publish(d.http, tok, "ag.out", NULL, NULL, e2) > 0);
-    H_WAIT_UNTIL(ok, 20000, h_proxy_hits(&px, 0) >= 4);
+    H_WAIT_UNTIL(ok, 20000, http_proxy_hits(&px, 0) >= 4);
     CHECK(ok);
     /* The database is back; the next retry is 8 s (± 25 %) away. New work pings. */
-    h_proxy_rule_off(&px, 0);
+    http_proxy_rule_off(&px, 0);
     int64_t t0 = h_now_ms();
     CHECK(h_publish(d.http, tok, "ag.out", NULL, NULL, e3) > 0);
     H_WAIT_UNTIL(ok, 4000,
@@ -176,7 +176,7 @@ static void test_agent_ping_ends_backoff(void)
            (long long)(h_now_ms() - t0));
     CHECK_EQ(agent_proc_term(&ap), 0);
     agent_proc_cleanup(&ap);
-    h_proxy_stop(&px);
+    http_proxy_stop(&px);
     free(url);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
@@ -194,10 +194,10 @@ static void test_agent_late_claim_not_run(void)
         return;
     }
     char *tok = h_token(&d, "t1", SCOPE);
-    struct h_proxy px;
-    CHECK_EQ(h_proxy_start(&px, d.port), 0);
+    struct http_proxy px;
+    CHECK_EQ(http_proxy_start(&px, d.port), 0);
     /* roostd commits the claim at once; its answer reaches the agent 2.5 s later. */
-    h_proxy_rule(&px, 0, "/claim", NULL, H_PROXY_DELAY, 2500);
+    http_proxy_rule(&px, 0, "/claim", NULL, HTTP_PROXY_DELAY, 2500);
     char *url = h_fmt("http://127.0.0.1:%d", px.port);
     struct agent_proc ap;
     agent_proc_dirs(&ap);
@@ -209,14 +209,14 @@ static void test_agent_late_claim_not_run(void)
     CHECK(ok);
     CHECK_EQ(agent_proc_out_count(&ap, id), 0);
     /* On time again: it runs, once. */
-    h_proxy_rule_off(&px, 0);
+    http_proxy_rule_off(&px, 0);
     CHECK(h_publish(d.http, tok, "ag.late", NULL, NULL, NULL) > 0); /* a ping */
     H_WAIT_UNTIL(ok, 15000, status_eq(&d, tok, "ag.late", id, "completed"));
     CHECK(ok);
     CHECK_EQ(agent_proc_out_count(&ap, id), 1);
     CHECK_EQ(agent_proc_term(&ap), 0);
     agent_proc_cleanup(&ap);
-    h_proxy_stop(&px);
+    http_proxy_stop(&px);
     free(url);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);

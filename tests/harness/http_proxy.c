@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The fault-injecting HTTP proxy of the integration tests (proxy.h). */
-#include "harness/proxy.h"
+#include "harness/http_proxy.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include "common/banned.h"
 
 struct proxy_conn {
-    struct h_proxy *p;
+    struct http_proxy *p;
     int cfd;
 };
 
@@ -37,13 +37,13 @@ static bool write_all(int fd, const char *buf, size_t len)
     return true;
 }
 
-/* The rule for a request line (H_PROXY_PASS when none matches); counts the hit. */
-static enum h_proxy_action rule_for(struct h_proxy *p, const char *line, int *delay_ms)
+/* The rule for a request line (HTTP_PROXY_PASS when none matches); counts the hit. */
+static enum http_proxy_action rule_for(struct http_proxy *p, const char *line, int *delay_ms)
 {
-    enum h_proxy_action act = H_PROXY_PASS;
+    enum http_proxy_action act = HTTP_PROXY_PASS;
     pthread_mutex_lock(&p->mu);
-    for (int i = 0; i < H_PROXY_MAX_RULES; i++) {
-        struct h_proxy_rule *r = &p->rules[i];
+    for (int i = 0; i < HTTP_PROXY_MAX_RULES; i++) {
+        struct http_proxy_rule *r = &p->rules[i];
         if (r->match[0] != '\0' && strstr(line, r->match) != NULL &&
             (r->except[0] == '\0' || strstr(line, r->except) == NULL)) {
             act = r->action;
@@ -57,7 +57,7 @@ static enum h_proxy_action rule_for(struct h_proxy *p, const char *line, int *de
 }
 
 /* Sleeps ms in slices, returning early when the proxy stops. */
-static void nap(struct h_proxy *p, int ms)
+static void nap(struct http_proxy *p, int ms)
 {
     int64_t until = h_now_ms() + ms;
     while (!atomic_load(&p->stop) && h_now_ms() < until) {
@@ -68,7 +68,7 @@ static void nap(struct h_proxy *p, int ms)
 static void *proxy_conn_main(void *arg)
 {
     struct proxy_conn *pc = arg;
-    struct h_proxy *p = pc->p;
+    struct http_proxy *p = pc->p;
     int cfd = pc->cfd, ufd = -1;
     free(pc);
     char head[65536];
@@ -100,11 +100,11 @@ static void *proxy_conn_main(void *arg)
     char line[512];
     snprintf(line, sizeof line, "%.*s", (int)(eol - head), head);
     int delay_ms = 0;
-    enum h_proxy_action act = rule_for(p, line, &delay_ms);
-    if (act == H_PROXY_DROP) {
+    enum http_proxy_action act = rule_for(p, line, &delay_ms);
+    if (act == HTTP_PROXY_DROP) {
         goto out;
     }
-    if (act == H_PROXY_FAIL_503) {
+    if (act == HTTP_PROXY_FAIL_503) {
         static const char body[] =
             "{\"error\":{\"code\":\"unavailable\",\"message\":\"test proxy outage\"}}";
         char resp[256];
@@ -127,7 +127,7 @@ static void *proxy_conn_main(void *arg)
         !write_all(ufd, head + first, len - first)) {
         goto out;
     }
-    bool held = act != H_PROXY_DELAY;
+    bool held = act != HTTP_PROXY_DELAY;
     for (;;) {
         struct pollfd pf[2] = {{cfd, POLLIN, 0}, {ufd, POLLIN, 0}};
         if (poll(pf, 2, 200) < 0 && errno != EINTR) {
@@ -166,7 +166,7 @@ out:
 
 static void *proxy_main(void *arg)
 {
-    struct h_proxy *p = arg;
+    struct http_proxy *p = arg;
     while (!atomic_load(&p->stop)) {
         struct pollfd pf = {p->lfd, POLLIN, 0};
         if (poll(&pf, 1, 100) <= 0) {
@@ -196,7 +196,7 @@ static void *proxy_main(void *arg)
     return NULL;
 }
 
-int h_proxy_start(struct h_proxy *p, int upstream_port)
+int http_proxy_start(struct http_proxy *p, int upstream_port)
 {
     memset(p, 0, sizeof *p);
     pthread_mutex_init(&p->mu, NULL);
@@ -213,7 +213,7 @@ int h_proxy_start(struct h_proxy *p, int upstream_port)
     return pthread_create(&p->th, NULL, proxy_main, p) == 0 ? 0 : -1;
 }
 
-void h_proxy_stop(struct h_proxy *p)
+void http_proxy_stop(struct http_proxy *p)
 {
     atomic_store(&p->stop, 1);
     pthread_join(p->th, NULL);
@@ -225,11 +225,11 @@ void h_proxy_stop(struct h_proxy *p)
     pthread_mutex_destroy(&p->mu);
 }
 
-void h_proxy_rule(struct h_proxy *p, int i, const char *match, const char *except,
-                  enum h_proxy_action action, int delay_ms)
+void http_proxy_rule(struct http_proxy *p, int i, const char *match, const char *except,
+                     enum http_proxy_action action, int delay_ms)
 {
     pthread_mutex_lock(&p->mu);
-    struct h_proxy_rule *r = &p->rules[i];
+    struct http_proxy_rule *r = &p->rules[i];
     snprintf(r->match, sizeof r->match, "%s", match);
     snprintf(r->except, sizeof r->except, "%s", except != NULL ? except : "");
     r->action = action;
@@ -238,14 +238,14 @@ void h_proxy_rule(struct h_proxy *p, int i, const char *match, const char *excep
     pthread_mutex_unlock(&p->mu);
 }
 
-void h_proxy_rule_off(struct h_proxy *p, int i)
+void http_proxy_rule_off(struct http_proxy *p, int i)
 {
     pthread_mutex_lock(&p->mu);
     p->rules[i].match[0] = '\0';
     pthread_mutex_unlock(&p->mu);
 }
 
-int h_proxy_hits(struct h_proxy *p, int i)
+int http_proxy_hits(struct http_proxy *p, int i)
 {
     return atomic_load(&p->rules[i].hits);
 }
