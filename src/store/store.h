@@ -440,8 +440,10 @@ struct store_ops {
                 struct store_touches *touches);
 };
 
+struct store_dialect; /* store_lifecycle.h: the backend's statements the shared lifecycle runs */
 struct store {
     const struct store_ops *ops;
+    const struct store_dialect *dialect;
 };
 
 /* Opens a store by URL scheme ("sqlite://PATH", "mysql://USER:PASS@HOST:PORT/DB"). ROOST_EINVAL for
