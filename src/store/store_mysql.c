@@ -205,10 +205,10 @@ const char *const store_mysql_sql[S_COUNT] = {
     [S_KEY_ADD] = "INSERT INTO `keys` (tenant_id, key_id, agent_id, alg, material, created_at)"
                   " VALUES (?, ?, ?, ?, ?, ?)",
     /* tenant, key_id */
-    [S_KEY_GET] = "SELECT key_id, agent_id, alg, created_at, revoked_at, material FROM `keys`"
+    [S_KEY_GET] = "SELECT " KEYCOLS ", material FROM `keys`"
                   " WHERE tenant_id = ? AND key_id = ?",
     /* tenant, after, limit */
-    [S_KEY_LIST] = "SELECT key_id, agent_id, alg, created_at, revoked_at FROM `keys`"
+    [S_KEY_LIST] = "SELECT " KEYCOLS " FROM `keys`"
                    " WHERE tenant_id = ? AND key_id > ? ORDER BY key_id LIMIT ?",
     /* now, tenant, key_id (CLIENT_FOUND_ROWS: an already revoked key still counts as matched) */
     [S_KEY_REVOKE] = "UPDATE `keys` SET revoked_at = COALESCE(revoked_at, ?)"
@@ -238,44 +238,16 @@ const char *const store_mysql_sql[S_COUNT] = {
 /* ---- rows ---- */
 
 /* Fills ev from row `r` whose EVCOLS start at column `c0`. */
-static int row_to_event(const struct rows *rs, size_t r, size_t c0, struct store_event *ev)
+static int row_to_event(const struct rows *rs, size_t r, int c0, struct store_event *ev)
 {
-    cell_copy(rs, r, c0 + 0, ev->event_id, sizeof ev->event_id);
-    cell_copy(rs, r, c0 + 1, ev->agent_id, sizeof ev->agent_id);
-    ev->seq = cell_i64(rs, r, c0 + 2);
-    ev->status = store_status_of(cell_i64(rs, r, c0 + 3));
-    ev->priority = (int)cell_i64(rs, r, c0 + 4);
-    ev->created_at_ms = cell_i64(rs, r, c0 + 7);
-    ev->available_at_ms = cell_i64(rs, r, c0 + 8);
-    ev->expires_at_ms = cell_i64(rs, r, c0 + 9);
-    cell_copy(rs, r, c0 + 10, ev->lease_token, sizeof ev->lease_token);
-    cell_copy(rs, r, c0 + 11, ev->consumer, sizeof ev->consumer);
-    ev->claimed_at_ms = cell_i64(rs, r, c0 + 12);
-    ev->claim_expires_at_ms = cell_i64(rs, r, c0 + 13);
-    ev->attempts = (int)cell_i64(rs, r, c0 + 14);
-    ev->timeouts = (int)cell_i64(rs, r, c0 + 15);
-    ev->nacks = (int)cell_i64(rs, r, c0 + 16);
-    ev->completed_at_ms = cell_i64(rs, r, c0 + 18);
-    if (cell_dup(rs, r, c0 + 5, &ev->correlation_id) != ROOST_OK ||
-        cell_dup(rs, r, c0 + 6, &ev->payload) != ROOST_OK ||
-        cell_dup(rs, r, c0 + 17, &ev->last_error) != ROOST_OK) {
-        store_event_cleanup(ev);
-        return ROOST_ENOMEM;
-    }
-    return ROOST_OK;
+    struct store_row row = store_mysql_row(rs, r, c0);
+    return store_row_event(&row, ev);
 }
 
-static int push_row(const struct rows *rs, size_t r, size_t c0, struct store_events *list)
+static int push_row(const struct rows *rs, size_t r, int c0, struct store_events *list)
 {
-    struct store_event *ev = store_events_push(list);
-    if (ev == NULL) {
-        return ROOST_ENOMEM;
-    }
-    if (row_to_event(rs, r, c0, ev) != ROOST_OK) {
-        list->len--;
-        return ROOST_ENOMEM;
-    }
-    return ROOST_OK;
+    struct store_row row = store_mysql_row(rs, r, c0);
+    return store_row_push_event(&row, list);
 }
 
 /* ---- the dialect: the statements of each primitive (store_lifecycle.h) ---- */
@@ -950,17 +922,8 @@ static int my_agents_list(struct store *st, const char *tenant_id, enum store_ag
             *has_more = true;
             break;
         }
-        struct store_agent_stats *a = &out[(*n)++];
-        memset(a, 0, sizeof *a);
-        cell_copy(&rs, r, 0, a->agent_id, sizeof a->agent_id);
-        a->head = cell_i64(&rs, r, 1);
-        a->purged_through_seq = cell_i64(&rs, r, 2);
-        a->pending = cell_i64(&rs, r, 3);
-        a->scheduled = cell_i64(&rs, r, 4);
-        a->claimed = cell_i64(&rs, r, 5);
-        a->quarantined = cell_i64(&rs, r, 6);
-        a->oldest_pending_ms = cell_i64(&rs, r, 7);
-        a->last_seen_ms = cell_i64(&rs, r, 8);
+        struct store_row row = store_mysql_row(&rs, r, 0);
+        store_row_agent_stats(&row, &out[(*n)++]);
     }
     rows_free(&rs);
     return rc;
@@ -1049,15 +1012,11 @@ static int my_key_add(struct store *st, const char *tenant_id, const struct stor
     return rc;
 }
 
-/* Fills the metadata columns (0..4) of a key row. */
+/* Fills k from a KEYCOLS row. */
 static void row_to_key(const struct rows *rs, size_t r, struct store_key *k)
 {
-    cell_copy(rs, r, 0, k->key_id, sizeof k->key_id);
-    cell_copy(rs, r, 1, k->agent_id, sizeof k->agent_id);
-    cell_copy(rs, r, 2, k->alg, sizeof k->alg);
-    k->created_at_ms = cell_i64(rs, r, 3);
-    k->revoked_at_ms = cell_i64(rs, r, 4);
-    k->material = NULL;
+    struct store_row row = store_mysql_row(rs, r, 0);
+    store_row_key(&row, k);
 }
 
 static int my_key_get(struct store *st, const char *tenant_id, const char *key_id,

@@ -12,6 +12,7 @@
 
 #include "store/migrations.h"
 #include "store/store_lifecycle.h"
+#include "store/store_sql.h"
 
 #include "common/banned.h"
 
@@ -373,6 +374,22 @@ static int fetch_all(struct mysql_store *b, MYSQL_STMT *s, unsigned nf, struct r
             row[c] = v;
         }
     }
+}
+
+static int64_t row_i64(struct store_row *row, int col)
+{
+    return cell_i64(row->src, row->r, (size_t)col);
+}
+
+static const char *row_text(struct store_row *row, int col)
+{
+    return cell(row->src, row->r, (size_t)col);
+}
+
+struct store_row store_mysql_row(const struct rows *rs, size_t r, int c0)
+{
+    return (struct store_row){
+        .i64 = row_i64, .text = row_text, .src = (void *)rs, .r = r, .c0 = c0};
 }
 
 /* Prepares (once), binds, executes statement `id`; rows go to out when it is not NULL. Outside a

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "store/store_mysql.h"
+#include "store/store_sql.h"
 
 enum stmt_id {
     S_TENANT_FIND,
@@ -185,6 +186,8 @@ int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, s
                   struct rows *out);
 #define Q(b, id, params, out)                                                                      \
     store_mysql_q((b), (id), (params), sizeof(params) / sizeof((params)[0]), (out))
+/* Row r of rs from column c0 on, for the shared decoders of store_sql.h. */
+struct store_row store_mysql_row(const struct rows *rs, size_t r, int c0);
 /* Runs a text statement that returns no rows. */
 int store_mysql_exec_text(struct mysql_store *b, const char *sql);
 

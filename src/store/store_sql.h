@@ -5,6 +5,7 @@
 #ifndef ROOST_STORE_SQL_H
 #define ROOST_STORE_SQL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +61,34 @@ _Static_assert(STORE_N_EXPIRED == STORE_EXPIRED, "inbox.status: expired");
     " (SELECT min(available_at) FROM inbox i WHERE i.tenant_id = a.tenant_id"                      \
     "  AND i.agent_id = a.agent_id AND i.status = " ST_PENDING ") AS oldest,"                      \
     " COALESCE(a.last_seen_at, 0)"
+
+/* The columns of a key listing, in store_row_key() order (key_get adds material as column 5). */
+#define KEYCOLS "key_id, agent_id, alg, created_at, revoked_at"
+
+/* One result row, whatever the driver: the decoders below read the shared column lists through
+ * it, so each list is decoded in one place. A backend builds it (store_sqlite_row,
+ * store_mysql_row); column numbers are relative to c0. */
+struct store_row {
+    int64_t (*i64)(struct store_row *row, int col); /* 0 for SQL NULL */
+    /* The column's NUL-terminated text, NULL for SQL NULL; sets `failed` when a value could not
+     * be read (out of memory). Valid until the row moves on. */
+    const char *(*text)(struct store_row *row, int col);
+    void *src; /* the driver's result: sqlite3_stmt *, or struct rows * */
+    size_t r;  /* the row index in src (MySQL) */
+    int c0;    /* the column the list starts at */
+    bool failed;
+};
+
+/* Fills ev from EVCOLS. ROOST_ENOMEM (ev left clean). */
+int store_row_event(struct store_row *row, struct store_event *ev);
+/* Appends an event decoded from EVCOLS to list. ROOST_ENOMEM. */
+int store_row_push_event(struct store_row *row, struct store_events *list);
+/* Fills k from KEYCOLS; material stays NULL. */
+void store_row_key(struct store_row *row, struct store_key *k);
+/* Fills a from AGENT_STATS_COLS. */
+void store_row_agent_stats(struct store_row *row, struct store_agent_stats *a);
+/* Duplicates a text column onto the heap into *out (NULL for SQL NULL). ROOST_ENOMEM. */
+int store_row_dup(struct store_row *row, int col, char **out);
 
 /* The largest LIMIT any store statement runs with; callers bound theirs far below. */
 #define STORE_LIMIT_MAX 100000

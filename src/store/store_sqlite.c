@@ -152,9 +152,9 @@ const char *const store_sqlite_sql[S_COUNT] = {
                      " ORDER BY n DESC, tenant_id, agent_id LIMIT ?1",
     [S_KEY_ADD] = "INSERT INTO keys (tenant_id, key_id, agent_id, alg, material, created_at)"
                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (tenant_id, key_id) DO NOTHING",
-    [S_KEY_GET] = "SELECT key_id, agent_id, alg, created_at, revoked_at, material FROM keys"
+    [S_KEY_GET] = "SELECT " KEYCOLS ", material FROM keys"
                   " WHERE tenant_id = ?1 AND key_id = ?2",
-    [S_KEY_LIST] = "SELECT key_id, agent_id, alg, created_at, revoked_at FROM keys"
+    [S_KEY_LIST] = "SELECT " KEYCOLS " FROM keys"
                    " WHERE tenant_id = ?1 AND key_id > ?2 ORDER BY key_id LIMIT ?3",
     [S_KEY_REVOKE] = "UPDATE keys SET revoked_at = coalesce(revoked_at, ?3)"
                      " WHERE tenant_id = ?1 AND key_id = ?2",
@@ -917,17 +917,8 @@ static int sq_agents_list(struct store *st, const char *tenant_id, enum store_ag
             *has_more = true;
             break;
         }
-        struct store_agent_stats *a = &out[(*n)++];
-        memset(a, 0, sizeof *a);
-        col_copy(s, 0, a->agent_id, sizeof a->agent_id);
-        a->head = sqlite3_column_int64(s, 1);
-        a->purged_through_seq = sqlite3_column_int64(s, 2);
-        a->pending = sqlite3_column_int64(s, 3);
-        a->scheduled = sqlite3_column_int64(s, 4);
-        a->claimed = sqlite3_column_int64(s, 5);
-        a->quarantined = sqlite3_column_int64(s, 6);
-        a->oldest_pending_ms = sqlite3_column_int64(s, 7);
-        a->last_seen_ms = sqlite3_column_int64(s, 8);
+        struct store_row row = store_sqlite_row(s);
+        store_row_agent_stats(&row, &out[(*n)++]);
     }
     rc = rc < 0 ? rc : ROOST_OK;
 out:
@@ -1042,15 +1033,11 @@ out:
     return rc;
 }
 
-/* Fills the metadata columns (0..4) of a key row. */
+/* Fills k from a KEYCOLS row. */
 static void row_to_key(sqlite3_stmt *s, struct store_key *k)
 {
-    col_copy(s, 0, k->key_id, sizeof k->key_id);
-    col_copy(s, 1, k->agent_id, sizeof k->agent_id);
-    col_copy(s, 2, k->alg, sizeof k->alg);
-    k->created_at_ms = sqlite3_column_int64(s, 3);
-    k->revoked_at_ms = sqlite3_column_int64(s, 4);
-    k->material = NULL;
+    struct store_row row = store_sqlite_row(s);
+    store_row_key(&row, k);
 }
 
 static int sq_key_get(struct store *st, const char *tenant_id, const char *key_id,

@@ -95,70 +95,28 @@ int store_sqlite_exec_id(struct sqlite_store *b, enum stmt_id id)
     return rc;
 }
 
-int store_sqlite_col_dup(sqlite3_stmt *s, int i, char **out)
+static int64_t row_i64(struct store_row *row, int col)
 {
-    *out = NULL;
-    if (sqlite3_column_type(s, i) == SQLITE_NULL) {
-        return ROOST_OK;
-    }
-    const unsigned char *t = sqlite3_column_text(s, i);
-    int n = sqlite3_column_bytes(s, i);
-    if (t == NULL || n < 0) {
-        return ROOST_ENOMEM;
-    }
-    char *p = malloc((size_t)n + 1);
-    if (p == NULL) {
-        return ROOST_ENOMEM;
-    }
-    memcpy(p, t, (size_t)n);
-    p[n] = '\0';
-    *out = p;
-    return ROOST_OK;
+    return sqlite3_column_int64(row->src, col);
 }
 
-/* Fills ev from a row selected with EVCOLS starting at column 0. */
-int store_sqlite_row_to_event(sqlite3_stmt *s, struct store_event *ev)
+static const char *row_text(struct store_row *row, int col)
 {
-    col_copy(s, 0, ev->event_id, sizeof ev->event_id);
-    col_copy(s, 1, ev->agent_id, sizeof ev->agent_id);
-    ev->seq = sqlite3_column_int64(s, 2);
-    ev->status = store_status_of(sqlite3_column_int(s, 3));
-    ev->priority = sqlite3_column_int(s, 4);
-    ev->created_at_ms = sqlite3_column_int64(s, 7);
-    ev->available_at_ms = sqlite3_column_int64(s, 8);
-    ev->expires_at_ms = sqlite3_column_int64(s, 9);
-    col_copy(s, 10, ev->lease_token, sizeof ev->lease_token);
-    col_copy(s, 11, ev->consumer, sizeof ev->consumer);
-    ev->claimed_at_ms = sqlite3_column_int64(s, 12);
-    ev->claim_expires_at_ms = sqlite3_column_int64(s, 13);
-    ev->attempts = sqlite3_column_int(s, 14);
-    ev->timeouts = sqlite3_column_int(s, 15);
-    ev->nacks = sqlite3_column_int(s, 16);
-    ev->completed_at_ms = sqlite3_column_int64(s, 18);
-    if (store_sqlite_col_dup(s, 5, &ev->correlation_id) != ROOST_OK ||
-        store_sqlite_col_dup(s, 6, &ev->payload) != ROOST_OK ||
-        store_sqlite_col_dup(s, 17, &ev->last_error) != ROOST_OK) {
-        store_event_cleanup(ev);
-        return ROOST_ENOMEM;
+    sqlite3_stmt *s = row->src;
+    bool null = sqlite3_column_type(s, col) == SQLITE_NULL;
+    const unsigned char *t = sqlite3_column_text(s, col);
+    if (t == NULL && !null) {
+        row->failed = true;
     }
-    return ROOST_OK;
+    return (const char *)t;
 }
 
-/* Appends the current row to list. */
-int store_sqlite_push_row(sqlite3_stmt *s, struct store_events *list)
+struct store_row store_sqlite_row(sqlite3_stmt *s)
 {
-    struct store_event *ev = store_events_push(list);
-    if (ev == NULL) {
-        return ROOST_ENOMEM;
-    }
-    if (store_sqlite_row_to_event(s, ev) != ROOST_OK) {
-        list->len--;
-        return ROOST_ENOMEM;
-    }
-    return ROOST_OK;
+    return (struct store_row){.i64 = row_i64, .text = row_text, .src = s};
 }
 
-/* ---- lifecycle ---- */
+/* ---- the connection ---- */
 
 static int exec_pragma(sqlite3 *db, const char *sql)
 {

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 
+#include "store/store_sql.h"
 #include "store/store_sqlite.h"
 
 enum stmt_id {
@@ -102,12 +103,29 @@ int store_sqlite_step(struct sqlite_store *b, sqlite3_stmt *s);
 /* Runs a statement that returns no rows (or whose rows are ignored). */
 int store_sqlite_run(struct sqlite_store *b, sqlite3_stmt *s);
 int store_sqlite_exec_id(struct sqlite_store *b, enum stmt_id id);
-/* Duplicates a text column onto the heap (NULL for a NULL column). */
-int store_sqlite_col_dup(sqlite3_stmt *s, int i, char **out);
+/* The current row of s, for the shared decoders of store_sql.h. */
+struct store_row store_sqlite_row(sqlite3_stmt *s);
+
+static inline int store_sqlite_col_dup(sqlite3_stmt *s, int i, char **out)
+{
+    struct store_row row = store_sqlite_row(s);
+    return store_row_dup(&row, i, out);
+}
+
 /* Fills ev from a row selected with EVCOLS starting at column 0. */
-int store_sqlite_row_to_event(sqlite3_stmt *s, struct store_event *ev);
+static inline int store_sqlite_row_to_event(sqlite3_stmt *s, struct store_event *ev)
+{
+    struct store_row row = store_sqlite_row(s);
+    return store_row_event(&row, ev);
+}
+
 /* Appends the current row (EVCOLS) to list. */
-int store_sqlite_push_row(sqlite3_stmt *s, struct store_events *list);
+static inline int store_sqlite_push_row(sqlite3_stmt *s, struct store_events *list)
+{
+    struct store_row row = store_sqlite_row(s);
+    return store_row_push_event(&row, list);
+}
+
 /* Opens a read transaction when none is open, so several statements share one snapshot;
  * store_sqlite_read_end closes what it opened and resets every statement. */
 int store_sqlite_read_begin(struct sqlite_store *b, bool *opened);
