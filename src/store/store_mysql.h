@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The MySQL/MariaDB backend of the store vtable (store_mysql.c). */
+/* The MySQL/MariaDB backend of the store vtable (store_mysql.c: SQL and dialect;
+ * store_mysql_conn.c: connection and transactions; store_mysql_tail.c: the tailer). */
 #ifndef ROOST_STORE_MYSQL_H
 #define ROOST_STORE_MYSQL_H
 
@@ -12,8 +13,8 @@ extern const struct store_ops store_mysql_ops;
 const char *store_mysql_open_error(void);
 
 /* The parts of mysql://USER[:PASS]@HOST[:PORT]/DB[?socket=PATH][&isolation=LEVEL],
- * percent-decoded. isolation is "read-committed" (the default; see store_mysql.c for why) or
- * "repeatable-read" (for measurements: bench/mysql_isolation.c). */
+ * percent-decoded. isolation is "read-committed" (the default; see connect_db in store_mysql_conn.c
+ * for why) or "repeatable-read" (for measurements: bench/mysql_isolation.c). */
 struct store_mysql_url {
     char user[129];
     char pass[257];
