@@ -8,7 +8,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       prometheus
       chromium
       mariadb-server mariadb-client libmariadb-dev
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev
+      clang-format python3 git)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared pieces of the `roost` command-line tool: the command table, the options every server
- * command takes (--server, --token, ...), exit codes, error reporting and JSON output. The CLI is
- * built only on the public SDK (include/roost) and src/common. */
+/* Shared pieces of the `roost` command-line tool: the shape of the command table (commands.c),
+ * the one option parser that reads it (parse.c), what is generated from it (help.c: --help, the
+ * listings the man page check reads, the shell completion scripts), exit codes, error reporting
+ * and JSON output. The CLI is built only on the public SDK (include/roost) and src/common. */
 #ifndef ROOST_CLI_H
 #define ROOST_CLI_H
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "roost/roost.h"
 
@@ -23,114 +24,164 @@ enum cli_exit {
 
 #define CLI_DEFAULT_SERVER "http://127.0.0.1:8080"
 #define CLI_MAX_INPUT_BYTES ((size_t)64 * 1024 * 1024)
+/* Most options one command takes, its own and the shared ones together. */
+#define CLI_MAX_OPTIONS 32
+/* No upper bound on the positional arguments (ack's pairs). */
+#define CLI_ARGS_ANY (-1)
 
-/* One (sub)command: the words that name it ("admin quarantine list"), its entry point (argv[0]
- * is the last word), a one-line summary and its usage text for --help. */
+/* What an option's value is; the parser checks INT, DURATION and CHOICE values before the
+ * command runs. */
+enum cli_kind {
+    CLI_FLAG,     /* no value */
+    CLI_STRING,   /* any text */
+    CLI_INT,      /* a decimal integer in [min, max] */
+    CLI_DURATION, /* "90", "90s", "5m", "1h30m", ... in seconds, in [min, max] */
+    CLI_CHOICE    /* one word of `choices` */
+};
+
+#define CLI_REQUIRED 1u /* the command refuses to run without it */
+#define CLI_MULTI 2u    /* may be repeated, every value is kept (else the last one wins) */
+
+/* One option of one command (or of the shared groups below). */
+struct cli_option {
+    const char *name; /* long name without "--" */
+    char short_name;  /* 0: none */
+    enum cli_kind kind;
+    const char *arg;  /* the value's name in help ("DUR"); NULL for a flag */
+    const char *help; /* help text; '\n' starts a continuation line */
+    const char *env;  /* environment variable read when the option is not given, or NULL */
+    unsigned flags;   /* CLI_REQUIRED, CLI_MULTI */
+    int64_t min, max; /* CLI_INT, CLI_DURATION */
+    /* What a bad value is told ("--limit: expected a count >= 1, got 'x'"); CHOICE: generated. */
+    const char *expect;
+    /* Space-separated words: the valid values of a CHOICE, a completion hint for a STRING. */
+    const char *choices;
+};
+
+/* The shared option groups a command takes (cli_command.common). */
+#define CLI_COMMON_CONNECT 1u /* --server --token --token-file --cacert --timeout */
+#define CLI_COMMON_OUTPUT 2u  /* --pretty --compact */
+#define CLI_COMMON_SIGN 4u    /* --key-file --key-id --key-alg */
+#define CLI_COMMON_ALL (CLI_COMMON_CONNECT | CLI_COMMON_OUTPUT | CLI_COMMON_SIGN)
+
+struct cli_args;
+
+/* One (sub)command: the words that name it ("admin quarantine list"), its handler, its
+ * options and the text --help shows. */
 struct cli_command {
     const char *name;
-    int (*run)(int argc, char **argv);
-    const char *summary;
-    const char *usage;
+    int (*run)(struct cli_args *a);
+    const char *summary;  /* one line for `roost --help` */
+    const char *synopsis; /* after "Usage: "; NULL: generated from the options and `args` */
+    const char *args;     /* the positional arguments in the synopsis, or NULL */
+    int min_args, max_args;
+    const char *arg_choices;          /* completion hint for the positional arguments, or NULL */
+    const char *description;          /* the paragraph(s) after the usage line */
+    const struct cli_option *options; /* its own, ended by an entry without a name */
+    unsigned common;                  /* CLI_COMMON_* groups */
+    const char *notes;                /* printed after the options, or NULL */
 };
 
-/* Options shared by every command that talks to a server. */
-struct cli_common {
-    const char *command; /* "ack", "admin quarantine list": used in messages */
-    const char *usage;
-    const char *server;
-    const char *token;
-    const char *token_file;
-    const char *ca_file;
-    const char *key_file; /* request signing (RFC 9421); NULL: $ROOST_KEY_FILE, else unsigned */
-    const char *key_id;
-    const char *key_alg;
-    int64_t timeout_s;
-    int pretty; /* -1: when stdout is a terminal */
+extern const struct cli_command cli_commands[];
+extern const size_t cli_n_commands;
+/* The shared groups, each ended by an entry without a name. */
+extern const struct cli_option cli_connect_options[];
+extern const struct cli_option cli_output_options[];
+extern const struct cli_option cli_sign_options[];
+
+/* The value of one option after parsing. */
+struct cli_value {
+    const char *str;   /* the last value given on the command line; NULL when not given */
+    int64_t num;       /* CLI_INT, CLI_DURATION: str parsed */
+    int count;         /* times given */
+    int order;         /* position of the last occurrence among all options given */
+    const char **list; /* CLI_MULTI: every value given, `count` of them (heap) */
 };
 
-/* Values returned by getopt_long for the shared long options. */
-enum cli_opt {
-    CLI_OPT_SERVER = 1000,
-    CLI_OPT_TOKEN,
-    CLI_OPT_TOKEN_FILE,
-    CLI_OPT_CACERT,
-    CLI_OPT_TIMEOUT,
-    CLI_OPT_PRETTY,
-    CLI_OPT_COMPACT,
-    CLI_OPT_KEY_FILE,
-    CLI_OPT_KEY_ID,
-    CLI_OPT_KEY_ALG,
-    CLI_OPT_FIRST_LOCAL /* commands number their own long-only options from here */
+/* A parsed command line: the command, its options (its own, then the shared groups) with their
+ * values, and the positional arguments. */
+struct cli_args {
+    const struct cli_command *cmd;
+    const struct cli_option *opts[CLI_MAX_OPTIONS];
+    struct cli_value vals[CLI_MAX_OPTIONS];
+    size_t n_opts;
+    int argc; /* positional arguments, in order */
+    char **argv;
+    int pretty; /* --pretty/--compact, the last one given; -1 when neither (a terminal decides) */
 };
 
-#define CLI_COMMON_OPTIONS                                                                         \
-    {"server", required_argument, NULL, CLI_OPT_SERVER},                                           \
-        {"token", required_argument, NULL, CLI_OPT_TOKEN},                                         \
-        {"token-file", required_argument, NULL, CLI_OPT_TOKEN_FILE},                               \
-        {"cacert", required_argument, NULL, CLI_OPT_CACERT},                                       \
-        {"timeout", required_argument, NULL, CLI_OPT_TIMEOUT},                                     \
-        {"pretty", no_argument, NULL, CLI_OPT_PRETTY},                                             \
-        {"compact", no_argument, NULL, CLI_OPT_COMPACT},                                           \
-        {"key-file", required_argument, NULL, CLI_OPT_KEY_FILE},                                   \
-        {"key-id", required_argument, NULL, CLI_OPT_KEY_ID},                                       \
-        {"key-alg", required_argument, NULL, CLI_OPT_KEY_ALG},                                     \
-    {                                                                                              \
-        "help", no_argument, NULL, 'h'                                                             \
-    }
+/* Collects cmd's options into *out (cmd's own first, then its shared groups); returns how many.
+ * At most CLI_MAX_OPTIONS (a test checks the table). */
+size_t cli_command_options(const struct cli_command *cmd, const struct cli_option **out);
 
-/* Text of the shared options, appended to every server command's usage. */
-#define CLI_COMMON_HELP                                                                            \
-    "Connection options (every server command):\n"                                                 \
-    "  --server URL       roostd address (default $ROOST_SERVER, else " CLI_DEFAULT_SERVER ")\n"   \
-    "  --token JWT        bearer token (default $ROOST_TOKEN)\n"                                   \
-    "  --token-file F     read the token from file F\n"                                            \
-    "  --cacert F         trust the CA certificates in PEM file F (https)\n"                       \
-    "  --timeout DUR      per-request timeout (default 30s)\n"                                     \
-    "  --pretty/--compact indented or one-line JSON (default: indented on a terminal)\n"           \
-    "  --key-file F       sign every request (RFC 9421) with the private key in PEM file F, or\n"  \
-    "                     the base64 secret in F for hmac-sha256 (default $ROOST_KEY_FILE)\n"      \
-    "  --key-id ID        the signing key's registered key id (default $ROOST_KEY_ID)\n"           \
-    "  --key-alg ALG      ed25519, ecdsa-p256-sha256, rsa-pss-sha512 or hmac-sha256 (default\n"    \
-    "                     $ROOST_KEY_ALG, else implied by the PEM key)\n"                          \
-    "  -h, --help         this help\n"
+/* Parses argv (argv[0] is the command's last word) against the table entry: options through
+ * getopt_long, then the count of positional arguments and the required options. Returns -1
+ * when the command should run, else the exit code to return: CLI_EXIT_OK after printing --help,
+ * CLI_EXIT_USAGE after reporting an unknown option, a missing or bad value, a wrong number of
+ * arguments or a missing required option on stderr. Call cli_args_cleanup() in every case.
+ * argv is permuted (options first), as getopt_long does. */
+int cli_parse(struct cli_args *a, const struct cli_command *cmd, int argc, char **argv);
+void cli_args_cleanup(struct cli_args *a);
 
-void cli_common_init(struct cli_common *co, const char *command, const char *usage);
+/* Value accessors by long name; naming an option the command does not have is a programmer
+ * error (assert). cli_str: the value given, else the option's environment variable when set and
+ * not empty, else NULL. cli_given: given on the command line (not from the environment). */
+const char *cli_str(const struct cli_args *a, const char *name);
+bool cli_given(const struct cli_args *a, const char *name);
+bool cli_flag(const struct cli_args *a, const char *name);
+int64_t cli_num(const struct cli_args *a, const char *name, int64_t dflt);
+/* CLI_MULTI: every value given, in order; *n is their number. */
+const char *const *cli_list(const struct cli_args *a, const char *name, size_t *n);
 
-/* The shared part of every getopt loop (optstring starting with ':'): handles -h/--help (prints
- * the usage, returns 0), '?' and ':' (unknown option, missing argument: returns 2) and the shared
- * options. Returns -1 when parsing should continue, else the exit code to return. */
-int cli_handle_opt(struct cli_common *co, int opt, const char *arg, char **argv);
+/* Finds the command named by the words argv[from..]: *consumed is how many words name it.
+ * NULL when none; *partial then tells whether the words start some command's name without
+ * completing it ("admin", "admin quarantine"). */
+const struct cli_command *cli_find_command(int argc, char **argv, int from, int *consumed,
+                                           bool *partial);
+
+/* Generated text (help.c). */
+void cli_print_help(FILE *out);
+void cli_print_usage(FILE *out, const struct cli_command *cmd);
+/* Lists the commands whose names start with argv[from..]. */
+void cli_print_group(FILE *out, int argc, char **argv, int from);
+/* One command name per line. */
+void cli_list_commands(FILE *out);
+/* One line per option of every command: COMMAND<TAB>--NAME<TAB>-S<TAB>ARG<TAB>ENV ("-" when
+ * empty). */
+void cli_list_options(FILE *out);
+/* The completion script for "bash" or "zsh"; returns -1 for another shell. */
+int cli_print_completion(FILE *out, const char *shell);
 
 /* Resolves --server/--token/--token-file and the environment. *file_token_out (free it) holds
  * the token read from a file, *token_out points at it or at argv/environ. Returns an exit code. */
-int cli_resolve_endpoint(struct cli_common *co, const char **server_out, const char **token_out,
+int cli_resolve_endpoint(const struct cli_args *a, const char **server_out, const char **token_out,
                          char **file_token_out);
 
 /* Resolves --key-file/--key-id/--key-alg and ROOST_KEY_FILE/ROOST_KEY_ID/ROOST_KEY_ALG: *file_out
  * is NULL when no signing key is configured. Returns an exit code (usage error for a key file
  * without a key id). */
-int cli_resolve_signing(struct cli_common *co, const char **file_out, const char **id_out,
+int cli_resolve_signing(const struct cli_args *a, const char **file_out, const char **id_out,
                         const char **alg_out);
 
 /* Creates the client from the shared options. Returns an exit code (CLI_EXIT_OK on success). */
-int cli_connect(struct cli_common *co, struct roost_client **out);
+int cli_connect(const struct cli_args *a, struct roost_client **out);
 
 /* Reports a failed SDK call as "roost: <what>: <message> (<code>)" on stderr and returns the
  * matching exit code. */
-int cli_fail(const struct cli_common *co, struct roost_client *c, int rc, const char *what);
+int cli_fail(const struct cli_args *a, struct roost_client *c, int rc, const char *what);
 
 /* Maps an rc to an exit code (see enum cli_exit); `sent` tells whether a request went out. */
 int cli_exit_code(int rc, bool sent);
 
 /* Reports a usage problem ("roost <command>: <message>" + a pointer to --help); returns 2. */
-int cli_usage_error(const struct cli_common *co, const char *fmt, ...)
+int cli_usage_error(const struct cli_args *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Prints JSON text (pretty or compact per co->pretty) and a newline on stdout. Text that is not
+/* Prints JSON text (pretty or compact per a->pretty) and a newline on stdout. Text that is not
  * JSON is printed as is. Returns an exit code. */
-int cli_print_json(const struct cli_common *co, const char *text, size_t len);
+int cli_print_json(const struct cli_args *a, const char *text, size_t len);
 /* Prints the body of the client's last response (nothing when empty). */
-int cli_print_last_body(const struct cli_common *co, struct roost_client *c);
+int cli_print_last_body(const struct cli_args *a, struct roost_client *c);
 
 /* Prints each event's JSON object on its own line (NDJSON). Returns an exit code. */
 int cli_print_ndjson(const struct roost_events *evs);
@@ -145,49 +196,28 @@ int cli_parse_duration(const char *s, int64_t *seconds);
 int cli_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err,
                   size_t errlen);
 
-/* Command entry points (cmd_*.c). */
-int cmd_token_mint(int argc, char **argv);
-int cmd_publish(int argc, char **argv);
-int cmd_inbox_read(int argc, char **argv);
-int cmd_claim(int argc, char **argv);
-int cmd_ack(int argc, char **argv);
-int cmd_release(int argc, char **argv);
-int cmd_release_all(int argc, char **argv);
-int cmd_extend(int argc, char **argv);
-int cmd_state(int argc, char **argv);
-int cmd_admin_quarantine_list(int argc, char **argv);
-int cmd_admin_quarantine_requeue(int argc, char **argv);
-int cmd_admin_agents(int argc, char **argv);
-int cmd_admin_quarantine_inspect(int argc, char **argv);
-int cmd_admin_quarantine_purge(int argc, char **argv);
-int cmd_admin_stats(int argc, char **argv);
-int cmd_agent_run(int argc, char **argv);
-int cmd_inbox_tail(int argc, char **argv);
-int cmd_agent_status(int argc, char **argv);
-int cmd_keys_add(int argc, char **argv);
-int cmd_keys_list(int argc, char **argv);
-int cmd_keys_revoke(int argc, char **argv);
-
-extern const char cmd_token_mint_usage[];
-extern const char cmd_publish_usage[];
-extern const char cmd_inbox_read_usage[];
-extern const char cmd_claim_usage[];
-extern const char cmd_ack_usage[];
-extern const char cmd_release_usage[];
-extern const char cmd_release_all_usage[];
-extern const char cmd_extend_usage[];
-extern const char cmd_state_usage[];
-extern const char cmd_admin_quarantine_list_usage[];
-extern const char cmd_admin_quarantine_requeue_usage[];
-extern const char cmd_admin_agents_usage[];
-extern const char cmd_admin_quarantine_inspect_usage[];
-extern const char cmd_admin_quarantine_purge_usage[];
-extern const char cmd_admin_stats_usage[];
-extern const char cmd_agent_run_usage[];
-extern const char cmd_inbox_tail_usage[];
-extern const char cmd_agent_status_usage[];
-extern const char cmd_keys_add_usage[];
-extern const char cmd_keys_list_usage[];
-extern const char cmd_keys_revoke_usage[];
+/* Command handlers (cmd_*.c), named in the table. */
+int cmd_token_mint(struct cli_args *a);
+int cmd_publish(struct cli_args *a);
+int cmd_inbox_read(struct cli_args *a);
+int cmd_inbox_tail(struct cli_args *a);
+int cmd_claim(struct cli_args *a);
+int cmd_ack(struct cli_args *a);
+int cmd_release(struct cli_args *a);
+int cmd_release_all(struct cli_args *a);
+int cmd_extend(struct cli_args *a);
+int cmd_state(struct cli_args *a);
+int cmd_admin_quarantine_list(struct cli_args *a);
+int cmd_admin_quarantine_requeue(struct cli_args *a);
+int cmd_admin_quarantine_inspect(struct cli_args *a);
+int cmd_admin_quarantine_purge(struct cli_args *a);
+int cmd_admin_agents(struct cli_args *a);
+int cmd_admin_stats(struct cli_args *a);
+int cmd_agent_run(struct cli_args *a);
+int cmd_agent_status(struct cli_args *a);
+int cmd_keys_add(struct cli_args *a);
+int cmd_keys_list(struct cli_args *a);
+int cmd_keys_revoke(struct cli_args *a);
+int cmd_completion(struct cli_args *a);
 
 #endif

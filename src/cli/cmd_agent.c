@@ -18,47 +18,6 @@
 
 extern char **environ;
 
-const char cmd_agent_run_usage[] =
-    "Usage: roost agent run --agent A --state-dir DIR --exec CMD [--concurrency N]\n"
-    "                       [--lease DUR] [--consumer C] [--poll-ceiling DUR] [--quiet]\n"
-    "\n"
-    "Works the agent's inbox until SIGINT or SIGTERM: claims events under leases and runs CMD\n"
-    "(through /bin/sh -c) once per event, with the payload JSON on stdin and in the\n"
-    "environment ROOST_EVENT_ID, ROOST_AGENT_ID, ROOST_SEQUENCE, ROOST_ATTEMPT,\n"
-    "ROOST_CORRELATION_ID (empty when none). CMD's exit status decides:\n"
-    "  0        done: ack\n"
-    "  75       EX_TEMPFAIL: give it back now, no penalty\n"
-    "  65       EX_DATAERR: quarantine (never retried)\n"
-    "  other    failed: release with exponential backoff (attempt n waits 2^(n-1) s, <= 300 s)\n"
-    "The agent pulls, then listens to the SSE wake-ups; while the stream is down it long-polls.\n"
-    "Leases are extended while CMD runs. Its state file (DIR/agent.db: cursor, processed event\n"
-    "ids, outstanding leases) makes a restart after a crash release what the dead run held and\n"
-    "never run CMD again for an event it already finished. On SIGINT/SIGTERM it stops claiming,\n"
-    "waits for running commands, acks, releases everything it still holds and exits 0.\n"
-    "Progress and problems are logged on stderr.\n"
-    "\n"
-    "  -a, --agent A         the agent\n"
-    "  --state-dir DIR       state directory (created when missing; one per agent)\n"
-    "  --exec CMD            the command to run per event\n"
-    "  --concurrency N       commands running at once, 1..256 (default 1)\n"
-    "  --lease DUR           lease per claim (default 60s)\n"
-    "  --consumer C          consumer id for the leases (default <hostname>-<pid>)\n"
-    "  --poll-ceiling DUR    longest wait between polls while offline (default 5m)\n"
-    "  --quiet               log only problems\n"
-    "\n" CLI_COMMON_HELP;
-
-const char cmd_agent_status_usage[] =
-    "Usage: roost agent status --state-dir DIR\n"
-    "\n"
-    "Prints what the agent using DIR recorded, as JSON: agent_id, running (an agent process\n"
-    "holds DIR now), pid, consumer, connection (starting, streaming, polling, offline,\n"
-    "stopped), cursor, last_sync (RFC 3339, null when never), outstanding_leases and\n"
-    "processed_ids. Works while the agent runs. Exit 1 when DIR holds no agent state.\n"
-    "\n"
-    "  --state-dir DIR    the agent's state directory\n"
-    "  --pretty/--compact indented or one-line JSON\n"
-    "  -h, --help         this help\n";
-
 static struct roost_agent *g_agent;
 
 static void on_signal(int sig)
@@ -228,94 +187,25 @@ out:
     return result;
 }
 
-enum {
-    OPT_STATE_DIR = CLI_OPT_FIRST_LOCAL,
-    OPT_EXEC,
-    OPT_CONCURRENCY,
-    OPT_LEASE,
-    OPT_CONSUMER,
-    OPT_POLL_CEILING,
-    OPT_QUIET
-};
-
-int cmd_agent_run(int argc, char **argv)
+int cmd_agent_run(struct cli_args *a)
 {
-    static const struct option opts[] = {
-        {"agent", required_argument, NULL, 'a'},
-        {"state-dir", required_argument, NULL, OPT_STATE_DIR},
-        {"exec", required_argument, NULL, OPT_EXEC},
-        {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
-        {"lease", required_argument, NULL, OPT_LEASE},
-        {"consumer", required_argument, NULL, OPT_CONSUMER},
-        {"poll-ceiling", required_argument, NULL, OPT_POLL_CEILING},
-        {"quiet", no_argument, NULL, OPT_QUIET},
-        CLI_COMMON_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
-    struct cli_common co;
-    cli_common_init(&co, "agent run", cmd_agent_run_usage);
     struct roost_agent_options o;
     roost_agent_options_init(&o);
-    struct exec_ctx x = {0};
-    int64_t v = 0;
-    int opt, r;
-    optind = 0;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":ha:", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'a':
-            o.agent_id = optarg;
-            break;
-        case OPT_STATE_DIR:
-            o.state_dir = optarg;
-            break;
-        case OPT_EXEC:
-            x.cmd = optarg;
-            break;
-        case OPT_CONCURRENCY:
-            if (cli_parse_int(optarg, 1, 256, &v) != 0) {
-                return cli_usage_error(&co, "--concurrency: expected 1..256, got '%s'", optarg);
-            }
-            o.concurrency = (int)v;
-            break;
-        case OPT_LEASE:
-            if (cli_parse_duration(optarg, &v) != 0 || v < 1 || v > 43200) {
-                return cli_usage_error(&co, "--lease: expected a duration of 1s..12h, got '%s'",
-                                       optarg);
-            }
-            o.lease_s = (int)v;
-            break;
-        case OPT_CONSUMER:
-            o.consumer = optarg;
-            break;
-        case OPT_POLL_CEILING:
-            if (cli_parse_duration(optarg, &v) != 0 || v < 1 || v > 86400) {
-                return cli_usage_error(&co, "--poll-ceiling: expected 1s..1d, got '%s'", optarg);
-            }
-            o.poll_ceiling_s = (int)v;
-            break;
-        case OPT_QUIET:
-            x.quiet = true;
-            break;
-        default:
-            if ((r = cli_handle_opt(&co, opt, optarg, argv)) >= 0) {
-                return r;
-            }
-        }
-    }
-    if (optind < argc) {
-        return cli_usage_error(&co, "unexpected argument '%s'", argv[optind]);
-    }
-    if (o.agent_id == NULL || o.state_dir == NULL || x.cmd == NULL) {
-        return cli_usage_error(&co, "--agent, --state-dir and --exec are required");
-    }
+    o.agent_id = cli_str(a, "agent");
+    o.state_dir = cli_str(a, "state-dir");
+    o.concurrency = (int)cli_num(a, "concurrency", o.concurrency);
+    o.lease_s = (int)cli_num(a, "lease", o.lease_s);
+    o.poll_ceiling_s = (int)cli_num(a, "poll-ceiling", o.poll_ceiling_s);
+    o.consumer = cli_str(a, "consumer");
+    struct exec_ctx x = {.cmd = cli_str(a, "exec"), .quiet = cli_flag(a, "quiet")};
+    int r;
     char *file_token = NULL;
-    if ((r = cli_resolve_endpoint(&co, &o.server_url, &o.token, &file_token)) != CLI_EXIT_OK) {
+    if ((r = cli_resolve_endpoint(a, &o.server_url, &o.token, &file_token)) != CLI_EXIT_OK) {
         return r;
     }
     x.agent_id = o.agent_id;
-    o.ca_file = co.ca_file;
-    if ((r = cli_resolve_signing(&co, &o.signing_key_file, &o.key_id, &o.key_alg)) != CLI_EXIT_OK) {
+    o.ca_file = cli_str(a, "cacert");
+    if ((r = cli_resolve_signing(a, &o.signing_key_file, &o.key_id, &o.key_alg)) != CLI_EXIT_OK) {
         free(file_token);
         return r;
     }
@@ -370,34 +260,9 @@ int cmd_agent_run(int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-int cmd_agent_status(int argc, char **argv)
+int cmd_agent_status(struct cli_args *a)
 {
-    static const struct option opts[] = {
-        {"state-dir", required_argument, NULL, OPT_STATE_DIR},
-        {"pretty", no_argument, NULL, CLI_OPT_PRETTY},
-        {"compact", no_argument, NULL, CLI_OPT_COMPACT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    struct cli_common co;
-    cli_common_init(&co, "agent status", cmd_agent_status_usage);
-    const char *dir = NULL;
-    int opt, r;
-    optind = 0;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        if (opt == OPT_STATE_DIR) {
-            dir = optarg;
-        } else if ((r = cli_handle_opt(&co, opt, optarg, argv)) >= 0) {
-            return r;
-        }
-    }
-    if (optind < argc) {
-        return cli_usage_error(&co, "unexpected argument '%s'", argv[optind]);
-    }
-    if (dir == NULL) {
-        return cli_usage_error(&co, "--state-dir is required");
-    }
+    const char *dir = cli_str(a, "state-dir");
     struct roost_agent_status st;
     int rc = roost_agent_status_read(dir, &st);
     if (rc != ROOST_OK) {
@@ -426,7 +291,7 @@ int cmd_agent_status(int argc, char **argv)
         fprintf(stderr, "roost: agent status: out of memory\n");
         return CLI_EXIT_ERROR;
     }
-    r = cli_print_json(&co, text, strlen(text));
+    int r = cli_print_json(a, text, strlen(text));
     free(text);
     return r;
 }

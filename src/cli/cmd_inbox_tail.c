@@ -10,22 +10,7 @@
 
 #include "common/banned.h"
 
-const char cmd_inbox_tail_usage[] =
-    "Usage: roost inbox tail --agent A [--after N] [--from-head]\n"
-    "\n"
-    "Prints the agent's events with sequence_number > N, one JSON object per line, then keeps\n"
-    "following: an SSE wake-up ping triggers the next read; while the stream cannot be opened\n"
-    "it long-polls instead. Changes nothing (a cursor reader, not a consumer). Runs until\n"
-    "interrupted. When the cursor is older than retention (410) it says so on stderr and\n"
-    "continues from the state's cursor.\n"
-    "\n"
-    "  -a, --agent A     the agent\n"
-    "  --after N         start after this cursor (default 0: everything still kept)\n"
-    "  --from-head       start at the current head: only new events\n"
-    "\n" CLI_COMMON_HELP;
-
 struct tail {
-    struct cli_common *co;
     struct roost_client *reader;
     const char *agent;
     int64_t cursor;
@@ -99,54 +84,16 @@ static void sleep_ms(int64_t ms)
     nanosleep(&ts, NULL);
 }
 
-enum { OPT_AFTER = CLI_OPT_FIRST_LOCAL, OPT_FROM_HEAD };
-
-int cmd_inbox_tail(int argc, char **argv)
+int cmd_inbox_tail(struct cli_args *a)
 {
-    static const struct option opts[] = {
-        {"agent", required_argument, NULL, 'a'},
-        {"after", required_argument, NULL, OPT_AFTER},
-        {"from-head", no_argument, NULL, OPT_FROM_HEAD},
-        CLI_COMMON_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
-    struct cli_common co;
-    cli_common_init(&co, "inbox tail", cmd_inbox_tail_usage);
-    struct tail t = {.co = &co};
-    bool from_head = false;
-    int opt, r;
-    optind = 0;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":ha:", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'a':
-            t.agent = optarg;
-            break;
-        case OPT_AFTER:
-            if (cli_parse_int(optarg, 0, INT64_MAX, &t.cursor) != 0) {
-                return cli_usage_error(&co, "--after: expected a cursor >= 0, got '%s'", optarg);
-            }
-            break;
-        case OPT_FROM_HEAD:
-            from_head = true;
-            break;
-        default:
-            if ((r = cli_handle_opt(&co, opt, optarg, argv)) >= 0) {
-                return r;
-            }
-        }
-    }
-    if (optind < argc) {
-        return cli_usage_error(&co, "unexpected argument '%s'", argv[optind]);
-    }
-    if (t.agent == NULL) {
-        return cli_usage_error(&co, "--agent is required");
-    }
+    struct tail t = {.agent = cli_str(a, "agent"), .cursor = cli_num(a, "after", 0)};
+    bool from_head = cli_flag(a, "from-head");
+    int r;
     struct roost_client *stream = NULL;
-    if ((r = cli_connect(&co, &t.reader)) != CLI_EXIT_OK) {
+    if ((r = cli_connect(a, &t.reader)) != CLI_EXIT_OK) {
         return r;
     }
-    if ((r = cli_connect(&co, &stream)) != CLI_EXIT_OK) {
+    if ((r = cli_connect(a, &stream)) != CLI_EXIT_OK) {
         roost_client_free(t.reader);
         return r;
     }
@@ -178,7 +125,7 @@ int cmd_inbox_tail(int argc, char **argv)
             break;
         }
         if (fatal(rc)) {
-            cli_fail(&co, stream, rc, "inbox tail (subscribe)");
+            cli_fail(a, stream, rc, "inbox tail (subscribe)");
             roost_client_free(stream);
             roost_client_free(t.reader);
             return cli_exit_code(rc, true);
@@ -193,7 +140,7 @@ int cmd_inbox_tail(int argc, char **argv)
         } while (!fatal(rc) && (int64_t)time(NULL) * 1000 < until);
         backoff_ms = backoff_ms * 2 < 30000 ? backoff_ms * 2 : 30000;
     }
-    r = cli_fail(&co, t.reader, rc, "inbox tail");
+    r = cli_fail(a, t.reader, rc, "inbox tail");
     roost_client_free(stream);
     roost_client_free(t.reader);
     return r;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers shared by the `roost` commands: shared options, client creation, error reporting with
- * exit codes, JSON output and bounded input parsing. */
+/* Helpers shared by the `roost` commands: the client from the shared options, error reporting
+ * with exit codes, JSON output and bounded input parsing. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -13,84 +13,14 @@
 
 #include "common/banned.h"
 
-void cli_common_init(struct cli_common *co, const char *command, const char *usage)
-{
-    memset(co, 0, sizeof *co);
-    co->command = command;
-    co->usage = usage;
-    co->pretty = -1;
-}
-
-int cli_usage_error(const struct cli_common *co, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "roost %s: ", co->command);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'roost %s --help'.\n", co->command);
-    return CLI_EXIT_USAGE;
-}
-
-int cli_handle_opt(struct cli_common *co, int opt, const char *arg, char **argv)
-{
-    switch (opt) {
-    case 'h':
-        fputs(co->usage, stdout);
-        return CLI_EXIT_OK;
-    case ':':
-        return cli_usage_error(co, "option %s needs a value", argv[optind - 1]);
-    case '?':
-        if (optopt != 0) {
-            return cli_usage_error(co, "unknown option -%c", optopt);
-        }
-        return cli_usage_error(co, "unknown option %s", argv[optind - 1]);
-    case CLI_OPT_SERVER:
-        co->server = arg;
-        return -1;
-    case CLI_OPT_TOKEN:
-        co->token = arg;
-        return -1;
-    case CLI_OPT_TOKEN_FILE:
-        co->token_file = arg;
-        return -1;
-    case CLI_OPT_CACERT:
-        co->ca_file = arg;
-        return -1;
-    case CLI_OPT_TIMEOUT:
-        if (cli_parse_duration(arg, &co->timeout_s) != 0 || co->timeout_s < 1 ||
-            co->timeout_s > 86400) {
-            return cli_usage_error(co, "--timeout: expected a duration of 1s..1d, got '%s'", arg);
-        }
-        return -1;
-    case CLI_OPT_PRETTY:
-        co->pretty = 1;
-        return -1;
-    case CLI_OPT_COMPACT:
-        co->pretty = 0;
-        return -1;
-    case CLI_OPT_KEY_FILE:
-        co->key_file = arg;
-        return -1;
-    case CLI_OPT_KEY_ID:
-        co->key_id = arg;
-        return -1;
-    case CLI_OPT_KEY_ALG:
-        co->key_alg = arg;
-        return -1;
-    default:
-        return cli_usage_error(co, "unexpected option");
-    }
-}
-
 /* Reads the token file, trimming trailing whitespace (a newline written by `roost token mint`). */
-static char *read_token_file(const struct cli_common *co)
+static char *read_token_file(const struct cli_args *a, const char *path)
 {
     char *buf = NULL;
     size_t len = 0;
     char err[512];
-    if (cli_read_file(co->token_file, 16384, &buf, &len, err, sizeof err) != 0) {
-        fprintf(stderr, "roost: %s: %s\n", co->command, err);
+    if (cli_read_file(path, 16384, &buf, &len, err, sizeof err) != 0) {
+        fprintf(stderr, "roost: %s: %s\n", a->cmd->name, err);
         return NULL;
     }
     while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' ' ||
@@ -100,68 +30,77 @@ static char *read_token_file(const struct cli_common *co)
     return buf;
 }
 
-int cli_resolve_endpoint(struct cli_common *co, const char **server_out, const char **token_out,
+int cli_resolve_endpoint(const struct cli_args *a, const char **server_out, const char **token_out,
                          char **file_token_out)
 {
     *file_token_out = NULL;
-    const char *server = co->server != NULL ? co->server : getenv("ROOST_SERVER");
+    const char *server = cli_str(a, "server");
     if (server == NULL || server[0] == '\0') {
         server = CLI_DEFAULT_SERVER;
     }
-    const char *token = co->token;
-    if (token == NULL && co->token_file != NULL) {
-        if ((*file_token_out = read_token_file(co)) == NULL) {
+    /* --token, then --token-file, then $ROOST_TOKEN. */
+    const char *token = cli_given(a, "token") ? cli_str(a, "token") : NULL;
+    const char *token_file = cli_str(a, "token-file");
+    if (token == NULL && token_file != NULL) {
+        if ((*file_token_out = read_token_file(a, token_file)) == NULL) {
             return CLI_EXIT_USAGE;
         }
         token = *file_token_out;
     }
     if (token == NULL) {
-        token = getenv("ROOST_TOKEN");
+        token = cli_str(a, "token");
     }
     if (token == NULL || token[0] == '\0') {
-        return cli_usage_error(co, "no token: pass --token or --token-file, or set ROOST_TOKEN "
-                                   "(mint one with 'roost token mint')");
+        return cli_usage_error(a, "no token: pass --token or --token-file, or set ROOST_TOKEN "
+                                  "(mint one with 'roost token mint')");
     }
     *server_out = server;
     *token_out = token;
     return CLI_EXIT_OK;
 }
 
-/* An environment value, NULL when unset or empty. */
-static const char *env_nonempty(const char *name)
+/* The environment default of the shared signing option `name`. */
+static const char *sign_env(const char *name)
 {
-    const char *v = getenv(name);
-    return v != NULL && v[0] != '\0' ? v : NULL;
+    for (const struct cli_option *o = cli_sign_options; o->name != NULL; o++) {
+        if (strcmp(o->name, name) == 0) {
+            return getenv(o->env);
+        }
+    }
+    return NULL;
 }
 
-int cli_resolve_signing(struct cli_common *co, const char **file_out, const char **id_out,
+int cli_resolve_signing(const struct cli_args *a, const char **file_out, const char **id_out,
                         const char **alg_out)
 {
-    const char *file = co->key_file != NULL ? co->key_file : env_nonempty("ROOST_KEY_FILE");
-    const char *id = co->key_id != NULL ? co->key_id : env_nonempty("ROOST_KEY_ID");
-    const char *alg = co->key_alg != NULL ? co->key_alg : env_nonempty("ROOST_KEY_ALG");
     *file_out = *id_out = *alg_out = NULL;
+    /* keys add takes no signing options (its --key-id names the key it registers): its own
+     * request is signed from the signing options' environment variables alone. */
+    bool options = (a->cmd->common & CLI_COMMON_SIGN) != 0;
+    const char *file = options ? cli_str(a, "key-file") : sign_env("key-file");
+    const char *id = options ? cli_str(a, "key-id") : sign_env("key-id");
+    const char *alg = options ? cli_str(a, "key-alg") : sign_env("key-alg");
     if (file == NULL || file[0] == '\0') {
-        if (co->key_id != NULL || co->key_alg != NULL) {
-            return cli_usage_error(co, "--key-id/--key-alg need --key-file (or ROOST_KEY_FILE)");
+        if (options && (cli_given(a, "key-id") || cli_given(a, "key-alg"))) {
+            return cli_usage_error(a, "--key-id/--key-alg need --key-file (or ROOST_KEY_FILE)");
         }
         return CLI_EXIT_OK;
     }
-    if (id == NULL) {
-        return cli_usage_error(co, "a signing key needs --key-id (or ROOST_KEY_ID)");
+    if (id == NULL || id[0] == '\0') {
+        return cli_usage_error(a, "a signing key needs --key-id (or ROOST_KEY_ID)");
     }
     *file_out = file;
     *id_out = id;
-    *alg_out = alg;
+    *alg_out = alg != NULL && alg[0] != '\0' ? alg : NULL;
     return CLI_EXIT_OK;
 }
 
-int cli_connect(struct cli_common *co, struct roost_client **out)
+int cli_connect(const struct cli_args *a, struct roost_client **out)
 {
     *out = NULL;
     const char *server = NULL, *token = NULL;
     char *file_token = NULL;
-    int r = cli_resolve_endpoint(co, &server, &token, &file_token);
+    int r = cli_resolve_endpoint(a, &server, &token, &file_token);
     if (r != CLI_EXIT_OK) {
         return r;
     }
@@ -169,32 +108,34 @@ int cli_connect(struct cli_common *co, struct roost_client **out)
     int rc = roost_client_new(&c, server, token);
     free(file_token);
     if (rc == ROOST_EINVAL) {
-        return cli_usage_error(co,
+        return cli_usage_error(a,
                                "bad --server URL or token (server '%s'; tokens are one line "
                                "of printable ASCII)",
                                server);
     }
     if (rc != ROOST_OK) {
-        fprintf(stderr, "roost: %s: %s (%s)\n", co->command, roost_strerror(rc),
+        fprintf(stderr, "roost: %s: %s (%s)\n", a->cmd->name, roost_strerror(rc),
                 roost_err_code(rc));
         return CLI_EXIT_ERROR;
     }
-    if ((co->ca_file != NULL && (rc = roost_client_set_ca_file(c, co->ca_file)) != ROOST_OK) ||
-        (co->timeout_s > 0 &&
-         (rc = roost_client_set_timeouts(c, 0, (long)co->timeout_s * 1000L)) != ROOST_OK)) {
+    const char *ca_file = cli_str(a, "cacert");
+    int64_t timeout_s = cli_num(a, "timeout", 0);
+    if ((ca_file != NULL && (rc = roost_client_set_ca_file(c, ca_file)) != ROOST_OK) ||
+        (timeout_s > 0 &&
+         (rc = roost_client_set_timeouts(c, 0, (long)timeout_s * 1000L)) != ROOST_OK)) {
         roost_client_free(c);
-        fprintf(stderr, "roost: %s: %s (%s)\n", co->command, roost_strerror(rc),
+        fprintf(stderr, "roost: %s: %s (%s)\n", a->cmd->name, roost_strerror(rc),
                 roost_err_code(rc));
         return CLI_EXIT_ERROR;
     }
     const char *key_file = NULL, *key_id = NULL, *key_alg = NULL;
-    if ((r = cli_resolve_signing(co, &key_file, &key_id, &key_alg)) != CLI_EXIT_OK) {
+    if ((r = cli_resolve_signing(a, &key_file, &key_id, &key_alg)) != CLI_EXIT_OK) {
         roost_client_free(c);
         return r;
     }
     if (key_file != NULL &&
         (rc = roost_client_set_signing_key(c, key_file, key_id, key_alg)) != ROOST_OK) {
-        r = cli_fail(co, c, rc, "signing key");
+        r = cli_fail(a, c, rc, "signing key");
         roost_client_free(c);
         return r;
     }
@@ -227,7 +168,7 @@ int cli_exit_code(int rc, bool sent)
     }
 }
 
-int cli_fail(const struct cli_common *co, struct roost_client *c, int rc, const char *what)
+int cli_fail(const struct cli_args *a, struct roost_client *c, int rc, const char *what)
 {
     const char *msg = c != NULL ? roost_client_errmsg(c) : "";
     const char *code = c != NULL ? roost_client_errcode(c) : "";
@@ -237,7 +178,7 @@ int cli_fail(const struct cli_common *co, struct roost_client *c, int rc, const 
     if (code[0] == '\0') {
         code = roost_err_code(rc);
     }
-    fprintf(stderr, "roost: %s: %s (%s)\n", what != NULL ? what : co->command, msg, code);
+    fprintf(stderr, "roost: %s: %s (%s)\n", what != NULL ? what : a->cmd->name, msg, code);
     if (rc == ROOST_EGONE && c != NULL && roost_client_oldest_cursor(c) >= 0) {
         fprintf(stderr, "roost: the oldest cursor kept is %lld; resync with 'roost state'\n",
                 (long long)roost_client_oldest_cursor(c));
@@ -269,9 +210,9 @@ static char *pretty_dump(const json_t *v)
     return json_dumps(v, base);
 }
 
-int cli_print_json(const struct cli_common *co, const char *text, size_t len)
+int cli_print_json(const struct cli_args *a, const char *text, size_t len)
 {
-    int pretty = co->pretty >= 0 ? co->pretty : isatty(STDOUT_FILENO);
+    int pretty = a->pretty >= 0 ? a->pretty : isatty(STDOUT_FILENO);
     while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ')) {
         len--;
     }
@@ -294,17 +235,17 @@ int cli_print_json(const struct cli_common *co, const char *text, size_t len)
     }
     fputc('\n', stdout);
     if (fflush(stdout) != 0) {
-        fprintf(stderr, "roost: %s: cannot write the output: %s\n", co->command, strerror(errno));
+        fprintf(stderr, "roost: %s: cannot write the output: %s\n", a->cmd->name, strerror(errno));
         return CLI_EXIT_ERROR;
     }
     return CLI_EXIT_OK;
 }
 
-int cli_print_last_body(const struct cli_common *co, struct roost_client *c)
+int cli_print_last_body(const struct cli_args *a, struct roost_client *c)
 {
     size_t len = 0;
     const char *body = roost_client_last_body(c, &len);
-    return len > 0 ? cli_print_json(co, body, len) : CLI_EXIT_OK;
+    return len > 0 ? cli_print_json(a, body, len) : CLI_EXIT_OK;
 }
 
 int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)

@@ -177,7 +177,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 }
 
 /* libcurl calls this at least once a second during a transfer. */
-static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+int sdk_abort_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                        curl_off_t ulnow)
 {
     (void)dltotal;
@@ -253,7 +253,7 @@ static int setup_handle(struct roost_client *c, const char *method, const char *
     }
     if (c->abort_flag != NULL) {
         SET(CURLOPT_NOPROGRESS, 0L);
-        SET(CURLOPT_XFERINFOFUNCTION, on_progress);
+        SET(CURLOPT_XFERINFOFUNCTION, sdk_abort_progress);
         SET(CURLOPT_XFERINFODATA, c);
     }
     if (strcmp(method, "GET") == 0) {

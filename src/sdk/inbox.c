@@ -120,7 +120,8 @@ out:
     return rc;
 }
 
-/* Validates a lease token argument (the server checks the format; we only refuse the absent). */
+/* Validates a lease token argument (the server checks the format; we only refuse an absent,
+ * empty or over-long one). */
 static bool lease_token_ok(const char *t)
 {
     return t != NULL && t[0] != '\0' && strlen(t) <= SDK_MAX_ID_BYTES;

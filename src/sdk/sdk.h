@@ -66,7 +66,7 @@ struct roost_client {
     long request_timeout_ms;
     size_t max_response_bytes;
     /* Optional (the agent loop): while it reads non-zero, transfers are aborted, so a long poll
-     * ends within about a second of a stop. Borrowed. */
+     * or an SSE stream ends within about a second of a stop. Borrowed. */
     const atomic_int *abort_flag;
     struct sdk_signer *signer; /* NULL: requests are not signed */
 
@@ -99,6 +99,11 @@ void sdk_signer_free(struct sdk_signer *s);
 int sdk_signer_headers(const struct sdk_signer *s, const char *method, const char *url,
                        const char *token, const char *body, size_t body_len,
                        struct curl_slist **list, char *err, size_t errlen);
+
+/* The CURLOPT_XFERINFOFUNCTION of a client with an abort_flag (userdata: the client): non-zero
+ * aborts the transfer. libcurl calls it at least once a second. */
+int sdk_abort_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow);
 
 /* Clears the details of the previous call. */
 void sdk_reset(struct roost_client *c);

@@ -9,8 +9,11 @@
 #include "common/ids.h"
 #include "common/timeutil.h"
 #include "proto/jwt.h"
+#include "server/api.h"
+#include "server/api_json.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/request.h"
+#include "server/runtime.h"
 #include "server/sse_hub.h"
 #include "server/workers.h"
 
@@ -137,16 +140,6 @@ static int parse_offset_token(const char *tok, int64_t *offset)
     return rc;
 }
 
-static json_t *time_json(int64_t ms)
-{
-    if (ms <= 0) {
-        return json_null();
-    }
-    char buf[TIME_RFC3339_LEN + 1];
-    time_format_rfc3339(ms, buf);
-    return json_string(buf);
-}
-
 /* ---- GET /admin/agents ---- */
 
 static int run_agents(struct job *job, struct store *st)
@@ -179,7 +172,7 @@ static void done_agents(struct job *job)
                                 : json_null());
         json_object_set_new(o, "subscribers",
                             json_integer((json_int_t)sse_hub_count_of(
-                                op->rq->srv->sse, op->rq->principal.tenant_id, a->agent_id)));
+                                op->rq->rt->sse, op->rq->principal.tenant_id, a->agent_id)));
         json_object_set_new(o, "last_seen_at", time_json(a->last_seen_ms));
         json_array_append_new(agents, o);
     }
@@ -243,7 +236,7 @@ void api_admin_agents(struct request *rq)
         return;
     }
     op->job = (struct job){.run = run_agents, .done = done_agents, .write = false, .name = "admin"};
-    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
 /* ---- GET /admin/quarantine ---- */
@@ -304,7 +297,7 @@ void api_admin_quarantine(struct request *rq)
     op->limit = limit;
     op->job = (struct job){
         .run = run_quarantine, .done = done_quarantine, .write = false, .name = "admin"};
-    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
 /* ---- POST /admin/quarantine/{event_id}/requeue ---- */
@@ -324,7 +317,7 @@ static void done_requeue(struct job *job)
         request_reply_error(op->rq, job->rc, NULL, NULL);
         return;
     }
-    server_notify(op->rq->srv, &op->touches);
+    runtime_notify(op->rq->rt, &op->touches);
     request_reply_json(op->rq, 200,
                        json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status", "pending"));
 }
@@ -339,7 +332,7 @@ void api_admin_requeue(struct request *rq)
     if (op) {
         op->job =
             (struct job){.run = run_requeue, .done = done_requeue, .write = true, .name = "admin"};
-        workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+        workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
     }
 }
 
@@ -380,7 +373,7 @@ void api_admin_quarantine_inspect(struct request *rq)
     if (op) {
         op->job =
             (struct job){.run = run_inspect, .done = done_inspect, .write = false, .name = "admin"};
-        workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+        workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
     }
 }
 
@@ -442,7 +435,7 @@ void api_admin_purge(struct request *rq)
     op->purge_one = one;
     op->limit = limit;
     op->job = (struct job){.run = run_purge, .done = done_purge, .write = true, .name = "admin"};
-    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
 /* ---- GET /admin/stats ---- */
@@ -451,16 +444,16 @@ void api_admin_purge(struct request *rq)
  * stats cost no query; "as_of" says how fresh the numbers are. */
 void api_admin_stats(struct request *rq)
 {
-    struct server *srv = rq->srv;
+    struct runtime *rt = rq->rt;
     int64_t age_ms = 0, now = time_now_ms();
     bool truncated = false;
-    if (!metrics_snapshot_info(srv->metrics, &age_ms, &truncated)) {
+    if (!metrics_snapshot_info(rt->metrics, &age_ms, &truncated)) {
         request_reply_error(rq, ROOST_EUNAVAILABLE, "statistics are not ready yet", NULL);
         return;
     }
     /* A tenant without unfinished rows is not in the snapshot: all zero. */
     const struct store_metrics_tenant zero = {{0}, 0, 0, 0, 0, 0, 0};
-    const struct store_metrics_tenant *t = metrics_tenant(srv->metrics, rq->principal.tenant_id);
+    const struct store_metrics_tenant *t = metrics_tenant(rt->metrics, rq->principal.tenant_id);
     if (t == NULL) {
         t = &zero;
     }
@@ -473,7 +466,7 @@ void api_admin_stats(struct request *rq)
         "oldest_claim_age_s",
         t->oldest_claimed_ms ? json_real((double)(now - t->oldest_claimed_ms) / 1000.0)
                              : json_null(),
-        "subscribers", (json_int_t)sse_hub_count_of(srv->sse, rq->principal.tenant_id, NULL),
+        "subscribers", (json_int_t)sse_hub_count_of(rt->sse, rq->principal.tenant_id, NULL),
         "as_of", time_json(now - age_ms), "complete", !truncated);
     request_reply_json(rq, 200, o);
 }

@@ -8,8 +8,11 @@
 #include "common/ids.h"
 #include "common/jsonutil.h"
 #include "common/timeutil.h"
+#include "server/api.h"
+#include "server/config.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/request.h"
+#include "server/runtime.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -67,7 +70,7 @@ static void done_publish(struct job *job)
         request_reply_error(rq, job->rc, NULL, NULL);
         return;
     }
-    server_notify(rq->srv, &op->touches);
+    runtime_notify(rq->rt, &op->touches);
     json_t *events = json_array();
     bool all_duplicates = true;
     size_t written = 0;
@@ -81,14 +84,9 @@ static void done_publish(struct job *job)
         }
         json_array_append_new(events, e);
     }
-    metrics_published(rq->srv->metrics, written);
+    metrics_published(rq->rt->metrics, written);
     request_reply_json(rq, all_duplicates ? 200 : 201, json_pack("{s:o}", "events", events));
 }
-
-struct field_error {
-    int rc;
-    const char *message;
-};
 
 /* Reads an optional RFC 3339 time field. */
 static int body_time(const json_t *ev, const char *name, int bad_rc, int64_t *out)
@@ -122,7 +120,7 @@ static int parse_event(struct publish_op *op, const json_t *ev, struct store_pub
         "delay_s",    "available_at", "ttl_s",    "expires_at",     "state_patch",
         NULL};
     struct request *rq = op->rq;
-    const struct config *cfg = rq->srv->cfg;
+    const struct config *cfg = rq->rt->cfg;
     const char *bad = NULL;
     if (!json_is_object(ev)) {
         *msg = "each event must be a JSON object";
@@ -218,7 +216,7 @@ static int parse_event(struct publish_op *op, const json_t *ev, struct store_pub
 
 void api_publish(struct request *rq)
 {
-    const struct config *cfg = rq->srv->cfg;
+    const struct config *cfg = rq->rt->cfg;
     json_t *list = json_object_get(rq->body, "events");
     json_t *single = NULL;
     size_t n_events;
@@ -290,5 +288,5 @@ void api_publish(struct request *rq)
     op->job.done = done_publish;
     op->job.write = true;
     op->job.name = "publish";
-    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }

@@ -10,8 +10,12 @@
 
 #include "common/ids.h"
 #include "common/timeutil.h"
+#include "server/api.h"
+#include "server/api_json.h"
+#include "server/config.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/request.h"
+#include "server/runtime.h"
 #include "server/waiters.h"
 #include "server/workers.h"
 
@@ -92,9 +96,9 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
     op->job.name = request_route_name(op->rq);
     if (op->deadline_ms) {
         op->serial =
-            waiters_serial(op->rq->srv->waiters, op->rq->principal.tenant_id, op->rq->agent_id);
+            waiters_serial(op->rq->rt->waiters, op->rq->principal.tenant_id, op->rq->agent_id);
     }
-    workers_submit(server_workers(op->rq->srv, op->rq->principal.tenant_id), &op->job);
+    workers_submit(runtime_workers(op->rq->rt, op->rq->principal.tenant_id), &op->job);
 }
 
 /* Rejects a body with fields outside `allowed`, naming the field. Returns true when it replied. */
@@ -131,11 +135,11 @@ static void on_waiter_fire(struct waiter *w, bool timed_out);
  * caller should answer now (no wait asked, deadline passed) — or re-runs the job itself. */
 static bool park_or_rerun(struct inbox_op *op)
 {
-    if (op->deadline_ms == 0 || time_mono_ms() >= op->deadline_ms || op->rq->srv->draining) {
+    if (op->deadline_ms == 0 || time_mono_ms() >= op->deadline_ms || op->rq->rt->draining) {
         return false;
     }
     op->waiter.fire = on_waiter_fire;
-    if (!waiters_wait(op->rq->srv->waiters, &op->waiter, op->rq->principal.tenant_id,
+    if (!waiters_wait(op->rq->rt->waiters, &op->waiter, op->rq->principal.tenant_id,
                       op->rq->agent_id, op->serial, op->deadline_ms)) {
         submit(op, op->job.run, op->job.done, op->job.write); /* a commit slipped in: re-run */
     }
@@ -201,7 +205,7 @@ static void done_read(struct job *job)
 
 void api_inbox_read(struct request *rq)
 {
-    const struct config *cfg = rq->srv->cfg;
+    const struct config *cfg = rq->rt->cfg;
     int64_t after, limit, wait_s;
     int rc;
     if ((rc = request_query_int(rq, "after_cursor", 0, INT64_MAX, 0, ROOST_ECURSOR, &after)) ||
@@ -263,7 +267,7 @@ static void done_claim(struct job *job)
 void api_inbox_claim(struct request *rq)
 {
     static const char *const allowed[] = {"limit", "lease_s", "wait_s", "consumer", NULL};
-    const struct config *cfg = rq->srv->cfg;
+    const struct config *cfg = rq->rt->cfg;
     if (reject_unknown(rq, allowed)) {
         return;
     }
@@ -309,7 +313,7 @@ static void done_ack(struct job *job)
         request_reply_error(op->rq, job->rc, NULL, NULL);
         return;
     }
-    metrics_delivery(op->rq->srv->metrics, op->available_at_ms, time_now_ms());
+    metrics_delivery(op->rq->rt->metrics, op->available_at_ms, time_now_ms());
     request_reply_json(
         op->rq, 200, json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status", "completed"));
 }
@@ -358,7 +362,7 @@ static void done_acks(struct job *job)
     for (size_t i = 0; i < op->n_acks; i++) {
         int rc = op->acks[i].rc;
         if (rc == ROOST_OK) {
-            metrics_delivery(op->rq->srv->metrics, op->acks[i].available_at_ms, now);
+            metrics_delivery(op->rq->rt->metrics, op->acks[i].available_at_ms, now);
         }
         json_t *item =
             rc == ROOST_OK
@@ -379,7 +383,7 @@ void api_events_ack(struct request *rq)
     }
     json_t *acks = json_object_get(rq->body, "acks");
     size_t n = json_is_array(acks) ? json_array_size(acks) : 0;
-    if (n == 0 || n > (size_t)rq->srv->cfg->limits_max_batch) {
+    if (n == 0 || n > (size_t)rq->rt->cfg->limits_max_batch) {
         request_reply_error(rq, ROOST_EACKS, NULL, NULL);
         return;
     }
@@ -433,10 +437,10 @@ static void done_release(struct job *job)
         request_reply_error(op->rq, job->rc, NULL, NULL);
         return;
     }
-    server_notify(op->rq->srv, &op->touches);
-    metrics_released(op->rq->srv->metrics, op->reason, 1);
+    runtime_notify(op->rq->rt, &op->touches);
+    metrics_released(op->rq->rt->metrics, op->reason, 1);
     if (op->released_to == STORE_QUARANTINED) {
-        metrics_quarantined(op->rq->srv->metrics, 1);
+        metrics_quarantined(op->rq->rt->metrics, 1);
     }
     request_reply_json(op->rq, 200,
                        json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status", "released"));
@@ -474,7 +478,7 @@ void api_event_release(struct request *rq)
     }
     op->reason = r;
     op->delay_s = delay_s;
-    op->max_attempts = rq->srv->cfg->claim_max_attempts;
+    op->max_attempts = rq->rt->cfg->claim_max_attempts;
     if (error && !(op->error_text = strdup(error))) {
         request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
         return;
@@ -508,7 +512,7 @@ static void done_extend(struct job *job)
 void api_event_extend(struct request *rq)
 {
     static const char *const allowed[] = {"lease_token", "lease_s", NULL};
-    const struct config *cfg = rq->srv->cfg;
+    const struct config *cfg = rq->rt->cfg;
     if (reject_unknown(rq, allowed)) {
         return;
     }
@@ -546,8 +550,8 @@ static void done_release_all(struct job *job)
         request_reply_error(op->rq, job->rc, NULL, NULL);
         return;
     }
-    server_notify(op->rq->srv, &op->touches);
-    metrics_released(op->rq->srv->metrics, STORE_RELEASE_SHUTDOWN, op->released);
+    runtime_notify(op->rq->rt, &op->touches);
+    metrics_released(op->rq->rt->metrics, STORE_RELEASE_SHUTDOWN, op->released);
     request_reply_json(op->rq, 200, json_pack("{s:I}", "released", (json_int_t)op->released));
 }
 

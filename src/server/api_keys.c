@@ -14,7 +14,9 @@
 #include "proto/httpsig.h"
 #include "proto/jwt.h"
 #include "proto/sf.h"
-#include "server/server.h"
+#include "server/api.h"
+#include "server/request.h"
+#include "server/runtime.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -234,7 +236,7 @@ void api_admin_keys_add(struct request *rq)
     snprintf(op->key.agent_id, sizeof op->key.agent_id, "%s", agent_id);
     snprintf(op->key.alg, sizeof op->key.alg, "%s", httpsig_alg_name(alg));
     op->job = (struct job){.run = run_add, .done = done_add, .write = true};
-    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
 /* ---- GET /admin/keys ---- */
@@ -309,7 +311,7 @@ void api_admin_keys_list(struct request *rq)
         return;
     }
     op->job = (struct job){.run = run_list, .done = done_list, .write = false};
-    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
 /* ---- POST /admin/keys/{key_id}/revoke ---- */
@@ -342,7 +344,7 @@ void api_admin_keys_revoke(struct request *rq)
     struct keys_op *op = keys_op_new(rq);
     if (op) {
         op->job = (struct job){.run = run_revoke, .done = done_revoke, .write = true};
-        workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+        workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
     }
 }
 
@@ -350,7 +352,7 @@ void api_admin_keys_revoke(struct request *rq)
 
 void api_server_keys(struct request *rq)
 {
-    json_t *jwks = json_loads(rq->srv->sign_jwks, 0, NULL);
+    json_t *jwks = json_loads(rq->rt->sign_key.jwks, 0, NULL);
     if (!jwks) {
         request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
         return;

@@ -49,7 +49,7 @@ void auth_describe(const struct auth *a, char *buf, size_t len);
  * there is no kid). Then exp required (60 s skew), nbf and iat, a string "tenant" claim that is a
  * valid name, scope parsed; for identity-provider tokens also iss == auth.issuer and aud contains
  * auth.audience when those are set. ROOST_OK or ROOST_EUNAUTHENTICATED. Thread-safe (the token
- * cache has its own lock); replacing `a` itself is the caller's business (server.c swaps it on
+ * cache has its own lock); replacing `a` itself is the caller's business (daemon.c swaps it on
  * the loop thread, the only thread that calls this). */
 int auth_authenticate(const struct auth *a, const char *authorization, int64_t now_ms,
                       struct auth_principal *out);

@@ -9,7 +9,7 @@
 
 #include "common/log.h"
 #include "server/config.h"
-#include "server/server.h"
+#include "server/daemon.h"
 
 extern char **environ;
 
@@ -151,14 +151,14 @@ int main(int argc, char **argv)
     log_set_json(strcmp(cfg.log_format, "json") == 0);
     raise_nofile();
 
-    struct server srv;
+    struct daemon d;
     exit_code = 1;
-    if (server_start(&srv, &cfg, &source, ready_file, err, sizeof err) != 0) {
-        server_cleanup(&srv);
+    if (daemon_start(&d, &cfg, &source, ready_file, err, sizeof err) != 0) {
+        daemon_cleanup(&d);
         goto out;
     }
-    int rc = server_run(&srv);
-    server_cleanup(&srv);
+    int rc = daemon_run(&d);
+    daemon_cleanup(&d);
     log_info("roostd stopped", "%s", "");
     exit_code = rc == 0 ? 0 : 1;
     err[0] = '\0';

@@ -14,8 +14,7 @@
 
 #include "common/log.h"
 #include "common/timeutil.h"
-#include "server/server.h"
-#include "server/sse_hub.h"
+#include "server/config.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -90,7 +89,7 @@ struct metrics {
     uint64_t released[3]; /* by enum store_release_reason */
 
     /* snapshot refresh */
-    struct server *srv;
+    struct metrics_env env;
     struct event *timer;
     bool busy, stopped;
     struct store_metrics_snapshot snap; /* the last good one; arrays owned */
@@ -309,15 +308,17 @@ static void done_snap(struct job *job)
 {
     struct snap_job *j = (struct snap_job *)job;
     struct metrics *m = j->m;
-    struct server *srv = m->srv;
+    bool complete = false;
     if (job->rc == ROOST_OK) {
         snapshot_merge(&j->acc, &j->snap);
-        if (++j->shard < srv->n_shards && !m->stopped && !srv->draining) {
-            workers_submit(srv->shards[j->shard].workers, &j->job); /* still busy */
+        struct workers *next = m->env.pool(m->env.arg, ++j->shard);
+        if (next != NULL && !m->stopped) {
+            workers_submit(next, &j->job); /* still busy */
             return;
         }
+        complete = next == NULL; /* stopped halfway: the partial snapshot is dropped */
     }
-    if (job->rc == ROOST_OK && j->shard == srv->n_shards) {
+    if (complete) {
         snapshot_free(&m->snap);
         m->snap = j->acc; /* moves the arrays */
         memset(&j->acc, 0, sizeof j->acc);
@@ -330,11 +331,10 @@ static void done_snap(struct job *job)
     snapshot_free(&j->acc);
     free(j);
     m->busy = false;
-    srv->inflight--;
     if (!m->stopped) {
-        arm(m, srv->cfg->metrics_refresh_ms);
+        arm(m, m->env.cfg->metrics_refresh_ms);
     }
-    server_drain_check(srv);
+    m->env.release(m->env.arg);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -342,33 +342,49 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct metrics *m = arg;
-    struct server *srv = m->srv;
-    if (m->busy || m->stopped || srv->draining) {
+    if (m->busy || m->stopped) {
         return;
     }
     struct snap_job *j = calloc(1, sizeof *j);
-    size_t top = (size_t)srv->cfg->metrics_top_agents;
+    size_t top = (size_t)m->env.cfg->metrics_top_agents;
     if (j == NULL || !snapshot_alloc(&j->snap, top) || !snapshot_alloc(&j->acc, top)) {
         if (j != NULL) {
             snapshot_free(&j->snap);
             snapshot_free(&j->acc);
         }
         free(j);
-        arm(m, srv->cfg->metrics_refresh_ms);
+        arm(m, m->env.cfg->metrics_refresh_ms);
         return;
     }
     j->m = m;
     j->job = (struct job){
         .run = run_snap, .done = done_snap, .write = false, .name = "metrics_snapshot"};
     m->busy = true;
-    srv->inflight++; /* a shutdown waits for the job: its done() touches this object */
-    workers_submit(srv->shards[0].workers, &j->job);
+    m->env.hold(m->env.arg); /* a shutdown waits for the job: its done() touches this object */
+    workers_submit(m->env.pool(m->env.arg, 0), &j->job);
 }
 
-int metrics_start(struct metrics *m, struct server *srv)
+static void observe_job(void *arg, const char *op, double seconds)
 {
-    m->srv = srv;
-    m->timer = evtimer_new(srv->base, on_tick, m);
+    metrics_store_op(arg, op, seconds);
+}
+
+static void observe_commit(void *arg, size_t jobs)
+{
+    metrics_group_commit(arg, jobs);
+}
+
+void metrics_observe_workers(struct metrics *m, struct workers *w)
+{
+    const struct workers_observer obs = {
+        .job_ran = observe_job, .group_committed = observe_commit, .arg = m};
+    workers_set_observer(w, &obs);
+}
+
+int metrics_start(struct metrics *m, const struct metrics_env *env)
+{
+    m->env = *env;
+    m->timer = evtimer_new(env->base, on_tick, m);
     if (m->timer == NULL) {
         return -1;
     }
@@ -499,7 +515,7 @@ static void render_snapshot(struct metrics *m, struct evbuffer *out, int64_t now
     }
 }
 
-int metrics_render(struct metrics *m, const struct server *srv, struct evbuffer *out)
+int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *out)
 {
     int64_t now = time_now_ms();
     family(out, "roost_build_info", "gauge", "Build of this roostd.");
@@ -534,7 +550,7 @@ int metrics_render(struct metrics *m, const struct server *srv, struct evbuffer 
            "Events moved to quarantine (poison releases, too many attempts).");
     evbuffer_add_printf(out, "roost_quarantined_total %llu\n", (unsigned long long)m->quarantined);
     family(out, "roost_sse_subscribers", "gauge", "Open SSE streams on this node.");
-    evbuffer_add_printf(out, "roost_sse_subscribers %zu\n", sse_hub_count(srv->sse));
+    evbuffer_add_printf(out, "roost_sse_subscribers %zu\n", sse_subscribers);
     family(out, "roost_sse_pings_total", "counter", "inbox_updated events sent to SSE streams.");
     evbuffer_add_printf(out, "roost_sse_pings_total %llu\n", (unsigned long long)m->sse_pings);
 

@@ -13,9 +13,11 @@
 
 #include "store/store.h"
 
+struct config;
 struct evbuffer;
-struct server;
+struct event_base;
 struct metrics;
+struct workers;
 
 /* Most tenants a snapshot carries; more are left out of the per-tenant gauges (and counted in
  * roost_metrics_tenants_truncated). */
@@ -43,8 +45,23 @@ void metrics_released(struct metrics *m, enum store_release_reason reason, size_
 void metrics_quarantined(struct metrics *m, size_t n);
 void metrics_sse_ping(struct metrics *m);
 
-/* Starts the refresh timer (first run at once). Loop thread. */
-int metrics_start(struct metrics *m, struct server *srv);
+/* Has the pool report its job run times and group commits here (workers_set_observer). */
+void metrics_observe_workers(struct metrics *m, struct workers *w);
+
+/* What the snapshot timer needs from the daemon; everything borrowed, outliving the metrics. */
+struct metrics_env {
+    struct event_base *base;
+    const struct config *cfg; /* metrics.refresh_ms, metrics.top_agents: read at each refresh */
+    /* The worker pool of store (shard) i, NULL past the last: a refresh walks them in turn. */
+    struct workers *(*pool)(void *arg, size_t i);
+    /* A snapshot job went out / came back: a shutdown waits for it (its done() uses m). */
+    void (*hold)(void *arg);
+    void (*release)(void *arg);
+    void *arg;
+};
+
+/* Starts the refresh timer (first run at once); env is copied. Loop thread. 0 or -1. */
+int metrics_start(struct metrics *m, const struct metrics_env *env);
 /* Stops the timer; a snapshot job in flight finishes without re-arming. */
 void metrics_stop(struct metrics *m);
 /* false until the first snapshot arrived; then *age_ms = its age, *truncated = tenants were
@@ -54,7 +71,8 @@ bool metrics_snapshot_info(const struct metrics *m, int64_t *age_ms, bool *trunc
  * out, or there is no snapshot yet). Valid until the next refresh; loop thread. */
 const struct store_metrics_tenant *metrics_tenant(const struct metrics *m, const char *tenant_id);
 
-/* Appends the whole exposition to `out`. Returns 0, or -1 when out of memory. */
-int metrics_render(struct metrics *m, const struct server *srv, struct evbuffer *out);
+/* Appends the whole exposition to `out`; sse_subscribers is the open stream count (the hub's).
+ * Returns 0, or -1 when out of memory. */
+int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *out);
 
 #endif

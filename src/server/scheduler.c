@@ -1,23 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* The scavenger and retention timers (see scheduler.h), and the NDJSON.gz archive writer used by
- * retention: DATA_DIR/archive/<tenant>/<YYYY-MM-DD>.ndjson.gz (day of the event's creation), one
- * gzip member appended per batch and fsynced before the deleting transaction commits. */
+/* The scavenger, retention and tailer timers (see scheduler.h). Retention writes its archive
+ * through archive.c. */
 #include "server/scheduler.h"
 
-#include <errno.h>
 #include <event2/event.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "server/archive.h"
+#include "server/config.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/runtime.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -37,21 +32,6 @@ struct tick_job {
     bool more;
 };
 
-/* One open archive file during a retention batch. */
-struct archive_file {
-    char tenant_id[STORE_ID_MAX + 1];
-    char day[11];
-    int fd;
-    gzFile gz;
-};
-
-struct archive_batch {
-    const char *data_dir;
-    struct archive_file files[16];
-    size_t n;
-    bool failed;
-};
-
 /* The tailer (DESIGN §8.3): a read job that asks the store for changes committed by anyone since
  * the last look (other roostd nodes, applications calling roost_publish) and pings the local
  * subscribers and long-pollers of the agents they touched. This node's own commits come back too:
@@ -64,7 +44,7 @@ struct tail_job {
 };
 
 struct scheduler {
-    struct server *srv;
+    struct runtime *rt;
     struct workers *workers;
     struct event *scavenge_ev, *retention_ev, *tail_ev;
     struct tick_job scavenge_job, retention_job;
@@ -79,103 +59,6 @@ static void arm(struct scheduler *s, struct event *ev, int64_t ms)
     }
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
     evtimer_add(ev, &tv);
-}
-
-/* ---- archive ---- */
-
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
-                return -1;
-            }
-            *p = '/';
-        }
-    }
-    return (mkdir(tmp, 0700) != 0 && errno != EEXIST) ? -1 : 0;
-}
-
-static struct archive_file *archive_open(struct archive_batch *b, const char *tenant_id,
-                                         const char *day)
-{
-    for (size_t i = 0; i < b->n; i++) {
-        if (strcmp(b->files[i].tenant_id, tenant_id) == 0 && strcmp(b->files[i].day, day) == 0) {
-            return &b->files[i];
-        }
-    }
-    if (b->n == sizeof b->files / sizeof b->files[0]) {
-        return NULL; /* the batch is cut short; the next one continues */
-    }
-    char dir[4096], path[4200];
-    snprintf(dir, sizeof dir, "%s/archive/%s", b->data_dir, tenant_id);
-    snprintf(path, sizeof path, "%s/%s.ndjson.gz", dir, day);
-    if (mkdir_p(dir) != 0) {
-        return NULL;
-    }
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        return NULL;
-    }
-    int gzfd = dup(fd);
-    gzFile gz = gzfd >= 0 ? gzdopen(gzfd, "ab") : NULL;
-    if (!gz) {
-        if (gzfd >= 0) {
-            close(gzfd);
-        }
-        close(fd);
-        return NULL;
-    }
-    struct archive_file *f = &b->files[b->n++];
-    snprintf(f->tenant_id, sizeof f->tenant_id, "%s", tenant_id);
-    snprintf(f->day, sizeof f->day, "%s", day);
-    f->fd = fd;
-    f->gz = gz;
-    return f;
-}
-
-static int archive_row(void *ctx, const char *tenant_id, const struct store_event *ev)
-{
-    struct archive_batch *b = ctx;
-    char day[11];
-    time_format_day(ev->created_at_ms, day);
-    struct archive_file *f = archive_open(b, tenant_id, day);
-    if (!f) {
-        b->failed = true;
-        return -1;
-    }
-    json_t *o = event_to_json(ev, false, true);
-    if (!o) {
-        b->failed = true;
-        return -1;
-    }
-    json_object_set_new(o, "tenant_id", json_string(tenant_id));
-    char *line = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    int ok = line && gzputs(f->gz, line) >= 0 && gzputc(f->gz, '\n') >= 0;
-    free(line);
-    if (!ok) {
-        b->failed = true;
-        return -1;
-    }
-    return 0;
-}
-
-/* Closes every file of the batch; durable (fsynced) before the delete may commit. */
-static int archive_finish(struct archive_batch *b)
-{
-    int rc = b->failed ? -1 : 0;
-    for (size_t i = 0; i < b->n; i++) {
-        if (gzclose(b->files[i].gz) != Z_OK || fsync(b->files[i].fd) != 0) {
-            rc = -1;
-        }
-        close(b->files[i].fd);
-    }
-    b->n = 0;
-    return rc;
 }
 
 /* ---- jobs ---- */
@@ -229,8 +112,7 @@ static void tick_done(struct job *job)
 {
     struct tick_job *t = (struct tick_job *)job;
     struct scheduler *s = t->sched;
-    struct server *srv = s->srv;
-    srv->inflight--;
+    struct runtime *rt = s->rt;
     if (job->rc != ROOST_OK) {
         log_warn(t->retention ? "retention failed" : "scavenger failed", "error=%s",
                  roost_err_code(job->rc));
@@ -239,10 +121,10 @@ static void tick_done(struct job *job)
             log_info("retention", "deleted=%zu archived=%zu", t->ret.deleted, t->ret.archived);
         }
     } else {
-        server_notify(srv, &t->touches);
+        runtime_notify(rt, &t->touches);
         /* scavenged counts every expired lease, the quarantined ones included. */
-        metrics_lease_expired(srv->metrics, t->scavenged);
-        metrics_quarantined(srv->metrics, t->quarantined);
+        metrics_lease_expired(rt->metrics, t->scavenged);
+        metrics_quarantined(rt->metrics, t->quarantined);
         if (t->scavenged || t->quarantined || t->expired) {
             log_info("scavenger", "due=%zu lease_expired=%zu quarantined=%zu expired=%zu", t->due,
                      t->scavenged, t->quarantined, t->expired);
@@ -251,12 +133,12 @@ static void tick_done(struct job *job)
     store_touches_cleanup(&t->touches);
     if (t->retention) {
         s->retention_busy = false;
-        arm(s, s->retention_ev, t->more ? 0 : srv->cfg->retention_interval_ms);
+        arm(s, s->retention_ev, t->more ? 0 : rt->cfg->retention_interval_ms);
     } else {
         s->scavenge_busy = false;
-        arm(s, s->scavenge_ev, t->more ? 0 : srv->cfg->scavenger_interval_ms);
+        arm(s, s->scavenge_ev, t->more ? 0 : rt->cfg->scavenger_interval_ms);
     }
-    server_drain_check(srv);
+    runtime_release(rt);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -270,13 +152,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         return;
     }
     *busy = true;
-    const struct config *cfg = s->srv->cfg;
+    const struct config *cfg = s->rt->cfg;
     t->batch = t->retention ? cfg->retention_batch : cfg->scavenger_batch;
     t->max_attempts = cfg->claim_max_attempts;
     t->completed_s = cfg->retention_completed_s;
     t->max_age_s = cfg->retention_max_age_s;
     t->data_dir = cfg->data_dir;
-    s->srv->inflight++;
+    runtime_hold(s->rt);
     t->job.run = t->retention ? run_retention : run_tick;
     t->job.done = tick_done;
     t->job.write = true;
@@ -295,18 +177,17 @@ static void tail_done(struct job *job)
 {
     struct tail_job *t = (struct tail_job *)job;
     struct scheduler *s = t->sched;
-    struct server *srv = s->srv;
-    srv->inflight--;
+    struct runtime *rt = s->rt;
     if (job->rc != ROOST_OK) {
         /* The store is down or the connection was lost: look again next time. */
         log_warn("tailer failed", "error=%s", roost_err_code(job->rc));
     } else {
-        server_notify(srv, &t->touches);
+        runtime_notify(rt, &t->touches);
     }
     store_touches_cleanup(&t->touches);
     s->tail_busy = false;
-    arm(s, s->tail_ev, srv->cfg->tail_interval_ms);
-    server_drain_check(srv);
+    arm(s, s->tail_ev, rt->cfg->tail_interval_ms);
+    runtime_release(rt);
 }
 
 static void on_tail_timer(evutil_socket_t fd, short what, void *arg)
@@ -318,26 +199,26 @@ static void on_tail_timer(evutil_socket_t fd, short what, void *arg)
         return;
     }
     s->tail_busy = true;
-    s->srv->inflight++;
+    runtime_hold(s->rt);
     s->tail_job.job.run = run_tail;
     s->tail_job.job.done = tail_done;
     s->tail_job.job.write = false;
     workers_submit(s->workers, &s->tail_job.job);
 }
 
-struct scheduler *scheduler_start(struct server *srv, struct workers *workers)
+struct scheduler *scheduler_start(struct runtime *rt, struct workers *workers)
 {
     struct scheduler *s = calloc(1, sizeof *s);
     if (!s) {
         return NULL;
     }
-    s->srv = srv;
+    s->rt = rt;
     s->workers = workers;
     s->scavenge_job.sched = s;
     s->retention_job.sched = s;
     s->retention_job.retention = true;
-    s->scavenge_ev = evtimer_new(srv->base, on_timer, &s->scavenge_job);
-    s->retention_ev = evtimer_new(srv->base, on_timer, &s->retention_job);
+    s->scavenge_ev = evtimer_new(rt->base, on_timer, &s->scavenge_job);
+    s->retention_ev = evtimer_new(rt->base, on_timer, &s->retention_job);
     if (!s->scavenge_ev || !s->retention_ev) {
         scheduler_free(s);
         return NULL;
@@ -347,7 +228,7 @@ struct scheduler *scheduler_start(struct server *srv, struct workers *workers)
     /* Only backends with writers outside this process have a change log to tail (not SQLite). */
     if (workers_store_ops(workers)->tail != NULL) {
         s->tail_job.sched = s;
-        if (!(s->tail_ev = evtimer_new(srv->base, on_tail_timer, s))) {
+        if (!(s->tail_ev = evtimer_new(rt->base, on_tail_timer, s))) {
             scheduler_free(s);
             return NULL;
         }

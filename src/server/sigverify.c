@@ -30,7 +30,9 @@
 #include "proto/httpsig.h"
 #include "proto/jwt.h"
 #include "proto/sf.h"
-#include "server/server.h"
+#include "server/config.h"
+#include "server/request.h"
+#include "server/runtime.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -94,7 +96,7 @@ bool sigverify_needed(struct request *rq, bool policy_route)
     if (!policy_route) {
         return false;
     }
-    enum config_sig_policy p = config_sig_policy(rq->srv->cfg, rq->principal.tenant_id);
+    enum config_sig_policy p = config_sig_policy(rq->rt->cfg, rq->principal.tenant_id);
     enum evhttp_cmd_type m = evhttp_request_get_command(rq->req);
     return p == CONFIG_SIG_ALL ||
            (p == CONFIG_SIG_MUTATIONS && m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD);
@@ -390,6 +392,7 @@ void sigverify_start(struct request *rq, void (*cont)(struct request *rq))
         return;
     }
     rq->sig = c;
+    rq->sig_free = sigcheck_free;
     c->rq = rq;
     c->cont = cont;
     c->now_ms = time_now_ms();
@@ -404,62 +407,5 @@ void sigverify_start(struct request *rq, void (*cont)(struct request *rq))
         return;
     }
     c->job = (struct job){.run = run_check, .done = done_check, .write = true};
-    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &c->job);
-}
-
-/* ---- roostd's own signing key ---- */
-
-int sigverify_server_key_load(struct server *srv, char *err, size_t errlen)
-{
-    const char *dir = srv->cfg->data_dir && srv->cfg->data_dir[0] ? srv->cfg->data_dir : ".";
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, SIG_SERVER_KEY_FILE) >= sizeof path) {
-        snprintf(err, errlen, "data_dir: path too long");
-        return -1;
-    }
-    srv->sign_key = auth_load_key(path, true, err, errlen);
-    if (srv->sign_key == NULL) {
-        return -1;
-    }
-    unsigned char raw[32];
-    size_t raw_len = sizeof raw;
-    char *x = NULL, *kid = NULL;
-    int rc = -1;
-    if (EVP_PKEY_get_raw_public_key(srv->sign_key, raw, &raw_len) != 1 || raw_len != 32 ||
-        jwt_b64url_encode(raw, raw_len, &x) != 0) {
-        ERR_clear_error();
-        snprintf(err, errlen, "%s: not an Ed25519 key", path);
-        goto out;
-    }
-    /* RFC 7638 thumbprint: SHA-256 over the required members in lexicographic order. */
-    char canon[128];
-    int n = snprintf(canon, sizeof canon, "{\"crv\":\"Ed25519\",\"kty\":\"OKP\",\"x\":\"%s\"}", x);
-    unsigned char digest[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)canon, (size_t)n, digest);
-    if (jwt_b64url_encode(digest, sizeof digest, &kid) != 0) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    snprintf(srv->sign_kid, sizeof srv->sign_kid, "%s", kid);
-    json_t *jwks = json_pack("{s:[{s:s, s:s, s:s, s:s, s:s, s:s}]}", "keys", "kty", "OKP", "crv",
-                             "Ed25519", "x", x, "kid", kid, "alg", "EdDSA", "use", "sig");
-    srv->sign_jwks = jwks ? json_dumps(jwks, JSON_COMPACT) : NULL;
-    json_decref(jwks);
-    if (srv->sign_jwks == NULL) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    rc = 0;
-out:
-    free(x);
-    free(kid);
-    return rc;
-}
-
-void sigverify_server_key_free(struct server *srv)
-{
-    EVP_PKEY_free(srv->sign_key);
-    srv->sign_key = NULL;
-    free(srv->sign_jwks);
-    srv->sign_jwks = NULL;
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &c->job);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* RFC 9421 request signatures on the server (DESIGN §6.2): the policy (signatures.require and
  * signatures.tenant.<id>), the checks made on the loop thread (components, window, digest), the
- * worker job that looks the key up, verifies and claims the nonce in the store, and roostd's own
- * Ed25519 signing key published as a JWK Set. */
+ * worker job that looks the key up, verifies and claims the nonce in the store. roostd's own
+ * signing key is server_key.h's. */
 #ifndef ROOST_SERVER_SIGVERIFY_H
 #define ROOST_SERVER_SIGVERIFY_H
 
@@ -11,16 +11,9 @@
 
 #define SIG_MAX_WINDOW_S 300 /* expires - created */
 #define SIG_SKEW_S 60        /* created may be this far in the future */
-#define SIG_SERVER_KEY_FILE "signing_ed25519.pem"
 
-struct server;
 struct request;
 struct sigcheck;
-
-/* Loads (or creates, mode 0600) DATA_DIR/signing_ed25519.pem and builds the JWK Set served at
- * /api/v1/keys/server (kid = RFC 7638 thumbprint). 0, or -1 with err set. */
-int sigverify_server_key_load(struct server *srv, char *err, size_t errlen);
-void sigverify_server_key_free(struct server *srv);
 
 /* True when the request must be verified: `policy_route` (an agent route or publish) and the
  * tenant's policy covers its method, or it carries a Signature / Signature-Input header (a

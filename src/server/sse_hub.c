@@ -27,9 +27,9 @@
 
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "roost/roost_error.h"
+#include "server/config.h"
 #include "server/metrics.h"
-#include "server/server.h"
-#include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
@@ -68,7 +68,10 @@ struct sse_sub {
 };
 
 struct sse_hub {
-    struct server *srv;
+    const struct config *cfg; /* the daemon's, read at each use: SIGHUP may change it */
+    struct metrics *metrics;
+    void (*on_stream_closed)(void *arg);
+    void *arg;
     struct sse_agent **agents; /* HUB_BUCKETS chains */
     struct sse_tenant **tenants;
     size_t n_subs;
@@ -192,7 +195,7 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
 {
     (void)evcon;
     struct sse_sub *sub = arg;
-    struct server *srv = sub->hub->srv;
+    struct sse_hub *hub = sub->hub;
     log_line(LOG_INFO, "stream closed", "route=subscribe tenant=%s agent=%s",
              sub->agent->tenant->tenant_id, sub->agent->agent_id);
     /* The client went away (EOF, reset, timeout) while the reply was still open: evhttp has
@@ -205,7 +208,7 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
     if (orphan) {
         evhttp_request_free(orphan);
     }
-    server_drain_check(srv);
+    hub->on_stream_closed(hub->arg);
 }
 
 static void drop(struct sse_sub *sub, const char *why)
@@ -234,7 +237,7 @@ static bool sub_write(struct sse_sub *sub, int64_t head, bool heartbeat)
             buf, "id: %" PRId64 "\nevent: inbox_updated\ndata: {\"cursor_hint\":%" PRId64 "}\n\n",
             head, head);
         sub->last_sent = head;
-        metrics_sse_ping(sub->hub->srv->metrics);
+        metrics_sse_ping(sub->hub->metrics);
     }
     sub->pending = 0;
     sub->flushing_since = time_mono_ms();
@@ -289,7 +292,7 @@ void sse_hub_notify(struct sse_hub *hub, const char *tenant_id, const char *agen
 /* The next slice of the heartbeat round: HB_SLICES ticks per sse.heartbeat_s. */
 static void arm_heartbeat(struct sse_hub *hub)
 {
-    int64_t us = hub->srv->cfg->sse_heartbeat_s * 1000000 / HB_SLICES;
+    int64_t us = hub->cfg->sse_heartbeat_s * 1000000 / HB_SLICES;
     struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
     evtimer_add(hub->heartbeat_ev, &tv);
 }
@@ -305,7 +308,7 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct sse_hub *hub = arg;
     int64_t now = time_mono_ms();
-    int64_t stuck_ms = hub->srv->cfg->sse_stall_timeout_s * 1000;
+    int64_t stuck_ms = hub->cfg->sse_stall_timeout_s * 1000;
     size_t from = hub->hb_next, to = from + HUB_BUCKETS / HB_SLICES;
     hub->hb_next = to % HUB_BUCKETS;
     for (size_t b = from; b < to; b++) {
@@ -332,16 +335,20 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
     arm_heartbeat(hub);
 }
 
-struct sse_hub *sse_hub_new(struct server *srv)
+struct sse_hub *sse_hub_new(struct event_base *base, const struct config *cfg,
+                            struct metrics *metrics, void (*on_stream_closed)(void *arg), void *arg)
 {
     struct sse_hub *hub = calloc(1, sizeof *hub);
     if (!hub) {
         return NULL;
     }
-    hub->srv = srv;
+    hub->cfg = cfg;
+    hub->metrics = metrics;
+    hub->on_stream_closed = on_stream_closed;
+    hub->arg = arg;
     hub->agents = calloc(HUB_BUCKETS, sizeof *hub->agents);
     hub->tenants = calloc(HUB_BUCKETS, sizeof *hub->tenants);
-    hub->heartbeat_ev = evtimer_new(srv->base, on_heartbeat, hub);
+    hub->heartbeat_ev = evtimer_new(base, on_heartbeat, hub);
     if (!hub->agents || !hub->tenants || !hub->heartbeat_ev) {
         sse_hub_free(hub);
         return NULL;
@@ -422,25 +429,9 @@ size_t sse_hub_count(const struct sse_hub *hub)
     return hub ? hub->n_subs : 0;
 }
 
-/* ---- GET /api/v1/agents/{agent_id}/subscribe ---- */
-
-struct subscribe_op {
-    struct job job;
-    struct request *rq;
-    int64_t head;
-    int64_t last_event_id; /* -1 when absent */
-};
-
-static int run_head(struct job *job, struct store *st)
+const char *sse_hub_over_limit(struct sse_hub *hub, const char *tenant_id, const char *agent_id)
 {
-    struct subscribe_op *op = (struct subscribe_op *)job;
-    return store_call(st, head, op->rq->principal.tenant_id, op->rq->agent_id, &op->head);
-}
-
-/* Checks the stream limits; returns a message for the 429, or NULL when within them. */
-static const char *over_limit(struct sse_hub *hub, const char *tenant_id, const char *agent_id)
-{
-    const struct config *cfg = hub->srv->cfg;
+    const struct config *cfg = hub->cfg;
     if ((int64_t)hub->n_subs >= cfg->sse_max_total) {
         return "too many streams on this server (sse.max_total)";
     }
@@ -455,41 +446,24 @@ static const char *over_limit(struct sse_hub *hub, const char *tenant_id, const 
     return NULL;
 }
 
-static void done_head(struct job *job)
+int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *req_id,
+                 const char *tenant_id, const char *agent_id, int64_t head, int64_t last_event_id)
 {
-    struct subscribe_op *op = (struct subscribe_op *)job;
-    struct request *rq = op->rq;
-    struct server *srv = rq->srv;
-    struct sse_hub *hub = srv->sse;
-    if (job->rc != ROOST_OK) {
-        request_reply_error(rq, job->rc, NULL, NULL);
-        return;
-    }
-    if (srv->draining) {
-        request_reply_error(rq, ROOST_ESHUTDOWN, NULL, NULL);
-        return;
-    }
-    /* Limits again: other streams may have opened while the head was read. */
-    const char *limit = over_limit(hub, rq->principal.tenant_id, rq->agent_id);
-    if (limit) {
-        request_reply_error(rq, ROOST_ERATELIMIT, limit, NULL);
-        return;
-    }
-    struct sse_agent *a = agent_get(hub, rq->principal.tenant_id, rq->agent_id);
+    const struct config *cfg = hub->cfg;
+    struct sse_agent *a = agent_get(hub, tenant_id, agent_id);
     if (!a) {
-        a = agent_create(hub, rq->principal.tenant_id, rq->agent_id);
+        a = agent_create(hub, tenant_id, agent_id);
     }
     struct sse_sub *sub = a ? calloc(1, sizeof *sub) : NULL;
     if (!sub) {
-        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
-        return;
+        return ROOST_ENOMEM;
     }
-    if (op->head > a->head) {
-        a->head = op->head;
+    if (head > a->head) {
+        a->head = head;
     }
     sub->hub = hub;
     sub->agent = a;
-    sub->req = rq->req;
+    sub->req = req;
     sub->next = a->subs;
     if (a->subs) {
         a->subs->prev = sub;
@@ -499,21 +473,21 @@ static void done_head(struct job *job)
     a->tenant->n_subs++;
     hub->n_subs++;
 
-    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     evhttp_add_header(out, "Content-Type", "text/event-stream");
     evhttp_add_header(out, "Cache-Control", "no-cache");
     evhttp_add_header(out, "X-Accel-Buffering", "no");
     /* Browsers' EventSource on another origin (a web app): auth is the bearer token, never a
      * cookie, so any origin may read the stream. */
     evhttp_add_header(out, "Access-Control-Allow-Origin", "*");
-    evhttp_add_header(out, "X-Request-Id", rq->id);
+    evhttp_add_header(out, "X-Request-Id", req_id);
     /* One stream per connection: when the stream ends, the connection closes with it. */
     evhttp_add_header(out, "Connection", "close");
-    struct evhttp_connection *evcon = evhttp_request_get_connection(rq->req);
-    evhttp_send_reply_start(rq->req, 200, "OK");
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    evhttp_send_reply_start(req, 200, "OK");
     evhttp_connection_set_closecb(evcon, on_close, sub);
     /* The idle timeout must not end a stream between heartbeats. */
-    evhttp_connection_set_timeout(evcon, (int)(3 * srv->cfg->sse_heartbeat_s + 30));
+    evhttp_connection_set_timeout(evcon, (int)(3 * cfg->sse_heartbeat_s + 30));
     /* The kernel must not become the backlog: the socket reports writable only while little is
      * unsent, so a subscriber that does not read stays mid-write (`flushing`) and its pings
      * coalesce here, instead of piling up in a send buffer of up to megabytes. */
@@ -528,70 +502,24 @@ static void done_head(struct job *job)
         /* Well past the stall timeout: a reader that stopped reading is ours to drop (with a log
          * line); the kernel only ends connections whose peer stopped acknowledging. */
         unsigned int user_timeout_ms =
-            ((unsigned int)srv->cfg->sse_stall_timeout_s + SSE_KERNEL_TIMEOUT_EXTRA_S) * 1000u;
+            ((unsigned int)cfg->sse_stall_timeout_s + SSE_KERNEL_TIMEOUT_EXTRA_S) * 1000u;
         setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
 #endif
     }
 
     struct evbuffer *buf = evbuffer_new();
     if (buf) {
-        evbuffer_add_printf(buf, "retry: %" PRId64 "\n\n", srv->cfg->sse_retry_ms);
-        evhttp_send_reply_chunk(rq->req, buf);
+        evbuffer_add_printf(buf, "retry: %" PRId64 "\n\n", cfg->sse_retry_ms);
+        evhttp_send_reply_chunk(req, buf);
         evbuffer_free(buf);
     }
     /* At once: the head, so the client knows whether to pull. A reconnecting EventSource that
      * already saw this head (Last-Event-ID) gets it as a heartbeat instead of a new ping. */
-    sub->last_sent = op->last_event_id >= 0 && op->last_event_id <= a->head ? op->last_event_id : 0;
-    bool seen = op->last_event_id >= 0 && op->last_event_id >= a->head;
+    sub->last_sent = last_event_id >= 0 && last_event_id <= a->head ? last_event_id : 0;
+    bool seen = last_event_id >= 0 && last_event_id >= a->head;
     sub_write(sub, a->head, seen);
 
     log_line(LOG_INFO, "stream opened", "req_id=%s route=subscribe tenant=%s agent=%s head=%lld",
-             rq->id, rq->principal.tenant_id, rq->agent_id, (long long)a->head);
-    /* The request is now a stream: it leaves the in-flight count, the hub owns the connection. */
-    rq->req = NULL;
-    request_detach(rq);
-}
-
-void api_subscribe(struct request *rq)
-{
-    struct sse_hub *hub = rq->srv->sse;
-    int rc;
-    static const char *const known[] = {"access_token", NULL};
-    for (struct evkeyval *kv = rq->query ? rq->query->tqh_first : NULL; kv;
-         kv = kv->next.tqe_next) {
-        bool ok = false;
-        for (const char *const *k = known; *k; k++) {
-            ok = ok || strcmp(*k, kv->key) == 0;
-        }
-        if (!ok) {
-            request_reply_error(rq, ROOST_EQUERY, "unknown query parameter", NULL);
-            return;
-        }
-    }
-    const char *limit = over_limit(hub, rq->principal.tenant_id, rq->agent_id);
-    if (limit) {
-        request_reply_error(rq, ROOST_ERATELIMIT, limit, NULL);
-        return;
-    }
-    struct subscribe_op *op = calloc(1, sizeof *op);
-    if (!op) {
-        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
-        return;
-    }
-    op->rq = rq;
-    rq->op = op;
-    rq->op_free = free;
-    op->last_event_id = -1;
-    const char *leid =
-        evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Last-Event-ID");
-    if (leid) {
-        char *end = NULL;
-        long long v = strtoll(leid, &end, 10);
-        if (end != leid && *end == '\0' && v >= 0) {
-            op->last_event_id = v; /* anything else is ignored, as EventSource ids are opaque */
-        }
-    }
-    (void)rc;
-    op->job = (struct job){.run = run_head, .done = done_head, .write = false};
-    workers_submit(server_workers(rq->srv, rq->principal.tenant_id), &op->job);
+             req_id, tenant_id, agent_id, (long long)a->head);
+    return ROOST_OK;
 }

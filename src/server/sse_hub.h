@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Server-Sent Events: the subscribe route and the hub of open streams, indexed by (tenant, agent).
+/* Server-Sent Events: the hub of open streams, indexed by (tenant, agent) (the route that opens
+ * them is api_subscribe.c).
  * Pings are data-less and coalesced: each subscriber holds at most one pending head, never a
  * backlog. Loop thread only.
  *
@@ -18,10 +19,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct server;
+struct config;
+struct evhttp_request;
+struct event_base;
+struct metrics;
 struct sse_hub;
 
-struct sse_hub *sse_hub_new(struct server *srv);
+/* `cfg` (sse.*, read at each use) and `metrics` (the ping counter) are borrowed and must outlive
+ * the hub. on_stream_closed(arg) runs after each stream has closed (the daemon's drain check). */
+struct sse_hub *sse_hub_new(struct event_base *base, const struct config *cfg,
+                            struct metrics *metrics, void (*on_stream_closed)(void *arg),
+                            void *arg);
 void sse_hub_free(struct sse_hub *hub);
 /* A commit moved the agent's head (or made work claimable): ping its subscribers. */
 void sse_hub_notify(struct sse_hub *hub, const char *tenant_id, const char *agent_id, int64_t head);
@@ -32,5 +40,16 @@ size_t sse_hub_count(const struct sse_hub *hub);
 /* Open streams of one agent, or of one tenant when agent_id is NULL (hash lookups, loop thread;
  * the admin views). */
 size_t sse_hub_count_of(struct sse_hub *hub, const char *tenant_id, const char *agent_id);
+
+/* The message of the 429 when one more stream of (tenant, agent) would pass sse.max_total,
+ * sse.max_per_tenant or sse.max_per_agent; NULL when within them. */
+const char *sse_hub_over_limit(struct sse_hub *hub, const char *tenant_id, const char *agent_id);
+/* Turns the request `req` (not yet answered) into a stream of the agent: sends the stream's
+ * headers (X-Request-Id: req_id), the retry line and at once the head (`head` as read from the
+ * store, or newer). last_event_id (-1: none) is the client's Last-Event-ID: when it already saw
+ * the head, the first event is a heartbeat. Returns ROOST_OK (the hub owns the connection from
+ * now on) or ROOST_ENOMEM (nothing sent: the caller answers). */
+int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *req_id,
+                 const char *tenant_id, const char *agent_id, int64_t head, int64_t last_event_id);
 
 #endif

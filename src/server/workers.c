@@ -11,7 +11,6 @@
 
 #include "common/timeutil.h"
 #include "roost/roost_error.h"
-#include "server/metrics.h"
 #include "store/store.h"
 
 /* A FIFO of jobs (intrusive through job->next). */
@@ -71,18 +70,18 @@ struct workers {
 
     pthread_mutex_t stats_mu;
     struct workers_stats stats;
-    struct metrics *metrics; /* set before any job runs; metrics_* calls are thread-safe */
+    struct workers_observer obs; /* set before any job runs; its callbacks are thread-safe */
 };
 
 /* Runs a job, timing it for roost_store_op_duration_seconds. */
 static int run_job(struct workers *w, struct job *job, struct store *st)
 {
-    if (w->metrics == NULL) {
+    if (w->obs.job_ran == NULL) {
         return job->run(job, st);
     }
     int64_t t0 = time_mono_us();
     int rc = job->run(job, st);
-    metrics_store_op(w->metrics, job->name, (double)(time_mono_us() - t0) / 1e6);
+    w->obs.job_ran(w->obs.arg, job->name, (double)(time_mono_us() - t0) / 1e6);
     return rc;
 }
 
@@ -184,8 +183,8 @@ static int run_group(struct workers *w, struct store *st, struct job **group, si
     }
     int64_t t0 = time_mono_us();
     rc = store_call0(st, commit);
-    if (w->metrics != NULL) {
-        metrics_store_op(w->metrics, "commit", (double)(time_mono_us() - t0) / 1e6);
+    if (w->obs.job_ran != NULL) {
+        w->obs.job_ran(w->obs.arg, "commit", (double)(time_mono_us() - t0) / 1e6);
     }
     if (rc == ROOST_OK) {
         *committed = true;
@@ -248,8 +247,8 @@ static void *writer_main(void *arg)
         }
         pthread_mutex_lock(&w->stats_mu);
         w->stats.retries += retries;
-        if (committed && w->metrics != NULL) {
-            metrics_group_commit(w->metrics, n);
+        if (committed && w->obs.group_committed != NULL) {
+            w->obs.group_committed(w->obs.arg, n);
         }
         if (committed) {
             w->stats.commits++;
@@ -372,9 +371,9 @@ void workers_free(struct workers *w)
     free(w);
 }
 
-void workers_set_metrics(struct workers *w, struct metrics *m)
+void workers_set_observer(struct workers *w, const struct workers_observer *obs)
 {
-    w->metrics = m;
+    w->obs = *obs;
 }
 
 void workers_get_stats(struct workers *w, struct workers_stats *out)

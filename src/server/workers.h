@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The store worker pool. Reads run on reader threads, each with its own connection. Writes run on
- * one writer thread that groups every queued write into one transaction and one commit (group
- * commit): each job runs inside its own savepoint, so a failing job rolls back only itself, and no
- * job completes before the COMMIT that made it durable has returned.
+ * writer threads (store.writers: one on SQLite, several on MySQL) taking groups from one queue;
+ * each group of queued writes runs in one transaction with one commit (group commit). In a group
+ * of several, each job runs inside its own savepoint, so a failing job rolls back only itself; a
+ * group of one needs none (its transaction is its savepoint). No job completes before the COMMIT
+ * that made it durable has returned.
  * Completed jobs come back to the event loop through a mutex-protected queue and event_active(),
  * the only libevent call made off the loop thread; their `done` runs on the loop thread. */
 #ifndef ROOST_WORKERS_H
@@ -12,7 +14,6 @@
 #include <stddef.h>
 
 struct event_base;
-struct metrics;
 struct store;
 struct store_options;
 
@@ -53,8 +54,17 @@ void workers_get_stats(struct workers *w, struct workers_stats *out);
 /* The backend's operations (every connection of a pool has the same backend): lets callers see
  * which optional operations it has. */
 const struct store_ops *workers_store_ops(const struct workers *w);
-/* Records job run times and group sizes into `m` from now on (set before jobs are submitted;
- * m must outlive the pool). */
-void workers_set_metrics(struct workers *w, struct metrics *m);
+/* Who hears of job run times and commits (the metrics). Both callbacks run on worker threads, so
+ * they must be thread-safe; arg must outlive the pool. */
+struct workers_observer {
+    /* A job ran for `seconds`; op is its name (NULL: unnamed), or "commit" for a group commit. */
+    void (*job_ran)(void *arg, const char *op, double seconds);
+    /* A group of `jobs` write jobs committed. */
+    void (*group_committed)(void *arg, size_t jobs);
+    void *arg;
+};
+
+/* Reports to `obs` (copied) from now on; set before jobs are submitted. */
+void workers_set_observer(struct workers *w, const struct workers_observer *obs);
 
 #endif

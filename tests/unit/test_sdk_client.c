@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of libroost that need no roostd: URL and path building, the error mapping, argument
- * checks, the transport against a scripted loopback HTTP peer (parsing, caps, ECONNECT), and the
- * token mint round trip checked with jwt_decode + jwt_verify_eddsa. */
+ * checks, the transport against a scripted loopback HTTP peer (parsing, caps, ECONNECT, the SSE
+ * reader of roost_subscribe), and the token mint round trip checked with jwt_decode +
+ * jwt_verify_eddsa. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
@@ -525,6 +526,73 @@ static void test_sdk_response_is_capped_and_checked(void)
     fake_stop(&f);
 }
 
+/* ---- the SSE reader (roost_subscribe) ------------------------------------------------------ */
+
+struct pings {
+    char events[4][32];
+    int64_t hints[4];
+    int n;
+    int stop_after; /* 0: never ask to stop */
+};
+
+static int on_ping(const char *event, int64_t cursor_hint, void *ctx)
+{
+    struct pings *p = ctx;
+    if (p->n < 4) {
+        snprintf(p->events[p->n], sizeof p->events[0], "%s", event);
+        p->hints[p->n] = cursor_hint;
+    }
+    p->n++;
+    return p->stop_after > 0 && p->n >= p->stop_after;
+}
+
+static void test_sdk_subscribe_reads_pings_and_maps_errors(void)
+{
+    static const char stream[] =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        "retry: 3000\n\n"
+        "event: heartbeat\ndata: {\"cursor_hint\":4}\n\n"
+        "event: inbox_updated\ndata: {}\n\n";
+    struct fake_server f;
+    memset(&f, 0, sizeof f);
+    f.responses[0] = stream;
+    f.responses[1] = stream;
+    f.responses[2] = http_response(
+        401, "", "{\"error\":{\"code\":\"unauthenticated\",\"message\":\"token expired\"}}");
+    /* An error answer without a body is still an error answer, not a closed stream. */
+    f.responses[3] = "HTTP/1.1 503 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    f.n = 4;
+    CHECK_EQ(fake_start(&f), 0);
+    struct roost_client *c = NULL;
+    CHECK_EQ(roost_client_new(&c, client_url(f.port), "tok.en"), ROOST_OK);
+
+    struct pings p = {.n = 0};
+    CHECK_EQ(roost_subscribe(c, "a1", on_ping, &p), ROOST_ECONNECT);
+    CHECK(strstr(roost_client_errmsg(c), "closed by the server") != NULL);
+    CHECK(strncmp(f.requests[0], "GET /api/v1/agents/a1/subscribe HTTP/1.1", 40) == 0);
+    CHECK(strstr(f.requests[0], "\r\nAccept: text/event-stream\r\n") != NULL);
+    CHECK(strstr(f.requests[0], "\r\nAuthorization: Bearer tok.en\r\n") != NULL);
+    CHECK_EQ(p.n, 2);
+    CHECK_STREQ(p.events[0], "heartbeat");
+    CHECK_EQ(p.hints[0], 4);
+    CHECK_STREQ(p.events[1], "inbox_updated");
+    CHECK_EQ(p.hints[1], -1);
+
+    struct pings once = {.stop_after = 1};
+    CHECK_EQ(roost_subscribe(c, "a1", on_ping, &once), ROOST_OK);
+    CHECK_EQ(once.n, 1);
+
+    CHECK_EQ(roost_subscribe(c, "a1", on_ping, &p), ROOST_EUNAUTHENTICATED);
+    CHECK_EQ(roost_client_http_status(c), 401);
+    CHECK_STREQ(roost_client_errmsg(c), "token expired");
+    CHECK_EQ(roost_subscribe(c, "a1", on_ping, &p), ROOST_EUNAVAILABLE);
+    CHECK_EQ(roost_client_http_status(c), 503);
+    CHECK_EQ(p.n, 2); /* no event from an error answer */
+    CHECK_EQ(roost_subscribe(c, "bad/agent", on_ping, &p), ROOST_EAGENTID);
+    roost_client_free(c);
+    fake_stop(&f);
+}
+
 static void test_sdk_json_dump_keeps_numbers_short_and_exact(void)
 {
     json_error_t err;
@@ -685,6 +753,7 @@ int main(void)
     RUN(test_sdk_inbox_read_parses_events);
     RUN(test_sdk_claim_ack_and_batch);
     RUN(test_sdk_response_is_capped_and_checked);
+    RUN(test_sdk_subscribe_reads_pings_and_maps_errors);
     RUN(test_sdk_json_dump_keeps_numbers_short_and_exact);
     RUN(test_sdk_publish_sends_the_message);
     RUN(test_sdk_token_mint_round_trip);

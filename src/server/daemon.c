@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Wiring of the daemon: start order (store and migrations, auth, HTTP, scheduler, then the ready
- * file), the loop, and graceful shutdown on SIGTERM/SIGINT: stop accepting, answer long polls,
- * finish every in-flight request, then close the store. SIGHUP reloads the reloadable keys. */
-#include "server/server.h"
+/* Wiring of the daemon (see daemon.h): start order (store and migrations, auth, HTTP, scheduler,
+ * then the ready file), the loop, and graceful shutdown on SIGTERM/SIGINT: stop accepting, answer
+ * long polls, finish every in-flight request, then close the store. SIGHUP reloads the
+ * reloadable keys. */
+#include "server/daemon.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -16,66 +17,77 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "server/http.h"
+#include "server/auth.h"
+#include "server/listener.h"
 #include "server/metrics.h"
+#include "server/router.h"
 #include "server/scheduler.h"
-#include "server/sigverify.h"
 #include "server/sse_hub.h"
 #include "server/waiters.h"
 #include "server/workers.h"
+#include "store/store.h"
 
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
-void server_notify(struct server *srv, const struct store_touches *touches)
+/* The hub's callback when a stream closed: the last one may end a shutdown. */
+static void hub_stream_closed(void *arg)
 {
-    for (size_t i = 0; i < touches->len; i++) {
-        waiters_notify(srv->waiters, touches->items[i].tenant_id, touches->items[i].agent_id);
-        sse_hub_notify(srv->sse, touches->items[i].tenant_id, touches->items[i].agent_id,
-                       touches->items[i].head);
-    }
+    runtime_drain_check(arg);
 }
 
-void server_drain_check(struct server *srv)
+/* What the metrics' snapshot timer needs from the daemon (metrics.h). */
+static struct workers *metrics_pool(void *arg, size_t i)
 {
-    if (srv->draining && srv->inflight == 0 && srv->closing == 0 && sse_hub_count(srv->sse) == 0) {
-        event_base_loopexit(srv->base, NULL);
-    }
+    struct runtime *rt = arg;
+    return i < rt->n_shards ? rt->shards[i].workers : NULL;
+}
+
+static void metrics_hold(void *arg)
+{
+    runtime_hold(arg);
+}
+
+static void metrics_release(void *arg)
+{
+    runtime_release(arg);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
-    struct server *srv = arg;
-    if (srv->draining) {
+    struct daemon *d = arg;
+    struct runtime *rt = &d->rt;
+    if (rt->draining) {
         return;
     }
-    log_info("shutting down", "signal=%d inflight=%zu", (int)sig, srv->inflight);
-    srv->draining = true;
-    http_stop_accepting(srv);
-    for (size_t i = 0; i < srv->n_shards; i++) {
-        scheduler_stop(srv->shards[i].sched);
+    log_info("shutting down", "signal=%d inflight=%zu", (int)sig, rt->inflight);
+    rt->draining = true;
+    listener_stop_accepting(d->listener);
+    for (size_t i = 0; i < rt->n_shards; i++) {
+        scheduler_stop(rt->shards[i].sched);
     }
-    metrics_stop(srv->metrics);
-    waiters_fire_all(srv->waiters); /* long polls answer with what they have */
-    sse_hub_shutdown(srv->sse);     /* streams end cleanly */
+    metrics_stop(rt->metrics);
+    waiters_fire_all(rt->waiters); /* long polls answer with what they have */
+    sse_hub_shutdown(rt->sse);     /* streams end cleanly */
     /* A client that never reads its answer must not hold the shutdown forever. */
-    event_base_loopexit(srv->base, &(struct timeval){.tv_sec = 10});
-    server_drain_check(srv);
+    event_base_loopexit(rt->base, &(struct timeval){.tv_sec = 10});
+    runtime_drain_check(rt);
 }
 
-int server_reload(struct server *srv)
+int daemon_reload(struct daemon *d)
 {
+    struct runtime *rt = &d->rt;
     struct config fresh;
     char err[512] = "";
     struct auth *next = NULL;
     int rc = -1;
-    if (config_build(&fresh, srv->source, err, sizeof err) != 0) {
+    if (config_build(&fresh, d->source, err, sizeof err) != 0) {
         goto out;
     }
     /* The auth material is checked first: a broken key file keeps the whole old config. The own
      * key and the data dir are not reloadable, so the current ones are used. */
-    struct config mix = *srv->cfg;
+    struct config mix = *rt->cfg;
     mix.auth_jwks_file = fresh.auth_jwks_file;
     mix.auth_hs256_secret_file = fresh.auth_hs256_secret_file;
     mix.auth_issuer = fresh.auth_issuer;
@@ -83,21 +95,21 @@ int server_reload(struct server *srv)
     if (auth_new(&mix, &next, err, sizeof err) != ROOST_OK) {
         goto out;
     }
-    /* Everything reading srv->cfg runs on this (the loop) thread, and jobs copy what they need
+    /* Everything reading rt->cfg runs on this (the loop) thread, and jobs copy what they need
      * when submitted: values change between requests, never under one. */
     char changed[512], restart[512];
-    config_apply_reloadable(srv->cfg, &fresh, changed, sizeof changed, restart, sizeof restart);
+    config_apply_reloadable(rt->cfg, &fresh, changed, sizeof changed, restart, sizeof restart);
     /* auth_authenticate runs on the loop thread only, so nothing holds the old auth: swap and
      * free without locks. The new auth's token cache starts empty (flushed). */
-    struct auth *old = srv->auth;
-    srv->auth = next;
+    struct auth *old = rt->auth;
+    rt->auth = next;
     auth_free(old);
     char desc[512];
-    auth_describe(srv->auth, desc, sizeof desc);
+    auth_describe(rt->auth, desc, sizeof desc);
     log_info("config reloaded", "changed=\"%s\" needs_restart=\"%s\" %s", changed, restart, desc);
     /* After the line above, so a reload that raises the level still leaves its trace. */
-    log_set_level((enum log_level)log_level_parse(srv->cfg->log_level));
-    log_set_json(strcmp(srv->cfg->log_format, "json") == 0);
+    log_set_level((enum log_level)log_level_parse(rt->cfg->log_level));
+    log_set_json(strcmp(rt->cfg->log_format, "json") == 0);
     rc = 0;
 out:
     if (rc != 0) {
@@ -111,9 +123,9 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 {
     (void)sig;
     (void)what;
-    struct server *srv = arg;
-    if (!srv->draining) {
-        server_reload(srv);
+    struct daemon *d = arg;
+    if (!d->rt.draining) {
+        daemon_reload(d);
     }
 }
 
@@ -158,11 +170,11 @@ static void check_nofile(const struct config *cfg)
 }
 
 /* Opens the default store and every tenant's own store, each with its worker threads. */
-static int shards_open(struct server *srv, char *err, size_t errlen)
+static int shards_open(struct runtime *rt, char *err, size_t errlen)
 {
-    const struct config *cfg = srv->cfg;
-    srv->shards = calloc(1 + cfg->n_tenant_stores, sizeof *srv->shards);
-    if (!srv->shards) {
+    const struct config *cfg = rt->cfg;
+    rt->shards = calloc(1 + cfg->n_tenant_stores, sizeof *rt->shards);
+    if (!rt->shards) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -182,14 +194,14 @@ static int shards_open(struct server *srv, char *err, size_t errlen)
     }
     opt.origin = (int64_t)origin;
     for (size_t i = 0; i <= cfg->n_tenant_stores; i++) {
-        struct shard *sh = &srv->shards[i];
+        struct shard *sh = &rt->shards[i];
         sh->tenant_id = i == 0 ? NULL : cfg->tenant_stores[i - 1].tenant_id;
         sh->url = i == 0 ? cfg->store_url : cfg->tenant_stores[i - 1].url;
-        srv->n_shards++;
+        rt->n_shards++;
         /* SQLite has one writer at a time: more threads would only wait on its lock. */
         bool single_writer = strncmp(sh->url, "sqlite:", 7) == 0;
         int writers = single_writer ? 1 : cfg->store_writers > 0 ? (int)cfg->store_writers : 4;
-        if (workers_new(srv->base, sh->url, &opt, (int)cfg->store_readers, writers,
+        if (workers_new(rt->base, sh->url, &opt, (int)cfg->store_readers, writers,
                         (int)cfg->store_group_commit_max, &sh->workers, err, errlen) != ROOST_OK) {
             if (sh->tenant_id != NULL) {
                 size_t used = strlen(err);
@@ -201,108 +213,108 @@ static int shards_open(struct server *srv, char *err, size_t errlen)
     return 0;
 }
 
-struct workers *server_workers(struct server *srv, const char *tenant_id)
-{
-    /* Few shards (CONFIG_MAX_TENANT_STORES): a linear scan costs less than a hash lookup. */
-    for (size_t i = 1; i < srv->n_shards; i++) {
-        if (strcmp(srv->shards[i].tenant_id, tenant_id) == 0) {
-            return srv->shards[i].workers;
-        }
-    }
-    return srv->shards[0].workers;
-}
-
-int server_start(struct server *srv, struct config *cfg, const struct config_source *source,
+int daemon_start(struct daemon *d, struct config *cfg, const struct config_source *source,
                  const char *ready_file, char *err, size_t errlen)
 {
-    memset(srv, 0, sizeof *srv);
-    srv->cfg = cfg;
-    srv->source = source;
+    memset(d, 0, sizeof *d);
+    struct runtime *rt = &d->rt;
+    rt->cfg = cfg;
+    d->source = source;
     signal(SIGPIPE, SIG_IGN);
     event_set_log_callback(libevent_log);
     check_nofile(cfg);
     /* Must precede event_base_new: event_active() from worker threads needs the locks. */
-    if (evthread_use_pthreads() != 0 || !(srv->base = event_base_new())) {
+    if (evthread_use_pthreads() != 0 || !(rt->base = event_base_new())) {
         snprintf(err, errlen, "cannot create the event loop");
         return -1;
     }
-    if (auth_new(cfg, &srv->auth, err, errlen) != ROOST_OK) {
+    if (auth_new(cfg, &rt->auth, err, errlen) != ROOST_OK) {
         return -1;
     }
     char desc[512];
-    auth_describe(srv->auth, desc, sizeof desc);
+    auth_describe(rt->auth, desc, sizeof desc);
     log_info("auth keys loaded", "%s", desc);
-    if (sigverify_server_key_load(srv, err, errlen) != 0) {
+    if (server_key_load(&rt->sign_key, cfg->data_dir, err, errlen) != 0) {
         return -1;
     }
-    if (shards_open(srv, err, errlen) != 0) {
+    if (shards_open(rt, err, errlen) != 0) {
         return -1;
     }
-    if ((srv->metrics = metrics_new()) == NULL) {
+    if ((rt->metrics = metrics_new()) == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    for (size_t i = 0; i < srv->n_shards; i++) {
-        workers_set_metrics(srv->shards[i].workers, srv->metrics);
+    for (size_t i = 0; i < rt->n_shards; i++) {
+        metrics_observe_workers(rt->metrics, rt->shards[i].workers);
     }
-    srv->waiters = waiters_new(srv->base);
-    srv->sse = sse_hub_new(srv);
-    if (!srv->waiters || !srv->sse) {
+    rt->waiters = waiters_new(rt->base);
+    rt->sse = sse_hub_new(rt->base, rt->cfg, rt->metrics, hub_stream_closed, rt);
+    if (!rt->waiters || !rt->sse) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (http_start(srv, err, errlen) != 0) {
+    if (listener_start(rt->base, cfg, router_dispatch, rt, &d->listener, rt->base_url,
+                       sizeof rt->base_url, err, errlen) != 0) {
         return -1;
     }
-    for (size_t i = 0; i < srv->n_shards; i++) {
-        if (!(srv->shards[i].sched = scheduler_start(srv, srv->shards[i].workers))) {
+    for (size_t i = 0; i < rt->n_shards; i++) {
+        if (!(rt->shards[i].sched = scheduler_start(rt, rt->shards[i].workers))) {
             snprintf(err, errlen, "cannot start the scheduler");
             return -1;
         }
     }
-    if (metrics_start(srv->metrics, srv) != 0) {
+    const struct metrics_env menv = {
+        .base = rt->base,
+        .cfg = rt->cfg,
+        .pool = metrics_pool,
+        .hold = metrics_hold,
+        .release = metrics_release,
+        .arg = rt,
+    };
+    if (metrics_start(rt->metrics, &menv) != 0) {
         snprintf(err, errlen, "cannot start the metrics timer");
         return -1;
     }
-    srv->sig_term = evsignal_new(srv->base, SIGTERM, on_signal, srv);
-    srv->sig_int = evsignal_new(srv->base, SIGINT, on_signal, srv);
+    d->sig_term = evsignal_new(rt->base, SIGTERM, on_signal, d);
+    d->sig_int = evsignal_new(rt->base, SIGINT, on_signal, d);
     /* SIGHUP through the loop as well: the reload then runs on the thread that authenticates. */
-    srv->sig_hup = evsignal_new(srv->base, SIGHUP, on_hup, srv);
-    if (!srv->sig_term || !srv->sig_int || !srv->sig_hup || evsignal_add(srv->sig_term, NULL) ||
-        evsignal_add(srv->sig_int, NULL) || evsignal_add(srv->sig_hup, NULL)) {
+    d->sig_hup = evsignal_new(rt->base, SIGHUP, on_hup, d);
+    if (!d->sig_term || !d->sig_int || !d->sig_hup || evsignal_add(d->sig_term, NULL) ||
+        evsignal_add(d->sig_int, NULL) || evsignal_add(d->sig_hup, NULL)) {
         snprintf(err, errlen, "cannot start the scheduler or signal handlers");
         return -1;
     }
-    if (ready_file && write_ready_file(ready_file, srv->base_url) != 0) {
+    if (ready_file && write_ready_file(ready_file, rt->base_url) != 0) {
         snprintf(err, errlen, "cannot write ready file %s: %s", ready_file, strerror(errno));
         return -1;
     }
-    log_info("roostd listening", "url=%s store=%s tenant_stores=%zu", srv->base_url,
+    log_info("roostd listening", "url=%s store=%s tenant_stores=%zu", rt->base_url,
              strncmp(cfg->store_url, "sqlite:", 7) == 0 ? cfg->store_url : "(configured)",
-             srv->n_shards - 1);
+             rt->n_shards - 1);
     return 0;
 }
 
-int server_run(struct server *srv)
+int daemon_run(struct daemon *d)
 {
-    return event_base_dispatch(srv->base) < 0 ? -1 : 0;
+    return event_base_dispatch(d->rt.base) < 0 ? -1 : 0;
 }
 
-void server_cleanup(struct server *srv)
+void daemon_cleanup(struct daemon *d)
 {
+    struct runtime *rt = &d->rt;
     /* Order: no more timers; parked long polls answer; the store threads finish every job
      * (their done() still replies and notifies, so HTTP, waiters and the hub must exist); then
      * HTTP (closing connections unlinks their streams), the waiters and the hub. */
-    srv->draining = true;
-    for (size_t i = 0; i < srv->n_shards; i++) {
-        scheduler_stop(srv->shards[i].sched);
+    rt->draining = true;
+    for (size_t i = 0; i < rt->n_shards; i++) {
+        scheduler_stop(rt->shards[i].sched);
     }
-    metrics_stop(srv->metrics);
-    if (srv->waiters && srv->n_shards > 0) {
-        waiters_fire_all(srv->waiters);
+    metrics_stop(rt->metrics);
+    if (rt->waiters && rt->n_shards > 0) {
+        waiters_fire_all(rt->waiters);
     }
-    for (size_t i = 0; i < srv->n_shards; i++) {
-        struct shard *sh = &srv->shards[i];
+    for (size_t i = 0; i < rt->n_shards; i++) {
+        struct shard *sh = &rt->shards[i];
         if (sh->workers) {
             struct workers_stats ws;
             workers_get_stats(sh->workers, &ws);
@@ -314,34 +326,35 @@ void server_cleanup(struct server *srv)
         workers_free(sh->workers);
         sh->workers = NULL;
     }
-    http_free(srv);
-    if (srv->waiters) {
-        waiters_free(srv->waiters);
-        srv->waiters = NULL;
+    listener_free(d->listener);
+    d->listener = NULL;
+    if (rt->waiters) {
+        waiters_free(rt->waiters);
+        rt->waiters = NULL;
     }
-    sse_hub_free(srv->sse); /* after http_free: closing connections unlinks their streams */
-    srv->sse = NULL;
-    for (size_t i = 0; i < srv->n_shards; i++) {
-        scheduler_free(srv->shards[i].sched);
+    sse_hub_free(rt->sse); /* after the listener: closing connections unlinks their streams */
+    rt->sse = NULL;
+    for (size_t i = 0; i < rt->n_shards; i++) {
+        scheduler_free(rt->shards[i].sched);
     }
-    free(srv->shards);
-    srv->shards = NULL;
-    srv->n_shards = 0;
-    metrics_free(srv->metrics); /* after the workers: a snapshot job's done() uses it */
-    srv->metrics = NULL;
-    if (srv->sig_term) {
-        event_free(srv->sig_term);
+    free(rt->shards);
+    rt->shards = NULL;
+    rt->n_shards = 0;
+    metrics_free(rt->metrics); /* after the workers: a snapshot job's done() uses it */
+    rt->metrics = NULL;
+    if (d->sig_term) {
+        event_free(d->sig_term);
     }
-    if (srv->sig_int) {
-        event_free(srv->sig_int);
+    if (d->sig_int) {
+        event_free(d->sig_int);
     }
-    if (srv->sig_hup) {
-        event_free(srv->sig_hup);
+    if (d->sig_hup) {
+        event_free(d->sig_hup);
     }
-    auth_free(srv->auth);
-    sigverify_server_key_free(srv);
-    if (srv->base) {
-        event_base_free(srv->base);
+    auth_free(rt->auth);
+    server_key_cleanup(&rt->sign_key);
+    if (rt->base) {
+        event_base_free(rt->base);
     }
-    memset(srv, 0, sizeof *srv);
+    memset(d, 0, sizeof *d);
 }

@@ -1,0 +1,675 @@
+/* SPDX-License-Identifier: MIT */
+/* The one table of `roost` commands: their names, handlers, options (with value checks and
+ * environment defaults), positional arguments and help text. The parser, --help, the listings
+ * the man page test reads and the shell completion scripts are all generated from it. */
+#include <stdint.h>
+
+#include "cli/cli.h"
+
+#include "common/banned.h"
+
+/* ---- the shared option groups --------------------------------------------------------------- */
+
+const struct cli_option cli_connect_options[] = {
+    {.name = "server",
+     .kind = CLI_STRING,
+     .arg = "URL",
+     .env = "ROOST_SERVER",
+     .help = "roostd address (default $ROOST_SERVER, else " CLI_DEFAULT_SERVER ")"},
+    {.name = "token",
+     .kind = CLI_STRING,
+     .arg = "JWT",
+     .env = "ROOST_TOKEN",
+     .help = "bearer token (default $ROOST_TOKEN)"},
+    {.name = "token-file",
+     .kind = CLI_STRING,
+     .arg = "F",
+     .help = "read the token from file F (before $ROOST_TOKEN)"},
+    {.name = "cacert",
+     .kind = CLI_STRING,
+     .arg = "F",
+     .help = "trust the CA certificates in PEM file F (https)"},
+    {.name = "timeout",
+     .kind = CLI_DURATION,
+     .arg = "DUR",
+     .min = 1,
+     .max = 86400,
+     .expect = "a duration of 1s..1d",
+     .help = "per-request timeout (default 30s)"},
+    {0},
+};
+
+const struct cli_option cli_output_options[] = {
+    {.name = "pretty", .kind = CLI_FLAG, .help = "indented JSON (default: indented on a terminal)"},
+    {.name = "compact", .kind = CLI_FLAG, .help = "one-line JSON"},
+    {0},
+};
+
+#define KEY_ALGS "ed25519 ecdsa-p256-sha256 rsa-pss-sha512 rsa-v1_5-sha256 hmac-sha256"
+
+const struct cli_option cli_sign_options[] = {
+    {.name = "key-file",
+     .kind = CLI_STRING,
+     .arg = "F",
+     .env = "ROOST_KEY_FILE",
+     .help = "sign every request (RFC 9421) with the private key in PEM file F, or\n"
+             "the base64 secret in F for hmac-sha256 (default $ROOST_KEY_FILE)"},
+    {.name = "key-id",
+     .kind = CLI_STRING,
+     .arg = "ID",
+     .env = "ROOST_KEY_ID",
+     .help = "the signing key's registered key id (default $ROOST_KEY_ID)"},
+    {.name = "key-alg",
+     .kind = CLI_STRING,
+     .arg = "ALG",
+     .env = "ROOST_KEY_ALG",
+     .choices = KEY_ALGS,
+     .help = "ed25519, ecdsa-p256-sha256, rsa-pss-sha512, rsa-v1_5-sha256 or hmac-sha256\n"
+             "(default $ROOST_KEY_ALG, else implied by the PEM key)"},
+    {0},
+};
+
+/* ---- options several commands spell the same way ------------------------------------------ */
+
+#define AGENT(req, text)                                                                           \
+    {                                                                                              \
+        .name = "agent", .short_name = 'a', .kind = CLI_STRING, .arg = "A", .flags = (req),        \
+        .help = (text)                                                                             \
+    }
+#define LIMIT(text)                                                                                \
+    {                                                                                              \
+        .name = "limit", .kind = CLI_INT, .arg = "N", .min = 1, .max = 1000000,                    \
+        .expect = "a count >= 1", .help = (text)                                                   \
+    }
+#define NEXT_PAGE                                                                                  \
+    {                                                                                              \
+        .name = "next", .kind = CLI_STRING, .arg = "TOKEN",                                        \
+        .help = "page token from the previous answer"                                              \
+    }
+#define WAIT(text)                                                                                 \
+    {                                                                                              \
+        .name = "wait", .kind = CLI_DURATION, .arg = "DUR", .min = 0, .max = 3600,                 \
+        .expect = "a duration up to 1h", .help = (text)                                            \
+    }
+#define AFTER(text)                                                                                \
+    {                                                                                              \
+        .name = "after", .kind = CLI_INT, .arg = "N", .min = 0, .max = INT64_MAX,                  \
+        .expect = "a cursor >= 0", .help = (text)                                                  \
+    }
+#define LEASE(req, text)                                                                           \
+    {                                                                                              \
+        .name = "lease", .kind = CLI_DURATION, .arg = "DUR", .flags = (req), .min = 1,             \
+        .max = INT32_MAX, .expect = "a duration >= 1s", .help = (text)                             \
+    }
+#define NDJSON(text)                                                                               \
+    {                                                                                              \
+        .name = "ndjson", .kind = CLI_FLAG, .help = (text)                                         \
+    }
+#define CONSUMER(text)                                                                             \
+    {                                                                                              \
+        .name = "consumer", .kind = CLI_STRING, .arg = "C", .help = (text)                         \
+    }
+#define END                                                                                        \
+    {                                                                                              \
+        0                                                                                          \
+    }
+
+/* ---- token mint ------------------------------------------------------------------------------ */
+
+static const struct cli_option token_mint_opts[] = {
+    {.name = "tenant",
+     .kind = CLI_STRING,
+     .arg = "T",
+     .flags = CLI_REQUIRED,
+     .help = "tenant the token is bound to ([A-Za-z0-9._-]{1,128})"},
+    {.name = "scope",
+     .kind = CLI_STRING,
+     .arg = "SCOPES",
+     .flags = CLI_REQUIRED,
+     .help = "space-separated scopes, e.g. \"agent:a1:consume agent:proj.*:publish\";\n"
+             "agent:<sel>:read | agent:<sel>:consume | agent:<sel>:publish |\n"
+             "tenant:admin  (<sel> is an agent id or a prefix ending in '*')"},
+    {.name = "sub",
+     .kind = CLI_STRING,
+     .arg = "S",
+     .help = "who the token is for, logged by the server (default roost-cli)"},
+    {.name = "ttl",
+     .kind = CLI_DURATION,
+     .arg = "DUR",
+     .min = 1,
+     .max = ROOST_TOKEN_MAX_TTL_S,
+     .expect = "a duration of 1s..10 years (3600, 30m, 1h, 7d)",
+     .help = "lifetime: 3600, 90s, 30m, 1h, 7d, 1h30m (default 1h, at most 10 years)"},
+    {.name = "data-dir",
+     .kind = CLI_STRING,
+     .arg = "DIR",
+     .env = "ROOST_DATA_DIR",
+     .help = "roostd's data directory: the key is DIR/token_ed25519.pem\n"
+             "(default $ROOST_DATA_DIR, else ./var)"},
+    {.name = "key",
+     .kind = CLI_STRING,
+     .arg = "FILE",
+     .help = "the key file itself (roostd's auth.key_file)"},
+    END,
+};
+
+/* ---- publish --------------------------------------------------------------------------------- */
+
+static const struct cli_option publish_opts[] = {
+    {.name = "agent",
+     .short_name = 'a',
+     .kind = CLI_STRING,
+     .arg = "A",
+     .flags = CLI_MULTI,
+     .help = "recipient agent id; repeat for fan-out"},
+    {.name = "payload",
+     .short_name = 'p',
+     .kind = CLI_STRING,
+     .arg = "JSON",
+     .help = "the payload, a JSON object"},
+    {.name = "payload-file",
+     .kind = CLI_STRING,
+     .arg = "F",
+     .help = "read the payload from F ('-' = standard input)"},
+    {.name = "priority",
+     .kind = CLI_INT,
+     .arg = "N",
+     .min = -100,
+     .max = 100,
+     .expect = "-100..100",
+     .help = "-100..100, higher is claimed first (default 0)"},
+    {.name = "delay",
+     .kind = CLI_DURATION,
+     .arg = "DUR",
+     .min = 0,
+     .max = INT64_MAX,
+     .expect = "a duration",
+     .help = "claimable only after DUR (30, 90s, 5m, 1h)"},
+    {.name = "available-at",
+     .kind = CLI_STRING,
+     .arg = "T",
+     .help = "claimable only after RFC 3339 time T"},
+    {.name = "ttl",
+     .kind = CLI_DURATION,
+     .arg = "DUR",
+     .min = 1,
+     .max = INT64_MAX,
+     .expect = "a duration > 0",
+     .help = "expires DUR after publishing"},
+    {.name = "expires-at", .kind = CLI_STRING, .arg = "T", .help = "expires at RFC 3339 time T"},
+    {.name = "idempotency-key",
+     .kind = CLI_STRING,
+     .arg = "K",
+     .help = "a repeat with the same key returns the original event (exit 0)"},
+    {.name = "correlation-id",
+     .kind = CLI_STRING,
+     .arg = "C",
+     .help = "free-form id carried with the event"},
+    {.name = "state-patch",
+     .kind = CLI_STRING,
+     .arg = "JSON",
+     .help = "JSON Merge Patch applied to each recipient's state atomically"},
+    {.name = "body-file",
+     .kind = CLI_STRING,
+     .arg = "F",
+     .help = "send F ('-' = stdin) as the whole request body: one event object\n"
+             "or {\"events\":[...]} (a batch, all or nothing)"},
+    END,
+};
+
+/* ---- inbox read / inbox tail ----------------------------------------------------------------- */
+
+static const struct cli_option inbox_read_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent"),
+    AFTER("cursor: the last sequence number already seen (default 0)"),
+    LIMIT("1..1000 events (default: the server's, 10)"),
+    WAIT("long-poll up to DUR (server maximum 30s) when nothing is there yet"),
+    NDJSON("print one event per line instead, and 'next_cursor=N has_more=B' on\nstderr"),
+    END,
+};
+
+static const struct cli_option inbox_tail_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent"),
+    AFTER("start after this cursor (default 0: everything still kept)"),
+    {.name = "from-head", .kind = CLI_FLAG, .help = "start at the current head: only new events"},
+    END,
+};
+
+/* ---- claim, ack, release, extend, release-all, state ----------------------------------------- */
+
+static const struct cli_option claim_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent"),
+    LIMIT("1..1000 events (default: the server's, 10)"),
+    LEASE(0, "lease length (default: the server's lease.default_s, 60s)"),
+    CONSUMER("names this process ([A-Za-z0-9._:-]{1,128}) for 'roost release-all'"),
+    WAIT("wait up to DUR for an event when none is available"),
+    NDJSON("print one event per line instead"),
+    END,
+};
+
+static const struct cli_option agent_only_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent"),
+    END,
+};
+
+static const struct cli_option release_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent"),
+    {.name = "delay",
+     .kind = CLI_DURATION,
+     .arg = "DUR",
+     .min = 0,
+     .max = INT64_MAX,
+     .expect = "a duration",
+     .help = "claimable again after DUR (default at once)"},
+    {.name = "reason",
+     .kind = CLI_CHOICE,
+     .arg = "R",
+     .choices = "transient shutdown poison",
+     .help = "transient (default; counts a failed attempt), shutdown (counts\n"
+             "nothing) or poison (quarantine now)"},
+    {.name = "error",
+     .kind = CLI_STRING,
+     .arg = "TEXT",
+     .help = "recorded as the event's last_error (at most 4096 bytes)"},
+    END,
+};
+
+static const struct cli_option extend_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent"),
+    LEASE(CLI_REQUIRED, "new lease length from now (30, 90s, 5m, 1h)"),
+    END,
+};
+
+static const struct cli_option release_all_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent"),
+    CONSUMER("the consumer id given to 'roost claim --consumer'"),
+    END,
+};
+
+/* ---- admin ----------------------------------------------------------------------------------- */
+
+static const struct cli_option admin_quarantine_list_opts[] = {
+    AGENT(0, "only this agent's events"),
+    LIMIT("page size (default: the server's)"),
+    NEXT_PAGE,
+    NDJSON("print one event per line instead, and 'next=TOKEN' on stderr when\n"
+           "there is a next page"),
+    END,
+};
+
+static const struct cli_option admin_agents_opts[] = {
+    {.name = "sort",
+     .kind = CLI_CHOICE,
+     .arg = "ORDER",
+     .choices = "agent depth age",
+     .help = "agent (by id, the default), depth (most pending first) or age (oldest\n"
+             "pending first)"},
+    LIMIT("page size (default: the server's)"),
+    {.name = "next",
+     .kind = CLI_STRING,
+     .arg = "TOKEN",
+     .help = "page token from the previous answer (same --sort)"},
+    END,
+};
+
+static const struct cli_option admin_quarantine_purge_opts[] = {
+    AGENT(0, "only this agent's quarantined events"),
+    {.name = "all", .kind = CLI_FLAG, .help = "every quarantined event of the tenant"},
+    {.name = "limit",
+     .kind = CLI_INT,
+     .arg = "N",
+     .min = 1,
+     .max = 10000,
+     .expect = "1..10000",
+     .help = "most events deleted by this call"},
+    END,
+};
+
+static const struct cli_option no_opts[] = {END};
+
+/* ---- agent run / status ---------------------------------------------------------------------- */
+
+static const struct cli_option agent_run_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent"),
+    {.name = "state-dir",
+     .kind = CLI_STRING,
+     .arg = "DIR",
+     .flags = CLI_REQUIRED,
+     .help = "state directory (created when missing; one per agent)"},
+    {.name = "exec",
+     .kind = CLI_STRING,
+     .arg = "CMD",
+     .flags = CLI_REQUIRED,
+     .help = "the command to run per event"},
+    {.name = "concurrency",
+     .kind = CLI_INT,
+     .arg = "N",
+     .min = 1,
+     .max = 256,
+     .expect = "1..256",
+     .help = "commands running at once, 1..256 (default 1)"},
+    {.name = "lease",
+     .kind = CLI_DURATION,
+     .arg = "DUR",
+     .min = 1,
+     .max = 43200,
+     .expect = "a duration of 1s..12h",
+     .help = "lease per claim (default 60s)"},
+    CONSUMER("consumer id for the leases (default <hostname>-<pid>)"),
+    {.name = "poll-ceiling",
+     .kind = CLI_DURATION,
+     .arg = "DUR",
+     .min = 1,
+     .max = 86400,
+     .expect = "1s..1d",
+     .help = "longest wait between polls while offline (default 5m)"},
+    {.name = "quiet", .kind = CLI_FLAG, .help = "log only problems"},
+    END,
+};
+
+static const struct cli_option agent_status_opts[] = {
+    {.name = "state-dir",
+     .kind = CLI_STRING,
+     .arg = "DIR",
+     .flags = CLI_REQUIRED,
+     .help = "the agent's state directory"},
+    END,
+};
+
+/* ---- keys ------------------------------------------------------------------------------------ */
+
+/* --key-id names the key registered here, so keys add takes no shared signing options: its
+ * request is signed from ROOST_KEY_FILE / ROOST_KEY_ID / ROOST_KEY_ALG alone. */
+static const struct cli_option keys_add_opts[] = {
+    {.name = "key-id",
+     .kind = CLI_STRING,
+     .arg = "ID",
+     .flags = CLI_REQUIRED,
+     .help = "the key's id, [A-Za-z0-9._-]{1,128}, unique in the tenant"},
+    {.name = "agent",
+     .short_name = 'a',
+     .kind = CLI_STRING,
+     .arg = "AGENT",
+     .flags = CLI_REQUIRED,
+     .help = "the agent whose routes it signs, or '*' for publish"},
+    {.name = "alg",
+     .kind = CLI_STRING,
+     .arg = "ALG",
+     .flags = CLI_REQUIRED,
+     .choices = KEY_ALGS,
+     .help = "ed25519, ecdsa-p256-sha256, rsa-pss-sha512, rsa-v1_5-sha256 or\nhmac-sha256"},
+    {.name = "public-key-file",
+     .kind = CLI_STRING,
+     .arg = "PEM",
+     .help = "the public key (PEM; never the private half)"},
+    {.name = "secret-file",
+     .kind = CLI_STRING,
+     .arg = "FILE",
+     .help = "hmac-sha256: the secret, base64 of 32..1024 bytes"},
+    END,
+};
+
+static const struct cli_option keys_list_opts[] = {
+    LIMIT("page size (default: the server's)"),
+    NEXT_PAGE,
+    END,
+};
+
+/* ---- the table ------------------------------------------------------------------------------- */
+
+const struct cli_command cli_commands[] = {
+    {.name = "token mint",
+     .run = cmd_token_mint,
+     .summary = "mint a bearer token with roostd's key",
+     .synopsis = "roost token mint --tenant T --scope SCOPES [--sub S] [--ttl DUR]\n"
+                 "                        [--data-dir DIR | --key FILE]",
+     .description =
+         "Mints a bearer token (EdDSA JWT) signed with roostd's Ed25519 key and prints it "
+         "followed by a newline. Needs read access to the key, nothing else (no server is "
+         "contacted).",
+     .options = token_mint_opts,
+     .notes = "Example:\n"
+              "  export ROOST_TOKEN=$(roost token mint --data-dir ./var --tenant t1 \\\n"
+              "        --scope 'agent:*:consume agent:*:publish tenant:admin' --ttl 12h)\n"},
+    {.name = "publish",
+     .run = cmd_publish,
+     .summary = "publish an event to one or more agents",
+     .synopsis =
+         "roost publish --agent A [--agent B ...] [--payload JSON | --payload-file F]\n"
+         "                     [--priority N] [--delay DUR | --available-at T] [--ttl DUR |\n"
+         "                     --expires-at T] [--idempotency-key K] [--correlation-id C]\n"
+         "                     [--state-patch JSON]\n"
+         "       roost publish --body-file F",
+     .description =
+         "Publishes one event to every agent named (one inbox row each, in one "
+         "transaction) and prints the server's answer: "
+         "{\"events\":[{\"event_id\",\"agent_id\",\"sequence_number\"}]}. Without --payload or "
+         "--payload-file the payload is read from standard input (when it is not a "
+         "terminal).",
+     .options = publish_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "inbox read",
+     .run = cmd_inbox_read,
+     .summary = "read an agent's inbox from a cursor (read-only)",
+     .description =
+         "Reads the agent's events with sequence_number > N in order, changing nothing, "
+         "and prints the server's answer: "
+         "{\"events\":[...],\"next_cursor\":N,\"has_more\":bool}. Pass next_cursor as --after "
+         "next time. A cursor older than retention fails with cursor_expired (exit 3): "
+         "resync with 'roost state'.",
+     .options = inbox_read_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "inbox tail",
+     .run = cmd_inbox_tail,
+     .summary = "follow an agent's inbox: print every new event (NDJSON)",
+     .description =
+         "Prints the agent's events with sequence_number > N, one JSON object per line, "
+         "then keeps following: an SSE wake-up ping triggers the next read; while the "
+         "stream cannot be opened it long-polls instead. Changes nothing (a cursor "
+         "reader, not a consumer). Runs until interrupted. When the cursor is older than "
+         "retention (410) it says so on stderr and continues from the state's cursor.",
+     .options = inbox_tail_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "claim",
+     .run = cmd_claim,
+     .summary = "claim events under a lease",
+     .description =
+         "Claims up to N pending events (highest priority first, then oldest) and prints "
+         "the server's answer: "
+         "{\"events\":[{...,\"lease_token\",\"claim_expires_at\",\"attempts\"}]}. Finish each "
+         "with 'roost ack', give it back with 'roost release', or keep it longer with "
+         "'roost extend' -- presenting its lease_token. An empty list is a success.",
+     .options = claim_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "ack",
+     .run = cmd_ack,
+     .summary = "complete claimed events",
+     .args = "EVENT_ID LEASE_TOKEN [EVENT_ID LEASE_TOKEN ...]",
+     .max_args = CLI_ARGS_ANY,
+     .description =
+         "Completes claimed events and prints the server's answer. One pair uses POST "
+         ".../inbox/{event_id}/ack; several pairs are sent as one batch ack, whose "
+         "per-event results are printed ({\"results\":[...]}); any failed item is also "
+         "reported on stderr and sets the exit code. A lease that expired and was claimed "
+         "again fails with lease_mismatch (exit 3). Repeating a successful ack succeeds.",
+     .options = agent_only_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "release",
+     .run = cmd_release,
+     .summary = "give a claimed event back (NACK)",
+     .args = "EVENT_ID LEASE_TOKEN",
+     .min_args = 2,
+     .max_args = 2,
+     .description = "Gives a claimed event back: it becomes claimable again after DUR. Prints the "
+                    "server's answer. A lost lease fails with lease_mismatch (exit 3).",
+     .options = release_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "extend",
+     .run = cmd_extend,
+     .summary = "extend a lease",
+     .args = "EVENT_ID LEASE_TOKEN",
+     .min_args = 2,
+     .max_args = 2,
+     .description =
+         "Moves the lease's end to now + DUR and prints {\"event_id\",\"claim_expires_at\"}. "
+         "A lost lease fails with lease_mismatch, a lease past lease.max_total_s with "
+         "lease_cap_reached (exit 3).",
+     .options = extend_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "release-all",
+     .run = cmd_release_all,
+     .summary = "release every lease a consumer holds",
+     .description = "Releases (reason shutdown) every lease consumer C holds on the agent's inbox; "
+                    "other processes sharing the agent keep theirs. Without --consumer, the leases "
+                    "claimed without a consumer id. Prints {\"released\":N}.",
+     .options = release_all_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "state",
+     .run = cmd_state,
+     .summary = "full state sync: the agent's state and its cursor",
+     .description =
+         "Prints the agent's state document and the cursor it is consistent with: "
+         "{\"state\":{...},\"cursor\":N}. After cursor_expired, continue 'roost inbox read' "
+         "from --after N.",
+     .options = agent_only_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin quarantine list",
+     .run = cmd_admin_quarantine_list,
+     .summary = "list quarantined events",
+     .description =
+         "Lists the tenant's quarantined events (with attempts, timeouts, nacks, "
+         "last_error) and prints {\"events\":[...],\"next\":TOKEN|null}; pass TOKEN as --next "
+         "for the next page.",
+     .options = admin_quarantine_list_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin quarantine requeue",
+     .run = cmd_admin_quarantine_requeue,
+     .summary = "put a quarantined event back to pending",
+     .args = "EVENT_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Puts a quarantined event back to pending (same event id). Prints the server's "
+                    "answer. An unknown or not-quarantined event fails with exit 3.",
+     .options = no_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin quarantine inspect",
+     .run = cmd_admin_quarantine_inspect,
+     .summary = "show one quarantined event (payload, attempts, last error)",
+     .args = "EVENT_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Prints one quarantined event: payload, attempts, timeouts, nacks, last_error, "
+                    "consumer. An unknown or not-quarantined event fails with exit 3.",
+     .options = no_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin quarantine purge",
+     .run = cmd_admin_quarantine_purge,
+     .summary = "delete quarantined events for good",
+     .synopsis = "roost admin quarantine purge (EVENT_ID | --agent A | --all) [--limit N]",
+     .args = "EVENT_ID",
+     .max_args = 1,
+     .description =
+         "Deletes quarantined events for good: one event, one agent's, or all of the "
+         "tenant's (at most N per call, default 1000; the answer's \"more\" says whether to "
+         "run it again). Prints {\"purged\":N,\"more\":BOOL}. Events in any other status are "
+         "never touched.",
+     .options = admin_quarantine_purge_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin agents",
+     .run = cmd_admin_agents,
+     .summary = "list agents with their counters",
+     .description = "Lists the tenant's agents with head, pending, scheduled, claimed and "
+                    "quarantined counts, oldest pending age, open SSE subscribers and last seen "
+                    "(claims): {\"agents\":[...],\"next\":TOKEN|null}.",
+     .options = admin_agents_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin stats",
+     .run = cmd_admin_stats,
+     .summary = "the tenant's totals (pending, claimed, quarantined, ...)",
+     .description = "Prints the tenant's totals: pending, scheduled, claimed, quarantined, oldest "
+                    "pending and claim ages, open SSE subscribers, as of the server's last metrics "
+                    "snapshot (as_of).",
+     .options = no_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "keys add",
+     .run = cmd_keys_add,
+     .summary = "register a request-signing key (RFC 9421)",
+     .synopsis = "roost keys add --key-id ID --agent AGENT|'*' --alg ALG\n"
+                 "                      (--public-key-file PEM | --secret-file FILE)",
+     .description = "Registers a request-signing key (RFC 9421) for one agent, or for publishing "
+                    "('*': a producer key), and prints its metadata. Requests signed with it "
+                    "(--key-file/--key-id on any command) are then accepted where roostd requires "
+                    "signatures. A key id that exists already fails with key_exists (exit 3). The "
+                    "token needs scope tenant:admin.",
+     .options = keys_add_opts,
+     .common = CLI_COMMON_CONNECT | CLI_COMMON_OUTPUT,
+     .notes = "Here --key-id names the key to register: to sign this request itself, set\n"
+              "ROOST_KEY_FILE / ROOST_KEY_ID / ROOST_KEY_ALG.\n"},
+    {.name = "keys list",
+     .run = cmd_keys_list,
+     .summary = "list the tenant's request-signing keys",
+     .description =
+         "Lists the tenant's request-signing keys (metadata only: key_id, agent_id, alg, "
+         "created_at, revoked_at) and prints {\"keys\":[...],\"next\":TOKEN|null}.",
+     .options = keys_list_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "keys revoke",
+     .run = cmd_keys_revoke,
+     .summary = "revoke a request-signing key",
+     .args = "KEY_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description =
+         "Revokes a request-signing key: requests signed with it are refused from now on "
+         "(401 key_revoked). Prints the key with revoked_at; revoking again keeps the "
+         "first time. An unknown key fails with key_not_found (exit 3).",
+     .options = no_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "agent run",
+     .run = cmd_agent_run,
+     .summary = "work an agent's inbox: run a command per event",
+     .description =
+         "Works the agent's inbox until SIGINT or SIGTERM: claims events under leases and "
+         "runs CMD (through /bin/sh -c) once per event, with the payload JSON on stdin "
+         "and in the environment ROOST_EVENT_ID, ROOST_AGENT_ID, ROOST_SEQUENCE, "
+         "ROOST_ATTEMPT, ROOST_CORRELATION_ID (empty when none). CMD's exit status "
+         "decides:\n"
+         "  0        done: ack\n"
+         "  75       EX_TEMPFAIL: give it back now, no penalty\n"
+         "  65       EX_DATAERR: quarantine (never retried)\n"
+         "  other    failed: release with exponential backoff (attempt n waits 2^(n-1) s,\n"
+         "           <= 300 s)\n"
+         "The agent pulls, then listens to the SSE wake-ups; while the stream is down it "
+         "long-polls. Leases are extended while CMD runs. Its state file (DIR/agent.db: "
+         "cursor, processed event ids, outstanding leases) makes a restart after a crash "
+         "release what the dead run held and never run CMD again for an event it already "
+         "finished. On SIGINT/SIGTERM it stops claiming, waits for running commands, "
+         "acks, releases everything it still holds and exits 0. Progress and problems are "
+         "logged on stderr.",
+     .options = agent_run_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "agent status",
+     .run = cmd_agent_status,
+     .summary = "show the state of an agent run from its state dir",
+     .description =
+         "Prints what the agent using DIR recorded, as JSON: agent_id, running (an agent "
+         "process holds DIR now), pid, consumer, connection (starting, streaming, "
+         "polling, offline, stopped), cursor, last_sync (RFC 3339, null when never), "
+         "outstanding_leases and processed_ids. Works while the agent runs. Exit 1 when "
+         "DIR holds no agent state.",
+     .options = agent_status_opts,
+     .common = CLI_COMMON_OUTPUT},
+    {.name = "completion",
+     .run = cmd_completion,
+     .summary = "print the shell completion script (bash or zsh)",
+     .args = "SHELL",
+     .min_args = 1,
+     .max_args = 1,
+     .arg_choices = "bash zsh",
+     .description = "Prints the completion script for SHELL (bash or zsh), generated from the same "
+                    "table as this help. Load it with 'source <(roost completion bash)'; 'make "
+                    "install' puts both where bash-completion and zsh look for them.",
+     .options = no_opts},
+};
+
+const size_t cli_n_commands = sizeof cli_commands / sizeof cli_commands[0];

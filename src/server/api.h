@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* The handler list: one function per route, defined in api_<resource>.c, listed in the router's
+ * table (router.c). Each takes a routed, authenticated request and ends it with exactly one
+ * request_reply_*() (see request.h), now or from its store job's done(). */
+#ifndef ROOST_SERVER_API_H
+#define ROOST_SERVER_API_H
+
+struct request;
+
+/* api_events.c */
+void api_publish(struct request *rq);
+
+/* api_inbox.c */
+void api_inbox_read(struct request *rq);
+void api_inbox_claim(struct request *rq);
+void api_event_ack(struct request *rq);
+void api_events_ack(struct request *rq);
+void api_event_release(struct request *rq);
+void api_event_extend(struct request *rq);
+void api_release_all(struct request *rq);
+void api_state_get(struct request *rq);
+
+/* api_subscribe.c */
+void api_subscribe(struct request *rq);
+
+/* api_admin.c */
+void api_admin_agents(struct request *rq);
+void api_admin_quarantine(struct request *rq);
+void api_admin_requeue(struct request *rq);
+void api_admin_quarantine_inspect(struct request *rq);
+void api_admin_purge(struct request *rq);
+void api_admin_stats(struct request *rq);
+
+/* api_keys.c */
+void api_admin_keys_add(struct request *rq);
+void api_admin_keys_list(struct request *rq);
+void api_admin_keys_revoke(struct request *rq);
+/* GET /api/v1/keys/server: no authentication. */
+void api_server_keys(struct request *rq);
+
+/* api_health.c: outside the table and without authentication (GET /healthz, /readyz, /metrics). */
+void api_healthz(struct request *rq);
+void api_readyz(struct request *rq);
+void api_metrics(struct request *rq);
+
+#endif

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/* The operational endpoints outside the route table: GET /healthz (the process answers),
+ * GET /readyz (every store answers through its worker pool, and the server is not draining) and
+ * GET /metrics (Prometheus text, optionally behind metrics.token). */
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/api.h"
+#include "server/config.h"
+#include "server/metrics.h"
+#include "server/request.h"
+#include "server/runtime.h"
+#include "server/sse_hub.h"
+#include "server/workers.h"
+
+/* Last: poisons unsafe functions for this file only. */
+#include "common/banned.h"
+
+/* Constant time over the expected length: the token's bytes must not leak through timing. */
+static bool token_equal(const char *got, const char *want)
+{
+    size_t n = strlen(want), m = strlen(got);
+    unsigned char diff = (unsigned char)(n != m);
+    for (size_t i = 0; i < n; i++) {
+        diff |= (unsigned char)(want[i] ^ (i < m ? got[i] : 0));
+    }
+    return diff == 0;
+}
+
+/* GET /metrics: Prometheus text from counters and the last snapshot; no store access here. */
+void api_metrics(struct request *rq)
+{
+    struct runtime *rt = rq->rt;
+    const char *want = rt->cfg->metrics_token;
+    if (evhttp_request_get_command(rq->req) != EVHTTP_REQ_GET) {
+        request_reply_text(rq, 405, "method not allowed\n");
+        return;
+    }
+    if (want != NULL && want[0] != '\0') {
+        const char *authz =
+            evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Authorization");
+        if (authz == NULL || strncmp(authz, "Bearer ", 7) != 0 || !token_equal(authz + 7, want)) {
+            evhttp_add_header(evhttp_request_get_output_headers(rq->req), "WWW-Authenticate",
+                              "Bearer realm=\"roost-metrics\"");
+            request_reply_text(rq, 401, "unauthorized\n");
+            return;
+        }
+    }
+    struct evbuffer *buf = evbuffer_new();
+    if (buf == NULL || metrics_render(rt->metrics, sse_hub_count(rt->sse), buf) != 0) {
+        if (buf) {
+            evbuffer_free(buf);
+        }
+        request_reply_text(rq, 503, "out of memory\n");
+        return;
+    }
+    request_reply_buffer(rq, 200, "text/plain; version=0.0.4; charset=utf-8", buf);
+    evbuffer_free(buf);
+}
+
+/* /readyz asks every store (shard) at once; the last answer replies. */
+struct ready_op {
+    struct request *rq;
+    size_t pending, failed;
+    struct ready_ping {
+        struct job job;
+        struct ready_op *op;
+    } pings[];
+};
+
+static int run_ready(struct job *job, struct store *st)
+{
+    (void)job;
+    return st->ops->ping(st) ? ROOST_OK : ROOST_EUNAVAILABLE;
+}
+
+static void done_ready(struct job *job)
+{
+    struct ready_op *op = ((struct ready_ping *)job)->op;
+    op->failed += job->rc != ROOST_OK;
+    if (--op->pending == 0) {
+        request_reply_text(op->rq, op->failed == 0 ? 200 : 503,
+                           op->failed == 0 ? "ready\n" : "store unreachable\n");
+    }
+}
+
+void api_healthz(struct request *rq)
+{
+    request_reply_text(rq, 200, "ok\n");
+}
+
+/* The store answers a query through the worker pool, so a stuck pool shows too. */
+void api_readyz(struct request *rq)
+{
+    struct runtime *rt = rq->rt;
+    if (rt->draining) {
+        request_reply_text(rq, 503, "draining\n");
+        return;
+    }
+    struct ready_op *op = calloc(1, sizeof *op + rt->n_shards * sizeof op->pings[0]);
+    if (!op) {
+        request_reply_text(rq, 503, "out of memory\n");
+        return;
+    }
+    op->rq = rq;
+    op->pending = rt->n_shards;
+    rq->op = op;
+    rq->op_free = free;
+    for (size_t i = 0; i < rt->n_shards; i++) {
+        op->pings[i].op = op;
+        op->pings[i].job =
+            (struct job){.run = run_ready, .done = done_ready, .write = false, .name = "ready"};
+        workers_submit(rt->shards[i].workers, &op->pings[i].job);
+    }
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* The listening side of roostd's HTTP front: the evhttp instance with its limits, the bound
+ * socket (backlog 4096), the pause on EMFILE/ENFILE, and built-in TLS (tls.cert_file). Every
+ * parsed request goes to one callback (the router). Loop thread only. */
+#ifndef ROOST_SERVER_LISTENER_H
+#define ROOST_SERVER_LISTENER_H
+
+#include <stddef.h>
+
+struct config;
+struct event_base;
+struct evhttp_request;
+struct listener;
+
+/* Creates the evhttp, binds cfg->listen and writes the URL clients reach it at into base_url
+ * ("http://127.0.0.1:PORT"; port 0 picked a free one). `cfg` is read now only. Returns 0 with
+ * *out set, or -1 with err set (nothing left to free). */
+int listener_start(struct event_base *base, const struct config *cfg,
+                   void (*on_request)(struct evhttp_request *req, void *arg), void *arg,
+                   struct listener **out, char *base_url, size_t url_len, char *err, size_t errlen);
+/* Closes the listening socket; established connections keep being served. */
+void listener_stop_accepting(struct listener *l);
+/* Closes every connection (their close callbacks run) and frees (NULL is a no-op). */
+void listener_free(struct listener *l);
+
+#endif

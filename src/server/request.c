@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: MIT */
+/* The request object (see request.h): its life from accept to answer, the one function that
+ * writes every reply (headers, body, the access log line, the drain bookkeeping), and the strict
+ * query and body parameter parsers. */
+#include "server/request.h"
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+
+#include "common/jsonutil.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "server/config.h"
+#include "server/metrics.h"
+#include "server/runtime.h"
+
+/* Last: poisons unsafe functions for this file only. */
+#include "common/banned.h"
+
+/* ---- request lifecycle ---- */
+
+struct request *request_new(struct runtime *rt, struct evhttp_request *req)
+{
+    struct request *rq = calloc(1, sizeof *rq);
+    if (!rq) {
+        return NULL;
+    }
+    rq->rt = rt;
+    rq->req = req;
+    rq->start_ms = time_mono_ms();
+    rq->start_us = time_mono_us();
+    runtime_hold(rt);
+    rt->request_serial++;
+    snprintf(rq->id, sizeof rq->id, "%08llx%08llx",
+             (unsigned long long)(time_now_ms() / 1000) & 0xffffffffULL,
+             (unsigned long long)rt->request_serial & 0xffffffffULL);
+    return rq;
+}
+
+static void request_free(struct request *rq)
+{
+    if (rq->op_free && rq->op) {
+        rq->op_free(rq->op);
+    }
+    if (rq->sig_free && rq->sig) {
+        rq->sig_free(rq->sig);
+    }
+    json_decref(rq->body);
+    if (rq->query) {
+        evhttp_clear_headers(rq->query);
+        free(rq->query);
+    }
+    free(rq);
+}
+
+static const char *method_name(enum evhttp_cmd_type m)
+{
+    switch (m) {
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_OPTIONS:
+        return "OPTIONS";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
+    default:
+        return "OTHER";
+    }
+}
+
+const char *request_route_name(const struct request *rq)
+{
+    return rq->route_name ? rq->route_name : "-";
+}
+
+/* Counts the answer and writes the access log line: never the query string (it may carry an
+ * access_token), never a body. */
+static void request_account(struct request *rq, int status)
+{
+    int64_t dur_us = time_mono_us() - rq->start_us;
+    /* Unrouted requests share one label, so hostile paths cannot grow the label set. */
+    const char *route = request_route_name(rq);
+    metrics_http(rq->rt->metrics, strcmp(route, "-") == 0 ? "unmatched" : route, status,
+                 (double)dur_us / 1e6);
+    if (rq->pseudo_route && status < 400) {
+        return; /* health checks and scrapes would drown the log */
+    }
+    log_line(status >= 500 ? LOG_ERROR : LOG_INFO, "request",
+             "req_id=%s method=%s route=%s status=%d duration_ms=%.3f tenant=%s agent=%s", rq->id,
+             method_name(evhttp_request_get_command(rq->req)), route, status,
+             (double)dur_us / 1000.0, rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-",
+             rq->agent_id[0] ? rq->agent_id : "-");
+}
+
+/* evhttp frees a "Connection: close" connection once its answer is written: only then may a
+ * draining server leave the loop (leaving earlier would discard answers still buffered). */
+static void on_drained_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    runtime_release(arg);
+}
+
+/* Called before a reply is queued: while draining, the loop must wait for it to be written. */
+static void watch_drain_close(struct request *rq)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(rq->req);
+    if (rq->rt->draining && evcon) {
+        runtime_hold(rq->rt);
+        evhttp_connection_set_closecb(evcon, on_drained_close, rq->rt);
+    }
+}
+
+/* Ends a request after its reply was queued. */
+static void request_end(struct request *rq)
+{
+    struct runtime *rt = rq->rt;
+    request_free(rq);
+    runtime_release(rt);
+}
+
+void request_detach(struct request *rq)
+{
+    /* A stream that started counts as answered 200 (its own log line says "stream opened"). */
+    metrics_http(rq->rt->metrics, request_route_name(rq), 200,
+                 (double)(time_mono_us() - rq->start_us) / 1e6);
+    request_end(rq);
+}
+
+/* Every reply goes through here: the common headers, the body (borrowed, may be NULL), the
+ * access log line and the drain bookkeeping. The caller set Content-Type (and any other
+ * header of its own). */
+static void send_reply(struct request *rq, int status, struct evbuffer *body, bool close_conn)
+{
+    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    evhttp_add_header(out, "X-Request-Id", rq->id);
+    if (close_conn || rq->rt->draining) {
+        evhttp_add_header(out, "Connection", "close");
+    }
+    watch_drain_close(rq);
+    evhttp_send_reply(rq->req, status, NULL, body);
+    request_account(rq, status);
+    request_end(rq);
+}
+
+static void reply_json(struct request *rq, int status, json_t *body, bool close_conn)
+{
+    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    evhttp_add_header(out, "Content-Type", "application/json");
+    evhttp_add_header(out, "Cache-Control", "no-store");
+    struct evbuffer *buf = evbuffer_new();
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (buf && text) {
+        evbuffer_add(buf, text, strlen(text));
+        evbuffer_add(buf, "\n", 1);
+    }
+    free(text);
+    json_decref(body);
+    send_reply(rq, status, buf, close_conn);
+    if (buf) {
+        evbuffer_free(buf);
+    }
+}
+
+void request_reply_json(struct request *rq, int status, json_t *body)
+{
+    reply_json(rq, status, body, false);
+}
+
+static json_t *error_body(int rc, const char *message, json_t *extra)
+{
+    json_t *err = json_pack("{s:s, s:s}", "code", roost_err_code(rc), "message",
+                            message ? message : roost_strerror(rc));
+    if (err && extra) {
+        json_object_update(err, extra);
+    }
+    json_decref(extra);
+    return json_pack("{s:o*}", "error", err);
+}
+
+static void reply_error_ex(struct request *rq, int rc, const char *message, json_t *extra,
+                           bool close_conn)
+{
+    int status = roost_err_http_status(rc);
+    if (status < 400) {
+        status = 500;
+    }
+    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    if (status == 401) {
+        evhttp_add_header(out, "WWW-Authenticate", "Bearer realm=\"roost\"");
+    } else if (status == 429 || status == 503) {
+        evhttp_add_header(out, "Retry-After", "1");
+    }
+    reply_json(rq, status, error_body(rc, message, extra), close_conn);
+}
+
+void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra)
+{
+    reply_error_ex(rq, rc, message, extra, false);
+}
+
+void request_reply_error_close(struct request *rq, int rc, const char *message)
+{
+    reply_error_ex(rq, rc, message, NULL, true);
+}
+
+void request_reply_text(struct request *rq, int status, const char *text)
+{
+    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    if (evhttp_find_header(out, "Content-Type") == NULL) {
+        evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
+    }
+    struct evbuffer *buf = evbuffer_new();
+    if (buf) {
+        evbuffer_add(buf, text, strlen(text));
+    }
+    send_reply(rq, status, buf, false);
+    if (buf) {
+        evbuffer_free(buf);
+    }
+}
+
+void request_reply_buffer(struct request *rq, int status, const char *content_type,
+                          struct evbuffer *body)
+{
+    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    evhttp_add_header(out, "Content-Type", content_type);
+    evhttp_add_header(out, "Cache-Control", "no-store");
+    send_reply(rq, status, body, false);
+}
+
+/* ---- parameters ---- */
+
+/* Strict decimal: optional '-', 1..19 digits, no overflow. */
+static bool parse_i64(const char *s, int64_t *out)
+{
+    if (s == NULL || *s == '\0') {
+        return false;
+    }
+    bool neg = *s == '-';
+    const char *p = s + neg;
+    if (*p == '\0') {
+        return false;
+    }
+    uint64_t v = 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9' || p - s > 20) {
+            return false;
+        }
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10) {
+            return false;
+        }
+        v = v * 10 + d;
+    }
+    if (v > (uint64_t)INT64_MAX) {
+        return false;
+    }
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return true;
+}
+
+const char *request_query_str(struct request *rq, const char *name, int *rc)
+{
+    *rc = ROOST_OK;
+    if (!rq->query) {
+        return NULL;
+    }
+    const char *found = NULL;
+    for (struct evkeyval *kv = rq->query->tqh_first; kv; kv = kv->next.tqe_next) {
+        if (strcmp(kv->key, name) == 0) {
+            if (found) {
+                *rc = ROOST_EQUERY;
+                return NULL;
+            }
+            found = kv->value;
+        }
+    }
+    return found;
+}
+
+int request_query_int(struct request *rq, const char *name, int64_t min, int64_t max, int64_t def,
+                      int bad_rc, int64_t *out)
+{
+    int rc;
+    const char *v = request_query_str(rq, name, &rc);
+    if (rc != ROOST_OK) {
+        return bad_rc;
+    }
+    if (v == NULL) {
+        *out = def;
+        return ROOST_OK;
+    }
+    int64_t x;
+    if (!parse_i64(v, &x) || x < min || x > max) {
+        return bad_rc;
+    }
+    *out = x;
+    return ROOST_OK;
+}
+
+int body_int(const json_t *body, const char *name, int64_t min, int64_t max, int64_t def,
+             int bad_rc, int64_t *out)
+{
+    json_t *v = body ? json_object_get(body, name) : NULL;
+    if (v == NULL || json_is_null(v)) {
+        *out = def;
+        return ROOST_OK;
+    }
+    /* Integers only: 1.0, "1" and true are type errors, not coerced. */
+    if (!json_is_integer(v)) {
+        return bad_rc;
+    }
+    json_int_t x = json_integer_value(v);
+    if (x < min || x > max) {
+        return bad_rc;
+    }
+    *out = x;
+    return ROOST_OK;
+}
+
+int body_str(const json_t *body, const char *name, size_t max_len, int bad_rc, const char **out)
+{
+    json_t *v = body ? json_object_get(body, name) : NULL;
+    *out = NULL;
+    if (v == NULL || json_is_null(v)) {
+        return ROOST_OK;
+    }
+    if (!json_is_string(v)) {
+        return bad_rc;
+    }
+    size_t len = json_string_length(v);
+    if (len == 0 || len > max_len) {
+        return bad_rc;
+    }
+    *out = json_string_value(v);
+    return ROOST_OK;
+}
+
+int body_only_fields(const json_t *body, const char *const *allowed, const char **bad)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)body, key, value)
+    {
+        (void)value;
+        bool ok = false;
+        for (const char *const *a = allowed; *a; a++) {
+            if (strcmp(*a, key) == 0) {
+                ok = true;
+                break;
+            }
+        }
+        if (!ok) {
+            *bad = key;
+            return ROOST_EUNKNOWNFIELD;
+        }
+    }
+    return ROOST_OK;
+}
+
+int request_parse_query(struct request *rq)
+{
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(rq->req);
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (!query) {
+        return ROOST_OK;
+    }
+    rq->query = calloc(1, sizeof *rq->query);
+    if (!rq->query) {
+        return ROOST_ENOMEM;
+    }
+    TAILQ_INIT(rq->query);
+    if (evhttp_parse_query_str(query, rq->query) != 0) {
+        return ROOST_EQUERY;
+    }
+    return ROOST_OK;
+}
+
+bool request_content_type_is_json(const char *ct)
+{
+    if (!ct) {
+        return false;
+    }
+    size_t n = strlen("application/json");
+    if (strncasecmp(ct, "application/json", n) != 0) {
+        return false;
+    }
+    const char *rest = ct + n;
+    while (*rest == ' ') {
+        rest++;
+    }
+    if (*rest == '\0') {
+        return true;
+    }
+    if (*rest != ';') {
+        return false;
+    }
+    rest++;
+    while (*rest == ' ') {
+        rest++;
+    }
+    return strncasecmp(rest, "charset=utf-8", 13) == 0 && rest[13] == '\0';
+}
+
+int request_read_body(struct request *rq, bool optional)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(rq->req);
+    size_t len = evbuffer_get_length(in);
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Content-Type");
+    if (len == 0) {
+        if (optional) {
+            rq->body = json_object();
+            return rq->body ? ROOST_OK : ROOST_ENOMEM;
+        }
+        return ROOST_EJSON;
+    }
+    if (len > (size_t)rq->rt->cfg->limits_max_body_bytes) {
+        return ROOST_ETOOLARGE;
+    }
+    if (!request_content_type_is_json(ct)) {
+        return ROOST_EMEDIATYPE;
+    }
+    const char *data = (const char *)evbuffer_pullup(in, -1);
+    if (!data) {
+        return ROOST_ENOMEM;
+    }
+    return jsonutil_parse_object(data, len, (size_t)rq->rt->cfg->limits_max_json_depth, &rq->body);
+}

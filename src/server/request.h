@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/* One HTTP request as the routes see it, its one reply path and its parameter helpers. The router
+ * (router.c) creates it and fills it in; a handler always ends it with one request_reply_*() (or
+ * hands its connection over with request_detach()). Loop thread only. */
+#ifndef ROOST_SERVER_REQUEST_H
+#define ROOST_SERVER_REQUEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/auth.h"
+#include "store/store.h"
+
+struct evbuffer;
+struct evhttp_request;
+struct evkeyvalq;
+struct route;
+struct runtime;
+struct sigcheck;
+
+struct request {
+    struct runtime *rt;
+    struct evhttp_request *req;
+    char id[24];
+    int64_t start_ms;
+    int64_t start_us;          /* monotonic, for the duration histogram */
+    const struct route *route; /* the router's table entry (router.c), NULL when unrouted */
+    const char *route_name;    /* its name, or "healthz", "readyz", ...; NULL before routing */
+    bool pseudo_route;         /* a route outside the table: successes are not logged */
+    struct auth_principal principal;
+    char agent_id[STORE_ID_MAX + 1];
+    char event_id[STORE_EVENT_ID_LEN + 1];
+    char key_id[STORE_ID_MAX + 1]; /* {key} of /admin/keys/{key}/... */
+    struct sigcheck *sig;          /* signature check state (sigverify.c), NULL when none */
+    void (*sig_free)(struct sigcheck *sig); /* frees sig when the request ends */
+    json_t *body; /* parsed body object; NULL when the route takes none or it was empty */
+    struct evkeyvalq *query;
+    void *op;                  /* the handler's state while a job is in flight */
+    void (*op_free)(void *op); /* frees op when the request ends */
+};
+
+/* A new request for evhttp's `req`, with its id and start time, held in rt's in-flight count
+ * until it ends. NULL when out of memory. */
+struct request *request_new(struct runtime *rt, struct evhttp_request *req);
+
+/* The router's name of the request's route ("-" before routing): the label of logs, metrics and
+ * store jobs. */
+const char *request_route_name(const struct request *rq);
+/* Ends a request whose connection now belongs to someone else (an SSE stream): frees it and
+ * leaves the in-flight count without sending anything. */
+void request_detach(struct request *rq);
+
+/* Sends a JSON body (stolen) with `status` and ends the request. */
+void request_reply_json(struct request *rq, int status, json_t *body);
+/* Sends the error body of `rc` ({"error":{"code","message",...extra}}) and ends the request.
+ * message NULL = the table's message; extra (stolen, may be NULL) is merged into "error". */
+void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra);
+/* The same, then closes the connection: after a framing error nothing more can be trusted. */
+void request_reply_error_close(struct request *rq, int rc, const char *message);
+/* Sends a text/plain body (unless a Content-Type was set already) and ends the request. */
+void request_reply_text(struct request *rq, int status, const char *text);
+/* Sends `body` (borrowed; drained) as `content_type`, not cached, and ends the request. */
+void request_reply_buffer(struct request *rq, int status, const char *content_type,
+                          struct evbuffer *body);
+
+/* Query parameters, strictly parsed: decimal integers only, range-checked, a repeated name is an
+ * error. Absent → *out = def and ROOST_OK. Otherwise ROOST_OK or `bad_rc`. */
+int request_query_int(struct request *rq, const char *name, int64_t min, int64_t max, int64_t def,
+                      int bad_rc, int64_t *out);
+/* NULL when absent; sets *rc = ROOST_EQUERY when repeated. */
+const char *request_query_str(struct request *rq, const char *name, int *rc);
+/* Parses the query string into rq->query. ROOST_OK, ROOST_ENOMEM or ROOST_EQUERY. */
+int request_parse_query(struct request *rq);
+/* Reads the JSON object body into rq->body. An empty body is {} when `optional`, else
+ * ROOST_EJSON; then ROOST_ETOOLARGE, ROOST_EMEDIATYPE, ROOST_ENOMEM or the parser's error. */
+int request_read_body(struct request *rq, bool optional);
+
+/* True for "application/json", optionally with "; charset=utf-8" (any case). */
+bool request_content_type_is_json(const char *ct);
+
+/* Body fields. Absent or null → default/NULL and ROOST_OK; wrong type or range → bad_rc. */
+int body_int(const json_t *body, const char *name, int64_t min, int64_t max, int64_t def,
+             int bad_rc, int64_t *out);
+int body_str(const json_t *body, const char *name, size_t max_len, int bad_rc, const char **out);
+/* ROOST_EUNKNOWNFIELD (with the name in *bad) when body has a key not in the NULL-ended list. */
+int body_only_fields(const json_t *body, const char *const *allowed, const char **bad);
+
+#endif

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: MIT */
+/* The router (see router.h). Handlers get a validated `struct request` and always end it with
+ * request_reply_*(). */
+#include "server/router.h"
+
+#include <event2/http_struct.h> /* request version: no accessor in 2.1 */
+#include <event2/keyvalq_struct.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+
+#include "common/ids.h"
+#include "common/timeutil.h"
+#include "server/api.h"
+#include "server/request.h"
+#include "server/runtime.h"
+#include "server/sigverify.h"
+
+/* Last: poisons unsafe functions for this file only. */
+#include "common/banned.h"
+
+#define MAX_HEADER_COUNT 100
+
+static const struct route routes[] = {
+    {EVHTTP_REQ_POST, "/api/v1/events", "publish", AUTH_PUBLISH, BODY_REQUIRED, api_publish},
+    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/inbox", "inbox_read", AUTH_READ, BODY_NONE,
+     api_inbox_read},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/claim", "claim", AUTH_CONSUME, BODY_REQUIRED,
+     api_inbox_claim},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/ack", "ack_batch", AUTH_CONSUME, BODY_REQUIRED,
+     api_events_ack},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/release-all", "release_all", AUTH_CONSUME,
+     BODY_OPTIONAL, api_release_all},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/{event}/ack", "ack", AUTH_CONSUME,
+     BODY_REQUIRED, api_event_ack},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/{event}/release", "release", AUTH_CONSUME,
+     BODY_REQUIRED, api_event_release},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/{event}/extend", "extend", AUTH_CONSUME,
+     BODY_REQUIRED, api_event_extend},
+    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/state", "state", AUTH_READ, BODY_NONE, api_state_get},
+    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/subscribe", "subscribe", AUTH_READ, BODY_NONE,
+     api_subscribe},
+    {EVHTTP_REQ_GET, "/api/v1/admin/agents", "admin_agents", AUTH_ADMIN, BODY_NONE,
+     api_admin_agents},
+    {EVHTTP_REQ_GET, "/api/v1/admin/quarantine", "admin_quarantine", AUTH_ADMIN, BODY_NONE,
+     api_admin_quarantine},
+    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/requeue", "admin_requeue", AUTH_ADMIN,
+     BODY_OPTIONAL, api_admin_requeue},
+    /* Before {event}: a literal segment wins over the placeholder. */
+    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/purge", "admin_purge", AUTH_ADMIN, BODY_OPTIONAL,
+     api_admin_purge},
+    {EVHTTP_REQ_GET, "/api/v1/admin/quarantine/{event}", "admin_quarantine_inspect", AUTH_ADMIN,
+     BODY_NONE, api_admin_quarantine_inspect},
+    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/purge", "admin_purge_event", AUTH_ADMIN,
+     BODY_OPTIONAL, api_admin_purge},
+    {EVHTTP_REQ_GET, "/api/v1/admin/stats", "admin_stats", AUTH_ADMIN, BODY_NONE, api_admin_stats},
+    {EVHTTP_REQ_POST, "/api/v1/admin/keys", "admin_keys_add", AUTH_ADMIN, BODY_REQUIRED,
+     api_admin_keys_add},
+    {EVHTTP_REQ_GET, "/api/v1/admin/keys", "admin_keys_list", AUTH_ADMIN, BODY_NONE,
+     api_admin_keys_list},
+    {EVHTTP_REQ_POST, "/api/v1/admin/keys/{key}/revoke", "admin_keys_revoke", AUTH_ADMIN,
+     BODY_OPTIONAL, api_admin_keys_revoke},
+};
+
+/* ---- routing ---- */
+
+/* Matches `path` (no query) against a pattern, capturing {agent}, {event} and {key} raw. */
+static bool pattern_match(const char *pattern, const char *path, struct capture *agent,
+                          struct capture *event, struct capture *key)
+{
+    const char *p = pattern, *s = path;
+    while (*p && *s) {
+        if (*p != '/' || *s != '/') {
+            return false;
+        }
+        p++;
+        s++;
+        const char *pe = strchr(p, '/');
+        size_t plen = pe ? (size_t)(pe - p) : strlen(p);
+        const char *se = strchr(s, '/');
+        size_t slen = se ? (size_t)(se - s) : strlen(s);
+        if (plen == 7 && memcmp(p, "{agent}", 7) == 0) {
+            *agent = (struct capture){s, slen};
+        } else if (plen == 7 && memcmp(p, "{event}", 7) == 0) {
+            *event = (struct capture){s, slen};
+        } else if (plen == 5 && memcmp(p, "{key}", 5) == 0) {
+            *key = (struct capture){s, slen};
+        } else if (plen != slen || memcmp(p, s, plen) != 0) {
+            return false;
+        }
+        p += plen;
+        s += slen;
+    }
+    return *p == '\0' && *s == '\0';
+}
+
+int router_match(enum evhttp_cmd_type method, const char *path, const struct route **route,
+                 struct route_captures *caps)
+{
+    bool path_known = false;
+    *route = NULL;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        /* A failed match may have set the placeholders: only the chosen route's count. */
+        *caps = (struct route_captures){0};
+        if (pattern_match(routes[i].pattern, path, &caps->agent, &caps->event, &caps->key)) {
+            path_known = true;
+            if (routes[i].method == method) {
+                *route = &routes[i];
+                return ROOST_OK;
+            }
+        }
+    }
+    return path_known ? ROOST_EMETHOD : ROOST_ENOTFOUND;
+}
+
+/* ---- framing checks evhttp leaves to us ---- */
+
+static int count_header(struct evkeyvalq *h, const char *name, const char **value)
+{
+    int n = 0;
+    for (struct evkeyval *kv = h->tqh_first; kv; kv = kv->next.tqe_next) {
+        if (strcasecmp(kv->key, name) == 0) {
+            if (value) {
+                *value = kv->value;
+            }
+            n++;
+        }
+    }
+    return n;
+}
+
+int router_check_framing(struct evkeyvalq *in, int major, int minor, const char *uri,
+                         const char **why)
+{
+    int n_headers = 0;
+    for (struct evkeyval *kv = in->tqh_first; kv; kv = kv->next.tqe_next) {
+        n_headers++;
+        for (const char *p = kv->key; *p; p++) {
+            if (*p == ' ' || *p == '\t') {
+                *why = "whitespace in a header name";
+                return 400;
+            }
+        }
+        for (const char *p = kv->value; *p; p++) {
+            if (*p == '\r' || *p == '\n' || ((unsigned char)*p < 0x20 && *p != '\t')) {
+                *why = "control character in a header value";
+                return 400;
+            }
+        }
+    }
+    if (n_headers > MAX_HEADER_COUNT) {
+        *why = "too many header fields";
+        return 431;
+    }
+    const char *host = NULL, *cl = NULL, *te = NULL;
+    int n_cl = count_header(in, "Content-Length", &cl);
+    int n_te = count_header(in, "Transfer-Encoding", &te);
+    int n_host = count_header(in, "Host", &host);
+    if (n_cl > 1 || (n_cl == 1 && n_te > 0)) {
+        *why = "ambiguous message framing (Content-Length with Transfer-Encoding, or repeated)";
+        return 400;
+    }
+    /* No Transfer-Encoding at all, chunked included: evhttp's chunk parser is lenient (it takes
+     * "0x" sizes and a missing CRLF after chunk data), a parser differential behind any proxy.
+     * Every Roost client sends Content-Length; RFC 9112 6.3 lets a server insist on it. */
+    if (n_te > 0) {
+        *why = "Transfer-Encoding is not accepted: send the body with Content-Length";
+        return 400;
+    }
+    if (n_cl == 1) {
+        for (const char *p = cl; *p; p++) {
+            if (*p < '0' || *p > '9') {
+                *why = "Content-Length must be digits";
+                return 400;
+            }
+        }
+    }
+    if (n_host > 1 || (major == 1 && minor >= 1 && n_host == 0)) {
+        *why = "exactly one Host header is required";
+        return 400;
+    }
+    if (uri == NULL || uri[0] != '/') {
+        *why = "only origin-form request targets are served";
+        return 400;
+    }
+    return 0;
+}
+
+/* ---- dispatch ---- */
+
+/* Browsers' EventSource cannot send headers: subscribe also takes ?access_token=. Returns
+ * "Bearer <token>" (caller frees) or NULL. Query strings are never logged. */
+static char *bearer_from_query(const struct evhttp_uri *uri)
+{
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    if (!query || strlen(query) > 2 * 8192 || evhttp_parse_query_str(query, &q) != 0) {
+        evhttp_clear_headers(&q);
+        return NULL;
+    }
+    const char *token = evhttp_find_header(&q, "access_token");
+    char *out = NULL;
+    if (token && strlen(token) <= 8192) {
+        size_t n = strlen(token) + sizeof "Bearer ";
+        if ((out = malloc(n)) != NULL) {
+            snprintf(out, n, "Bearer %s", token);
+        }
+    }
+    evhttp_clear_headers(&q);
+    return out;
+}
+
+static void dispatch_content(struct request *rq);
+
+/* Routes outside the table are named for logs and metrics; their successes are not logged. */
+static void set_pseudo_route(struct request *rq, const char *name)
+{
+    rq->route_name = name;
+    rq->pseudo_route = true;
+}
+
+void router_dispatch(struct evhttp_request *req, void *arg)
+{
+    struct runtime *rt = arg;
+    struct request *rq = request_new(rt, req);
+    if (!rq) {
+        evhttp_send_error(req, 503, "out of memory");
+        return;
+    }
+    const char *why = NULL;
+    int status = router_check_framing(evhttp_request_get_input_headers(req), req->major, req->minor,
+                                      evhttp_request_get_uri(req), &why);
+    if (status != 0) {
+        request_reply_error_close(rq, status == 431 ? ROOST_EHEADERS : ROOST_EFRAMING, why);
+        return;
+    }
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    if (!path || path[0] != '/') {
+        request_reply_error_close(rq, ROOST_EINVAL, "malformed request target");
+        return;
+    }
+    enum evhttp_cmd_type method = evhttp_request_get_command(req);
+    if (strcmp(path, "/healthz") == 0) {
+        set_pseudo_route(rq, "healthz");
+        api_healthz(rq);
+        return;
+    }
+    if (strcmp(path, "/readyz") == 0) {
+        set_pseudo_route(rq, "readyz");
+        api_readyz(rq);
+        return;
+    }
+    if (strcmp(path, "/metrics") == 0) {
+        set_pseudo_route(rq, "metrics");
+        api_metrics(rq);
+        return;
+    }
+    if (rt->draining) {
+        request_reply_error(rq, ROOST_ESHUTDOWN, NULL, NULL);
+        return;
+    }
+
+    if (strcmp(path, "/api/v1/keys/server") == 0) {
+        set_pseudo_route(rq, "server_keys");
+        if (method != EVHTTP_REQ_GET) {
+            request_reply_error(rq, ROOST_EMETHOD, NULL, NULL);
+        } else {
+            api_server_keys(rq);
+        }
+        return;
+    }
+
+    const struct route *route = NULL;
+    struct route_captures caps;
+    int match_rc = router_match(method, path, &route, &caps);
+    if (match_rc != ROOST_OK) {
+        request_reply_error(rq, match_rc, NULL, NULL);
+        return;
+    }
+    rq->route = route;
+    rq->route_name = route->name;
+
+    /* Authentication before anything about the request's content is revealed. */
+    const char *authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    char *query_bearer = NULL;
+    if (!authz && rq->route->handler == api_subscribe) {
+        authz = query_bearer = bearer_from_query(uri);
+    }
+    int auth_rc = auth_authenticate(rt->auth, authz, time_now_ms(), &rq->principal);
+    free(query_bearer);
+    if (auth_rc != ROOST_OK) {
+        memset(&rq->principal, 0, sizeof rq->principal);
+        request_reply_error(rq, ROOST_EUNAUTHENTICATED, NULL, NULL);
+        return;
+    }
+    const char *agent = caps.agent.p, *event = caps.event.p;
+    size_t agent_len = caps.agent.len, event_len = caps.event.len;
+    if (agent) {
+        if (!ids_valid_name(agent, agent_len)) {
+            request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
+            return;
+        }
+        memcpy(rq->agent_id, agent, agent_len);
+        rq->agent_id[agent_len] = '\0';
+    }
+    if (event) {
+        if (!ids_valid_event_id(event, event_len)) {
+            request_reply_error(rq, ROOST_EEVENTID, NULL, NULL);
+            return;
+        }
+        memcpy(rq->event_id, event, event_len);
+        rq->event_id[event_len] = '\0';
+    }
+    if (caps.key.p) {
+        if (!ids_valid_name(caps.key.p, caps.key.len)) {
+            request_reply_error(rq, ROOST_EKEYID, NULL, NULL);
+            return;
+        }
+        memcpy(rq->key_id, caps.key.p, caps.key.len);
+        rq->key_id[caps.key.len] = '\0';
+    }
+    /* Publish checks its recipients itself; every other route names its agent in the path. */
+    if (rq->route->action != AUTH_PUBLISH &&
+        !auth_allows(&rq->principal, rq->route->action, agent ? rq->agent_id : NULL)) {
+        request_reply_error(rq, ROOST_EFORBIDDEN, NULL, NULL);
+        return;
+    }
+    /* A signature binds the token (it covers Authorization), so it is checked after it and
+     * before anything about the content is looked at. The policy covers the agent routes and
+     * publish; operator routes rely on their tokens (DESIGN §6.2). */
+    bool policy_route = agent != NULL || rq->route->action == AUTH_PUBLISH;
+    if (sigverify_needed(rq, policy_route)) {
+        sigverify_start(rq, dispatch_content);
+        return;
+    }
+    dispatch_content(rq);
+}
+
+/* The rest of dispatch once the request is authenticated (and its signature verified): query,
+ * body, handler. */
+static void dispatch_content(struct request *rq)
+{
+    int rc = request_parse_query(rq);
+    if (rc == ROOST_OK && rq->route->body != BODY_NONE) {
+        rc = request_read_body(rq, rq->route->body == BODY_OPTIONAL);
+    }
+    if (rc != ROOST_OK) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    rq->route->handler(rq);
+}
