@@ -5,6 +5,7 @@
  * transaction appends to the change log the tailers follow (store_mysql_tail.c), and an inbox
  * page stops at a commit not yet visible. The connection, statement cache, reconnects and
  * transactions are in store_mysql_conn.c. */
+#include "store/store_mysql.h"
 #include "store/store_mysql_int.h"
 
 #include <mysqld_error.h>

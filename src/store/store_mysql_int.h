@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/store_mysql.h"
+#include "store/store.h"
+#include "store/store_mysql_url.h"
 #include "store/store_sql.h"
 
 enum stmt_id {

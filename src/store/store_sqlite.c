@@ -3,6 +3,7 @@
  * lifecycle (store_lifecycle.c) runs on, and the read-only views. Statements are prepared once
  * and cached (store_sqlite_conn.c). agents.next_seq holds the next sequence number to assign, so
  * an agent's head is next_seq - 1 (0 for an agent without a row). */
+#include "store/store_sqlite.h"
 #include "store/store_sqlite_int.h"
 
 #include <stdlib.h>

@@ -2,6 +2,7 @@
 /* The SQLite backend's driver glue (sqlite://PATH): opening one connection per struct store in
  * WAL mode, migrations, transactions and savepoints, and the cached-statement helpers every
  * statement of store_sqlite.c runs through (the model is mosquitto's persist-sqlite plugin). */
+#include "store/store_sqlite.h"
 #include "store/store_sqlite_int.h"
 
 #include <pthread.h>

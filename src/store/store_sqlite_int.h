@@ -7,8 +7,8 @@
 #include <sqlite3.h>
 #include <stdio.h>
 
+#include "store/store.h"
 #include "store/store_sql.h"
-#include "store/store_sqlite.h"
 
 enum stmt_id {
     S_BEGIN,
