@@ -195,19 +195,26 @@ int store_lifecycle_head(struct store *st, const char *tenant_id, const char *ag
 /* ---- leases ---- */
 
 int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *agent_id,
-                          size_t limit, int64_t lease_s, const char *consumer, int64_t now_ms,
-                          struct store_events *out)
+                          size_t limit, size_t max_bytes, int64_t lease_s, const char *consumer,
+                          int64_t now_ms, struct store_events *out, bool *has_more)
 {
     const struct store_dialect *d = dialect(st);
     struct store_events cands = {0};
     const char *who = consumer != NULL ? consumer : "";
     int64_t expires = now_ms + lease_s * 1000;
+    bool cut = false;
+    if (has_more != NULL) {
+        *has_more = false;
+    }
     if (limit == 0) {
         return done(st, ROOST_OK);
     }
     /* Candidates first: updating rows under a live walk of the claim index is not defined on
-     * every backend. */
-    int rc = d->claim_select(st, tenant_id, agent_id, now_ms, store_limit(limit), &cands);
+     * every backend. Rows past the byte budget are not touched (no lease, no attempt). */
+    int rc = d->claim_select(st, tenant_id, agent_id, now_ms, store_limit(limit), max_bytes, &cands,
+                             &cut);
+    /* A batch that ended at its limit or its budget may have more claimable at once. */
+    bool more = cut || cands.len == limit;
     for (size_t i = 0; rc == ROOST_OK && i < cands.len; i++) {
         char token[STORE_LEASE_TOKEN_LEN + 1];
         bool claimed = false;
@@ -230,6 +237,9 @@ int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *a
     }
     if (rc == ROOST_OK) {
         rc = d->seen(st, tenant_id, agent_id, now_ms);
+    }
+    if (has_more != NULL) {
+        *has_more = rc == ROOST_OK && more;
     }
     store_events_cleanup(&cands);
     return done(st, rc);
