@@ -10,6 +10,7 @@
 
 #include <mysqld_error.h>
 
+#include "common/hash.h"
 #include "store/store_lifecycle.h"
 #include "store/store_sql.h"
 
@@ -453,14 +454,7 @@ static int my_claim_update(struct store *st, const char *tenant_id, const char *
 static int my_seen(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    uint64_t key = 1469598103934665603ULL;
-    for (const char *c = tenant_id; *c != '\0'; c++) {
-        key = (key ^ (unsigned char)*c) * 1099511628211ULL;
-    }
-    key = (key ^ '/') * 1099511628211ULL;
-    for (const char *c = agent_id; *c != '\0'; c++) {
-        key = (key ^ (unsigned char)*c) * 1099511628211ULL;
-    }
+    uint64_t key = hash_tenant_agent(tenant_id, agent_id);
     struct seen_slot *slot = &b->seen[key % (sizeof b->seen / sizeof b->seen[0])];
     if (slot->key == key && now_ms - slot->at_ms < STORE_SEEN_EVERY_MS) {
         return ROOST_OK;

@@ -172,46 +172,6 @@ const char *const store_sqlite_sql[S_COUNT] = {
 
 /* ---- the dialect: one statement per primitive (store_lifecycle.h) ---- */
 
-static void sq_done(struct store *st)
-{
-    store_sqlite_reset_all(store_sqlite_backend(st));
-}
-
-static void sq_set_error(struct store *st, const char *msg)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    snprintf(b->err, sizeof b->err, "%s", msg);
-}
-
-/* Prepares statement `id` of the store into *s; the primitives start here. */
-static int stmt(struct store *st, enum stmt_id id, sqlite3_stmt **s)
-{
-    return store_sqlite_prep(store_sqlite_backend(st), id, s);
-}
-
-static int step(struct store *st, sqlite3_stmt *s)
-{
-    return store_sqlite_step(store_sqlite_backend(st), s);
-}
-
-/* Runs s; *changed when it changed exactly one row. */
-static int run_one(struct store *st, sqlite3_stmt *s, bool *changed)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    int rc = store_sqlite_run(b, s);
-    *changed = rc == ROOST_OK && sqlite3_changes(b->db) == 1;
-    return rc;
-}
-
-/* Runs s; *count = the rows it changed. */
-static int run_count(struct store *st, sqlite3_stmt *s, size_t *count)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    int rc = store_sqlite_run(b, s);
-    *count = rc == ROOST_OK ? (size_t)sqlite3_changes(b->db) : 0;
-    return rc;
-}
-
 static int sq_agent_head(struct store *st, const char *tenant_id, const char *agent_id,
                          int64_t *head, int64_t *purged)
 {
