@@ -290,6 +290,9 @@ struct store_ops {
     bool (*ping)(struct store *st);
 
     int (*begin)(struct store *st);
+    /* ROOST_OK: committed. ROOST_ERETRY: not committed, certainly (the caller replays the
+     * transaction). ROOST_EUNAVAILABLE after the answer to COMMIT was lost and the outcome could
+     * not be learnt (MySQL: see doc/MYSQL.md); any other error: not committed. */
     int (*commit)(struct store *st);
     int (*rollback)(struct store *st);
     int (*savepoint)(struct store *st);

@@ -91,9 +91,11 @@ struct mysql_store {
     MYSQL_STMT *stmts[S_COUNT];
     struct store_mysql_url url;
     unsigned lock_wait_s;
-    bool in_tx;      /* START TRANSACTION sent, no COMMIT/ROLLBACK yet */
-    bool tx_aborted; /* the server rolled the whole transaction back (deadlock) */
-    bool lost;       /* the connection dropped: reopen before the next statement */
+    bool in_tx;                /* START TRANSACTION sent, no COMMIT/ROLLBACK yet */
+    bool tx_aborted;           /* the server rolled the whole transaction back (deadlock) */
+    bool lost;                 /* the connection dropped: reopen before the next statement */
+    int64_t connected_mono_ms; /* when this connection opened (did the server restart since?) */
+    uint64_t commits;          /* commits sent on this struct (paces the marker prune) */
     /* The last tenant seen committed: tenant rows are never deleted, so it needs no check. */
     char known_tenant[STORE_ID_MAX + 1];
     int64_t origin; /* store_options.origin */

@@ -6,7 +6,8 @@
  *   - consumers on both nodes claim disjoint sets and together complete every event;
  *   - node 2 SIGKILLed holding leases: they expire and node 1's consumers get the work;
  *   - MariaDB stopped and started again under load: /readyz says 503 during the outage, the
- *     nodes reconnect, and every event is completed exactly once.
+ *     nodes reconnect, every publish answered 201 exists and no refused one does, and every
+ *     event is completed exactly once.
  * argv[1] is the URL of the shared test server (ctest fixture); the outage test starts a
  * MariaDB of its own with scripts/mariadb_test.sh, so it cannot disturb tests running beside it. */
 #include <pthread.h>
@@ -346,7 +347,6 @@ static void test_database_restart_under_load(void)
     int published = ps[0].published + ps[1].published;
     printf("outage: %d published, %d refused while the database was down\n", published,
            ps[0].refused + ps[1].refused);
-    CHECK(ps[0].refused + ps[1].refused > 0);
 
     /* Every event that was acknowledged exists once, in order, with no gap... */
     long st = 0;
@@ -354,10 +354,11 @@ static void test_database_restart_under_load(void)
     CHECK_EQ(st, 200);
     int64_t head = h_int(page, "head");
     json_decref(page);
-    /* A publish whose COMMIT went through just as the connection died is durable although its
-     * client saw an error: it exists without an acknowledgement. Never the other way round. */
-    CHECK(head >= published);
-    CHECK(head <= published + ps[0].refused + ps[1].refused);
+    /* Answers are true although connections died mid-COMMIT: a publish whose COMMIT was lost
+     * waits until the writer learns the outcome (doc/MYSQL.md), so a refused publish wrote
+     * nothing and an acknowledged one exists. (Which requests are refused, if any, depends on
+     * where each was when the server went: one caught in its COMMIT waits instead.) */
+    CHECK_EQ(head, published);
     /* ...and consumers on both nodes complete each exactly once. */
     int ack_failures;
     json_t *acked = drain_with_four(&n1, &n2, tok1, tok2, &ack_failures);
