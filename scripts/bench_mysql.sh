@@ -30,6 +30,7 @@
 #                      the disk under test (not tmpfs); the MariaDB socket path must stay short
 #   BENCH_KEEP         1: keep data directories, logs and the MariaDB data
 #   BENCH_WRITE_DOC    1: replace the MariaDB results section of doc/BENCHMARKS.md with this run's
+#   BENCH_ONLY         space-separated scenario names to run (default: all), for quick looks
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +45,8 @@ PING_SAMPLES=${BENCH_PING_SAMPLES:-100}
 PING_PERIOD=${BENCH_PING_PERIOD:-237}
 WORK=${BENCH_DIR:-$BUILD_DIR/bench-mysql}
 read -r -a ROOSTD_ARGS <<<"${BENCH_ROOSTD_ARGS:-}"
+ONLY=${BENCH_ONLY:-}
+want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 for b in roostd roost_load mysql_direct sse_bench; do
     if [ ! -x "$BIN/$b" ]; then
@@ -238,16 +241,17 @@ echo "bench-mysql: MariaDB $DBVER, innodb_flush_log_at_trx_commit=$FLUSH, log_bi
 for run in $(seq 1 "$RUNS"); do
     echo "run $run/$RUNS"
     url=$(fresh_db "rb_direct_$run")
-    measure mysql_p2c2 "$run" "$BIN/mysql_direct" --url "$url" --fresh --seconds "$SECS" \
-        --warmup "$WARMUP" --producers 2 --consumers 2
-    measure mysql_p8c8 "$run" "$BIN/mysql_direct" --url "$url" --fresh --seconds "$SECS" \
-        --warmup "$WARMUP" --producers 8 --consumers 8
-    roostd_scenario roostd1_p2c2 "$run" 1 2 2
-    roostd_scenario roostd1_p8c8 "$run" 1 8 8
-    roostd_scenario roostd2_p8c8 "$run" 2 8 8
-    roostd_scenario roostd4_p8c8 "$run" 4 8 8
+    ! want mysql_p2c2 || measure mysql_p2c2 "$run" "$BIN/mysql_direct" --url "$url" --fresh \
+        --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2
+    ! want mysql_p8c8 || measure mysql_p8c8 "$run" "$BIN/mysql_direct" --url "$url" --fresh \
+        --seconds "$SECS" --warmup "$WARMUP" --producers 8 --consumers 8
+    ! want roostd1_p2c2 || roostd_scenario roostd1_p2c2 "$run" 1 2 2
+    ! want roostd1_p8c8 || roostd_scenario roostd1_p8c8 "$run" 1 8 8
+    ! want roostd2_p8c8 || roostd_scenario roostd2_p8c8 "$run" 2 8 8
+    ! want roostd4_p8c8 || roostd_scenario roostd4_p8c8 "$run" 4 8 8
 
     # Scenario 6: subscribers on node 1, publishes on node 2.
+    want ping_2n || continue
     d=$WORK/runs/ping.$run
     url=$(fresh_db "rb_ping_$run")
     start_nodes 2 "$url" "$d"

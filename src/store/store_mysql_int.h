@@ -48,7 +48,6 @@ enum stmt_id {
     S_RET_DELETE,
     S_RET_PURGED,
     S_CHANGES_OLD,
-    S_ACK_AVAIL,
     S_SEEN,
     S_AGENTS_BY_DEPTH,
     S_AGENTS_BY_AGE,
@@ -96,6 +95,19 @@ struct mysql_store {
     bool lost;                 /* the connection dropped: reopen before the next statement */
     int64_t connected_mono_ms; /* when this connection opened (did the server restart since?) */
     uint64_t commits;          /* commits sent on this struct (paces the marker prune) */
+    /* START TRANSACTION not sent yet: it goes out with the transaction's first statement (in the
+     * same round trip when that one is text, as a group's first SAVEPOINT). */
+    bool begin_pending;
+    /* The change-log rows of this transaction (store_mysql_change), written by one multi-row
+     * INSERT in the COMMIT's round trip; the marks let a rolled-back savepoint drop its own. */
+    struct change_row {
+        char tenant_id[STORE_ID_MAX + 1];
+        char agent_id[STORE_ID_MAX + 1];
+        int64_t head, at_ms;
+    } * changes;
+    size_t n_changes, cap_changes;
+    size_t changes_mark;     /* n_changes at the request's SAVEPOINT roost_req */
+    size_t changes_ret_mark; /* n_changes at SAVEPOINT roost_retention */
     /* The last tenant seen committed: tenant rows are never deleted, so it needs no check. */
     char known_tenant[STORE_ID_MAX + 1];
     int64_t origin; /* store_options.origin */
@@ -193,6 +205,10 @@ int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, s
 struct store_row store_mysql_row(const struct rows *rs, size_t r, int c0);
 /* Runs a text statement that returns no rows. */
 int store_mysql_exec_text(struct mysql_store *b, const char *sql);
+/* Queues the change-log row of (tenant, agent, head) for this transaction's COMMIT (one row per
+ * agent: the highest head wins). Outside a transaction it is written at once. */
+int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char *agent_id,
+                       int64_t head, int64_t at_ms);
 
 /* The connection's vtable entries (store_mysql_conn.c) and the tailer (store_mysql_tail.c). */
 int store_mysql_open(const char *url, const struct store_options *opt, struct store **out);
