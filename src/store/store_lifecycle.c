@@ -194,6 +194,41 @@ int store_lifecycle_head(struct store *st, const char *tenant_id, const char *ag
 
 /* ---- leases ---- */
 
+/* Claims every candidate in one statement (claim_update_all) and moves them to out. */
+static int claim_all(struct store *st, const char *tenant_id, const char *agent_id,
+                     struct store_events *cands, const char *who, int64_t now_ms, int64_t expires,
+                     struct store_events *out)
+{
+    char(*tokens)[STORE_LEASE_TOKEN_LEN + 1] = calloc(cands->len, sizeof *tokens);
+    if (tokens == NULL) {
+        return ROOST_ENOMEM;
+    }
+    int rc = ROOST_OK;
+    for (size_t i = 0; i < cands->len; i++) {
+        if (ids_lease_token(tokens[i]) != 0) {
+            rc = lifecycle_fail(st, ROOST_EINTERNAL, "claim: no randomness for the lease token");
+            break;
+        }
+    }
+    if (rc == ROOST_OK) {
+        rc = dialect(st)->claim_update_all(st, tenant_id, agent_id, cands,
+                                           (const char(*)[STORE_LEASE_TOKEN_LEN + 1]) tokens, who,
+                                           now_ms, expires);
+    }
+    for (size_t i = 0; rc == ROOST_OK && i < cands->len; i++) {
+        store_event_claimed(&cands->items[i], tokens[i], who, now_ms, expires);
+        struct store_event *ev = store_events_push(out);
+        if (ev == NULL) {
+            rc = ROOST_ENOMEM;
+            break;
+        }
+        *ev = cands->items[i]; /* moves the heap members */
+        memset(&cands->items[i], 0, sizeof cands->items[i]);
+    }
+    free(tokens);
+    return rc;
+}
+
 int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *agent_id,
                           size_t limit, int64_t lease_s, const char *consumer, int64_t now_ms,
                           struct store_events *out)
@@ -208,6 +243,14 @@ int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *a
     /* Candidates first: updating rows under a live walk of the claim index is not defined on
      * every backend. */
     int rc = d->claim_select(st, tenant_id, agent_id, now_ms, store_limit(limit), &cands);
+    if (rc == ROOST_OK && cands.len > 0 && d->claim_update_all != NULL) {
+        rc = claim_all(st, tenant_id, agent_id, &cands, who, now_ms, expires, out);
+        if (rc == ROOST_OK) {
+            rc = d->seen(st, tenant_id, agent_id, now_ms);
+        }
+        store_events_cleanup(&cands);
+        return done(st, rc);
+    }
     for (size_t i = 0; rc == ROOST_OK && i < cands.len; i++) {
         char token[STORE_LEASE_TOKEN_LEN + 1];
         bool claimed = false;

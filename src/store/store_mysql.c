@@ -445,6 +445,53 @@ static int my_claim_update(struct store *st, const char *tenant_id, const char *
     return rc;
 }
 
+/* One UPDATE for the whole claim: each row's token picked by its seq (ELT(FIELD(seq, …), …)).
+ * Text, not a prepared statement, since its shape depends on the count; the ids are escaped and
+ * the rest are integers and lease tokens of a fixed alphabet. */
+static int my_claim_update_all(struct store *st, const char *tenant_id, const char *agent_id,
+                               struct store_events *cands,
+                               const char (*tokens)[STORE_LEASE_TOKEN_LEN + 1],
+                               const char *consumer, int64_t now_ms, int64_t claim_expires_at_ms)
+{
+    struct mysql_store *b = store_mysql_backend(st);
+    struct sqlbuf sb = {0};
+    store_mysql_sb_str(&sb,
+                       "UPDATE inbox SET status = " ST_CLAIMED ", lease_token = ELT(FIELD(seq");
+    for (size_t i = 0; i < cands->len; i++) {
+        store_mysql_sb_str(&sb, ", ");
+        store_mysql_sb_int(&sb, cands->items[i].seq);
+    }
+    store_mysql_sb_str(&sb, ")");
+    for (size_t i = 0; i < cands->len; i++) {
+        store_mysql_sb_str(&sb, ", ");
+        store_mysql_sb_quoted(&sb, b, tokens[i]);
+    }
+    store_mysql_sb_str(&sb, "), consumer = ");
+    store_mysql_sb_quoted(&sb, b, consumer);
+    store_mysql_sb_str(&sb, ", claimed_at = ");
+    store_mysql_sb_int(&sb, now_ms);
+    store_mysql_sb_str(&sb, ", claim_expires_at = ");
+    store_mysql_sb_int(&sb, claim_expires_at_ms);
+    store_mysql_sb_str(&sb, ", attempts = attempts + 1 WHERE tenant_id = ");
+    store_mysql_sb_quoted(&sb, b, tenant_id);
+    store_mysql_sb_str(&sb, " AND agent_id = ");
+    store_mysql_sb_quoted(&sb, b, agent_id);
+    store_mysql_sb_str(&sb, " AND seq IN (");
+    for (size_t i = 0; i < cands->len; i++) {
+        store_mysql_sb_str(&sb, i > 0 ? ", " : "");
+        store_mysql_sb_int(&sb, cands->items[i].seq);
+    }
+    store_mysql_sb_str(&sb, ") AND status = " ST_PENDING);
+    int rc = store_mysql_exec_sb(b, &sb);
+    free(sb.s);
+    if (rc == ROOST_OK && b->affected != cands->len) {
+        snprintf(b->err, sizeof b->err, "claim: %llu of %zu locked rows updated",
+                 (unsigned long long)b->affected, cands->len);
+        rc = ROOST_ESTORE;
+    }
+    return rc;
+}
+
 /* This connection remembers when it last wrote an agent's last_seen_at, so most claims skip the
  * statement (one round trip each). */
 static int my_seen(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms)
@@ -788,6 +835,7 @@ const struct store_dialect store_mysql_dialect = {
     .state_patch = my_state_patch,
     .claim_select = my_claim_select,
     .claim_update = my_claim_update,
+    .claim_update_all = my_claim_update_all,
     .seen = my_seen,
     .lease_find = my_lease_find,
     .ack_update = my_ack_update,

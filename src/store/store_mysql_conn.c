@@ -163,6 +163,7 @@ static int run_multi(struct mysql_store *b, const char *sql, size_t len)
         return fail_db(b, sql);
     }
     for (;;) {
+        b->affected = mysql_affected_rows(b->db);
         MYSQL_RES *res = mysql_store_result(b->db);
         if (res != NULL) {
             mysql_free_result(res);
@@ -649,14 +650,7 @@ static int marker_hex(int64_t ms, bool random, char hex[2 * MARKER_LEN + 1])
     return ROOST_OK;
 }
 
-/* A growing text buffer for the COMMIT's round trip. */
-struct sqlbuf {
-    char *s;
-    size_t len, cap;
-    bool oom;
-};
-
-static void sb_add(struct sqlbuf *sb, const char *text, size_t n)
+void store_mysql_sb_add(struct sqlbuf *sb, const char *text, size_t n)
 {
     if (sb->oom) {
         return;
@@ -679,24 +673,57 @@ static void sb_add(struct sqlbuf *sb, const char *text, size_t n)
     sb->s[sb->len] = '\0';
 }
 
-static void sb_str(struct sqlbuf *sb, const char *text)
+void store_mysql_sb_str(struct sqlbuf *sb, const char *text)
 {
-    sb_add(sb, text, strlen(text));
+    store_mysql_sb_add(sb, text, strlen(text));
 }
 
-/* Appends 'text' as a quoted, escaped SQL string. */
-static void sb_quoted(struct sqlbuf *sb, MYSQL *db, const char *text)
+void store_mysql_sb_int(struct sqlbuf *sb, int64_t v)
+{
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+    store_mysql_sb_add(sb, tmp, (size_t)n);
+}
+
+void store_mysql_sb_quoted(struct sqlbuf *sb, struct mysql_store *b, const char *text)
 {
     char esc[2 * (STORE_ID_MAX + 1) + 1];
     size_t n = strlen(text);
     if (n > STORE_ID_MAX) {
-        sb->oom = true; /* ids are bounded by the API; anything longer is a bug */
+        sb->oom = true; /* ids and tokens are bounded by the API; anything longer is a bug */
         return;
     }
-    unsigned long e = mysql_real_escape_string(db, esc, text, (unsigned long)n);
-    sb_add(sb, "'", 1);
-    sb_add(sb, esc, e);
-    sb_add(sb, "'", 1);
+    unsigned long e = mysql_real_escape_string(b->db, esc, text, (unsigned long)n);
+    store_mysql_sb_add(sb, "'", 1);
+    store_mysql_sb_add(sb, esc, e);
+    store_mysql_sb_add(sb, "'", 1);
+}
+
+int store_mysql_exec_sb(struct mysql_store *b, struct sqlbuf *sb)
+{
+    int rc = conn_ready(b);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    if (sb->oom) {
+        snprintf(b->err, sizeof b->err, "statement text: out of memory");
+        return ROOST_ENOMEM;
+    }
+    if (!b->begin_pending) {
+        return run_multi(b, sb->s, sb->len);
+    }
+    /* The deferred START TRANSACTION shares this round trip. */
+    struct sqlbuf both = {0};
+    store_mysql_sb_str(&both, "START TRANSACTION; ");
+    store_mysql_sb_add(&both, sb->s, sb->len);
+    if (both.oom) {
+        free(both.s);
+        return ROOST_ENOMEM;
+    }
+    b->begin_pending = false;
+    rc = run_multi(b, both.s, both.len);
+    free(both.s);
+    return rc;
 }
 
 /* Sends [the transaction's change-log rows;] marker; COMMIT in one round trip (every
@@ -710,30 +737,31 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
     char tmp[256];
     int before_commit = 1; /* results before the COMMIT's */
     if (b->n_changes > 0) {
-        sb_str(&sb, "INSERT INTO roost_changes (tenant_id, agent_id, head, at_ms, origin) VALUES ");
+        store_mysql_sb_str(
+            &sb, "INSERT INTO roost_changes (tenant_id, agent_id, head, at_ms, origin) VALUES ");
         for (size_t i = 0; i < b->n_changes; i++) {
             const struct change_row *c = &b->changes[i];
-            sb_str(&sb, i > 0 ? ", (" : "(");
-            sb_quoted(&sb, b->db, c->tenant_id);
-            sb_str(&sb, ", ");
-            sb_quoted(&sb, b->db, c->agent_id);
+            store_mysql_sb_str(&sb, i > 0 ? ", (" : "(");
+            store_mysql_sb_quoted(&sb, b, c->tenant_id);
+            store_mysql_sb_str(&sb, ", ");
+            store_mysql_sb_quoted(&sb, b, c->agent_id);
             int n = snprintf(tmp, sizeof tmp, ", %lld, %lld, %lld)", (long long)c->head,
                              (long long)c->at_ms, (long long)b->origin);
-            sb_add(&sb, tmp, (size_t)n);
+            store_mysql_sb_add(&sb, tmp, (size_t)n);
         }
-        sb_str(&sb, "; ");
+        store_mysql_sb_str(&sb, "; ");
         before_commit = 2;
     }
     int n = snprintf(tmp, sizeof tmp,
                      "INSERT INTO roost_commit_markers (marker) VALUES (x'%s'); COMMIT", hex);
-    sb_add(&sb, tmp, (size_t)n);
+    store_mysql_sb_add(&sb, tmp, (size_t)n);
     if (++b->commits % MARKER_PRUNE_EVERY == 0) {
         char cut[2 * MARKER_LEN + 1];
         if (marker_hex(time_now_ms() - MARKER_KEEP_MS, false, cut) == ROOST_OK) {
             n = snprintf(tmp, sizeof tmp,
                          "; DELETE FROM roost_commit_markers WHERE marker < x'%s' LIMIT %d", cut,
                          MARKER_PRUNE_LIMIT);
-            sb_add(&sb, tmp, (size_t)n);
+            store_mysql_sb_add(&sb, tmp, (size_t)n);
         }
     }
     *unknown = false;

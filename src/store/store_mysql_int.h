@@ -205,6 +205,21 @@ int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, s
 struct store_row store_mysql_row(const struct rows *rs, size_t r, int c0);
 /* Runs a text statement that returns no rows. */
 int store_mysql_exec_text(struct mysql_store *b, const char *sql);
+/* A growing SQL text (for statements whose shape depends on a count: multi-row writes and the
+ * COMMIT's round trip); oom sticks after a failed growth. */
+struct sqlbuf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+};
+void store_mysql_sb_add(struct sqlbuf *sb, const char *text, size_t n);
+void store_mysql_sb_str(struct sqlbuf *sb, const char *text);
+void store_mysql_sb_int(struct sqlbuf *sb, int64_t v);
+/* Appends text (at most STORE_ID_MAX bytes: ids, tokens) as an escaped SQL string literal. */
+void store_mysql_sb_quoted(struct sqlbuf *sb, struct mysql_store *b, const char *text);
+/* Runs the text (a deferred START TRANSACTION shares its round trip); b->affected gets the last
+ * statement's matched rows. The buffer stays the caller's. */
+int store_mysql_exec_sb(struct mysql_store *b, struct sqlbuf *sb);
 /* Queues the change-log row of (tenant, agent, head) for this transaction's COMMIT (one row per
  * agent: the highest head wins). Outside a transaction it is written at once. */
 int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char *agent_id,
