@@ -26,6 +26,8 @@
 #include "store/store.h"
 #include "store/store_mysql.h"
 
+#include "common/banned.h"
+
 #define PRODUCERS 2
 #define CLAIMERS 2
 

@@ -330,7 +330,7 @@ int main(int argc, char **argv)
         RUN(test_sdk_retry_after_cut);
         RUN(test_cli_retry_after_cut);
         RUN(test_markers_pruned);
-        if (h_failed) {
+        if (check_failed) {
             roostd_print_log(&d);
         }
         CHECK_EQ(roostd_stop(&d), 0);

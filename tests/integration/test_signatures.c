@@ -902,7 +902,7 @@ int main(void)
     RUN(test_policy_reloads_on_sighup);
 
     CHECK_EQ(roostd_stop(&d), 0);
-    if (h_failed) {
+    if (check_failed) {
         roostd_print_log(&d);
     }
     roostd_remove_dir(&d);

@@ -12,8 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/check.h"
 #include "mysql/mysql_testutil.h"
 #include "store/store.h"
+
+#include "common/banned.h"
 
 #define T0 1700000000000LL /* the tests' "now" */
 #define TA "tenant-a"
@@ -21,26 +24,17 @@
 
 static const char *g_backend;
 static const char *g_base_url; /* mysql: the server's URL; each test gets its own database */
-static const char *g_test;
-static int g_check_failures;
-static struct store *g_st; /* for error detail in failure lines */
+static struct store *g_st;     /* for error detail in failure lines */
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, g_test, #cond);            \
-            g_check_failures++;                                                                    \
-        }                                                                                          \
-    } while (0)
-
+/* A store call's return code, with the store's error detail on failure. */
 #define CHECK_RC(expr, want)                                                                       \
     do {                                                                                           \
         int rc_ = (expr);                                                                          \
-        if (rc_ != (want)) {                                                                       \
-            printf("%s:%d: %s: %s = %s, want %s (%s)\n", __FILE__, __LINE__, g_test, #expr,        \
-                   roost_err_name(rc_), roost_err_name(want),                                      \
-                   g_st != NULL ? g_st->ops->errmsg(g_st) : "");                                   \
-            g_check_failures++;                                                                    \
+        if (rc_ == (want)) {                                                                       \
+            check_pass();                                                                          \
+        } else {                                                                                   \
+            check_fail(__FILE__, __LINE__, "%s = %s, want %s (%s)", #expr, roost_err_name(rc_),    \
+                       roost_err_name(want), g_st != NULL ? g_st->ops->errmsg(g_st) : "");         \
         }                                                                                          \
     } while (0)
 
@@ -72,7 +66,7 @@ static int backend_fresh(struct fx *f)
         printf("backend %s needs a URL argument or ROOST_TEST_STORE_URL\n", g_backend);
         return -1;
     }
-    if (mysql_testutil_fresh_db(g_base_url, g_test + 5, f->url, sizeof f->url) != 0) {
+    if (mysql_testutil_fresh_db(g_base_url, check_test + 5, f->url, sizeof f->url) != 0) {
         return -1;
     }
     f->own_db = true;
@@ -1743,27 +1737,19 @@ int main(int argc, char **argv)
         g_base_url = getenv("ROOST_TEST_STORE_URL");
     }
     const char *only = argc > 2 ? argv[2] : NULL;
-    int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (only != NULL && strstr(tests[i].name, only) == NULL) {
             continue;
         }
         struct fx f;
-        g_test = tests[i].name;
-        g_check_failures = 0;
+        int failed_before = check_begin(tests[i].name);
         if (fx_open(&f) != 0) {
-            printf("%s: fixture setup failed\n", g_test);
-            g_check_failures++;
+            check_fail(__FILE__, __LINE__, "fixture setup failed");
         } else {
             tests[i].fn(&f);
         }
         fx_close(&f);
-        if (g_check_failures == 0) {
-            passed++;
-        } else {
-            failed++;
-        }
+        check_end(failed_before);
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return check_summary();
 }

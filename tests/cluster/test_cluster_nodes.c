@@ -49,7 +49,7 @@ static void stop_pair(struct roostd *n1, struct roostd *n2)
 
 /* ---- pings cross nodes ---- */
 
-static void test_pings_cross_nodes(void)
+static void test_cluster_pings_cross_nodes(void)
 {
     struct roostd n1, n2;
     if (!start_pair(&n1, &n2)) {
@@ -188,7 +188,7 @@ static json_t *drain_with_four(struct roostd *n1, struct roostd *n2, char *tok1,
     return all;
 }
 
-static void test_claims_disjoint_across_nodes(void)
+static void test_cluster_claims_disjoint_across_nodes(void)
 {
     struct roostd n1, n2;
     if (!start_pair(&n1, &n2)) {
@@ -222,7 +222,7 @@ static void test_claims_disjoint_across_nodes(void)
 
 /* ---- a node killed holding leases ---- */
 
-static void test_killed_node_leases_expire(void)
+static void test_cluster_killed_node_leases_expire(void)
 {
     struct roostd n1, n2;
     if (!start_pair(&n1, &n2)) {
@@ -293,7 +293,7 @@ static int ready_status(struct roostd *n)
     return (int)st;
 }
 
-static void test_database_restart_under_load(void)
+static void test_cluster_database_restart_under_load(void)
 {
     char dir[128];
     snprintf(dir, sizeof dir, "/tmp/roost-outage-%d", (int)getpid());
@@ -387,9 +387,9 @@ int main(int argc, char **argv)
     }
     /* The harness gives each first node a fresh database on this server. */
     setenv("ROOST_TEST_MYSQL_URL", argv[1], 1);
-    RUN(test_pings_cross_nodes);
-    RUN(test_claims_disjoint_across_nodes);
-    RUN(test_killed_node_leases_expire);
-    RUN(test_database_restart_under_load);
+    RUN(test_cluster_pings_cross_nodes);
+    RUN(test_cluster_claims_disjoint_across_nodes);
+    RUN(test_cluster_killed_node_leases_expire);
+    RUN(test_cluster_database_restart_under_load);
     return h_summary();
 }
