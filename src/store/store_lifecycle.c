@@ -116,11 +116,12 @@ static int publish_one(struct store *st, const struct store_publish_req *req,
             return rc;
         }
     }
-    if ((rc = d->seq_alloc(st, req->tenant_id, agent_id, req->now_ms, &o->seq)) != ROOST_OK) {
-        return rc;
-    }
     if (ids_event_id(req->now_ms, o->event_id) != 0) {
         return lifecycle_fail(st, ROOST_EINTERNAL, "publish: no randomness for the event id");
+    }
+    if (d->seq_insert == NULL &&
+        (rc = d->seq_alloc(st, req->tenant_id, agent_id, req->now_ms, &o->seq)) != ROOST_OK) {
+        return rc;
     }
     /* A row due later waits as scheduled; one due now (or in the past) is pending at once. */
     bool scheduled = it->available_at_ms > req->now_ms;
@@ -138,7 +139,9 @@ static int publish_one(struct store *st, const struct store_publish_req *req,
         .available_at_ms = scheduled ? it->available_at_ms : req->now_ms,
         .expires_at_ms = it->expires_at_ms,
     };
-    if ((rc = d->inbox_insert(st, &row)) != ROOST_OK) {
+    rc = d->seq_insert != NULL ? d->seq_insert(st, &row, req->now_ms, &o->seq)
+                               : d->inbox_insert(st, &row);
+    if (rc != ROOST_OK) {
         return rc;
     }
     if (it->state_patch != NULL &&

@@ -102,6 +102,10 @@ struct store_dialect {
     int (*seq_alloc)(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
                      int64_t *seq);
     int (*inbox_insert)(struct store *st, const struct store_new_row *row);
+    /* Optional (NULL: seq_alloc, then inbox_insert): both in one round trip; row->seq is ignored
+     * and the allocated seq goes to *seq. */
+    int (*seq_insert)(struct store *st, const struct store_new_row *row, int64_t now_ms,
+                      int64_t *seq);
     /* Merges `patch` into agents.state and sets state_cursor = seq. */
     int (*state_patch)(struct store *st, const char *tenant_id, const char *agent_id,
                        const char *patch, int64_t seq, int64_t now_ms);

@@ -410,6 +410,68 @@ static int my_inbox_insert(struct store *st, const struct store_new_row *row)
     return Q(store_mysql_backend(st), S_INBOX_INSERT, p, NULL);
 }
 
+/* S_SEQ_ALLOC and S_INBOX_INSERT in one round trip: the inbox row takes LAST_INSERT_ID() - 1,
+ * the seq the upsert just allocated under the agent's row lock, and the upsert's insert id is the
+ * answer. Text, since prepared statements cannot share a round trip. */
+static int my_seq_insert(struct store *st, const struct store_new_row *row, int64_t now_ms,
+                         int64_t *seq)
+{
+    struct mysql_store *b = store_mysql_backend(st);
+    struct sqlbuf sb = {0};
+    store_mysql_sb_str(&sb, "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at,"
+                            " updated_at) VALUES (");
+    store_mysql_sb_quoted(&sb, b, row->tenant_id);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_quoted(&sb, b, row->agent_id);
+    store_mysql_sb_str(&sb, ", LAST_INSERT_ID(2), ");
+    store_mysql_sb_int(&sb, now_ms);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_int(&sb, now_ms);
+    store_mysql_sb_str(&sb, ") ON DUPLICATE KEY UPDATE next_seq = LAST_INSERT_ID(next_seq + 1),"
+                            " updated_at = VALUES(updated_at); INSERT INTO inbox (tenant_id,"
+                            " agent_id, seq, event_id, status, priority, correlation_id,"
+                            " idempotency_key, payload, created_at, available_at, expires_at)"
+                            " VALUES (");
+    store_mysql_sb_quoted(&sb, b, row->tenant_id);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_quoted(&sb, b, row->agent_id);
+    store_mysql_sb_str(&sb, ", LAST_INSERT_ID() - 1, ");
+    store_mysql_sb_quoted(&sb, b, row->event_id);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_int(&sb, row->status);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_int(&sb, row->priority);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_text(&sb, b, row->correlation_id);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_text(&sb, b, row->idempotency_key);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_text(&sb, b, row->payload);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_int(&sb, row->created_at_ms);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_int(&sb, row->available_at_ms);
+    store_mysql_sb_str(&sb, ", ");
+    if (row->expires_at_ms != 0) {
+        store_mysql_sb_int(&sb, row->expires_at_ms);
+    } else {
+        store_mysql_sb_str(&sb, "NULL");
+    }
+    store_mysql_sb_str(&sb, ")");
+    int rc = store_mysql_exec_sb(b, &sb);
+    free(sb.s);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    if (b->insert_id < 2) {
+        snprintf(b->err, sizeof b->err, "publish: sequence allocation returned %llu",
+                 (unsigned long long)b->insert_id);
+        return ROOST_ESTORE;
+    }
+    *seq = (int64_t)b->insert_id - 1;
+    return ROOST_OK;
+}
+
 static int my_state_patch(struct store *st, const char *tenant_id, const char *agent_id,
                           const char *patch, int64_t seq, int64_t now_ms)
 {
@@ -832,6 +894,7 @@ const struct store_dialect store_mysql_dialect = {
     .idem_find = my_idem_find,
     .seq_alloc = my_seq_alloc,
     .inbox_insert = my_inbox_insert,
+    .seq_insert = my_seq_insert,
     .state_patch = my_state_patch,
     .claim_select = my_claim_select,
     .claim_update = my_claim_update,

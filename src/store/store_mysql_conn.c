@@ -162,8 +162,12 @@ static int run_multi(struct mysql_store *b, const char *sql, size_t len)
     if (mysql_real_query(b->db, sql, (unsigned long)len) != 0) {
         return fail_db(b, sql);
     }
+    b->insert_id = 0;
     for (;;) {
         b->affected = mysql_affected_rows(b->db);
+        if (mysql_insert_id(b->db) != 0) {
+            b->insert_id = mysql_insert_id(b->db);
+        }
         MYSQL_RES *res = mysql_store_result(b->db);
         if (res != NULL) {
             mysql_free_result(res);
@@ -697,6 +701,25 @@ void store_mysql_sb_quoted(struct sqlbuf *sb, struct mysql_store *b, const char 
     store_mysql_sb_add(sb, "'", 1);
     store_mysql_sb_add(sb, esc, e);
     store_mysql_sb_add(sb, "'", 1);
+}
+
+void store_mysql_sb_text(struct sqlbuf *sb, struct mysql_store *b, const char *text)
+{
+    if (text == NULL) {
+        store_mysql_sb_str(sb, "NULL");
+        return;
+    }
+    size_t n = strlen(text);
+    char *esc = n < (SIZE_MAX - 1) / 2 ? malloc(2 * n + 1) : NULL;
+    if (esc == NULL) {
+        sb->oom = true;
+        return;
+    }
+    unsigned long e = mysql_real_escape_string(b->db, esc, text, (unsigned long)n);
+    store_mysql_sb_add(sb, "'", 1);
+    store_mysql_sb_add(sb, esc, e);
+    store_mysql_sb_add(sb, "'", 1);
+    free(esc);
 }
 
 int store_mysql_exec_sb(struct mysql_store *b, struct sqlbuf *sb)

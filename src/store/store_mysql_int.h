@@ -217,8 +217,11 @@ void store_mysql_sb_str(struct sqlbuf *sb, const char *text);
 void store_mysql_sb_int(struct sqlbuf *sb, int64_t v);
 /* Appends text (at most STORE_ID_MAX bytes: ids, tokens) as an escaped SQL string literal. */
 void store_mysql_sb_quoted(struct sqlbuf *sb, struct mysql_store *b, const char *text);
+/* Appends text of any length as an escaped SQL string literal, or NULL. */
+void store_mysql_sb_text(struct sqlbuf *sb, struct mysql_store *b, const char *text);
 /* Runs the text (a deferred START TRANSACTION shares its round trip); b->affected gets the last
- * statement's matched rows. The buffer stays the caller's. */
+ * statement's matched rows, b->insert_id the last insert id that was not 0. The buffer stays the
+ * caller's. */
 int store_mysql_exec_sb(struct mysql_store *b, struct sqlbuf *sb);
 /* Queues the change-log row of (tenant, agent, head) for this transaction's COMMIT (one row per
  * agent: the highest head wins). Outside a transaction it is written at once. */
