@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The MySQL/MariaDB backend's driver glue (mysql://USER:PASS@HOST:PORT/DB): the URL, one
  * connection per struct store with its session settings, reconnecting after a drop, the
- * prepared-statement cache and runner, migrations, and transactions with savepoints. Sessions run
- * at READ COMMITTED with autocommit on (writes run in the caller's explicit START TRANSACTION;
- * each read outside one is a single statement, so it sees one consistent snapshot); deadlocks,
- * lock wait timeouts and lost connections become ROOST_ERETRY. */
+ * prepared-statement cache and runner, migrations, and transactions with savepoints (every COMMIT
+ * carries a commit marker, so a lost answer is resolved). Sessions run at READ COMMITTED with
+ * autocommit on, except a writer's transactions, which run with it off (session_prefix); each
+ * read outside a transaction is a single statement, so it sees one consistent snapshot.
+ * Deadlocks, lock wait timeouts and lost connections become ROOST_ERETRY. */
 #include "store/store_mysql.h"
 #include "store/store_mysql_int.h"
 
@@ -152,6 +153,7 @@ static int conn_ready(struct mysql_store *b)
     }
     b->connected_mono_ms = time_mono_ms();
     b->lost = false;
+    b->autocommit_off = false; /* a new session: the init command set autocommit = 1 */
     return ROOST_OK;
 }
 
@@ -181,19 +183,36 @@ static int run_multi(struct mysql_store *b, const char *sql, size_t len)
     }
 }
 
-/* Sends the START TRANSACTION that store_mysql_begin deferred (before a prepared statement,
- * which cannot share its round trip). */
-static int begin_now(struct mysql_store *b)
+/* What must go out before the next statement, or NULL. A writer's session runs with autocommit
+ * off from its first transaction on, so each later transaction begins implicitly with its first
+ * statement and costs no START TRANSACTION (store_mysql_begin only marks it pending); a statement
+ * outside a transaction turns autocommit back on first, so it is still its own unit of work. */
+static const char *session_prefix(struct mysql_store *b)
 {
-    if (!b->begin_pending) {
-        return ROOST_OK;
+    if (b->begin_pending) {
+        b->begin_pending = false;
+        if (!b->autocommit_off) {
+            b->autocommit_off = true;
+            return "SET autocommit = 0";
+        }
+        return NULL;
     }
-    b->begin_pending = false;
-    static const char start[] = "START TRANSACTION";
-    return run_multi(b, start, sizeof start - 1);
+    if (!b->in_tx && b->autocommit_off) {
+        b->autocommit_off = false;
+        return "SET autocommit = 1";
+    }
+    return NULL;
 }
 
-/* Runs a text statement that returns no rows. A deferred START TRANSACTION travels with it. */
+/* Sends the session prefix on its own (before a prepared statement, which cannot share its
+ * round trip). */
+static int begin_now(struct mysql_store *b)
+{
+    const char *prefix = session_prefix(b);
+    return prefix != NULL ? run_multi(b, prefix, strlen(prefix)) : ROOST_OK;
+}
+
+/* Runs a text statement that returns no rows; the session prefix travels with it. */
 int store_mysql_exec_text(struct mysql_store *b, const char *sql)
 {
     int rc = conn_ready(b);
@@ -201,13 +220,15 @@ int store_mysql_exec_text(struct mysql_store *b, const char *sql)
         return rc;
     }
     char both[256];
-    int n = 0;
-    if (b->begin_pending &&
-        (n = snprintf(both, sizeof both, "START TRANSACTION; %s", sql)) < (int)sizeof both) {
-        b->begin_pending = false;
+    const char *prefix = session_prefix(b);
+    if (prefix == NULL) {
+        return run_multi(b, sql, strlen(sql));
+    }
+    int n = snprintf(both, sizeof both, "%s; %s", prefix, sql);
+    if (n < (int)sizeof both) {
         return run_multi(b, both, (size_t)n);
     }
-    if ((rc = begin_now(b)) != ROOST_OK) {
+    if ((rc = run_multi(b, prefix, strlen(prefix))) != ROOST_OK) {
         return rc;
     }
     return run_multi(b, sql, strlen(sql));
@@ -314,8 +335,11 @@ int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, s
         if (out != NULL) {
             rows_free(out);
         }
-        if ((rc = conn_ready(b)) != ROOST_OK || (rc = begin_now(b)) != ROOST_OK) {
+        if ((rc = conn_ready(b)) != ROOST_OK) {
             return rc;
+        }
+        if ((rc = begin_now(b)) != ROOST_OK) {
+            goto retry;
         }
         MYSQL_STMT *s = b->stmts[id];
         if (s == NULL) {
@@ -560,9 +584,8 @@ int store_mysql_migrate(struct store *st)
 
 /* ---- transactions ---- */
 
-/* Sends nothing: START TRANSACTION goes out with the first statement (store_mysql_exec_text,
- * begin_now), so a group's first SAVEPOINT shares its round trip, and a transaction that ran no
- * statement costs none. */
+/* Sends nothing: the first statement starts the transaction (session_prefix), so a transaction
+ * costs no START TRANSACTION, and one that ran no statement costs nothing. */
 int store_mysql_begin(struct store *st)
 {
     struct mysql_store *b = store_mysql_backend(st);
@@ -732,18 +755,19 @@ int store_mysql_exec_sb(struct mysql_store *b, struct sqlbuf *sb)
         snprintf(b->err, sizeof b->err, "statement text: out of memory");
         return ROOST_ENOMEM;
     }
-    if (!b->begin_pending) {
+    const char *prefix = session_prefix(b);
+    if (prefix == NULL) {
         return run_multi(b, sb->s, sb->len);
     }
-    /* The deferred START TRANSACTION shares this round trip. */
+    /* The session prefix shares this round trip. */
     struct sqlbuf both = {0};
-    store_mysql_sb_str(&both, "START TRANSACTION; ");
+    store_mysql_sb_str(&both, prefix);
+    store_mysql_sb_str(&both, "; ");
     store_mysql_sb_add(&both, sb->s, sb->len);
     if (both.oom) {
         free(both.s);
         return ROOST_ENOMEM;
     }
-    b->begin_pending = false;
     rc = run_multi(b, both.s, both.len);
     free(both.s);
     return rc;
@@ -782,8 +806,8 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
         char cut[2 * MARKER_LEN + 1];
         if (marker_hex(time_now_ms() - MARKER_KEEP_MS, false, cut) == ROOST_OK) {
             n = snprintf(tmp, sizeof tmp,
-                         "; DELETE FROM roost_commit_markers WHERE marker < x'%s' LIMIT %d", cut,
-                         MARKER_PRUNE_LIMIT);
+                         "; DELETE FROM roost_commit_markers WHERE marker < x'%s' LIMIT %d; COMMIT",
+                         cut, MARKER_PRUNE_LIMIT);
             store_mysql_sb_add(&sb, tmp, (size_t)n);
         }
     }
@@ -959,22 +983,25 @@ int store_mysql_commit(struct store *st)
 int store_mysql_rollback(struct store *st)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    b->in_tx = false;
-    b->n_changes = 0;
     bool sent = !b->begin_pending;
+    b->n_changes = 0;
     b->tx_aborted = false;
     b->begin_pending = false;
-    if (b->lost || !sent) {
-        return ROOST_OK; /* nothing open on the server */
+    int rc = ROOST_OK;
+    if (b->in_tx && sent && !b->lost) {
+        /* Sent while in_tx still holds, so no session prefix (which could turn autocommit on
+         * and so commit) goes first. After a deadlock the server already rolled back; ROLLBACK is
+         * harmless then. */
+        rc = store_mysql_exec_text(b, "ROLLBACK");
     }
-    /* After a deadlock the server already rolled back; ROLLBACK is harmless then. */
-    return store_mysql_exec_text(b, "ROLLBACK");
+    b->in_tx = false;
+    return rc;
 }
 
 /* One savepoint name for every request of a group: MariaDB replaces a savepoint of the same
  * name, and COMMIT drops them all, so neither a RELEASE after a request that succeeded nor one
  * after ROLLBACK TO is needed (one round trip per request, not two; the group's first SAVEPOINT
- * shares START TRANSACTION's). */
+ * is the first statement of its transaction). */
 int store_mysql_savepoint(struct store *st)
 {
     struct mysql_store *b = store_mysql_backend(st);

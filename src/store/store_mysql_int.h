@@ -90,14 +90,15 @@ struct mysql_store {
     MYSQL_STMT *stmts[S_COUNT];
     struct store_mysql_url url;
     unsigned lock_wait_s;
-    bool in_tx;                /* START TRANSACTION sent, no COMMIT/ROLLBACK yet */
+    bool in_tx;                /* begun, no COMMIT/ROLLBACK yet */
     bool tx_aborted;           /* the server rolled the whole transaction back (deadlock) */
     bool lost;                 /* the connection dropped: reopen before the next statement */
     int64_t connected_mono_ms; /* when this connection opened (did the server restart since?) */
     uint64_t commits;          /* commits sent on this struct (paces the marker prune) */
-    /* START TRANSACTION not sent yet: it goes out with the transaction's first statement (in the
-     * same round trip when that one is text, as a group's first SAVEPOINT). */
+    /* The transaction began but no statement went out yet: the first one starts it (with
+     * autocommit off, implicitly; see session_prefix in store_mysql_conn.c). */
     bool begin_pending;
+    bool autocommit_off; /* this session runs with autocommit = 0 (session_prefix) */
     /* The change-log rows of this transaction (store_mysql_change), written by one multi-row
      * INSERT in the COMMIT's round trip; the marks let a rolled-back savepoint drop its own. */
     struct change_row {
@@ -219,7 +220,7 @@ void store_mysql_sb_int(struct sqlbuf *sb, int64_t v);
 void store_mysql_sb_quoted(struct sqlbuf *sb, struct mysql_store *b, const char *text);
 /* Appends text of any length as an escaped SQL string literal, or NULL. */
 void store_mysql_sb_text(struct sqlbuf *sb, struct mysql_store *b, const char *text);
-/* Runs the text (a deferred START TRANSACTION shares its round trip); b->affected gets the last
+/* Runs the text (the session prefix shares its round trip); b->affected gets the last
  * statement's matched rows, b->insert_id the last insert id that was not 0. The buffer stays the
  * caller's. */
 int store_mysql_exec_sb(struct mysql_store *b, struct sqlbuf *sb);
