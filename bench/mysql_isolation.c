@@ -100,7 +100,7 @@ static void *claimer_main(void *p)
         struct store_events evs = {0};
         int rc = st->ops->begin(st);
         if (rc == ROOST_OK) {
-            rc = st->ops->claim(st, "t", "w", 10, 60, "c", 1700000000000LL, &evs);
+            rc = st->ops->claim(st, "t", "w", 10, 0, 60, "c", 1700000000000LL, &evs, NULL);
             rc = rc == ROOST_OK ? st->ops->commit(st) : rc;
             if (rc != ROOST_OK) {
                 st->ops->rollback(st);

@@ -188,7 +188,9 @@ struct roost_events {
     struct roost_event **items; /* items[0..count) */
     size_t count;
     int64_t next_cursor; /* roost_inbox_read: pass as after_cursor next time */
-    bool has_more;       /* roost_inbox_read: more events are available right now */
+    bool has_more;       /* roost_inbox_read: more events are available right now;
+                            roost_inbox_claim: the batch ended at limit or at the server's
+                            byte budget (limits.max_response_bytes): claim again at once */
     char *next_page;     /* admin lists: opaque token of the next page, NULL on the last page */
     bool duplicate;      /* roost_publish*: every row was an idempotent repeat (HTTP 200) */
     int64_t head;        /* roost_inbox_read: the agent's head when the server tells it, else -1 */

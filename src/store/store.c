@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
+
 const char *store_status_name(enum store_status s)
 {
     switch (s) {
@@ -24,6 +26,16 @@ const char *store_status_name(enum store_status s)
         return "expired";
     }
     return "unknown";
+}
+
+bool store_budget_take(size_t *used, size_t n, size_t payload_len, size_t max_bytes)
+{
+    size_t cost = payload_len + STORE_EVENT_BASE_BYTES;
+    if (max_bytes != 0 && n > 0 && (*used > max_bytes || cost > max_bytes - *used)) {
+        return false;
+    }
+    *used += cost;
+    return true;
 }
 
 void store_event_cleanup(struct store_event *ev)
@@ -85,23 +97,6 @@ struct store_event *store_events_push(struct store_events *list)
     return ev;
 }
 
-static uint64_t touch_hash(const char *tenant_id, const char *agent_id)
-{
-    /* FNV-1a over "tenant\0agent": ids are short and caller-validated, so no keyed hash is needed
-     * (an adversary controls at most the recipients of their own tenant's publish). */
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *p = tenant_id;; p++) {
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-        if (*p == '\0') {
-            break;
-        }
-    }
-    for (const char *p = agent_id; *p != '\0'; p++) {
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    }
-    return h;
-}
-
 static bool touch_is(const struct store_touch *e, const char *tenant_id, const char *agent_id)
 {
     return strcmp(e->agent_id, agent_id) == 0 && strcmp(e->tenant_id, tenant_id) == 0;
@@ -115,7 +110,8 @@ static int touches_reindex(struct store_touches *t, size_t n_slots)
         return ROOST_ENOMEM;
     }
     for (size_t i = 0; i < t->len; i++) {
-        size_t s = (size_t)touch_hash(t->items[i].tenant_id, t->items[i].agent_id) & (n_slots - 1);
+        size_t s =
+            (size_t)hash_tenant_agent(t->items[i].tenant_id, t->items[i].agent_id) & (n_slots - 1);
         while (slots[s] != 0) {
             s = (s + 1) & (n_slots - 1);
         }
@@ -134,7 +130,7 @@ int store_touches_add(struct store_touches *t, const char *tenant_id, const char
     if (tenant_len > STORE_ID_MAX || agent_len > STORE_ID_MAX) {
         return ROOST_EINVAL;
     }
-    uint64_t h = touch_hash(tenant_id, agent_id);
+    uint64_t h = hash_tenant_agent(tenant_id, agent_id);
     if (t->n_slots != 0) {
         for (size_t s = (size_t)h & (t->n_slots - 1); t->slots[s] != 0;
              s = (s + 1) & (t->n_slots - 1)) {

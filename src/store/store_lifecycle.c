@@ -233,28 +233,31 @@ static int claim_all(struct store *st, const char *tenant_id, const char *agent_
 }
 
 int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *agent_id,
-                          size_t limit, int64_t lease_s, const char *consumer, int64_t now_ms,
-                          struct store_events *out)
+                          size_t limit, size_t max_bytes, int64_t lease_s, const char *consumer,
+                          int64_t now_ms, struct store_events *out, bool *has_more)
 {
     const struct store_dialect *d = dialect(st);
     struct store_events cands = {0};
     const char *who = consumer != NULL ? consumer : "";
     int64_t expires = now_ms + lease_s * 1000;
+    bool cut = false;
+    if (has_more != NULL) {
+        *has_more = false;
+    }
     if (limit == 0) {
         return done(st, ROOST_OK);
     }
     /* Candidates first: updating rows under a live walk of the claim index is not defined on
-     * every backend. */
-    int rc = d->claim_select(st, tenant_id, agent_id, now_ms, store_limit(limit), &cands);
-    if (rc == ROOST_OK && cands.len > 0 && d->claim_update_all != NULL) {
+     * every backend. Rows past the byte budget are not touched (no lease, no attempt). */
+    int rc = d->claim_select(st, tenant_id, agent_id, now_ms, store_limit(limit), max_bytes, &cands,
+                             &cut);
+    /* A batch that ended at its limit or its budget may have more claimable at once. */
+    bool more = cut || cands.len == limit;
+    bool batched = rc == ROOST_OK && cands.len > 0 && d->claim_update_all != NULL;
+    if (batched) {
         rc = claim_all(st, tenant_id, agent_id, &cands, who, now_ms, expires, out);
-        if (rc == ROOST_OK) {
-            rc = d->seen(st, tenant_id, agent_id, now_ms);
-        }
-        store_events_cleanup(&cands);
-        return done(st, rc);
     }
-    for (size_t i = 0; rc == ROOST_OK && i < cands.len; i++) {
+    for (size_t i = 0; !batched && rc == ROOST_OK && i < cands.len; i++) {
         char token[STORE_LEASE_TOKEN_LEN + 1];
         bool claimed = false;
         if (ids_lease_token(token) != 0) {
@@ -276,6 +279,9 @@ int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *a
     }
     if (rc == ROOST_OK) {
         rc = d->seen(st, tenant_id, agent_id, now_ms);
+    }
+    if (has_more != NULL) {
+        *has_more = rc == ROOST_OK && more;
     }
     store_events_cleanup(&cands);
     return done(st, rc);

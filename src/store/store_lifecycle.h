@@ -112,9 +112,12 @@ struct store_dialect {
 
     /* ---- leases ---- */
     /* Appends up to `limit` claimable rows in claim order (pending, unexpired, priority desc,
-     * seq asc). Each needs at least its seq; a dialect may fill the whole event. */
+     * seq asc), stopping before the first row whose payload would take the batch past
+     * `max_bytes` (store_budget_take; *cut then set). Each needs at least its seq; a dialect may
+     * fill the whole event. */
     int (*claim_select)(struct store *st, const char *tenant_id, const char *agent_id,
-                        int64_t now_ms, int64_t limit, struct store_events *cands);
+                        int64_t now_ms, int64_t limit, size_t max_bytes, struct store_events *cands,
+                        bool *cut);
     /* Claims the candidate `ev` if still pending (*claimed) and leaves *ev as the claimed row. */
     int (*claim_update)(struct store *st, const char *tenant_id, const char *agent_id,
                         struct store_event *ev, const char *token, const char *consumer,
@@ -222,8 +225,8 @@ void store_event_claimed(struct store_event *ev, const char *token, const char *
 int store_lifecycle_publish(struct store *st, const struct store_publish_req *req,
                             struct store_published *out, struct store_touches *touches);
 int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *agent_id,
-                          size_t limit, int64_t lease_s, const char *consumer, int64_t now_ms,
-                          struct store_events *out);
+                          size_t limit, size_t max_bytes, int64_t lease_s, const char *consumer,
+                          int64_t now_ms, struct store_events *out, bool *has_more);
 int store_lifecycle_ack(struct store *st, const char *tenant_id, const char *agent_id,
                         const char *event_id, const char *lease_token, int64_t now_ms,
                         int64_t *available_at_ms);

@@ -10,6 +10,7 @@
 
 #include <mysqld_error.h>
 
+#include "common/hash.h"
 #include "store/store_lifecycle.h"
 #include "store/store_sql.h"
 
@@ -479,13 +480,17 @@ static int my_state_patch(struct store *st, const char *tenant_id, const char *a
     return Q(store_mysql_backend(st), S_STATE_PATCH, p, NULL);
 }
 
-/* Whole rows, locked (SKIP LOCKED) by this transaction, so each update by primary key matches. */
+/* Whole rows, locked (SKIP LOCKED) by this transaction, so each update by primary key matches.
+ * Rows past the budget stay locked until the transaction ends, but are not updated. */
 static int my_claim_select(struct store *st, const char *tenant_id, const char *agent_id,
-                           int64_t now_ms, int64_t limit, struct store_events *cands)
+                           int64_t now_ms, int64_t limit, size_t max_bytes,
+                           struct store_events *cands, bool *cut)
 {
-    struct rows rs = {0};
+    /* Column 6 is the payload (EVCOLS). */
+    struct rows rs = {.max_bytes = max_bytes, .budget_col = 6};
     struct prm p[] = {PS(tenant_id), PS(agent_id), PI(now_ms), PI(limit)};
     int rc = Q(store_mysql_backend(st), S_CLAIM_SELECT, p, &rs);
+    *cut = rc == ROOST_OK && rs.cut;
     for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
         rc = push_row(&rs, r, 0, cands);
     }
@@ -559,14 +564,7 @@ static int my_claim_update_all(struct store *st, const char *tenant_id, const ch
 static int my_seen(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    uint64_t key = 1469598103934665603ULL;
-    for (const char *c = tenant_id; *c != '\0'; c++) {
-        key = (key ^ (unsigned char)*c) * 1099511628211ULL;
-    }
-    key = (key ^ '/') * 1099511628211ULL;
-    for (const char *c = agent_id; *c != '\0'; c++) {
-        key = (key ^ (unsigned char)*c) * 1099511628211ULL;
-    }
+    uint64_t key = hash_tenant_agent(tenant_id, agent_id);
     struct seen_slot *slot = &b->seen[key % (sizeof b->seen / sizeof b->seen[0])];
     if (slot->key == key && now_ms - slot->at_ms < STORE_SEEN_EVERY_MS) {
         return ROOST_OK;
@@ -934,10 +932,12 @@ const struct store_dialect store_mysql_dialect = {
  * producers/follower test caught it). The page stops before the hole and the head is capped
  * there, as a snapshot taken a moment earlier would show; that commit's touch comes after it. */
 static int my_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
-                         int64_t after_cursor, size_t limit, struct store_inbox_page *page)
+                         int64_t after_cursor, size_t limit, size_t max_bytes,
+                         struct store_inbox_page *page)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    struct rows rs = {0};
+    /* Column 8 is i.payload (two head columns, then EVCOLS_I). */
+    struct rows rs = {.max_bytes = max_bytes, .budget_col = 8};
     page->has_more = false;
     page->next_cursor = after_cursor;
     page->head = 0;
@@ -955,7 +955,8 @@ static int my_inbox_read(struct store *st, const char *tenant_id, const char *ag
         goto out;
     }
     int64_t expect = after_cursor + 1;
-    for (size_t r = 0; r < rs.n; r++) {
+    size_t r = 0;
+    for (; r < rs.n; r++) {
         if (cell(&rs, r, 2) == NULL) {
             break; /* the agent without events (the LEFT JOIN's empty side) */
         }
@@ -975,6 +976,9 @@ static int my_inbox_read(struct store *st, const char *tenant_id, const char *ag
             goto out;
         }
         page->next_cursor = page->events.items[page->events.len - 1].seq;
+    }
+    if (rc == ROOST_OK && rs.cut && r == rs.n && limit > 0) {
+        page->has_more = true; /* every row kept was used: the page ended at the byte budget */
     }
     if (rc == ROOST_OK && !page->has_more && limit > 0 && page->head > expect - 1) {
         /* Fewer rows than the head promises: the next one is not visible yet either. */

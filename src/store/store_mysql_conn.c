@@ -266,6 +266,13 @@ static int fetch_all(struct mysql_store *b, MYSQL_STMT *s, unsigned nf, struct r
         if (f == 1) {
             return fail_code(b, mysql_stmt_errno(s), mysql_stmt_error(s), "fetch");
         }
+        if (out->max_bytes != 0 && out->budget_col < nf) {
+            size_t bytes = isnull[out->budget_col] ? 0 : len[out->budget_col];
+            if (!store_budget_take(&out->used, out->n, bytes, out->max_bytes)) {
+                out->cut = true;
+                return ROOST_OK; /* the caller's mysql_stmt_free_result drops the rest */
+            }
+        }
         if (out->n == out->cap) {
             size_t cap = out->cap ? out->cap * 2 : 16;
             char **grown = realloc(out->cell, cap * nf * sizeof *grown);

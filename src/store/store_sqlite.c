@@ -43,8 +43,9 @@ const char *const store_sqlite_sql[S_COUNT] = {
                      " WHERE tenant_id = ?1 AND agent_id = ?2",
     [S_READ] = "SELECT " EVCOLS " FROM inbox"
                " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4",
-    /* An exact-match walk of inbox_claim in claim order (no sort step). */
-    [S_CLAIM_SELECT] = "SELECT seq FROM inbox"
+    /* An exact-match walk of inbox_claim in claim order (no sort step). The payload is read only
+     * for its size (the byte budget); the walk stops at the first row over the budget. */
+    [S_CLAIM_SELECT] = "SELECT seq, payload FROM inbox"
                        " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_PENDING
                        " AND (expires_at IS NULL OR expires_at > ?3)"
                        " ORDER BY priority DESC, seq ASC LIMIT ?4",
@@ -171,46 +172,6 @@ const char *const store_sqlite_sql[S_COUNT] = {
 
 /* ---- the dialect: one statement per primitive (store_lifecycle.h) ---- */
 
-static void sq_done(struct store *st)
-{
-    store_sqlite_reset_all(store_sqlite_backend(st));
-}
-
-static void sq_set_error(struct store *st, const char *msg)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    snprintf(b->err, sizeof b->err, "%s", msg);
-}
-
-/* Prepares statement `id` of the store into *s; the primitives start here. */
-static int stmt(struct store *st, enum stmt_id id, sqlite3_stmt **s)
-{
-    return store_sqlite_prep(store_sqlite_backend(st), id, s);
-}
-
-static int step(struct store *st, sqlite3_stmt *s)
-{
-    return store_sqlite_step(store_sqlite_backend(st), s);
-}
-
-/* Runs s; *changed when it changed exactly one row. */
-static int run_one(struct store *st, sqlite3_stmt *s, bool *changed)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    int rc = store_sqlite_run(b, s);
-    *changed = rc == ROOST_OK && sqlite3_changes(b->db) == 1;
-    return rc;
-}
-
-/* Runs s; *count = the rows it changed. */
-static int run_count(struct store *st, sqlite3_stmt *s, size_t *count)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    int rc = store_sqlite_run(b, s);
-    *count = rc == ROOST_OK ? (size_t)sqlite3_changes(b->db) : 0;
-    return rc;
-}
-
 static int sq_agent_head(struct store *st, const char *tenant_id, const char *agent_id,
                          int64_t *head, int64_t *purged)
 {
@@ -336,11 +297,13 @@ static int sq_state_patch(struct store *st, const char *tenant_id, const char *a
     return store_sqlite_run(store_sqlite_backend(st), s);
 }
 
-/* Seqs only (an index-only walk); the claim's UPDATE … RETURNING reads each row. */
+/* Seqs (and payload sizes for the budget); the claim's UPDATE … RETURNING reads each row. */
 static int sq_claim_select(struct store *st, const char *tenant_id, const char *agent_id,
-                           int64_t now_ms, int64_t limit, struct store_events *cands)
+                           int64_t now_ms, int64_t limit, size_t max_bytes,
+                           struct store_events *cands, bool *cut)
 {
     sqlite3_stmt *s;
+    size_t used = 0;
     int rc = stmt(st, S_CLAIM_SELECT, &s);
     if (rc != ROOST_OK) {
         return rc;
@@ -350,6 +313,10 @@ static int sq_claim_select(struct store *st, const char *tenant_id, const char *
     sqlite3_bind_int64(s, 3, now_ms);
     sqlite3_bind_int64(s, 4, limit);
     while ((rc = step(st, s)) == 1) {
+        if (!store_budget_take(&used, cands->len, (size_t)sqlite3_column_bytes(s, 1), max_bytes)) {
+            *cut = true; /* the rest stays pending, untouched */
+            break;
+        }
         struct store_event *ev = store_events_push(cands);
         if (ev == NULL) {
             return ROOST_ENOMEM;
@@ -810,7 +777,8 @@ const struct store_dialect store_sqlite_dialect = {
 /* ---- reads and admin views (no lifecycle decisions) ---- */
 
 static int sq_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
-                         int64_t after_cursor, size_t limit, struct store_inbox_page *page)
+                         int64_t after_cursor, size_t limit, size_t max_bytes,
+                         struct store_inbox_page *page)
 {
     struct sqlite_store *b = store_sqlite_backend(st);
     bool opened;
@@ -842,9 +810,11 @@ static int sq_inbox_read(struct store *st, const char *tenant_id, const char *ag
     bind_text(s, 2, agent_id);
     sqlite3_bind_int64(s, 3, after_cursor);
     sqlite3_bind_int64(s, 4, store_limit_page(limit));
-    size_t got = 0;
+    size_t got = 0, used = 0;
     while ((rc = store_sqlite_step(b, s)) == 1) {
-        if (got == limit) {
+        /* Column 6 is the payload (EVCOLS); SQLite loads it only for the rows stepped on. */
+        if (got == limit ||
+            !store_budget_take(&used, got, (size_t)sqlite3_column_bytes(s, 6), max_bytes)) {
             page->has_more = true;
             break;
         }

@@ -169,4 +169,46 @@ static inline void col_copy(sqlite3_stmt *s, int i, char *dst, size_t cap)
     snprintf(dst, cap, "%s", t != NULL ? (const char *)t : "");
 }
 
+/* The dialect's shorthand (store_sqlite.c): every operation ends with a reset; each primitive
+ * prepares, steps and counts the rows its statement changed. */
+static inline void sq_done(struct store *st)
+{
+    store_sqlite_reset_all(store_sqlite_backend(st));
+}
+
+static inline void sq_set_error(struct store *st, const char *msg)
+{
+    struct sqlite_store *b = store_sqlite_backend(st);
+    snprintf(b->err, sizeof b->err, "%s", msg);
+}
+
+/* Prepares statement `id` of the store into *s; the primitives start here. */
+static inline int stmt(struct store *st, enum stmt_id id, sqlite3_stmt **s)
+{
+    return store_sqlite_prep(store_sqlite_backend(st), id, s);
+}
+
+static inline int step(struct store *st, sqlite3_stmt *s)
+{
+    return store_sqlite_step(store_sqlite_backend(st), s);
+}
+
+/* Runs s; *changed when it changed exactly one row. */
+static inline int run_one(struct store *st, sqlite3_stmt *s, bool *changed)
+{
+    struct sqlite_store *b = store_sqlite_backend(st);
+    int rc = store_sqlite_run(b, s);
+    *changed = rc == ROOST_OK && sqlite3_changes(b->db) == 1;
+    return rc;
+}
+
+/* Runs s; *count = the rows it changed. */
+static inline int run_count(struct store *st, sqlite3_stmt *s, size_t *count)
+{
+    struct sqlite_store *b = store_sqlite_backend(st);
+    int rc = store_sqlite_run(b, s);
+    *count = rc == ROOST_OK ? (size_t)sqlite3_changes(b->db) : 0;
+    return rc;
+}
+
 #endif

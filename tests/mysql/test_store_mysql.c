@@ -124,7 +124,7 @@ static void *follower_main(void *p)
         bool done = atomic_load(r->done) != 0;
         struct store_inbox_page page;
         memset(&page, 0, sizeof page);
-        int rc = st->ops->inbox_read(st, TA, "hot", cursor, 50, &page);
+        int rc = st->ops->inbox_read(st, TA, "hot", cursor, 50, 0, &page);
         if (rc != ROOST_OK) {
             printf("follower: %s: %s\n", roost_err_name(rc), st->ops->errmsg(st));
             r->errors++;
@@ -289,7 +289,7 @@ static void *claimer_main(void *p)
         struct store_events evs = {0};
         int rc = st->ops->begin(st);
         if (rc == ROOST_OK) {
-            rc = st->ops->claim(st, TA, "work", 7, 60, "c", T0, &evs);
+            rc = st->ops->claim(st, TA, "work", 7, 0, 60, "c", T0, &evs, NULL);
             rc = rc == ROOST_OK ? st->ops->commit(st) : rc;
             if (rc != ROOST_OK) {
                 st->ops->rollback(st);
@@ -413,7 +413,7 @@ static void test_store_mysql_competing_claimers_disjoint(const char *url)
     /* Nothing left to claim, and every event is completed. */
     struct store_events left = {0};
     CHECK_RC(st, st->ops->begin(st), ROOST_OK);
-    CHECK_RC(st, st->ops->claim(st, TA, "work", 100, 60, "c", T0, &left), ROOST_OK);
+    CHECK_RC(st, st->ops->claim(st, TA, "work", 100, 0, 60, "c", T0, &left, NULL), ROOST_OK);
     CHECK_RC(st, st->ops->commit(st), ROOST_OK);
     CHECK(left.len == 0);
     store_events_cleanup(&left);
@@ -503,13 +503,13 @@ static void test_store_mysql_application_transaction_publish(const char *url)
     CHECK(seq == 1 && valid_event_id(id));
     struct store_inbox_page page;
     memset(&page, 0, sizeof page);
-    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 0, 10, &page), ROOST_OK);
+    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 0, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 0); /* not committed yet */
     store_events_cleanup(&page.events);
     CHECK(mysql_testutil_exec(app, "COMMIT") == 0);
 
     memset(&page, 0, sizeof page);
-    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 0, 10, &page), ROOST_OK);
+    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 0, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 1 && page.head == 1);
     if (page.events.len == 1) {
         struct store_event *ev = &page.events.items[0];
@@ -556,7 +556,7 @@ static void test_store_mysql_application_transaction_publish(const char *url)
     CHECK(mysql_testutil_exec(app, "CALL roost_publish('" TA "', 'app', '{}', 0, NULL, NULL,"
                                    " 60000, 1000, @id, @seq)") == 0);
     memset(&page, 0, sizeof page);
-    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 1, 10, &page), ROOST_OK);
+    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 1, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 1 && page.events.items[0].status == STORE_SCHEDULED &&
           page.events.items[0].available_at_ms == page.events.items[0].created_at_ms + 60000 &&
           page.events.items[0].expires_at_ms == page.events.items[0].created_at_ms + 1000);
@@ -656,7 +656,7 @@ static void test_store_mysql_tail_out_of_order_commits(const char *url)
     /* Other touch-producing ops write the log too: a release back to pending. */
     struct store_events evs = {0};
     CHECK_RC(a, a->ops->begin(a), ROOST_OK);
-    CHECK_RC(a, a->ops->claim(a, TA, "fast", 1, 60, "", T0, &evs), ROOST_OK);
+    CHECK_RC(a, a->ops->claim(a, TA, "fast", 1, 0, 60, "", T0, &evs, NULL), ROOST_OK);
     CHECK_RC(a, a->ops->commit(a), ROOST_OK);
     CHECK(evs.len == 1);
     if (evs.len == 1) {

@@ -217,7 +217,7 @@ static int run_read(struct job *job, struct store *st)
     r->saw_failed = false;
     struct store_inbox_page page;
     memset(&page, 0, sizeof page);
-    int rc = store_call(st, inbox_read, TENANT, r->agent, 0, 10000, &page);
+    int rc = store_call(st, inbox_read, TENANT, r->agent, 0, 10000, 0, &page);
     if (rc == ROOST_OK) {
         r->head = page.head;
         r->n_events = page.events.len;
@@ -276,7 +276,7 @@ static int64_t inbox_of(const char *agent, struct store_events *out)
     struct store_inbox_page page;
     memset(&page, 0, sizeof page);
     int64_t head = -1;
-    if (store_call(st, inbox_read, TENANT, agent, 0, 10000, &page) == ROOST_OK) {
+    if (store_call(st, inbox_read, TENANT, agent, 0, 10000, 0, &page) == ROOST_OK) {
         head = page.head;
         *out = page.events;
     } else {
