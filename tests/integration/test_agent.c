@@ -668,6 +668,26 @@ static void test_agent_resyncs_after_410(void)
     roostd_remove_dir(&d);
 }
 
+/* `roost agent status --compact` of the agent's state dir, parsed; NULL when it failed. */
+static json_t *cli_agent_status(const struct agent_proc *ap)
+{
+    char *cmd = h_fmt("'%s' agent status --state-dir '%s' --compact", ROOST_CLI_BIN, ap->state);
+    FILE *f = popen(cmd, "r");
+    free(cmd);
+    if (f == NULL) {
+        return NULL;
+    }
+    char line[2048] = "";
+    if (fgets(line, sizeof line, f) == NULL) {
+        line[0] = '\0';
+    }
+    if (pclose(f) != 0) {
+        return NULL;
+    }
+    json_error_t jerr;
+    return json_loads(line, 0, &jerr);
+}
+
 /* ---- (f) an idle agent wakes on the SSE ping ---- */
 
 static void test_agent_idle_wakes_on_ping(void)
@@ -696,18 +716,14 @@ static void test_agent_idle_wakes_on_ping(void)
         CHECK(took < 2000);
     }
     CHECK(status_is(&ap, ROOST_AGENT_CONN_STREAMING));
-    /* `roost agent status` reads the same from another process. */
-    char *cmd = h_fmt("'%s' agent status --state-dir '%s' --compact", ROOST_CLI_BIN, ap.state);
-    FILE *f = popen(cmd, "r");
-    char line[2048] = "";
-    if (f != NULL) {
-        if (fgets(line, sizeof line, f) == NULL) {
-            line[0] = '\0';
-        }
-        CHECK_EQ(pclose(f), 0);
-    }
-    json_error_t jerr;
-    json_t *js = json_loads(line, 0, &jerr);
+    /* `roost agent status` reads the same from another process. The handler's output is written
+     * before its ack is sent, so wait (bounded) for the last ack to land before reading the
+     * lease count. */
+    json_t *js = NULL;
+    H_WAIT_UNTIL(ok, 5000,
+                 (json_decref(js), js = cli_agent_status(&ap)) != NULL &&
+                     h_int(js, "outstanding_leases") == 0);
+    CHECK(ok);
     CHECK_STREQ(h_str(js, "connection"), "streaming");
     CHECK_STREQ(h_str(js, "agent_id"), "ag.idle");
     CHECK(json_is_true(json_object_get(js, "running")));
@@ -715,7 +731,6 @@ static void test_agent_idle_wakes_on_ping(void)
     CHECK_EQ(h_int(js, "cursor"), 3);
     CHECK(json_is_string(json_object_get(js, "last_sync")));
     json_decref(js);
-    free(cmd);
     CHECK_EQ(agent_term(&ap), 0);
     agent_cleanup(&ap);
     free(tok);
