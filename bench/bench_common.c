@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/banned.h"
+
 int64_t bench_now_ns(void)
 {
     struct timespec ts;

@@ -16,6 +16,8 @@
 
 #include "proto/jwt.h"
 
+#include "common/banned.h"
+
 char *bench_read_line(const char *path)
 {
     FILE *fp = fopen(path, "r");

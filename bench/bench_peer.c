@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/banned.h"
+
 struct bench_agent *bench_agents;
 int bench_n_agents;
 atomic_bool bench_stop;

@@ -36,6 +36,8 @@
 #include "bench_peer.h"
 #include "store/store_mysql.h"
 
+#include "common/banned.h"
+
 #define MAX_LIMIT 100
 #define PAYLOAD_CAP 1024
 #define ER_LOCK_WAIT_TIMEOUT_ 1205

@@ -26,6 +26,8 @@
 #include "store/store.h"
 #include "store/store_mysql.h"
 
+#include "common/banned.h"
+
 #define PRODUCERS 2
 #define CLAIMERS 2
 
@@ -98,7 +100,7 @@ static void *claimer_main(void *p)
         struct store_events evs = {0};
         int rc = st->ops->begin(st);
         if (rc == ROOST_OK) {
-            rc = st->ops->claim(st, "t", "w", 10, 60, "c", 1700000000000LL, &evs);
+            rc = st->ops->claim(st, "t", "w", 10, 0, 60, "c", 1700000000000LL, &evs, NULL);
             rc = rc == ROOST_OK ? st->ops->commit(st) : rc;
             if (rc != ROOST_OK) {
                 st->ops->rollback(st);

@@ -32,6 +32,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
+#include "common/hash.h"
+#include "common/strutil.h"
+
+#include "common/banned.h"
+
 #define AGENT_BUCKETS 4096
 #define MAX_LIMIT 1000
 #define ID_LEN 30    /* "evt_" + 26, like roostd */
@@ -109,10 +115,7 @@ static void event_id(const struct nevent *ev, char *out)
 
 static struct agent *agent_get(const char *name, size_t len, bool create)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++) {
-        h = (h ^ (unsigned char)name[i]) * 16777619u;
-    }
+    uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, name, len);
     struct agent **slot = &g_agents[h % AGENT_BUCKETS];
     for (struct agent *a = *slot; a; a = a->hnext) {
         if (strlen(a->name) == len && memcmp(a->name, name, len) == 0) {
@@ -365,9 +368,9 @@ static int ack_one(struct agent *a, const char *id, const char *token)
     if (!id || strlen(id) != ID_LEN || strncmp(id, "evt_", 4) != 0) {
         return 404;
     }
-    char *end = NULL;
-    unsigned long long num = strtoull(id + 4, &end, 10);
-    if (*end != '\0' || num >= g_n_events || !g_events[num] || g_events[num]->agent != a) {
+    int64_t num = 0;
+    if (strutil_parse_i64(id + 4, ID_LEN - 4, 0, INT64_MAX, &num) != 0 ||
+        (uint64_t)num >= g_n_events || !g_events[num] || g_events[num]->agent != a) {
         return 404;
     }
     struct nevent *ev = g_events[num];
@@ -492,17 +495,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 
 static int write_ready(const char *path, int port)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *fp = fopen(tmp, "w");
-    if (!fp) {
-        return -1;
-    }
-    fprintf(fp, "http://127.0.0.1:%d\n", port);
-    if (fclose(fp) != 0) {
-        return -1;
-    }
-    return rename(tmp, path);
+    char line[64];
+    int n = snprintf(line, sizeof line, "http://127.0.0.1:%d\n", port);
+    return fsutil_write_atomic(path, line, (size_t)n, 0644);
 }
 
 int main(int argc, char **argv)
@@ -539,7 +534,11 @@ int main(int argc, char **argv)
     }
     memcpy(host, listen, (size_t)(colon - listen));
     host[colon - listen] = '\0';
-    int port = atoi(colon + 1);
+    int64_t port = 0;
+    if (strutil_parse_i64(colon + 1, strlen(colon + 1), 0, 65535, &port) != 0) {
+        fprintf(stderr, "null_server: --listen HOST:PORT with a port in 0..65535\n");
+        return 2;
+    }
 
     signal(SIGPIPE, SIG_IGN);
     g_base = event_base_new();

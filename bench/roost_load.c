@@ -41,6 +41,9 @@
 
 #include "bench_common.h"
 #include "bench_http.h"
+#include "common/limits.h"
+
+#include "common/banned.h"
 
 #define MAX_ERROR_REPORTS 10
 #define ID_MAX 64
@@ -512,9 +515,9 @@ static void usage(FILE *out)
         "  --url http://HOST:PORT   server (default: read DATA_DIR/ready); repeat it or give a\n"
         "                           comma list for several nodes: producer/consumer i uses\n"
         "                           node i %% n (the nodes must share the token key)\n"
-        "  --data-dir DIR           roostd data dir: ready file and token_ed25519.pem\n"
-        "  --key-file PEM           Ed25519 key to sign the token (default DATA_DIR/"
-        "token_ed25519.pem;\n"
+        "  --data-dir DIR           roostd data dir: ready file and " ROOST_TOKEN_KEY_FILE "\n"
+        "  --key-file PEM           Ed25519 key to sign the token (default "
+        "DATA_DIR/" ROOST_TOKEN_KEY_FILE ";\n"
         "                           without one an ephemeral key signs a same-sized token)\n"
         "  --producers P            publishing threads (default 2)\n"
         "  --consumers C            claiming threads (default 2)\n"
@@ -710,7 +713,7 @@ int main(int argc, char **argv)
     }
     const char *key_file = g.key_file;
     if (!key_file && g.data_dir) {
-        snprintf(path, sizeof path, "%s/token_ed25519.pem", g.data_dir);
+        snprintf(path, sizeof path, "%s/" ROOST_TOKEN_KEY_FILE, g.data_dir);
         key_file = path;
     }
     char *token = mint_token(key_file);

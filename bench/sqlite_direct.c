@@ -28,6 +28,8 @@
 #include "bench_common.h"
 #include "bench_peer.h"
 
+#include "common/banned.h"
+
 struct opts {
     const char *db;
     const char *synchronous;

@@ -49,6 +49,20 @@
 
 #include "bench_common.h"
 #include "bench_http.h"
+#include "common/limits.h"
+#include "common/strutil.h"
+
+#include "common/banned.h"
+
+/* The status of a response that starts "HTTP/1.x NNN" (at least 12 bytes readable), else 0. */
+static int status_code(const char *resp)
+{
+    int64_t v = 0;
+    if (strncmp(resp, "HTTP/1.", 7) != 0 || strutil_parse_i64(resp + 9, 3, 100, 599, &v) != 0) {
+        return 0;
+    }
+    return (int)v;
+}
 
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24
@@ -439,7 +453,7 @@ static long sub_parse(struct sub *s, const char *data, size_t len, int64_t now)
             }
             return 0;
         }
-        int status = len > 12 && strncmp(p, "HTTP/1.", 7) == 0 ? atoi(p + 9) : 0;
+        int status = len > 12 ? status_code(p) : 0;
         if (status != 200) {
             size_t show = (size_t)(end - p) > 300 ? 300 : (size_t)(end - p);
             report("subscribe: HTTP %d: %.*s", status, (int)show, p);
@@ -702,7 +716,7 @@ static void pub_readable(struct pubconn *c)
             }
             c->have_header = true;
             c->header_len = (size_t)(h - c->in) + 4;
-            c->status = strncmp(c->in, "HTTP/1.", 7) == 0 ? atoi(c->in + 9) : 0;
+            c->status = status_code(c->in);
             bool have_length = false;
             for (char *l = strstr(c->in, "\r\n"); l && l < h; l = strstr(l + 2, "\r\n")) {
                 if (strncasecmp(l + 2, "Content-Length:", 15) == 0) {
@@ -861,11 +875,11 @@ static void usage(FILE *out)
         out,
         "usage: sse_bench [options]\n"
         "  --url http://HOST:PORT   server (default: read DATA_DIR/ready)\n"
-        "  --data-dir DIR           roostd data dir: ready file and token_ed25519.pem\n"
+        "  --data-dir DIR           roostd data dir: ready file and " ROOST_TOKEN_KEY_FILE "\n"
         "  --publish-url URL        publish on this server instead (another node on the same\n"
         "                           database: cross-node ping latency, scenario 6)\n"
-        "  --key-file PEM           Ed25519 key to sign the token (default DATA_DIR/"
-        "token_ed25519.pem)\n"
+        "  --key-file PEM           Ed25519 key to sign the token (default "
+        "DATA_DIR/" ROOST_TOKEN_KEY_FILE ")\n"
         "  --pid PID                roostd's pid, for VmRSS and CPU (without it: not "
         "measured)\n"
         "  --subscribers N          idle subscribers (default 10000)\n"
@@ -1124,7 +1138,7 @@ int main(int argc, char **argv)
     }
     const char *key_file = g.key_file;
     if (!key_file && g.data_dir) {
-        snprintf(path, sizeof path, "%s/token_ed25519.pem", g.data_dir);
+        snprintf(path, sizeof path, "%s/" ROOST_TOKEN_KEY_FILE, g.data_dir);
         key_file = path;
     }
     if (!key_file) {

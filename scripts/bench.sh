@@ -47,63 +47,17 @@ rm -rf "$WORK/runs"
 mkdir -p "$WORK/runs"
 RAW=$WORK/raw.txt
 : >"$RAW"
-SERVER_PID=""
+BENCH_NAME=bench
+. "$ROOT/scripts/bench_lib.sh"
 
 cleanup() {
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-    fi
+    bench_stop_all
     if [ "${BENCH_KEEP:-0}" != 1 ]; then
         rm -rf "$WORK/runs"
     fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# Starts a server in the background and waits for its ready file. $1 = ready file, rest = argv.
-start_server() {
-    local ready=$1 log=$2
-    shift 2
-    rm -f "$ready"
-    "$@" >"$log" 2>&1 &
-    SERVER_PID=$!
-    for _ in $(seq 1 200); do
-        [ -s "$ready" ] && return 0
-        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-            echo "bench: $1 exited before it was ready; its log ($log):" >&2
-            tail -20 "$log" >&2
-            exit 1
-        fi
-        sleep 0.05
-    done
-    echo "bench: $1 not ready after 10 s; log: $log" >&2
-    exit 1
-}
-
-# SIGTERM, then up to 10 s for a clean exit; reports a crash or a non-zero exit.
-stop_server() {
-    local name=$1 log=$2 rc=0
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-        wait "$SERVER_PID" 2>/dev/null || rc=$?
-        echo "bench: WARNING: $name had already exited (status $rc) before SIGTERM; log: $log" >&2
-        tail -5 "$log" >&2
-        SERVER_PID=""
-        return
-    fi
-    kill -TERM "$SERVER_PID"
-    for _ in $(seq 1 100); do
-        kill -0 "$SERVER_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$SERVER_PID" 2>/dev/null; then
-        echo "bench: WARNING: $name ignored SIGTERM for 10 s; killing it" >&2
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
-    fi
-    wait "$SERVER_PID" 2>/dev/null || rc=$?
-    [ "$rc" -eq 0 ] || echo "bench: WARNING: $name exited with status $rc after SIGTERM; log: $log" >&2
-    SERVER_PID=""
-}
 
 # Runs one measurement; appends "scenario=… run=… RESULT …" to the raw file.
 measure() {

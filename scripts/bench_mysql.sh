@@ -64,31 +64,11 @@ rm -rf "$WORK/runs"
 mkdir -p "$WORK/runs"
 RAW=$WORK/raw.txt
 : >"$RAW"
-PIDS=()
-
-stop_nodes() { # SIGTERM every node, up to 10 s each for a clean exit
-    local pid rc
-    for pid in "${PIDS[@]}"; do
-        kill -TERM "$pid" 2>/dev/null || true
-    done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 1 100); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            echo "bench-mysql: WARNING: roostd $pid ignored SIGTERM for 10 s; killing it" >&2
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
-        rc=0
-        wait "$pid" 2>/dev/null || rc=$?
-        [ "$rc" -eq 0 ] || echo "bench-mysql: WARNING: roostd $pid exited with status $rc" >&2
-    done
-    PIDS=()
-}
+BENCH_NAME=bench-mysql
+. "$ROOT/scripts/bench_lib.sh"
 
 cleanup() {
-    stop_nodes
+    bench_stop_all
     if [ "${BENCH_KEEP:-0}" != 1 ]; then
         "$ROOT/scripts/mariadb_test.sh" stop "$DBDIR" >/dev/null 2>&1 || true
         rm -rf "$WORK/runs"
@@ -127,23 +107,8 @@ start_nodes() {
         [ "$i" -gt 1 ] && keyopt=(--set "auth.key_file=$KEY")
         "$BIN/roostd" --data-dir "$d" --listen 127.0.0.1:0 --ready-file "$d/ready" --store "$url" \
             --set "tail.interval_ms=$TAIL_MS" "${keyopt[@]}" "${ROOSTD_ARGS[@]}" >"$d/roostd.log" 2>&1 &
-        PIDS+=($!)
-        local ok=0
-        for _ in $(seq 1 300); do
-            if [ -s "$d/ready" ]; then
-                ok=1
-                break
-            fi
-            if ! kill -0 "${PIDS[-1]}" 2>/dev/null; then
-                break
-            fi
-            sleep 0.05
-        done
-        if [ $ok != 1 ]; then
-            echo "bench-mysql: roostd node $i did not become ready; its log ($d/roostd.log):" >&2
-            tail -20 "$d/roostd.log" >&2
-            exit 1
-        fi
+        SERVER_PIDS+=($!)
+        bench_wait_ready "${SERVER_PIDS[-1]}" "$d/ready" "$d/roostd.log"
         NODE_URLS+="${NODE_URLS:+,}$(cat "$d/ready")"
     done
 }
@@ -211,7 +176,7 @@ roostd_scenario() { # SCENARIO RUN NODES P C
     start_nodes "$n" "$url" "$d"
     measure "$s" "$run" "$BIN/roost_load" --url "$NODE_URLS" --key-file "$KEY" \
         --seconds "$SECS" --warmup "$WARMUP" --producers "$p" --consumers "$c"
-    stop_nodes
+    bench_stop_all
     add_retries "$s" "$run" "$d"
 }
 
@@ -257,7 +222,7 @@ for run in $(seq 1 "$RUNS"); do
     pline=$("$BIN/sse_bench" --url "$n1" --publish-url "$n2" --key-file "$KEY" --subscribers 20 \
         --source-base none --settle 0 --idle-seconds 0 --fanouts 0 --samples "$PING_SAMPLES" \
         --sample-period-ms "$PING_PERIOD" 2>"$perr" | grep '^RESULT ' || true)
-    stop_nodes
+    bench_stop_all
     if [ -n "$pline" ]; then
         echo "scenario=ping_2n run=$run ${pline#RESULT }" >>"$RAW"
         printf '  %-14s run %d: ping p50 %s ms  p99 %s ms  max %s ms  lost %s  errors %s\n' ping_2n \

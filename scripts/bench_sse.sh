@@ -78,61 +78,17 @@ rm -rf "$WORK/runs"
 mkdir -p "$WORK/runs"
 RAW=$WORK/raw.txt
 : >"$RAW"
-SERVER_PID=""
+BENCH_NAME=bench-sse
+. "$ROOT/scripts/bench_lib.sh"
 
 cleanup() {
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-    fi
+    bench_stop_all
     if [ "${BENCH_KEEP:-0}" != 1 ]; then
         rm -rf "$WORK/runs"
     fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-start_server() { # ready file, log, argv…
-    local ready=$1 log=$2
-    shift 2
-    rm -f "$ready"
-    "$@" >"$log" 2>&1 &
-    SERVER_PID=$!
-    for _ in $(seq 1 200); do
-        [ -s "$ready" ] && return 0
-        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-            echo "bench-sse: $1 exited before it was ready; its log ($log):" >&2
-            tail -20 "$log" >&2
-            exit 1
-        fi
-        sleep 0.05
-    done
-    echo "bench-sse: $1 not ready after 10 s; log: $log" >&2
-    exit 1
-}
-
-stop_server() { # log → SIGTERM, up to 10 s for a clean exit; reports a crash or a non-zero exit
-    local log=$1 rc=0
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-        wait "$SERVER_PID" 2>/dev/null || rc=$?
-        echo "bench-sse: WARNING: roostd had already exited (status $rc) before SIGTERM; log: $log" >&2
-        tail -5 "$log" >&2
-        SERVER_PID=""
-        return
-    fi
-    kill -TERM "$SERVER_PID"
-    for _ in $(seq 1 100); do
-        kill -0 "$SERVER_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$SERVER_PID" 2>/dev/null; then
-        echo "bench-sse: WARNING: roostd ignored SIGTERM for 10 s; killing it" >&2
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
-    fi
-    wait "$SERVER_PID" 2>/dev/null || rc=$?
-    [ "$rc" -eq 0 ] || echo "bench-sse: WARNING: roostd exited with status $rc after SIGTERM; log: $log" >&2
-    SERVER_PID=""
-}
 
 kv() { # kv "line" key → value
     tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2; exit }'
@@ -172,7 +128,7 @@ run_one() {
         --fanout-max "$maxr" --idle-seconds "$IDLE" --samples "$SAMPLES" \
         --sample-period-ms "$PERIOD_MS" --fanouts "$FANOUTS" \
         2>"$err" | grep '^RESULT ' || true)
-    stop_server "$d/roostd.log"
+    stop_server roostd "$d/roostd.log"
     logn=$(wc -l <"$d/roostd.log")
     if [ "$logn" -gt 0 ]; then
         echo "  WARNING: roostd logged $logn lines at warn or above; first ones:" >&2

@@ -40,8 +40,15 @@ extern "C" {
  * Threads: a struct roost_client is NOT thread-safe; use one client per thread (each has its own
  *   connection). Different clients may be used concurrently. Results are independent of the
  *   client and may be passed between threads.
- * Retries: none in this version; every call is one HTTP request. Acks are idempotent on the
- *   server, so an ack that failed with ROOST_ECONNECT may simply be repeated.
+ * Retries: roost_publish, roost_publish_batch and roost_publish_json retry a request that failed
+ *   with ROOST_ECONNECT, ROOST_ERETRY, ROOST_EUNAVAILABLE, ROOST_ESHUTDOWN or ROOST_ERATELIMIT up
+ *   to 3 more times (waits of 100, 200, 400 ms, or the server's Retry-After, at most 2 s), always
+ *   with the same body. roost_publish and roost_publish_batch give every message without an
+ *   idempotency_key a generated one ("rk_" + a ULID), so a retry after a lost answer returns the
+ *   events of the first attempt (duplicate set) instead of publishing them twice;
+ *   roost_publish_json retries only when every event of the body has its own key. Every other
+ *   call is one HTTP request. Acks are idempotent on the server, so an ack that failed with
+ *   ROOST_ECONNECT or a 503 may simply be repeated.
  * Structures returned by the SDK (struct roost_event, struct roost_events, ...) are allocated by
  *   libroost only: never allocate, copy by value or embed them, since later versions may append
  *   fields. The input structures struct roost_message and struct roost_ack are the caller's
@@ -181,7 +188,9 @@ struct roost_events {
     struct roost_event **items; /* items[0..count) */
     size_t count;
     int64_t next_cursor; /* roost_inbox_read: pass as after_cursor next time */
-    bool has_more;       /* roost_inbox_read: more events are available right now */
+    bool has_more;       /* roost_inbox_read: more events are available right now;
+                            roost_inbox_claim: the batch ended at limit or at the server's
+                            byte budget (limits.max_response_bytes): claim again at once */
     char *next_page;     /* admin lists: opaque token of the next page, NULL on the last page */
     bool duplicate;      /* roost_publish*: every row was an idempotent repeat (HTTP 200) */
     int64_t head;        /* roost_inbox_read: the agent's head when the server tells it, else -1 */
@@ -203,7 +212,7 @@ struct roost_message {
     const char *payload;         /* JSON object text; NULL means {} */
     int priority;                /* -100..100, default 0 */
     const char *correlation_id;  /* optional */
-    const char *idempotency_key; /* optional: a repeat returns the original event(s) */
+    const char *idempotency_key; /* a repeat returns the original event(s); NULL: generated */
     int64_t delay_s;             /* > 0: becomes available after this many seconds */
     const char *available_at;    /* RFC 3339 alternative to delay_s (NULL: unset) */
     int64_t ttl_s;               /* > 0: expires this many seconds after publish */
@@ -216,7 +225,8 @@ ROOST_EXPORT void roost_message_init(struct roost_message *m);
 
 /* Publishes one message. On success *out lists the rows created (event_id, agent_id,
  * sequence_number only), one per recipient; (*out)->duplicate is true when every row was an
- * idempotent repeat. Errors: see the conventions. Checked locally, before sending:
+ * idempotent repeat (also when a retry found the events its lost first attempt had made).
+ * Errors: see the conventions. Checked locally, before sending:
  * ROOST_EPAYLOAD / ROOST_ESTATEPATCH (payload / state_patch is not a JSON object),
  * ROOST_EJSONDEPTH (nested deeper than 512), ROOST_EAGENTID (a bad recipient),
  * ROOST_ERECIPIENTS (none), ROOST_EPRIORITY (outside -100..100), ROOST_EAVAILABLEAT /

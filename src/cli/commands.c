@@ -446,6 +446,10 @@ const struct cli_command cli_commands[] = {
          "{\"events\":[{\"event_id\",\"agent_id\",\"sequence_number\"}]}. Without --payload or "
          "--payload-file the payload is read from standard input (when it is not a "
          "terminal).",
+     .notes = "A publish that fails on the connection, or with 503 or 429, is tried again (3\n"
+              "times at most) under the same idempotency key, generated when --idempotency-key\n"
+              "is not given, so it never makes the event twice; a --body-file body is tried\n"
+              "again only when every event in it has an idempotency_key.\n",
      .options = publish_opts,
      .common = CLI_COMMON_ALL},
     {.name = "inbox read",

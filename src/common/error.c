@@ -4,6 +4,8 @@
 
 #include "roost/roost_error.h"
 
+#include "common/banned.h"
+
 struct error_row {
     const char *name;
     int status;

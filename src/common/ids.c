@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "common/banned.h"
+
 static const char crockford[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 static pthread_mutex_t ulid_mu = PTHREAD_MUTEX_INITIALIZER;

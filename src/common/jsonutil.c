@@ -7,6 +7,8 @@
 
 #include "roost/roost_error.h"
 
+#include "common/banned.h"
+
 size_t jsonutil_depth(const char *buf, size_t len, size_t limit)
 {
     size_t depth = 0, max = 0;

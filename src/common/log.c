@@ -11,6 +11,8 @@
 
 #include "common/timeutil.h"
 
+#include "common/banned.h"
+
 static atomic_int current_level = LOG_INFO;
 static atomic_bool json_format = false;
 static const char *const names[] = {"debug", "info", "warn", "error"};

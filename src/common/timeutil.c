@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/banned.h"
+
 int64_t time_now_ms(void)
 {
     struct timespec ts;

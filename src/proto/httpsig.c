@@ -17,6 +17,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/dynbuf.h"
+#include "common/strutil.h"
 #include "proto/jwt.h"
 
 #include "common/banned.h"
@@ -66,55 +68,17 @@ const char *httpsig_alg_name(enum httpsig_alg alg)
 
 /* ---- bounded output buffer ---- */
 
-struct buf {
-    char *s;
-    size_t len, cap, max;
-    int err; /* first error: HTTPSIG_ELIMIT or HTTPSIG_ENOMEM */
-};
-
-static void buf_put(struct buf *b, const char *s, size_t n)
+/* The HTTPSIG code of a buffer's sticky error. */
+static int buf_rc(const struct dynbuf *b)
 {
-    if (b->err != 0) {
-        return;
+    switch (b->err) {
+    case DYNBUF_OK:
+        return HTTPSIG_OK;
+    case DYNBUF_ELIMIT:
+        return HTTPSIG_ELIMIT;
+    default:
+        return HTTPSIG_ENOMEM;
     }
-    if (n > b->max || b->len + n > b->max) {
-        b->err = HTTPSIG_ELIMIT;
-        return;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap == 0 ? 256 : b->cap;
-        while (cap < b->len + n + 1) {
-            cap *= 2;
-        }
-        char *ns = realloc(b->s, cap);
-        if (ns == NULL) {
-            b->err = HTTPSIG_ENOMEM;
-            return;
-        }
-        b->s = ns;
-        b->cap = cap;
-    }
-    if (n > 0) {
-        memcpy(b->s + b->len, s, n);
-    }
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void buf_puts(struct buf *b, const char *s)
-{
-    buf_put(b, s, strlen(s));
-}
-
-static void buf_putc(struct buf *b, char c)
-{
-    buf_put(b, &c, 1);
-}
-
-static void buf_free(struct buf *b)
-{
-    free(b->s);
-    memset(b, 0, sizeof *b);
 }
 
 /* ---- parameters and selection ---- */
@@ -332,7 +296,7 @@ static bool is_ows(char c)
 
 /* Appends one field line value: trimmed, obsolete line folding replaced by one SP (§2.1). A bare
  * CR or LF that is not folding is malformed. */
-static int put_field_line(struct buf *b, const char *v)
+static int put_field_line(struct dynbuf *b, const char *v)
 {
     size_t n = strlen(v), i = 0;
     while (i < n && is_ows(v[i])) {
@@ -356,13 +320,13 @@ static int put_field_line(struct buf *b, const char *v)
             while (i < n && is_ows(v[i])) {
                 i++;
             }
-            buf_putc(b, ' ');
+            dynbuf_addc(b, ' ');
             continue;
         }
-        buf_putc(b, v[i]);
+        dynbuf_addc(b, v[i]);
         i++;
     }
-    return b->err;
+    return buf_rc(b);
 }
 
 static bool bool_param(const struct sf_item *comp, const char *key, int *rc)
@@ -377,7 +341,8 @@ static bool bool_param(const struct sf_item *comp, const char *key, int *rc)
     return true;
 }
 
-static int field_value(const struct httpsig_message *m, const struct sf_item *comp, struct buf *out)
+static int field_value(const struct httpsig_message *m, const struct sf_item *comp,
+                       struct dynbuf *out)
 {
     int rc = HTTPSIG_OK;
     bool sf = bool_param(comp, "sf", &rc), bs = bool_param(comp, "bs", &rc);
@@ -386,7 +351,7 @@ static int field_value(const struct httpsig_message *m, const struct sf_item *co
         (bs && (sf || key != NULL))) {
         return HTTPSIG_EBADCOMPONENT;
     }
-    struct buf joined = {.max = HTTPSIG_MAX_BASE_BYTES};
+    struct dynbuf joined = {.max = HTTPSIG_MAX_BASE_BYTES};
     size_t lines = 0;
     for (size_t i = 0; i < m->n_headers; i++) {
         if (m->headers[i].name == NULL || m->headers[i].value == NULL ||
@@ -398,11 +363,11 @@ static int field_value(const struct httpsig_message *m, const struct sf_item *co
             goto out;
         }
         if (lines > 1) {
-            buf_puts(&joined, ", ");
+            dynbuf_adds(&joined, ", ");
         }
         if (bs) {
             /* §2.1.3: each line is wrapped on its own as a Byte Sequence. */
-            struct buf line = {.max = HTTPSIG_MAX_BASE_BYTES};
+            struct dynbuf line = {.max = HTTPSIG_MAX_BASE_BYTES};
             char *enc = NULL;
             size_t enclen = 0;
             rc = put_field_line(&line, m->headers[i].value);
@@ -410,13 +375,13 @@ static int field_value(const struct httpsig_message *m, const struct sf_item *co
                                                      line.len, &enc, &enclen) != 0) {
                 rc = HTTPSIG_ENOMEM;
             }
-            buf_free(&line);
+            dynbuf_cleanup(&line);
             if (rc != HTTPSIG_OK) {
                 goto out;
             }
-            buf_putc(&joined, ':');
-            buf_put(&joined, enc, enclen);
-            buf_putc(&joined, ':');
+            dynbuf_addc(&joined, ':');
+            dynbuf_add(&joined, enc, enclen);
+            dynbuf_addc(&joined, ':');
             free(enc);
         } else if ((rc = put_field_line(&joined, m->headers[i].value)) != HTTPSIG_OK) {
             goto out;
@@ -426,12 +391,12 @@ static int field_value(const struct httpsig_message *m, const struct sf_item *co
         rc = HTTPSIG_ECOMPONENT;
         goto out;
     }
-    if ((rc = joined.err) != HTTPSIG_OK) {
+    if ((rc = buf_rc(&joined)) != HTTPSIG_OK) {
         goto out;
     }
     if (!sf && key == NULL) {
-        buf_put(out, joined.s, joined.len);
-        rc = out->err;
+        dynbuf_add(out, joined.s, joined.len);
+        rc = buf_rc(out);
         goto out;
     }
     /* ;sf and ;key re-serialize the combined value (§2.1.1, §2.1.2). */
@@ -468,55 +433,42 @@ static int field_value(const struct httpsig_message *m, const struct sf_item *co
     }
     sf_field_cleanup(&f);
     if (rc == HTTPSIG_OK) {
-        buf_put(out, ser, serlen);
-        rc = out->err;
+        dynbuf_add(out, ser, serlen);
+        rc = buf_rc(out);
     }
     free(ser);
 out:
-    buf_free(&joined);
+    dynbuf_cleanup(&joined);
     return rc;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
 }
 
 /* application/x-www-form-urlencoded parsing of one name or value (WHATWG URL §5.1: "+" is a
  * space, bad "%" sequences stay literal), then percent-encoding with the form-urlencoded set
  * (everything but ALPHA / DIGIT / "*-._"), as §2.2.8 requires. */
-static void query_reencode(struct buf *b, const char *s, size_t n)
+static void query_reencode(struct dynbuf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '+') {
             c = ' ';
-        } else if (c == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-            c = (unsigned char)(hexval(s[i + 1]) << 4 | hexval(s[i + 2]));
+        } else if (c == '%' && i + 2 < n && strutil_hexval(s[i + 1]) >= 0 &&
+                   strutil_hexval(s[i + 2]) >= 0) {
+            c = (unsigned char)(strutil_hexval(s[i + 1]) << 4 | strutil_hexval(s[i + 2]));
             i += 2;
         }
         if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
             c == '*' || c == '-' || c == '.' || c == '_') {
-            buf_putc(b, (char)c);
+            dynbuf_addc(b, (char)c);
         } else {
             char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-            buf_put(b, e, 3);
+            dynbuf_add(b, e, 3);
         }
     }
 }
 
 static int query_param_value(const struct httpsig_message *m, const struct sf_item *name,
-                             struct buf *out)
+                             struct dynbuf *out)
 {
     if (name == NULL || name->type != SF_STRING) {
         return HTTPSIG_EBADCOMPONENT;
@@ -530,17 +482,17 @@ static int query_param_value(const struct httpsig_message *m, const struct sf_it
         if (end > pos) {
             const char *eq = memchr(q + pos, '=', end - pos);
             size_t nend = eq ? (size_t)(eq - q) : end;
-            struct buf nb = {.max = HTTPSIG_MAX_BASE_BYTES};
+            struct dynbuf nb = {.max = HTTPSIG_MAX_BASE_BYTES};
             query_reencode(&nb, q + pos, nend - pos);
-            if (nb.err != 0) {
-                rc = nb.err;
+            if (buf_rc(&nb) != 0) {
+                rc = buf_rc(&nb);
             } else if (nb.len == name->len && memcmp(nb.s ? nb.s : "", name->str, nb.len) == 0) {
                 if (++found == 1 && eq != NULL) {
                     query_reencode(out, eq + 1, end - nend - 1);
                 }
-                rc = out->err;
+                rc = buf_rc(out);
             }
-            buf_free(&nb);
+            dynbuf_cleanup(&nb);
         }
         pos = end + 1;
     }
@@ -552,7 +504,7 @@ static int query_param_value(const struct httpsig_message *m, const struct sf_it
 }
 
 /* @authority: host lowercased, the scheme's default port removed (§2.2.3). */
-static void put_authority(struct buf *b, const char *scheme, const char *auth)
+static void put_authority(struct dynbuf *b, const char *scheme, const char *auth)
 {
     size_t n = strlen(auth);
     const char *colon = NULL;
@@ -573,19 +525,19 @@ static void put_authority(struct buf *b, const char *scheme, const char *auth)
     }
     for (size_t i = 0; i < n; i++) {
         char c = auth[i];
-        buf_putc(b, (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
+        dynbuf_addc(b, (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
     }
 }
 
-static void put_lower(struct buf *b, const char *s)
+static void put_lower(struct dynbuf *b, const char *s)
 {
     for (; *s != '\0'; s++) {
-        buf_putc(b, (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s));
+        dynbuf_addc(b, (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s));
     }
 }
 
 static int derived_value(const struct httpsig_message *m, const struct sf_item *comp,
-                         struct buf *out)
+                         struct dynbuf *out)
 {
     const char *id = comp->str;
     bool response = m->status > 0;
@@ -601,8 +553,8 @@ static int derived_value(const struct httpsig_message *m, const struct sf_item *
         }
         char st[16];
         int n = snprintf(st, sizeof st, "%03d", m->status);
-        buf_put(out, st, (size_t)n);
-        return out->err;
+        dynbuf_add(out, st, (size_t)n);
+        return buf_rc(out);
     }
     if (strcmp(id, "@method") != 0 && strcmp(id, "@target-uri") != 0 &&
         strcmp(id, "@authority") != 0 && strcmp(id, "@scheme") != 0 &&
@@ -618,21 +570,21 @@ static int derived_value(const struct httpsig_message *m, const struct sf_item *
         if (m->method == NULL) {
             return HTTPSIG_ECOMPONENT;
         }
-        buf_puts(out, m->method);
+        dynbuf_adds(out, m->method);
     } else if (strcmp(id, "@authority") == 0 || strcmp(id, "@target-uri") == 0) {
         if (m->authority == NULL || (id[1] == 't' && m->scheme == NULL)) {
             return HTTPSIG_ECOMPONENT;
         }
         if (id[1] == 't') {
             put_lower(out, m->scheme);
-            buf_puts(out, "://");
+            dynbuf_adds(out, "://");
         }
         put_authority(out, m->scheme, m->authority);
         if (id[1] == 't') {
-            buf_puts(out, path);
+            dynbuf_adds(out, path);
             if (m->query != NULL) {
-                buf_putc(out, '?');
-                buf_puts(out, m->query);
+                dynbuf_addc(out, '?');
+                dynbuf_adds(out, m->query);
             }
         }
     } else if (strcmp(id, "@scheme") == 0) {
@@ -641,20 +593,20 @@ static int derived_value(const struct httpsig_message *m, const struct sf_item *
         }
         put_lower(out, m->scheme);
     } else if (strcmp(id, "@request-target") == 0) {
-        buf_puts(out, path);
+        dynbuf_adds(out, path);
         if (m->query != NULL) {
-            buf_putc(out, '?');
-            buf_puts(out, m->query);
+            dynbuf_addc(out, '?');
+            dynbuf_adds(out, m->query);
         }
     } else if (strcmp(id, "@path") == 0) {
-        buf_puts(out, path);
+        dynbuf_adds(out, path);
     } else if (strcmp(id, "@query") == 0) {
-        buf_putc(out, '?');
-        buf_puts(out, m->query != NULL ? m->query : "");
+        dynbuf_addc(out, '?');
+        dynbuf_adds(out, m->query != NULL ? m->query : "");
     } else {
         return query_param_value(m, sf_param_get(comp, "name"), out);
     }
-    return out->err;
+    return buf_rc(out);
 }
 
 static bool bare_equal(const struct sf_item *a, const struct sf_item *b)
@@ -700,7 +652,7 @@ static bool valid_component_name(const struct sf_item *c)
 int httpsig_base_build(const struct httpsig_message *msg, const struct sf_item *input, char **out,
                        size_t *out_len)
 {
-    struct buf b = {.max = HTTPSIG_MAX_BASE_BYTES};
+    struct dynbuf b = {.max = HTTPSIG_MAX_BASE_BYTES};
     struct httpsig_params p;
     char *ser = NULL;
     size_t serlen = 0;
@@ -743,8 +695,8 @@ int httpsig_base_build(const struct httpsig_message *msg, const struct sf_item *
             rc = HTTPSIG_ENOMEM;
             goto out;
         }
-        buf_put(&b, ser, serlen);
-        buf_puts(&b, ": ");
+        dynbuf_add(&b, ser, serlen);
+        dynbuf_adds(&b, ": ");
         size_t start = b.len;
         if (c->str[0] == '@') {
             rc = derived_value(m, c, &b);
@@ -760,7 +712,7 @@ int httpsig_base_build(const struct httpsig_message *msg, const struct sf_item *
             rc = field_value(m, c, &b);
         }
         if (rc == HTTPSIG_OK) {
-            rc = b.err;
+            rc = buf_rc(&b);
         }
         if (rc != HTTPSIG_OK) {
             goto out;
@@ -771,7 +723,7 @@ int httpsig_base_build(const struct httpsig_message *msg, const struct sf_item *
             rc = HTTPSIG_EMALFORMED;
             goto out;
         }
-        buf_putc(&b, '\n');
+        dynbuf_addc(&b, '\n');
     }
     free(ser);
     ser = NULL;
@@ -779,9 +731,9 @@ int httpsig_base_build(const struct httpsig_message *msg, const struct sf_item *
         rc = HTTPSIG_EMALFORMED;
         goto out;
     }
-    buf_puts(&b, "\"@signature-params\": ");
-    buf_put(&b, ser, serlen);
-    if ((rc = b.err) != HTTPSIG_OK) {
+    dynbuf_adds(&b, "\"@signature-params\": ");
+    dynbuf_add(&b, ser, serlen);
+    if ((rc = buf_rc(&b)) != HTTPSIG_OK) {
         goto out;
     }
     *out = b.s;
@@ -791,7 +743,7 @@ int httpsig_base_build(const struct httpsig_message *msg, const struct sf_item *
     b.s = NULL;
 out:
     free(ser);
-    buf_free(&b);
+    dynbuf_cleanup(&b);
     return rc;
 }
 
@@ -1058,7 +1010,7 @@ int httpsig_params_build(const char *const *components, size_t n, int64_t create
                          char **out)
 {
     struct sf_item list = {.type = SF_INNER_LIST};
-    struct buf tmp = {.max = SF_MAX_INPUT_BYTES};
+    struct dynbuf tmp = {.max = SF_MAX_INPUT_BYTES};
     int rc = HTTPSIG_OK;
     *out = NULL;
     if (n > HTTPSIG_MAX_COMPONENTS) {
@@ -1069,21 +1021,20 @@ int httpsig_params_build(const char *const *components, size_t n, int64_t create
     }
     for (size_t i = 0; i < n; i++) {
         const char *c = components[i];
-        tmp.len = 0;
-        tmp.err = 0;
+        dynbuf_reset(&tmp);
         if (c[0] == '"') {
-            buf_puts(&tmp, c);
+            dynbuf_adds(&tmp, c);
         } else {
             /* A bare name, maybe with parameters: quote the name part. */
             size_t nl = strcspn(c, ";");
-            buf_putc(&tmp, '"');
-            buf_put(&tmp, c, nl);
-            buf_putc(&tmp, '"');
-            buf_puts(&tmp, c + nl);
+            dynbuf_addc(&tmp, '"');
+            dynbuf_add(&tmp, c, nl);
+            dynbuf_addc(&tmp, '"');
+            dynbuf_adds(&tmp, c + nl);
         }
         struct sf_field f;
-        if (tmp.err != 0 || sf_parse(tmp.s, tmp.len, SF_FIELD_ITEM, &f) != 0) {
-            rc = tmp.err != 0 ? tmp.err : HTTPSIG_EBADCOMPONENT;
+        if (buf_rc(&tmp) != 0 || sf_parse(tmp.s, tmp.len, SF_FIELD_ITEM, &f) != 0) {
+            rc = buf_rc(&tmp) != 0 ? buf_rc(&tmp) : HTTPSIG_EBADCOMPONENT;
             goto out;
         }
         if (f.members[0].value.type != SF_STRING || !valid_component_name(&f.members[0].value)) {
@@ -1118,7 +1069,7 @@ int httpsig_params_build(const char *const *components, size_t n, int64_t create
         rc = HTTPSIG_EMALFORMED;
     }
 out:
-    buf_free(&tmp);
+    dynbuf_cleanup(&tmp);
     sf_item_cleanup(&list);
     return rc;
 }
@@ -1148,7 +1099,7 @@ int httpsig_sign(const struct httpsig_message *msg, const char *label, const cha
     char *base = NULL, *ser = NULL, *b64 = NULL;
     unsigned char *sig = NULL;
     size_t baselen = 0, siglen = 0, b64len = 0;
-    struct buf si = {.max = SF_MAX_INPUT_BYTES}, sg = {.max = SF_MAX_INPUT_BYTES};
+    struct dynbuf si = {.max = SF_MAX_INPUT_BYTES}, sg = {.max = SF_MAX_INPUT_BYTES};
     *sig_input = NULL;
     *signature = NULL;
     if (!valid_label(label) || params == NULL) {
@@ -1175,14 +1126,14 @@ int httpsig_sign(const struct httpsig_message *msg, const char *label, const cha
         rc = HTTPSIG_ENOMEM;
         goto out;
     }
-    buf_puts(&si, label);
-    buf_putc(&si, '=');
-    buf_puts(&si, ser);
-    buf_puts(&sg, label);
-    buf_puts(&sg, "=:");
-    buf_put(&sg, b64, b64len);
-    buf_putc(&sg, ':');
-    if ((rc = si.err != 0 ? si.err : sg.err) != HTTPSIG_OK) {
+    dynbuf_adds(&si, label);
+    dynbuf_addc(&si, '=');
+    dynbuf_adds(&si, ser);
+    dynbuf_adds(&sg, label);
+    dynbuf_adds(&sg, "=:");
+    dynbuf_add(&sg, b64, b64len);
+    dynbuf_addc(&sg, ':');
+    if ((rc = buf_rc(&si) != 0 ? buf_rc(&si) : buf_rc(&sg)) != HTTPSIG_OK) {
         goto out;
     }
     *sig_input = si.s;
@@ -1190,8 +1141,8 @@ int httpsig_sign(const struct httpsig_message *msg, const char *label, const cha
     si.s = NULL;
     sg.s = NULL;
 out:
-    buf_free(&si);
-    buf_free(&sg);
+    dynbuf_cleanup(&si);
+    dynbuf_cleanup(&sg);
     free(b64);
     free(ser);
     free(sig);

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "common/base64.h"
+#include "common/dynbuf.h"
+#include "common/strutil.h"
 
 #include "common/banned.h"
 
@@ -408,15 +410,10 @@ static int parse_bytes(struct parser *p, struct sf_item *it)
     return 0;
 }
 
+/* Display Strings escape with lowercase hex only (RFC 9651 §4.2.10). */
 static int hex_lower(unsigned char c)
 {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    return -1;
+    return c >= 'A' && c <= 'F' ? -1 : strutil_hexval(c);
 }
 
 /* §4.2.10 */
@@ -723,40 +720,20 @@ int sf_parse(const char *buf, size_t len, enum sf_field_type type, struct sf_fie
 
 /* ---- serializer ---- */
 
-/* Growing output buffer; the cap keeps a hostile tree from growing without bound. */
+#define SF_MAX_OUTPUT_BYTES (4u * SF_MAX_INPUT_BYTES)
+
+/* The output, capped so that a hostile tree cannot grow it without bound, and whether the tree
+ * was found unserializable. */
 struct sbuf {
-    char *s;
-    size_t len, cap;
+    struct dynbuf d;
     bool failed;
 };
 
-#define SF_MAX_OUTPUT_BYTES (4u * SF_MAX_INPUT_BYTES)
-
 static void sb_put(struct sbuf *b, const char *s, size_t n)
 {
-    if (b->failed) {
-        return;
+    if (!b->failed) {
+        dynbuf_add(&b->d, s, n);
     }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap == 0 ? 128 : b->cap;
-        while (cap < b->len + n + 1) {
-            cap *= 2;
-        }
-        if (cap > SF_MAX_OUTPUT_BYTES + 1) {
-            b->failed = true;
-            return;
-        }
-        char *ns = realloc(b->s, cap);
-        if (ns == NULL) {
-            b->failed = true;
-            return;
-        }
-        b->s = ns;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
 }
 
 static void sb_putc(struct sbuf *b, char c)
@@ -949,31 +926,29 @@ static void ser_item(struct sbuf *b, const struct sf_item *it)
 
 static int finish(struct sbuf *b, char **out, size_t *outlen)
 {
-    if (!b->failed && b->s == NULL) {
-        sb_put(b, "", 0); /* an empty List or Dictionary still yields "" */
-    }
-    if (b->failed) {
-        free(b->s);
+    sb_put(b, "", 0); /* an empty List or Dictionary still yields "" */
+    if (b->failed || b->d.err != DYNBUF_OK) {
+        dynbuf_cleanup(&b->d);
         *out = NULL;
         return -1;
     }
-    *out = b->s;
+    *out = b->d.s;
     if (outlen != NULL) {
-        *outlen = b->len;
+        *outlen = b->d.len;
     }
     return 0;
 }
 
 int sf_serialize_item(const struct sf_item *it, char **out, size_t *outlen)
 {
-    struct sbuf b = {0};
+    struct sbuf b = {.d = {.max = SF_MAX_OUTPUT_BYTES}};
     ser_item(&b, it);
     return finish(&b, out, outlen);
 }
 
 int sf_serialize(const struct sf_field *f, char **out, size_t *outlen)
 {
-    struct sbuf b = {0};
+    struct sbuf b = {.d = {.max = SF_MAX_OUTPUT_BYTES}};
     if (f->type == SF_FIELD_ITEM && f->n_members != 1) {
         b.failed = true;
     }

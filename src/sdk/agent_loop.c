@@ -362,6 +362,9 @@ static int claim_into_slots(struct roost_agent *a, struct roost_client *c, int f
         a->outstanding++;
     }
     *n_out = (int)evs->count;
+    if (evs->has_more) {
+        a->need_sync = true; /* a byte budget may have cut the batch short: claim again */
+    }
     pthread_cond_broadcast(&a->cond);
     pthread_mutex_unlock(&a->mu);
     roost_events_free(evs);

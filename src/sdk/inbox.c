@@ -112,6 +112,9 @@ int roost_inbox_claim(struct roost_client *c, const char *agent_id, int limit, i
     }
     if ((rc = sdk_events_from_response(resp, out)) != ROOST_OK) {
         rc = sdk_shape_fail(c, rc, "claim");
+    } else {
+        /* The batch ended at limit or at the server's byte budget (an older roostd omits it). */
+        (*out)->has_more = json_is_true(json_object_get(resp, "has_more"));
     }
 out:
     json_decref(resp);

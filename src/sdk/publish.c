@@ -1,14 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /* The producer side: POST /api/v1/events with one event or an atomic batch (DESIGN §5.2). Inputs
- * are checked locally first, so a malformed payload never costs a round trip. */
+ * are checked locally first, so a malformed payload never costs a round trip. A publish that
+ * fails in a way worth retrying is retried with the same body; every event of that body carries
+ * an idempotency key (generated when the caller gave none), so a retry after an answer that was
+ * lost finds the events the first attempt made instead of adding a second copy. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/ids.h"
 #include "common/jsonutil.h"
+#include "common/timeutil.h"
 #include "sdk/sdk.h"
 
 #include "common/banned.h"
+
+/* Retries after the first attempt, and the waits between them: PUBLISH_BACKOFF_MS doubling, or
+ * the server's Retry-After when longer, never more than PUBLISH_BACKOFF_MAX_MS. */
+#define PUBLISH_RETRIES 3
+#define PUBLISH_BACKOFF_MS 100
+#define PUBLISH_BACKOFF_MAX_MS 2000
+/* A generated idempotency key: "rk_" + a ULID (unique, and ordered by creation time). */
+#define PUBLISH_KEY_PREFIX "rk_"
 
 void roost_message_init(struct roost_message *m)
 {
@@ -104,8 +117,19 @@ static int message_to_json(struct roost_client *c, const struct roost_message *m
         rc = sdk_fail(c, ROOST_ENOMEM, "out of memory");
         goto out;
     }
+    /* The generated key: "evt_" + ULID, retagged. */
+    char auto_key[IDS_EVENT_ID_LEN + 1];
+    const char *key = m->idempotency_key;
+    if (key == NULL) {
+        if (ids_event_id(time_now_ms(), auto_key) != 0) {
+            rc = sdk_fail(c, ROOST_EINTERNAL, "cannot generate an idempotency key");
+            goto out;
+        }
+        memcpy(auto_key + 1, PUBLISH_KEY_PREFIX, sizeof PUBLISH_KEY_PREFIX - 1);
+        key = auto_key + 1;
+    }
     if ((rc = put_string(c, ev, "correlation_id", m->correlation_id, ROOST_ECORRELATION)) != 0 ||
-        (rc = put_string(c, ev, "idempotency_key", m->idempotency_key, ROOST_EIDEMKEY)) != 0 ||
+        (rc = put_string(c, ev, "idempotency_key", key, ROOST_EIDEMKEY)) != 0 ||
         (rc = put_string(c, ev, "available_at", m->available_at, ROOST_EAVAILABLEAT)) != 0 ||
         (rc = put_string(c, ev, "expires_at", m->expires_at, ROOST_EEXPIRESAT)) != 0 ||
         (rc = put_object_text(c, ev, "state_patch", m->state_patch, ROOST_ESTATEPATCH)) != 0) {
@@ -119,22 +143,69 @@ out:
     return rc;
 }
 
-/* Sends a publish body and converts the answer. */
-static int publish_body(struct roost_client *c, const char *text, size_t len,
+/* Failures after which the same request may succeed: the connection (the request may or may not
+ * have arrived), a busy or unavailable store (503) and a rate limit (429). */
+static bool retryable(int rc)
+{
+    return rc == ROOST_ECONNECT || rc == ROOST_ERETRY || rc == ROOST_EUNAVAILABLE ||
+           rc == ROOST_ESHUTDOWN || rc == ROOST_ERATELIMIT;
+}
+
+static void backoff(const struct roost_client *c, int attempt)
+{
+    int64_t ms = (int64_t)PUBLISH_BACKOFF_MS << attempt;
+    if (c->retry_after_s > 0 && c->retry_after_s * 1000 > ms) {
+        ms = c->retry_after_s * 1000;
+    }
+    if (ms > PUBLISH_BACKOFF_MAX_MS) {
+        ms = PUBLISH_BACKOFF_MAX_MS;
+    }
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Sends a publish body and converts the answer; `keyed`: every event of the body has an
+ * idempotency key, so a retryable failure is retried (PUBLISH_RETRIES times at most). An
+ * answer of 200 after a retry is the first attempt's events, found through their keys. */
+static int publish_body(struct roost_client *c, const char *text, size_t len, bool keyed,
                         struct roost_events **out)
 {
-    json_t *resp = NULL;
-    int rc = sdk_request(c, "POST", "/api/v1/events", text, len, 0, &resp);
-    if (rc == ROOST_OK) {
-        rc = sdk_events_from_response(resp, out);
-        if (rc != ROOST_OK) {
-            rc = sdk_shape_fail(c, rc, "publish");
-        } else {
-            (*out)->duplicate = c->http_status == 200;
+    int rc;
+    for (int attempt = 0;; attempt++) {
+        json_t *resp = NULL;
+        rc = sdk_request(c, "POST", "/api/v1/events", text, len, 0, &resp);
+        if (rc == ROOST_OK) {
+            rc = sdk_events_from_response(resp, out);
+            if (rc != ROOST_OK) {
+                rc = sdk_shape_fail(c, rc, "publish");
+            } else {
+                (*out)->duplicate = c->http_status == 200;
+            }
+        }
+        json_decref(resp);
+        if (!keyed || attempt == PUBLISH_RETRIES || !retryable(rc)) {
+            return rc;
+        }
+        backoff(c, attempt);
+    }
+}
+
+/* True when the body (one event object, or {"events":[...]}) gives every event a key. */
+static bool body_keyed(const json_t *body)
+{
+    const json_t *list = json_object_get(body, "events");
+    if (list == NULL) {
+        return json_is_string(json_object_get(body, "idempotency_key"));
+    }
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(list, i, ev)
+    {
+        if (!json_is_string(json_object_get(ev, "idempotency_key"))) {
+            return false;
         }
     }
-    json_decref(resp);
-    return rc;
+    return json_array_size(list) > 0;
 }
 
 static int publish_json_value(struct roost_client *c, const json_t *body, struct roost_events **out)
@@ -143,7 +214,7 @@ static int publish_json_value(struct roost_client *c, const json_t *body, struct
     if (text == NULL) {
         return sdk_fail(c, ROOST_ENOMEM, "out of memory");
     }
-    int rc = publish_body(c, text, strlen(text), out);
+    int rc = publish_body(c, text, strlen(text), true, out);
     free(text);
     return rc;
 }
@@ -215,11 +286,13 @@ int roost_publish_json(struct roost_client *c, const char *body_json, struct roo
     sdk_reset(c);
     json_t *check = NULL;
     int rc = sdk_parse_object(body_json, &check);
+    bool keyed = rc == ROOST_OK && body_keyed(check);
     json_decref(check);
     if (rc != ROOST_OK) {
         return sdk_fail(c, rc == ROOST_EJSON ? ROOST_EJSON : rc,
                         "the publish body must be a JSON object (%s)", roost_strerror(rc));
     }
-    /* Sent byte for byte as given: the server is the judge of its fields. */
-    return publish_body(c, body_json, strlen(body_json), out);
+    /* Sent byte for byte as given: the server is the judge of its fields. Retried only when
+     * every event carries its own idempotency key (none is added to a body given as text). */
+    return publish_body(c, body_json, strlen(body_json), keyed, out);
 }

@@ -2,6 +2,7 @@
 /* The agent routes: cursor read, claim, ack (single and batch), release, extend, release-all and
  * state. Each handler validates its input on the loop thread, runs one store job on a worker, and
  * answers from the job's done() on the loop thread. Reads and claims may long-poll (wait_s). */
+#include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stddef.h>
@@ -37,6 +38,8 @@ struct inbox_op {
     int64_t delay_s;
     int64_t deadline_ms;               /* long-poll deadline (monotonic), 0 = no wait */
     int64_t max_attempts, max_total_s; /* from the config, copied on the loop thread */
+    size_t max_bytes;                  /* limits.max_response_bytes, copied likewise */
+    bool has_more;                     /* claim: the batch ended at limit or at max_bytes */
     uint64_t serial;
     enum store_release_reason reason;
     char lease_token[STORE_LEASE_TOKEN_LEN + 1];
@@ -163,7 +166,7 @@ static int run_read(struct job *job, struct store *st)
     store_events_cleanup(&op->page.events);
     memset(&op->page, 0, sizeof op->page);
     return store_call(st, inbox_read, op->rq->principal.tenant_id, op->rq->agent_id,
-                      op->after_cursor, (size_t)op->limit, &op->page);
+                      op->after_cursor, (size_t)op->limit, op->max_bytes, &op->page);
 }
 
 static void done_read(struct job *job)
@@ -193,14 +196,17 @@ static void done_read(struct job *job)
     if (op->page.events.len == 0 && park_or_rerun(op)) {
         return;
     }
-    json_t *events = json_array();
-    for (size_t i = 0; i < op->page.events.len; i++) {
-        json_array_append_new(events, event_to_json(&op->page.events.items[i], false, false));
+    /* The store held the page to the byte budget; next_cursor is its last event. */
+    size_t n = 0;
+    struct evbuffer *out = events_json_new(&op->page.events, false, false, 0, &n);
+    if (out &&
+        evbuffer_add_printf(out, ",\"next_cursor\":%lld,\"has_more\":%s,\"head\":%lld}",
+                            (long long)op->page.next_cursor, op->page.has_more ? "true" : "false",
+                            (long long)op->page.head) < 0) {
+        evbuffer_free(out);
+        out = NULL;
     }
-    request_reply_json(rq, 200,
-                       json_pack("{s:o, s:I, s:b, s:I}", "events", events, "next_cursor",
-                                 (json_int_t)op->page.next_cursor, "has_more", op->page.has_more,
-                                 "head", (json_int_t)op->page.head));
+    request_reply_json_text(rq, 200, out);
 }
 
 void api_inbox_read(struct request *rq)
@@ -232,6 +238,7 @@ void api_inbox_read(struct request *rq)
     }
     op->after_cursor = after;
     op->limit = limit;
+    op->max_bytes = (size_t)cfg->limits_max_response_bytes;
     op->deadline_ms = wait_s > 0 ? rq->start_ms + wait_s * 1000 : 0;
     submit(op, run_read, done_read, false);
 }
@@ -243,7 +250,8 @@ static int run_claim(struct job *job, struct store *st)
     struct inbox_op *op = (struct inbox_op *)job;
     store_events_cleanup(&op->events);
     return store_call(st, claim, op->rq->principal.tenant_id, op->rq->agent_id, (size_t)op->limit,
-                      op->lease_s, op->consumer, time_now_ms(), &op->events);
+                      op->max_bytes, op->lease_s, op->consumer, time_now_ms(), &op->events,
+                      &op->has_more);
 }
 
 static void done_claim(struct job *job)
@@ -257,11 +265,16 @@ static void done_claim(struct job *job)
     if (op->events.len == 0 && park_or_rerun(op)) {
         return;
     }
-    json_t *events = json_array();
-    for (size_t i = 0; i < op->events.len; i++) {
-        json_array_append_new(events, event_to_json(&op->events.items[i], true, false));
+    /* Every claimed event must reach the client (each holds a lease): the store applied the
+     * budget, the rendering applies none. If the answer cannot be built, the leases simply
+     * expire and the events come back. */
+    size_t n = 0;
+    struct evbuffer *out = events_json_new(&op->events, true, false, 0, &n);
+    if (out && evbuffer_add_printf(out, ",\"has_more\":%s}", op->has_more ? "true" : "false") < 0) {
+        evbuffer_free(out);
+        out = NULL;
     }
-    request_reply_json(rq, 200, json_pack("{s:o}", "events", events));
+    request_reply_json_text(rq, 200, out);
 }
 
 void api_inbox_claim(struct request *rq)
@@ -291,6 +304,7 @@ void api_inbox_claim(struct request *rq)
         return;
     }
     op->limit = limit;
+    op->max_bytes = (size_t)cfg->limits_max_response_bytes;
     op->lease_s = lease_s;
     snprintf(op->consumer, sizeof op->consumer, "%s", consumer ? consumer : "");
     op->deadline_ms = wait_s > 0 ? rq->start_ms + wait_s * 1000 : 0;
@@ -593,10 +607,15 @@ static void done_state(struct job *job)
         request_reply_error(op->rq, job->rc, NULL, NULL);
         return;
     }
-    json_t *state = op->state ? json_loads(op->state, 0, NULL) : NULL;
-    request_reply_json(op->rq, 200,
-                       json_pack("{s:o, s:I}", "state", state ? state : json_object(), "cursor",
-                                 (json_int_t)op->cursor));
+    /* The stored document is a JSON object's text (the store only ever merges patches into it):
+     * written as is, like event payloads, never parsed again only to be printed. */
+    struct evbuffer *out = evbuffer_new();
+    if (out && evbuffer_add_printf(out, "{\"state\":%s,\"cursor\":%lld}",
+                                   op->state ? op->state : "{}", (long long)op->cursor) < 0) {
+        evbuffer_free(out);
+        out = NULL;
+    }
+    request_reply_json_text(op->rq, 200, out);
 }
 
 void api_state_get(struct request *rq)

@@ -9,11 +9,27 @@
 
 #include "store/store.h"
 
+struct evbuffer;
+
 /* An RFC 3339 UTC string (new reference), or JSON null when ms <= 0 (not set). */
 json_t *time_json(int64_t ms);
 
 /* Event object as the API shows it (new reference, NULL when out of memory). with_claim adds the
- * lease (claim answers), with_audit the attempt counters and completion (admin views, archive). */
+ * lease (claim answers), with_audit the attempt counters and completion (admin views, archive).
+ * It parses the payload: for single events; lists use events_json_new. */
 json_t *event_to_json(const struct store_event *ev, bool with_claim, bool with_audit);
+
+/* Appends the same object as text to out, its payload written as stored (never re-parsed).
+ * ROOST_OK or ROOST_ENOMEM (out then ends in a partial object: discard it). */
+int event_json_append(struct evbuffer *out, const struct store_event *ev, bool with_claim,
+                      bool with_audit);
+
+/* A new buffer holding `{"events":[…]` (the caller appends its other members and the closing
+ * brace) with the events of `list` in order, stopping before the event that would take the
+ * buffer past max_bytes (store_budget_take's rule; 0 = no budget; never before the first). *n
+ * gets how many it holds. NULL when out of memory. A list the store already held to the budget
+ * passes 0: a claim's events each hold a lease and must all reach the client. */
+struct evbuffer *events_json_new(const struct store_events *list, bool with_claim, bool with_audit,
+                                 size_t max_bytes, size_t *n);
 
 #endif

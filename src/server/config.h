@@ -64,6 +64,9 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "most events per publish batch, recipients per event, acks per batch ack")                   \
     X("limits.max_recipients", limits_max_recipients, CONFIG_INT, "10000", 1, 1000000,             \
       CONFIG_RELOADABLE, "most recipients (fan-out) of one event")                                 \
+    X("limits.max_response_bytes", limits_max_response_bytes, CONFIG_INT, "4194304", 65536,        \
+      1073741824, CONFIG_RELOADABLE,                                                               \
+      "byte budget of a page (inbox read, claim, quarantine list): it ends early, has_more")       \
     X("limits.max_json_depth", limits_max_json_depth, CONFIG_INT, "32", 2, 1000,                   \
       CONFIG_RELOADABLE, "deepest JSON nesting accepted in a body")                                \
     X("limits.max_header_bytes", limits_max_header_bytes, CONFIG_INT, "16384", 1024, 1048576, 0,   \

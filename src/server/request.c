@@ -155,23 +155,66 @@ static void send_reply(struct request *rq, int status, struct evbuffer *body, bo
     request_end(rq);
 }
 
-static void reply_json(struct request *rq, int status, json_t *body, bool close_conn)
+static int dump_to_evbuffer(const char *buffer, size_t size, void *data)
 {
+    return evbuffer_add(data, buffer, size);
+}
+
+/* The answer when a reply could not be built (out of memory): an honest 500, never a 200 with an
+ * empty body, from a static text so it needs no more than the buffer that carries it (and goes
+ * out without a body when even that fails). */
+static void reply_render_failed(struct request *rq, bool close_conn)
+{
+    static const char text[] = "{\"error\":{\"code\":\"out_of_memory\","
+                               "\"message\":\"out of memory: the answer could not be built\"}}\n";
     struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    evhttp_remove_header(out, "Content-Type");
     evhttp_add_header(out, "Content-Type", "application/json");
     evhttp_add_header(out, "Cache-Control", "no-store");
     struct evbuffer *buf = evbuffer_new();
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    if (buf && text) {
-        evbuffer_add(buf, text, strlen(text));
-        evbuffer_add(buf, "\n", 1);
+    if (buf && evbuffer_add_reference(buf, text, sizeof text - 1, NULL, NULL) != 0) {
+        evbuffer_free(buf);
+        buf = NULL;
     }
-    free(text);
-    json_decref(body);
-    send_reply(rq, status, buf, close_conn);
+    log_error("reply failed", "req_id=%s error=out_of_memory", rq->id);
+    send_reply(rq, roost_err_http_status(ROOST_ENOMEM), buf, close_conn);
     if (buf) {
         evbuffer_free(buf);
     }
+}
+
+/* Sends `buf` (a complete JSON text, taken over; NULL = it could not be built) and a newline. */
+static void reply_json_text(struct request *rq, int status, struct evbuffer *buf, bool close_conn)
+{
+    if (buf == NULL || evbuffer_add(buf, "\n", 1) != 0) {
+        if (buf) {
+            evbuffer_free(buf);
+        }
+        reply_render_failed(rq, close_conn);
+        return;
+    }
+    struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
+    evhttp_add_header(out, "Content-Type", "application/json");
+    evhttp_add_header(out, "Cache-Control", "no-store");
+    send_reply(rq, status, buf, close_conn);
+    evbuffer_free(buf);
+}
+
+/* Renders body (stolen; NULL = it could not be built) straight into the reply buffer. */
+static void reply_json(struct request *rq, int status, json_t *body, bool close_conn)
+{
+    struct evbuffer *buf = body ? evbuffer_new() : NULL;
+    if (buf && json_dump_callback(body, dump_to_evbuffer, buf, JSON_COMPACT) != 0) {
+        evbuffer_free(buf);
+        buf = NULL;
+    }
+    json_decref(body);
+    reply_json_text(rq, status, buf, close_conn);
+}
+
+void request_reply_json_text(struct request *rq, int status, struct evbuffer *body)
+{
+    reply_json_text(rq, status, body, false);
 }
 
 void request_reply_json(struct request *rq, int status, json_t *body)

@@ -52,8 +52,12 @@ const char *request_route_name(const struct request *rq);
  * leaves the in-flight count without sending anything. */
 void request_detach(struct request *rq);
 
-/* Sends a JSON body (stolen) with `status` and ends the request. */
+/* Sends a JSON body (stolen) with `status` and ends the request. A body that cannot be rendered
+ * (NULL, out of memory) is answered 500 out_of_memory instead, never an empty 200. */
 void request_reply_json(struct request *rq, int status, json_t *body);
+/* Sends a complete JSON text (taken over; NULL = it could not be built, answered as above) with
+ * `status` and ends the request. */
+void request_reply_json_text(struct request *rq, int status, struct evbuffer *body);
 /* Sends the error body of `rc` ({"error":{"code","message",...extra}}) and ends the request.
  * message NULL = the table's message; extra (stolen, may be NULL) is merged into "error". */
 void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra);

@@ -327,6 +327,20 @@ static int key_load(const struct store_key *sk, struct httpsig_key *k, EVP_PKEY 
     return ROOST_OK;
 }
 
+/* Until when a nonce must be remembered: as long as its signature can still be accepted, on any
+ * node. check_local accepts up to SIG_SKEW_S past `expires`, compared in whole seconds, so the
+ * signature stays good until the end of second expires + SIG_SKEW_S; the row lives up to the first
+ * millisecond after that (the store treats expires_at <= now as gone). Remembering it only until
+ * `expires` let a captured request be replayed for the 60 s after it expired. A signature without
+ * `expires` is refused today (httpsig_params_check_time), but were it accepted it would be good
+ * until created + SIG_MAX_WINDOW_S. Nodes' clocks are assumed to agree to well under a second
+ * (NTP), as for every other time in the shared store. */
+static int64_t nonce_keep_until_ms(const struct httpsig_params *p)
+{
+    int64_t last_ok_s = (p->has_expires ? p->expires : p->created + SIG_MAX_WINDOW_S) + SIG_SKEW_S;
+    return (last_ok_s + 1) * 1000;
+}
+
 static int run_check(struct job *job, struct store *st)
 {
     struct sigcheck *c = (struct sigcheck *)job;
@@ -369,7 +383,7 @@ static int run_check(struct job *job, struct store *st)
         return rc;
     }
     /* Only a verified signature claims its nonce: forgeries cannot burn a client's nonces. */
-    return store_call(st, nonce_claim, c->tenant_id, p->keyid, p->nonce, p->expires * 1000,
+    return store_call(st, nonce_claim, c->tenant_id, p->keyid, p->nonce, nonce_keep_until_ms(p),
                       c->now_ms);
 }
 

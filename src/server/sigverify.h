@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #define SIG_MAX_WINDOW_S 300 /* expires - created */
-#define SIG_SKEW_S 60        /* created may be this far in the future */
+#define SIG_SKEW_S 60        /* clock skew: created this far ahead, expires this far past */
 
 struct request;
 struct sigcheck;

@@ -182,6 +182,10 @@ static int run_group(struct workers *w, struct store *st, struct job **group, si
         }
     }
     int64_t t0 = time_mono_us();
+    /* A COMMIT whose answer was lost is resolved inside the store (MySQL: the commit marker):
+     * ROOST_OK means it committed, ROOST_ERETRY that it did not and never will (the group
+     * replays), ROOST_EUNAVAILABLE that nobody could tell yet (every job answers 503; a client
+     * retrying with its idempotency key finds its events if they were made). */
     rc = store_call0(st, commit);
     if (w->obs.job_ran != NULL) {
         w->obs.job_ran(w->obs.arg, "commit", (double)(time_mono_us() - t0) / 1e6);
@@ -240,7 +244,8 @@ static void *writer_main(void *arg)
             rc = run_group(w, slot->st, group, n, &committed);
         }
         for (size_t i = 0; i < n; i++) {
-            /* A failed commit fails every job of the group: none of them is durable. */
+            /* A failed commit fails every job of the group: none of them is durable, except
+             * after ROOST_EUNAVAILABLE from a commit whose outcome stayed unknown. */
             if (rc != ROOST_OK) {
                 group[i]->rc = rc;
             }

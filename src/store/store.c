@@ -34,6 +34,16 @@ const char *store_status_name(enum store_status s)
     return "unknown";
 }
 
+bool store_budget_take(size_t *used, size_t n, size_t payload_len, size_t max_bytes)
+{
+    size_t cost = payload_len + STORE_EVENT_BASE_BYTES;
+    if (max_bytes != 0 && n > 0 && (*used > max_bytes || cost > max_bytes - *used)) {
+        return false;
+    }
+    *used += cost;
+    return true;
+}
+
 void store_event_cleanup(struct store_event *ev)
 {
     if (ev == NULL) {

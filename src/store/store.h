@@ -139,6 +139,15 @@ struct store_published {
 
 /* ---- reads ---- */
 
+/* A page's byte budget (max_bytes of inbox_read and claim, limits.max_response_bytes): an event
+ * weighs its payload's length plus STORE_EVENT_BASE_BYTES for its other fields as the API renders
+ * them. A page stops before the event that would take it past the budget, but always holds at
+ * least one event, so a single event of the largest payload is still deliverable. */
+#define STORE_EVENT_BASE_BYTES 512
+/* Adds an event of payload_len bytes to a page of `n` events weighing *used and returns true, or
+ * returns false (nothing added) when it does not fit. max_bytes 0 = no budget. */
+bool store_budget_take(size_t *used, size_t n, size_t payload_len, size_t max_bytes);
+
 struct store_inbox_page {
     struct store_events events;
     int64_t next_cursor; /* the last seq returned, or after_cursor when none */
@@ -289,6 +298,9 @@ struct store_ops {
     bool (*ping)(struct store *st);
 
     int (*begin)(struct store *st);
+    /* ROOST_OK: committed. ROOST_ERETRY: not committed, certainly (the caller replays the
+     * transaction). ROOST_EUNAVAILABLE after the answer to COMMIT was lost and the outcome could
+     * not be learnt (MySQL: see doc/MYSQL.md); any other error: not committed. */
     int (*commit)(struct store *st);
     int (*rollback)(struct store *st);
     int (*savepoint)(struct store *st);
@@ -306,16 +318,22 @@ struct store_ops {
      * A page never skips a seq: where a lower seq is not visible yet (MySQL: committing), the page
      * ends before it and head is capped there, as a slightly earlier snapshot would show.
      * ROOST_EGONE (page->oldest_cursor set) when after_cursor < purged_through_seq. An agent that
-     * never existed reads as empty with head 0. */
+     * never existed reads as empty with head 0. The page also ends at the byte budget `max_bytes`
+     * (see store_budget_take; has_more is then set). */
     int (*inbox_read)(struct store *st, const char *tenant_id, const char *agent_id,
-                      int64_t after_cursor, size_t limit, struct store_inbox_page *page);
+                      int64_t after_cursor, size_t limit, size_t max_bytes,
+                      struct store_inbox_page *page);
 
     /* Claims up to `limit` pending, unexpired events: highest priority first, then lowest seq.
      * Each gets status claimed, a fresh lease token, attempts+1, claim_expires_at = now+lease_s,
      * claimed_at = now, consumer recorded ("" allowed). Sets agents.last_seen_at = now when it is
-     * unset or more than a minute old (so a busy agent costs one extra row write a minute). */
+     * unset or more than a minute old (so a busy agent costs one extra row write a minute).
+     * The batch also ends at the byte budget `max_bytes` (see store_budget_take): the events past
+     * it are not touched (no lease, no attempt). *has_more (may be NULL) is set when the batch
+     * ended at `limit` or at the budget, so more may be claimable at once. */
     int (*claim)(struct store *st, const char *tenant_id, const char *agent_id, size_t limit,
-                 int64_t lease_s, const char *consumer, int64_t now_ms, struct store_events *out);
+                 size_t max_bytes, int64_t lease_s, const char *consumer, int64_t now_ms,
+                 struct store_events *out, bool *has_more);
 
     /* Completes a claimed event holding `lease_token`: status completed, payload nulled.
      * Repeating the ack of a completed event with its last token is ROOST_OK.

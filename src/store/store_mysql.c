@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/ids.h"
+#include "common/timeutil.h"
 #include "store/migrations.h"
 
 #include "common/banned.h"
@@ -52,6 +54,14 @@
 #define CHANGES_KEEP_MS (10 * 60 * 1000)
 /* Attempts for one statement outside a transaction (a lost connection, a deadlock). */
 #define AUTOCOMMIT_TRIES 3
+/* Commit markers (my_commit): kept an hour (a resolution takes seconds), pruned by each
+ * connection every MARKER_PRUNE_EVERY commits, at most MARKER_PRUNE_LIMIT rows at a time; a lost
+ * commit answer is resolved for at most RESOLVE_MS before it is reported as unknown. */
+#define MARKER_LEN 16
+#define MARKER_KEEP_MS (60 * 60 * 1000)
+#define MARKER_PRUNE_EVERY 1024
+#define MARKER_PRUNE_LIMIT 4096
+#define RESOLVE_MS 30000
 
 enum stmt_id {
     S_TENANT_FIND,
@@ -327,9 +337,11 @@ struct mysql_store {
     MYSQL_STMT *stmts[S_COUNT];
     struct store_mysql_url url;
     unsigned lock_wait_s;
-    bool in_tx;      /* START TRANSACTION sent, no COMMIT/ROLLBACK yet */
-    bool tx_aborted; /* the server rolled the whole transaction back (deadlock) */
-    bool lost;       /* the connection dropped: reopen before the next statement */
+    bool in_tx;                /* START TRANSACTION sent, no COMMIT/ROLLBACK yet */
+    bool tx_aborted;           /* the server rolled the whole transaction back (deadlock) */
+    bool lost;                 /* the connection dropped: reopen before the next statement */
+    int64_t connected_mono_ms; /* when this connection opened (did the server restart since?) */
+    uint64_t commits;          /* commits sent on this struct (paces the marker prune) */
     /* The last tenant seen committed: tenant rows are never deleted, so it needs no check. */
     char known_tenant[STORE_ID_MAX + 1];
     int64_t origin; /* store_options.origin */
@@ -581,9 +593,11 @@ static MYSQL *connect_db(const struct store_mysql_url *u, unsigned lock_wait_s, 
     mysql_optionsv(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     mysql_optionsv(db, MYSQL_INIT_COMMAND, init);
     bool sock = u->socket[0] != '\0';
-    /* CLIENT_FOUND_ROWS: affected rows count matched rows, as SQLite's changes() does. */
+    /* CLIENT_FOUND_ROWS: affected rows count matched rows, as SQLite's changes() does.
+     * CLIENT_MULTI_STATEMENTS: the commit marker travels with its COMMIT (my_commit). */
     if (mysql_real_connect(db, sock ? NULL : u->host, u->user, u->pass, u->db, u->port,
-                           sock ? u->socket : NULL, CLIENT_FOUND_ROWS) == NULL) {
+                           sock ? u->socket : NULL,
+                           CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS) == NULL) {
         snprintf(err, errlen, "connect to %.200s/%.64s: %.200s (mysql %u)",
                  sock ? u->socket : u->host, u->db, mysql_error(db), mysql_errno(db));
         mysql_close(db);
@@ -611,6 +625,7 @@ static int conn_ready(struct mysql_store *b)
     if (b->db == NULL) {
         return ROOST_EUNAVAILABLE;
     }
+    b->connected_mono_ms = time_mono_ms();
     b->lost = false;
     return ROOST_OK;
 }
@@ -657,15 +672,26 @@ struct prm {
 struct rows {
     size_t n, cols, cap;
     char **cell;
+    /* A byte budget on the rows kept (store_budget_take over column budget_col; max_bytes 0 =
+     * none): fetching stops before the first row over it and sets `cut`; the rest of the result
+     * is discarded unread into memory, so a page of large payloads never sits in memory whole. */
+    size_t max_bytes, used;
+    unsigned budget_col;
+    bool cut;
 };
 
+/* Frees the cells and keeps the budget settings (q() clears `out` before every attempt). */
 static void rows_free(struct rows *r)
 {
     for (size_t i = 0; i < r->n * r->cols; i++) {
         free(r->cell[i]);
     }
     free(r->cell);
+    size_t max_bytes = r->max_bytes;
+    unsigned col = r->budget_col;
     memset(r, 0, sizeof *r);
+    r->max_bytes = max_bytes;
+    r->budget_col = col;
 }
 
 static const char *cell(const struct rows *r, size_t row, size_t col)
@@ -689,9 +715,17 @@ static int cell_dup(const struct rows *r, size_t row, size_t col, char **out)
 {
     const char *v = cell(r, row, col);
     *out = NULL;
-    if (v != NULL && (*out = strdup(v)) == NULL) {
+    if (v == NULL) {
+        return ROOST_OK;
+    }
+    /* malloc + memcpy, not strdup: ASan's strdup interceptor (GCC 12) copies into a failed
+     * allocation instead of returning NULL, which the asan run of test_response_budget (memory
+     * capped) hit here, where payloads are copied. */
+    size_t n = strlen(v) + 1;
+    if ((*out = malloc(n)) == NULL) {
         return ROOST_ENOMEM;
     }
+    memcpy(*out, v, n);
     return ROOST_OK;
 }
 
@@ -726,6 +760,13 @@ static int fetch_all(struct mysql_store *b, MYSQL_STMT *s, unsigned nf, struct r
         }
         if (f == 1) {
             return fail_code(b, mysql_stmt_errno(s), mysql_stmt_error(s), "fetch");
+        }
+        if (out->max_bytes != 0 && out->budget_col < nf) {
+            size_t bytes = isnull[out->budget_col] ? 0 : len[out->budget_col];
+            if (!store_budget_take(&out->used, out->n, bytes, out->max_bytes)) {
+                out->cut = true;
+                return ROOST_OK; /* the caller's mysql_stmt_free_result drops the rest */
+            }
         }
         if (out->n == out->cap) {
             size_t cap = out->cap ? out->cap * 2 : 16;
@@ -951,6 +992,7 @@ static int my_open(const char *url, const struct store_options *opt, struct stor
         free(b);
         return ROOST_EUNAVAILABLE;
     }
+    b->connected_mono_ms = time_mono_ms();
     snprintf(b->err, sizeof b->err, "no error");
     *out = &b->base;
     return ROOST_OK;
@@ -1122,6 +1164,176 @@ static int my_begin(struct store *st)
     return rc;
 }
 
+/* ---- the commit whose answer was lost ----
+ *
+ * Every COMMIT goes out in one round trip with the insert of a fresh marker row:
+ *
+ *     INSERT INTO roost_commit_markers (marker) VALUES (x'<16 bytes>'); COMMIT
+ *
+ * The server stops a multi-statement at its first error, so the COMMIT runs only after the marker
+ * is in: the transaction committed exactly when its marker row exists. When the answer does not
+ * arrive (the connection dropped, or COMMIT failed in an unexpected way), the writer reconnects
+ * and inserts the same marker itself, with fenced = 1, in autocommit:
+ *   - it goes in: the transaction did not commit, and now never will (its own INSERT would fail
+ *     as a duplicate, so its COMMIT cannot run) → ROOST_ERETRY: the group replays;
+ *   - duplicate, fenced = 0: the transaction committed → ROOST_OK;
+ *   - duplicate, fenced = 1: a fence of ours whose answer was lost too → not committed.
+ * While the old session still holds its marker uncommitted, the fence waits for that row lock, so
+ * it never races the old session. The old connection is KILLed first so that its locks go at
+ * once rather than when the server notices the drop (the fence, not the KILL, is what makes the
+ * answer right). Cost: no round trip, one small insert into an append-ordered key per commit. */
+
+/* Writes the marker (6 bytes of `ms` big-endian, then 10 random bytes, or zeros when `random` is
+ * false: the lowest marker of that millisecond) as 32 hex digits. */
+static int marker_hex(int64_t ms, bool random, char hex[2 * MARKER_LEN + 1])
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char m[MARKER_LEN] = {0};
+    for (int i = 0; i < 6; i++) {
+        m[i] = (unsigned char)((uint64_t)ms >> (8 * (5 - i)));
+    }
+    if (random && ids_random(m + 6, MARKER_LEN - 6) != 0) {
+        return ROOST_EINTERNAL;
+    }
+    for (int i = 0; i < MARKER_LEN; i++) {
+        hex[2 * i] = digits[m[i] >> 4];
+        hex[2 * i + 1] = digits[m[i] & 15];
+    }
+    hex[2 * MARKER_LEN] = '\0';
+    return ROOST_OK;
+}
+
+/* Sends marker + COMMIT (every MARKER_PRUNE_EVERY-th time also the prune of old markers, which
+ * runs after the COMMIT in autocommit and whose result does not matter). ROOST_OK: committed.
+ * *unknown: the outcome must be resolved. Otherwise the marker insert failed on a live
+ * connection: the COMMIT did not run and the transaction is still open (the caller rolls back). */
+static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
+{
+    char sql[320];
+    int n = snprintf(sql, sizeof sql,
+                     "INSERT INTO roost_commit_markers (marker) VALUES (x'%s'); COMMIT", hex);
+    if (++b->commits % MARKER_PRUNE_EVERY == 0) {
+        char cut[2 * MARKER_LEN + 1];
+        if (marker_hex(time_now_ms() - MARKER_KEEP_MS, false, cut) == ROOST_OK) {
+            n += snprintf(sql + n, sizeof sql - (size_t)n,
+                          "; DELETE FROM roost_commit_markers WHERE marker < x'%s' LIMIT %d", cut,
+                          MARKER_PRUNE_LIMIT);
+        }
+    }
+    *unknown = false;
+    if (mysql_real_query(b->db, sql, (unsigned long)n) != 0) {
+        unsigned e = mysql_errno(b->db);
+        int rc = fail_db(b, "commit marker");
+        /* Lost while sending or before the first answer: the server may have run it all. */
+        *unknown = conn_lost_code(e);
+        return rc;
+    }
+    int next = mysql_next_result(b->db); /* the COMMIT's answer */
+    if (next != 0) {
+        if (next > 0) {
+            fail_db(b, "commit");
+        } else {
+            snprintf(b->err, sizeof b->err, "commit: no answer to COMMIT");
+        }
+        *unknown = true;
+        return ROOST_EUNAVAILABLE;
+    }
+    /* Committed. Whatever follows is the prune: drain it; a lost connection shows next time. */
+    while (mysql_more_results(b->db)) {
+        next = mysql_next_result(b->db);
+        if (next > 0) {
+            fail_db(b, "commit marker prune");
+            break;
+        }
+        MYSQL_RES *res = mysql_store_result(b->db);
+        if (res != NULL) {
+            mysql_free_result(res);
+        }
+    }
+    return ROOST_OK;
+}
+
+/* KILLs the connection whose commit answer was lost, when it is still there as a session of our
+ * user on our database and the server has been up since it opened (after a restart, or on
+ * another server after a failover, the id may name someone else's session). Uptime counts whole
+ * seconds, hence one second of slack: at worst another roostd session of this database, made by
+ * a server that restarted within that second, loses its connection, which it survives. Failures
+ * are ignored: the KILL only frees the old session's locks early. */
+static void kill_old(struct mysql_store *b, unsigned long old_id, int64_t old_connected_ms)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %lu"
+             " AND USER = SUBSTRING_INDEX(USER(), '@', 1) AND DB <=> DATABASE()"
+             " AND (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+             " WHERE VARIABLE_NAME = 'UPTIME') * 1000 + 1000 >= %lld",
+             old_id, (long long)(time_mono_ms() - old_connected_ms));
+    int64_t same = 0;
+    if (text_int(b, sql, &same) != ROOST_OK || same != 1) {
+        return;
+    }
+    snprintf(sql, sizeof sql, "KILL CONNECTION %lu", old_id);
+    if (mysql_real_query(b->db, sql, strlen(sql)) != 0 && mysql_errno(b->db) != ER_NO_SUCH_THREAD) {
+        fail_db(b, "kill the connection that lost its commit answer");
+    }
+}
+
+/* Learns whether the transaction with marker `hex` committed (see above): ROOST_OK it did,
+ * ROOST_ERETRY it did not and never will, ROOST_EUNAVAILABLE the server stayed out of reach for
+ * RESOLVE_MS, so nobody knows yet. */
+static int resolve_commit(struct mysql_store *b, unsigned long old_id, int64_t old_connected_ms,
+                          const char *hex)
+{
+    int64_t deadline = time_mono_ms() + RESOLVE_MS;
+    long wait_ms = 20;
+    bool killed = false;
+    char sql[160];
+    for (;;) {
+        if (conn_ready(b) == ROOST_OK) {
+            if (!killed) {
+                kill_old(b, old_id, old_connected_ms);
+                killed = true;
+            }
+            snprintf(sql, sizeof sql,
+                     "INSERT INTO roost_commit_markers (marker, fenced) VALUES (x'%s', 1)", hex);
+            if (!b->lost && mysql_real_query(b->db, sql, strlen(sql)) == 0) {
+                snprintf(b->err, sizeof b->err,
+                         "commit: the connection dropped before it committed");
+                return ROOST_ERETRY;
+            }
+            if (!b->lost && mysql_errno(b->db) == ER_DUP_ENTRY) {
+                int64_t fenced = -1;
+                snprintf(sql, sizeof sql,
+                         "SELECT fenced FROM roost_commit_markers WHERE marker = x'%s'", hex);
+                if (text_int(b, sql, &fenced) == ROOST_OK && fenced == 0) {
+                    return ROOST_OK;
+                }
+                if (fenced == 1) {
+                    snprintf(b->err, sizeof b->err,
+                             "commit: the connection dropped before it committed");
+                    return ROOST_ERETRY;
+                }
+            } else if (!b->lost) {
+                fail_db(b, "commit fence");
+            }
+        }
+        if (time_mono_ms() >= deadline) {
+            break;
+        }
+        struct timespec ts = {0, wait_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        wait_ms = wait_ms < 500 ? wait_ms * 2 : 1000;
+    }
+    char why[sizeof b->err];
+    snprintf(why, sizeof why, "%s", b->err);
+    snprintf(b->err, sizeof b->err, "commit: answer lost, outcome unknown after %d s (%.400s)",
+             RESOLVE_MS / 1000, why);
+    return ROOST_EUNAVAILABLE;
+}
+
+/* ROOST_OK: committed. ROOST_ERETRY: certainly not committed (the caller replays). Another error:
+ * not committed, transaction still open (the caller rolls back), except ROOST_EUNAVAILABLE after
+ * a lost answer that could not be resolved. */
 static int my_commit(struct store *st)
 {
     struct mysql_store *b = backend(st);
@@ -1130,15 +1342,25 @@ static int my_commit(struct store *st)
         snprintf(b->err, sizeof b->err, "commit: the transaction was rolled back by the server");
         return ROOST_ERETRY;
     }
-    int rc = exec_text(b, "COMMIT");
-    if (rc == ROOST_OK) {
-        b->in_tx = false;
-    } else if (b->lost) {
-        /* The connection dropped during COMMIT: it may or may not have committed. */
-        b->in_tx = false;
-        rc = ROOST_EUNAVAILABLE;
+    char hex[2 * MARKER_LEN + 1];
+    if (marker_hex(time_now_ms(), true, hex) != ROOST_OK) {
+        snprintf(b->err, sizeof b->err, "commit: no random bytes for the marker");
+        return ROOST_EINTERNAL;
     }
-    return rc;
+    bool unknown = false;
+    int rc = send_commit(b, hex, &unknown);
+    if (!unknown) {
+        if (rc == ROOST_OK) {
+            b->in_tx = false;
+        }
+        return rc;
+    }
+    /* A connection in an unknown state is never used again: the server rolls back whatever it
+     * still holds when it goes. */
+    unsigned long old_id = mysql_thread_id(b->db);
+    b->in_tx = false;
+    b->lost = true;
+    return resolve_commit(b, old_id, b->connected_mono_ms, hex);
 }
 
 static int my_rollback(struct store *st)
@@ -1351,10 +1573,12 @@ out:
  * producers/follower test caught it). The page stops before the hole and the head is capped
  * there, as a snapshot taken a moment earlier would show; that commit's touch comes after it. */
 static int my_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
-                         int64_t after_cursor, size_t limit, struct store_inbox_page *page)
+                         int64_t after_cursor, size_t limit, size_t max_bytes,
+                         struct store_inbox_page *page)
 {
     struct mysql_store *b = backend(st);
-    struct rows rs = {0};
+    /* Column 8 is i.payload (two head columns, then EVCOLS_I). */
+    struct rows rs = {.max_bytes = max_bytes, .budget_col = 8};
     page->has_more = false;
     page->next_cursor = after_cursor;
     page->head = 0;
@@ -1372,7 +1596,8 @@ static int my_inbox_read(struct store *st, const char *tenant_id, const char *ag
         goto out;
     }
     int64_t expect = after_cursor + 1;
-    for (size_t r = 0; r < rs.n; r++) {
+    size_t r = 0;
+    for (; r < rs.n; r++) {
         if (cell(&rs, r, 2) == NULL) {
             break; /* the agent without events (the LEFT JOIN's empty side) */
         }
@@ -1392,6 +1617,9 @@ static int my_inbox_read(struct store *st, const char *tenant_id, const char *ag
             goto out;
         }
         page->next_cursor = page->events.items[page->events.len - 1].seq;
+    }
+    if (rc == ROOST_OK && rs.cut && r == rs.n && limit > 0) {
+        page->has_more = true; /* every row kept was used: the page ended at the byte budget */
     }
     if (rc == ROOST_OK && !page->has_more && limit > 0 && page->head > expect - 1) {
         /* Fewer rows than the head promises: the next one is not visible yet either. */
@@ -1430,10 +1658,16 @@ static int my_head(struct store *st, const char *tenant_id, const char *agent_id
 /* ---- leases ---- */
 
 static int my_claim(struct store *st, const char *tenant_id, const char *agent_id, size_t limit,
-                    int64_t lease_s, const char *consumer, int64_t now_ms, struct store_events *out)
+                    size_t max_bytes, int64_t lease_s, const char *consumer, int64_t now_ms,
+                    struct store_events *out, bool *has_more)
 {
     struct mysql_store *b = backend(st);
-    struct rows rs = {0};
+    /* Column 6 is the payload (EVCOLS). Rows past the budget stay locked by this transaction
+     * until it ends, but are not updated: no lease, no attempt. */
+    struct rows rs = {.max_bytes = max_bytes, .budget_col = 6};
+    if (has_more != NULL) {
+        *has_more = false;
+    }
     if (limit == 0) {
         return ROOST_OK;
     }
@@ -1442,6 +1676,9 @@ static int my_claim(struct store *st, const char *tenant_id, const char *agent_i
     int rc = Q(b, S_CLAIM_SELECT, p, &rs);
     if (rc != ROOST_OK) {
         goto out;
+    }
+    if (has_more != NULL) {
+        *has_more = rs.cut || rs.n == limit;
     }
     /* The rows are locked by this transaction, so each update by primary key matches. */
     for (size_t r = 0; r < rs.n; r++) {

@@ -116,8 +116,9 @@ static const char *const stmt_sql[S_COUNT] = {
                      " WHERE tenant_id = ?1 AND agent_id = ?2",
     [S_READ] = "SELECT " EVCOLS " FROM inbox"
                " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4",
-    /* An exact-match walk of inbox_claim in claim order (no sort step). */
-    [S_CLAIM_SELECT] = "SELECT seq FROM inbox"
+    /* An exact-match walk of inbox_claim in claim order (no sort step). The payload is read only
+     * for its size (the byte budget); the walk stops at the first row over the budget. */
+    [S_CLAIM_SELECT] = "SELECT seq, payload FROM inbox"
                        " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = 1"
                        " AND (expires_at IS NULL OR expires_at > ?3)"
                        " ORDER BY priority DESC, seq ASC LIMIT ?4",
@@ -848,7 +849,8 @@ static int read_end(struct sqlite_store *b, bool opened, int rc)
 }
 
 static int sq_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
-                         int64_t after_cursor, size_t limit, struct store_inbox_page *page)
+                         int64_t after_cursor, size_t limit, size_t max_bytes,
+                         struct store_inbox_page *page)
 {
     struct sqlite_store *b = backend(st);
     bool opened;
@@ -880,9 +882,11 @@ static int sq_inbox_read(struct store *st, const char *tenant_id, const char *ag
     bind_text(s, 2, agent_id);
     sqlite3_bind_int64(s, 3, after_cursor);
     sqlite3_bind_int64(s, 4, sql_limit(limit) + 1);
-    size_t got = 0;
+    size_t got = 0, used = 0;
     while ((rc = step(b, s)) == 1) {
-        if (got == limit) {
+        /* Column 6 is the payload (EVCOLS); SQLite loads it only for the rows stepped on. */
+        if (got == limit ||
+            !store_budget_take(&used, got, (size_t)sqlite3_column_bytes(s, 6), max_bytes)) {
             page->has_more = true;
             break;
         }
@@ -939,12 +943,14 @@ static int sq_head(struct store *st, const char *tenant_id, const char *agent_id
 /* ---- leases ---- */
 
 static int sq_claim(struct store *st, const char *tenant_id, const char *agent_id, size_t limit,
-                    int64_t lease_s, const char *consumer, int64_t now_ms, struct store_events *out)
+                    size_t max_bytes, int64_t lease_s, const char *consumer, int64_t now_ms,
+                    struct store_events *out, bool *has_more)
 {
     struct sqlite_store *b = backend(st);
     int64_t *seqs = NULL;
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = 0, used = 0;
     sqlite3_stmt *s;
+    bool more = false;
     int rc = prep(b, S_CLAIM_SELECT, &s);
     if (rc != ROOST_OK || limit == 0) {
         goto out;
@@ -955,6 +961,10 @@ static int sq_claim(struct store *st, const char *tenant_id, const char *agent_i
     sqlite3_bind_int64(s, 4, sql_limit(limit));
     /* Collect first: updating rows under a live index walk of the same index is not defined. */
     while ((rc = step(b, s)) == 1) {
+        if (!store_budget_take(&used, n, (size_t)sqlite3_column_bytes(s, 1), max_bytes)) {
+            more = true; /* the rest stays pending, untouched */
+            break;
+        }
         if (n == cap) {
             size_t ncap = cap ? cap * 2 : 16;
             int64_t *grown = realloc(seqs, ncap * sizeof *seqs);
@@ -970,6 +980,7 @@ static int sq_claim(struct store *st, const char *tenant_id, const char *agent_i
     if (rc < 0) {
         goto out;
     }
+    more = more || n == limit;
     sqlite3_reset(s);
     for (size_t i = 0; i < n; i++) {
         char token[STORE_LEASE_TOKEN_LEN + 1];
@@ -1006,6 +1017,9 @@ static int sq_claim(struct store *st, const char *tenant_id, const char *agent_i
     sqlite3_bind_int64(s, 3, now_ms);
     rc = run(b, s);
 out:
+    if (has_more != NULL) {
+        *has_more = rc == ROOST_OK && more;
+    }
     free(seqs);
     reset_all(b);
     return rc;

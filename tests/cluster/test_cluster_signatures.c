@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/limits.h"
 #include "harness/harness.h"
 #include "proto/httpsig.h"
 
@@ -23,7 +24,7 @@ static char host[96];
 static const char *token_key_path(const char *dir)
 {
     static char path[512];
-    snprintf(path, sizeof path, "%s/token_ed25519.pem", dir);
+    snprintf(path, sizeof path, "%s/" ROOST_TOKEN_KEY_FILE, dir);
     return path;
 }
 
@@ -73,7 +74,7 @@ static long send_raw(const struct roostd *n, const char *raw, char *code, size_t
     return status;
 }
 
-static void test_nonce_replay_refused_on_the_other_node(void)
+static void test_cluster_nonce_replay_refused_on_the_other_node(void)
 {
     struct roostd n1, n2;
     static const char *const sets1[] = {"signatures.require=all", NULL};
@@ -88,7 +89,7 @@ static void test_nonce_replay_refused_on_the_other_node(void)
     size_t key_len = 0;
     bool copied = mkdtemp(dir2) != NULL;
     if (copied && h_read_file(token_key_path(n1.dir), &key_text, &key_len) == 0) {
-        key2 = h_fmt("%s/token_ed25519.pem", dir2);
+        key2 = h_fmt("%s/" ROOST_TOKEN_KEY_FILE, dir2);
         int fd = open(key2, O_WRONLY | O_CREAT | O_EXCL, 0600);
         copied = fd >= 0 && write(fd, key_text, key_len) == (ssize_t)key_len;
         if (fd >= 0) {
@@ -170,6 +171,6 @@ int main(int argc, char **argv)
         return 2;
     }
     setenv("ROOST_TEST_MYSQL_URL", argv[1], 1);
-    RUN(test_nonce_replay_refused_on_the_other_node);
+    RUN(test_cluster_nonce_replay_refused_on_the_other_node);
     return h_summary();
 }

@@ -9,6 +9,8 @@
 
 #include "server/config.h"
 
+#include "common/banned.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char path[64];

@@ -13,6 +13,8 @@
 
 #include "proto/httpsig.h"
 
+#include "common/banned.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_HEADERS 32

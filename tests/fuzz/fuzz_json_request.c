@@ -7,6 +7,8 @@
 
 #include "common/jsonutil.h"
 
+#include "common/banned.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

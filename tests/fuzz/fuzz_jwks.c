@@ -5,6 +5,8 @@
 
 #include "proto/jwk.h"
 
+#include "common/banned.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

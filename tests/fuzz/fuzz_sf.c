@@ -9,6 +9,8 @@
 
 #include "proto/sf.h"
 
+#include "common/banned.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void round_trip(const uint8_t *data, size_t size, enum sf_field_type type)

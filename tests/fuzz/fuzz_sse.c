@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "proto/sse.h"
+
+#include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -18,10 +21,8 @@ struct digest {
 
 static void mix(struct digest *d, const char *p, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
-        d->h = (d->h ^ (unsigned char)p[i]) * 1099511628211ULL;
-    }
-    d->h = (d->h ^ len) * 1099511628211ULL;
+    d->h = hash_fnv1a(d->h, p, len);
+    d->h = hash_fnv1a(d->h, &len, sizeof len);
 }
 
 static int on_event(void *ctx, const struct sse_event *ev)
@@ -39,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* Small limits so the error paths are reached too. */
     struct sse_parser whole, bytes;
-    struct digest dw = {1469598103934665603ULL, 0}, db = dw;
+    struct digest dw = {HASH_FNV1A_INIT, 0}, db = dw;
     sse_parser_init(&whole, 256, 1024);
     sse_parser_init(&bytes, 256, 1024);
     int rw = sse_parser_feed(&whole, (const char *)data, size, on_event, &dw);

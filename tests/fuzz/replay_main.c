@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/banned.h"
+
 #define REPLAY_MAX_INPUT_BYTES (1u << 20)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

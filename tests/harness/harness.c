@@ -23,13 +23,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/dynbuf.h"
+#include "common/fsutil.h"
+#include "common/limits.h"
+#include "common/strutil.h"
 #include "mysql/mysql_testutil.h"
 #include "proto/jwt.h"
 
 #include "common/banned.h"
-
-int h_passed;
-int h_failed;
 
 /* ---- basics ---- */
 
@@ -51,8 +52,7 @@ void h_init(void)
 int h_summary(void)
 {
     curl_global_cleanup();
-    printf("%d passed, %d failed\n", h_passed, h_failed);
-    return h_failed == 0 ? 0 : 1;
+    return check_summary();
 }
 
 int64_t h_now_ms(void)
@@ -88,66 +88,11 @@ char *h_fmt(const char *fmt, ...)
 
 int h_read_file(const char *path, char **data, size_t *len)
 {
-    *data = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return -1;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap) {
-            break;
-        }
-        cap *= 2;
-        char *nb = realloc(buf, cap + 1);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-        }
-        buf = nb;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf || err) {
-        free(buf);
-        return -1;
-    }
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    return 0;
+    return fsutil_read_bounded(path, H_READ_FILE_MAX_BYTES, data, len);
 }
 
-/* ---- growable byte buffer ---- */
-
-struct hbuf {
-    char *p;
-    size_t len, cap;
-};
-
-static int hbuf_add(struct hbuf *b, const void *data, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->len + n + 1) {
-            cap *= 2;
-        }
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            return -1;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return 0;
-}
+/* Responses and raw exchanges are buffered in a dynbuf of at most this size. */
+#define H_BUF_MAX_BYTES (64u << 20)
 
 /* ---- HTTP client ---- */
 
@@ -189,7 +134,9 @@ void h_response_cleanup(struct h_response *r)
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 {
-    return hbuf_add(arg, ptr, size * nmemb) == 0 ? size * nmemb : 0;
+    struct dynbuf *b = arg;
+    dynbuf_add(b, ptr, size * nmemb);
+    return b->err == DYNBUF_OK ? size * nmemb : 0;
 }
 
 int h_request(struct h_client *c, const char *method, const char *path, const char *token,
@@ -197,7 +144,7 @@ int h_request(struct h_client *c, const char *method, const char *path, const ch
               struct h_response *out)
 {
     static const struct h_req_opts no_opts = {0};
-    struct hbuf resp = {0}, hdrs = {0};
+    struct dynbuf resp = {.max = H_BUF_MAX_BYTES}, hdrs = {.max = H_BUF_MAX_BYTES};
     struct curl_slist *list = NULL;
     char *url = h_fmt("%s%s", c->base, path);
     char *authz = token ? h_fmt("Authorization: Bearer %s", token) : NULL;
@@ -248,11 +195,11 @@ int h_request(struct h_client *c, const char *method, const char *path, const ch
     } else if (getenv("ROOST_TEST_VERBOSE")) {
         fprintf(stderr, "curl %s %s: %s\n", method, path, curl_easy_strerror(cc));
     }
-    hbuf_add(&resp, "", 0);
-    hbuf_add(&hdrs, "", 0);
-    out->body = resp.p;
+    dynbuf_add(&resp, "", 0);
+    dynbuf_add(&hdrs, "", 0);
+    out->body = resp.s;
     out->body_len = resp.len;
-    out->headers = hdrs.p;
+    out->headers = hdrs.s;
     if (out->body && out->body_len) {
         out->json = json_loadb(out->body, out->body_len, 0, NULL);
     }
@@ -358,8 +305,9 @@ static int mysql_store_for(const char *dir, char *url, size_t cap)
         snprintf(url, cap, "%s", known);
         rc = 0;
     } else if (mysql_testutil_fresh_db(base, "it", url, cap) == 0) {
-        FILE *f = fopen(path, "w");
-        rc = f != NULL && fprintf(f, "%s\n", url) > 0 && fclose(f) == 0 ? 0 : -1;
+        char *line = h_fmt("%s\n", url);
+        rc = fsutil_write_atomic(path, line, strlen(line), 0600);
+        free(line);
     }
     free(known);
     free(path);
@@ -392,7 +340,7 @@ int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets
     *d = fresh;
     char *ready = h_fmt("%s/ready", d->dir);
     char *log_path = h_fmt("%s/roostd.log", d->dir);
-    char *key_path = h_fmt("%s/token_ed25519.pem", d->dir);
+    char *key_path = h_fmt("%s/" ROOST_TOKEN_KEY_FILE, d->dir);
     unlink(ready);
 
     size_t n_sets = 0;
@@ -474,7 +422,12 @@ int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets
         goto out;
     }
     snprintf(d->host, sizeof d->host, "%.*s", (int)(colon - hostp), hostp);
-    d->port = (int)strtol(colon + 1, NULL, 10);
+    int64_t port = 0;
+    if (strutil_parse_i64(colon + 1, strlen(colon + 1), 1, 65535, &port) != 0) {
+        fprintf(stderr, "bad ready URL '%s'\n", d->url);
+        goto out;
+    }
+    d->port = (int)port;
 
     FILE *kf = fopen(key_path, "r");
     d->key = kf ? PEM_read_PrivateKey(kf, NULL, NULL, NULL) : NULL;
@@ -700,7 +653,7 @@ int raw_exchange(const struct roostd *d, const void *req, size_t len, int want_r
                  int timeout_ms, struct raw_reply *out)
 {
     memset(out, 0, sizeof *out);
-    struct hbuf in = {0};
+    struct dynbuf in = {.max = H_BUF_MAX_BYTES};
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d->port)};
     inet_pton(AF_INET, d->host, &sa.sin_addr);
@@ -715,7 +668,7 @@ int raw_exchange(const struct roostd *d, const void *req, size_t len, int want_r
     size_t sent = 0;
     bool send_open = true;
     int64_t deadline = h_now_ms() + timeout_ms;
-    hbuf_add(&in, "", 0);
+    dynbuf_add(&in, "", 0);
     for (;;) {
         int64_t left = deadline - h_now_ms();
         if (left <= 0) {
@@ -745,21 +698,21 @@ int raw_exchange(const struct roostd *d, const void *req, size_t len, int want_r
             char chunk[16384];
             ssize_t r = recv(fd, chunk, sizeof chunk, 0);
             if (r > 0) {
-                hbuf_add(&in, chunk, (size_t)r);
+                dynbuf_add(&in, chunk, (size_t)r);
             } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
                 out->closed = true;
                 break;
             }
-            out->n_responses = parse_responses(in.p, in.len, false, out->status, RAW_MAX_RESPONSES);
+            out->n_responses = parse_responses(in.s, in.len, false, out->status, RAW_MAX_RESPONSES);
             if (want_responses > 0 && out->n_responses >= want_responses) {
                 break;
             }
         }
     }
     close(fd);
-    out->buf = in.p;
+    out->buf = in.s;
     out->len = in.len;
-    out->n_responses = parse_responses(in.p, in.len, out->closed, out->status, RAW_MAX_RESPONSES);
+    out->n_responses = parse_responses(in.s, in.len, out->closed, out->status, RAW_MAX_RESPONSES);
     return 0;
 }
 

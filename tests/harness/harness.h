@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The integration-test harness: starts the real roostd on port 0 with a ready file, stops it
  * (SIGTERM, exit status 0 required) or kills it, mints tokens with its key, talks HTTP through
- * libcurl + jansson, and sends exact bytes over a raw socket for malformed input. Also the check
- * kit every integration test uses: CHECK* count passes and failures and print file:line, and
- * h_summary() prints the final "N passed, N failed" line and gives the exit code. */
+ * libcurl + jansson, and sends exact bytes over a raw socket for malformed input. The checks are
+ * the one kit of check.h; h_summary() ends a test with its "N passed, N failed" line. */
 #ifndef ROOST_TEST_HARNESS_H
 #define ROOST_TEST_HARNESS_H
 
@@ -15,65 +14,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-/* ---- checks ---- */
-
-extern int h_passed;
-extern int h_failed;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            h_passed++;                                                                            \
-        } else {                                                                                   \
-            h_failed++;                                                                            \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                             \
-    do {                                                                                           \
-        long long h_a_ = (long long)(a), h_b_ = (long long)(b);                                    \
-        if (h_a_ == h_b_) {                                                                        \
-            h_passed++;                                                                            \
-        } else {                                                                                   \
-            h_failed++;                                                                            \
-            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n", __FILE__,         \
-                    __LINE__, #a, #b, h_a_, h_b_);                                                 \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STREQ(a, b)                                                                          \
-    do {                                                                                           \
-        const char *h_a_ = (a), *h_b_ = (b);                                                       \
-        if (h_a_ != NULL && h_b_ != NULL && strcmp(h_a_, h_b_) == 0) {                             \
-            h_passed++;                                                                            \
-        } else {                                                                                   \
-            h_failed++;                                                                            \
-            fprintf(stderr, "%s:%d: CHECK_STREQ failed: %s == %s (\"%s\" vs \"%s\")\n", __FILE__,  \
-                    __LINE__, #a, #b, h_a_ ? h_a_ : "(null)", h_b_ ? h_b_ : "(null)");             \
-        }                                                                                          \
-    } while (0)
-
-/* A check with a case label, for table-driven tests: prints the label on failure. */
-#define CHECK_CASE(label, cond)                                                                    \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            h_passed++;                                                                            \
-        } else {                                                                                   \
-            h_failed++;                                                                            \
-            fprintf(stderr, "%s:%d: [%s] CHECK failed: %s\n", __FILE__, __LINE__, (label), #cond); \
-        }                                                                                          \
-    } while (0)
-
-/* Runs one test function, naming it when it added failures. */
-#define RUN(fn)                                                                                    \
-    do {                                                                                           \
-        int h_before_ = h_failed;                                                                  \
-        fn();                                                                                      \
-        if (h_failed != h_before_) {                                                               \
-            fprintf(stderr, "FAIL %s\n", #fn);                                                     \
-        }                                                                                          \
-    } while (0)
+#include "harness/check.h"
 
 /* Polls `cond` every 10 ms until it holds or `timeout_ms` passed; `ok` tells which. A deadline
  * for a condition, never a sleep standing in for synchronisation. */
@@ -103,7 +44,9 @@ void h_sleep_ms(int ms);
 
 /* malloc'd printf; never NULL (aborts on OOM: a test cannot continue without memory). */
 char *h_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Reads a whole file; 0 or -1. *data is NUL-terminated (not counted in *len); caller frees. */
+/* Reads a whole file of at most H_READ_FILE_MAX_BYTES; 0 or -1. *data is NUL-terminated (not
+ * counted in *len); caller frees. */
+#define H_READ_FILE_MAX_BYTES (64u << 20)
 int h_read_file(const char *path, char **data, size_t *len);
 
 /* ---- HTTP (libcurl) ---- */

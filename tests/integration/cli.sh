@@ -21,26 +21,7 @@ roost=${2:?roost binary}
 src=${3:?source dir}
 man="$src/doc/man/roost.1"
 
-passed=0
-failed=0
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "CHECK failed: $what" >&2
-  fi
-}
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/roost-cli-XXXXXX")
-roostd_pid=
-cleanup() {
-  [ -n "$roostd_pid" ] && kill -9 "$roostd_pid" 2>/dev/null && wait "$roostd_pid" 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/../harness/preamble.sh" cli
 
 "$roost" --list-commands >"$dir/commands"
 "$roost" --list-options >"$dir/options"
@@ -131,21 +112,8 @@ while IFS=$'\t' read -r cmd opt short _arg _env; do
 done <"$dir/options"
 
 # ---- against a real roostd ----
-"$roostd" --data-dir "$dir/data" --listen 127.0.0.1:0 --ready-file "$dir/ready" \
-  --set store.synchronous=normal 2>>"$dir/roostd.log" &
-roostd_pid=$!
-for _ in $(seq 1 1500); do
-  [ -s "$dir/ready" ] && break
-  kill -0 "$roostd_pid" 2>/dev/null || break
-  sleep 0.01
-done
-if [ ! -s "$dir/ready" ]; then
-  echo "roostd did not start" >&2
-  cat "$dir/roostd.log" >&2
-  echo "$passed passed, $((failed + 1)) failed"
-  exit 1
-fi
-url=$(cat "$dir/ready")
+roostd_start "$roostd" "$dir/data" --set store.synchronous=normal ||
+  abort "roostd did not start: $(cat "$dir/roostd.log")"
 tok=$("$roost" token mint --data-dir "$dir/data" --tenant t1 \
   --scope 'agent:*:consume agent:*:publish agent:*:read tenant:admin')
 check "token minted" test -n "$tok"
@@ -194,5 +162,4 @@ check "release-all --consumer releases its lease" \
 check "admin quarantine list --agent" sh -c "'$roost' admin quarantine list --agent cli.c \
   --server '$url' --token '$tok' --compact | grep -q '\"events\":\[\]'"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary

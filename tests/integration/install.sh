@@ -12,21 +12,7 @@ set -uo pipefail
 build=${1:?build dir}
 src=${2:?source dir}
 
-passed=0
-failed=0
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "CHECK failed: $what" >&2
-  fi
-}
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/roost-install-XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/../harness/preamble.sh" install
 
 # ---- DESTDIR install ----
 DESTDIR="$dir/dest" cmake --install "$build" --prefix /usr >"$dir/install.log" 2>&1
@@ -90,5 +76,4 @@ for key in $("$build/bin/roostd" --print-config | sed -n 's/^\([a-z_.0-9]*\) = .
   check "roostd.8 names $key" grep -q -- "$(printf '%s' "$key" | sed 's/[.]/\\./g')" "$src/doc/man/roostd.8"
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary

@@ -17,64 +17,10 @@ roostd=${2:?roostd binary}
 roost=${3:?roost binary}
 js_dir=${4:?tests/js dir}
 
-passed=0
-failed=0
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "CHECK failed: $what" >&2
-  fi
-}
-summary() {
-  echo "$passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
-}
+. "$(dirname "$0")/../harness/preamble.sh" "sse-clients-$mode"
 
-dir=$(mktemp -d "${TMPDIR:-/tmp}/roost-sse-clients-XXXXXX")
-roostd_pid=
-curl_pid=
-cleanup() {
-  [ -n "$curl_pid" ] && kill "$curl_pid" 2>/dev/null
-  [ -n "$roostd_pid" ] && kill -9 "$roostd_pid" 2>/dev/null
-  [ -z "${ROOST_TEST_KEEP:-}" ] && rm -rf "$dir"
-}
-trap cleanup EXIT
-
-# Polls a condition every 20 ms until it holds or the deadline (seconds) passes.
-wait_until() { # wait_until SECONDS COMMAND...
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    [ "$SECONDS" -ge "$deadline" ] && return 1
-    sleep 0.02
-  done
-}
-
-need() {
-  if ! command -v "$1" >/dev/null 2>&1; then
-    echo "missing: $1 (make test installs it: scripts/deps.sh)" >&2
-    failed=$((failed + 1))
-    summary
-    exit 1
-  fi
-}
-
-"$roostd" --data-dir "$dir" --listen 127.0.0.1:0 --ready-file "$dir/ready" >"$dir/roostd.log" 2>&1 &
-roostd_pid=$!
-alive_and_ready() { kill -0 "$roostd_pid" 2>/dev/null && [ -s "$dir/ready" ]; }
-if ! wait_until 15 alive_and_ready; then
-  echo "roostd did not become ready" >&2
-  cat "$dir/roostd.log" >&2
-  failed=$((failed + 1))
-  summary
-  exit 1
-fi
-url=$(head -n1 "$dir/ready")
-token=$("$roost" token mint --data-dir "$dir" --tenant t1 \
+roostd_start "$roostd" "$dir/data" || abort "roostd did not become ready: $(tail -n 30 "$dir/roostd.log")"
+token=$("$roost" token mint --data-dir "$dir/data" --tenant t1 \
   --scope 'agent:js.*:read agent:js.*:publish agent:cli.*:read agent:cli.*:publish' --ttl 10m)
 check "token minted" test -n "$token"
 
@@ -99,7 +45,7 @@ run_curl() {
       curl -N -sS -D "$hdr" "$url/api/v1/agents/$agent/subscribe?access_token=$token" \
         >"$out" 2>"$dir/curl-$n.err" &
     fi
-    curl_pid=$!
+    client_pid=$!
     check "$n: connect-time ping (head 0)" wait_until 10 grep -qx 'data: {"cursor_hint":0}' "$out"
     check "$n: 200" grep -q '^HTTP/1.1 200' "$hdr"
     check "$n: text/event-stream" grep -qi '^content-type: text/event-stream' "$hdr"
@@ -110,9 +56,9 @@ run_curl() {
     check "$n: ping for head $seq" wait_until 10 grep -qx "data: {\"cursor_hint\":$seq}" "$out"
     check "$n: id $seq" grep -qx "id: $seq" "$out"
     check "$n: inbox_updated" test "$(grep -c '^event: inbox_updated$' "$out")" -eq 2
-    kill "$curl_pid" 2>/dev/null
-    wait "$curl_pid" 2>/dev/null
-    curl_pid=
+    kill "$client_pid" 2>/dev/null
+    wait "$client_pid" 2>/dev/null
+    client_pid=
   done
   # A bad query token: 401, and curl's stream ends at once.
   local code
@@ -148,14 +94,7 @@ case "$mode" in
 esac
 
 # Graceful shutdown with whatever is still open: exit status 0.
-kill -TERM "$roostd_pid"
-rc=
-stopped() { ! kill -0 "$roostd_pid" 2>/dev/null; }
-if wait_until 20 stopped; then
-  wait "$roostd_pid"
-  rc=$?
-fi
-roostd_pid=
-check "roostd exited 0 on SIGTERM (got ${rc:-still running})" test "${rc:-1}" -eq 0
+roostd_stop
+check "roostd exited 0 on SIGTERM (got $roostd_rc)" test "$roostd_rc" = 0
 [ "$failed" -ne 0 ] && tail -n 30 "$dir/roostd.log" >&2
 summary

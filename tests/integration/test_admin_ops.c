@@ -113,7 +113,7 @@ static long subscribers_of(const char *agent)
     return n;
 }
 
-static void test_agents_sorted_with_activity(void)
+static void test_admin_agents_sorted_with_activity(void)
 {
     json_t *res = NULL;
     CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/admin/agents?sort=depth&limit=1"),
@@ -167,7 +167,7 @@ static void test_agents_sorted_with_activity(void)
     CHECK_EQ(cli(NULL, "admin agents --sort sideways"), 2);
 }
 
-static void test_quarantine_inspect(void)
+static void test_admin_quarantine_inspect(void)
 {
     json_t *res = NULL;
     CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/admin/quarantine/%s", quarantined_id),
@@ -195,7 +195,7 @@ static void test_quarantine_inspect(void)
     free(args);
 }
 
-static void test_stats(void)
+static void test_admin_stats_from_metrics_snapshot(void)
 {
     json_t *res = NULL;
     bool ok;
@@ -223,7 +223,7 @@ static void test_stats(void)
     free(out);
 }
 
-static void test_purge(void)
+static void test_admin_quarantine_purge(void)
 {
     CHECK_EQ(cli(NULL, "admin quarantine purge"), 2);
     CHECK_EQ(cli(NULL, "admin quarantine purge --all --agent ao.other"), 2);
@@ -274,10 +274,10 @@ int main(void)
     }
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish agent:*:read tenant:admin");
     RUN(setup_traffic);
-    RUN(test_agents_sorted_with_activity);
-    RUN(test_quarantine_inspect);
-    RUN(test_stats);
-    RUN(test_purge);
+    RUN(test_admin_agents_sorted_with_activity);
+    RUN(test_admin_quarantine_inspect);
+    RUN(test_admin_stats_from_metrics_snapshot);
+    RUN(test_admin_quarantine_purge);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);

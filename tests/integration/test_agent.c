@@ -307,7 +307,7 @@ static void agent_print_log(const struct agent_proc *ap)
 /* Removes the agent's dirs, printing its log first when a check failed. */
 static void agent_cleanup(struct agent_proc *ap)
 {
-    if (h_failed > 0) {
+    if (check_failed > 0) {
         agent_print_log(ap);
     }
     char *cmd = h_fmt("rm -rf '%s'", ap->dir);

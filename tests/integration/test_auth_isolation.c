@@ -44,7 +44,7 @@ static char *b64(const char *text)
     return out;
 }
 
-static void test_unauthenticated_requests_get_401(void)
+static void test_auth_unauthenticated_requests_get_401(void)
 {
     json_int_t now = (json_int_t)time(NULL);
     check_401("S01 no Authorization", NULL);
@@ -166,7 +166,7 @@ static void expect_forbidden(const char *label, long st, json_t **res)
     *res = NULL;
 }
 
-static void test_scopes(void)
+static void test_auth_scopes(void)
 {
     char *admin = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
     char *none = h_token(&d, "t1", "");
@@ -283,7 +283,7 @@ static void check_same(const char *label, long st_a, json_t *a, long st_b, json_
     json_decref(b);
 }
 
-static void test_tenant_isolation(void)
+static void test_auth_tenant_isolation(void)
 {
     char *ta = h_token(&d, "tenant_a", "agent:*:consume agent:*:publish tenant:admin");
     char *tb = h_token(&d, "tenant_b", "agent:*:consume agent:*:publish tenant:admin");
@@ -403,9 +403,9 @@ int main(void)
         CHECK(!"roostd started");
         return h_summary();
     }
-    RUN(test_unauthenticated_requests_get_401);
-    RUN(test_scopes);
-    RUN(test_tenant_isolation);
+    RUN(test_auth_unauthenticated_requests_get_401);
+    RUN(test_auth_scopes);
+    RUN(test_auth_tenant_isolation);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
     return h_summary();

@@ -35,7 +35,7 @@ static long publish_with(const char *tok, json_t *extra)
     return h_callj(d.http, "POST", tok, body, NULL, "/api/v1/events");
 }
 
-static void test_reload(void)
+static void test_config_reload_applies_sighup(void)
 {
     char *tok = h_token(&d, "t1", "agent:*:consume agent:*:publish");
     /* limits.max_recipients = 2 at start: three recipients are refused. */
@@ -82,7 +82,7 @@ int main(void)
     if (roostd_start(&d, NULL, sets) != 0) {
         CHECK(!"roostd started");
     } else {
-        RUN(test_reload);
+        RUN(test_config_reload_applies_sighup);
         CHECK_EQ(roostd_stop(&d), 0);
         roostd_remove_dir(&d);
     }

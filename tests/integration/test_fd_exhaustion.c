@@ -53,7 +53,7 @@ static long cpu_ticks(pid_t pid)
     return ticks;
 }
 
-static void test_emfile_pauses_accept_and_recovers(void)
+static void test_http_emfile_pauses_accept_and_recovers(void)
 {
     int base_fds = count_open_fds(d.pid);
     CHECK(base_fds > 0);
@@ -109,7 +109,7 @@ int main(void)
         CHECK(!"roostd started");
         return h_summary();
     }
-    RUN(test_emfile_pauses_accept_and_recovers);
+    RUN(test_http_emfile_pauses_accept_and_recovers);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
     return h_summary();

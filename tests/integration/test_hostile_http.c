@@ -151,7 +151,7 @@ static void run_hcase(const struct hcase *c, bool with_token)
     if (c->must_close) {
         CHECK_CASE(label, r.closed && !r.timed_out);
     }
-    if (h_failed && (r.n_responses != n || (r.n_responses && !status_in(r.status[0], want)))) {
+    if (check_failed && (r.n_responses != n || (r.n_responses && !status_in(r.status[0], want)))) {
         fprintf(stderr, "  [%s] got %d responses, first %d, closed=%d; reply: %.300s\n", label,
                 r.n_responses, r.n_responses ? r.status[0] : 0, r.closed, r.buf ? r.buf : "");
     }
@@ -165,7 +165,7 @@ static void run_hcase(const struct hcase *c, bool with_token)
     free(raw);
 }
 
-static void test_raw_http_cases(void)
+static void test_http_raw_cases(void)
 {
     for (size_t i = 0; i < sizeof hcases / sizeof hcases[0]; i++) {
         run_hcase(&hcases[i], false);
@@ -174,7 +174,7 @@ static void test_raw_http_cases(void)
 }
 
 /* The details of a few cases beyond their status. */
-static void test_smuggling_details(void)
+static void test_http_smuggling_details(void)
 {
     /* H01: the embedded "GET /admin" is never answered, and the connection is closed. */
     size_t len;
@@ -279,7 +279,7 @@ static void send_path(const char *method, const char *path, const char *token, s
     free(auth);
 }
 
-static void test_path_cases(void)
+static void test_http_path_cases(void)
 {
     for (size_t i = 0; i < sizeof pcases / sizeof pcases[0]; i++) {
         const struct pcase *c = &pcases[i];
@@ -371,7 +371,7 @@ static const struct qcase qcases[] = {
 };
 /* clang-format on */
 
-static void test_query_cases(void)
+static void test_http_query_cases(void)
 {
     for (size_t i = 0; i < sizeof qcases / sizeof qcases[0]; i++) {
         const struct qcase *c = &qcases[i];
@@ -421,7 +421,7 @@ static void test_query_cases(void)
 
 /* ---- H35/H36: stalled clients (http.timeout_s = 2 here) ---- */
 
-static void test_stalled_clients_are_closed(void)
+static void test_http_stalled_clients_are_closed(void)
 {
     /* A header section that stops arriving, and a body that stops short of its length: both
      * connections are closed by the idle timeout, without an answer or with a 408. Covered: a
@@ -445,7 +445,7 @@ static void test_stalled_clients_are_closed(void)
 
 /* ---- H37: many idle connections ---- */
 
-static void test_many_idle_connections(void)
+static void test_http_many_idle_connections(void)
 {
     enum { N = 1000 };
     int *fds = calloc(N, sizeof *fds);
@@ -489,12 +489,12 @@ int main(void)
     }
     tok_a1 = h_token(&d, "t1", "agent:a1:consume");
     tok_all = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
-    RUN(test_raw_http_cases);
-    RUN(test_smuggling_details);
-    RUN(test_path_cases);
-    RUN(test_query_cases);
-    RUN(test_stalled_clients_are_closed);
-    RUN(test_many_idle_connections);
+    RUN(test_http_raw_cases);
+    RUN(test_http_smuggling_details);
+    RUN(test_http_path_cases);
+    RUN(test_http_query_cases);
+    RUN(test_http_stalled_clients_are_closed);
+    RUN(test_http_many_idle_connections);
     /* After all of that the daemon is alive, answers, and shuts down cleanly. */
     CHECK(roostd_alive(&d));
     long st = 0;

@@ -147,7 +147,7 @@ static char *repeat(const char *head, const char *unit, size_t n, const char *ta
     return s;
 }
 
-static void test_large_json_cases(void)
+static void test_json_large_cases(void)
 {
     size_t len;
     struct h_response r;
@@ -190,7 +190,7 @@ static void test_large_json_cases(void)
 
 /* ---- limits, media types, unknown fields, field validation ---- */
 
-static void test_body_and_payload_limits(void)
+static void test_json_body_and_payload_limits(void)
 {
     struct h_response r;
     size_t len;
@@ -238,7 +238,7 @@ static void test_body_and_payload_limits(void)
     json_decref(page);
 }
 
-static void test_media_types(void)
+static void test_json_media_types(void)
 {
     static const char body[] = "{\"limit\":1}";
     struct {
@@ -360,7 +360,7 @@ static const struct fcase fcases[] = {
 };
 /* clang-format on */
 
-static void test_field_validation(void)
+static void test_json_field_validation(void)
 {
     for (size_t i = 0; i < sizeof fcases / sizeof fcases[0]; i++) {
         struct h_response r;
@@ -399,10 +399,10 @@ int main(void)
     }
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
     RUN(test_json_body_cases);
-    RUN(test_large_json_cases);
-    RUN(test_body_and_payload_limits);
-    RUN(test_media_types);
-    RUN(test_field_validation);
+    RUN(test_json_large_cases);
+    RUN(test_json_body_and_payload_limits);
+    RUN(test_json_media_types);
+    RUN(test_json_field_validation);
     CHECK(roostd_alive(&d));
     long st = 0;
     http_request(d.http, "GET", "/healthz", NULL, NULL, &st, NULL);

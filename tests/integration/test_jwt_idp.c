@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "harness/harness.h"
 
 #include "common/banned.h"
@@ -44,14 +45,9 @@ static int install(const char *src, const char *dst)
     if (h_read_file(src, &data, &len) != 0) {
         return -1;
     }
-    char *tmp = h_fmt("%s.tmp", dst);
-    FILE *f = fopen(tmp, "w");
-    int ok = f != NULL && fwrite(data, 1, len, f) == len;
-    ok = f != NULL && fclose(f) == 0 && ok;
-    ok = ok && rename(tmp, dst) == 0;
-    free(tmp);
+    int rc = fsutil_write_atomic(dst, data, len, 0644);
     free(data);
-    return ok ? 0 : -1;
+    return rc;
 }
 
 static int write_config(const char *audience)
@@ -72,7 +68,7 @@ static int write_config(const char *audience)
     return fclose(f) == 0 ? 0 : -1;
 }
 
-static void test_each_algorithm_accepted(void)
+static void test_jwt_each_algorithm_accepted(void)
 {
     static const char *const good[] = {"ed_t1", "es_t1",       "rs_t1",
                                        "hs_t1", "es_nokid_t1", "aud_array"};
@@ -87,7 +83,7 @@ static void test_each_algorithm_accepted(void)
     free(own);
 }
 
-static void test_refusals(void)
+static void test_jwt_refusals(void)
 {
     static const char *const bad[] = {"es_wrong_iss", "rs_wrong_aud",    "hs_wrong_aud",
                                       "ed_no_iss",    "hs_other_secret", "es_expired",
@@ -97,7 +93,7 @@ static void test_refusals(void)
     }
 }
 
-static void test_tenant_isolation(void)
+static void test_jwt_tenant_isolation(void)
 {
     char eid[32] = "";
     int64_t seq =
@@ -131,7 +127,7 @@ static void test_tenant_isolation(void)
     json_decref(mine);
 }
 
-static void test_sighup_reload(void)
+static void test_jwt_sighup_reload(void)
 {
     /* 1. Rotation: es-1 and rs-1 leave, es-2 arrives. */
     char *j2 = h_fmt("%s/jwks2.json", dir), *jwks = h_fmt("%s/jwks.json", dir);
@@ -201,11 +197,11 @@ int main(void)
         return h_summary();
     }
     free(conf);
-    RUN(test_each_algorithm_accepted);
-    RUN(test_refusals);
-    RUN(test_tenant_isolation);
-    RUN(test_sighup_reload);
-    if (h_failed) {
+    RUN(test_jwt_each_algorithm_accepted);
+    RUN(test_jwt_refusals);
+    RUN(test_jwt_tenant_isolation);
+    RUN(test_jwt_sighup_reload);
+    if (check_failed) {
         roostd_print_log(&d);
     }
     CHECK_EQ(roostd_stop(&d), 0);

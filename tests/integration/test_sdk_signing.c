@@ -716,7 +716,7 @@ static void test_agent_run_signed(void)
     size_t len = 0;
     CHECK(h_read_file(log, &text, &len) == 0);
     CHECK(text && strstr(text, "signature_") == NULL && strstr(text, "key_") == NULL);
-    if (h_failed && text) {
+    if (check_failed && text) {
         fprintf(stderr, "---- agent log ----\n%s\n----\n", text);
     }
     free(text);
@@ -766,7 +766,7 @@ int main(void)
     RUN(test_agent_run_signed);
 
     CHECK_EQ(roostd_stop(&d), 0);
-    if (h_failed) {
+    if (check_failed) {
         roostd_print_log(&d);
     }
     roostd_remove_dir(&d);

@@ -702,6 +702,91 @@ static void test_refusals_have_precise_codes(void)
     EVP_PKEY_free(k.pkey);
 }
 
+/* Replay around expiry (issue 13): `expires` is accepted up to 60 s in the past (clock skew), so
+ * the nonce must be remembered until expires + 60 s, not until expires. Time is driven by signing
+ * with created/expires in the past instead of waiting. */
+static long publish_with(const struct httpsig_key *k, const struct sign_opts *o, struct sreq *r)
+{
+    sreq_init(r, "POST", "/api/v1/events", "{\"recipients\":[\"a1\"],\"payload\":{\"replay\":1}}",
+              tok1);
+    sign_c(r, "prod-ed", k, o);
+    return send_req(r, NULL);
+}
+
+/* a1's head: how many events it ever received (read signed with a1's key). */
+static int64_t a1_head(void)
+{
+    struct sreq r;
+    sreq_init(&r, "GET", "/api/v1/agents/a1/inbox?limit=1", NULL, tok1);
+    unsigned char sec[64];
+    struct httpsig_key k = load_priv("ed25519", KEYS "/test-key-ed25519.priv.pem", sec);
+    sign_c(&r, "a1-ed", &k, NULL);
+    EVP_PKEY_free(k.pkey);
+    json_t *j = NULL;
+    CHECK_EQ(send_req(&r, &j), 200);
+    int64_t head = j ? (int64_t)h_int(j, "head") : -1;
+    json_decref(j);
+    sreq_cleanup(&r);
+    return head;
+}
+
+/* Waits until the scheduler finished one more tick (it prunes nonces in every tick, once a second
+ * by default): a lease of 1 s taken now expires, and the tick that returns it logs lease_expired
+ * after pruning. */
+static bool wait_for_prune_pass(void)
+{
+    int before = roostd_log_count(&d, "lease_expired=");
+    CHECK(h_publish(d.http, tok2, "a1", json_pack("{s:b}", "tick", 1), NULL, NULL) > 0);
+    json_t *evs = h_claim(d.http, tok2, "a1", 1, 1, NULL);
+    CHECK_EQ(json_array_size(evs), 1);
+    json_decref(evs);
+    bool ok;
+    H_WAIT_UNTIL(ok, 10000, roostd_log_count(&d, "lease_expired=") > before);
+    return ok;
+}
+
+static void test_replay_refused_until_expiry_plus_skew(void)
+{
+    unsigned char sec[64];
+    struct httpsig_key k = load_priv("ed25519", KEYS "/test-key-ed25519.priv.pem", sec);
+    int64_t now = (int64_t)time(NULL);
+    struct sreq r;
+    int64_t before = a1_head();
+
+    /* Before expiry. */
+    struct sign_opts fresh = {.created = now - 5, .expires = now + 55};
+    CHECK_EQ(publish_with(&k, &fresh, &r), 201);
+    expect_code("replay before expiry", &r, 401, "nonce_reused");
+    sreq_cleanup(&r);
+
+    /* At expiry. */
+    struct sign_opts at = {.created = now - 60, .expires = now};
+    CHECK_EQ(publish_with(&k, &at, &r), 201);
+    expect_code("replay at expiry", &r, 401, "nonce_reused");
+    sreq_cleanup(&r);
+
+    /* After expiry, inside the skew allowance: accepted once, then every replay is refused, also
+     * after a scheduler pass pruned the nonces that are really gone. */
+    struct sign_opts past = {.created = now - 100, .expires = now - 40};
+    CHECK_EQ(publish_with(&k, &past, &r), 201);
+    for (int i = 0; i < 3; i++) {
+        expect_code("replay after expiry", &r, 401, "nonce_reused");
+    }
+    CHECK(wait_for_prune_pass());
+    expect_code("replay after expiry and a prune pass", &r, 401, "nonce_reused");
+    sreq_cleanup(&r);
+    /* Three publishes went through, not one per replay. */
+    CHECK_EQ(a1_head(), before + 3);
+
+    /* Past the skew allowance the signature itself is refused. */
+    struct sign_opts dead = {.created = now - 130, .expires = now - 70};
+    sreq_init(&r, "POST", "/api/v1/events", "{\"recipients\":[\"a1\"],\"payload\":{}}", tok1);
+    sign_c(&r, "prod-ed", &k, &dead);
+    expect_code("past the skew", &r, 401, "signature_expired");
+    sreq_cleanup(&r);
+    EVP_PKEY_free(k.pkey);
+}
+
 static void test_policy_per_tenant(void)
 {
     const char *ed = KEYS "/test-key-ed25519.priv.pem";
@@ -896,13 +981,14 @@ int main(void)
     RUN(test_npm_signed_requests_accepted);
     RUN(test_c_signed_requests_accepted);
     RUN(test_refusals_have_precise_codes);
+    RUN(test_replay_refused_until_expiry_plus_skew);
     RUN(test_policy_per_tenant);
     RUN(test_policy_mutations);
     RUN(test_server_key_published_as_jwks);
     RUN(test_policy_reloads_on_sighup);
 
     CHECK_EQ(roostd_stop(&d), 0);
-    if (h_failed) {
+    if (check_failed) {
         roostd_print_log(&d);
     }
     roostd_remove_dir(&d);

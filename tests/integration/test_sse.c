@@ -31,7 +31,7 @@ static long post(struct roostd *d, const char *tok, json_t *body, json_t **out, 
 static struct roostd D;
 static char *TOK; /* t1: consume, publish, admin on every agent */
 
-static void test_framing_headers_retry_and_initial_ping(void)
+static void test_sse_framing_headers_retry_and_initial_ping(void)
 {
     for (int i = 0; i < 3; i++) {
         CHECK_EQ(h_publish(D.http, TOK, "fr.a", NULL, NULL, NULL), i + 1);
@@ -77,7 +77,7 @@ static void test_framing_headers_retry_and_initial_ping(void)
     sse_close(&s);
 }
 
-static void test_last_event_id(void)
+static void test_sse_last_event_id(void)
 {
     for (int i = 0; i < 5; i++) {
         h_publish(D.http, TOK, "leid.a", NULL, NULL, NULL);
@@ -128,7 +128,7 @@ static void test_last_event_id(void)
 
 /* release, requeue, lease expiry and a delayed event becoming due each make work claimable
  * without moving the head: each must still ping (with the head), after its commit. */
-static void test_ping_after_every_claimable_transition(void)
+static void test_sse_ping_after_every_claimable_transition(void)
 {
     struct sse s;
     char id1[31];
@@ -213,7 +213,7 @@ static void test_ping_after_every_claimable_transition(void)
 
 /* A batch whose 3rd event is invalid rolls back as a whole: no row, no ping. Had it pinged, the
  * ping would carry head 2; the next ping must be the valid publish's head 1, then 2. */
-static void test_rejected_batch_pings_nobody(void)
+static void test_sse_rejected_batch_pings_nobody(void)
 {
     struct sse s, other;
     CHECK(subscribe(&s, &D, TOK, "rb.a", 0));
@@ -261,7 +261,7 @@ static void test_rejected_batch_pings_nobody(void)
 /* A subscriber that does not read while 500 commits happen holds one pending head: when it
  * reads again it gets a few events (what fit in the socket buffers, then the newest head), the
  * last carrying the final head — not 500. */
-static void test_coalescing(void)
+static void test_sse_coalescing(void)
 {
     struct sse s;
     CHECK_EQ(sse_open(&s, &D, "/api/v1/agents/co.a/subscribe", TOK, NULL, 2048), 200);
@@ -295,7 +295,7 @@ static void test_coalescing(void)
     sse_close(&s);
 }
 
-static void test_auth_and_scopes(void)
+static void test_sse_auth_and_scopes(void)
 {
     struct sse s;
     char v[64];
@@ -363,7 +363,7 @@ static void test_auth_and_scopes(void)
 
 /* A publish to tenant A's agent x pings A's subscribers of x only: not B's subscriber of x,
  * not A's subscriber of y. Heads differ so a stray ping would show. */
-static void test_isolation(void)
+static void test_sse_isolation(void)
 {
     char *a_tok = h_token(&D, "iso-a", "agent:*:consume agent:*:publish");
     char *b_tok = h_token(&D, "iso-b", "agent:*:consume agent:*:publish");
@@ -399,7 +399,7 @@ static void test_isolation(void)
 }
 
 /* Many streams on one agent all receive a fan-out publish. */
-static void test_many_streams(void)
+static void test_sse_many_streams(void)
 {
     enum { N = 300 };
     struct sse *s = calloc(N, sizeof *s);
@@ -446,7 +446,7 @@ static bool limited(struct roostd *d, const char *tok, const char *agent, const 
     return ok;
 }
 
-static void test_limits(void)
+static void test_sse_limits(void)
 {
     static const char *const sets[] = {"sse.max_per_agent=2", "sse.max_per_tenant=3",
                                        "sse.max_total=5", NULL};
@@ -513,7 +513,7 @@ static void test_limits(void)
 
 /* ---- heartbeats (sse.heartbeat_s=1) and the slow-subscriber drop ---- */
 
-static void test_heartbeat(void)
+static void test_sse_heartbeat(void)
 {
     static const char *const sets[] = {"sse.heartbeat_s=1", NULL};
     struct roostd d;
@@ -554,7 +554,7 @@ static void test_heartbeat(void)
  * stuck for sse.stall_timeout_s, it is dropped (log line; the client, reading at last, finds the
  * data, then the server's close, without the terminating chunk of a clean end). A reading
  * subscriber of the same agent is unaffected. */
-static void test_slow_subscriber_dropped(void)
+static void test_sse_slow_subscriber_dropped(void)
 {
     static const char *const sets[] = {"sse.heartbeat_s=1", "sse.stall_timeout_s=2", NULL};
     struct roostd d;
@@ -615,7 +615,7 @@ static void test_slow_subscriber_dropped(void)
 
 /* ---- shutdown ---- */
 
-static void test_sigterm_ends_streams(void)
+static void test_sse_sigterm_ends_streams(void)
 {
     struct roostd d;
     if (roostd_start(&d, NULL, NULL) != 0) {
@@ -660,20 +660,20 @@ int main(void)
         return h_summary();
     }
     TOK = h_token(&D, "t1", "agent:*:consume agent:*:publish tenant:admin");
-    RUN(test_framing_headers_retry_and_initial_ping);
-    RUN(test_last_event_id);
-    RUN(test_ping_after_every_claimable_transition);
-    RUN(test_rejected_batch_pings_nobody);
-    RUN(test_coalescing);
-    RUN(test_auth_and_scopes);
-    RUN(test_isolation);
-    RUN(test_many_streams);
+    RUN(test_sse_framing_headers_retry_and_initial_ping);
+    RUN(test_sse_last_event_id);
+    RUN(test_sse_ping_after_every_claimable_transition);
+    RUN(test_sse_rejected_batch_pings_nobody);
+    RUN(test_sse_coalescing);
+    RUN(test_sse_auth_and_scopes);
+    RUN(test_sse_isolation);
+    RUN(test_sse_many_streams);
     free(TOK);
     CHECK_EQ(roostd_stop(&D), 0);
     roostd_remove_dir(&D);
-    RUN(test_limits);
-    RUN(test_heartbeat);
-    RUN(test_slow_subscriber_dropped);
-    RUN(test_sigterm_ends_streams);
+    RUN(test_sse_limits);
+    RUN(test_sse_heartbeat);
+    RUN(test_sse_slow_subscriber_dropped);
+    RUN(test_sse_sigterm_ends_streams);
     return h_summary();
 }

@@ -84,7 +84,7 @@ static void test_routing(const char *shard_db)
     free(main_db);
 }
 
-static void test_unopenable_shard_stops_startup(void)
+static void test_tenant_stores_unopenable_shard_stops_startup(void)
 {
     struct roostd bad;
     static const char *const sets[] = {"store.tenant.t9=sqlite:///nonexistent-dir/x/y.db", NULL};
@@ -111,7 +111,7 @@ int main(void)
         CHECK_EQ(roostd_stop(&d), 0);
         roostd_remove_dir(&d);
     }
-    RUN(test_unopenable_shard_stops_startup);
+    RUN(test_tenant_stores_unopenable_shard_stops_startup);
     free(set);
     free(shard_db);
     char *rm = h_fmt("rm -rf '%s'", dir);

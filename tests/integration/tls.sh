@@ -12,36 +12,8 @@ set -uo pipefail
 roostd=${1:?roostd binary}
 roost=${2:?roost binary}
 
-passed=0
-failed=0
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "CHECK failed: $what" >&2
-  fi
-}
-summary() {
-  echo "$passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
-}
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/roost-tls-XXXXXX")
-roostd_pid=
-curl_pid=
-cleanup() {
-  [ -n "$curl_pid" ] && kill "$curl_pid" 2>/dev/null && wait "$curl_pid" 2>/dev/null
-  [ -n "$roostd_pid" ] && kill -9 "$roostd_pid" 2>/dev/null && wait "$roostd_pid" 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-
-for tool in openssl curl; do
-  command -v "$tool" >/dev/null || { echo "missing: $tool (scripts/deps.sh installs it)" >&2; exit 1; }
-done
+. "$(dirname "$0")/../harness/preamble.sh" tls
+need openssl curl
 
 # ---- a test CA and a server certificate signed by it ----
 ossl() { openssl "$@" 2>>"$dir/openssl.log"; }
@@ -58,17 +30,8 @@ ossl genpkey -algorithm ed25519 -out "$dir/other.key"
 check "openssl generated the test CA and certificate" test -s "$dir/server.pem"
 
 start_roostd() { # start_roostd KEY_FILE: 0 when ready
-  rm -f "$dir/ready"
-  "$roostd" --data-dir "$dir/data" --listen 127.0.0.1:0 --ready-file "$dir/ready" \
-    --set store.synchronous=normal --set "tls.cert_file=$dir/server.pem" \
-    --set "tls.key_file=$1" 2>>"$dir/roostd.log" &
-  roostd_pid=$!
-  for _ in $(seq 1 1500); do
-    [ -s "$dir/ready" ] && return 0
-    kill -0 "$roostd_pid" 2>/dev/null || { wait "$roostd_pid"; roostd_pid=; return 1; }
-    sleep 0.01
-  done
-  return 1
+  roostd_start "$roostd" "$dir/data" --set store.synchronous=normal \
+    --set "tls.cert_file=$dir/server.pem" --set "tls.key_file=$1"
 }
 
 # A key that does not belong to the certificate: roostd refuses to start and says why.
@@ -77,14 +40,7 @@ check "mismatched key stops the start" test -z "$roostd_pid"
 check "the error names tls.key_file" grep -q "tls.key_file" "$dir/roostd.log"
 
 : >"$dir/roostd.log"
-if ! start_roostd "$dir/server.key"; then
-  echo "roostd did not start" >&2
-  cat "$dir/roostd.log" >&2
-  failed=$((failed + 1))
-  summary
-  exit 1
-fi
-url=$(cat "$dir/ready")
+start_roostd "$dir/server.key" || abort "roostd did not start: $(cat "$dir/roostd.log")"
 port=${url##*:}
 check "ready file announces https ($url)" test "${url#https://}" != "$url"
 
@@ -101,19 +57,18 @@ check "token minted" test -n "$tok"
 
 # SSE over TLS: the connect-time ping, then a ping after a publish.
 c -N -H "Authorization: Bearer $tok" "$url/api/v1/agents/tls.a/subscribe" >"$dir/sse.out" &
-curl_pid=$!
-for _ in $(seq 1 1000); do grep -q '^retry:' "$dir/sse.out" 2>/dev/null && break; sleep 0.01; done
-check "SSE stream opened over TLS" grep -q '^retry:' "$dir/sse.out"
+client_pid=$!
+check "SSE stream opened over TLS" wait_until 10 grep -q '^retry:' "$dir/sse.out"
 code=$(c -o "$dir/pub.json" -w '%{http_code}' -H "Authorization: Bearer $tok" \
   -H 'Content-Type: application/json' -d '{"recipients":["tls.a"],"payload":{"k":1}}' \
   "$url/api/v1/events")
 check "publish over TLS (201)" test "$code" = "201"
-for _ in $(seq 1 1000); do grep -q '"cursor_hint":1' "$dir/sse.out" 2>/dev/null && break; sleep 0.01; done
+wait_until 10 grep -q '"cursor_hint":1' "$dir/sse.out"
 check "SSE ping with the new head over TLS" grep -q 'event: inbox_updated' "$dir/sse.out"
 check "SSE ping carries cursor_hint 1" grep -q '"cursor_hint":1' "$dir/sse.out"
-kill "$curl_pid" 2>/dev/null
-wait "$curl_pid" 2>/dev/null
-curl_pid=
+kill "$client_pid" 2>/dev/null
+wait "$client_pid" 2>/dev/null
+client_pid=
 
 # libroost (libcurl) over TLS through the CLI's --cacert.
 out=$("$roost" publish --server "$url" --token "$tok" --cacert "$dir/ca.pem" --compact \
@@ -123,10 +78,7 @@ check "roost publish --cacert over TLS" sh -c "printf '%s' '$out' | grep -q '\"s
   >/dev/null 2>&1
 check "roost without --cacert refuses the test CA" test $? -ne 0
 
-kill -TERM "$roostd_pid"
-wait "$roostd_pid"
-rc=$?
-roostd_pid=
-check "roostd exits 0 on SIGTERM" test "$rc" -eq 0
+roostd_stop
+check "roostd exits 0 on SIGTERM (got $roostd_rc)" test "$roostd_rc" = 0
 check "no TLS errors logged" sh -c "! grep -qi 'level=error' '$dir/roostd.log'"
 summary

@@ -12,9 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/check.h"
 #include "proto/digest.h"
 #include "proto/httpsig.h"
-#include "unit/unit.h"
+
+#include "common/banned.h"
 
 #define KEYS_DIR "data/rfc9421/keys"
 #define SCRIPT "js/httpsig_interop.cjs"
@@ -260,5 +262,5 @@ int main(void)
         package_signs(algs[i][0], algs[i][1], now);
         roost_signs(algs[i][0], algs[i][1], now);
     }
-    return unit_summary();
+    return check_summary();
 }

@@ -12,8 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/check.h"
 #include "mysql/mysql_testutil.h"
 #include "store/store.h"
+
+#include "common/banned.h"
 
 #define T0 1700000000000LL /* the tests' "now" */
 #define TA "tenant-a"
@@ -21,26 +24,17 @@
 
 static const char *g_backend;
 static const char *g_base_url; /* mysql: the server's URL; each test gets its own database */
-static const char *g_test;
-static int g_check_failures;
-static struct store *g_st; /* for error detail in failure lines */
+static struct store *g_st;     /* for error detail in failure lines */
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, g_test, #cond);            \
-            g_check_failures++;                                                                    \
-        }                                                                                          \
-    } while (0)
-
+/* A store call's return code, with the store's error detail on failure. */
 #define CHECK_RC(expr, want)                                                                       \
     do {                                                                                           \
         int rc_ = (expr);                                                                          \
-        if (rc_ != (want)) {                                                                       \
-            printf("%s:%d: %s: %s = %s, want %s (%s)\n", __FILE__, __LINE__, g_test, #expr,        \
-                   roost_err_name(rc_), roost_err_name(want),                                      \
-                   g_st != NULL ? g_st->ops->errmsg(g_st) : "");                                   \
-            g_check_failures++;                                                                    \
+        if (rc_ == (want)) {                                                                       \
+            check_pass();                                                                          \
+        } else {                                                                                   \
+            check_fail(__FILE__, __LINE__, "%s = %s, want %s (%s)", #expr, roost_err_name(rc_),    \
+                       roost_err_name(want), g_st != NULL ? g_st->ops->errmsg(g_st) : "");         \
         }                                                                                          \
     } while (0)
 
@@ -72,7 +66,7 @@ static int backend_fresh(struct fx *f)
         printf("backend %s needs a URL argument or ROOST_TEST_STORE_URL\n", g_backend);
         return -1;
     }
-    if (mysql_testutil_fresh_db(g_base_url, g_test + 5, f->url, sizeof f->url) != 0) {
+    if (mysql_testutil_fresh_db(g_base_url, check_test + 5, f->url, sizeof f->url) != 0) {
         return -1;
     }
     f->own_db = true;
@@ -209,7 +203,8 @@ static int64_t pub1(struct store *st, const char *tenant, const char *agent, con
 static int claim(struct store *st, const char *tenant, const char *agent, size_t limit,
                  int64_t lease_s, const char *consumer, int64_t now, struct store_events *out)
 {
-    return IN_TX(st, st->ops->claim(st, tenant, agent, limit, lease_s, consumer, now, out));
+    return IN_TX(st,
+                 st->ops->claim(st, tenant, agent, limit, 0, lease_s, consumer, now, out, NULL));
 }
 
 static int ack(struct store *st, const char *tenant, const char *agent, const char *event_id,
@@ -238,7 +233,7 @@ static int find_event(struct store *st, const char *tenant, const char *agent, i
 {
     struct store_inbox_page page;
     memset(&page, 0, sizeof page);
-    int rc = st->ops->inbox_read(st, tenant, agent, seq - 1, 1, &page);
+    int rc = st->ops->inbox_read(st, tenant, agent, seq - 1, 1, 0, &page);
     int found = -1;
     if (rc == ROOST_OK && page.events.len == 1 && page.events.items[0].seq == seq) {
         *out = page.events.items[0];
@@ -326,7 +321,7 @@ static void test_store_publish_assigns_gapfree_seqs(struct fx *f)
     CHECK(head_of(st, TA, "c") == 1);
     struct store_inbox_page page;
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 0, 100, &page), ROOST_OK);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 0, 100, 0, &page), ROOST_OK);
     CHECK(page.events.len == 5);
     for (size_t i = 0; i < page.events.len; i++) {
         CHECK(page.events.items[i].seq == (int64_t)i + 1);
@@ -857,37 +852,90 @@ static void test_store_inbox_read_paging(struct fx *f)
         pub1(st, TA, "a", "{}", NULL, T0, NULL);
     }
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 0, 2, &page), ROOST_OK);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 0, 2, 0, &page), ROOST_OK);
     CHECK(page.events.len == 2 && page.events.items[0].seq == 1 && page.events.items[1].seq == 2);
     CHECK(page.has_more && page.next_cursor == 2 && page.head == 5);
     store_events_cleanup(&page.events);
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 2, 2, &page), ROOST_OK);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 2, 2, 0, &page), ROOST_OK);
     CHECK(page.events.len == 2 && page.events.items[0].seq == 3 && page.has_more);
     CHECK(page.next_cursor == 4);
     store_events_cleanup(&page.events);
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 4, 2, &page), ROOST_OK);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 4, 2, 0, &page), ROOST_OK);
     CHECK(page.events.len == 1 && page.events.items[0].seq == 5);
     CHECK(!page.has_more && page.next_cursor == 5);
     store_events_cleanup(&page.events);
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 4, 1, &page), ROOST_OK);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 4, 1, 0, &page), ROOST_OK);
     CHECK(page.events.len == 1 && !page.has_more); /* exactly the last one: no more */
     store_events_cleanup(&page.events);
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 5, 10, &page), ROOST_OK);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 5, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 0 && !page.has_more && page.next_cursor == 5 && page.head == 5);
     store_events_cleanup(&page.events);
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "nobody", 0, 10, &page), ROOST_OK);
+    CHECK_RC(st->ops->inbox_read(st, TA, "nobody", 0, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 0 && page.head == 0 && page.next_cursor == 0 && !page.has_more);
     store_events_cleanup(&page.events);
     /* A cursor beyond the head is not an error: nothing to read yet. */
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 50, 10, &page), ROOST_OK);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 50, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 0 && page.next_cursor == 50);
     store_events_cleanup(&page.events);
+}
+
+/* The byte budget (store_budget_take): a page stops before the event that would take it past
+ * max_bytes, never before the first; claims leave the events past it untouched. */
+static void test_store_page_byte_budget(struct fx *f)
+{
+    struct store *st = f->st;
+    /* Five events of 1000-byte payloads: each weighs 1000 + STORE_EVENT_BASE_BYTES. */
+    char payload[1001];
+    memset(payload, 'x', sizeof payload);
+    memcpy(payload, "{\"p\":\"", 6);
+    memcpy(payload + 997, "\"}", 2);
+    payload[999] = '\0';
+    for (int i = 0; i < 5; i++) {
+        pub1(st, TA, "big", payload, NULL, T0, NULL);
+    }
+    size_t one = strlen(payload) + STORE_EVENT_BASE_BYTES;
+    struct store_inbox_page page;
+    memset(&page, 0, sizeof page);
+    CHECK_RC(st->ops->inbox_read(st, TA, "big", 0, 10, 2 * one + one / 2, &page), ROOST_OK);
+    CHECK(page.events.len == 2 && page.has_more && page.next_cursor == 2 && page.head == 5);
+    store_events_cleanup(&page.events);
+    memset(&page, 0, sizeof page);
+    CHECK_RC(st->ops->inbox_read(st, TA, "big", 2, 10, 3 * one, &page), ROOST_OK);
+    CHECK(page.events.len == 3 && !page.has_more && page.next_cursor == 5);
+    store_events_cleanup(&page.events);
+    /* A budget smaller than one event still delivers one. */
+    memset(&page, 0, sizeof page);
+    CHECK_RC(st->ops->inbox_read(st, TA, "big", 0, 10, 10, &page), ROOST_OK);
+    CHECK(page.events.len == 1 && page.has_more && page.next_cursor == 1);
+    store_events_cleanup(&page.events);
+
+    struct store_events evs = {0};
+    bool more = false;
+    CHECK_RC(IN_TX(st, st->ops->claim(st, TA, "big", 10, 2 * one, 60, "c", T0, &evs, &more)),
+             ROOST_OK);
+    CHECK(evs.len == 2 && more);
+    CHECK(evs.len == 2 && evs.items[0].attempts == 1 && evs.items[1].seq == 2);
+    store_events_cleanup(&evs);
+    /* The other three were not touched: still pending, never attempted. */
+    for (int64_t seq = 3; seq <= 5; seq++) {
+        struct store_event ev;
+        memset(&ev, 0, sizeof ev);
+        CHECK(find_event(st, TA, "big", seq, &ev) == 0);
+        CHECK(ev.status == STORE_PENDING && ev.attempts == 0);
+        store_event_cleanup(&ev);
+    }
+    CHECK_RC(IN_TX(st, st->ops->claim(st, TA, "big", 10, 0, 60, "c", T0, &evs, &more)), ROOST_OK);
+    CHECK(evs.len == 3 && !more);
+    store_events_cleanup(&evs);
+    CHECK_RC(IN_TX(st, st->ops->claim(st, TA, "big", 10, 0, 60, "c", T0, &evs, &more)), ROOST_OK);
+    CHECK(evs.len == 0 && !more);
+    store_events_cleanup(&evs);
 }
 
 struct archive_log {
@@ -957,14 +1005,14 @@ static void test_store_retention_deletes_prefix_and_sets_watermark(struct fx *f)
     CHECK(log.n == 0);
 
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 1, 10, &page), ROOST_EGONE);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 1, 10, 0, &page), ROOST_EGONE);
     CHECK(page.oldest_cursor == 2);
     store_events_cleanup(&page.events);
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 0, 10, &page), ROOST_EGONE);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 0, 10, 0, &page), ROOST_EGONE);
     store_events_cleanup(&page.events);
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 2, 10, &page), ROOST_OK); /* == watermark: fine */
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 2, 10, 0, &page), ROOST_OK); /* == watermark: fine */
     CHECK(page.events.len == 4 && page.events.items[0].seq == 3 && page.head == 6);
     store_events_cleanup(&page.events);
     CHECK(status_of(st, TA, "a", 4) == STORE_COMPLETED); /* completed but behind a pending row */
@@ -982,11 +1030,11 @@ static void test_store_retention_deletes_prefix_and_sets_watermark(struct fx *f)
     }
     CHECK(log.payload_seen);
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 5, 10, &page), ROOST_EGONE);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 5, 10, 0, &page), ROOST_EGONE);
     CHECK(page.oldest_cursor == 6);
     store_events_cleanup(&page.events);
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 6, 10, &page), ROOST_OK);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 6, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 0 && page.head == 6);
     store_events_cleanup(&page.events);
 
@@ -1022,7 +1070,7 @@ static void test_store_retention_archive_failure_rolls_back(struct fx *f)
     CHECK_RC(st->ops->commit(st), ROOST_OK);
     struct store_inbox_page page;
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 0, 10, &page), ROOST_OK);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 0, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 3);
     store_events_cleanup(&page.events);
     log.fail = 0;
@@ -1077,7 +1125,7 @@ static void test_store_tenant_isolation(struct fx *f)
              ROOST_OK);
 
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TB, "x", 0, 10, &page), ROOST_OK);
+    CHECK_RC(st->ops->inbox_read(st, TB, "x", 0, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 0 && page.head == 0);
     store_events_cleanup(&page.events);
     CHECK(head_of(st, TB, "x") == 0);
@@ -1140,7 +1188,7 @@ static void test_store_savepoint_rollback_undoes_one_request(struct fx *f)
     CHECK_RC(st->ops->commit(st), ROOST_OK);
     struct store_inbox_page page;
     memset(&page, 0, sizeof page);
-    CHECK_RC(st->ops->inbox_read(st, TA, "a", 0, 10, &page), ROOST_OK);
+    CHECK_RC(st->ops->inbox_read(st, TA, "a", 0, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 2 && page.head == 2);
     if (page.events.len == 2) {
         CHECK(strcmp(page.events.items[1].payload, "{\"third\":true}") == 0);
@@ -1337,7 +1385,7 @@ static void test_store_reads_on_another_connection_see_only_commits(struct fx *f
     CHECK_RC(st->ops->publish(st, &req, &out, NULL), ROOST_OK);
     /* The writer holds its transaction open: the reader is not blocked and sees the last commit. */
     memset(&page, 0, sizeof page);
-    CHECK_RC(reader->ops->inbox_read(reader, TA, "a", 0, 10, &page), ROOST_OK);
+    CHECK_RC(reader->ops->inbox_read(reader, TA, "a", 0, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 1 && page.head == 1);
     store_events_cleanup(&page.events);
     int64_t head = -1;
@@ -1345,7 +1393,7 @@ static void test_store_reads_on_another_connection_see_only_commits(struct fx *f
     CHECK(head == 1);
     CHECK_RC(st->ops->commit(st), ROOST_OK);
     memset(&page, 0, sizeof page);
-    CHECK_RC(reader->ops->inbox_read(reader, TA, "a", 0, 10, &page), ROOST_OK);
+    CHECK_RC(reader->ops->inbox_read(reader, TA, "a", 0, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 2 && page.head == 2);
     store_events_cleanup(&page.events);
     CHECK(reader->ops->ping(reader));
@@ -1621,7 +1669,7 @@ static void *reader_main(void *p)
         bool done = atomic_load(r->writers_done) != 0;
         struct store_inbox_page page;
         memset(&page, 0, sizeof page);
-        int rc = st->ops->inbox_read(st, TA, "hot", cursor, 37, &page);
+        int rc = st->ops->inbox_read(st, TA, "hot", cursor, 37, 0, &page);
         if (rc == ROOST_ERETRY) {
             continue;
         }
@@ -1711,6 +1759,7 @@ static const struct test tests[] = {
     TEST(test_store_expire_marks_expired),
     TEST(test_store_requeue_keeps_id_and_seq),
     TEST(test_store_inbox_read_paging),
+    TEST(test_store_page_byte_budget),
     TEST(test_store_retention_deletes_prefix_and_sets_watermark),
     TEST(test_store_retention_archive_failure_rolls_back),
     TEST(test_store_state_get_after_patches),
@@ -1743,27 +1792,19 @@ int main(int argc, char **argv)
         g_base_url = getenv("ROOST_TEST_STORE_URL");
     }
     const char *only = argc > 2 ? argv[2] : NULL;
-    int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (only != NULL && strstr(tests[i].name, only) == NULL) {
             continue;
         }
         struct fx f;
-        g_test = tests[i].name;
-        g_check_failures = 0;
+        int failed_before = check_begin(tests[i].name);
         if (fx_open(&f) != 0) {
-            printf("%s: fixture setup failed\n", g_test);
-            g_check_failures++;
+            check_fail(__FILE__, __LINE__, "fixture setup failed");
         } else {
             tests[i].fn(&f);
         }
         fx_close(&f);
-        if (g_check_failures == 0) {
-            passed++;
-        } else {
-            failed++;
-        }
+        check_end(failed_before);
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return check_summary();
 }

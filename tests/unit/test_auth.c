@@ -11,11 +11,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/limits.h"
+#include "harness/check.h"
 #include "proto/jwt.h"
 #include "roost/roost_error.h"
 #include "server/auth.h"
 #include "server/config.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 #define NOW_MS INT64_C(1700000000000)
 #define NOW_S INT64_C(1700000000)
@@ -950,7 +953,7 @@ static int setup(void)
         return -1;
     }
     snprintf(datadir, sizeof datadir, "%s/data/nested", tmpdir);
-    snprintf(keypath, sizeof keypath, "%s/token_ed25519.pem", datadir);
+    snprintf(keypath, sizeof keypath, "%s/" ROOST_TOKEN_KEY_FILE, datadir);
     struct config cfg;
     if (config_init(&cfg) != 0 || config_set(&cfg, "data_dir", datadir, err, sizeof err) != 0) {
         fprintf(stderr, "config: %s\n", err);
@@ -976,7 +979,7 @@ int main(void)
 {
     if (setup() != 0) {
         CHECK(!"setup");
-        return unit_summary();
+        return check_summary();
     }
     RUN(test_auth_key_file_created_private_and_reloaded);
     RUN(test_auth_load_key_errors);
@@ -1006,5 +1009,5 @@ int main(void)
     if (system(cmd) != 0) {
         fprintf(stderr, "could not remove %s\n", tmpdir);
     }
-    return unit_summary();
+    return check_summary();
 }

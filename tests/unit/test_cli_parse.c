@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "unit.h"
+#include "harness/check.h"
+
+#include "common/banned.h"
 
 static const struct cli_command *command(const char *name)
 {
@@ -398,5 +400,5 @@ int main(void)
     RUN(test_cli_parse_repeated_option);
     RUN(test_cli_parse_env_fallback);
     RUN(test_cli_parse_help_for_every_command);
-    return unit_summary();
+    return check_summary();
 }

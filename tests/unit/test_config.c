@@ -5,8 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/check.h"
 #include "server/config.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 static char tmpdir[256];
 
@@ -472,7 +474,7 @@ int main(void)
     if (mkdtemp(tmpdir) == NULL) {
         perror("mkdtemp");
         CHECK(!"mkdtemp");
-        return unit_summary();
+        return check_summary();
     }
     RUN(test_config_defaults);
     RUN(test_config_set_validates_with_key_in_message);
@@ -489,5 +491,5 @@ int main(void)
     if (system(cmd) != 0) {
         fprintf(stderr, "could not remove %s\n", tmpdir);
     }
-    return unit_summary();
+    return check_summary();
 }

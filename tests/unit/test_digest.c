@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/check.h"
 #include "proto/digest.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 #define VECTORS "data/rfc9530/content-digest-vectors.tsv"
 
@@ -122,5 +124,5 @@ int main(void)
 {
     RUN(test_digest_rfc_vectors);
     RUN(test_digest_rules);
-    return unit_summary();
+    return check_summary();
 }

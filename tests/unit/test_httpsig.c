@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/check.h"
 #include "proto/httpsig.h"
 #include "proto/sf.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 #define V "data/rfc9421/"
 
@@ -793,5 +795,5 @@ int main(void)
     RUN(test_httpsig_keys);
     RUN(test_httpsig_rfc_section_2_examples);
     RUN(test_httpsig_errors);
-    return unit_summary();
+    return check_summary();
 }

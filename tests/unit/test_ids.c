@@ -5,7 +5,9 @@
 
 #include "common/ids.h"
 #include "common/timeutil.h"
-#include "unit.h"
+#include "harness/check.h"
+
+#include "common/banned.h"
 
 #define N_IDS 20000
 
@@ -144,5 +146,5 @@ int main(void)
     RUN(test_ids_lease_tokens_unique_and_valid);
     RUN(test_ids_name_validation);
     RUN(test_ids_event_id_and_token_validation);
-    return unit_summary();
+    return check_summary();
 }

@@ -4,8 +4,10 @@
 #include <string.h>
 
 #include "common/jsonutil.h"
+#include "harness/check.h"
 #include "roost/roost_error.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 #define DEPTH 32
 
@@ -177,5 +179,5 @@ int main(void)
     RUN(test_jsonutil_accepts_objects);
     RUN(test_jsonutil_refuses_hostile_input);
     RUN(test_jsonutil_top_level_must_be_object);
-    return unit_summary();
+    return check_summary();
 }

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/check.h"
 #include "proto/jwk.h"
 #include "proto/jwt.h"
-#include "unit.h"
 
 #include "common/banned.h"
 
@@ -596,7 +596,7 @@ int main(void)
     CHECK(vectors != NULL && samples != NULL);
     if (vectors == NULL || samples == NULL) {
         fprintf(stderr, "cannot read the vectors (run from tests/): %s\n", jerr.text);
-        return unit_summary();
+        return check_summary();
     }
     RUN(test_jwk_rfc7515_a1_hs256);
     RUN(test_jwk_rfc7515_a3_es256);
@@ -608,5 +608,5 @@ int main(void)
     RUN(test_jwk_set_parsing);
     json_decref(vectors);
     json_decref(samples);
-    return unit_summary();
+    return check_summary();
 }

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/check.h"
 #include "proto/jwt.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 #define VECTORS "data/jwt/rfc-jws-vectors.json"
 #define SAMPLES "data/jwt/generated-samples.json"
@@ -526,5 +528,5 @@ int main(void)
     RUN(test_jwt_decode_rejects_oversize);
     RUN(test_jwt_rfc8037_a4_eddsa_vector);
     RUN(test_jwt_jose_generated_sample_verifies);
-    return unit_summary();
+    return check_summary();
 }

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "unit.h"
+#include "harness/check.h"
 
 #include "common/banned.h"
 
@@ -100,5 +100,5 @@ int main(void)
 {
     RUN(test_log_logfmt_line);
     RUN(test_log_json_line);
-    return unit_summary();
+    return check_summary();
 }

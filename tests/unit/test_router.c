@@ -10,11 +10,13 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include "harness/check.h"
 #include "roost/roost_error.h"
 #include "server/api.h"
 #include "server/request.h"
 #include "server/router.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 /* Matches and returns the route's name ("404", "405" when refused), filling caps. */
 static const char *match(enum evhttp_cmd_type method, const char *path, struct route_captures *caps)
@@ -280,5 +282,5 @@ int main(void)
     RUN(test_framing_header_names_values_and_count);
     RUN(test_framing_origin_form_only);
     RUN(test_request_json_media_type);
-    return unit_summary();
+    return check_summary();
 }

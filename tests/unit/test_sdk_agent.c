@@ -9,8 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/check.h"
 #include "roost/roost.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 static int handler(const struct roost_event *ev, void *ctx)
 {
@@ -187,5 +189,5 @@ int main(void)
     if (system(cmd) != 0) {
         fprintf(stderr, "cannot remove %s\n", tmpdir);
     }
-    return unit_summary();
+    return check_summary();
 }

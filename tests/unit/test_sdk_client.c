@@ -14,10 +14,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "harness/check.h"
 #include "proto/jwt.h"
 #include "roost/roost.h"
 #include "sdk/sdk.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 /* ---- a scripted HTTP peer: answers each connection with the next canned response ---------- */
 
@@ -758,5 +760,5 @@ int main(void)
     RUN(test_sdk_publish_sends_the_message);
     RUN(test_sdk_token_mint_round_trip);
     RUN(test_sdk_version);
-    return unit_summary();
+    return check_summary();
 }

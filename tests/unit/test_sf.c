@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/check.h"
 #include "proto/sf.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 #define SF_TESTS_DIR "data/structured-field-tests"
 
@@ -372,5 +374,5 @@ int main(void)
     RUN(test_sf_lookups_and_copy);
     RUN(test_sf_serializer_refuses_invalid);
     RUN(test_sf_base64_strictness);
-    return unit_summary();
+    return check_summary();
 }

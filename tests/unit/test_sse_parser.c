@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/check.h"
 #include "proto/sse.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 /* Collected events rendered as "event|id|data;" (data newlines shown as '/'), plus the last
  * retry. */
@@ -231,5 +233,5 @@ int main(void)
     RUN(test_sse_bom_is_stripped_only_at_start);
     RUN(test_sse_limits);
     RUN(test_sse_errors_are_sticky_and_reset);
-    return unit_summary();
+    return check_summary();
 }

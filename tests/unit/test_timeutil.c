@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "common/timeutil.h"
-#include "unit.h"
+#include "harness/check.h"
+
+#include "common/banned.h"
 
 static int parse(const char *s, int64_t *ms)
 {
@@ -157,5 +159,5 @@ int main(void)
     RUN(test_timeutil_offsets_and_fractions);
     RUN(test_timeutil_rejects_invalid);
     RUN(test_timeutil_clocks);
-    return unit_summary();
+    return check_summary();
 }

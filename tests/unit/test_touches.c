@@ -3,8 +3,10 @@
  * head, in first-seen order, and linear cost for a large fan-out. */
 #include <stdio.h>
 
+#include "harness/check.h"
 #include "store/store.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 #define N_AGENTS 20000
 
@@ -66,5 +68,5 @@ int main(void)
     RUN(test_touches_dedup_keeps_highest_head_and_order);
     RUN(test_touches_large_fanout_with_repeats);
     RUN(test_touches_refuses_overlong_ids);
-    return unit_summary();
+    return check_summary();
 }

@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "harness/check.h"
 #include "server/waiters.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 static struct event_base *base;
 
@@ -89,7 +91,7 @@ static void loop_for(int ms)
     loop_until(&never, 1, ms);
 }
 
-static void test_notify_matches(void)
+static void test_waiters_notify_matches(void)
 {
     struct waiters *ws = waiters_new(base);
     struct tw a1, a1b, a2, other_tenant, swapped;
@@ -128,7 +130,7 @@ static void test_notify_matches(void)
 }
 
 /* Two agents that share a bucket (found through the serials): notify fires only its own. */
-static void test_notify_same_bucket(void)
+static void test_waiters_notify_same_bucket(void)
 {
     struct waiters *ws = waiters_new(base);
     enum { N = 40000 };
@@ -167,7 +169,7 @@ static void test_notify_same_bucket(void)
     waiters_free(ws);
 }
 
-static void test_timeout(void)
+static void test_waiters_timeout(void)
 {
     struct waiters *ws = waiters_new(base);
     struct tw t, later;
@@ -201,7 +203,7 @@ static void test_timeout(void)
     waiters_free(ws);
 }
 
-static void test_serial_moved(void)
+static void test_waiters_serial_moved(void)
 {
     struct waiters *ws = waiters_new(base);
     struct tw t;
@@ -228,7 +230,7 @@ static void test_serial_moved(void)
     waiters_free(ws);
 }
 
-static void test_cancel_idempotent(void)
+static void test_waiters_cancel_idempotent(void)
 {
     struct waiters *ws = waiters_new(base);
     struct tw t, never_parked, neighbour;
@@ -258,7 +260,7 @@ static void test_cancel_idempotent(void)
     waiters_free(ws);
 }
 
-static void test_repark_in_fire(void)
+static void test_waiters_repark_in_fire(void)
 {
     struct waiters *ws = waiters_new(base);
     struct tw a, b, c;
@@ -301,7 +303,7 @@ static void test_repark_in_fire(void)
     waiters_free(ws);
 }
 
-static void test_fire_all(void)
+static void test_waiters_fire_all(void)
 {
     struct waiters *ws = waiters_new(base);
     enum { N = 50 };
@@ -342,13 +344,13 @@ int main(void)
         fprintf(stderr, "cannot create the event base\n");
         return 2;
     }
-    RUN(test_notify_matches);
-    RUN(test_notify_same_bucket);
-    RUN(test_timeout);
-    RUN(test_serial_moved);
-    RUN(test_cancel_idempotent);
-    RUN(test_repark_in_fire);
-    RUN(test_fire_all);
+    RUN(test_waiters_notify_matches);
+    RUN(test_waiters_notify_same_bucket);
+    RUN(test_waiters_timeout);
+    RUN(test_waiters_serial_moved);
+    RUN(test_waiters_cancel_idempotent);
+    RUN(test_waiters_repark_in_fire);
+    RUN(test_waiters_fire_all);
     event_base_free(base);
-    return unit_summary();
+    return check_summary();
 }

@@ -12,9 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/check.h"
 #include "server/workers.h"
 #include "store/store.h"
-#include "unit.h"
+
+#include "common/banned.h"
 
 #define TENANT "t1"
 
@@ -213,7 +215,7 @@ static int run_read(struct job *job, struct store *st)
     r->saw_failed = false;
     struct store_inbox_page page;
     memset(&page, 0, sizeof page);
-    int rc = store_call(st, inbox_read, TENANT, r->agent, 0, 10000, &page);
+    int rc = store_call(st, inbox_read, TENANT, r->agent, 0, 10000, 0, &page);
     if (rc == ROOST_OK) {
         r->head = page.head;
         r->n_events = page.events.len;
@@ -272,7 +274,7 @@ static int64_t inbox_of(const char *agent, struct store_events *out)
     struct store_inbox_page page;
     memset(&page, 0, sizeof page);
     int64_t head = -1;
-    if (store_call(st, inbox_read, TENANT, agent, 0, 10000, &page) == ROOST_OK) {
+    if (store_call(st, inbox_read, TENANT, agent, 0, 10000, 0, &page) == ROOST_OK) {
         head = page.head;
         *out = page.events;
     } else {
@@ -294,7 +296,7 @@ static int64_t head_of(const char *agent)
 
 #define N_GROUP 200
 
-static void test_group_commit(void)
+static void test_workers_group_commit(void)
 {
     struct workers *w = new_workers(2, 64);
     if (!w) {
@@ -347,7 +349,7 @@ static void test_group_commit(void)
 }
 
 /* Without a gate: 200 jobs submitted in one go still commit in fewer than 200 transactions. */
-static void test_group_commit_ungated(void)
+static void test_workers_group_commit_ungated(void)
 {
     struct workers *w = new_workers(1, 1000);
     if (!w) {
@@ -375,7 +377,7 @@ static void test_group_commit_ungated(void)
     CHECK_EQ(head_of("g2"), N_GROUP);
 }
 
-static void test_failing_job_rolled_back_alone(void)
+static void test_workers_failing_job_rolled_back_alone(void)
 {
     struct workers *w = new_workers(1, 64);
     if (!w) {
@@ -411,7 +413,7 @@ static void test_failing_job_rolled_back_alone(void)
 
 /* A read submitted while the writer holds an open transaction (a published, uncommitted row) runs
  * to completion meanwhile and does not see the row; after the commit it does. */
-static void test_reads_beside_open_write(void)
+static void test_workers_reads_beside_open_write(void)
 {
     struct workers *w = new_workers(2, 64);
     if (!w) {
@@ -448,7 +450,7 @@ static void test_reads_beside_open_write(void)
 
 /* Many reads interleaved with writes, a third of which fail after writing: every read sees a
  * gap-free prefix of committed rows and never a row of a failed job. */
-static void test_reads_concurrent_with_writes(void)
+static void test_workers_reads_concurrent_with_writes(void)
 {
     struct workers *w = new_workers(3, 8);
     if (!w) {
@@ -492,7 +494,7 @@ static void test_reads_concurrent_with_writes(void)
 }
 
 /* Jobs queued right before workers_free still run and get exactly one done(). */
-static void test_free_drains(void)
+static void test_workers_free_drains(void)
 {
     struct workers *w = new_workers(2, 16);
     if (!w) {
@@ -526,7 +528,7 @@ static void test_free_drains(void)
 
 /* Same, but the loop is running: some completions go through the loop, the rest through
  * workers_free; each job still gets exactly one done(). */
-static void test_free_drains_after_loop(void)
+static void test_workers_free_drains_after_loop(void)
 {
     struct workers *w = new_workers(1, 4);
     if (!w) {
@@ -570,7 +572,7 @@ static void done_retry(struct job *job)
 
 /* A job that keeps returning ROOST_ERETRY makes its group retry a bounded number of times, then
  * fails with ROOST_ERETRY; nothing of the group is committed and the writer goes on working. */
-static void test_retry_bounded(void)
+static void test_workers_retry_bounded(void)
 {
     struct workers *w = new_workers(1, 64);
     if (!w) {
@@ -589,7 +591,7 @@ static void test_retry_bounded(void)
     if (!loop_until(base_done + 3)) {
         /* The retry never ended: workers_free would wait for it forever. */
         CHECK(!"the retried group never completed");
-        exit(unit_summary());
+        exit(check_summary());
     }
     CHECK_EQ(rj.job.rc, ROOST_ERETRY);
     CHECK_EQ(rj.done_calls, 1);
@@ -641,16 +643,16 @@ int main(void)
     }
     loop_thread = pthread_self();
 
-    RUN(test_group_commit);
-    RUN(test_group_commit_ungated);
-    RUN(test_failing_job_rolled_back_alone);
-    RUN(test_reads_beside_open_write);
-    RUN(test_reads_concurrent_with_writes);
-    RUN(test_free_drains);
-    RUN(test_free_drains_after_loop);
-    RUN(test_retry_bounded);
+    RUN(test_workers_group_commit);
+    RUN(test_workers_group_commit_ungated);
+    RUN(test_workers_failing_job_rolled_back_alone);
+    RUN(test_workers_reads_beside_open_write);
+    RUN(test_workers_reads_concurrent_with_writes);
+    RUN(test_workers_free_drains);
+    RUN(test_workers_free_drains_after_loop);
+    RUN(test_workers_retry_bounded);
 
     event_base_free(base);
     remove_dir();
-    return unit_summary();
+    return check_summary();
 }

@@ -43,7 +43,7 @@ static void *produce(void *arg)
     return NULL;
 }
 
-static void test_no_gaps_under_concurrent_producers(void)
+static void test_delivery_no_gaps_under_concurrent_producers(void)
 {
     static struct producer prod[PRODUCERS];
     static char seen[TOTAL + 1][31];
@@ -116,7 +116,7 @@ static const char *status_of_first(json_t *page)
     return h_str(h_at(json_object_get(page, "events"), 0), "status");
 }
 
-static void test_fencing_after_expiry_and_reclaim(void)
+static void test_delivery_fencing_after_expiry_and_reclaim(void)
 {
     char id[31], old_lease[40], new_lease[40];
     h_publish(d.http, tok, "fence.a", NULL, NULL, id);
@@ -172,7 +172,7 @@ static void test_fencing_after_expiry_and_reclaim(void)
 
 /* ---- (4) atomic batches ---- */
 
-static void test_atomic_batch_rejected_whole(void)
+static void test_delivery_atomic_batch_rejected_whole(void)
 {
     h_publish(d.http, tok, "atom.a", NULL, NULL, NULL);
     h_publish(d.http, tok, "atom.a", NULL, NULL, NULL);
@@ -219,7 +219,7 @@ static void test_atomic_batch_rejected_whole(void)
 
 /* ---- (5) exact 410 ---- */
 
-static void test_exact_410_at_retention_watermark(void)
+static void test_delivery_exact_410_at_retention_watermark(void)
 {
     for (int i = 0; i < 8; i++) {
         h_publish(d.http, tok, "ret.a", json_pack("{s:i}", "i", i + 1), NULL, NULL);
@@ -308,7 +308,7 @@ static bool quarantined_count(const char *agent, size_t want, json_t **out)
     return json_array_size(json_object_get(*out, "events")) == want;
 }
 
-static void test_expiry_quarantine_requeue(void)
+static void test_delivery_expiry_quarantine_requeue(void)
 {
     char id[31];
     h_publish(d.http, tok, "quar.a", json_pack("{s:s}", "keep", "me"), NULL, id);
@@ -368,11 +368,11 @@ int main(void)
         return h_summary();
     }
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
-    RUN(test_no_gaps_under_concurrent_producers);
-    RUN(test_fencing_after_expiry_and_reclaim);
-    RUN(test_atomic_batch_rejected_whole);
-    RUN(test_exact_410_at_retention_watermark);
-    RUN(test_expiry_quarantine_requeue);
+    RUN(test_delivery_no_gaps_under_concurrent_producers);
+    RUN(test_delivery_fencing_after_expiry_and_reclaim);
+    RUN(test_delivery_atomic_batch_rejected_whole);
+    RUN(test_delivery_exact_410_at_retention_watermark);
+    RUN(test_delivery_expiry_quarantine_requeue);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);

@@ -17,7 +17,7 @@ static char *tok; /* tenant t1: consume, publish and admin on every agent */
 #define ZERO_TOKEN "lt_00000000000000000000000000"
 #define UNKNOWN_EVENT "evt_01ARZ3NDEKTSV4RRFFQ69G5FAV"
 
-static void test_healthz(void)
+static void test_api_healthz(void)
 {
     struct h_response r;
     CHECK(h_request(d.http, "GET", "/healthz", NULL, NULL, 0, NULL, &r) == 0);
@@ -30,7 +30,7 @@ static void test_healthz(void)
     h_response_cleanup(&r);
 }
 
-static void test_publish_single(void)
+static void test_api_publish_single(void)
 {
     json_t *res = NULL;
     long st = h_callj(d.http, "POST", tok,
@@ -62,7 +62,7 @@ static void test_publish_single(void)
     json_decref(page);
 }
 
-static void test_publish_batch(void)
+static void test_api_publish_batch(void)
 {
     json_t *res = NULL;
     json_t *batch =
@@ -80,7 +80,7 @@ static void test_publish_batch(void)
     json_decref(res);
 }
 
-static void test_publish_fanout(void)
+static void test_api_publish_fanout(void)
 {
     json_t *res = NULL;
     long st =
@@ -102,7 +102,7 @@ static void test_publish_fanout(void)
     CHECK_EQ(h_publish(d.http, tok, "fan.a", NULL, NULL, NULL), 2);
 }
 
-static void test_idempotency_key_repeat(void)
+static void test_api_idempotency_key_repeat(void)
 {
     char id1[31], id2[31];
     json_t *res = NULL;
@@ -131,7 +131,7 @@ static void test_idempotency_key_repeat(void)
     json_decref(page);
 }
 
-static void test_cursor_paging(void)
+static void test_api_cursor_paging(void)
 {
     char ids[5][31];
     for (int i = 0; i < 5; i++) {
@@ -173,7 +173,7 @@ static void test_cursor_paging(void)
     json_decref(page);
 }
 
-static void test_claim_ack(void)
+static void test_api_claim_ack(void)
 {
     char id[31];
     CHECK_EQ(h_publish(d.http, tok, "claim.a", json_pack("{s:s}", "job", "x"), NULL, id), 1);
@@ -228,7 +228,7 @@ static void test_claim_ack(void)
     json_decref(evs);
 }
 
-static void test_batch_ack_per_item(void)
+static void test_api_batch_ack_per_item(void)
 {
     for (int i = 0; i < 3; i++) {
         h_publish(d.http, tok, "back.a", json_pack("{s:i}", "i", i), NULL, NULL);
@@ -289,7 +289,7 @@ static long release(const char *agent, const char *id, const char *lease, json_t
     return h_callj(d.http, "POST", tok, body, out, "/api/v1/agents/%s/inbox/%s/release", agent, id);
 }
 
-static void test_release_transient_and_shutdown(void)
+static void test_api_release_transient_and_shutdown(void)
 {
     char id[31];
     h_publish(d.http, tok, "rel.a", NULL, NULL, id);
@@ -329,7 +329,7 @@ static void test_release_transient_and_shutdown(void)
     json_decref(evs);
 }
 
-static void test_release_delay_not_claimable_until_due(void)
+static void test_api_release_delay_not_claimable_until_due(void)
 {
     char id[31];
     h_publish(d.http, tok, "rel.delay", NULL, NULL, id);
@@ -353,7 +353,7 @@ static void test_release_delay_not_claimable_until_due(void)
     json_decref(got);
 }
 
-static void test_release_poison_quarantine_requeue(void)
+static void test_api_release_poison_quarantine_requeue(void)
 {
     char id[31];
     h_publish(d.http, tok, "rel.poison", json_pack("{s:s}", "p", "bad"), NULL, id);
@@ -404,7 +404,7 @@ static void test_release_poison_quarantine_requeue(void)
     json_decref(res);
 }
 
-static void test_extend(void)
+static void test_api_extend(void)
 {
     char id[31];
     h_publish(d.http, tok, "ext.a", NULL, NULL, id);
@@ -437,7 +437,7 @@ static void test_extend(void)
     json_decref(evs);
 }
 
-static void test_release_all_by_consumer_only(void)
+static void test_api_release_all_by_consumer_only(void)
 {
     for (int i = 0; i < 3; i++) {
         h_publish(d.http, tok, "rall.a", json_pack("{s:i}", "i", i), NULL, NULL);
@@ -477,7 +477,7 @@ static void test_release_all_by_consumer_only(void)
     json_decref(c2);
 }
 
-static void test_state_merge_patch(void)
+static void test_api_state_merge_patch(void)
 {
     json_t *res = NULL;
     CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/agents/state.none/state"), 200);
@@ -514,7 +514,7 @@ static void test_state_merge_patch(void)
     json_decref(res);
 }
 
-static void test_admin_agents(void)
+static void test_api_admin_agents(void)
 {
     json_t *res = NULL;
     CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/admin/agents?limit=1000"), 200);
@@ -559,7 +559,7 @@ static char *rfc3339_in(int seconds)
     return h_fmt("%s", buf);
 }
 
-static void test_delay_and_available_at(void)
+static void test_api_delay_and_available_at(void)
 {
     char id[31], id2[31];
     int64_t t0 = h_now_ms();
@@ -606,7 +606,7 @@ static void test_delay_and_available_at(void)
     free(at);
 }
 
-static void test_ttl_expires(void)
+static void test_api_ttl_expires(void)
 {
     char id[31];
     CHECK_EQ(h_publish(d.http, tok, "ttl.a", NULL, json_pack("{s:i}", "ttl_s", 1), id), 1);
@@ -628,7 +628,7 @@ static void test_ttl_expires(void)
     json_decref(evs);
 }
 
-static void test_priority_order(void)
+static void test_api_priority_order(void)
 {
     static const int prios[] = {0, 5, -3, 5, 10};
     json_t *list = json_array();
@@ -677,7 +677,7 @@ static void *publish_later(void *arg)
     return NULL;
 }
 
-static void test_long_poll_inbox_wakes_on_publish(void)
+static void test_api_long_poll_inbox_wakes_on_publish(void)
 {
     struct delayed_publish p = {.agent = "lp.inbox", .delay_ms = 300};
     pthread_t th;
@@ -694,7 +694,7 @@ static void test_long_poll_inbox_wakes_on_publish(void)
     h_response_cleanup(&r);
 }
 
-static void test_long_poll_claim_wakes_on_publish(void)
+static void test_api_long_poll_claim_wakes_on_publish(void)
 {
     struct delayed_publish p = {.agent = "lp.claim", .delay_ms = 300};
     pthread_t th;
@@ -713,7 +713,7 @@ static void test_long_poll_claim_wakes_on_publish(void)
     h_response_cleanup(&r);
 }
 
-static void test_long_poll_times_out_empty(void)
+static void test_api_long_poll_times_out_empty(void)
 {
     struct h_response r;
     CHECK(h_request(d.http, "GET", "/api/v1/agents/lp.none/inbox?wait_s=1", tok, NULL, 0, NULL,
@@ -744,27 +744,27 @@ int main(void)
         return h_summary();
     }
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
-    RUN(test_healthz);
-    RUN(test_publish_single);
-    RUN(test_publish_batch);
-    RUN(test_publish_fanout);
-    RUN(test_idempotency_key_repeat);
-    RUN(test_cursor_paging);
-    RUN(test_claim_ack);
-    RUN(test_batch_ack_per_item);
-    RUN(test_release_transient_and_shutdown);
-    RUN(test_release_delay_not_claimable_until_due);
-    RUN(test_release_poison_quarantine_requeue);
-    RUN(test_extend);
-    RUN(test_release_all_by_consumer_only);
-    RUN(test_state_merge_patch);
-    RUN(test_admin_agents);
-    RUN(test_delay_and_available_at);
-    RUN(test_ttl_expires);
-    RUN(test_priority_order);
-    RUN(test_long_poll_inbox_wakes_on_publish);
-    RUN(test_long_poll_claim_wakes_on_publish);
-    RUN(test_long_poll_times_out_empty);
+    RUN(test_api_healthz);
+    RUN(test_api_publish_single);
+    RUN(test_api_publish_batch);
+    RUN(test_api_publish_fanout);
+    RUN(test_api_idempotency_key_repeat);
+    RUN(test_api_cursor_paging);
+    RUN(test_api_claim_ack);
+    RUN(test_api_batch_ack_per_item);
+    RUN(test_api_release_transient_and_shutdown);
+    RUN(test_api_release_delay_not_claimable_until_due);
+    RUN(test_api_release_poison_quarantine_requeue);
+    RUN(test_api_extend);
+    RUN(test_api_release_all_by_consumer_only);
+    RUN(test_api_state_merge_patch);
+    RUN(test_api_admin_agents);
+    RUN(test_api_delay_and_available_at);
+    RUN(test_api_ttl_expires);
+    RUN(test_api_priority_order);
+    RUN(test_api_long_poll_inbox_wakes_on_publish);
+    RUN(test_api_long_poll_claim_wakes_on_publish);
+    RUN(test_api_long_poll_times_out_empty);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);

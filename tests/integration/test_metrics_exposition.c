@@ -174,7 +174,7 @@ static void test_metrics_token(void)
 }
 
 /* --print-config shows every key but masks secrets (metrics.token, store.url's password). */
-static void test_print_config_masks_secrets(void)
+static void test_config_print_masks_secrets(void)
 {
     char *cmd = h_fmt("%s --print-config --set metrics.token=s3cret-metrics"
                       " --set store.url=mysql://roost:pa55word@db.example:3306/roost",
@@ -211,7 +211,7 @@ int main(void)
     RUN(test_metrics_promtool_and_values);
     RUN(test_metrics_lease_expiry);
     RUN(test_metrics_token);
-    RUN(test_print_config_masks_secrets);
+    RUN(test_config_print_masks_secrets);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);

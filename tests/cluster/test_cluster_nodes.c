@@ -6,7 +6,8 @@
  *   - consumers on both nodes claim disjoint sets and together complete every event;
  *   - node 2 SIGKILLed holding leases: they expire and node 1's consumers get the work;
  *   - MariaDB stopped and started again under load: /readyz says 503 during the outage, the
- *     nodes reconnect, and every event is completed exactly once.
+ *     nodes reconnect, every publish answered 201 exists and no refused one does, and every
+ *     event is completed exactly once.
  * argv[1] is the URL of the shared test server (ctest fixture); the outage test starts a
  * MariaDB of its own with scripts/mariadb_test.sh, so it cannot disturb tests running beside it. */
 #include <pthread.h>
@@ -48,7 +49,7 @@ static void stop_pair(struct roostd *n1, struct roostd *n2)
 
 /* ---- pings cross nodes ---- */
 
-static void test_pings_cross_nodes(void)
+static void test_cluster_pings_cross_nodes(void)
 {
     struct roostd n1, n2;
     if (!start_pair(&n1, &n2)) {
@@ -187,7 +188,7 @@ static json_t *drain_with_four(struct roostd *n1, struct roostd *n2, char *tok1,
     return all;
 }
 
-static void test_claims_disjoint_across_nodes(void)
+static void test_cluster_claims_disjoint_across_nodes(void)
 {
     struct roostd n1, n2;
     if (!start_pair(&n1, &n2)) {
@@ -221,7 +222,7 @@ static void test_claims_disjoint_across_nodes(void)
 
 /* ---- a node killed holding leases ---- */
 
-static void test_killed_node_leases_expire(void)
+static void test_cluster_killed_node_leases_expire(void)
 {
     struct roostd n1, n2;
     if (!start_pair(&n1, &n2)) {
@@ -292,7 +293,7 @@ static int ready_status(struct roostd *n)
     return (int)st;
 }
 
-static void test_database_restart_under_load(void)
+static void test_cluster_database_restart_under_load(void)
 {
     char dir[128];
     snprintf(dir, sizeof dir, "/tmp/roost-outage-%d", (int)getpid());
@@ -346,7 +347,6 @@ static void test_database_restart_under_load(void)
     int published = ps[0].published + ps[1].published;
     printf("outage: %d published, %d refused while the database was down\n", published,
            ps[0].refused + ps[1].refused);
-    CHECK(ps[0].refused + ps[1].refused > 0);
 
     /* Every event that was acknowledged exists once, in order, with no gap... */
     long st = 0;
@@ -354,10 +354,11 @@ static void test_database_restart_under_load(void)
     CHECK_EQ(st, 200);
     int64_t head = h_int(page, "head");
     json_decref(page);
-    /* A publish whose COMMIT went through just as the connection died is durable although its
-     * client saw an error: it exists without an acknowledgement. Never the other way round. */
-    CHECK(head >= published);
-    CHECK(head <= published + ps[0].refused + ps[1].refused);
+    /* Answers are true although connections died mid-COMMIT: a publish whose COMMIT was lost
+     * waits until the writer learns the outcome (doc/MYSQL.md), so a refused publish wrote
+     * nothing and an acknowledged one exists. (Which requests are refused, if any, depends on
+     * where each was when the server went: one caught in its COMMIT waits instead.) */
+    CHECK_EQ(head, published);
     /* ...and consumers on both nodes complete each exactly once. */
     int ack_failures;
     json_t *acked = drain_with_four(&n1, &n2, tok1, tok2, &ack_failures);
@@ -386,9 +387,9 @@ int main(int argc, char **argv)
     }
     /* The harness gives each first node a fresh database on this server. */
     setenv("ROOST_TEST_MYSQL_URL", argv[1], 1);
-    RUN(test_pings_cross_nodes);
-    RUN(test_claims_disjoint_across_nodes);
-    RUN(test_killed_node_leases_expire);
-    RUN(test_database_restart_under_load);
+    RUN(test_cluster_pings_cross_nodes);
+    RUN(test_cluster_claims_disjoint_across_nodes);
+    RUN(test_cluster_killed_node_leases_expire);
+    RUN(test_cluster_database_restart_under_load);
     return h_summary();
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* MariaDB-only store tests: several connections at once (producers, claimers, a cursor reader),
- * applications writing through CALL roost_publish in their own transactions, the tailer under
- * out-of-order commits, and a connection killed under the store. Each test gets its own database
- * on the server of the URL given as argv[1] (scripts/mariadb_test.sh). */
+/* MariaDB-only store tests, the cases the conformance suite (tests/store) cannot express: several
+ * connections at once (producers, claimers, a cursor reader), applications writing through CALL
+ * roost_publish in their own transactions, the tailer under out-of-order commits, deadlocks, a
+ * connection killed under the store, the server going away, concurrent migrations and retention.
+ * Each test gets its own database on the server of the URL given as argv[1]
+ * (scripts/mariadb_test.sh). The URL parser's tests need no server: tests/unit. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -11,33 +13,24 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/check.h"
 #include "mysql/mysql_testutil.h"
 #include "store/store.h"
-#include "store/store_mysql.h"
 
 #include "common/banned.h"
 
 #define T0 1700000000000LL
 #define TA "tenant-a"
 
-static const char *g_test;
-static int g_check_failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, g_test, #cond);            \
-            g_check_failures++;                                                                    \
-        }                                                                                          \
-    } while (0)
-
+/* A store call's return code, with the store's error detail on failure. */
 #define CHECK_RC(st, expr, want)                                                                   \
     do {                                                                                           \
         int rc_ = (expr);                                                                          \
-        if (rc_ != (want)) {                                                                       \
-            printf("%s:%d: %s: %s = %s, want %s (%s)\n", __FILE__, __LINE__, g_test, #expr,        \
-                   roost_err_name(rc_), roost_err_name(want), (st)->ops->errmsg(st));              \
-            g_check_failures++;                                                                    \
+        if (rc_ == (want)) {                                                                       \
+            check_pass();                                                                          \
+        } else {                                                                                   \
+            check_fail(__FILE__, __LINE__, "%s = %s, want %s (%s)", #expr, roost_err_name(rc_),    \
+                       roost_err_name(want), (st)->ops->errmsg(st));                               \
         }                                                                                          \
     } while (0)
 
@@ -131,7 +124,7 @@ static void *follower_main(void *p)
         bool done = atomic_load(r->done) != 0;
         struct store_inbox_page page;
         memset(&page, 0, sizeof page);
-        int rc = st->ops->inbox_read(st, TA, "hot", cursor, 50, &page);
+        int rc = st->ops->inbox_read(st, TA, "hot", cursor, 50, 0, &page);
         if (rc != ROOST_OK) {
             printf("follower: %s: %s\n", roost_err_name(rc), st->ops->errmsg(st));
             r->errors++;
@@ -162,7 +155,7 @@ static void *follower_main(void *p)
     return NULL;
 }
 
-static void test_mysql_concurrent_producers_no_gaps(const char *url)
+static void test_store_mysql_concurrent_producers_no_gaps(const char *url)
 {
     pthread_t prod[PRODUCERS], reader;
     struct producer args[PRODUCERS];
@@ -221,7 +214,7 @@ static void *app_producer_main(void *p)
     return NULL;
 }
 
-static void test_mysql_mixed_producers_no_gaps(const char *url)
+static void test_store_mysql_mixed_producers_no_gaps(const char *url)
 {
     pthread_t prod[PRODUCERS], apps[APP_PRODUCERS], reader;
     struct producer args[PRODUCERS], app_args[APP_PRODUCERS];
@@ -296,7 +289,7 @@ static void *claimer_main(void *p)
         struct store_events evs = {0};
         int rc = st->ops->begin(st);
         if (rc == ROOST_OK) {
-            rc = st->ops->claim(st, TA, "work", 7, 60, "c", T0, &evs);
+            rc = st->ops->claim(st, TA, "work", 7, 0, 60, "c", T0, &evs, NULL);
             rc = rc == ROOST_OK ? st->ops->commit(st) : rc;
             if (rc != ROOST_OK) {
                 st->ops->rollback(st);
@@ -372,7 +365,7 @@ static int id_cmp(const void *a, const void *b)
     return strcmp(a, b);
 }
 
-static void test_mysql_competing_claimers_disjoint(const char *url)
+static void test_store_mysql_competing_claimers_disjoint(const char *url)
 {
     struct store *st = open_conn(url);
     CHECK(st != NULL);
@@ -420,7 +413,7 @@ static void test_mysql_competing_claimers_disjoint(const char *url)
     /* Nothing left to claim, and every event is completed. */
     struct store_events left = {0};
     CHECK_RC(st, st->ops->begin(st), ROOST_OK);
-    CHECK_RC(st, st->ops->claim(st, TA, "work", 100, 60, "c", T0, &left), ROOST_OK);
+    CHECK_RC(st, st->ops->claim(st, TA, "work", 100, 0, 60, "c", T0, &left, NULL), ROOST_OK);
     CHECK_RC(st, st->ops->commit(st), ROOST_OK);
     CHECK(left.len == 0);
     store_events_cleanup(&left);
@@ -480,7 +473,7 @@ static bool touched(const struct store_touches *t, const char *agent, int64_t he
     return false;
 }
 
-static void test_mysql_application_transaction_publish(const char *url)
+static void test_store_mysql_application_transaction_publish(const char *url)
 {
     struct store *st = open_conn(url);
     MYSQL *app = mysql_testutil_connect(url);
@@ -510,13 +503,13 @@ static void test_mysql_application_transaction_publish(const char *url)
     CHECK(seq == 1 && valid_event_id(id));
     struct store_inbox_page page;
     memset(&page, 0, sizeof page);
-    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 0, 10, &page), ROOST_OK);
+    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 0, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 0); /* not committed yet */
     store_events_cleanup(&page.events);
     CHECK(mysql_testutil_exec(app, "COMMIT") == 0);
 
     memset(&page, 0, sizeof page);
-    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 0, 10, &page), ROOST_OK);
+    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 0, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 1 && page.head == 1);
     if (page.events.len == 1) {
         struct store_event *ev = &page.events.items[0];
@@ -563,7 +556,7 @@ static void test_mysql_application_transaction_publish(const char *url)
     CHECK(mysql_testutil_exec(app, "CALL roost_publish('" TA "', 'app', '{}', 0, NULL, NULL,"
                                    " 60000, 1000, @id, @seq)") == 0);
     memset(&page, 0, sizeof page);
-    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 1, 10, &page), ROOST_OK);
+    CHECK_RC(st, st->ops->inbox_read(st, TA, "app", 1, 10, 0, &page), ROOST_OK);
     CHECK(page.events.len == 1 && page.events.items[0].status == STORE_SCHEDULED &&
           page.events.items[0].available_at_ms == page.events.items[0].created_at_ms + 60000 &&
           page.events.items[0].expires_at_ms == page.events.items[0].created_at_ms + 1000);
@@ -578,7 +571,7 @@ static void test_mysql_application_transaction_publish(const char *url)
 
 /* ---- (d) the tailer misses nothing when commits come out of id order ---- */
 
-static void test_mysql_tail_out_of_order_commits(const char *url)
+static void test_store_mysql_tail_out_of_order_commits(const char *url)
 {
     struct store *tailer = open_conn(url), *a = open_conn(url), *b = open_conn(url);
     MYSQL *app = mysql_testutil_connect(url);
@@ -655,7 +648,7 @@ static void test_mysql_tail_out_of_order_commits(const char *url)
     /* Other touch-producing ops write the log too: a release back to pending. */
     struct store_events evs = {0};
     CHECK_RC(a, a->ops->begin(a), ROOST_OK);
-    CHECK_RC(a, a->ops->claim(a, TA, "fast", 1, 60, "", T0, &evs), ROOST_OK);
+    CHECK_RC(a, a->ops->claim(a, TA, "fast", 1, 0, 60, "", T0, &evs, NULL), ROOST_OK);
     CHECK_RC(a, a->ops->commit(a), ROOST_OK);
     CHECK(evs.len == 1);
     if (evs.len == 1) {
@@ -717,7 +710,7 @@ static void kill_others(MYSQL *admin, const char *db)
     }
 }
 
-static void test_mysql_lost_connection_reconnects(const char *url)
+static void test_store_mysql_lost_connection_reconnects(const char *url)
 {
     struct store *st = open_conn(url);
     MYSQL *admin = mysql_testutil_connect(url);
@@ -784,7 +777,7 @@ static void *blocked_publish_main(void *p)
     return NULL;
 }
 
-static void test_mysql_deadlock_surfaces_as_retry(const char *url)
+static void test_store_mysql_deadlock_surfaces_as_retry(const char *url)
 {
     struct store *a = open_conn(url), *b = open_conn(url);
     CHECK(a != NULL && b != NULL);
@@ -830,7 +823,7 @@ out:
 
 /* ---- the server goes away: ping is false, operations fail cleanly ---- */
 
-static void test_mysql_server_down_ping_false(const char *url)
+static void test_store_mysql_server_down_ping_false(const char *url)
 {
     (void)url; /* this test stops a server, so it starts one of its own */
     char dir[128], cmd[512], own[1024] = "";
@@ -889,7 +882,7 @@ static void *migrator_main(void *p)
     return NULL;
 }
 
-static void test_mysql_concurrent_migrate_applies_once(const char *url)
+static void test_store_mysql_concurrent_migrate_applies_once(const char *url)
 {
     char fresh[1024];
     CHECK(mysql_testutil_fresh_db(url, "migrate_race", fresh, sizeof fresh) == 0);
@@ -924,41 +917,6 @@ static void test_mysql_concurrent_migrate_applies_once(const char *url)
     mysql_testutil_drop_db(fresh);
 }
 
-/* ---- URLs ---- */
-
-static void test_mysql_url_parsing(const char *url)
-{
-    (void)url;
-    struct store_mysql_url u;
-    CHECK(store_mysql_url_parse("mysql://us%3Aer:p%40ss%2F%25@db.example:3307/roost", &u) ==
-          ROOST_OK);
-    CHECK(strcmp(u.user, "us:er") == 0 && strcmp(u.pass, "p@ss/%") == 0);
-    CHECK(strcmp(u.host, "db.example") == 0 && u.port == 3307 && strcmp(u.db, "roost") == 0);
-    CHECK(u.socket[0] == '\0' && !u.repeatable_read);
-    CHECK(store_mysql_url_parse("mysql://roost@localhost/r?socket=/run/my%20sql.sock", &u) ==
-          ROOST_OK);
-    CHECK(strcmp(u.user, "roost") == 0 && u.pass[0] == '\0' &&
-          strcmp(u.socket, "/run/my sql.sock") == 0 && u.port == 0);
-    CHECK(store_mysql_url_parse("mysql://a:b@[::1]:3306/r?isolation=repeatable-read", &u) ==
-          ROOST_OK);
-    CHECK(strcmp(u.host, "::1") == 0 && u.port == 3306 && u.repeatable_read);
-    static const char *const bad[] = {
-        "mysql://h/",        "mysql://h",        "mysql://u@h:99999/db",
-        "mysql://u@h:x/db",  "mysql://u%4@h/db", "mysql://u@h/db?nosuch=1",
-        "mysql://u%00@h/db", "mysqlx://u@h/db",  "mysql://@/db",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        if (store_mysql_url_parse(bad[i], &u) != ROOST_EINVAL) {
-            printf("accepted %s\n", bad[i]);
-            g_check_failures++;
-        }
-    }
-    struct store *st = (struct store *)&u;
-    const char *err = NULL;
-    CHECK(store_open("mysql://u@h/db?nosuch=1", NULL, &st, &err) == ROOST_EINVAL);
-    CHECK(st == NULL && err != NULL && err[0] != '\0');
-}
-
 /* ---- runner ---- */
 
 struct test {
@@ -980,7 +938,7 @@ static int count_archived(void *ctx, const char *tenant_id, const struct store_e
     return 0;
 }
 
-static void test_mysql_concurrent_retention_archives_once(const char *url)
+static void test_store_mysql_concurrent_retention_archives_once(const char *url)
 {
     struct store *a = open_conn(url), *b = open_conn(url);
     if (a == NULL || b == NULL) {
@@ -1023,17 +981,16 @@ out:
 }
 
 static const struct test tests[] = {
-    TEST(test_mysql_concurrent_producers_no_gaps),
-    TEST(test_mysql_mixed_producers_no_gaps),
-    TEST(test_mysql_competing_claimers_disjoint),
-    TEST(test_mysql_application_transaction_publish),
-    TEST(test_mysql_tail_out_of_order_commits),
-    TEST(test_mysql_lost_connection_reconnects),
-    TEST(test_mysql_deadlock_surfaces_as_retry),
-    TEST(test_mysql_server_down_ping_false),
-    TEST(test_mysql_concurrent_migrate_applies_once),
-    TEST(test_mysql_url_parsing),
-    TEST(test_mysql_concurrent_retention_archives_once),
+    TEST(test_store_mysql_concurrent_producers_no_gaps),
+    TEST(test_store_mysql_mixed_producers_no_gaps),
+    TEST(test_store_mysql_competing_claimers_disjoint),
+    TEST(test_store_mysql_application_transaction_publish),
+    TEST(test_store_mysql_tail_out_of_order_commits),
+    TEST(test_store_mysql_lost_connection_reconnects),
+    TEST(test_store_mysql_deadlock_surfaces_as_retry),
+    TEST(test_store_mysql_server_down_ping_false),
+    TEST(test_store_mysql_concurrent_migrate_applies_once),
+    TEST(test_store_mysql_concurrent_retention_archives_once),
 };
 
 int main(int argc, char **argv)
@@ -1043,32 +1000,23 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *only = argc > 2 ? argv[2] : NULL;
-    int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (only != NULL && strstr(tests[i].name, only) == NULL) {
             continue;
         }
         char url[1024];
-        g_test = tests[i].name;
-        g_check_failures = 0;
+        int failed_before = check_begin(tests[i].name);
         struct store *st = NULL;
-        if (mysql_testutil_fresh_db(argv[1], g_test + 11, url, sizeof url) != 0 ||
+        if (mysql_testutil_fresh_db(argv[1], check_test + 17, url, sizeof url) != 0 ||
             (st = open_conn(url)) == NULL || st->ops->migrate(st) != ROOST_OK) {
-            printf("%s: fixture setup failed%s%s\n", g_test, st ? ": " : "",
-                   st ? st->ops->errmsg(st) : "");
-            g_check_failures++;
+            check_fail(__FILE__, __LINE__, "fixture setup failed%s%s", st ? ": " : "",
+                       st ? st->ops->errmsg(st) : "");
         } else {
             tests[i].fn(url);
         }
         store_close(st);
         mysql_testutil_drop_db(url);
-        if (g_check_failures == 0) {
-            passed++;
-        } else {
-            printf("%s: FAILED\n", g_test);
-            failed++;
-        }
+        check_end(failed_before);
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return check_summary();
 }

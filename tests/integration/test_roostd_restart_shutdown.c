@@ -13,7 +13,7 @@
 
 static const char *const sets[] = {"scavenger.interval_ms=50", NULL};
 
-static void test_restart_keeps_everything(void)
+static void test_roostd_restart_keeps_everything(void)
 {
     struct roostd d;
     if (roostd_start(&d, NULL, sets) != 0) {
@@ -104,7 +104,7 @@ static void *produce_until_failure(void *arg)
     return NULL;
 }
 
-static void test_sigkill_mid_load_loses_nothing_acknowledged(void)
+static void test_roostd_sigkill_mid_load_loses_nothing_acknowledged(void)
 {
     struct roostd d;
     static const char *const full[] = {"scavenger.interval_ms=50", "store.synchronous=full", NULL};
@@ -203,7 +203,7 @@ static void *long_poll(void *arg)
     return NULL;
 }
 
-static void test_sigterm_answers_long_polls_and_exits_0(void)
+static void test_roostd_sigterm_answers_long_polls_and_exits_0(void)
 {
     struct roostd d;
     static const char *const term_sets[] = {"claim.max_wait_s=20", NULL};
@@ -234,8 +234,8 @@ static void test_sigterm_answers_long_polls_and_exits_0(void)
 int main(void)
 {
     h_init();
-    RUN(test_restart_keeps_everything);
-    RUN(test_sigkill_mid_load_loses_nothing_acknowledged);
-    RUN(test_sigterm_answers_long_polls_and_exits_0);
+    RUN(test_roostd_restart_keeps_everything);
+    RUN(test_roostd_sigkill_mid_load_loses_nothing_acknowledged);
+    RUN(test_roostd_sigterm_answers_long_polls_and_exits_0);
     return h_summary();
 }

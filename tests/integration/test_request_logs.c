@@ -77,7 +77,7 @@ static void check_no_secrets(const char *tok)
     free(log);
 }
 
-static void test_logfmt_request_lines(void)
+static void test_log_logfmt_request_lines(void)
 {
     char *tok = h_token(&d, "t1", "agent:*:consume agent:*:publish");
     traffic(tok, "log.a");
@@ -96,7 +96,7 @@ static void test_logfmt_request_lines(void)
     free(tok);
 }
 
-static void test_json_after_reload(void)
+static void test_log_json_after_reload(void)
 {
     char *conf = h_fmt("%s/roostd.conf", dir);
     FILE *f = fopen(conf, "w");
@@ -157,8 +157,8 @@ int main(void)
     if (roostd_start(&d, NULL, sets) != 0) {
         CHECK(!"roostd started");
     } else {
-        RUN(test_logfmt_request_lines);
-        RUN(test_json_after_reload);
+        RUN(test_log_logfmt_request_lines);
+        RUN(test_log_json_after_reload);
         CHECK_EQ(roostd_stop(&d), 0);
         roostd_remove_dir(&d);
     }

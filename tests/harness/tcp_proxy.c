@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: MIT */
+/* The loopback TCP proxy of the tests (see tcp_proxy.h). MySQL packets from the client are
+ * reassembled (3-byte length, 1-byte sequence, payload) so a COMMIT is recognised whatever the
+ * TCP segmentation; the server's bytes are passed through as they come, except while an answer
+ * is being dropped. */
+#include "harness/tcp_proxy.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/banned.h"
+
+#define MAX_PAIRS 64
+
+struct buf {
+    unsigned char *data;
+    size_t len, cap;
+};
+
+struct pair {
+    int cfd, sfd;     /* -1 once closed */
+    bool dropping;    /* the server's answer to a forwarded COMMIT is being read and dropped */
+    bool held;        /* client cut, server side kept open and unread */
+    struct buf fromc; /* client bytes not yet forwarded (an incomplete MySQL packet) */
+    struct buf froms; /* server bytes being dropped (to find the end of the answer) */
+};
+
+struct tcp_proxy {
+    int lfd, port;
+    bool mysql; /* client bytes are MySQL packets (else forwarded as they come) */
+    int wake[2];
+    struct sockaddr_in target;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    enum tcp_proxy_cut cut;
+    int times, cuts;
+    struct pair pairs[MAX_PAIRS];
+};
+
+static int buf_add(struct buf *b, const unsigned char *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n) {
+            cap *= 2;
+        }
+        unsigned char *d = realloc(b->data, cap);
+        if (!d) {
+            return -1;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+static void buf_take(struct buf *b, size_t n)
+{
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0) {
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void pair_close(struct pair *pr, bool keep_server)
+{
+    if (pr->cfd >= 0) {
+        close(pr->cfd);
+        pr->cfd = -1;
+    }
+    if (!keep_server && pr->sfd >= 0) {
+        close(pr->sfd);
+        pr->sfd = -1;
+    }
+    pr->held = keep_server && pr->sfd >= 0;
+    pr->dropping = false;
+    free(pr->fromc.data);
+    free(pr->froms.data);
+    memset(&pr->fromc, 0, sizeof pr->fromc);
+    memset(&pr->froms, 0, sizeof pr->froms);
+}
+
+/* Takes one armed cut of `kind` (the MySQL ones match each other), or returns PASS. */
+static enum tcp_proxy_cut take_cut(struct tcp_proxy *p, bool mysql_commit)
+{
+    enum tcp_proxy_cut c = TCP_PROXY_PASS;
+    pthread_mutex_lock(&p->mu);
+    bool any_answer = p->cut == TCP_PROXY_ANSWER_LOST;
+    if (p->times > 0 && p->cut != TCP_PROXY_PASS && mysql_commit != any_answer) {
+        c = p->cut;
+        p->times--;
+        p->cuts++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return c;
+}
+
+static bool is_commit_packet(const unsigned char *payload, size_t n)
+{
+    static const char needle[] = "; COMMIT";
+    if (n < 1 || payload[0] != 0x03) { /* COM_QUERY */
+        return false;
+    }
+    for (size_t i = 1; i + sizeof needle - 1 <= n; i++) {
+        if (memcmp(payload + i, needle, sizeof needle - 1) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Forwards the complete client packets buffered; false when the pair is done with. */
+static bool forward_client(struct tcp_proxy *p, struct pair *pr)
+{
+    if (!p->mysql) {
+        bool ok = write_all(pr->sfd, pr->fromc.data, pr->fromc.len) == 0;
+        pr->fromc.len = 0;
+        return ok;
+    }
+    while (pr->fromc.len >= 4) {
+        const unsigned char *d = pr->fromc.data;
+        size_t plen = (size_t)d[0] | (size_t)d[1] << 8 | (size_t)d[2] << 16;
+        if (pr->fromc.len < 4 + plen) {
+            return true;
+        }
+        enum tcp_proxy_cut c = is_commit_packet(d + 4, plen) ? take_cut(p, true) : TCP_PROXY_PASS;
+        if (c == TCP_PROXY_COMMIT_NOT_SENT || c == TCP_PROXY_COMMIT_NOT_SENT_HOLD) {
+            pair_close(pr, c == TCP_PROXY_COMMIT_NOT_SENT_HOLD);
+            return false;
+        }
+        if (write_all(pr->sfd, d, 4 + plen) != 0) {
+            return false;
+        }
+        if (c == TCP_PROXY_COMMIT_ANSWER_LOST) {
+            pr->dropping = true;
+        }
+        buf_take(&pr->fromc, 4 + plen);
+    }
+    return true;
+}
+
+/* Reads a length-encoded integer; false past the end. */
+static bool lenenc(const unsigned char *d, size_t n, size_t *pos)
+{
+    if (*pos >= n) {
+        return false;
+    }
+    unsigned char b = d[*pos];
+    size_t skip = b < 0xfb ? 1 : b == 0xfc ? 3 : b == 0xfd ? 4 : 9;
+    *pos += skip;
+    return *pos <= n;
+}
+
+/* True once the dropped bytes hold the final answer (an ERR, or an OK without
+ * SERVER_MORE_RESULTS_EXISTS) of the forwarded COMMIT query. */
+static bool answer_complete(struct buf *b)
+{
+    size_t off = 0;
+    while (b->len - off >= 4) {
+        const unsigned char *d = b->data + off;
+        size_t plen = (size_t)d[0] | (size_t)d[1] << 8 | (size_t)d[2] << 16;
+        if (b->len - off < 4 + plen) {
+            return false;
+        }
+        const unsigned char *pl = d + 4;
+        if (plen > 0 && pl[0] == 0xff) {
+            return true;
+        }
+        if (plen > 0 && pl[0] == 0x00) {
+            size_t pos = 1;
+            if (lenenc(pl, plen, &pos) && lenenc(pl, plen, &pos) && pos + 2 <= plen) {
+                unsigned status = (unsigned)pl[pos] | (unsigned)pl[pos + 1] << 8;
+                if ((status & 0x0008) == 0) {
+                    return true;
+                }
+            }
+        }
+        off += 4 + plen;
+    }
+    return false;
+}
+
+/* Handles bytes from the server; false when the pair is done with. */
+static bool from_server(struct tcp_proxy *p, struct pair *pr, const unsigned char *d, size_t n)
+{
+    if (pr->dropping) {
+        if (buf_add(&pr->froms, d, n) != 0 || answer_complete(&pr->froms)) {
+            pair_close(pr, false);
+            return false;
+        }
+        return true;
+    }
+    if (take_cut(p, false) == TCP_PROXY_ANSWER_LOST) {
+        pair_close(pr, false);
+        return false;
+    }
+    if (write_all(pr->cfd, d, n) != 0) {
+        pair_close(pr, false);
+        return false;
+    }
+    return true;
+}
+
+static void accept_one(struct tcp_proxy *p)
+{
+    int cfd = accept(p->lfd, NULL, NULL);
+    if (cfd < 0) {
+        return;
+    }
+    struct pair *pr = NULL;
+    for (int i = 0; i < MAX_PAIRS && !pr; i++) {
+        if (p->pairs[i].cfd < 0 && p->pairs[i].sfd < 0) {
+            pr = &p->pairs[i];
+        }
+    }
+    int sfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (!pr || sfd < 0 ||
+        connect(sfd, (const struct sockaddr *)&p->target, sizeof p->target) != 0) {
+        fprintf(stderr, "tcp_proxy: cannot take a connection\n");
+        close(cfd);
+        if (sfd >= 0) {
+            close(sfd);
+        }
+        return;
+    }
+    /* Packets go on one by one: without this, Nagle holds each small one behind the last. */
+    int one = 1;
+    setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    memset(pr, 0, sizeof *pr);
+    pr->cfd = cfd;
+    pr->sfd = sfd;
+}
+
+static void *proxy_main(void *arg)
+{
+    struct tcp_proxy *p = arg;
+    unsigned char chunk[65536];
+    for (;;) {
+        struct pollfd fds[2 + 2 * MAX_PAIRS];
+        int who[2 + 2 * MAX_PAIRS]; /* pair index * 2 + (0 client, 1 server) */
+        nfds_t n = 0;
+        fds[n++] = (struct pollfd){.fd = p->wake[0], .events = POLLIN};
+        fds[n++] = (struct pollfd){.fd = p->lfd, .events = POLLIN};
+        for (int i = 0; i < MAX_PAIRS; i++) {
+            struct pair *pr = &p->pairs[i];
+            if (pr->cfd >= 0) {
+                who[n] = 2 * i;
+                fds[n++] = (struct pollfd){.fd = pr->cfd, .events = POLLIN};
+            }
+            if (pr->sfd >= 0 && !pr->held) {
+                who[n] = 2 * i + 1;
+                fds[n++] = (struct pollfd){.fd = pr->sfd, .events = POLLIN};
+            }
+        }
+        if (poll(fds, n, -1) < 0) {
+            continue;
+        }
+        if (fds[0].revents) {
+            return NULL;
+        }
+        if (fds[1].revents & POLLIN) {
+            accept_one(p);
+        }
+        for (nfds_t k = 2; k < n; k++) {
+            if (!fds[k].revents) {
+                continue;
+            }
+            struct pair *pr = &p->pairs[who[k] / 2];
+            bool server = who[k] % 2 == 1;
+            int fd = server ? pr->sfd : pr->cfd;
+            if (fd != fds[k].fd) {
+                continue; /* closed earlier in this round */
+            }
+            ssize_t r = recv(fd, chunk, sizeof chunk, 0);
+            if (r <= 0) {
+                pair_close(pr, false);
+                continue;
+            }
+            if (server) {
+                from_server(p, pr, chunk, (size_t)r);
+            } else if (buf_add(&pr->fromc, chunk, (size_t)r) != 0 || !forward_client(p, pr)) {
+                if (pr->cfd >= 0) {
+                    pair_close(pr, false);
+                }
+            }
+        }
+    }
+}
+
+struct tcp_proxy *tcp_proxy_start(const char *host, int port, bool mysql)
+{
+    struct tcp_proxy *p = calloc(1, sizeof *p);
+    if (!p) {
+        return NULL;
+    }
+    for (int i = 0; i < MAX_PAIRS; i++) {
+        p->pairs[i].cfd = p->pairs[i].sfd = -1;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    p->mysql = mysql;
+    p->target.sin_family = AF_INET;
+    p->target.sin_port = htons((uint16_t)port);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    socklen_t alen = sizeof a;
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (inet_pton(AF_INET, host, &p->target.sin_addr) != 1 || pipe(p->wake) != 0 ||
+        (p->lfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+        bind(p->lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(p->lfd, 64) != 0 ||
+        getsockname(p->lfd, (struct sockaddr *)&a, &alen) != 0) {
+        fprintf(stderr, "tcp_proxy: cannot listen (target %s:%d)\n", host, port);
+        free(p);
+        return NULL;
+    }
+    p->port = ntohs(a.sin_port);
+    if (pthread_create(&p->thread, NULL, proxy_main, p) != 0) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+int tcp_proxy_port(const struct tcp_proxy *p)
+{
+    return p->port;
+}
+
+void tcp_proxy_arm(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times)
+{
+    pthread_mutex_lock(&p->mu);
+    p->cut = cut;
+    p->times = times;
+    pthread_mutex_unlock(&p->mu);
+}
+
+int tcp_proxy_cuts(struct tcp_proxy *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int n = p->cuts;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+void tcp_proxy_stop(struct tcp_proxy *p)
+{
+    if (!p) {
+        return;
+    }
+    if (write(p->wake[1], "x", 1) != 1) {
+        fprintf(stderr, "tcp_proxy: cannot wake the thread\n");
+    }
+    pthread_join(p->thread, NULL);
+    for (int i = 0; i < MAX_PAIRS; i++) {
+        pair_close(&p->pairs[i], false);
+    }
+    close(p->lfd);
+    close(p->wake[0]);
+    close(p->wake[1]);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}

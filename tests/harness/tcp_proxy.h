@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* A loopback TCP proxy for tests that need a connection to break at an exact point: between
+ * roostd and MariaDB it recognises the COMMIT of a write transaction (the COM_QUERY carrying
+ * "; COMMIT") and loses its answer, or never sends it; between a client and roostd it loses the
+ * next HTTP answer. Everything else is forwarded byte for byte. One thread; any thread may arm. */
+#ifndef ROOST_TEST_TCP_PROXY_H
+#define ROOST_TEST_TCP_PROXY_H
+
+#include <stdbool.h>
+
+enum tcp_proxy_cut {
+    TCP_PROXY_PASS = 0,
+    /* MySQL: the COMMIT reaches the server (it commits), the answer is read and dropped, and both
+     * connections are cut. */
+    TCP_PROXY_COMMIT_ANSWER_LOST,
+    /* MySQL: the COMMIT is never sent; both connections are cut (the server rolls back). */
+    TCP_PROXY_COMMIT_NOT_SENT,
+    /* MySQL: the COMMIT is never sent; the client side is cut, the server side stays open and
+     * silent (a server that has not noticed the drop: its transaction keeps its locks). */
+    TCP_PROXY_COMMIT_NOT_SENT_HOLD,
+    /* Any protocol: the next bytes any server sends are dropped and both connections cut. */
+    TCP_PROXY_ANSWER_LOST,
+};
+
+struct tcp_proxy;
+
+/* Listens on 127.0.0.1 (port 0) and forwards to host:port (an IPv4 address); `mysql`: the
+ * clients speak the MySQL protocol (needed by the COMMIT cuts). NULL with a message on stderr. */
+struct tcp_proxy *tcp_proxy_start(const char *host, int port, bool mysql);
+int tcp_proxy_port(const struct tcp_proxy *p);
+/* The next `times` matching points get `cut`; then the proxy passes again. */
+void tcp_proxy_arm(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times);
+/* How many cuts happened since the start. */
+int tcp_proxy_cuts(struct tcp_proxy *p);
+/* Stops the thread and closes every connection. NULL is a no-op. */
+void tcp_proxy_stop(struct tcp_proxy *p);
+
+#endif
