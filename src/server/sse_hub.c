@@ -353,8 +353,11 @@ static bool sub_write(struct sse_sub *sub, int64_t head, bool heartbeat, bool fi
         sub->flushing_since = time_mono_ms();
         return true;
     }
-    struct bufferevent *bev =
-        evhttp_connection_get_bufferevent(evhttp_request_get_connection(sub->req));
+    struct evhttp_connection *evcon = evhttp_request_get_connection(sub->req);
+    if (evcon == NULL) {
+        return true; /* the client has gone: on_close frees the subscriber */
+    }
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
     size_t sent = send_direct(sub, bev, &f), len = f.chunk_end - f.chunk_at;
     if (sent == len) {
         return true;
