@@ -1,19 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Opening a store by URL scheme, and the small shared helpers of store.h (event lists, touch sets,
- * status names) that every backend uses. */
+/* The small shared helpers of store.h that every backend uses: event lists, touch sets, status
+ * names, metrics totals, recipient order and the retention rule. */
 #include "store/store.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/store_mysql.h"
-#include "store/store_sqlite.h"
-
-static const struct store_ops *const backends[] = {
-    &store_sqlite_ops,
-    &store_mysql_ops,
-};
+#include "common/hash.h"
 
 const char *store_status_name(enum store_status s)
 {
@@ -103,23 +97,6 @@ struct store_event *store_events_push(struct store_events *list)
     return ev;
 }
 
-static uint64_t touch_hash(const char *tenant_id, const char *agent_id)
-{
-    /* FNV-1a over "tenant\0agent": ids are short and caller-validated, so no keyed hash is needed
-     * (an adversary controls at most the recipients of their own tenant's publish). */
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *p = tenant_id;; p++) {
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-        if (*p == '\0') {
-            break;
-        }
-    }
-    for (const char *p = agent_id; *p != '\0'; p++) {
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    }
-    return h;
-}
-
 static bool touch_is(const struct store_touch *e, const char *tenant_id, const char *agent_id)
 {
     return strcmp(e->agent_id, agent_id) == 0 && strcmp(e->tenant_id, tenant_id) == 0;
@@ -133,7 +110,8 @@ static int touches_reindex(struct store_touches *t, size_t n_slots)
         return ROOST_ENOMEM;
     }
     for (size_t i = 0; i < t->len; i++) {
-        size_t s = (size_t)touch_hash(t->items[i].tenant_id, t->items[i].agent_id) & (n_slots - 1);
+        size_t s =
+            (size_t)hash_tenant_agent(t->items[i].tenant_id, t->items[i].agent_id) & (n_slots - 1);
         while (slots[s] != 0) {
             s = (s + 1) & (n_slots - 1);
         }
@@ -152,7 +130,7 @@ int store_touches_add(struct store_touches *t, const char *tenant_id, const char
     if (tenant_len > STORE_ID_MAX || agent_len > STORE_ID_MAX) {
         return ROOST_EINVAL;
     }
-    uint64_t h = touch_hash(tenant_id, agent_id);
+    uint64_t h = hash_tenant_agent(tenant_id, agent_id);
     if (t->n_slots != 0) {
         for (size_t s = (size_t)h & (t->n_slots - 1); t->slots[s] != 0;
              s = (s + 1) & (t->n_slots - 1)) {
@@ -307,52 +285,4 @@ bool store_retention_deletable(const struct store_retention_req *req, enum store
         return true;
     }
     return req->max_age_s > 0 && created_at_ms <= req->now_ms - req->max_age_s * 1000;
-}
-
-int store_open(const char *url, const struct store_options *opt, struct store **out,
-               const char **errmsg)
-{
-    static const struct store_options defaults = {.busy_timeout_ms = 5000,
-                                                  .synchronous_full = true};
-    *out = NULL;
-    if (errmsg != NULL) {
-        *errmsg = NULL;
-    }
-    if (url == NULL) {
-        if (errmsg != NULL) {
-            *errmsg = "no store URL";
-        }
-        return ROOST_EINVAL;
-    }
-    const char *sep = strstr(url, "://");
-    if (sep == NULL) {
-        if (errmsg != NULL) {
-            *errmsg = "the store URL must look like scheme://...";
-        }
-        return ROOST_EINVAL;
-    }
-    size_t scheme_len = (size_t)(sep - url);
-    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
-        const struct store_ops *ops = backends[i];
-        if (strlen(ops->scheme) == scheme_len && memcmp(ops->scheme, url, scheme_len) == 0) {
-            int rc = ops->open(url, opt != NULL ? opt : &defaults, out);
-            if (rc != ROOST_OK && errmsg != NULL) {
-                *errmsg = ops == &store_sqlite_ops  ? store_sqlite_open_error()
-                          : ops == &store_mysql_ops ? store_mysql_open_error()
-                                                    : "the store could not be opened";
-            }
-            return rc;
-        }
-    }
-    if (errmsg != NULL) {
-        *errmsg = "unknown store URL scheme (expected sqlite:// or mysql://)";
-    }
-    return ROOST_EINVAL;
-}
-
-void store_close(struct store *st)
-{
-    if (st != NULL) {
-        st->ops->close(st);
-    }
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The store: domain operations on the durable inbox, as a vtable with one implementation per
- * backend (store_sqlite.c now, store_mysql.c later). Semantics are fixed here and proven by the
- * conformance suite in tests/store/; the SQL differs per backend.
+ * backend (sqlite://, mysql://). Semantics are fixed here and proven by the conformance suite in
+ * tests/store/. The lifecycle operations are written once (store_lifecycle.c) over each backend's
+ * SQL dialect (store_sqlite.c, store_mysql.c); only the SQL and driver glue differ per backend.
  *
  * Threading: a struct store is one database connection, used by one thread at a time.
  * Time: every operation takes `now_ms` (Unix milliseconds) from the caller, so the scheduler and
@@ -458,8 +459,11 @@ struct store_ops {
                 struct store_touches *touches);
 };
 
+struct store_dialect;
 struct store {
     const struct store_ops *ops;
+    /* The backend's primitive statements the shared lifecycle runs (store_lifecycle.h). */
+    const struct store_dialect *dialect;
 };
 
 /* Opens a store by URL scheme ("sqlite://PATH", "mysql://USER:PASS@HOST:PORT/DB"). ROOST_EINVAL for
@@ -468,7 +472,7 @@ int store_open(const char *url, const struct store_options *opt, struct store **
                const char **errmsg);
 void store_close(struct store *st);
 
-/* Thin dispatchers so callers read naturally: store_claim(st, …) → st->ops->claim(st, …). */
+/* Thin dispatchers: store_call(st, claim, …) → st->ops->claim(st, …). */
 #define store_call(st, op, ...) ((st)->ops->op((st), __VA_ARGS__))
 #define store_call0(st, op) ((st)->ops->op((st)))
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The SQLite backend of the store vtable (store_sqlite.c). */
+/* The SQLite backend of the store vtable (store_sqlite.c: SQL and dialect; store_sqlite_conn.c:
+ * connection and transactions). */
 #ifndef ROOST_STORE_SQLITE_H
 #define ROOST_STORE_SQLITE_H
 

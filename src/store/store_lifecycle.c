@@ -1,0 +1,637 @@
+/* SPDX-License-Identifier: MIT */
+/* The event lifecycle (DESIGN §4.3–4.5) once for every backend: each operation decides here and
+ * runs its statements through the backend's struct store_dialect (store_lifecycle.h). */
+#include "store/store_lifecycle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ids.h"
+#include "store/store_sql.h"
+
+#include "common/banned.h"
+
+/* Pages of agents the retention pass loads at a time. */
+#define RETENTION_AGENT_PAGE 64
+
+static const struct store_dialect *dialect(struct store *st)
+{
+    return st->dialect;
+}
+
+/* Every operation ends here (rc passes through). */
+static int done(struct store *st, int rc)
+{
+    if (dialect(st)->done != NULL) {
+        dialect(st)->done(st);
+    }
+    return rc;
+}
+
+static int lifecycle_fail(struct store *st, int rc, const char *msg)
+{
+    dialect(st)->set_error(st, msg);
+    return rc;
+}
+
+struct store_lease_ref *store_lease_refs_push(struct store_lease_refs *list)
+{
+    if (list->len == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 16;
+        if (cap > SIZE_MAX / sizeof *list->items) {
+            return NULL;
+        }
+        struct store_lease_ref *grown = realloc(list->items, cap * sizeof *grown);
+        if (grown == NULL) {
+            return NULL;
+        }
+        list->items = grown;
+        list->cap = cap;
+    }
+    struct store_lease_ref *r = &list->items[list->len++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+bool store_lease_token_eq(const struct store_lease_row *row, const char *lease_token)
+{
+    return lease_token != NULL && row->lease_token[0] != '\0' &&
+           strcmp(row->lease_token, lease_token) == 0;
+}
+
+bool store_lease_exhausted(int attempts, int max_attempts)
+{
+    return max_attempts > 0 && attempts >= max_attempts;
+}
+
+bool store_cursor_gone(int64_t after_cursor, int64_t purged_through_seq)
+{
+    return after_cursor < purged_through_seq;
+}
+
+void store_event_claimed(struct store_event *ev, const char *token, const char *consumer,
+                         int64_t now_ms, int64_t claim_expires_at_ms)
+{
+    ev->status = STORE_CLAIMED;
+    snprintf(ev->lease_token, sizeof ev->lease_token, "%s", token);
+    snprintf(ev->consumer, sizeof ev->consumer, "%s", consumer);
+    ev->claimed_at_ms = now_ms;
+    ev->claim_expires_at_ms = claim_expires_at_ms;
+    ev->attempts++;
+}
+
+/* The agent's claimable set or head changed: its current head goes to the touches (and the
+ * change log). Without touches and a change log nobody would hear of it, so nothing is read. */
+static int touch(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
+                 struct store_touches *touches)
+{
+    const struct store_dialect *d = dialect(st);
+    int64_t head, purged;
+    if (touches == NULL && !d->change_log) {
+        return ROOST_OK;
+    }
+    int rc = d->agent_head(st, tenant_id, agent_id, &head, &purged);
+    return rc != ROOST_OK ? rc : d->changed(st, tenant_id, agent_id, head, now_ms, touches);
+}
+
+/* ---- publish ---- */
+
+/* Writes one (item, recipient) row, or finds it again through the idempotency key. The new head
+ * goes to `heads`. */
+static int publish_one(struct store *st, const struct store_publish_req *req,
+                       const struct store_publish_item *it, const char *agent_id,
+                       struct store_published *o, struct store_touches *heads)
+{
+    const struct store_dialect *d = dialect(st);
+    int rc;
+    memset(o, 0, sizeof *o);
+    snprintf(o->agent_id, sizeof o->agent_id, "%s", agent_id);
+    if (it->idempotency_key != NULL) {
+        bool found = false;
+        rc =
+            d->idem_find(st, req->tenant_id, agent_id, it->idempotency_key, req->now_ms, o, &found);
+        if (rc != ROOST_OK || found) {
+            o->duplicate = found;
+            return rc;
+        }
+    }
+    if ((rc = d->seq_alloc(st, req->tenant_id, agent_id, req->now_ms, &o->seq)) != ROOST_OK) {
+        return rc;
+    }
+    if (ids_event_id(req->now_ms, o->event_id) != 0) {
+        return lifecycle_fail(st, ROOST_EINTERNAL, "publish: no randomness for the event id");
+    }
+    /* A row due later waits as scheduled; one due now (or in the past) is pending at once. */
+    bool scheduled = it->available_at_ms > req->now_ms;
+    struct store_new_row row = {
+        .tenant_id = req->tenant_id,
+        .agent_id = agent_id,
+        .seq = o->seq,
+        .event_id = o->event_id,
+        .status = scheduled ? STORE_SCHEDULED : STORE_PENDING,
+        .priority = it->priority,
+        .correlation_id = it->correlation_id,
+        .idempotency_key = it->idempotency_key,
+        .payload = it->payload != NULL ? it->payload : "{}",
+        .created_at_ms = req->now_ms,
+        .available_at_ms = scheduled ? it->available_at_ms : req->now_ms,
+        .expires_at_ms = it->expires_at_ms,
+    };
+    if ((rc = d->inbox_insert(st, &row)) != ROOST_OK) {
+        return rc;
+    }
+    if (it->state_patch != NULL &&
+        (rc = d->state_patch(st, req->tenant_id, agent_id, it->state_patch, o->seq, req->now_ms)) !=
+            ROOST_OK) {
+        return rc;
+    }
+    /* Every new row moves the head (cursor readers and long-polls care even about delayed rows). */
+    return store_touches_add(heads, req->tenant_id, agent_id, o->seq);
+}
+
+/* Recipients of an item are handled in sorted agent_id order (the lock order of DESIGN §4.2). A
+ * recipient listed twice gets one row; both out entries describe it. Each agent is reported once,
+ * with its highest new head. */
+int store_lifecycle_publish(struct store *st, const struct store_publish_req *req,
+                            struct store_published *out, struct store_touches *touches)
+{
+    const struct store_dialect *d = dialect(st);
+    struct store_touches heads = {0};
+    struct store_recipient *order = NULL;
+    size_t order_cap = 0, base = 0;
+    int rc = d->publish_begin(st, req);
+    for (size_t i = 0; rc == ROOST_OK && i < req->n_items; i++) {
+        const struct store_publish_item *it = &req->items[i];
+        if ((rc = store_recipients_sort(it, &order, &order_cap)) != ROOST_OK) {
+            break;
+        }
+        for (size_t k = 0; rc == ROOST_OK && k < it->n_recipients; k++) {
+            struct store_published *o = &out[base + order[k].idx];
+            if (k > 0 && strcmp(order[k - 1].agent_id, order[k].agent_id) == 0) {
+                *o = out[base + order[k - 1].idx];
+                continue;
+            }
+            rc = publish_one(st, req, it, order[k].agent_id, o, &heads);
+        }
+        base += it->n_recipients;
+    }
+    for (size_t i = 0; rc == ROOST_OK && i < heads.len; i++) {
+        const struct store_touch *t = &heads.items[i];
+        rc = d->changed(st, t->tenant_id, t->agent_id, t->head, req->now_ms, touches);
+    }
+    store_touches_cleanup(&heads);
+    free(order);
+    return done(st, rc);
+}
+
+int store_lifecycle_head(struct store *st, const char *tenant_id, const char *agent_id,
+                         int64_t *head)
+{
+    int64_t purged;
+    return done(st, dialect(st)->agent_head(st, tenant_id, agent_id, head, &purged));
+}
+
+/* ---- leases ---- */
+
+int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *agent_id,
+                          size_t limit, size_t max_bytes, int64_t lease_s, const char *consumer,
+                          int64_t now_ms, struct store_events *out, bool *has_more)
+{
+    const struct store_dialect *d = dialect(st);
+    struct store_events cands = {0};
+    const char *who = consumer != NULL ? consumer : "";
+    int64_t expires = now_ms + lease_s * 1000;
+    bool cut = false;
+    if (has_more != NULL) {
+        *has_more = false;
+    }
+    if (limit == 0) {
+        return done(st, ROOST_OK);
+    }
+    /* Candidates first: updating rows under a live walk of the claim index is not defined on
+     * every backend. Rows past the byte budget are not touched (no lease, no attempt). */
+    int rc = d->claim_select(st, tenant_id, agent_id, now_ms, store_limit(limit), max_bytes, &cands,
+                             &cut);
+    /* A batch that ended at its limit or its budget may have more claimable at once. */
+    bool more = cut || cands.len == limit;
+    for (size_t i = 0; rc == ROOST_OK && i < cands.len; i++) {
+        char token[STORE_LEASE_TOKEN_LEN + 1];
+        bool claimed = false;
+        if (ids_lease_token(token) != 0) {
+            rc = lifecycle_fail(st, ROOST_EINTERNAL, "claim: no randomness for the lease token");
+            break;
+        }
+        rc = d->claim_update(st, tenant_id, agent_id, &cands.items[i], token, who, now_ms, expires,
+                             &claimed);
+        if (rc != ROOST_OK || !claimed) {
+            continue;
+        }
+        struct store_event *ev = store_events_push(out);
+        if (ev == NULL) {
+            rc = ROOST_ENOMEM;
+            break;
+        }
+        *ev = cands.items[i]; /* moves the heap members */
+        memset(&cands.items[i], 0, sizeof cands.items[i]);
+    }
+    if (rc == ROOST_OK) {
+        rc = d->seen(st, tenant_id, agent_id, now_ms);
+    }
+    if (has_more != NULL) {
+        *has_more = rc == ROOST_OK && more;
+    }
+    store_events_cleanup(&cands);
+    return done(st, rc);
+}
+
+/* The event under a lease that `lease_token` must hold now (fencing, DESIGN §4.3). */
+static int lease_held(struct store *st, const char *tenant_id, const char *agent_id,
+                      const char *event_id, const char *lease_token, struct store_lease_row *row)
+{
+    bool found = false;
+    int rc = dialect(st)->lease_find(st, tenant_id, agent_id, event_id, row, &found);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    if (!found) {
+        return ROOST_EEVENTNOTFOUND;
+    }
+    return row->status == STORE_CLAIMED && store_lease_token_eq(row, lease_token)
+               ? ROOST_OK
+               : ROOST_ELEASEMISMATCH;
+}
+
+int store_lifecycle_ack(struct store *st, const char *tenant_id, const char *agent_id,
+                        const char *event_id, const char *lease_token, int64_t now_ms,
+                        int64_t *available_at_ms)
+{
+    const struct store_dialect *d = dialect(st);
+    struct store_lease_row row;
+    bool acked = false, found = false;
+    if (available_at_ms != NULL) {
+        *available_at_ms = 0;
+    }
+    int rc = d->ack_update(st, tenant_id, agent_id, event_id, lease_token, now_ms, &acked,
+                           available_at_ms);
+    if (rc != ROOST_OK || acked) {
+        return done(st, rc);
+    }
+    /* Nothing changed: tell a repeated ack (the token is kept on completion), a stale token and
+     * an unknown event apart. */
+    if ((rc = d->lease_find(st, tenant_id, agent_id, event_id, &row, &found)) == ROOST_OK) {
+        rc = !found ? ROOST_EEVENTNOTFOUND
+             : row.status == STORE_COMPLETED && store_lease_token_eq(&row, lease_token)
+                 ? ROOST_OK
+                 : ROOST_ELEASEMISMATCH;
+    }
+    return done(st, rc);
+}
+
+int store_lifecycle_release(struct store *st, const char *tenant_id, const char *agent_id,
+                            const char *event_id, const char *lease_token,
+                            enum store_release_reason reason, int64_t delay_s, const char *error,
+                            int max_attempts, int64_t now_ms, struct store_touches *touches,
+                            enum store_status *new_status)
+{
+    struct store_lease_row row;
+    bool changed = false;
+    int rc = lease_held(st, tenant_id, agent_id, event_id, lease_token, &row);
+    if (rc != ROOST_OK) {
+        return done(st, rc);
+    }
+    /* Poison quarantines at once; a transient failure once the attempts are used up. A shutdown
+     * counts nothing, so it never quarantines. */
+    enum store_status to = STORE_PENDING;
+    int64_t available_at = now_ms;
+    if (reason == STORE_RELEASE_POISON ||
+        (reason == STORE_RELEASE_TRANSIENT && store_lease_exhausted(row.attempts, max_attempts))) {
+        to = STORE_QUARANTINED;
+    } else if (delay_s > 0) {
+        to = STORE_SCHEDULED;
+        available_at = now_ms + delay_s * 1000;
+    }
+    int nack = reason == STORE_RELEASE_TRANSIENT ? 1 : 0;
+    rc = dialect(st)->release_update(st, tenant_id, agent_id, row.seq, lease_token, to,
+                                     available_at, nack, error, &changed);
+    if (rc == ROOST_OK && !changed) {
+        rc = ROOST_ELEASEMISMATCH;
+    }
+    if (rc == ROOST_OK && new_status != NULL) {
+        *new_status = to;
+    }
+    if (rc == ROOST_OK && to == STORE_PENDING) {
+        rc = touch(st, tenant_id, agent_id, now_ms, touches);
+    }
+    return done(st, rc);
+}
+
+int store_lifecycle_extend(struct store *st, const char *tenant_id, const char *agent_id,
+                           const char *event_id, const char *lease_token, int64_t lease_s,
+                           int64_t max_total_s, int64_t now_ms, int64_t *claim_expires_at_ms)
+{
+    struct store_lease_row row;
+    bool changed = false;
+    int rc = lease_held(st, tenant_id, agent_id, event_id, lease_token, &row);
+    if (rc == ROOST_OK && row.claim_expires_at_ms <= now_ms) {
+        rc = ROOST_ELEASEMISMATCH; /* expired: the scavenger may hand it out again */
+    }
+    if (rc != ROOST_OK) {
+        return done(st, rc);
+    }
+    /* The cap counts from the claim, so extending forever is impossible. */
+    int64_t want = now_ms + lease_s * 1000;
+    int64_t cap = row.claimed_at_ms + max_total_s * 1000;
+    int64_t next = want < cap ? want : cap;
+    if (next <= row.claim_expires_at_ms) {
+        if (claim_expires_at_ms != NULL) {
+            *claim_expires_at_ms = row.claim_expires_at_ms;
+        }
+        return done(st, ROOST_ELEASECAP);
+    }
+    rc = dialect(st)->extend_update(st, tenant_id, agent_id, row.seq, lease_token, next, &changed);
+    if (rc == ROOST_OK && !changed) {
+        rc = ROOST_ELEASEMISMATCH;
+    }
+    if (rc == ROOST_OK && claim_expires_at_ms != NULL) {
+        *claim_expires_at_ms = next;
+    }
+    return done(st, rc);
+}
+
+/* consumer NULL releases every lease of the agent; "" those claimed without a consumer id. */
+int store_lifecycle_release_all(struct store *st, const char *tenant_id, const char *agent_id,
+                                const char *consumer, int64_t now_ms, size_t *released,
+                                struct store_touches *touches)
+{
+    *released = 0;
+    int rc = dialect(st)->release_leases(st, tenant_id, agent_id, consumer, released);
+    if (rc == ROOST_OK && *released > 0) {
+        rc = touch(st, tenant_id, agent_id, now_ms, touches);
+    }
+    return done(st, rc);
+}
+
+/* ---- scheduler ---- */
+
+/* Touches every agent of `agents` (deduplicated) with its current head. */
+static int touch_all(struct store *st, const struct store_touches *agents, int64_t now_ms,
+                     struct store_touches *touches)
+{
+    int rc = ROOST_OK;
+    for (size_t i = 0; rc == ROOST_OK && i < agents->len; i++) {
+        rc = touch(st, agents->items[i].tenant_id, agents->items[i].agent_id, now_ms, touches);
+    }
+    return rc;
+}
+
+int store_lifecycle_scavenge(struct store *st, int64_t now_ms, int max_attempts, size_t limit,
+                             size_t *count, size_t *quarantined, struct store_touches *touches)
+{
+    const struct store_dialect *d = dialect(st);
+    struct store_lease_refs rows = {0};
+    struct store_touches agents = {0};
+    *count = 0;
+    *quarantined = 0;
+    if (limit == 0) {
+        return done(st, ROOST_OK);
+    }
+    int rc = d->scavenge_select(st, now_ms, store_limit(limit), &rows);
+    for (size_t i = 0; rc == ROOST_OK && i < rows.len; i++) {
+        const struct store_lease_ref *r = &rows.items[i];
+        /* attempts only moves with a new claim, which changes the token the update is
+         * conditional on: the target decided from this read holds if the update matches. */
+        enum store_status to =
+            store_lease_exhausted(r->attempts, max_attempts) ? STORE_QUARANTINED : STORE_PENDING;
+        bool changed = false;
+        if ((rc = d->scavenge_update(st, r, to, now_ms, &changed)) != ROOST_OK || !changed) {
+            continue; /* the lease moved on since we read it */
+        }
+        (*count)++;
+        if (to == STORE_QUARANTINED) {
+            (*quarantined)++;
+        } else {
+            rc = store_touches_add(&agents, r->tenant_id, r->agent_id, 0);
+        }
+    }
+    if (rc == ROOST_OK) {
+        rc = touch_all(st, &agents, now_ms, touches);
+    }
+    store_touches_cleanup(&agents);
+    free(rows.items);
+    return done(st, rc);
+}
+
+int store_lifecycle_promote_due(struct store *st, int64_t now_ms, size_t limit, size_t *count,
+                                struct store_touches *touches)
+{
+    struct store_touches agents = {0};
+    *count = 0;
+    if (limit == 0) {
+        return done(st, ROOST_OK);
+    }
+    int rc = dialect(st)->promote(st, now_ms, store_limit(limit), count, &agents);
+    if (rc == ROOST_OK) {
+        rc = touch_all(st, &agents, now_ms, touches);
+    }
+    store_touches_cleanup(&agents);
+    return done(st, rc);
+}
+
+int store_lifecycle_expire(struct store *st, int64_t now_ms, size_t limit, size_t *count)
+{
+    *count = 0;
+    if (limit == 0) {
+        return done(st, ROOST_OK);
+    }
+    return done(st, dialect(st)->expire(st, now_ms, store_limit(limit), count));
+}
+
+/* ---- retention ---- */
+
+/* Deletes the deletable prefix of one agent's rows, at most `budget` rows, archiving the
+ * unfinished ones first; the watermark moves to the prefix's last seq, so purged_through_seq
+ * stays exact (DESIGN §4.5). rows has room for `budget`. */
+static int retain_agent(struct store *st, const struct store_retention_req *req,
+                        const struct store_agent_ref *a, size_t budget,
+                        struct store_retention_row *rows, size_t *deleted, size_t *archived)
+{
+    const struct store_dialect *d = dialect(st);
+    size_t n = 0, keep = 0;
+    *deleted = 0;
+    if (d->retention_lock != NULL) {
+        bool owned = false;
+        int rc = d->retention_lock(st, a, &owned);
+        if (rc != ROOST_OK || !owned) {
+            return rc;
+        }
+    }
+    int rc = d->retention_rows(st, a, store_limit(budget), rows, &n);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    /* The prefix ends at the first row that must stay. */
+    while (keep < n && store_retention_deletable(req, rows[keep].status, rows[keep].completed_at_ms,
+                                                 rows[keep].created_at_ms)) {
+        keep++;
+    }
+    if (keep == 0) {
+        return ROOST_OK;
+    }
+    for (size_t i = 0; req->archive != NULL && i < keep; i++) {
+        /* A completed row has nothing left worth keeping (its payload is gone). */
+        if (rows[i].status == STORE_COMPLETED) {
+            continue;
+        }
+        struct store_event ev;
+        bool found = false;
+        memset(&ev, 0, sizeof ev);
+        rc = d->event_by_seq(st, a->tenant_id, a->agent_id, rows[i].seq, &ev, &found);
+        if (rc != ROOST_OK) {
+            return rc;
+        }
+        if (!found) {
+            continue;
+        }
+        int cb = req->archive(req->archive_ctx, a->tenant_id, &ev);
+        store_event_cleanup(&ev);
+        if (cb != 0) {
+            char msg[STORE_ID_MAX * 2 + 96];
+            snprintf(msg, sizeof msg, "retention: archiving %s/%s seq %lld failed (%d)",
+                     a->tenant_id, a->agent_id, (long long)rows[i].seq, cb);
+            return lifecycle_fail(st, ROOST_EIO, msg);
+        }
+        (*archived)++;
+    }
+    int64_t through = rows[keep - 1].seq;
+    if ((rc = d->retention_delete(st, a, through)) != ROOST_OK ||
+        (rc = d->retention_watermark(st, a, through)) != ROOST_OK) {
+        return rc;
+    }
+    *deleted = keep;
+    return ROOST_OK;
+}
+
+/* Walks the agents in (tenant, agent) order inside one savepoint, so a failing archive callback
+ * leaves every row and watermark as it was. */
+int store_lifecycle_retention(struct store *st, const struct store_retention_req *req,
+                              struct store_retention_result *res)
+{
+    const struct store_dialect *d = dialect(st);
+    struct store_agent_ref *agents = NULL, after;
+    struct store_retention_row *rows = NULL;
+    memset(res, 0, sizeof *res);
+    memset(&after, 0, sizeof after);
+    if (req->batch == 0) {
+        return done(st, ROOST_OK);
+    }
+    agents = malloc(RETENTION_AGENT_PAGE * sizeof *agents);
+    rows = req->batch > SIZE_MAX / sizeof *rows ? NULL : malloc(req->batch * sizeof *rows);
+    if (agents == NULL || rows == NULL) {
+        free(agents);
+        free(rows);
+        return done(st, ROOST_ENOMEM);
+    }
+    int rc = d->retention_begin(st, req);
+    if (rc != ROOST_OK) {
+        goto out;
+    }
+    for (;;) {
+        size_t n = 0;
+        if ((rc = d->retention_agents(st, &after, RETENTION_AGENT_PAGE, agents, &n)) != ROOST_OK) {
+            break;
+        }
+        for (size_t i = 0; rc == ROOST_OK && i < n && !res->more; i++) {
+            size_t budget = req->batch - res->deleted, deleted = 0;
+            rc = retain_agent(st, req, &agents[i], budget, rows, &deleted, &res->archived);
+            res->deleted += deleted;
+            res->more = res->deleted == req->batch;
+        }
+        if (rc != ROOST_OK || res->more || n < RETENTION_AGENT_PAGE) {
+            break;
+        }
+        after = agents[n - 1];
+    }
+    rc = d->retention_end(st, rc);
+    if (rc != ROOST_OK) {
+        memset(res, 0, sizeof *res);
+    }
+out:
+    free(agents);
+    free(rows);
+    return done(st, rc);
+}
+
+/* ---- admin ---- */
+
+int store_lifecycle_quarantine_list(struct store *st, const char *tenant_id, const char *agent_id,
+                                    const char *after_agent, int64_t after_seq, size_t limit,
+                                    struct store_events *out, bool *has_more)
+{
+    const char *after = after_agent != NULL ? after_agent : "";
+    bool one_agent = agent_id != NULL && agent_id[0] != '\0';
+    size_t before = out->len;
+    *has_more = false;
+    if (limit == 0) {
+        return done(st, ROOST_OK);
+    }
+    if (one_agent) {
+        /* One agent: the (agent_id, seq) position reduces to a seq bound, so the walk of that
+         * agent's rows needs no sort. */
+        int c = strcmp(after, agent_id);
+        after_seq = c < 0 ? -1 : c == 0 ? after_seq : INT64_MAX;
+    }
+    int rc = dialect(st)->quarantine_select(st, tenant_id, one_agent ? agent_id : NULL, after,
+                                            after_seq, store_limit_page(limit), out);
+    /* The one row past the page only says that more follow. */
+    while (rc == ROOST_OK && out->len - before > limit) {
+        store_event_cleanup(&out->items[--out->len]);
+        *has_more = true;
+    }
+    return done(st, rc);
+}
+
+int store_lifecycle_requeue(struct store *st, const char *tenant_id, const char *event_id,
+                            int64_t now_ms, struct store_touches *touches)
+{
+    const struct store_dialect *d = dialect(st);
+    char agent_id[STORE_ID_MAX + 1];
+    enum store_status status;
+    bool found = false, changed = false;
+    int rc = d->event_locate(st, tenant_id, event_id, agent_id, &status, &found);
+    if (rc == ROOST_OK && !found) {
+        rc = ROOST_EEVENTNOTFOUND;
+    } else if (rc == ROOST_OK && status != STORE_QUARANTINED && status != STORE_EXPIRED) {
+        rc = ROOST_ESTATE;
+    }
+    if (rc == ROOST_OK) {
+        rc = d->requeue_update(st, tenant_id, event_id, now_ms, &changed);
+    }
+    if (rc == ROOST_OK && !changed) {
+        rc = ROOST_ESTATE; /* changed since we read it */
+    }
+    if (rc == ROOST_OK) {
+        rc = touch(st, tenant_id, agent_id, now_ms, touches);
+    }
+    return done(st, rc);
+}
+
+int store_lifecycle_quarantine_purge(struct store *st, const char *tenant_id, const char *agent_id,
+                                     const char *event_id, size_t limit, size_t *purged)
+{
+    const struct store_dialect *d = dialect(st);
+    *purged = 0;
+    int rc = d->quarantine_delete(st, tenant_id, event_id != NULL ? NULL : agent_id, event_id,
+                                  store_limit(limit), purged);
+    if (rc == ROOST_OK && event_id != NULL && *purged == 0) {
+        /* Tell an unknown event from one in another status. */
+        char agent[STORE_ID_MAX + 1];
+        enum store_status status;
+        bool found = false;
+        rc = d->event_locate(st, tenant_id, event_id, agent, &status, &found);
+        if (rc == ROOST_OK) {
+            rc = found ? ROOST_ESTATE : ROOST_EEVENTNOTFOUND;
+        }
+    }
+    return done(st, rc);
+}

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/* The event lifecycle of DESIGN §4.3–4.5, written once for every backend: the store_lifecycle_*
+ * functions are the vtable entries of the lifecycle operations and make every decision (what is
+ * claimable, lease fencing, the repeated-ack rule, release target and delay, the extend cap,
+ * quarantine at max attempts, retention's deletable prefix and watermark, limit bounds). They
+ * reach the database only through the backend's struct store_dialect: small primitives, each one
+ * SQL statement (or a dialect's fixed pair) per backend. A new operation is one function here and
+ * one primitive per dialect. Internal to src/store/. */
+#ifndef ROOST_STORE_LIFECYCLE_H
+#define ROOST_STORE_LIFECYCLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* The lease columns of one inbox row, as fencing needs them. */
+struct store_lease_row {
+    int64_t seq;
+    enum store_status status;
+    char lease_token[STORE_LEASE_TOKEN_LEN + 1]; /* "" when none */
+    int attempts;
+    int64_t claimed_at_ms;
+    int64_t claim_expires_at_ms;
+};
+
+/* An expired lease the scavenger read: its update is conditional on this token. */
+struct store_lease_ref {
+    char tenant_id[STORE_ID_MAX + 1];
+    char agent_id[STORE_ID_MAX + 1];
+    int64_t seq;
+    char lease_token[STORE_LEASE_TOKEN_LEN + 1];
+    int attempts;
+};
+struct store_lease_refs {
+    struct store_lease_ref *items;
+    size_t len, cap;
+};
+/* Appends a zeroed entry and returns it, or NULL when out of memory. */
+struct store_lease_ref *store_lease_refs_push(struct store_lease_refs *list);
+
+struct store_agent_ref {
+    char tenant_id[STORE_ID_MAX + 1];
+    char agent_id[STORE_ID_MAX + 1];
+};
+
+/* What retention decides on, per row, in seq order. */
+struct store_retention_row {
+    int64_t seq;
+    enum store_status status;
+    int64_t completed_at_ms; /* 0 = never finished */
+    int64_t created_at_ms;
+};
+
+/* One inbox row to insert (publish). */
+struct store_new_row {
+    const char *tenant_id;
+    const char *agent_id;
+    int64_t seq;
+    const char *event_id;
+    enum store_status status; /* scheduled or pending */
+    int priority;
+    const char *correlation_id;  /* NULL = none */
+    const char *idempotency_key; /* NULL = none */
+    const char *payload;
+    int64_t created_at_ms;
+    int64_t available_at_ms;
+    int64_t expires_at_ms; /* 0 = never */
+};
+
+/* A backend's primitives. Each returns ROOST_OK or the store error of its statement
+ * (ROOST_ERETRY, ROOST_ESTORE, ROOST_ENOMEM...), never a lifecycle answer: those are decided by
+ * the caller. Limits arrive already bounded (store_limit). */
+struct store_dialect {
+    /* Ends every lifecycle operation (SQLite: resets the cached statements, so none pins a
+     * snapshot). NULL = nothing to do. */
+    void (*done)(struct store *st);
+    /* Records the detail of a failure the lifecycle found (store_errmsg shows it). */
+    void (*set_error)(struct store *st, const char *msg);
+    /* True when changed() writes a change log other nodes read: an agent is then touched even
+     * when the caller collects no touches. */
+    bool change_log;
+
+    /* ---- agents and touches ---- */
+    /* The agent's head and watermark, both 0 for an agent without a row. */
+    int (*agent_head)(struct store *st, const char *tenant_id, const char *agent_id, int64_t *head,
+                      int64_t *purged);
+    /* The agent's head moved or its claimable set changed: add the touch (touches may be NULL),
+     * and on a backend with a change log, write its row in this transaction. */
+    int (*changed)(struct store *st, const char *tenant_id, const char *agent_id, int64_t head,
+                   int64_t now_ms, struct store_touches *touches);
+
+    /* ---- publish ---- */
+    /* Before the rows of a request: the tenant row exists; a dialect with row locks may lock
+     * every recipient agent in sorted order here (DESIGN §4.2). */
+    int (*publish_begin)(struct store *st, const struct store_publish_req *req);
+    /* The row an earlier publish with this idempotency key wrote: *found, and o->event_id/seq. */
+    int (*idem_find)(struct store *st, const char *tenant_id, const char *agent_id, const char *key,
+                     int64_t now_ms, struct store_published *o, bool *found);
+    /* Allocates the agent's next seq (creating the agent), row-locking it until COMMIT. */
+    int (*seq_alloc)(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
+                     int64_t *seq);
+    int (*inbox_insert)(struct store *st, const struct store_new_row *row);
+    /* Merges `patch` into agents.state and sets state_cursor = seq. */
+    int (*state_patch)(struct store *st, const char *tenant_id, const char *agent_id,
+                       const char *patch, int64_t seq, int64_t now_ms);
+
+    /* ---- leases ---- */
+    /* Appends up to `limit` claimable rows in claim order (pending, unexpired, priority desc,
+     * seq asc), stopping before the first row whose payload would take the batch past
+     * `max_bytes` (store_budget_take; *cut then set). Each needs at least its seq; a dialect may
+     * fill the whole event. */
+    int (*claim_select)(struct store *st, const char *tenant_id, const char *agent_id,
+                        int64_t now_ms, int64_t limit, size_t max_bytes, struct store_events *cands,
+                        bool *cut);
+    /* Claims the candidate `ev` if still pending (*claimed) and leaves *ev as the claimed row. */
+    int (*claim_update)(struct store *st, const char *tenant_id, const char *agent_id,
+                        struct store_event *ev, const char *token, const char *consumer,
+                        int64_t now_ms, int64_t claim_expires_at_ms, bool *claimed);
+    /* agents.last_seen_at = now, at most once per STORE_SEEN_EVERY_MS. */
+    int (*seen)(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms);
+    /* The event's lease columns for this tenant and agent; *found false when there is none. */
+    int (*lease_find)(struct store *st, const char *tenant_id, const char *agent_id,
+                      const char *event_id, struct store_lease_row *row, bool *found);
+    /* Completes the event if claimed under `token` (*acked); *available_at_ms (may be NULL) gets
+     * its available_at when it did. */
+    int (*ack_update)(struct store *st, const char *tenant_id, const char *agent_id,
+                      const char *event_id, const char *token, int64_t now_ms, bool *acked,
+                      int64_t *available_at_ms);
+    /* Ends the lease under `token`: status `to`, available_at, nacks + nack, last_error when
+     * error is not NULL. *changed false when the lease moved on. */
+    int (*release_update)(struct store *st, const char *tenant_id, const char *agent_id,
+                          int64_t seq, const char *token, enum store_status to,
+                          int64_t available_at_ms, int nack, const char *error, bool *changed);
+    int (*extend_update)(struct store *st, const char *tenant_id, const char *agent_id, int64_t seq,
+                         const char *token, int64_t claim_expires_at_ms, bool *changed);
+    /* Every lease of the agent held by consumer (NULL: any) back to pending, nothing counted. */
+    int (*release_leases)(struct store *st, const char *tenant_id, const char *agent_id,
+                          const char *consumer, size_t *released);
+
+    /* ---- scheduler ---- */
+    /* Appends up to `limit` claimed rows with claim_expires_at <= now, oldest expiry first. */
+    int (*scavenge_select)(struct store *st, int64_t now_ms, int64_t limit,
+                           struct store_lease_refs *out);
+    /* Ends the expired lease r (conditional on its token and expiry): status `to`,
+     * timeouts + 1. *changed false when it moved on. */
+    int (*scavenge_update)(struct store *st, const struct store_lease_ref *r, enum store_status to,
+                           int64_t now_ms, bool *changed);
+    /* Up to `limit` due scheduled rows become pending; their agents go into `agents`. */
+    int (*promote)(struct store *st, int64_t now_ms, int64_t limit, size_t *count,
+                   struct store_touches *agents);
+    /* Up to `limit` pending/scheduled rows past expires_at become expired. */
+    int (*expire)(struct store *st, int64_t now_ms, int64_t limit, size_t *count);
+
+    /* ---- retention ---- */
+    /* Opens the pass's savepoint (and does the dialect's own housekeeping). On failure it leaves
+     * nothing open. */
+    int (*retention_begin)(struct store *st, const struct store_retention_req *req);
+    /* Releases the savepoint (rc ROOST_OK) or rolls the pass back to it. */
+    int (*retention_end)(struct store *st, int rc);
+    /* Up to `limit` agents after `after` in (tenant, agent) order. */
+    int (*retention_agents)(struct store *st, const struct store_agent_ref *after, int64_t limit,
+                            struct store_agent_ref *out, size_t *n);
+    /* Takes the agent for this pass; *owned false when another writer holds it (skipped this
+     * round). NULL when one writer has the whole database. */
+    int (*retention_lock)(struct store *st, const struct store_agent_ref *a, bool *owned);
+    /* The agent's first `limit` rows in seq order. */
+    int (*retention_rows)(struct store *st, const struct store_agent_ref *a, int64_t limit,
+                          struct store_retention_row *rows, size_t *n);
+    /* One full row; *found false when it is gone. */
+    int (*event_by_seq)(struct store *st, const char *tenant_id, const char *agent_id, int64_t seq,
+                        struct store_event *ev, bool *found);
+    /* Deletes the agent's rows with seq <= through. */
+    int (*retention_delete)(struct store *st, const struct store_agent_ref *a, int64_t through);
+    /* purged_through_seq = max(purged_through_seq, through). */
+    int (*retention_watermark)(struct store *st, const struct store_agent_ref *a, int64_t through);
+
+    /* ---- admin ---- */
+    /* The event's agent and status (any status); *found false when the tenant has no such id. */
+    int (*event_locate)(struct store *st, const char *tenant_id, const char *event_id,
+                        char agent_id[STORE_ID_MAX + 1], enum store_status *status, bool *found);
+    /* A quarantined or expired event back to pending (attempts 0, lease cleared, a passed TTL
+     * dropped); *changed false when it is in neither status. */
+    int (*requeue_update)(struct store *st, const char *tenant_id, const char *event_id,
+                          int64_t now_ms, bool *changed);
+    /* Appends up to `limit` quarantined rows of the tenant in (agent_id, seq) order after
+     * (after_agent, after_seq); with agent_id (not NULL), that agent's rows with seq > after_seq.
+     */
+    int (*quarantine_select)(struct store *st, const char *tenant_id, const char *agent_id,
+                             const char *after_agent, int64_t after_seq, int64_t limit,
+                             struct store_events *out);
+    /* Deletes quarantined rows: the event, or up to `limit` of the agent (or of the tenant when
+     * agent_id is NULL). */
+    int (*quarantine_delete)(struct store *st, const char *tenant_id, const char *agent_id,
+                             const char *event_id, int64_t limit, size_t *purged);
+};
+
+/* The lifecycle rules, for the few places a backend needs one directly. */
+
+/* True when lease_token is the row's current (non-empty) token. */
+bool store_lease_token_eq(const struct store_lease_row *row, const char *lease_token);
+/* A lease gives up after max_attempts claims (0 = never): where it goes instead of pending. */
+bool store_lease_exhausted(int attempts, int max_attempts);
+/* The ROOST_EGONE rule of inbox_read: the cursor lies below what retention purged. */
+bool store_cursor_gone(int64_t after_cursor, int64_t purged_through_seq);
+/* Sets the claim fields of a row just claimed, as the claim statement wrote them (for a dialect
+ * whose UPDATE cannot return the row). */
+void store_event_claimed(struct store_event *ev, const char *token, const char *consumer,
+                         int64_t now_ms, int64_t claim_expires_at_ms);
+
+/* The lifecycle operations (semantics in store.h). */
+int store_lifecycle_publish(struct store *st, const struct store_publish_req *req,
+                            struct store_published *out, struct store_touches *touches);
+int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *agent_id,
+                          size_t limit, size_t max_bytes, int64_t lease_s, const char *consumer,
+                          int64_t now_ms, struct store_events *out, bool *has_more);
+int store_lifecycle_ack(struct store *st, const char *tenant_id, const char *agent_id,
+                        const char *event_id, const char *lease_token, int64_t now_ms,
+                        int64_t *available_at_ms);
+int store_lifecycle_release(struct store *st, const char *tenant_id, const char *agent_id,
+                            const char *event_id, const char *lease_token,
+                            enum store_release_reason reason, int64_t delay_s, const char *error,
+                            int max_attempts, int64_t now_ms, struct store_touches *touches,
+                            enum store_status *new_status);
+int store_lifecycle_extend(struct store *st, const char *tenant_id, const char *agent_id,
+                           const char *event_id, const char *lease_token, int64_t lease_s,
+                           int64_t max_total_s, int64_t now_ms, int64_t *claim_expires_at_ms);
+int store_lifecycle_release_all(struct store *st, const char *tenant_id, const char *agent_id,
+                                const char *consumer, int64_t now_ms, size_t *released,
+                                struct store_touches *touches);
+int store_lifecycle_head(struct store *st, const char *tenant_id, const char *agent_id,
+                         int64_t *head);
+int store_lifecycle_scavenge(struct store *st, int64_t now_ms, int max_attempts, size_t limit,
+                             size_t *count, size_t *quarantined, struct store_touches *touches);
+int store_lifecycle_promote_due(struct store *st, int64_t now_ms, size_t limit, size_t *count,
+                                struct store_touches *touches);
+int store_lifecycle_expire(struct store *st, int64_t now_ms, size_t limit, size_t *count);
+int store_lifecycle_retention(struct store *st, const struct store_retention_req *req,
+                              struct store_retention_result *res);
+int store_lifecycle_quarantine_list(struct store *st, const char *tenant_id, const char *agent_id,
+                                    const char *after_agent, int64_t after_seq, size_t limit,
+                                    struct store_events *out, bool *has_more);
+int store_lifecycle_requeue(struct store *st, const char *tenant_id, const char *event_id,
+                            int64_t now_ms, struct store_touches *touches);
+int store_lifecycle_quarantine_purge(struct store *st, const char *tenant_id, const char *agent_id,
+                                     const char *event_id, size_t limit, size_t *purged);
+
+#endif

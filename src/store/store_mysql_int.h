@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside the MySQL/MariaDB backend: the connection struct, the statement ids, and the statement
+ * runner of store_mysql_conn.c (prepared once per connection, parameters bound from struct prm,
+ * rows fetched as text) that store_mysql.c and store_mysql_tail.c run their SQL through.
+ * Internal to src/store/. */
+#ifndef ROOST_STORE_MYSQL_INT_H
+#define ROOST_STORE_MYSQL_INT_H
+
+#include <mysql.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store.h"
+#include "store/store_mysql_url.h"
+#include "store/store_sql.h"
+
+enum stmt_id {
+    S_TENANT_FIND,
+    S_TENANT_ENSURE,
+    S_AGENT_LOCK,
+    S_IDEM_FIND,
+    S_SEQ_ALLOC,
+    S_INBOX_INSERT,
+    S_STATE_PATCH,
+    S_CHANGE,
+    S_AGENT_HEAD,
+    S_READ,
+    S_CLAIM_SELECT,
+    S_CLAIM_UPDATE,
+    S_EVENT_FIND,
+    S_ACK,
+    S_RELEASE_UPDATE,
+    S_EXTEND_UPDATE,
+    S_RELEASE_ALL_SELECT,
+    S_RELEASE_ALL_ANY_SELECT,
+    S_RELEASE_ALL_UPDATE,
+    S_STATE_GET,
+    S_SCAV_SELECT,
+    S_SCAV_UPDATE,
+    S_PROMOTE_SELECT,
+    S_PROMOTE_UPDATE,
+    S_EXPIRE_SELECT,
+    S_EXPIRE_UPDATE,
+    S_RET_AGENTS,
+    S_RET_LOCK_AGENT,
+    S_RET_ROWS,
+    S_EVENT_BY_SEQ,
+    S_RET_DELETE,
+    S_RET_PURGED,
+    S_CHANGES_OLD,
+    S_ACK_AVAIL,
+    S_SEEN,
+    S_AGENTS_BY_DEPTH,
+    S_AGENTS_BY_AGE,
+    S_EVENT_GET,
+    S_PURGE_ONE,
+    S_PURGE_AGENT,
+    S_PURGE_ALL,
+    S_MET_PENDING,
+    S_MET_SCHEDULED,
+    S_MET_CLAIMED,
+    S_MET_QUARANTINED,
+    S_MET_AGENTS,
+    S_CHANGES_PRUNE,
+    S_QLIST_ALL,
+    S_QLIST_AGENT,
+    S_REQ_FIND,
+    S_REQ_UPDATE,
+    S_AGENTS_LIST,
+    S_KEY_ADD,
+    S_KEY_GET,
+    S_KEY_LIST,
+    S_KEY_REVOKE,
+    S_NONCE_EXPIRED_DELETE,
+    S_NONCE_INSERT,
+    S_NONCE_PRUNE,
+    S_MIG_CHECK,
+    S_MIG_RECORD,
+    S_TAIL_MAX,
+    S_TAIL_SCAN,
+    S_TAIL_GAPS,
+    S_COUNT
+};
+
+/* The SQL of each statement (store_mysql.c); its comment lists the parameters in order. */
+extern const char *const store_mysql_sql[S_COUNT];
+
+struct mysql_store {
+    struct store base; /* first: struct store * and struct mysql_store * convert */
+    MYSQL *db;
+    MYSQL_STMT *stmts[S_COUNT];
+    struct store_mysql_url url;
+    unsigned lock_wait_s;
+    bool in_tx;                /* START TRANSACTION sent, no COMMIT/ROLLBACK yet */
+    bool tx_aborted;           /* the server rolled the whole transaction back (deadlock) */
+    bool lost;                 /* the connection dropped: reopen before the next statement */
+    int64_t connected_mono_ms; /* when this connection opened (did the server restart since?) */
+    uint64_t commits;          /* commits sent on this struct (paces the marker prune) */
+    /* The last tenant seen committed: tenant rows are never deleted, so it needs no check. */
+    char known_tenant[STORE_ID_MAX + 1];
+    int64_t origin; /* store_options.origin */
+    /* agents.last_seen_at is written at most once a minute per agent; this connection remembers
+     * when it last wrote it, so most claims skip that statement (one round trip each). */
+    struct seen_slot {
+        uint64_t key;
+        int64_t at_ms;
+    } seen[64];
+    uint64_t affected;
+    uint64_t insert_id;
+    unsigned last_errno; /* server code of the last failure (ER_DUP_ENTRY is an answer here) */
+    char err[512];
+};
+
+static inline struct mysql_store *store_mysql_backend(struct store *st)
+{
+    return (struct mysql_store *)st;
+}
+
+/* The dialect primitives the shared lifecycle calls (store_mysql.c). */
+extern const struct store_dialect store_mysql_dialect;
+
+enum { P_NULL, P_INT, P_TEXT };
+struct prm {
+    int type;
+    int64_t i;
+    const char *s;
+};
+#define PI(v)                                                                                      \
+    {                                                                                              \
+        .type = P_INT, .i = (v)                                                                    \
+    }
+/* A text parameter; a NULL pointer binds SQL NULL. */
+#define PS(v)                                                                                      \
+    {                                                                                              \
+        .type = (v) != NULL ? P_TEXT : P_NULL, .s = (v)                                            \
+    }
+/* An integer where 0 means "none" (NULL), as expires_at. */
+#define PIN(v)                                                                                     \
+    {                                                                                              \
+        .type = (v) != 0 ? P_INT : P_NULL, .i = (v)                                                \
+    }
+
+/* A fetched result: every cell as NUL-terminated text (NULL for SQL NULL), row-major. */
+struct rows {
+    size_t n, cols, cap;
+    char **cell;
+    /* A byte budget on the rows kept (store_budget_take over column budget_col; max_bytes 0 =
+     * none): fetching stops before the first row over it and sets `cut`; the rest of the result
+     * is discarded unread into memory, so a page of large payloads never sits in memory whole. */
+    size_t max_bytes, used;
+    unsigned budget_col;
+    bool cut;
+};
+
+/* Frees the cells and keeps the budget settings (q() clears `out` before every attempt). */
+static inline void rows_free(struct rows *r)
+{
+    for (size_t i = 0; i < r->n * r->cols; i++) {
+        free(r->cell[i]);
+    }
+    free(r->cell);
+    size_t max_bytes = r->max_bytes;
+    unsigned col = r->budget_col;
+    memset(r, 0, sizeof *r);
+    r->max_bytes = max_bytes;
+    r->budget_col = col;
+}
+
+static inline const char *cell(const struct rows *r, size_t row, size_t col)
+{
+    return r->cell[row * r->cols + col];
+}
+
+static inline int64_t cell_i64(const struct rows *r, size_t row, size_t col)
+{
+    const char *v = cell(r, row, col);
+    return v != NULL ? strtoll(v, NULL, 10) : 0;
+}
+
+static inline void cell_copy(const struct rows *r, size_t row, size_t col, char *dst, size_t cap)
+{
+    const char *v = cell(r, row, col);
+    snprintf(dst, cap, "%s", v != NULL ? v : "");
+}
+
+static inline int cell_dup(const struct rows *r, size_t row, size_t col, char **out)
+{
+    const char *v = cell(r, row, col);
+    *out = NULL;
+    if (v == NULL) {
+        return ROOST_OK;
+    }
+    /* malloc + memcpy, not strdup: ASan's strdup interceptor (GCC 12) copies into a failed
+     * allocation instead of returning NULL, which the asan run of test_response_budget (memory
+     * capped) hit here, where payloads are copied. */
+    size_t n = strlen(v) + 1;
+    if ((*out = malloc(n)) == NULL) {
+        return ROOST_ENOMEM;
+    }
+    memcpy(*out, v, n);
+    return ROOST_OK;
+}
+
+/* Prepares (once), binds, executes statement `id`; rows go to out when it is not NULL. Outside a
+ * transaction a statement is its own unit of work, so a lost connection or deadlock is retried
+ * (after reconnecting); inside one the caller must replay the whole transaction. */
+int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, size_t np,
+                  struct rows *out);
+#define Q(b, id, params, out)                                                                      \
+    store_mysql_q((b), (id), (params), sizeof(params) / sizeof((params)[0]), (out))
+/* Row r of rs from column c0 on, for the shared decoders of store_sql.h. */
+struct store_row store_mysql_row(const struct rows *rs, size_t r, int c0);
+/* Runs a text statement that returns no rows. */
+int store_mysql_exec_text(struct mysql_store *b, const char *sql);
+
+/* The connection's vtable entries (store_mysql_conn.c) and the tailer (store_mysql_tail.c). */
+int store_mysql_open(const char *url, const struct store_options *opt, struct store **out);
+void store_mysql_close(struct store *st);
+const char *store_mysql_errmsg(struct store *st);
+bool store_mysql_ping(struct store *st);
+int store_mysql_migrate(struct store *st);
+int store_mysql_begin(struct store *st);
+int store_mysql_commit(struct store *st);
+int store_mysql_rollback(struct store *st);
+int store_mysql_savepoint(struct store *st);
+int store_mysql_savepoint_release(struct store *st);
+int store_mysql_savepoint_rollback(struct store *st);
+int store_mysql_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
+                     struct store_touches *touches);
+
+#endif
