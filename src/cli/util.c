@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/strutil.h"
 
 #include "common/banned.h"
 
@@ -250,17 +251,10 @@ int cli_print_last_body(const struct cli_args *a, struct roost_client *c)
 
 int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 {
-    if (s == NULL || s[0] == '\0') {
+    if (s == NULL) {
         return -1;
     }
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        return -1;
-    }
-    *out = (int64_t)v;
-    return 0;
+    return strutil_parse_i64(s, strlen(s), min, max, out);
 }
 
 int cli_parse_duration(const char *s, int64_t *seconds)
