@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/fsutil.h"
 #include "common/strutil.h"
 
 #include "common/banned.h"
@@ -319,11 +320,21 @@ int cli_read_file(const char *path, size_t max_bytes, char **out, size_t *len, c
     *out = NULL;
     *len = 0;
     bool is_stdin = strcmp(path, "-") == 0;
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    if (!is_stdin) {
+        if (fsutil_read_bounded(path, max_bytes, out, len) == 0) {
+            return 0;
+        }
+        if (errno == EFBIG) {
+            snprintf(err, errlen, "%s is larger than %zu bytes", path, max_bytes);
+        } else if (errno == ENOMEM) {
+            snprintf(err, errlen, "out of memory");
+        } else {
+            snprintf(err, errlen, "cannot %s %s: %s", errno == EIO ? "read" : "open", path,
+                     strerror(errno));
+        }
         return -1;
     }
+    FILE *f = stdin;
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     int rc = -1;
