@@ -7,10 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/limits.h"
 #include "roost/roost.h"
 #include "sdk/sdk.h"
 
 #include "common/banned.h"
+
+/* The public headers cannot include src/common: their id buffers are sized by hand, tied here. */
+_Static_assert(sizeof(((struct roost_agent_status *)0)->agent_id) == ROOST_ID_MAX + 1,
+               "roost_agent_status.agent_id is ROOST_ID_MAX + 1 bytes");
+_Static_assert(sizeof(((struct roost_agent_status *)0)->consumer) == ROOST_ID_MAX + 1,
+               "roost_agent_status.consumer is ROOST_ID_MAX + 1 bytes");
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc = CURLE_FAILED_INIT;

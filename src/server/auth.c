@@ -25,6 +25,7 @@
 
 #include "common/fsutil.h"
 #include "common/ids.h"
+#include "common/limits.h"
 #include "proto/jwk.h"
 #include "proto/jwt.h"
 #include "roost/roost_error.h"
@@ -33,7 +34,6 @@
 
 #define AUTH_SKEW_MS 60000
 #define AUTH_SUB_MAX 256
-#define AUTH_KEY_FILE_NAME "token_ed25519.pem"
 
 /* Verified tokens, so a client pays for one Ed25519 verification per token rather than one per
  * request (a verify costs ~100-170 µs, more than the rest of a request). Keyed by the token's
@@ -311,13 +311,13 @@ int auth_new(const struct config *cfg, struct auth **out, char *err, size_t errl
             snprintf(err, errlen, "%s: %s", dir, strerror(errno));
             goto out;
         }
-        size_t n = strlen(dir) + 1 + sizeof AUTH_KEY_FILE_NAME;
+        size_t n = strlen(dir) + 1 + sizeof ROOST_TOKEN_KEY_FILE;
         path = malloc(n);
         if (path == NULL) {
             rc = ROOST_ENOMEM;
             goto out;
         }
-        snprintf(path, n, "%s/%s", dir, AUTH_KEY_FILE_NAME);
+        snprintf(path, n, "%s/%s", dir, ROOST_TOKEN_KEY_FILE);
         create = true;
     }
     a = calloc(1, sizeof *a);

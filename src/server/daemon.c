@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "server/auth.h"
 #include "server/listener.h"
@@ -174,7 +175,7 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
         return -1;
     }
     struct store_options opt = {
-        .busy_timeout_ms = 5000,
+        .busy_timeout_ms = ROOST_BUSY_TIMEOUT_MS,
         .synchronous_full = strcmp(cfg->store_synchronous, "full") == 0,
     };
     /* A random mark for this process's rows in a shared change log (MySQL), so its tailer pings
