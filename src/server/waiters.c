@@ -9,6 +9,8 @@
 
 #include "common/timeutil.h"
 
+#include "common/banned.h"
+
 #define WAITER_BUCKETS 4096
 
 struct waiters {

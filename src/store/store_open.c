@@ -8,6 +8,8 @@
 #include "store/store_mysql.h"
 #include "store/store_sqlite.h"
 
+#include "common/banned.h"
+
 static const struct store_ops *const backends[] = {
     &store_sqlite_ops,
     &store_mysql_ops,

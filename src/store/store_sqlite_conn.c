@@ -14,6 +14,8 @@
 #include "store/store_lifecycle.h"
 #include "store/store_sql.h"
 
+#include "common/banned.h"
+
 static _Thread_local char open_err[512];
 
 const char *store_sqlite_open_error(void)
