@@ -213,15 +213,12 @@ static int map_curl_error(struct roost_client *c, CURLcode cc, const char *url)
     }
 }
 
-/* Sets the options of one request on the (reset) handle. */
-static int setup_handle(struct roost_client *c, const char *method, const char *url,
-                        const char *body, size_t body_len, int wait_s, struct curl_slist *headers)
+int sdk_curl_setup(struct roost_client *c, const char *url, struct curl_slist *headers,
+                   curl_write_callback on_write, void *write_data)
 {
     CURL *h = c->curl;
-    long timeout_ms = c->request_timeout_ms;
-    if (wait_s > 0) {
-        timeout_ms += (long)wait_s * 1000L;
-    }
+    /* Reset drops the previous transfer's options but keeps the connection cache. */
+    curl_easy_reset(h);
     CURLcode cc = CURLE_OK;
 #define SET(opt, val)                                                                              \
     do {                                                                                           \
@@ -238,15 +235,11 @@ static int setup_handle(struct roost_client *c, const char *method, const char *
 #endif
     SET(CURLOPT_FOLLOWLOCATION, 0L);
     SET(CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
-    SET(CURLOPT_TIMEOUT_MS, timeout_ms);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
     SET(CURLOPT_USERAGENT, "libroost/" ROOST_VERSION);
     SET(CURLOPT_ERRORBUFFER, c->curl_err);
-    SET(CURLOPT_WRITEFUNCTION, on_body);
-    SET(CURLOPT_WRITEDATA, c);
-    SET(CURLOPT_HEADERFUNCTION, on_header);
-    SET(CURLOPT_HEADERDATA, c);
-    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response_bytes);
+    SET(CURLOPT_WRITEFUNCTION, on_write);
+    SET(CURLOPT_WRITEDATA, write_data);
     SET(CURLOPT_HTTPHEADER, headers);
     if (c->ca_file != NULL) {
         SET(CURLOPT_CAINFO, c->ca_file);
@@ -256,6 +249,49 @@ static int setup_handle(struct roost_client *c, const char *method, const char *
         SET(CURLOPT_XFERINFOFUNCTION, sdk_abort_progress);
         SET(CURLOPT_XFERINFODATA, c);
     }
+#undef SET
+    return sdk_curl_check(c, cc);
+}
+
+int sdk_curl_check(struct roost_client *c, CURLcode cc)
+{
+    if (cc != CURLE_OK) {
+        return sdk_fail(c, cc == CURLE_OUT_OF_MEMORY ? ROOST_ENOMEM : ROOST_EINTERNAL,
+                        "libcurl: %s", curl_easy_strerror(cc));
+    }
+    return ROOST_OK;
+}
+
+void sdk_curl_unhook(struct roost_client *c)
+{
+    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
+}
+
+/* The request options on top of sdk_curl_setup: overall timeout, headers, size cap, method. */
+static int setup_handle(struct roost_client *c, const char *method, const char *url,
+                        const char *body, size_t body_len, int wait_s, struct curl_slist *headers)
+{
+    int rc = sdk_curl_setup(c, url, headers, on_body, c);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    CURL *h = c->curl;
+    long timeout_ms = c->request_timeout_ms;
+    if (wait_s > 0) {
+        timeout_ms += (long)wait_s * 1000L;
+    }
+    CURLcode cc = CURLE_OK;
+#define SET(opt, val)                                                                              \
+    do {                                                                                           \
+        if (cc == CURLE_OK) {                                                                      \
+            cc = curl_easy_setopt(h, opt, val);                                                    \
+        }                                                                                          \
+    } while (0)
+    SET(CURLOPT_TIMEOUT_MS, timeout_ms);
+    SET(CURLOPT_HEADERFUNCTION, on_header);
+    SET(CURLOPT_HEADERDATA, c);
+    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response_bytes);
     if (strcmp(method, "GET") == 0) {
         SET(CURLOPT_HTTPGET, 1L);
     } else {
@@ -269,14 +305,42 @@ static int setup_handle(struct roost_client *c, const char *method, const char *
         SET(CURLOPT_POSTFIELDS, body != NULL ? body : "");
     }
 #undef SET
-    if (cc != CURLE_OK) {
-        return sdk_fail(c, cc == CURLE_OUT_OF_MEMORY ? ROOST_ENOMEM : ROOST_EINTERNAL,
-                        "libcurl: %s", curl_easy_strerror(cc));
+    return sdk_curl_check(c, cc);
+}
+
+int sdk_append_auth(struct roost_client *c, struct curl_slist **list)
+{
+    if (c->token == NULL) {
+        return ROOST_OK;
     }
+    /* The line holds the token: built in a buffer wiped right after libcurl copied it. */
+    size_t n = strlen(c->token) + sizeof "Authorization: Bearer ";
+    char *line = malloc(n);
+    if (line == NULL) {
+        return sdk_fail(c, ROOST_ENOMEM, "out of memory");
+    }
+    snprintf(line, n, "Authorization: Bearer %s", c->token);
+    struct curl_slist *next = curl_slist_append(*list, line);
+    OPENSSL_cleanse(line, n);
+    free(line);
+    if (next == NULL) {
+        return sdk_fail(c, ROOST_ENOMEM, "out of memory");
+    }
+    *list = next;
     return ROOST_OK;
 }
 
-/* Builds the request headers. The Authorization line is built in a buffer we wipe afterwards. */
+int sdk_fail_answer(struct roost_client *c, int status)
+{
+    struct sdk_error e;
+    sdk_error_from_response(status, c->resp, c->resp_len, &e);
+    c->oldest_cursor = e.oldest_cursor;
+    snprintf(c->errcode, sizeof c->errcode, "%s", e.code);
+    snprintf(c->errmsg, sizeof c->errmsg, "%s", e.message);
+    return e.rc;
+}
+
+/* Builds the request headers (Accept, Content-Type, Authorization). */
 static int build_headers(struct roost_client *c, bool has_body, struct curl_slist **out)
 {
     struct curl_slist *list = NULL, *next;
@@ -295,22 +359,12 @@ static int build_headers(struct roost_client *c, bool has_body, struct curl_slis
     if (has_body) {
         ADD("Content-Type: application/json");
     }
-    if (c->token != NULL) {
-        size_t n = strlen(c->token) + sizeof "Authorization: Bearer ";
-        char *line = malloc(n);
-        if (line == NULL) {
-            goto oom;
-        }
-        snprintf(line, n, "Authorization: Bearer %s", c->token);
-        next = curl_slist_append(list, line);
-        OPENSSL_cleanse(line, n);
-        free(line);
-        if (next == NULL) {
-            goto oom;
-        }
-        list = next;
-    }
 #undef ADD
+    int rc = sdk_append_auth(c, &list);
+    if (rc != ROOST_OK) {
+        curl_slist_free_all(list);
+        return rc;
+    }
     *out = list;
     return ROOST_OK;
 oom:
@@ -348,8 +402,6 @@ int sdk_request(struct roost_client *c, const char *method, const char *path, co
             goto out;
         }
     }
-    /* Reset drops the previous request's options but keeps the connection cache. */
-    curl_easy_reset(c->curl);
     rc = setup_handle(c, method, url.data, body, body_len, wait_s, headers);
     if (rc != ROOST_OK) {
         goto out;
@@ -357,20 +409,14 @@ int sdk_request(struct roost_client *c, const char *method, const char *path, co
     CURLcode cc = curl_easy_perform(c->curl);
     long status = 0;
     curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-    /* The options point at our stack and heap: make sure nothing dangles into the next call. */
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
+    sdk_curl_unhook(c);
     if (cc != CURLE_OK) {
         rc = map_curl_error(c, cc, url.data);
         goto out;
     }
     c->http_status = (int)status;
     if (status < 200 || status > 299) {
-        struct sdk_error e;
-        sdk_error_from_response((int)status, c->resp, c->resp_len, &e);
-        c->oldest_cursor = e.oldest_cursor;
-        snprintf(c->errcode, sizeof c->errcode, "%s", e.code);
-        snprintf(c->errmsg, sizeof c->errmsg, "%s", e.message);
-        rc = e.rc;
+        rc = sdk_fail_answer(c, (int)status);
         goto out;
     }
     if (json_out != NULL) {

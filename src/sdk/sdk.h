@@ -105,6 +105,24 @@ int sdk_signer_headers(const struct sdk_signer *s, const char *method, const cha
 int sdk_abort_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                        curl_off_t ulnow);
 
+/* The one libcurl setup of the SDK: resets c's handle (its connections stay cached) and sets what
+ * every transfer shares: url, http/https only, no redirects, no signals, c's connect timeout, CA
+ * file and abort flag, TCP keep-alive, the User-Agent, c->curl_err as the error buffer, `headers`
+ * (borrowed until sdk_curl_unhook) and the body callback. The caller adds its own (timeouts,
+ * method). ROOST_OK, or ROOST_ENOMEM / ROOST_EINTERNAL recorded on c. */
+int sdk_curl_setup(struct roost_client *c, const char *url, struct curl_slist *headers,
+                   curl_write_callback on_write, void *write_data);
+/* ROOST_OK for CURLE_OK, else records the libcurl failure of a setopt on c and returns its rc. */
+int sdk_curl_check(struct roost_client *c, CURLcode cc);
+/* After a transfer: the handle forgets the caller's header list and error buffer. */
+void sdk_curl_unhook(struct roost_client *c);
+/* Appends "Authorization: Bearer <token>" when c has a token (the temporary line is wiped).
+ * ROOST_OK or ROOST_ENOMEM recorded on c (*list is unchanged then). */
+int sdk_append_auth(struct roost_client *c, struct curl_slist **list);
+/* Records a non-2xx answer (its body in c->resp) as the last call's error through
+ * sdk_error_from_response: errcode, errmsg, oldest_cursor. Returns the mapped rc. */
+int sdk_fail_answer(struct roost_client *c, int status);
+
 /* Clears the details of the previous call. */
 void sdk_reset(struct roost_client *c);
 /* Records a client-side error (errcode = roost_err_code(rc), errmsg formatted) and returns rc. */
