@@ -119,7 +119,7 @@ void roost_client_free(struct roost_client *c)
     }
     free(c->ca_file);
     sdk_signer_free(c->signer);
-    free(c->resp);
+    dynbuf_cleanup(&c->resp);
     free(c);
 }
 
@@ -180,11 +180,8 @@ int roost_client_set_ca_file(struct roost_client *c, const char *ca_pem_path)
 
 void sdk_reset(struct roost_client *c)
 {
-    c->resp_len = 0;
-    if (c->resp != NULL) {
-        c->resp[0] = '\0';
-    }
-    c->resp_overflow = false;
+    dynbuf_reset(&c->resp);
+    c->resp.max = c->max_response_bytes;
     c->http_status = 0;
     c->oldest_cursor = -1;
     c->retry_after_s = -1;
@@ -229,16 +226,16 @@ const char *roost_client_request_id(const struct roost_client *c)
 
 const char *roost_client_last_body(const struct roost_client *c, size_t *len_out)
 {
-    if (c == NULL || c->resp == NULL) {
+    if (c == NULL || c->resp.s == NULL) {
         if (len_out != NULL) {
             *len_out = 0;
         }
         return "";
     }
     if (len_out != NULL) {
-        *len_out = c->resp_len;
+        *len_out = c->resp.len;
     }
-    return c->resp;
+    return c->resp.s;
 }
 
 int64_t roost_client_oldest_cursor(const struct roost_client *c)

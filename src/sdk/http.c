@@ -101,26 +101,9 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     struct roost_client *c = userdata;
     size_t n = size * nmemb;
-    if (n > c->max_response_bytes || c->resp_len > c->max_response_bytes - n) {
-        c->resp_overflow = true;
-        return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
-    }
-    if (c->resp_len + n + 1 > c->resp_cap) {
-        size_t cap = c->resp_cap != 0 ? c->resp_cap : 4096;
-        while (cap < c->resp_len + n + 1) {
-            cap *= 2;
-        }
-        char *p = realloc(c->resp, cap);
-        if (p == NULL) {
-            return 0;
-        }
-        c->resp = p;
-        c->resp_cap = cap;
-    }
-    memcpy(c->resp + c->resp_len, ptr, n);
-    c->resp_len += n;
-    c->resp[c->resp_len] = '\0';
-    return n;
+    dynbuf_add(&c->resp, ptr, n);
+    /* 0 aborts the transfer with CURLE_WRITE_ERROR; map_curl_error tells the limit from ENOMEM. */
+    return c->resp.err == DYNBUF_OK ? n : 0;
 }
 
 /* Is the header line `line` (len bytes) the field `name`? Then *value points at its trimmed value
@@ -194,7 +177,7 @@ static int map_curl_error(struct roost_client *c, CURLcode cc, const char *url)
     switch (cc) {
     case CURLE_WRITE_ERROR:
     case CURLE_FILESIZE_EXCEEDED:
-        if (c->resp_overflow || cc == CURLE_FILESIZE_EXCEEDED) {
+        if (c->resp.err == DYNBUF_ELIMIT || cc == CURLE_FILESIZE_EXCEEDED) {
             return sdk_fail(c, ROOST_EPROTO, "the response from %s exceeds %zu bytes", url,
                             c->max_response_bytes);
         }
@@ -333,7 +316,7 @@ int sdk_append_auth(struct roost_client *c, struct curl_slist **list)
 int sdk_fail_answer(struct roost_client *c, int status)
 {
     struct sdk_error e;
-    sdk_error_from_response(status, c->resp, c->resp_len, &e);
+    sdk_error_from_response(status, c->resp.s, c->resp.len, &e);
     c->oldest_cursor = e.oldest_cursor;
     snprintf(c->errcode, sizeof c->errcode, "%s", e.code);
     snprintf(c->errmsg, sizeof c->errmsg, "%s", e.message);
@@ -380,11 +363,11 @@ int sdk_request(struct roost_client *c, const char *method, const char *path, co
     }
     sdk_reset(c);
     struct curl_slist *headers = NULL;
-    struct sdk_str url;
-    sdk_str_init(&url, SDK_MAX_URL_BYTES * 4);
-    sdk_str_appendz(&url, c->base_url);
-    sdk_str_appendz(&url, path);
-    int rc = url.rc;
+    struct dynbuf url;
+    dynbuf_init(&url, SDK_MAX_URL_BYTES * 4);
+    dynbuf_adds(&url, c->base_url);
+    dynbuf_adds(&url, path);
+    int rc = sdk_buf_rc(&url);
     if (rc != ROOST_OK) {
         rc = sdk_fail(c, rc, rc == ROOST_ENOMEM ? "out of memory" : "request URL too long");
         goto out;
@@ -395,14 +378,14 @@ int sdk_request(struct roost_client *c, const char *method, const char *path, co
     }
     if (c->signer != NULL) {
         char err[256];
-        rc = sdk_signer_headers(c->signer, method, url.data, c->token, body, body_len, &headers,
-                                err, sizeof err);
+        rc = sdk_signer_headers(c->signer, method, url.s, c->token, body, body_len, &headers, err,
+                                sizeof err);
         if (rc != ROOST_OK) {
             rc = sdk_fail(c, rc, "%s", err);
             goto out;
         }
     }
-    rc = setup_handle(c, method, url.data, body, body_len, wait_s, headers);
+    rc = setup_handle(c, method, url.s, body, body_len, wait_s, headers);
     if (rc != ROOST_OK) {
         goto out;
     }
@@ -411,7 +394,7 @@ int sdk_request(struct roost_client *c, const char *method, const char *path, co
     curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
     sdk_curl_unhook(c);
     if (cc != CURLE_OK) {
-        rc = map_curl_error(c, cc, url.data);
+        rc = map_curl_error(c, cc, url.s);
         goto out;
     }
     c->http_status = (int)status;
@@ -420,9 +403,9 @@ int sdk_request(struct roost_client *c, const char *method, const char *path, co
         goto out;
     }
     if (json_out != NULL) {
-        int prc = c->resp_len == 0
+        int prc = c->resp.len == 0
                       ? ROOST_EBODY
-                      : jsonutil_parse_object(c->resp, c->resp_len, SDK_MAX_JSON_DEPTH, json_out);
+                      : jsonutil_parse_object(c->resp.s, c->resp.len, SDK_MAX_JSON_DEPTH, json_out);
         if (prc == ROOST_ENOMEM) {
             rc = sdk_fail(c, ROOST_ENOMEM, "out of memory parsing the response");
         } else if (prc != ROOST_OK) {
@@ -434,7 +417,7 @@ int sdk_request(struct roost_client *c, const char *method, const char *path, co
     }
 out:
     curl_slist_free_all(headers);
-    sdk_str_cleanup(&url);
+    dynbuf_cleanup(&url);
     return rc;
 }
 

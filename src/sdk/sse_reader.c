@@ -41,20 +41,11 @@ static int on_event(void *arg, const struct sse_event *ev)
 /* Keeps a bounded part of an error answer's body for sdk_error_from_response. */
 static size_t keep_error_body(struct roost_client *c, const char *ptr, size_t n)
 {
-    size_t room = SDK_SSE_MAX_ERROR_BODY > c->resp_len ? SDK_SSE_MAX_ERROR_BODY - c->resp_len : 0;
-    size_t take = n < room ? n : room;
-    if (c->resp_len + take + 1 > c->resp_cap) {
-        char *p = realloc(c->resp, c->resp_len + take + 1);
-        if (p == NULL) {
-            return 0;
-        }
-        c->resp = p;
-        c->resp_cap = c->resp_len + take + 1;
-    }
-    memcpy(c->resp + c->resp_len, ptr, take);
-    c->resp_len += take;
-    c->resp[c->resp_len] = '\0';
-    return n;
+    size_t keep = SDK_SSE_MAX_ERROR_BODY < c->resp.max ? SDK_SSE_MAX_ERROR_BODY : c->resp.max;
+    size_t room = keep > c->resp.len ? keep - c->resp.len : 0;
+    dynbuf_add(&c->resp, ptr, n < room ? n : room);
+    /* The rest is read and dropped; only a failed allocation ends the transfer. */
+    return c->resp.err == DYNBUF_OK ? n : 0;
 }
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
@@ -139,22 +130,22 @@ int sdk_sse_reader_read(struct sdk_sse_reader *r, struct roost_client *c, const 
     sdk_reset(c);
     r->sent = false;
     r->opened = false;
-    struct sdk_str url;
-    sdk_str_init(&url, SDK_MAX_URL_BYTES * 4);
+    struct dynbuf url;
+    dynbuf_init(&url, SDK_MAX_URL_BYTES * 4);
     struct curl_slist *hdrs = NULL;
     struct read_ctx x = {.r = r, .c = c};
-    sdk_str_appendz(&url, c->base_url);
+    dynbuf_adds(&url, c->base_url);
     int rc = sdk_path_agent(&url, agent_id, "/subscribe");
-    if (rc != ROOST_OK || (rc = url.rc) != ROOST_OK) {
+    if (rc != ROOST_OK || (rc = sdk_buf_rc(&url)) != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
         goto out;
     }
-    if ((rc = build_headers(c, url.data, &hdrs)) != ROOST_OK) {
+    if ((rc = build_headers(c, url.s, &hdrs)) != ROOST_OK) {
         goto out;
     }
     /* A new connection is a new stream for the parser (it keeps the last id and retry:). */
     sse_parser_reset_stream(&r->parser);
-    if ((rc = setup_handle(r, c, url.data, hdrs, &x)) != ROOST_OK) {
+    if ((rc = setup_handle(r, c, url.s, hdrs, &x)) != ROOST_OK) {
         goto out;
     }
     r->sent = true;
@@ -182,6 +173,6 @@ int sdk_sse_reader_read(struct sdk_sse_reader *r, struct roost_client *c, const 
     }
 out:
     curl_slist_free_all(hdrs);
-    sdk_str_cleanup(&url);
+    dynbuf_cleanup(&url);
     return rc;
 }
