@@ -27,8 +27,30 @@ struct roost_agent;
 enum roost_agent_result {
     ROOST_AGENT_ACK = 0,         /* done: recorded as processed, then acked (batched) */
     ROOST_AGENT_RELEASE = 1,     /* failed: released (transient) with exponential backoff delay */
-    ROOST_AGENT_RELEASE_NOW = 2, /* give back now, no penalty (reason shutdown, delay 0) */
+    ROOST_AGENT_RETRY_LATER = 2, /* try again later, no penalty: released (reason shutdown) with
+                                    a delay of 1 s doubling per attempt up to 300 s (or the
+                                    outcome's retry_after_s); from attempt tempfail_max on it
+                                    counts as a failure (reason transient) toward the server's
+                                    claim.max_attempts, so a handler that only ever says "later"
+                                    ends quarantined */
     ROOST_AGENT_QUARANTINE = 3   /* never retry: released with reason poison */
+};
+/* The older name of ROOST_AGENT_RETRY_LATER (it no longer releases without a delay). */
+#define ROOST_AGENT_RELEASE_NOW ROOST_AGENT_RETRY_LATER
+
+/* Bytes of ROOST_AGENT_OUTCOME.error, its NUL included. */
+#define ROOST_AGENT_ERROR_MAX 2048
+
+/* What a handler of the roost_agent_handler_ex_fn kind may tell besides its result. The agent
+ * zeroes it before each call. */
+struct roost_agent_outcome {
+    /* For ROOST_AGENT_RELEASE and ROOST_AGENT_RETRY_LATER: the earliest retry, in seconds
+     * (1..31536000), instead of the agent's own backoff; 0: the agent's backoff. */
+    int64_t retry_after_s;
+    /* Why it failed (NUL-terminated, any bytes: what is not printable UTF-8 is replaced): sent
+     * as the release's error text, which the server keeps as the event's last_error (the
+     * quarantine views show it), and logged. "" for none. */
+    char error[ROOST_AGENT_ERROR_MAX];
 };
 
 /* Called once per claimed event on one of the agent's worker threads (so concurrently with itself
@@ -37,6 +59,11 @@ enum roost_agent_result {
  * extended in the background while it runs. Must not call roost_agent_free(); may call
  * roost_agent_stop(). */
 typedef int (*roost_agent_handler_fn)(const struct roost_event *ev, void *ctx);
+
+/* A handler that may also fill *out (a retry delay, an error text): otherwise as
+ * roost_agent_handler_fn. `out` is borrowed for the call. */
+typedef int (*roost_agent_handler_ex_fn)(const struct roost_event *ev,
+                                         struct roost_agent_outcome *out, void *ctx);
 
 /* Called after a 410 (the agent's cursor is older than the server's retention): `state_json` is
  * the agent's state document (borrowed, compact JSON object) and `cursor` the position it is
@@ -80,12 +107,12 @@ struct roost_agent_options {
     int long_poll_s;        /* wait_s of long-poll claims while SSE is down, 0..30 (0: 25) */
     int processed_max;      /* processed-id set: most ids kept, 16..10000000; 0: 100000 */
     int64_t processed_max_age_s;    /* and their age, >= 60; 0: 7 days */
-    roost_agent_handler_fn handler; /* required */
-    void *handler_ctx;
-    roost_agent_state_fn on_state; /* optional: 410 resync */
-    roost_agent_conn_fn on_conn;   /* optional */
-    roost_agent_log_fn on_log;     /* optional */
-    void *cb_ctx;                  /* passed to on_state, on_conn, on_log */
+    roost_agent_handler_fn handler; /* this or handler_ex is required (not both) */
+    void *handler_ctx;              /* passed to handler or handler_ex */
+    roost_agent_state_fn on_state;  /* optional: 410 resync */
+    roost_agent_conn_fn on_conn;    /* optional */
+    roost_agent_log_fn on_log;      /* optional */
+    void *cb_ctx;                   /* passed to on_state, on_conn, on_log */
     /* Optional RFC 9421 request signing (see roost_client_set_signing_key): when
      * signing_key_file is set, every request of the agent (claims, acks, extends, releases,
      * state, the SSE stream) is signed with it. signing_key_file: a key file path, PEM text or
@@ -95,6 +122,9 @@ struct roost_agent_options {
     const char *signing_key_file;
     const char *key_id;
     const char *key_alg;
+    roost_agent_handler_ex_fn handler_ex; /* instead of handler */
+    int tempfail_max; /* ROOST_AGENT_RETRY_LATER counts nothing below this attempt, 1..1000;
+                         0: 10 */
 };
 
 /* Sets every field to its default (zero/NULL). */

@@ -364,6 +364,14 @@ static const struct cli_option agent_run_opts[] = {
      .max = 86400,
      .expect = "1s..1d",
      .help = "longest wait between polls while offline (default 5m)"},
+    {.name = "tempfail-max",
+     .kind = CLI_INT,
+     .arg = "N",
+     .min = 1,
+     .max = 1000,
+     .expect = "1..1000",
+     .help = "from the Nth attempt of an event on, exit 75 counts as a failure toward\n"
+             "the server's claim.max_attempts (default 10)"},
     {.name = "quiet", .kind = CLI_FLAG, .help = "log only problems"},
     END,
 };
@@ -640,10 +648,17 @@ const struct cli_command cli_commands[] = {
          "ROOST_ATTEMPT, ROOST_CORRELATION_ID (empty when none). CMD's exit status "
          "decides:\n"
          "  0        done: ack\n"
-         "  75       EX_TEMPFAIL: give it back now, no penalty\n"
+         "  75       EX_TEMPFAIL: try again later, no penalty: attempt n waits 2^(n-1) s\n"
+         "           (<= 300 s); from attempt --tempfail-max on it counts as a failure\n"
          "  65       EX_DATAERR: quarantine (never retried)\n"
          "  other    failed: release with exponential backoff (attempt n waits 2^(n-1) s,\n"
          "           <= 300 s)\n"
+         "A command that writes retry_after=SECONDS to the file $ROOST_RESULT_FILE names its "
+         "own delay for 75 and failures. The exit status and the last 1 KiB of its stderr "
+         "become the event's last_error (shown by roost admin quarantine). Each command runs "
+         "in a process group of its own and dies with the agent: a SIGKILLed agent's "
+         "commands end with it, and a restart ends any the state dir still names. One log "
+         "line per event tells its attempt, outcome, duration and error.\n"
          "The agent pulls, then listens to the SSE wake-ups; while the stream is down it "
          "long-polls. Leases are extended while CMD runs. Its state file (DIR/agent.db: "
          "cursor, processed event ids, outstanding leases) makes a restart after a crash "

@@ -254,7 +254,8 @@ int agent_client_new(const struct roost_agent *a, struct roost_client **out)
 static int options_check(const struct roost_agent_options *o)
 {
     if (o == NULL || o->server_url == NULL || o->token == NULL || o->agent_id == NULL ||
-        o->state_dir == NULL || o->state_dir[0] == '\0' || o->handler == NULL) {
+        o->state_dir == NULL || o->state_dir[0] == '\0' ||
+        (o->handler == NULL) == (o->handler_ex == NULL)) {
         return ROOST_EINVAL;
     }
     if (!ids_valid_name(o->agent_id, strlen(o->agent_id))) {
@@ -267,7 +268,8 @@ static int options_check(const struct roost_agent_options *o)
         o->lease_s > 43200 || o->poll_ceiling_s < 0 || o->poll_ceiling_s > 86400 ||
         o->long_poll_s < 0 || o->long_poll_s > 30 ||
         (o->processed_max != 0 && (o->processed_max < 16 || o->processed_max > 10000000)) ||
-        (o->processed_max_age_s != 0 && o->processed_max_age_s < 60)) {
+        (o->processed_max_age_s != 0 && o->processed_max_age_s < 60) || o->tempfail_max < 0 ||
+        o->tempfail_max > 1000) {
         return ROOST_EINVAL;
     }
     /* Let the client validate the URL and token the same way every call does. */
@@ -332,6 +334,8 @@ int roost_agent_new(struct roost_agent **out, const struct roost_agent_options *
     a->poll_ceiling_s = o->poll_ceiling_s != 0 ? o->poll_ceiling_s : 300;
     a->long_poll_s = o->long_poll_s != 0 ? o->long_poll_s : 25;
     a->handler = o->handler;
+    a->handler_ex = o->handler_ex;
+    a->tempfail_max = o->tempfail_max != 0 ? o->tempfail_max : 10;
     a->handler_ctx = o->handler_ctx;
     a->on_state = o->on_state;
     a->on_conn = o->on_conn;

@@ -37,8 +37,9 @@ struct roost_agent {
     /* options (copied) */
     char *server_url, *token, *agent_id, *state_dir, *consumer, *ca_file;
     char *signing_key, *key_id, *key_alg; /* signing_key NULL: requests are not signed */
-    int concurrency, lease_s, poll_ceiling_s, long_poll_s;
-    roost_agent_handler_fn handler;
+    int concurrency, lease_s, poll_ceiling_s, long_poll_s, tempfail_max;
+    roost_agent_handler_fn handler; /* one of handler, handler_ex */
+    roost_agent_handler_ex_fn handler_ex;
     void *handler_ctx;
     roost_agent_state_fn on_state;
     roost_agent_conn_fn on_conn;
@@ -59,8 +60,8 @@ struct roost_agent {
     bool server_ok; /* the last request reached roostd */
     bool contacted; /* any request reached roostd */
     bool need_sync;
-    unsigned sse_gen; /* counts successful stream connects */
-    int64_t sse_head; /* last head an SSE frame announced, -1 unknown */
+    unsigned wake_gen; /* counts stream connects and pings: "roostd has news, pull now" */
+    int64_t sse_head;  /* last head an SSE frame announced, -1 unknown */
     struct slot *slots;
     int n_busy; /* slots not free */
     struct action *act_head, *act_tail;

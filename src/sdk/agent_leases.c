@@ -25,6 +25,7 @@ struct action {
     enum agent_action_kind kind;
     char *event_id;
     char *lease_token;
+    char *error; /* a release's error text, or NULL */
     int64_t delay_s;
     enum roost_release_reason reason;
     int tries;
@@ -38,15 +39,18 @@ struct extend_job {
 };
 
 void agent_leases_push(struct roost_agent *a, enum agent_action_kind kind, char *event_id,
-                       char *lease_token, int64_t delay_s, enum roost_release_reason reason)
+                       char *lease_token, int64_t delay_s, enum roost_release_reason reason,
+                       char *error)
 {
     struct action *x = calloc(1, sizeof *x);
     if (x == NULL) {
         /* Without memory the lease simply expires and the event comes back: nothing is lost. */
         free(event_id);
         free(lease_token);
+        free(error);
         return;
     }
+    x->error = error;
     x->kind = kind;
     x->event_id = event_id;
     x->lease_token = lease_token;
@@ -64,6 +68,7 @@ static void action_free(struct action *x)
 {
     free(x->event_id);
     free(x->lease_token);
+    free(x->error);
     free(x);
 }
 
@@ -217,7 +222,7 @@ void *agent_leases_keeper_main(void *arg)
                 continue;
             }
             rel_rc[i] = roost_event_release(c, a->agent_id, x->event_id, x->lease_token, x->delay_s,
-                                            x->reason, NULL);
+                                            x->reason, x->error);
             agent_note_request(a, rel_rc[i]);
             if (rel_rc[i] != ROOST_OK && !agent_transient_rc(rel_rc[i])) {
                 agent_log(a, "release of %s refused: %s", x->event_id, roost_err_code(rel_rc[i]));
@@ -282,14 +287,57 @@ void *agent_leases_keeper_main(void *arg)
     return NULL;
 }
 
+/* Acks the recorded leases of events already processed (their handler finished, their ack was
+ * lost): released instead, they would run again on whichever consumer of the agent claimed them
+ * next. Settled rows (acked, or refused: already completed, expired, re-claimed) leave the state
+ * file. Returns ROOST_OK or the first transient or auth error. */
+static int recover_acks(struct roost_agent *a, struct roost_client *c)
+{
+    struct agent_state_lease rows[AGENT_STATE_LEASE_PAGE];
+    struct roost_ack acks[AGENT_STATE_LEASE_PAGE];
+    int n;
+    while ((n = agent_state_leases_list(&a->st, true, rows, AGENT_STATE_LEASE_PAGE)) > 0) {
+        for (int i = 0; i < n; i++) {
+            acks[i] = (struct roost_ack){rows[i].event_id, rows[i].lease_token, ROOST_OK};
+        }
+        int rc = roost_events_ack(c, a->agent_id, acks, (size_t)n, NULL);
+        agent_note_request(a, rc);
+        if (rc != ROOST_OK && !agent_transient_rc(rc) && !agent_auth_rc(rc)) {
+            /* A roostd without the batch route (404, 405), or one whose limits.max_batch is
+             * smaller than a page (invalid_acks): one by one. */
+            rc = ROOST_OK;
+            for (int i = 0; i < n; i++) {
+                acks[i].rc = roost_event_ack(c, a->agent_id, rows[i].event_id, rows[i].lease_token);
+                agent_note_request(a, acks[i].rc);
+            }
+        }
+        if (rc != ROOST_OK) {
+            return rc;
+        }
+        int done = 0;
+        for (int i = 0; i < n; i++) {
+            if (agent_transient_rc(acks[i].rc) || agent_auth_rc(acks[i].rc)) {
+                return acks[i].rc;
+            }
+            done += acks[i].rc == ROOST_OK;
+            agent_state_lease_forget(&a->st, rows[i].event_id);
+        }
+        if (done > 0) {
+            agent_log(a, "recovery: acked %d processed event(s) whose ack was lost", done);
+        }
+    }
+    return ROOST_OK;
+}
+
 int agent_leases_recover(struct roost_agent *a, struct roost_client *c)
 {
     char old[160];
     agent_state_owner_get(&a->st, old, sizeof old);
     int64_t backoff = 1000;
     while (!agent_stopping(a)) {
-        int rc = ROOST_OK;
-        if (old[0] != '\0') {
+        /* Acks first: a release-all would give the processed events back too. */
+        int rc = recover_acks(a, c);
+        if (rc == ROOST_OK && old[0] != '\0') {
             int64_t n = 0;
             rc = roost_inbox_release_all(c, a->agent_id, old, &n);
             agent_note_request(a, rc);
@@ -300,7 +348,9 @@ int agent_leases_recover(struct roost_agent *a, struct roost_client *c)
         }
         /* Leases recorded individually (a claim without consumer, or another consumer id). */
         struct agent_state_lease rows[AGENT_STATE_LEASE_PAGE];
-        int n = agent_state_leases_list(&a->st, rows, AGENT_STATE_LEASE_PAGE);
+        int n = rc == ROOST_OK
+                    ? agent_state_leases_list(&a->st, false, rows, AGENT_STATE_LEASE_PAGE)
+                    : 0;
         for (int i = 0; rc == ROOST_OK && i < n; i++) {
             int r = roost_event_release(c, a->agent_id, rows[i].event_id, rows[i].lease_token, 0,
                                         ROOST_RELEASE_SHUTDOWN, NULL);

@@ -13,9 +13,11 @@
 enum agent_action_kind { AGENT_ACT_ACK, AGENT_ACT_RELEASE };
 
 /* Queues an outcome for the keeper; takes the strings (freed, and the lease left to expire, when
- * out of memory). Call with mu held. */
+ * out of memory). error (may be NULL): a release's error text, the event's last_error. Call with
+ * mu held. */
 void agent_leases_push(struct roost_agent *a, enum agent_action_kind kind, char *event_id,
-                       char *lease_token, int64_t delay_s, enum roost_release_reason reason);
+                       char *lease_token, int64_t delay_s, enum roost_release_reason reason,
+                       char *error);
 /* Frees the queue (roost_agent_free). */
 void agent_leases_free_queue(struct roost_agent *a);
 

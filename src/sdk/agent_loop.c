@@ -29,8 +29,9 @@
 
 /* ---- workers ---------------------------------------------------------------------------- */
 
-/* The release delay of a failed handler run: 1 s doubling per attempt, at most 300 s. */
-static int64_t failure_delay_s(int attempts)
+/* The release delay of a failed or "later" handler run: 1 s doubling per attempt, at most
+ * 300 s. */
+static int64_t retry_delay_s(int attempts)
 {
     int64_t d = 1;
     for (int i = 1; i < attempts && d < 300; i++) {
@@ -39,9 +40,114 @@ static int64_t failure_delay_s(int attempts)
     return d < 300 ? d : 300;
 }
 
+/* The length of the valid UTF-8 sequence at s (n bytes left), 0 when it is not one. Strict as
+ * jansson is (no overlongs, no surrogates, nothing above U+10FFFF). */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c < 0x80) {
+        return 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        lo = c == 0xE0 ? 0xA0 : 0x80;
+        hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    if (n < len || s[1] < lo || s[1] > hi) {
+        return 0;
+    }
+    for (size_t i = 2; i < len; i++) {
+        if (s[i] < 0x80 || s[i] > 0xBF) {
+            return 0;
+        }
+    }
+    return len;
+}
+
+/* A handler's error text made fit for the release request (JSON wants UTF-8) and for one log
+ * line: invalid bytes become '?', control characters but newline and tab a space. */
+static char *error_text_clean(const char *in)
+{
+    size_t n = strlen(in);
+    char *out = malloc(n + 1);
+    if (out == NULL) {
+        return NULL;
+    }
+    const unsigned char *s = (const unsigned char *)in;
+    size_t i = 0, k = 0;
+    while (i < n) {
+        size_t l = utf8_seq_len(s + i, n - i);
+        if (l == 0) {
+            out[k++] = '?';
+            i++;
+        } else if (l == 1 && s[i] < 0x20 && s[i] != '\n' && s[i] != '\t') {
+            out[k++] = ' ';
+            i++;
+        } else {
+            memcpy(out + k, s + i, l);
+            k += l;
+            i += l;
+        }
+    }
+    out[k] = '\0';
+    return out;
+}
+
+/* What the agent does with a handler's result: the release (reason, delay) or the ack. */
+struct disposition {
+    enum agent_action_kind kind;
+    enum roost_release_reason reason;
+    int64_t delay_s;
+    const char *what; /* for the log line */
+};
+
+static struct disposition dispose(const struct roost_agent *a, int result, int attempts,
+                                  int64_t retry_after_s)
+{
+    struct disposition d = {AGENT_ACT_RELEASE, ROOST_RELEASE_TRANSIENT, 0, ""};
+    int64_t delay = retry_after_s > 0 ? retry_after_s : retry_delay_s(attempts);
+    switch (result) {
+    case ROOST_AGENT_ACK:
+        d.kind = AGENT_ACT_ACK;
+        d.reason = ROOST_RELEASE_DEFAULT;
+        d.what = "ack";
+        break;
+    case ROOST_AGENT_RETRY_LATER:
+        /* A delay that grows keeps "later" from spinning (claim, release, ping, claim...), and
+         * a bound keeps it from going on for ever: past it, it is a failure like any other. */
+        d.delay_s = delay;
+        if (attempts < a->tempfail_max) {
+            d.reason = ROOST_RELEASE_SHUTDOWN;
+            d.what = "retry later";
+        } else {
+            d.what = "retry later, counted as a failure";
+        }
+        break;
+    case ROOST_AGENT_QUARANTINE:
+        d.reason = ROOST_RELEASE_POISON;
+        d.what = "quarantine";
+        break;
+    default:
+        d.delay_s = delay;
+        d.what = "failed, released";
+        break;
+    }
+    return d;
+}
+
 static void *worker_main(void *arg)
 {
     struct roost_agent *a = arg;
+    struct roost_agent_outcome outcome, *oc = &outcome;
     pthread_mutex_lock(&a->mu);
     for (;;) {
         struct slot *s = NULL;
@@ -63,41 +169,52 @@ static void *worker_main(void *arg)
 
         int result;
         bool ran = false;
+        memset(oc, 0, sizeof *oc);
+        int64_t t0 = time_mono_ms();
+        struct disposition d;
         if (agent_state_processed_contains(&a->st, ev->event_id)) {
             /* Handled before (its ack was lost): ack again, never run twice. */
             agent_log(a, "event %s already processed: acking without running the handler",
                       ev->event_id);
-            result = ROOST_AGENT_ACK;
+            d = dispose(a, ROOST_AGENT_ACK, ev->attempts, 0);
         } else {
-            result = a->handler(ev, a->handler_ctx);
+            result = a->handler != NULL ? a->handler(ev, a->handler_ctx)
+                                        : a->handler_ex(ev, oc, a->handler_ctx);
             ran = true;
+            oc->error[sizeof oc->error - 1] = '\0';
+            if (oc->retry_after_s < 0 || oc->retry_after_s > 31536000) {
+                oc->retry_after_s = 0;
+            }
+            d = dispose(a, result, ev->attempts, oc->retry_after_s);
             if (result == ROOST_AGENT_ACK && agent_state_processed_add(&a->st, ev->event_id) != 0) {
                 agent_log(a, "cannot record event %s as processed: releasing it", ev->event_id);
-                result = ROOST_AGENT_RELEASE_NOW;
+                d = (struct disposition){AGENT_ACT_RELEASE, ROOST_RELEASE_SHUTDOWN, 0,
+                                         "not recorded, released"};
             }
+        }
+        char *err = oc->error[0] != '\0' ? error_text_clean(oc->error) : NULL;
+        if (ran) {
+            /* One line per event: what ran, how long, what came of it, and why (the error's
+             * first line; the whole text goes to the server as last_error). */
+            char delay[48] = "";
+            if (d.delay_s > 0) {
+                snprintf(delay, sizeof delay, ", retry in %" PRId64 " s", d.delay_s);
+            }
+            const char *why = err != NULL ? err : "";
+            int why_len = (int)strcspn(why, "\n");
+            agent_log(a, "event %s attempt %d: %s%s after %" PRId64 " ms%s%.*s", ev->event_id,
+                      ev->attempts, d.what, delay, time_mono_ms() - t0, why_len > 0 ? ": " : "",
+                      why_len > 300 ? 300 : why_len, why);
         }
 
         pthread_mutex_lock(&a->mu);
         if (ran) {
             a->handled++;
         }
-        switch (result) {
-        case ROOST_AGENT_ACK:
-            agent_leases_push(a, AGENT_ACT_ACK, ev->event_id, ev->lease_token, 0,
-                              ROOST_RELEASE_DEFAULT);
-            break;
-        case ROOST_AGENT_RELEASE_NOW:
-            agent_leases_push(a, AGENT_ACT_RELEASE, ev->event_id, ev->lease_token, 0,
-                              ROOST_RELEASE_SHUTDOWN);
-            break;
-        case ROOST_AGENT_QUARANTINE:
-            agent_leases_push(a, AGENT_ACT_RELEASE, ev->event_id, ev->lease_token, 0,
-                              ROOST_RELEASE_POISON);
-            break;
-        default:
-            agent_leases_push(a, AGENT_ACT_RELEASE, ev->event_id, ev->lease_token,
-                              failure_delay_s(ev->attempts), ROOST_RELEASE_TRANSIENT);
-            break;
+        agent_leases_push(a, d.kind, ev->event_id, ev->lease_token, d.delay_s, d.reason,
+                          d.kind == AGENT_ACT_RELEASE ? err : NULL);
+        if (d.kind == AGENT_ACT_ACK) {
+            free(err);
         }
         ev->event_id = NULL;
         ev->lease_token = NULL;
@@ -115,7 +232,7 @@ static void *worker_main(void *arg)
 static void slot_release_unstarted(struct roost_agent *a, struct slot *s)
 {
     agent_leases_push(a, AGENT_ACT_RELEASE, s->ev->event_id, s->ev->lease_token, 0,
-                      ROOST_RELEASE_SHUTDOWN);
+                      ROOST_RELEASE_SHUTDOWN, NULL);
     s->ev->event_id = NULL;
     s->ev->lease_token = NULL;
     sdk_event_free(s->ev);
@@ -135,7 +252,7 @@ static void on_sse_open(void *ctx)
     a->server_ok = true;
     a->contacted = true;
     a->need_sync = true;
-    a->sse_gen++;
+    a->wake_gen++;
     a->last_sync_ms = time_now_ms();
     agent_conn_update(a);
     pthread_cond_broadcast(&a->cond);
@@ -152,9 +269,12 @@ static int on_sse_ping(const char *event, int64_t hint, void *ctx)
         return 0;
     }
     pthread_mutex_lock(&a->mu);
-    /* A ping always means "pull"; a heartbeat only when it shows a head we have not seen. */
+    /* A ping always means "pull"; a heartbeat only when it shows a head we have not seen. A
+     * pull now, that is: roostd has just committed something, so whatever backoff an earlier
+     * failure (a database outage, say) left is over. */
     if (ping || (hint >= 0 && hint != a->sse_head)) {
         a->need_sync = true;
+        a->wake_gen++;
         pthread_cond_broadcast(&a->cond);
     }
     if (hint >= 0) {
@@ -312,14 +432,33 @@ static int cursor_sync(struct roost_agent *a, struct roost_client *c)
     return rc;
 }
 
+/* The least lease a claim's answer must bring to be worth running: 10 % of it, at least 1 s, but
+ * never more than a quarter (so that 1 s leases still work). */
+static int64_t lease_min_left_ms(const struct roost_agent *a)
+{
+    int64_t lease_ms = (int64_t)a->lease_s * 1000;
+    int64_t m = lease_ms / 10 > 1000 ? lease_ms / 10 : 1000;
+    return m < lease_ms / 4 ? m : lease_ms / 4;
+}
+
 /* Claims up to `free_slots` events (long-polling wait_s) and queues them on slots.
- * *n_out gets the count. */
+ * *n_out gets the count queued.
+ *
+ * The lease runs from roostd's commit, somewhere between sending the request and its answer, so
+ * what is left of it when the answer arrives is at least lease_s - (arrival - sent), measured on
+ * our monotonic clock (a skewed wall clock cannot fool it, nor can claim_expires_at be compared
+ * with our clock). An answer late enough that too little is left (roostd stalled after its commit,
+ * a slow proxy) is given back unrun: the lease may already have expired and a sibling be running
+ * the event. A long poll's wait counts against it too, which is why long polls wait at most half
+ * a lease (main_loop). */
 static int claim_into_slots(struct roost_agent *a, struct roost_client *c, int free_slots,
                             int wait_s, int *n_out)
 {
     *n_out = 0;
     struct roost_events *evs = NULL;
+    int64_t sent = time_mono_ms();
     int rc = roost_inbox_claim(c, a->agent_id, free_slots, a->lease_s, wait_s, a->consumer, &evs);
+    int64_t left_ms = (int64_t)a->lease_s * 1000 - (time_mono_ms() - sent);
     agent_note_request(a, rc);
     if (rc != ROOST_OK || evs->count == 0) {
         roost_events_free(evs);
@@ -335,10 +474,17 @@ static int claim_into_slots(struct roost_agent *a, struct roost_client *c, int f
         roost_events_free(evs);
         return ROOST_EIO;
     }
+    bool stale = left_ms < lease_min_left_ms(a);
+    if (stale) {
+        agent_log(a,
+                  "claim answer came %" PRId64 " ms after the request, %" PRId64
+                  " ms of the %d s lease left at most: releasing %zu event(s) unrun",
+                  (int64_t)a->lease_s * 1000 - left_ms, left_ms, a->lease_s, evs->count);
+    }
     pthread_mutex_lock(&a->mu);
     int64_t now = time_mono_ms();
     size_t k = 0;
-    for (int i = 0; i < a->concurrency && k < evs->count; i++) {
+    for (int i = 0; !stale && i < a->concurrency && k < evs->count; i++) {
         struct slot *s = &a->slots[i];
         if (s->state != SLOT_FREE) {
             continue;
@@ -347,21 +493,22 @@ static int claim_into_slots(struct roost_agent *a, struct roost_client *c, int f
         evs->items[k] = NULL;
         k++;
         s->state = SLOT_QUEUED;
-        s->next_extend_ms = now + (int64_t)a->lease_s * 500;
+        s->next_extend_ms = now + left_ms / 2;
         a->n_busy++;
         a->outstanding++;
     }
-    /* Only the run thread fills slots and it asked for no more than were free; a server that
-     * answers with more gets the surplus back. */
+    /* The rest goes back: all of a late answer, and the surplus of a server that answers with
+     * more than was asked (only the run thread fills slots and it asked for no more than were
+     * free). */
     for (; k < evs->count; k++) {
         struct roost_event *ev = evs->items[k];
         agent_leases_push(a, AGENT_ACT_RELEASE, ev->event_id, ev->lease_token, 0,
-                          ROOST_RELEASE_SHUTDOWN);
+                          ROOST_RELEASE_SHUTDOWN, NULL);
         ev->event_id = NULL;
         ev->lease_token = NULL;
         a->outstanding++;
     }
-    *n_out = (int)evs->count;
+    *n_out = stale ? 0 : (int)evs->count;
     if (evs->has_more) {
         a->need_sync = true; /* a byte budget may have cut the batch short: claim again */
     }
@@ -384,9 +531,10 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
         int64_t now = time_mono_ms();
         int free_slots = a->concurrency - a->n_busy;
         bool sse = a->sse_up;
-        if (a->sse_gen != seen_gen) {
-            /* The stream (re)connected: the server is back, whatever our backoff says. */
-            seen_gen = a->sse_gen;
+        if (a->wake_gen != seen_gen) {
+            /* The stream (re)connected or pinged: the server is back, whatever our backoff
+             * says. */
+            seen_gen = a->wake_gen;
             retry_at = 0;
             poll_delay = 1000;
         }
@@ -418,8 +566,9 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
             last_sync_at = time_mono_ms();
         }
         int got = 0;
-        /* A sync claims at once; otherwise (stream down) the claim is the long poll. */
-        int wait_s = sync ? 0 : a->long_poll_s;
+        /* A sync claims at once; otherwise (stream down) the claim is the long poll, for at most
+         * half a lease (its wait counts against the lease, see claim_into_slots). */
+        int wait_s = sync ? 0 : a->long_poll_s < a->lease_s / 2 ? a->long_poll_s : a->lease_s / 2;
         int64_t t0 = time_mono_ms();
         if (rc == ROOST_OK || rc == ROOST_EGONE || !agent_transient_rc(rc)) {
             rc = claim_into_slots(a, c, free_slots, wait_s, &got);
@@ -454,7 +603,7 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
             /* Nothing there. After a sync, or a long poll that really waited, the next poll may
              * start at once; a quick empty long poll (a server that does not long-poll) backs
              * off. */
-            if (sync || took >= (int64_t)wait_s * 500) {
+            if (sync || (wait_s > 0 && took >= (int64_t)wait_s * 500)) {
                 next_poll_at = now; /* (while streaming, the next pull waits for a ping) */
             } else {
                 next_poll_at = now + agent_jitter(a, poll_delay);

@@ -331,13 +331,18 @@ int agent_state_leases_store(struct agent_state *st, const struct roost_events *
     return rc;
 }
 
-int agent_state_leases_list(struct agent_state *st, struct agent_state_lease *rows, int max)
+int agent_state_leases_list(struct agent_state *st, bool processed, struct agent_state_lease *rows,
+                            int max)
 {
+    static const char *const sql[2] = {
+        "SELECT event_id, lease_token FROM leases LIMIT ?",
+        "SELECT l.event_id, l.lease_token FROM leases l JOIN processed p ON "
+        "p.event_id = l.event_id LIMIT ?",
+    };
     pthread_mutex_lock(&st->mu);
     sqlite3_stmt *q = NULL;
     int n = 0;
-    if (sqlite3_prepare_v2(st->db, "SELECT event_id, lease_token FROM leases LIMIT ?", -1, &q,
-                           NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(st->db, sql[processed ? 1 : 0], -1, &q, NULL) == SQLITE_OK) {
         sqlite3_bind_int(q, 1, max);
         while (n < max && sqlite3_step(q) == SQLITE_ROW) {
             snprintf(rows[n].event_id, sizeof rows[n].event_id, "%s",

@@ -61,8 +61,10 @@ int64_t agent_state_processed_count(struct agent_state *st);
 
 /* Records the leases of a claim in one transaction, before any handler runs. 0 or -1. */
 int agent_state_leases_store(struct agent_state *st, const struct roost_events *evs);
-/* Up to `max` recorded leases into rows; returns how many. */
-int agent_state_leases_list(struct agent_state *st, struct agent_state_lease *rows, int max);
+/* Up to `max` recorded leases into rows (with `processed`, only those of processed events);
+ * returns how many. */
+int agent_state_leases_list(struct agent_state *st, bool processed, struct agent_state_lease *rows,
+                            int max);
 void agent_state_lease_forget(struct agent_state *st, const char *event_id);
 void agent_state_leases_clear(struct agent_state *st);
 int64_t agent_state_leases_count(struct agent_state *st);

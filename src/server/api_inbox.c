@@ -456,8 +456,9 @@ static void done_release(struct job *job)
     if (op->released_to == STORE_QUARANTINED) {
         metrics_quarantined(op->rq->rt->metrics, 1);
     }
+    const char *status = op->released_to == STORE_QUARANTINED ? "quarantined" : "released";
     request_reply_json(op->rq, 200,
-                       json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status", "released"));
+                       json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status", status));
 }
 
 void api_event_release(struct request *rq)

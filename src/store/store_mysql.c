@@ -110,16 +110,27 @@ const char *const store_mysql_sql[S_COUNT] = {
                       " claim_expires_at = NULL WHERE tenant_id = ? AND agent_id = ? AND seq = ?"
                       " AND status = " ST_CLAIMED " AND lease_token = ? AND claim_expires_at <= ?",
     /* now, limit */
+    /* now, limit: a plain (non-locking) read. A locking read of this range would also lock,
+     * for an instant, the index record just past its end, which in inbox_due is the oldest
+     * pending row; a claim passing then would SKIP it and answer empty with work pending. The
+     * update below is conditional, so two nodes promoting at once cannot both count a row. */
     [S_PROMOTE_SELECT] = "SELECT tenant_id, agent_id, seq FROM inbox"
                          " WHERE status = " ST_SCHEDULED " AND available_at <= ?"
-                         " ORDER BY available_at LIMIT ? FOR UPDATE SKIP LOCKED",
+                         " ORDER BY available_at LIMIT ?",
     /* tenant, agent, seq */
     [S_PROMOTE_UPDATE] =
         "UPDATE inbox SET status = " ST_PENDING
         " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_SCHEDULED,
-    /* now, now, limit */
-    [S_EXPIRE] = "UPDATE inbox SET status = " ST_EXPIRED ", completed_at = ?"
-                 " WHERE status IN (" ST_SCHEDULED ", " ST_PENDING ") AND expires_at <= ? LIMIT ?",
+    /* now, limit: non-locking for the same reason as S_PROMOTE_SELECT (the record past the
+     * scheduled range of inbox_expiry is a pending row without a TTL). */
+    [S_EXPIRE_SELECT] = "SELECT tenant_id, agent_id, seq FROM inbox"
+                        " WHERE status IN (" ST_SCHEDULED ", " ST_PENDING ") AND expires_at <= ?"
+                        " LIMIT ?",
+    /* now, tenant, agent, seq, now: conditional on the state read, so a claim that won the race
+     * keeps its row. */
+    [S_EXPIRE_UPDATE] = "UPDATE inbox SET status = " ST_EXPIRED ", completed_at = ?"
+                        " WHERE tenant_id = ? AND agent_id = ? AND seq = ?"
+                        " AND status IN (" ST_SCHEDULED ", " ST_PENDING ") AND expires_at <= ?",
     /* tenant, agent, limit */
     [S_RET_AGENTS] = "SELECT tenant_id, agent_id FROM agents WHERE (tenant_id, agent_id) > (?, ?)"
                      " ORDER BY tenant_id, agent_id LIMIT ?",
@@ -577,7 +588,8 @@ static int my_scavenge_update(struct store *st, const struct store_lease_ref *r,
     return Q1(store_mysql_backend(st), S_SCAV_UPDATE, p, changed);
 }
 
-/* Rows another node is promoting are skipped (SKIP LOCKED), then promoted by primary key. */
+/* Due rows are read without locks, then promoted by primary key, each update conditional on the
+ * row still being scheduled (another node may have promoted it). */
 static int my_promote(struct store *st, int64_t now_ms, int64_t limit, size_t *count,
                       struct store_touches *agents)
 {
@@ -601,9 +613,19 @@ static int my_promote(struct store *st, int64_t now_ms, int64_t limit, size_t *c
 static int my_expire(struct store *st, int64_t now_ms, int64_t limit, size_t *count)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    struct prm p[] = {PI(now_ms), PI(now_ms), PI(limit)};
-    int rc = Q(b, S_EXPIRE, p, NULL);
-    *count = rc == ROOST_OK ? (size_t)b->affected : 0;
+    struct rows rs = {0};
+    struct prm p[] = {PI(now_ms), PI(limit)};
+    int rc = Q(b, S_EXPIRE_SELECT, p, &rs);
+    *count = 0;
+    for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
+        struct prm up[] = {PI(now_ms), PS(cell(&rs, r, 0)), PS(cell(&rs, r, 1)),
+                           PI(cell_i64(&rs, r, 2)), PI(now_ms)};
+        bool changed = false;
+        if ((rc = Q1(b, S_EXPIRE_UPDATE, up, &changed)) == ROOST_OK && changed) {
+            (*count)++;
+        }
+    }
+    rows_free(&rs);
     return rc;
 }
 

@@ -3,8 +3,8 @@
  * can SIGKILL): no work is lost and none is repeated across an agent crash, a roostd restart, a
  * blocked SSE stream (long polls take over), a lost ack (the processed set acks instead of running
  * the handler again) and an expired cursor (410 → state resync); an idle agent wakes on the SSE
- * ping. A small TCP proxy thread sits between agent and roostd where a test needs to break
- * things: it forces one request per connection and drops those it is told to. */
+ * ping. A small TCP proxy (harness/http_proxy.h) sits between agent and roostd where a test needs
+ * to break things. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,400 +19,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness/agent_proc.h"
 #include "harness/harness.h"
+#include "harness/http_proxy.h"
 #include "roost/roost_agent.h"
 
 #include "common/banned.h"
 
 #define SCOPE "agent:*:consume agent:*:publish"
-
-/* ---- the proxy ---- */
-
-struct proxy {
-    int lfd;
-    int port;
-    atomic_int upstream_port;
-    atomic_int block_subscribe; /* close connections whose request line names /subscribe */
-    atomic_int drop_acks;       /* close connections whose request line names /ack */
-    atomic_int n_blocked;
-    atomic_int n_dropped;
-    atomic_int n_live; /* connection threads still running (they use *p) */
-    atomic_int stop;
-    pthread_t th;
-};
-
-struct proxy_conn {
-    struct proxy *p;
-    int cfd;
-};
-
-static bool write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w <= 0) {
-            return false;
-        }
-        buf += w;
-        len -= (size_t)w;
-    }
-    return true;
-}
-
-static void *proxy_conn_main(void *arg)
-{
-    struct proxy_conn *pc = arg;
-    struct proxy *p = pc->p;
-    int cfd = pc->cfd, ufd = -1;
-    free(pc);
-    char head[65536];
-    size_t len = 0;
-    char *end = NULL;
-    /* Read the request head (bounded; 10 s at most, stopping with the proxy). */
-    int64_t head_deadline = h_now_ms() + 10000;
-    while (end == NULL && len < sizeof head - 1) {
-        struct pollfd pf = {cfd, POLLIN, 0};
-        int pr = poll(&pf, 1, 200);
-        if (atomic_load(&p->stop) || h_now_ms() > head_deadline || pr < 0) {
-            goto out;
-        }
-        if (pr == 0) {
-            continue;
-        }
-        ssize_t r = recv(cfd, head + len, sizeof head - 1 - len, 0);
-        if (r <= 0) {
-            goto out;
-        }
-        len += (size_t)r;
-        head[len] = '\0';
-        end = strstr(head, "\r\n\r\n");
-    }
-    if (end == NULL) {
-        goto out;
-    }
-    char *eol = strstr(head, "\r\n");
-    char line[512];
-    snprintf(line, sizeof line, "%.*s", (int)(eol - head), head);
-    if (atomic_load(&p->block_subscribe) && strstr(line, "/subscribe") != NULL) {
-        atomic_fetch_add(&p->n_blocked, 1);
-        goto out;
-    }
-    if (atomic_load(&p->drop_acks) && strstr(line, "/ack") != NULL) {
-        atomic_fetch_add(&p->n_dropped, 1);
-        goto out;
-    }
-    ufd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->upstream_port)};
-    sa.sin_port = htons((uint16_t)atomic_load(&p->upstream_port));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (ufd < 0 || connect(ufd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        goto out;
-    }
-    /* One request per connection, so that every request line passes through the check above. */
-    size_t first = (size_t)(eol - head) + 2;
-    if (!write_all(ufd, head, first) || !write_all(ufd, "Connection: close\r\n", 19) ||
-        !write_all(ufd, head + first, len - first)) {
-        goto out;
-    }
-    for (;;) {
-        struct pollfd pf[2] = {{cfd, POLLIN, 0}, {ufd, POLLIN, 0}};
-        if (poll(pf, 2, 200) < 0 && errno != EINTR) {
-            break;
-        }
-        if (atomic_load(&p->stop)) {
-            break;
-        }
-        char buf[16384];
-        if (pf[0].revents != 0) {
-            ssize_t r = recv(cfd, buf, sizeof buf, 0);
-            if (r <= 0 || !write_all(ufd, buf, (size_t)r)) {
-                break;
-            }
-        }
-        if (pf[1].revents != 0) {
-            ssize_t r = recv(ufd, buf, sizeof buf, 0);
-            if (r <= 0 || !write_all(cfd, buf, (size_t)r)) {
-                break;
-            }
-        }
-    }
-out:
-    if (ufd >= 0) {
-        close(ufd);
-    }
-    close(cfd);
-    atomic_fetch_sub(&p->n_live, 1); /* last touch of *p */
-    return NULL;
-}
-
-static void *proxy_main(void *arg)
-{
-    struct proxy *p = arg;
-    while (!atomic_load(&p->stop)) {
-        struct pollfd pf = {p->lfd, POLLIN, 0};
-        if (poll(&pf, 1, 100) <= 0) {
-            continue;
-        }
-        int cfd = accept(p->lfd, NULL, NULL);
-        if (cfd < 0) {
-            continue;
-        }
-        struct proxy_conn *pc = malloc(sizeof *pc);
-        pthread_t t;
-        if (pc == NULL) {
-            close(cfd);
-            continue;
-        }
-        pc->p = p;
-        pc->cfd = cfd;
-        atomic_fetch_add(&p->n_live, 1);
-        if (pthread_create(&t, NULL, proxy_conn_main, pc) != 0) {
-            atomic_fetch_sub(&p->n_live, 1);
-            close(cfd);
-            free(pc);
-            continue;
-        }
-        pthread_detach(t);
-    }
-    return NULL;
-}
-
-static int proxy_start(struct proxy *p, int upstream_port)
-{
-    memset(p, 0, sizeof *p);
-    atomic_store(&p->upstream_port, upstream_port);
-    p->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t sl = sizeof sa;
-    if (p->lfd < 0 || bind(p->lfd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-        listen(p->lfd, 64) != 0 || getsockname(p->lfd, (struct sockaddr *)&sa, &sl) != 0) {
-        return -1;
-    }
-    p->port = ntohs(sa.sin_port);
-    return pthread_create(&p->th, NULL, proxy_main, p) == 0 ? 0 : -1;
-}
-
-static void proxy_stop(struct proxy *p)
-{
-    atomic_store(&p->stop, 1);
-    pthread_join(p->th, NULL);
-    close(p->lfd);
-    /* Connection threads notice the stop flag within 200 ms; *p must outlive them. */
-    bool ok;
-    H_WAIT_UNTIL(ok, 5000, atomic_load(&p->n_live) == 0);
-    CHECK(ok);
-}
-
-/* ---- the agent as a child process ---- */
-
-struct agent_proc {
-    pid_t pid;
-    char dir[256];   /* test dir: state/, out.txt, agent.log */
-    char state[300]; /* state dir */
-    char out[300];   /* the handler appends ROOST_EVENT_ID lines here */
-    char log[300];
-};
-
-static void agent_dirs(struct agent_proc *ap)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(ap->dir, sizeof ap->dir, "%s/roost-agent-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(ap->dir) == NULL) {
-        fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
-        abort();
-    }
-    snprintf(ap->state, sizeof ap->state, "%s/state", ap->dir);
-    snprintf(ap->out, sizeof ap->out, "%s/out.txt", ap->dir);
-    snprintf(ap->log, sizeof ap->log, "%s/agent.log", ap->dir);
-}
-
-/* Starts `roost agent run` against url with the token in ROOST_TOKEN; the handler appends
- * ROOST_EVENT_ID to out.txt after `pre` (shell text, may be ""). */
-static void agent_start_lease(struct agent_proc *ap, const char *url, const char *token,
-                              const char *agent, int concurrency, const char *pre,
-                              const char *lease)
-{
-    char *cmd = h_fmt("%s echo \"$ROOST_EVENT_ID\" >> '%s'", pre, ap->out);
-    char conc[16];
-    snprintf(conc, sizeof conc, "%d", concurrency);
-    setenv("ROOST_TOKEN", token, 1);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(ap->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        if (fd >= 0) {
-            dup2(fd, 2);
-            dup2(fd, 1);
-        }
-        execl(ROOST_CLI_BIN, "roost", "agent", "run", "--server", url, "--agent", agent,
-              "--state-dir", ap->state, "--exec", cmd, "--concurrency", conc, "--lease", lease,
-              (char *)NULL);
-        _exit(127);
-    }
-    ap->pid = pid;
-    free(cmd);
-}
-
-static void agent_start(struct agent_proc *ap, const char *url, const char *token,
-                        const char *agent, int concurrency, const char *pre)
-{
-    agent_start_lease(ap, url, token, agent, concurrency, pre, "30s");
-}
-
-static void agent_kill9(struct agent_proc *ap)
-{
-    if (ap->pid > 0) {
-        kill(ap->pid, SIGKILL);
-        waitpid(ap->pid, NULL, 0);
-        ap->pid = 0;
-    }
-}
-
-/* SIGTERM; returns the exit status (-1: signal or timeout). */
-static int agent_term(struct agent_proc *ap)
-{
-    if (ap->pid <= 0) {
-        return -1;
-    }
-    kill(ap->pid, SIGTERM);
-    int st = 0;
-    int64_t deadline = h_now_ms() + 20000;
-    while (waitpid(ap->pid, &st, WNOHANG) == 0) {
-        if (h_now_ms() > deadline) {
-            kill(ap->pid, SIGKILL);
-            waitpid(ap->pid, &st, 0);
-            ap->pid = 0;
-            return -1;
-        }
-        h_sleep_ms(10);
-    }
-    ap->pid = 0;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void agent_print_log(const struct agent_proc *ap)
-{
-    char *data = NULL;
-    size_t len = 0;
-    if (h_read_file(ap->log, &data, &len) == 0) {
-        size_t from = len > 4000 ? len - 4000 : 0;
-        fprintf(stderr, "---- agent log (%s) ----\n%s\n----\n", ap->log, data + from);
-    }
-    free(data);
-}
-
-/* Removes the agent's dirs, printing its log first when a check failed. */
-static void agent_cleanup(struct agent_proc *ap)
-{
-    if (check_failed > 0) {
-        agent_print_log(ap);
-    }
-    char *cmd = h_fmt("rm -rf '%s'", ap->dir);
-    int r = system(cmd);
-    (void)r;
-    free(cmd);
-}
-
-/* Lines of out.txt (0 when missing). */
-static int out_lines(const struct agent_proc *ap)
-{
-    char *data = NULL;
-    size_t len = 0;
-    int n = 0;
-    if (h_read_file(ap->out, &data, &len) == 0) {
-        for (size_t i = 0; i < len; i++) {
-            n += data[i] == '\n';
-        }
-    }
-    free(data);
-    return n;
-}
-
-/* How many lines of out.txt equal id. */
-static int out_count(const struct agent_proc *ap, const char *id)
-{
-    char *data = NULL;
-    size_t len = 0;
-    int n = 0;
-    if (h_read_file(ap->out, &data, &len) == 0) {
-        size_t idlen = strlen(id);
-        for (char *p = data; p != NULL && *p != '\0';) {
-            char *nl = strchr(p, '\n');
-            size_t l = nl != NULL ? (size_t)(nl - p) : strlen(p);
-            n += l == idlen && memcmp(p, id, l) == 0;
-            p = nl != NULL ? nl + 1 : NULL;
-        }
-    }
-    free(data);
-    return n;
-}
-
-static bool log_contains(const struct agent_proc *ap, const char *needle)
-{
-    char *data = NULL;
-    size_t len = 0;
-    bool found = h_read_file(ap->log, &data, &len) == 0 && strstr(data, needle) != NULL;
-    free(data);
-    return found;
-}
-
-/* Counts events of `agent` by status (reading the whole inbox, read-only). */
-static int count_status(struct roostd *d, const char *token, const char *agent, const char *status)
-{
-    long st = 0;
-    json_t *r = h_inbox(d->http, token, agent, 0, 1000, &st);
-    int n = 0;
-    json_t *evs = json_object_get(r, "events");
-    for (size_t i = 0; i < json_array_size(evs); i++) {
-        n += strcmp(h_str(h_at(evs, i), "status"), status) == 0;
-    }
-    json_decref(r);
-    return st == 200 ? n : -1;
-}
-
-static char *event_status(struct roostd *d, const char *token, const char *agent, const char *id)
-{
-    long st = 0;
-    json_t *r = h_inbox(d->http, token, agent, 0, 1000, &st);
-    char *out = NULL;
-    json_t *evs = json_object_get(r, "events");
-    for (size_t i = 0; i < json_array_size(evs); i++) {
-        if (strcmp(h_str(h_at(evs, i), "event_id"), id) == 0) {
-            out = h_fmt("%s", h_str(h_at(evs, i), "status"));
-        }
-    }
-    json_decref(r);
-    return out != NULL ? out : h_fmt("(none)");
-}
-
-static bool status_is(const struct agent_proc *ap, enum roost_agent_conn conn)
-{
-    struct roost_agent_status st;
-    return roost_agent_status_read(ap->state, &st) == ROOST_OK && st.conn == conn;
-}
-
-/* Publishes n events in one batch; ids (may be NULL) gets their ids (31 bytes each). */
-static void publish_n(struct roostd *d, const char *token, const char *agent, int n,
-                      char (*ids)[31])
-{
-    json_t *events = json_array();
-    for (int i = 0; i < n; i++) {
-        json_array_append_new(events,
-                              json_pack("{s:[s],s:{s:i}}", "recipients", agent, "payload", "i", i));
-    }
-    json_t *res = NULL;
-    long st = h_callj(d->http, "POST", token, json_pack("{s:o}", "events", events), &res,
-                      "/api/v1/events");
-    CHECK_EQ(st, 201);
-    json_t *arr = json_object_get(res, "events");
-    for (int i = 0; ids != NULL && i < n && i < (int)json_array_size(arr); i++) {
-        snprintf(ids[i], 31, "%s", h_str(h_at(arr, (size_t)i), "event_id"));
-    }
-    json_decref(res);
-}
 
 /* ---- (a) SIGKILL of the agent mid-way, restart with the same state dir ---- */
 
@@ -429,34 +43,34 @@ static void test_agent_sigkill_restart_loses_nothing(void)
     }
     char *tok = h_token(&d, "t1", SCOPE);
     static char ids[KILL_EVENTS][31];
-    publish_n(&d, tok, "ag.kill", KILL_EVENTS, ids);
+    h_publish_n(&d, tok, "ag.kill", KILL_EVENTS, ids);
     struct agent_proc ap;
-    agent_dirs(&ap);
+    agent_proc_dirs(&ap);
     /* A short sleep per event keeps handlers in flight when the kill lands. */
-    agent_start(&ap, d.url, tok, "ag.kill", KILL_CONCURRENCY, "sleep 0.01;");
+    agent_proc_start(&ap, d.url, tok, "ag.kill", KILL_CONCURRENCY, "sleep 0.01;");
     bool ok;
-    H_WAIT_UNTIL(ok, 20000, out_lines(&ap) >= 50);
+    H_WAIT_UNTIL(ok, 20000, agent_proc_out_lines(&ap) >= 50);
     CHECK(ok);
-    agent_kill9(&ap);
-    int at_kill = out_lines(&ap);
+    agent_proc_kill9(&ap);
+    int at_kill = agent_proc_out_lines(&ap);
     CHECK(at_kill < KILL_EVENTS); /* the kill really landed mid-way */
     /* The dead run's leases are outstanding (30 s lease): only recovery frees them in time. */
-    agent_start(&ap, d.url, tok, "ag.kill", KILL_CONCURRENCY, "sleep 0.01;");
-    H_WAIT_UNTIL(ok, 20000, count_status(&d, tok, "ag.kill", "completed") == KILL_EVENTS);
+    agent_proc_start(&ap, d.url, tok, "ag.kill", KILL_CONCURRENCY, "sleep 0.01;");
+    H_WAIT_UNTIL(ok, 20000, h_count_status(&d, tok, "ag.kill", "completed") == KILL_EVENTS);
     CHECK(ok);
-    CHECK(log_contains(&ap, "recovery: released"));
-    CHECK_EQ(agent_term(&ap), 0);
+    CHECK(agent_proc_log_contains(&ap, "recovery: released"));
+    CHECK_EQ(agent_proc_term(&ap), 0);
     /* Orphaned handlers of the killed run finish within their sleep. */
     h_sleep_ms(200);
     int missing = 0, dups = 0;
     for (int i = 0; i < KILL_EVENTS; i++) {
-        int n = out_count(&ap, ids[i]);
+        int n = agent_proc_out_count(&ap, ids[i]);
         missing += n == 0;
         dups += n > 1 ? n - 1 : 0;
     }
     CHECK_EQ(missing, 0);
     CHECK(dups <= KILL_CONCURRENCY);
-    CHECK_EQ(out_lines(&ap), KILL_EVENTS + dups); /* nothing foreign in the file */
+    CHECK_EQ(agent_proc_out_lines(&ap), KILL_EVENTS + dups); /* nothing foreign in the file */
     /* A graceful stop leaves no lease behind. */
     struct roost_agent_status st;
     CHECK_EQ(roost_agent_status_read(ap.state, &st), ROOST_OK);
@@ -464,7 +78,7 @@ static void test_agent_sigkill_restart_loses_nothing(void)
     CHECK_EQ(st.conn, ROOST_AGENT_CONN_STOPPED);
     CHECK(!st.running);
     printf("sigkill: %d handled at kill, %d duplicate(s)\n", at_kill, dups);
-    agent_cleanup(&ap);
+    agent_proc_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
@@ -482,14 +96,14 @@ static void test_agent_survives_roostd_restart(void)
     }
     char *tok = h_token(&d, "t1", SCOPE);
     struct agent_proc ap;
-    agent_dirs(&ap);
-    agent_start(&ap, d.url, tok, "ag.restart", 2, "");
+    agent_proc_dirs(&ap);
+    agent_proc_start(&ap, d.url, tok, "ag.restart", 2, "");
     bool ok;
-    H_WAIT_UNTIL(ok, 10000, status_is(&ap, ROOST_AGENT_CONN_STREAMING));
+    H_WAIT_UNTIL(ok, 10000, agent_proc_status_is(&ap, ROOST_AGENT_CONN_STREAMING));
     CHECK(ok);
     char before[31];
     CHECK(h_publish(d.http, tok, "ag.restart", NULL, NULL, before) > 0);
-    H_WAIT_UNTIL(ok, 5000, out_count(&ap, before) == 1);
+    H_WAIT_UNTIL(ok, 5000, agent_proc_out_count(&ap, before) == 1);
     CHECK(ok);
 
     char dir[256], listen[64];
@@ -497,13 +111,13 @@ static void test_agent_survives_roostd_restart(void)
     snprintf(listen, sizeof listen, "listen=127.0.0.1:%d", d.port);
     roostd_kill(&d);
     /* The agent notices: the stream is gone, requests fail. */
-    H_WAIT_UNTIL(ok, 10000, !status_is(&ap, ROOST_AGENT_CONN_STREAMING));
+    H_WAIT_UNTIL(ok, 10000, !agent_proc_status_is(&ap, ROOST_AGENT_CONN_STREAMING));
     CHECK(ok);
     const char *const sets2[] = {"scavenger.interval_ms=50", listen, NULL};
     if (roostd_start(&d, dir, sets2) != 0) {
         CHECK(!"roostd restarted on the same port");
-        agent_kill9(&ap);
-        agent_cleanup(&ap);
+        agent_proc_kill9(&ap);
+        agent_proc_cleanup(&ap);
         free(tok);
         return;
     }
@@ -514,16 +128,17 @@ static void test_agent_survives_roostd_restart(void)
         CHECK(h_publish(d.http, tok, "ag.restart", NULL, NULL, after[i]) > 0);
     }
     H_WAIT_UNTIL(ok, 15000,
-                 out_count(&ap, after[0]) == 1 && out_count(&ap, after[1]) == 1 &&
-                     out_count(&ap, after[2]) == 1);
+                 agent_proc_out_count(&ap, after[0]) == 1 &&
+                     agent_proc_out_count(&ap, after[1]) == 1 &&
+                     agent_proc_out_count(&ap, after[2]) == 1);
     CHECK(ok);
-    H_WAIT_UNTIL(ok, 15000, status_is(&ap, ROOST_AGENT_CONN_STREAMING));
+    H_WAIT_UNTIL(ok, 15000, agent_proc_status_is(&ap, ROOST_AGENT_CONN_STREAMING));
     CHECK(ok); /* and the stream is back */
-    H_WAIT_UNTIL(ok, 5000, count_status(&d, tok, "ag.restart", "completed") == 4);
+    H_WAIT_UNTIL(ok, 5000, h_count_status(&d, tok, "ag.restart", "completed") == 4);
     CHECK(ok);
-    CHECK_EQ(agent_term(&ap), 0);
-    CHECK_EQ(out_lines(&ap), 4);
-    agent_cleanup(&ap);
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    CHECK_EQ(agent_proc_out_lines(&ap), 4);
+    agent_proc_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
@@ -542,33 +157,34 @@ static void test_agent_polls_when_sse_blocked(void)
         return;
     }
     char *tok = h_token(&d, "t1", SCOPE);
-    struct proxy px;
-    CHECK_EQ(proxy_start(&px, d.port), 0);
-    atomic_store(&px.block_subscribe, 1);
+    struct http_proxy px;
+    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    http_proxy_rule(&px, 0, "/subscribe", NULL, HTTP_PROXY_DROP, 0);
     char *url = h_fmt("http://127.0.0.1:%d", px.port);
     struct agent_proc ap;
-    agent_dirs(&ap);
-    agent_start(&ap, url, tok, "ag.poll", 1, "");
+    agent_proc_dirs(&ap);
+    agent_proc_start(&ap, url, tok, "ag.poll", 1, "");
     bool ok;
     H_WAIT_UNTIL(ok, 10000,
-                 status_is(&ap, ROOST_AGENT_CONN_POLLING) && atomic_load(&px.n_blocked) > 0);
+                 agent_proc_status_is(&ap, ROOST_AGENT_CONN_POLLING) &&
+                     http_proxy_hits(&px, 0) > 0);
     CHECK(ok);
     h_sleep_ms(300); /* let the agent settle into its long poll */
     for (int i = 0; i < 3; i++) {
         char id[31];
         int64_t t0 = h_now_ms();
         CHECK(h_publish(d.http, tok, "ag.poll", NULL, NULL, id) > 0);
-        H_WAIT_UNTIL(ok, 5000, out_count(&ap, id) == 1);
+        H_WAIT_UNTIL(ok, 5000, agent_proc_out_count(&ap, id) == 1);
         CHECK(ok);
         int64_t took = h_now_ms() - t0;
         printf("sse blocked: event %d handled after %lld ms\n", i, (long long)took);
         CHECK(took < 3000);
     }
-    CHECK(status_is(&ap, ROOST_AGENT_CONN_POLLING)); /* it never streamed */
-    CHECK(atomic_load(&px.n_blocked) >= 1);
-    CHECK_EQ(agent_term(&ap), 0);
-    agent_cleanup(&ap);
-    proxy_stop(&px);
+    CHECK(agent_proc_status_is(&ap, ROOST_AGENT_CONN_POLLING)); /* it never streamed */
+    CHECK(http_proxy_hits(&px, 0) >= 1);
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    agent_proc_cleanup(&ap);
+    http_proxy_stop(&px);
     free(url);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
@@ -577,50 +193,68 @@ static void test_agent_polls_when_sse_blocked(void)
 
 /* ---- (d) the ack is lost: after a restart the handler does not run again ---- */
 
-static void test_agent_lost_ack_not_rerun(void)
+/* With `expire`, the restart comes after the lease expired (roostd took the event back), else
+ * while the dead run's lease still holds. */
+static void lost_ack_case(bool expire)
 {
+    static const char *const sets[] = {"scavenger.interval_ms=50", NULL};
     struct roostd d;
-    if (roostd_start(&d, NULL, NULL) != 0) {
+    if (roostd_start(&d, NULL, sets) != 0) {
         CHECK(!"roostd started");
         return;
     }
     char *tok = h_token(&d, "t1", SCOPE);
-    struct proxy px;
-    CHECK_EQ(proxy_start(&px, d.port), 0);
-    atomic_store(&px.drop_acks, 1);
+    struct http_proxy px;
+    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    http_proxy_rule(&px, 0, "/ack", NULL, HTTP_PROXY_DROP, 0);
     char *url = h_fmt("http://127.0.0.1:%d", px.port);
     struct agent_proc ap;
-    agent_dirs(&ap);
-    agent_start(&ap, url, tok, "ag.lost", 1, "");
+    agent_proc_dirs(&ap);
+    agent_proc_start_lease(&ap, url, tok, "ag.lost", 1, "", expire ? "2s" : "30s");
     char id[31];
     CHECK(h_publish(d.http, tok, "ag.lost", NULL, NULL, id) > 0);
     bool ok;
     /* Handled and recorded as processed, but every ack is dropped on the way. */
     struct roost_agent_status st;
     H_WAIT_UNTIL(ok, 10000,
-                 out_count(&ap, id) == 1 && atomic_load(&px.n_dropped) >= 1 &&
+                 agent_proc_out_count(&ap, id) == 1 && http_proxy_hits(&px, 0) >= 1 &&
                      roost_agent_status_read(ap.state, &st) == ROOST_OK && st.processed_ids == 1);
     CHECK(ok);
-    agent_kill9(&ap);
-    char *s = event_status(&d, tok, "ag.lost", id);
+    agent_proc_kill9(&ap);
+    char *s = h_event_status(&d, tok, "ag.lost", id);
     CHECK_STREQ(s, "claimed"); /* the ack never reached roostd */
     free(s);
-    /* Restart straight to roostd: recovery releases the lease, the claim brings the event back,
+    if (expire) {
+        H_WAIT_UNTIL(ok, 10000,
+                     (s = h_event_status(&d, tok, "ag.lost", id), ok = strcmp(s, "pending") == 0,
+                      free(s), ok));
+        CHECK(ok);
+    }
+    /* Restart straight to roostd. While the old lease holds, recovery acks it (the event is in
+     * the processed set); once it expired, the ack is refused, the claim brings the event back,
      * and the processed set acks it without running the handler. */
-    agent_start(&ap, d.url, tok, "ag.lost", 1, "");
-    H_WAIT_UNTIL(
-        ok, 10000,
-        (s = event_status(&d, tok, "ag.lost", id), ok = strcmp(s, "completed") == 0, free(s), ok));
+    agent_proc_start(&ap, d.url, tok, "ag.lost", 1, "");
+    const char *how = expire ? "already processed" : "recovery: acked 1 processed event";
+    /* (roostd completes the event before the agent has its answer and logs it) */
+    H_WAIT_UNTIL(ok, 10000,
+                 (s = h_event_status(&d, tok, "ag.lost", id), ok = strcmp(s, "completed") == 0,
+                  free(s), ok) &&
+                     agent_proc_log_contains(&ap, how));
     CHECK(ok);
-    CHECK_EQ(out_count(&ap, id), 1);
-    CHECK(log_contains(&ap, "already processed"));
-    CHECK_EQ(agent_term(&ap), 0);
-    agent_cleanup(&ap);
-    proxy_stop(&px);
+    CHECK_EQ(agent_proc_out_count(&ap, id), 1);
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    agent_proc_cleanup(&ap);
+    http_proxy_stop(&px);
     free(url);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
+}
+
+static void test_agent_lost_ack_not_rerun(void)
+{
+    lost_ack_case(false);
+    lost_ack_case(true);
 }
 
 /* ---- (e) 410: the cursor is older than retention ---- */
@@ -634,7 +268,7 @@ static void test_agent_resyncs_after_410(void)
         return;
     }
     char *tok = h_token(&d, "t1", SCOPE);
-    publish_n(&d, tok, "ag.gone", 3, NULL);
+    h_publish_n(&d, tok, "ag.gone", 3, NULL);
     CHECK(h_publish(d.http, tok, "ag.gone", NULL,
                     json_pack("{s:{s:s}}", "state_patch", "mode", "resynced"), NULL) > 0);
     /* Complete the first three by hand; retention then purges them. */
@@ -652,17 +286,17 @@ static void test_agent_resyncs_after_410(void)
     CHECK(ok);
     /* A new agent starts at cursor 0: 410, state resync, and the fourth event still runs. */
     struct agent_proc ap;
-    agent_dirs(&ap);
-    agent_start(&ap, d.url, tok, "ag.gone", 1, "");
-    H_WAIT_UNTIL(ok, 10000, out_lines(&ap) == 1);
+    agent_proc_dirs(&ap);
+    agent_proc_start(&ap, d.url, tok, "ag.gone", 1, "");
+    H_WAIT_UNTIL(ok, 10000, agent_proc_out_lines(&ap) == 1);
     CHECK(ok);
-    CHECK(log_contains(&ap, "state resync after 410: continuing at cursor 4"));
-    CHECK(log_contains(&ap, "\"mode\":\"resynced\""));
+    CHECK(agent_proc_log_contains(&ap, "state resync after 410: continuing at cursor 4"));
+    CHECK(agent_proc_log_contains(&ap, "\"mode\":\"resynced\""));
     struct roost_agent_status ast;
     H_WAIT_UNTIL(ok, 5000, roost_agent_status_read(ap.state, &ast) == ROOST_OK && ast.cursor == 4);
     CHECK(ok);
-    CHECK_EQ(agent_term(&ap), 0);
-    agent_cleanup(&ap);
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    agent_proc_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
@@ -699,23 +333,23 @@ static void test_agent_idle_wakes_on_ping(void)
     }
     char *tok = h_token(&d, "t1", SCOPE);
     struct agent_proc ap;
-    agent_dirs(&ap);
-    agent_start(&ap, d.url, tok, "ag.idle", 1, "");
+    agent_proc_dirs(&ap);
+    agent_proc_start(&ap, d.url, tok, "ag.idle", 1, "");
     bool ok;
-    H_WAIT_UNTIL(ok, 10000, status_is(&ap, ROOST_AGENT_CONN_STREAMING));
+    H_WAIT_UNTIL(ok, 10000, agent_proc_status_is(&ap, ROOST_AGENT_CONN_STREAMING));
     CHECK(ok);
     h_sleep_ms(1000); /* idle: nothing to do, nothing polled */
     for (int i = 0; i < 3; i++) {
         char id[31];
         int64_t t0 = h_now_ms();
         CHECK(h_publish(d.http, tok, "ag.idle", NULL, NULL, id) > 0);
-        H_WAIT_UNTIL(ok, 5000, out_count(&ap, id) == 1);
+        H_WAIT_UNTIL(ok, 5000, agent_proc_out_count(&ap, id) == 1);
         CHECK(ok);
         int64_t took = h_now_ms() - t0;
         printf("idle wake-up %d: %lld ms\n", i, (long long)took);
         CHECK(took < 2000);
     }
-    CHECK(status_is(&ap, ROOST_AGENT_CONN_STREAMING));
+    CHECK(agent_proc_status_is(&ap, ROOST_AGENT_CONN_STREAMING));
     /* `roost agent status` reads the same from another process. The handler's output is written
      * before its ack is sent, so wait (bounded) for the last ack to land before reading the
      * lease count. */
@@ -731,8 +365,8 @@ static void test_agent_idle_wakes_on_ping(void)
     CHECK_EQ(h_int(js, "cursor"), 3);
     CHECK(json_is_string(json_object_get(js, "last_sync")));
     json_decref(js);
-    CHECK_EQ(agent_term(&ap), 0);
-    agent_cleanup(&ap);
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    agent_proc_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
@@ -750,23 +384,23 @@ static void test_agent_extends_lease_of_long_handler(void)
     }
     char *tok = h_token(&d, "t1", SCOPE);
     struct agent_proc ap;
-    agent_dirs(&ap);
+    agent_proc_dirs(&ap);
     /* A 1 s lease and a 3 s handler: without extension the scavenger takes the event back and
      * the ack is refused (the processed set then saves the handler from a second run). */
-    agent_start_lease(&ap, d.url, tok, "ag.long", 1, "sleep 3;", "1s");
+    agent_proc_start_lease(&ap, d.url, tok, "ag.long", 1, "sleep 3;", "1s");
     char id[31];
     CHECK(h_publish(d.http, tok, "ag.long", NULL, NULL, id) > 0);
     bool ok;
     char *s = NULL;
-    H_WAIT_UNTIL(
-        ok, 10000,
-        (s = event_status(&d, tok, "ag.long", id), ok = strcmp(s, "completed") == 0, free(s), ok));
+    H_WAIT_UNTIL(ok, 10000,
+                 (s = h_event_status(&d, tok, "ag.long", id), ok = strcmp(s, "completed") == 0,
+                  free(s), ok));
     CHECK(ok);
-    CHECK_EQ(out_count(&ap, id), 1);
-    CHECK(!log_contains(&ap, "refused"));
-    CHECK_EQ(agent_term(&ap), 0);
-    CHECK_EQ(out_count(&ap, id), 1);
-    agent_cleanup(&ap);
+    CHECK_EQ(agent_proc_out_count(&ap, id), 1);
+    CHECK(!agent_proc_log_contains(&ap, "refused"));
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    CHECK_EQ(agent_proc_out_count(&ap, id), 1);
+    agent_proc_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
@@ -784,27 +418,27 @@ static void test_agent_exit_codes(void)
     }
     char *tok = h_token(&d, "t1", SCOPE);
     struct agent_proc ap;
-    agent_dirs(&ap);
-    agent_start(&ap, d.url, tok, "ag.codes", 2,
-                "p=$(cat); case \"$p\" in *fail*) [ \"$ROOST_ATTEMPT\" = 1 ] && exit 1;; "
-                "*poison*) exit 65;; *later*) [ \"$ROOST_ATTEMPT\" = 1 ] && exit 75;; esac; "
-                "echo \"$ROOST_ATTEMPT\" >> '/dev/null';");
+    agent_proc_dirs(&ap);
+    agent_proc_start(&ap, d.url, tok, "ag.codes", 2,
+                     "p=$(cat); case \"$p\" in *fail*) [ \"$ROOST_ATTEMPT\" = 1 ] && exit 1;; "
+                     "*poison*) exit 65;; *later*) [ \"$ROOST_ATTEMPT\" = 1 ] && exit 75;; esac; "
+                     "echo \"$ROOST_ATTEMPT\" >> '/dev/null';");
     char fail[31], poison[31], later[31];
     int64_t t0 = h_now_ms();
     CHECK(h_publish(d.http, tok, "ag.codes", json_pack("{s:b}", "fail", 1), NULL, fail) > 0);
     CHECK(h_publish(d.http, tok, "ag.codes", json_pack("{s:b}", "poison", 1), NULL, poison) > 0);
     CHECK(h_publish(d.http, tok, "ag.codes", json_pack("{s:b}", "later", 1), NULL, later) > 0);
     bool ok;
-    H_WAIT_UNTIL(ok, 10000, count_status(&d, tok, "ag.codes", "completed") == 2);
+    H_WAIT_UNTIL(ok, 10000, h_count_status(&d, tok, "ag.codes", "completed") == 2);
     CHECK(ok);
     /* The failed one waited for its backoff (1 s after attempt 1) before attempt 2. */
     CHECK(h_now_ms() - t0 >= 900);
-    char *s = event_status(&d, tok, "ag.codes", poison);
+    char *s = h_event_status(&d, tok, "ag.codes", poison);
     CHECK_STREQ(s, "quarantined");
     free(s);
-    CHECK_EQ(out_count(&ap, fail), 1);
-    CHECK_EQ(out_count(&ap, later), 1);
-    CHECK_EQ(out_count(&ap, poison), 0);
+    CHECK_EQ(agent_proc_out_count(&ap, fail), 1);
+    CHECK_EQ(agent_proc_out_count(&ap, later), 1);
+    CHECK_EQ(agent_proc_out_count(&ap, poison), 0);
     /* The quarantine view tells the failure (a nack) from the free give-back. */
     json_t *q = NULL;
     char *admin = h_token(&d, "t1", "tenant:admin");
@@ -813,8 +447,8 @@ static void test_agent_exit_codes(void)
     CHECK_EQ(json_array_size(json_object_get(q, "events")), 1);
     json_decref(q);
     free(admin);
-    CHECK_EQ(agent_term(&ap), 0);
-    agent_cleanup(&ap);
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    agent_proc_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
@@ -869,7 +503,7 @@ static void test_agent_c_api_in_process(void)
     }
     char *tok = h_token(&d, "t1", SCOPE);
     struct agent_proc ap; /* for its temp dir */
-    agent_dirs(&ap);
+    agent_proc_dirs(&ap);
     struct inproc x = {0};
     struct roost_agent_options o;
     roost_agent_options_init(&o);
@@ -888,13 +522,13 @@ static void test_agent_c_api_in_process(void)
     CHECK_EQ(roost_agent_new(&r.agent, &o), ROOST_OK);
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, run_thread, &r), 0);
-    publish_n(&d, tok, "ag.sdk", INPROC_EVENTS, NULL);
+    h_publish_n(&d, tok, "ag.sdk", INPROC_EVENTS, NULL);
     bool ok;
     struct roost_agent_status st;
     H_WAIT_UNTIL(ok, 20000,
                  roost_agent_status(r.agent, &st) == ROOST_OK && st.acked == INPROC_EVENTS);
     CHECK(ok);
-    CHECK_EQ(count_status(&d, tok, "ag.sdk", "completed"), INPROC_EVENTS);
+    CHECK_EQ(h_count_status(&d, tok, "ag.sdk", "completed"), INPROC_EVENTS);
     CHECK_EQ(st.handled, INPROC_EVENTS);
     CHECK_EQ(atomic_load(&x.handled), INPROC_EVENTS);
     CHECK_STREQ(st.consumer, "inproc-1");
@@ -913,7 +547,7 @@ static void test_agent_c_api_in_process(void)
     CHECK_EQ(st.outstanding_leases, 0);
     CHECK_EQ(st.conn, ROOST_AGENT_CONN_STOPPED);
     CHECK_EQ(st.cursor, INPROC_EVENTS);
-    agent_cleanup(&ap);
+    agent_proc_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
@@ -970,20 +604,20 @@ static void test_inbox_tail_follows(void)
     }
     char *tok = h_token(&d, "t1", SCOPE);
     struct agent_proc ap; /* only for its temp dir */
-    agent_dirs(&ap);
+    agent_proc_dirs(&ap);
     char *out1 = h_fmt("%s/tail1.ndjson", ap.dir), *out2 = h_fmt("%s/tail2.ndjson", ap.dir);
-    publish_n(&d, tok, "ag.tail", 2, NULL);
+    h_publish_n(&d, tok, "ag.tail", 2, NULL);
     pid_t t1 = tail_start(d.url, tok, "ag.tail", out1);
-    struct proxy px;
-    CHECK_EQ(proxy_start(&px, d.port), 0);
-    atomic_store(&px.block_subscribe, 1);
+    struct http_proxy px;
+    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    http_proxy_rule(&px, 0, "/subscribe", NULL, HTTP_PROXY_DROP, 0);
     char *purl = h_fmt("http://127.0.0.1:%d", px.port);
     pid_t t2 = tail_start(purl, tok, "ag.tail", out2);
     int64_t seqs[16];
     bool ok;
     H_WAIT_UNTIL(ok, 5000, tail_seqs(out1, seqs, 16) == 2 && tail_seqs(out2, seqs, 16) == 2);
     CHECK(ok);
-    H_WAIT_UNTIL(ok, 5000, atomic_load(&px.n_blocked) >= 1);
+    H_WAIT_UNTIL(ok, 5000, http_proxy_hits(&px, 0) >= 1);
     CHECK(ok);
     for (int i = 0; i < 3; i++) {
         CHECK(h_publish(d.http, tok, "ag.tail", NULL, NULL, NULL) == 3 + i);
@@ -1002,11 +636,11 @@ static void test_inbox_tail_follows(void)
     kill(t2, SIGTERM);
     waitpid(t1, NULL, 0);
     waitpid(t2, NULL, 0);
-    proxy_stop(&px);
+    http_proxy_stop(&px);
     free(purl);
     free(out1);
     free(out2);
-    agent_cleanup(&ap);
+    agent_proc_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);

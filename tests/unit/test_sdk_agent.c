@@ -21,6 +21,14 @@ static int handler(const struct roost_event *ev, void *ctx)
     return ROOST_AGENT_ACK;
 }
 
+static int handler_ex(const struct roost_event *ev, struct roost_agent_outcome *out, void *ctx)
+{
+    (void)ev;
+    (void)out;
+    (void)ctx;
+    return ROOST_AGENT_ACK;
+}
+
 static char tmpdir[256];
 
 static void opts_for(struct roost_agent_options *o, const char *sub)
@@ -66,6 +74,17 @@ static void test_agent_options_are_checked(void)
     opts_for(&o, "opts");
     o.token = "two\nlines";
     CHECK_EQ(roost_agent_new(&a, &o), ROOST_EINVAL);
+    opts_for(&o, "opts");
+    o.handler_ex = handler_ex; /* one handler, not both */
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_EINVAL);
+    opts_for(&o, "opts");
+    o.tempfail_max = 1001;
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_EINVAL);
+    opts_for(&o, "opts");
+    o.handler = NULL;
+    o.handler_ex = handler_ex;
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_OK);
+    roost_agent_free(a);
     opts_for(&o, "opts");
     CHECK_EQ(roost_agent_new(&a, &o), ROOST_OK);
     roost_agent_free(a);

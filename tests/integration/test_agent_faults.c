@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: MIT */
+/* `roost agent run --exec` against the real roostd under the faults of issue 14: a finished event
+ * whose ack was lost must not run again on a sibling after a restart; a ping ends the backoff an
+ * outage left; a claim answer that arrives after its lease is given back unrun; exit 75 waits
+ * longer each time, honours retry_after and ends quarantined; a quarantine carries the exit
+ * status and stderr; handlers die with a SIGKILLed agent, and a restart ends what is left. The
+ * faults come from a proxy (harness/http_proxy.h) between agent and roostd and from signals. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/agent_proc.h"
+#include "harness/harness.h"
+#include "harness/http_proxy.h"
+#include "roost/roost_agent.h"
+
+#include "common/banned.h"
+
+#define SCOPE "agent:*:consume agent:*:publish"
+
+/* The event `id` of the agent's inbox (new reference), or NULL. */
+static json_t *inbox_event(struct roostd *d, const char *tok, const char *agent, const char *id)
+{
+    long st = 0;
+    json_t *r = h_inbox(d->http, tok, agent, 0, 1000, &st);
+    json_t *out = NULL;
+    json_t *evs = json_object_get(r, "events");
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        if (strcmp(h_str(h_at(evs, i), "event_id"), id) == 0) {
+            out = json_incref(h_at(evs, i));
+        }
+    }
+    json_decref(r);
+    return out;
+}
+
+static bool status_eq(struct roostd *d, const char *tok, const char *agent, const char *id,
+                      const char *want)
+{
+    char *s = h_event_status(d, tok, agent, id);
+    bool eq = strcmp(s, want) == 0;
+    free(s);
+    return eq;
+}
+
+/* A process that exists and is not a zombie. */
+static bool proc_alive(pid_t pid)
+{
+    char path[64], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    if (h_read_file(path, &text, &len) != 0) {
+        return false;
+    }
+    const char *p = strrchr(text, ')');
+    bool alive = p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+    free(text);
+    return alive;
+}
+
+/* The numbers in a file, one per line; returns how many (at most max). */
+static int read_pids(const char *path, pid_t *pids, int max)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int n = 0;
+    if (h_read_file(path, &text, &len) == 0) {
+        for (char *p = text; n < max && *p != '\0';) {
+            char *end = NULL;
+            long v = strtol(p, &end, 10);
+            if (end == p) {
+                break;
+            }
+            pids[n++] = (pid_t)v;
+            p = end + strspn(end, "\n");
+        }
+    }
+    free(text);
+    return n;
+}
+
+/* ---- 1. a processed event whose ack was lost is acked by recovery, not run by a sibling ---- */
+
+static void test_agent_restart_acks_processed_beside_sibling(void)
+{
+    struct roostd d;
+    if (roostd_start(&d, NULL, NULL) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct http_proxy px;
+    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    http_proxy_rule(&px, 0, "/ack", NULL, HTTP_PROXY_DROP, 0);
+    char *url = h_fmt("http://127.0.0.1:%d", px.port);
+    struct agent_proc a, b;
+    agent_proc_dirs(&a);
+    agent_proc_dirs(&b);
+    agent_proc_start(&a, url, tok, "ag.sib", 1, "");
+    char id[31];
+    CHECK(h_publish(d.http, tok, "ag.sib", NULL, NULL, id) > 0);
+    bool ok;
+    struct roost_agent_status st;
+    /* Handled and recorded as processed; every ack is dropped on the way. */
+    H_WAIT_UNTIL(ok, 10000,
+                 agent_proc_out_count(&a, id) == 1 && http_proxy_hits(&px, 0) >= 1 &&
+                     roost_agent_status_read(a.state, &st) == ROOST_OK && st.processed_ids == 1);
+    CHECK(ok);
+    agent_proc_kill9(&a);
+    CHECK(status_eq(&d, tok, "ag.sib", id, "claimed"));
+    /* A sibling (same agent, its own state dir) is idle and ready to claim. */
+    agent_proc_start(&b, d.url, tok, "ag.sib", 1, "");
+    H_WAIT_UNTIL(ok, 10000, agent_proc_status_is(&b, ROOST_AGENT_CONN_STREAMING));
+    CHECK(ok);
+    /* The restarted agent may ack and release but claims nothing: whatever its recovery gives
+     * back can only go to the sibling. */
+    http_proxy_rule(&px, 0, "/claim", NULL, HTTP_PROXY_DROP, 0);
+    agent_proc_start(&a, url, tok, "ag.sib", 1, "");
+    /* (roostd completes the event before the agent has its answer and logs it) */
+    H_WAIT_UNTIL(ok, 10000,
+                 status_eq(&d, tok, "ag.sib", id, "completed") &&
+                     agent_proc_log_contains(&a, "recovery: acked 1 processed event"));
+    CHECK(ok);
+    CHECK_EQ(agent_proc_out_count(&a, id), 1);
+    CHECK_EQ(agent_proc_out_count(&b, id), 0); /* never run again */
+    CHECK_EQ(agent_proc_term(&a), 0);
+    CHECK_EQ(agent_proc_term(&b), 0);
+    agent_proc_cleanup(&a);
+    agent_proc_cleanup(&b);
+    http_proxy_stop(&px);
+    free(url);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
+/* ---- 2. after an outage, a ping means "pull now", whatever the backoff ---- */
+
+static void test_agent_ping_ends_backoff(void)
+{
+    struct roostd d;
+    if (roostd_start(&d, NULL, NULL) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct http_proxy px;
+    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    char *url = h_fmt("http://127.0.0.1:%d", px.port);
+    struct agent_proc ap;
+    agent_proc_dirs(&ap);
+    agent_proc_start(&ap, url, tok, "ag.out", 1, "");
+    char e1[31], e2[31], e3[31];
+    CHECK(h_publish(d.http, tok, "ag.out", NULL, NULL, e1) > 0);
+    bool ok;
+    H_WAIT_UNTIL(ok, 10000,
+                 agent_proc_out_count(&ap, e1) == 1 &&
+                     agent_proc_status_is(&ap, ROOST_AGENT_CONN_STREAMING));
+    CHECK(ok);
+    /* The outage: every request but the stream gets 503, as from a roostd whose database is
+     * down. The ping of e2 sends the agent into its backoff: 1 s, 2 s, 4 s, 8 s... */
+    http_proxy_rule(&px, 0, "/api/v1/agents/", "/subscribe", HTTP_PROXY_FAIL_503, 0);
+    CHECK(h_publish(d.http, tok, "ag.out", NULL, NULL, e2) > 0);
+    H_WAIT_UNTIL(ok, 20000, http_proxy_hits(&px, 0) >= 4);
+    CHECK(ok);
+    /* The database is back; the next retry is 8 s (± 25 %) away. New work pings. */
+    http_proxy_rule_off(&px, 0);
+    int64_t t0 = h_now_ms();
+    CHECK(h_publish(d.http, tok, "ag.out", NULL, NULL, e3) > 0);
+    H_WAIT_UNTIL(ok, 4000,
+                 agent_proc_out_count(&ap, e2) == 1 && agent_proc_out_count(&ap, e3) == 1);
+    CHECK(ok);
+    printf("after the outage: both events handled %lld ms after the ping\n",
+           (long long)(h_now_ms() - t0));
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    agent_proc_cleanup(&ap);
+    http_proxy_stop(&px);
+    free(url);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
+/* ---- 3. a claim answer held back past its lease is released, not run ---- */
+
+static void test_agent_late_claim_not_run(void)
+{
+    static const char *const sets[] = {"scavenger.interval_ms=50", "claim.max_attempts=100", NULL};
+    struct roostd d;
+    if (roostd_start(&d, NULL, sets) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct http_proxy px;
+    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    /* roostd commits the claim at once; its answer reaches the agent 2.5 s later. */
+    http_proxy_rule(&px, 0, "/claim", NULL, HTTP_PROXY_DELAY, 2500);
+    char *url = h_fmt("http://127.0.0.1:%d", px.port);
+    struct agent_proc ap;
+    agent_proc_dirs(&ap);
+    agent_proc_start_lease(&ap, url, tok, "ag.late", 1, "", "2s");
+    char id[31];
+    CHECK(h_publish(d.http, tok, "ag.late", NULL, NULL, id) > 0);
+    bool ok;
+    H_WAIT_UNTIL(ok, 15000, agent_proc_log_contains(&ap, "event(s) unrun"));
+    CHECK(ok);
+    CHECK_EQ(agent_proc_out_count(&ap, id), 0);
+    /* On time again: it runs, once. */
+    http_proxy_rule_off(&px, 0);
+    CHECK(h_publish(d.http, tok, "ag.late", NULL, NULL, NULL) > 0); /* a ping */
+    H_WAIT_UNTIL(ok, 15000, status_eq(&d, tok, "ag.late", id, "completed"));
+    CHECK(ok);
+    CHECK_EQ(agent_proc_out_count(&ap, id), 1);
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    agent_proc_cleanup(&ap);
+    http_proxy_stop(&px);
+    free(url);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
+/* ---- 4. exit 75: a growing delay, a bound, and the handler's own retry_after ---- */
+
+static void test_agent_tempfail_is_bounded(void)
+{
+    static const char *const sets[] = {"claim.max_attempts=3", NULL};
+    struct roostd d;
+    if (roostd_start(&d, NULL, sets) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct agent_proc ap;
+    agent_proc_dirs(&ap);
+    char *pre = h_fmt("echo \"$ROOST_EVENT_ID\" >> '%s'; exit 75;", ap.out);
+    static const char *const extra[] = {"--tempfail-max", "3", NULL};
+    agent_proc_start_args(&ap, d.url, tok, "ag.t75", 1, pre, "30s", extra);
+    char id[31];
+    CHECK(h_publish(d.http, tok, "ag.t75", NULL, NULL, id) > 0);
+    /* Attempt 1 waits 1 s, attempt 2 waits 2 s, attempt 3 reaches the bound: it counts as a
+     * failure, and claim.max_attempts=3 quarantines it. Three runs, not thousands. */
+    bool ok;
+    H_WAIT_UNTIL(ok, 15000, status_eq(&d, tok, "ag.t75", id, "quarantined"));
+    CHECK(ok);
+    CHECK_EQ(agent_proc_out_count(&ap, id), 3);
+    char *admin = h_token(&d, "t1", "tenant:admin");
+    json_t *q = NULL;
+    CHECK_EQ(h_callj(d.http, "GET", admin, NULL, &q, "/api/v1/admin/quarantine/%s", id), 200);
+    CHECK_EQ(h_int(q, "attempts"), 3);
+    const char *le = h_str(q, "last_error");
+    CHECK(le != NULL && strstr(le, "exit 75") != NULL);
+    json_decref(q);
+    free(admin);
+    CHECK(agent_proc_log_contains(&ap, "attempt 1: retry later, retry in 1 s"));
+    CHECK(agent_proc_log_contains(&ap, "attempt 2: retry later, retry in 2 s"));
+    CHECK(agent_proc_log_contains(&ap, "attempt 3: retry later, counted as a failure"));
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    agent_proc_cleanup(&ap);
+    free(pre);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
+static void test_agent_tempfail_retry_after(void)
+{
+    struct roostd d;
+    if (roostd_start(&d, NULL, NULL) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct agent_proc ap;
+    agent_proc_dirs(&ap);
+    char *pre = h_fmt("echo \"$ROOST_EVENT_ID\" >> '%s'; echo retry_after=120 > "
+                      "\"$ROOST_RESULT_FILE\"; exit 75;",
+                      ap.out);
+    agent_proc_start(&ap, d.url, tok, "ag.ra", 1, pre);
+    char id[31];
+    time_t before = time(NULL);
+    CHECK(h_publish(d.http, tok, "ag.ra", NULL, NULL, id) > 0);
+    bool ok;
+    H_WAIT_UNTIL(ok, 10000, status_eq(&d, tok, "ag.ra", id, "scheduled"));
+    CHECK(ok);
+    /* Scheduled about 120 s ahead, by the handler's word, after one run. */
+    json_t *ev = inbox_event(&d, tok, "ag.ra", id);
+    const char *at = h_str(ev, "available_at");
+    struct tm tm = {0};
+    CHECK(at != NULL && sscanf(at, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                               &tm.tm_hour, &tm.tm_min, &tm.tm_sec) == 6);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    int64_t ahead = (int64_t)timegm(&tm) - (int64_t)before;
+    CHECK(ahead >= 110 && ahead <= 130);
+    json_decref(ev);
+    CHECK_EQ(agent_proc_out_count(&ap, id), 1);
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    agent_proc_cleanup(&ap);
+    free(pre);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
+/* ---- 6. a quarantine says why: exit status and the end of stderr ---- */
+
+static void test_agent_quarantine_has_reason(void)
+{
+    struct roostd d;
+    if (roostd_start(&d, NULL, NULL) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    char *admin = h_token(&d, "t1", "tenant:admin");
+    struct agent_proc ap;
+    agent_proc_dirs(&ap);
+    /* 3000 bytes of noise, then the reason: only the last 1 KiB is kept. */
+    agent_proc_start(&ap, d.url, tok, "ag.q", 1,
+                     "head -c 3000 /dev/zero | tr '\\0' x >&2; echo 'boom: bad input' >&2; "
+                     "exit 65;");
+    char id[31];
+    CHECK(h_publish(d.http, tok, "ag.q", NULL, NULL, id) > 0);
+    bool ok;
+    H_WAIT_UNTIL(ok, 10000, status_eq(&d, tok, "ag.q", id, "quarantined"));
+    CHECK(ok);
+    json_t *q = NULL;
+    CHECK_EQ(h_callj(d.http, "GET", admin, NULL, &q, "/api/v1/admin/quarantine/%s", id), 200);
+    const char *le = h_str(q, "last_error");
+    CHECK(le != NULL && strncmp(le, "exit 65; stderr: ", 17) == 0);
+    CHECK(le != NULL && strstr(le, "xxxboom: bad input\n") != NULL);
+    CHECK(le != NULL && strlen(le) <= 17 + 1024);
+    json_decref(q);
+    /* One line per event in the log: attempt, outcome, duration, why. */
+    char *line = h_fmt("event %s attempt 1: quarantine after ", id);
+    CHECK(agent_proc_log_contains(&ap, line));
+    CHECK(agent_proc_log_contains(&ap, " ms: exit 65; stderr: xxx"));
+    free(line);
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    /* roostd's answer to a poison release says what became of the event. */
+    char id2[31];
+    CHECK(h_publish(d.http, tok, "ag.q", NULL, NULL, id2) > 0);
+    json_t *evs = h_claim(d.http, tok, "ag.q", 1, 30, NULL);
+    json_t *res = NULL;
+    CHECK_EQ(h_callj(d.http, "POST", tok,
+                     json_pack("{s:s, s:s}", "lease_token", h_str(h_at(evs, 0), "lease_token"),
+                               "reason", "poison"),
+                     &res, "/api/v1/agents/ag.q/inbox/%s/release", id2),
+             200);
+    CHECK_STREQ(h_str(res, "status"), "quarantined");
+    json_decref(res);
+    json_decref(evs);
+    agent_proc_cleanup(&ap);
+    free(admin);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
+/* ---- 7. handlers die with their agent ---- */
+
+/* The handler records its shell's pid, its parent's (the agent's supervisor process) and, on
+ * its first attempt, a background sleep's, then waits for it. */
+static char *long_handler(const struct agent_proc *ap)
+{
+    return h_fmt("echo $$ >> '%s/sh.pids'; echo $PPID >> '%s/sup.pids'; "
+                 "if [ \"$ROOST_ATTEMPT\" = 1 ]; then sleep 60 & echo $! >> '%s/sh.pids'; wait; "
+                 "fi;",
+                 ap->dir, ap->dir, ap->dir);
+}
+
+static void test_agent_sigkill_ends_handlers(void)
+{
+    struct roostd d;
+    if (roostd_start(&d, NULL, NULL) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct agent_proc ap;
+    agent_proc_dirs(&ap);
+    char *pre = long_handler(&ap);
+    agent_proc_start(&ap, d.url, tok, "ag.k9", 1, pre);
+    char id[31];
+    CHECK(h_publish(d.http, tok, "ag.k9", NULL, NULL, id) > 0);
+    char *path = h_fmt("%s/sh.pids", ap.dir);
+    pid_t pids[8];
+    bool ok;
+    H_WAIT_UNTIL(ok, 10000, read_pids(path, pids, 8) == 2);
+    CHECK(ok);
+    agent_proc_kill9(&ap);
+    /* The shell and its background job are gone, without a restart. */
+    H_WAIT_UNTIL(ok, 5000, !proc_alive(pids[0]) && !proc_alive(pids[1]));
+    CHECK(ok);
+    /* The restart runs the event again: a single copy, the first one being gone. */
+    agent_proc_start(&ap, d.url, tok, "ag.k9", 1, pre);
+    H_WAIT_UNTIL(ok, 10000, status_eq(&d, tok, "ag.k9", id, "completed"));
+    CHECK(ok);
+    CHECK_EQ(agent_proc_out_count(&ap, id), 1);
+    CHECK_EQ(read_pids(path, pids, 8), 3);
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    agent_proc_cleanup(&ap);
+    free(path);
+    free(pre);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
+static void test_agent_restart_ends_orphans(void)
+{
+    struct roostd d;
+    if (roostd_start(&d, NULL, NULL) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct agent_proc ap;
+    agent_proc_dirs(&ap);
+    char *pre = long_handler(&ap);
+    agent_proc_start(&ap, d.url, tok, "ag.orph", 1, pre);
+    char id[31];
+    CHECK(h_publish(d.http, tok, "ag.orph", NULL, NULL, id) > 0);
+    char *path = h_fmt("%s/sh.pids", ap.dir), *sup_path = h_fmt("%s/sup.pids", ap.dir);
+    pid_t pids[8], sup[8];
+    bool ok;
+    H_WAIT_UNTIL(ok, 10000, read_pids(path, pids, 8) == 2 && read_pids(sup_path, sup, 8) == 1);
+    CHECK(ok);
+    /* The agent frozen, the process between it and the handler killed, then the agent: nothing
+     * is left to notice, and the handler runs on, orphaned. */
+    kill(ap.pid, SIGSTOP);
+    kill(sup[0], SIGKILL);
+    agent_proc_kill9(&ap);
+    CHECK(proc_alive(pids[0]) && proc_alive(pids[1]));
+    /* The restart ends them (named by the state dir) before it claims anything. */
+    agent_proc_start(&ap, d.url, tok, "ag.orph", 1, pre);
+    H_WAIT_UNTIL(ok, 5000, !proc_alive(pids[0]) && !proc_alive(pids[1]));
+    CHECK(ok);
+    H_WAIT_UNTIL(ok, 10000, status_eq(&d, tok, "ag.orph", id, "completed"));
+    CHECK(ok);
+    CHECK(agent_proc_log_contains(&ap, "ended the command"));
+    CHECK_EQ(agent_proc_out_count(&ap, id), 1);
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    for (int i = 0; i < 2; i++) {
+        if (proc_alive(pids[i])) {
+            kill(pids[i], SIGKILL); /* (only after a failure) */
+        }
+    }
+    agent_proc_cleanup(&ap);
+    free(path);
+    free(sup_path);
+    free(pre);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
+int main(void)
+{
+    h_init();
+    RUN(test_agent_restart_acks_processed_beside_sibling);
+    RUN(test_agent_ping_ends_backoff);
+    RUN(test_agent_late_claim_not_run);
+    RUN(test_agent_tempfail_is_bounded);
+    RUN(test_agent_tempfail_retry_after);
+    RUN(test_agent_quarantine_has_reason);
+    RUN(test_agent_sigkill_ends_handlers);
+    RUN(test_agent_restart_ends_orphans);
+    return h_summary();
+}
