@@ -812,7 +812,8 @@ int config_build(struct config *cfg, const struct config_source *src, char *err,
             snprintf(err, errlen, "--set %s: expected KEY=VALUE", src->sets[i]);
             return -1;
         }
-        char key[128];
+        /* The longest key names a tenant: the per-tenant prefix and an id of ROOST_ID_MAX. */
+        char key[sizeof CONFIG_TENANT_SIG_PREFIX + ROOST_ID_MAX];
         size_t klen = (size_t)(eq - src->sets[i]);
         if (klen >= sizeof key) {
             snprintf(err, errlen, "--set: key too long");
