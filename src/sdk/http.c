@@ -450,7 +450,7 @@ int sdk_path_fail(struct roost_client *c, int rc)
 {
     switch (rc) {
     case ROOST_EAGENTID:
-        return sdk_fail(c, rc, "agent_id must match [A-Za-z0-9._-]{1,128}");
+        return sdk_fail(c, rc, "%s", roost_strerror(rc));
     case ROOST_EEVENTID:
         return sdk_fail(c, rc, "event_id must be a non-empty string of at most %d bytes",
                         SDK_MAX_ID_BYTES);

@@ -35,7 +35,7 @@ int roost_admin_key_add(struct roost_client *c, const char *key_id, const char *
     }
     sdk_reset(c);
     if (!valid_key_id(key_id)) {
-        return sdk_fail(c, ROOST_EKEYID, "key_id must match [A-Za-z0-9._-]{1,128}");
+        return sdk_fail(c, ROOST_EKEYID, "%s", roost_strerror(ROOST_EKEYID));
     }
     if (agent_id == NULL ||
         (strcmp(agent_id, "*") != 0 && !ids_valid_name(agent_id, strlen(agent_id)))) {
@@ -117,7 +117,7 @@ int roost_admin_key_revoke(struct roost_client *c, const char *key_id, char **js
     }
     sdk_reset(c);
     if (!valid_key_id(key_id)) {
-        return sdk_fail(c, ROOST_EKEYID, "key_id must match [A-Za-z0-9._-]{1,128}");
+        return sdk_fail(c, ROOST_EKEYID, "%s", roost_strerror(ROOST_EKEYID));
     }
     struct dynbuf p;
     dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);

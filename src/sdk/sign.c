@@ -128,7 +128,7 @@ int sdk_signer_new(const char *key, const char *key_id, const char *alg, struct 
     *out = NULL;
     err[0] = '\0';
     if (key_id == NULL || !ids_valid_name(key_id, strlen(key_id))) {
-        snprintf(err, errlen, "key_id must match [A-Za-z0-9._-]{1,128}");
+        snprintf(err, errlen, "%s", roost_strerror(ROOST_EKEYID));
         return ROOST_EKEYID;
     }
     enum httpsig_alg alg_id = HTTPSIG_ALG_NONE;
