@@ -31,7 +31,7 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("store.readers", store_readers, CONFIG_INT, "2", 1, 64, 0,                                   \
       "store worker threads for reads (each owns one connection)")                                 \
     X("store.writers", store_writers, CONFIG_INT, "0", 0, 64, 0,                                   \
-      "write threads, each with its own transaction: 0 = 1 on SQLite (one writer), 4 on MySQL")    \
+      "write threads, each with its own transaction: 0 = 1, on MySQL too (doc/BENCHMARKS.md)")     \
     X("store.group_commit_max", store_group_commit_max, CONFIG_INT, "256", 1, 10000, 0,            \
       "most write requests sharing one transaction and one fsync")                                 \
     X("lease.default_s", lease_default_s, CONFIG_INT, "60", 1, 86400, CONFIG_RELOADABLE,           \

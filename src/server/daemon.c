@@ -196,7 +196,7 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
         rt->n_shards++;
         /* SQLite has one writer at a time: more threads would only wait on its lock. */
         bool single_writer = strncmp(sh->url, "sqlite:", 7) == 0;
-        int writers = single_writer ? 1 : cfg->store_writers > 0 ? (int)cfg->store_writers : 4;
+        int writers = single_writer ? 1 : cfg->store_writers > 0 ? (int)cfg->store_writers : 1;
         if (workers_new(rt->base, sh->url, &opt, (int)cfg->store_readers, writers,
                         (int)cfg->store_group_commit_max, &sh->workers, err, errlen) != ROOST_OK) {
             if (sh->tenant_id != NULL) {
