@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "server/auth.h"
 #include "server/listener.h"
@@ -132,21 +134,15 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     }
 }
 
+/* The ready file holds the URL roostd listens on; a watcher sees it whole or not at all. */
 static int write_ready_file(const char *path, const char *url)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
+    char line[512];
+    int n = snprintf(line, sizeof line, "%s\n", url);
+    if (n < 0 || (size_t)n >= sizeof line) {
         return -1;
     }
-    int ok = fprintf(f, "%s\n", url) > 0;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return fsutil_write_atomic(path, line, (size_t)n, 0666);
 }
 
 /* libevent's own warnings (accept errors, bad sockets) go through our log, as logfmt lines. */
@@ -211,7 +207,7 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
         return -1;
     }
     struct store_options opt = {
-        .busy_timeout_ms = 5000,
+        .busy_timeout_ms = ROOST_BUSY_TIMEOUT_MS,
         .synchronous_full = strcmp(cfg->store_synchronous, "full") == 0,
     };
     /* A random mark for this process's rows in a shared change log (MySQL), so its tailer pings

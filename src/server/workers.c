@@ -13,6 +13,8 @@
 #include "roost/roost_error.h"
 #include "store/store.h"
 
+#include "common/banned.h"
+
 /* A FIFO of jobs (intrusive through job->next). */
 struct job_queue {
     struct job *head, *tail;
