@@ -16,6 +16,7 @@
 
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
+#include "common/strutil.h"
 
 struct subscribe_op {
     struct job job;
@@ -93,9 +94,8 @@ void api_subscribe(struct request *rq)
     const char *leid =
         evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Last-Event-ID");
     if (leid) {
-        char *end = NULL;
-        long long v = strtoll(leid, &end, 10);
-        if (end != leid && *end == '\0' && v >= 0) {
+        int64_t v;
+        if (strutil_parse_i64(leid, strlen(leid), 0, INT64_MAX, &v) == 0) {
             op->last_event_id = v; /* anything else is ignored, as EventSource ids are opaque */
         }
     }

@@ -18,6 +18,7 @@
 #include "common/ids.h"
 #include "common/jsonutil.h"
 #include "common/log.h"
+#include "common/strutil.h"
 #include "common/timeutil.h"
 #include "server/config.h"
 #include "server/listener.h"
@@ -320,35 +321,6 @@ void request_reply_buffer(struct request *rq, int status, const char *content_ty
 
 /* ---- parameters ---- */
 
-/* Strict decimal: optional '-', 1..19 digits, no overflow. */
-static bool parse_i64(const char *s, int64_t *out)
-{
-    if (s == NULL || *s == '\0') {
-        return false;
-    }
-    bool neg = *s == '-';
-    const char *p = s + neg;
-    if (*p == '\0') {
-        return false;
-    }
-    uint64_t v = 0;
-    for (; *p; p++) {
-        if (*p < '0' || *p > '9' || p - s > 20) {
-            return false;
-        }
-        uint64_t d = (uint64_t)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    if (v > (uint64_t)INT64_MAX) {
-        return false;
-    }
-    *out = neg ? -(int64_t)v : (int64_t)v;
-    return true;
-}
-
 const char *request_query_str(struct request *rq, const char *name, int *rc)
 {
     *rc = ROOST_OK;
@@ -380,8 +352,9 @@ int request_query_int(struct request *rq, const char *name, int64_t min, int64_t
         *out = def;
         return ROOST_OK;
     }
+    /* Strict decimal: an optional '-', digits, nothing else ('+' is refused too). */
     int64_t x;
-    if (!parse_i64(v, &x) || x < min || x > max) {
+    if (v[0] == '+' || strutil_parse_i64(v, strlen(v), min, max, &x) != 0) {
         return bad_rc;
     }
     *out = x;

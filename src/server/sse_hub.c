@@ -40,6 +40,7 @@
 #include <linux/sockios.h>
 #endif
 
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "roost/roost_error.h"
@@ -105,22 +106,19 @@ struct sse_hub {
     bool shutting_down;
 };
 
-static uint32_t hash_str(uint32_t h, const char *s)
-{
-    for (; *s; s++) {
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    }
-    return h;
-}
-
 static uint32_t agent_bucket(const char *tenant_id, const char *agent_id)
 {
-    return hash_str(hash_str(2166136261u, tenant_id) * 16777619u, agent_id) % HUB_BUCKETS;
+    return (uint32_t)(hash_tenant_agent(tenant_id, agent_id) % HUB_BUCKETS);
+}
+
+static uint32_t tenant_bucket(const char *tenant_id)
+{
+    return (uint32_t)(hash_fnv1a_str(HASH_FNV1A_INIT, tenant_id) % HUB_BUCKETS);
 }
 
 static struct sse_tenant *tenant_get(struct sse_hub *hub, const char *tenant_id, bool create)
 {
-    uint32_t b = hash_str(2166136261u, tenant_id) % HUB_BUCKETS;
+    uint32_t b = tenant_bucket(tenant_id);
     for (struct sse_tenant *t = hub->tenants[b]; t; t = t->next) {
         if (strcmp(t->tenant_id, tenant_id) == 0) {
             return t;
@@ -144,7 +142,7 @@ static void tenant_release(struct sse_hub *hub, struct sse_tenant *t)
     if (--t->n_subs > 0) {
         return;
     }
-    uint32_t b = hash_str(2166136261u, t->tenant_id) % HUB_BUCKETS;
+    uint32_t b = tenant_bucket(t->tenant_id);
     for (struct sse_tenant **p = &hub->tenants[b]; *p; p = &(*p)->next) {
         if (*p == t) {
             *p = t->next;
