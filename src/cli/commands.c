@@ -24,7 +24,13 @@ const struct cli_option cli_connect_options[] = {
     {.name = "token-file",
      .kind = CLI_STRING,
      .arg = "F",
-     .help = "read the token from file F (before $ROOST_TOKEN)"},
+     .help = "read the token from file F (before $ROOST_TOKEN); agent run re-reads it\n"
+             "when F changes and before the token expires"},
+    {.name = "token-command",
+     .kind = CLI_STRING,
+     .arg = "CMD",
+     .help = "run CMD (sh -c) and use its stdout as the token (before $ROOST_TOKEN);\n"
+             "agent run runs it again before the token expires"},
     {.name = "cacert",
      .kind = CLI_STRING,
      .arg = "F",

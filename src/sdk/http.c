@@ -289,6 +289,7 @@ static int build_headers(struct roost_client *c, bool has_body, struct curl_slis
         }                                                                                          \
         list = next;                                                                               \
     } while (0)
+    sdk_token_refresh(c);
     ADD("Accept: application/json");
     /* No "Expect: 100-continue" round trip for larger bodies. */
     ADD("Expect:");

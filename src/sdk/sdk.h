@@ -50,6 +50,10 @@ void sdk_str_appendf(struct sdk_str *s, const char *fmt, ...) __attribute__((for
  * https. Returns ROOST_OK and a heap copy in *out, ROOST_EINVAL, ROOST_ENOMEM. */
 int sdk_url_normalize(const char *url, char **out);
 
+/* With a token callback, asks it for the current token and keeps it when it is valid and new;
+ * when the callback fails (or answers something invalid) the client keeps the token it had. */
+void sdk_token_refresh(struct roost_client *c);
+
 /* "/api/v1/agents/{agent}{tail}" with the agent id validated and escaped. ROOST_EAGENTID. */
 int sdk_path_agent(struct sdk_str *s, const char *agent_id, const char *tail);
 /* "/api/v1/agents/{agent}/inbox/{event_id}/{action}". ROOST_EAGENTID, ROOST_EEVENTID (empty or
@@ -58,10 +62,12 @@ int sdk_path_event(struct sdk_str *s, const char *agent_id, const char *event_id
                    const char *action);
 
 struct roost_client {
-    char *base_url; /* normalised, no trailing '/' */
-    char *token;    /* may be NULL */
-    char *ca_file;  /* may be NULL */
-    CURL *curl;     /* reused: keeps the connection alive between calls */
+    char *base_url;          /* normalised, no trailing '/' */
+    char *token;             /* may be NULL */
+    roost_token_fn token_fn; /* NULL: token is fixed (roost_client_set_token_callback) */
+    void *token_arg;
+    char *ca_file; /* may be NULL */
+    CURL *curl;    /* reused: keeps the connection alive between calls */
     long connect_timeout_ms;
     long request_timeout_ms;
     size_t max_response_bytes;

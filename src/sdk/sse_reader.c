@@ -106,6 +106,7 @@ static int build_headers(struct roost_client *c, const char *url, struct curl_sl
     struct sdk_str auth;
     sdk_str_init(&auth, SDK_MAX_TOKEN_BYTES + 64);
     int rc = ROOST_OK;
+    sdk_token_refresh(c);
     if ((hdrs = curl_slist_append(NULL, "Accept: text/event-stream")) == NULL) {
         rc = sdk_fail(c, ROOST_ENOMEM, "out of memory");
         goto out;

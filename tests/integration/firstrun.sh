@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# What a new user and a long-running agent meet first, against the real roostd and the real CLI
+# (issue 14): `firstrun.sh ROOSTD ROOST SOURCE_DIR`.
+#  * tokens that rotate: `agent run --token-file F` (F rewritten by the test with fresh 4 s
+#    tokens) and `agent run --token-command CMD` (CMD mints a 4 s token) both handle an event
+#    published after roostd refuses their first token (about 65 s: roostd allows 60 s of skew),
+#    and are still running.
+# Ends with the line "N passed, N failed".
+set -uo pipefail
+
+roostd=${1:?roostd binary}
+roost=${2:?roost binary}
+src=${3:?source dir}
+
+. "$(dirname "$0")/../harness/preamble.sh" firstrun
+
+roostd_start "$roostd" "$dir/data" --set store.synchronous=normal ||
+  abort "roostd did not start: $(cat "$dir/roostd.log")"
+mint() { # mint TTL SCOPES
+  "$roost" token mint --data-dir "$dir/data" --tenant t1 --ttl "$1" --scope "$2"
+}
+admin=$(mint 1h 'agent:*:consume agent:*:publish agent:*:read tenant:admin')
+check "token minted" test -n "$admin"
+export ROOST_SERVER=$url
+
+# ---- agents outlive their tokens ----
+refused() { ! "$roost" state --agent tr.file --token "$1" >/dev/null 2>&1; }
+handled() { grep -q "$2" "$dir/$1.out" 2>/dev/null; }
+agent_pids=()
+cleanup_agents() {
+  for p in "${agent_pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+}
+trap 'cleanup_agents; preamble_cleanup' EXIT
+
+short_scope='agent:tr.*:consume agent:tr.*:read'
+mint 4s "$short_scope" >"$dir/token"
+first_file=$(cat "$dir/token")
+(while :; do
+  mint 4s "$short_scope" >"$dir/token.new" && mv "$dir/token.new" "$dir/token"
+  sleep 1 # the issuer's rotation period, not a synchronisation
+done) &
+agent_pids+=($!)
+"$roost" agent run --agent tr.file --state-dir "$dir/st.file" --token-file "$dir/token" \
+  --exec "cat >>'$dir/file.out'; echo >>'$dir/file.out'" 2>"$dir/file.log" &
+file_agent=$!
+agent_pids+=($file_agent)
+
+cmd="'$roost' token mint --data-dir '$dir/data' --tenant t1 --ttl 4s --scope '$short_scope'"
+first_cmd=$(mint 4s "$short_scope")
+"$roost" agent run --agent tr.cmd --state-dir "$dir/st.cmd" --token-command "$cmd" \
+  --exec "cat >>'$dir/cmd.out'; echo >>'$dir/cmd.out'" 2>"$dir/cmd.log" &
+cmd_agent=$!
+agent_pids+=($cmd_agent)
+
+"$roost" publish --token "$admin" --agent tr.file --agent tr.cmd --payload '{"n":"before"}' \
+  >/dev/null
+check "--token-file agent handles an event" wait_until 15 handled file before
+check "--token-command agent handles an event" wait_until 15 handled cmd before
+# roostd accepts a token up to 60 s past its exp (clock skew, AUTH_SKEW_MS): wait for the
+# first tokens to be refused outright.
+check "the first tokens expire" wait_until 90 eval 'refused "$first_file" && refused "$first_cmd"'
+"$roost" publish --token "$admin" --agent tr.file --agent tr.cmd --payload '{"n":"after"}' \
+  >/dev/null
+check "--token-file agent handles an event after its first token expired" \
+  wait_until 15 handled file after
+check "--token-command agent handles an event after its first token expired" \
+  wait_until 15 handled cmd after
+check "--token-file agent still runs" kill -0 "$file_agent"
+check "--token-command agent still runs" kill -0 "$cmd_agent"
+cleanup_agents
+agent_pids=()
+
+summary
