@@ -6,6 +6,8 @@
 #    tokens) and `agent run --token-command CMD` (CMD mints a 4 s token) both handle an event
 #    published after roostd refuses their first token (about 65 s: roostd allows 60 s of skew),
 #    and are still running.
+#  * roostd locks its data dir: a second roostd on it exits 1 saying the dir is in use (with the
+#    first one's pid), and the first one still answers.
 # Ends with the line "N passed, N failed".
 set -uo pipefail
 
@@ -23,6 +25,14 @@ mint() { # mint TTL SCOPES
 admin=$(mint 1h 'agent:*:consume agent:*:publish agent:*:read tenant:admin')
 check "token minted" test -n "$admin"
 export ROOST_SERVER=$url
+
+# ---- roostd locks its data dir ----
+timeout 20 "$roostd" --data-dir "$dir/data" --listen 127.0.0.1:0 >"$dir/second.log" 2>&1
+check "a second roostd on the data dir exits 1" test $? -eq 1
+check "... saying the data dir is in use, by which pid" \
+  grep -q "data dir $dir/data is in use by another roostd (pid $roostd_pid" "$dir/second.log"
+check "the first roostd still answers" \
+  "$roost" state --agent tr.file --token "$admin" --compact >/dev/null
 
 # ---- agents outlive their tokens ----
 refused() { ! "$roost" state --agent tr.file --token "$1" >/dev/null 2>&1; }
