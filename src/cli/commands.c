@@ -172,7 +172,8 @@ static const struct cli_option publish_opts[] = {
      .short_name = 'p',
      .kind = CLI_STRING,
      .arg = "JSON",
-     .help = "the payload, a JSON object"},
+     .help = "the payload, a JSON object; '-' reads it from standard input, '@F' from\n"
+             "file F (default {}: standard input is never read unless asked)"},
     {.name = "payload-file",
      .kind = CLI_STRING,
      .arg = "F",

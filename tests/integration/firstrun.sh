@@ -8,6 +8,8 @@
 #    and are still running.
 #  * roostd locks its data dir: a second roostd on it exits 1 saying the dir is in use (with the
 #    first one's pid), and the first one still answers.
+#  * publish reads standard input only for --payload - (or @F): a `while read` loop keeps its
+#    input, a publish with stdin an open pipe returns, the default payload is {}.
 # Ends with the line "N passed, N failed".
 set -uo pipefail
 
@@ -33,6 +35,26 @@ check "... saying the data dir is in use, by which pid" \
   grep -q "data dir $dir/data is in use by another roostd (pid $roostd_pid" "$dir/second.log"
 check "the first roostd still answers" \
   "$roost" state --agent tr.file --token "$admin" --compact >/dev/null
+
+# ---- publish reads stdin only when asked ----
+pub() { "$roost" publish --token "$admin" --compact "$@"; }
+last_payload() { # last_payload AGENT: the payload of the agent's newest event
+  "$roost" inbox read --token "$admin" --agent "$1" --compact | grep -o '"payload":{[^}]*}' | tail -1
+}
+printf 'one\ntwo\nthree\n' | while read -r word; do
+  pub --agent pb.loop --payload "{\"w\":\"$word\"}" >/dev/null
+done
+check "a while-read loop publishes every line (stdin not swallowed)" \
+  test "$("$roost" inbox read --token "$admin" --agent pb.loop --compact | grep -o '"w":"[a-z]*"' |
+    tr '\n' ' ')" = '"w":"one" "w":"two" "w":"three" '
+pub --agent pb.def >/dev/null < <(sleep 30)
+check "publish without --payload does not wait on an open pipe; the payload is {}" \
+  test "$(last_payload pb.def)" = '"payload":{}'
+printf '{"from":"stdin"}' | pub --agent pb.stdin --payload - >/dev/null
+check "--payload - reads standard input" test "$(last_payload pb.stdin)" = '"payload":{"from":"stdin"}'
+printf '{"from":"file"}' >"$dir/payload.json"
+pub --agent pb.file --payload "@$dir/payload.json" >/dev/null
+check "--payload @F reads file F" test "$(last_payload pb.file)" = '"payload":{"from":"file"}'
 
 # ---- agents outlive their tokens ----
 refused() { ! "$roost" state --agent tr.file --token "$1" >/dev/null 2>&1; }
