@@ -15,6 +15,7 @@ max_len() {
   case "$1" in
     sf) echo 4096 ;;
     httpsig_base) echo 8192 ;;
+    httpsig_key) echo 16384 ;;
     jwt) echo 8300 ;;
     json_request) echo 16384 ;;
     config) echo 4096 ;;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/limits.h"
 
 #include "common/banned.h"
 
@@ -27,7 +28,7 @@ int cmd_token_mint(struct cli_args *a)
         while (dl > 1 && data_dir[dl - 1] == '/') {
             dl--;
         }
-        int n = snprintf(path, sizeof path, "%.*s/token_ed25519.pem", (int)dl, data_dir);
+        int n = snprintf(path, sizeof path, "%.*s/%s", (int)dl, data_dir, ROOST_TOKEN_KEY_FILE);
         if (n < 0 || (size_t)n >= sizeof path) {
             return cli_usage_error(a, "--data-dir is too long");
         }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "cli/cli.h"
+#include "common/limits.h"
 
 #include "common/banned.h"
 
@@ -150,7 +151,7 @@ static const struct cli_option token_mint_opts[] = {
      .kind = CLI_STRING,
      .arg = "DIR",
      .env = "ROOST_DATA_DIR",
-     .help = "roostd's data directory: the key is DIR/token_ed25519.pem\n"
+     .help = "roostd's data directory: the key is DIR/" ROOST_TOKEN_KEY_FILE "\n"
              "(default $ROOST_DATA_DIR, else ./var)"},
     {.name = "key",
      .kind = CLI_STRING,

@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/dynbuf.h"
+#include "common/fsutil.h"
+#include "common/strutil.h"
 
 #include "common/banned.h"
 
@@ -263,17 +266,10 @@ int cli_print_last_body(const struct cli_args *a, struct roost_client *c)
 
 int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 {
-    if (s == NULL || s[0] == '\0') {
+    if (s == NULL) {
         return -1;
     }
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        return -1;
-    }
-    *out = (int64_t)v;
-    return 0;
+    return strutil_parse_i64(s, strlen(s), min, max, out);
 }
 
 int cli_parse_duration(const char *s, int64_t *seconds)
@@ -337,61 +333,45 @@ int cli_read_file(const char *path, size_t max_bytes, char **out, size_t *len, c
 {
     *out = NULL;
     *len = 0;
-    bool is_stdin = strcmp(path, "-") == 0;
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    if (strcmp(path, "-") != 0) {
+        if (fsutil_read_bounded(path, max_bytes, out, len) == 0) {
+            return 0;
+        }
+        if (errno == EFBIG) {
+            snprintf(err, errlen, "%s is larger than %zu bytes", path, max_bytes);
+        } else if (errno == ENOMEM) {
+            snprintf(err, errlen, "out of memory");
+        } else {
+            snprintf(err, errlen, "cannot %s %s: %s", errno == EIO ? "read" : "open", path,
+                     strerror(errno));
+        }
         return -1;
     }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    int rc = -1;
-    if (buf == NULL) {
+    struct dynbuf b;
+    dynbuf_init(&b, max_bytes);
+    char chunk[4096];
+    size_t got;
+    while (b.err == DYNBUF_OK && (got = fread(chunk, 1, sizeof chunk, stdin)) > 0) {
+        dynbuf_add(&b, chunk, got);
+    }
+    if (ferror(stdin)) {
+        snprintf(err, errlen, "cannot read standard input: %s", strerror(errno));
+    } else if (b.err == DYNBUF_ELIMIT) {
+        snprintf(err, errlen, "standard input is larger than %zu bytes", max_bytes);
+    } else if (b.err == DYNBUF_ENOMEM) {
         snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    for (;;) {
-        if (n + 1 >= cap) {
-            if (cap > max_bytes) {
-                snprintf(err, errlen, "%s is larger than %zu bytes",
-                         is_stdin ? "standard input" : path, max_bytes);
-                goto out;
-            }
-            char *p = realloc(buf, cap * 2);
-            if (p == NULL) {
-                snprintf(err, errlen, "out of memory");
-                goto out;
-            }
-            buf = p;
-            cap *= 2;
+    } else {
+        /* An empty input still yields an empty string. */
+        dynbuf_add(&b, "", 0);
+        if (b.err == DYNBUF_OK) {
+            *out = b.s;
+            *len = b.len;
+            return 0;
         }
-        size_t got = fread(buf + n, 1, cap - 1 - n, f);
-        n += got;
-        if (got == 0) {
-            break;
-        }
+        snprintf(err, errlen, "out of memory");
     }
-    if (ferror(f)) {
-        snprintf(err, errlen, "cannot read %s: %s", is_stdin ? "standard input" : path,
-                 strerror(errno));
-        goto out;
-    }
-    if (n > max_bytes) {
-        snprintf(err, errlen, "%s is larger than %zu bytes", is_stdin ? "standard input" : path,
-                 max_bytes);
-        goto out;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    buf = NULL;
-    rc = 0;
-out:
-    free(buf);
-    if (!is_stdin) {
-        fclose(f);
-    }
-    return rc;
+    dynbuf_cleanup(&b);
+    return -1;
 }
 
 int cli_print_ndjson(const struct roost_events *evs)

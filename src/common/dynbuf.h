@@ -29,6 +29,9 @@ void dynbuf_add(struct dynbuf *b, const void *p, size_t n);
 void dynbuf_adds(struct dynbuf *b, const char *s);
 void dynbuf_addc(struct dynbuf *b, char c);
 
+/* Appends printf-style text; an output error of vsnprintf counts as DYNBUF_ELIMIT. */
+void dynbuf_addf(struct dynbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Empties the buffer and clears its error; keeps the memory and the maximum. */
 void dynbuf_reset(struct dynbuf *b);
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <openssl/crypto.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,8 @@ int fsutil_read_bounded(const char *path, size_t max_bytes, char **out, size_t *
     int read_error = ferror(fp);
     fclose(fp);
     if (read_error || n > max_bytes) {
+        /* Callers read key files: what was read is wiped, not left in the freed heap. */
+        OPENSSL_cleanse(b, n);
         free(b);
         errno = read_error ? EIO : EFBIG;
         return -1;

@@ -8,9 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/limits.h"
+
 #define IDS_EVENT_ID_LEN 30    /* "evt_" + 26 */
 #define IDS_LEASE_TOKEN_LEN 29 /* "lt_" + 26 */
-#define IDS_NAME_MAX 128
+#define IDS_NAME_MAX ROOST_ID_MAX
 
 /* Writes "evt_" + a ULID for `now_ms` (monotonic within the process: ids made in the same
  * millisecond still sort in creation order). out must hold IDS_EVENT_ID_LEN + 1 bytes. Thread-safe.

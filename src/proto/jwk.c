@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/jwt.h"
+#include "common/base64.h"
 
 #include "common/banned.h"
 
@@ -172,7 +172,8 @@ static int member_bytes(const json_t *jwk, const char *name, size_t want, size_t
     if (slen == 0 || slen > (cap + 2) / 3 * 4) {
         return -1;
     }
-    if (jwt_b64url_decode(json_string_value(v), slen, out, outlen) != 0) {
+    /* Canonical base64url, as jwt_b64url_decode (jwt.h includes this header, not the reverse). */
+    if (b64_decode(B64_URL, true, json_string_value(v), slen, out, outlen) != 0) {
         return -1;
     }
     if ((want != 0 && *outlen != want) || *outlen == 0 || *outlen > cap) {

@@ -10,15 +10,15 @@
 #include "common/banned.h"
 
 /* Appends "?limit=..&next=.." style paging to a path (first separator `*sep`). */
-static void append_page(struct sdk_str *p, char *sep, int limit, const char *page)
+static void append_page(struct dynbuf *p, char *sep, int limit, const char *page)
 {
     if (limit > 0) {
-        sdk_str_appendf(p, "%climit=%d", *sep, limit);
+        dynbuf_addf(p, "%climit=%d", *sep, limit);
         *sep = '&';
     }
     if (page != NULL) {
-        sdk_str_appendf(p, "%cnext=", *sep);
-        sdk_str_append_escaped(p, page);
+        dynbuf_addf(p, "%cnext=", *sep);
+        sdk_add_escaped(p, page);
         *sep = '&';
     }
 }
@@ -40,30 +40,30 @@ int roost_admin_quarantine_list(struct roost_client *c, const char *agent_id, in
         return sdk_fail(c, ROOST_EPAGE, "the page token is too long");
     }
     json_t *resp = NULL;
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
     int rc = ROOST_OK;
     char sep = '?';
-    sdk_str_appendz(&p, "/api/v1/admin/quarantine");
+    dynbuf_adds(&p, "/api/v1/admin/quarantine");
     if (agent_id != NULL) {
-        struct sdk_str check;
-        sdk_str_init(&check, 0);
+        struct dynbuf check;
+        dynbuf_init(&check, SDK_MAX_URL_BYTES * 4);
         rc = sdk_path_agent(&check, agent_id, "");
-        sdk_str_cleanup(&check);
+        dynbuf_cleanup(&check);
         if (rc != ROOST_OK) {
             rc = sdk_path_fail(c, rc);
             goto out;
         }
-        sdk_str_appendz(&p, "?agent_id=");
-        sdk_str_append_escaped(&p, agent_id);
+        dynbuf_adds(&p, "?agent_id=");
+        sdk_add_escaped(&p, agent_id);
         sep = '&';
     }
     append_page(&p, &sep, limit, page);
-    if (p.rc != ROOST_OK) {
-        rc = sdk_path_fail(c, p.rc);
+    if (sdk_buf_rc(&p) != ROOST_OK) {
+        rc = sdk_path_fail(c, sdk_buf_rc(&p));
         goto out;
     }
-    if ((rc = sdk_request(c, "GET", p.data, NULL, 0, 0, &resp)) != ROOST_OK) {
+    if ((rc = sdk_request(c, "GET", p.s, NULL, 0, 0, &resp)) != ROOST_OK) {
         goto out;
     }
     if ((rc = sdk_events_from_response(resp, out)) != ROOST_OK ||
@@ -74,7 +74,7 @@ int roost_admin_quarantine_list(struct roost_client *c, const char *agent_id, in
     }
 out:
     json_decref(resp);
-    sdk_str_cleanup(&p);
+    dynbuf_cleanup(&p);
     return rc;
 }
 
@@ -87,14 +87,14 @@ int roost_admin_quarantine_requeue(struct roost_client *c, const char *event_id)
     if (event_id == NULL || event_id[0] == '\0' || strlen(event_id) > SDK_MAX_ID_BYTES) {
         return sdk_path_fail(c, ROOST_EEVENTID);
     }
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
-    sdk_str_appendz(&p, "/api/v1/admin/quarantine/");
-    sdk_str_append_escaped(&p, event_id);
-    sdk_str_appendz(&p, "/requeue");
-    int rc = p.rc != ROOST_OK ? sdk_path_fail(c, p.rc)
-                              : sdk_request(c, "POST", p.data, NULL, 0, 0, NULL);
-    sdk_str_cleanup(&p);
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
+    dynbuf_adds(&p, "/api/v1/admin/quarantine/");
+    sdk_add_escaped(&p, event_id);
+    dynbuf_adds(&p, "/requeue");
+    int rc = sdk_buf_rc(&p) != ROOST_OK ? sdk_path_fail(c, sdk_buf_rc(&p))
+                                        : sdk_request(c, "POST", p.s, NULL, 0, 0, NULL);
+    dynbuf_cleanup(&p);
     return rc;
 }
 
@@ -121,25 +121,25 @@ int roost_admin_agents_list_sorted(struct roost_client *c, const char *sort, int
         return sdk_fail(c, ROOST_EPAGE, "the page token is too long");
     }
     json_t *resp = NULL;
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
     char sep = '?';
-    sdk_str_appendz(&p, "/api/v1/admin/agents");
+    dynbuf_adds(&p, "/api/v1/admin/agents");
     if (sort != NULL) {
         if (strcmp(sort, "agent") != 0 && strcmp(sort, "depth") != 0 && strcmp(sort, "age") != 0) {
-            sdk_str_cleanup(&p);
+            dynbuf_cleanup(&p);
             return sdk_fail(c, ROOST_EINVAL, "sort must be agent, depth or age");
         }
-        sdk_str_appendf(&p, "?sort=%s", sort);
+        dynbuf_addf(&p, "?sort=%s", sort);
         sep = '&';
     }
     append_page(&p, &sep, limit, page);
-    int rc = p.rc;
+    int rc = sdk_buf_rc(&p);
     if (rc != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
         goto out;
     }
-    if ((rc = sdk_request(c, "GET", p.data, NULL, 0, 0, &resp)) != ROOST_OK) {
+    if ((rc = sdk_request(c, "GET", p.s, NULL, 0, 0, &resp)) != ROOST_OK) {
         goto out;
     }
     if ((rc = sdk_agents_from_response(resp, out)) != ROOST_OK) {
@@ -147,7 +147,7 @@ int roost_admin_agents_list_sorted(struct roost_client *c, const char *sort, int
     }
 out:
     json_decref(resp);
-    sdk_str_cleanup(&p);
+    dynbuf_cleanup(&p);
     return rc;
 }
 
@@ -176,12 +176,13 @@ int roost_admin_quarantine_inspect(struct roost_client *c, const char *event_id,
     if (event_id == NULL || event_id[0] == '\0' || strlen(event_id) > SDK_MAX_ID_BYTES) {
         return sdk_path_fail(c, ROOST_EEVENTID);
     }
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
-    sdk_str_appendz(&p, "/api/v1/admin/quarantine/");
-    sdk_str_append_escaped(&p, event_id);
-    int rc = p.rc != ROOST_OK ? sdk_path_fail(c, p.rc) : get_json_text(c, p.data, json_out);
-    sdk_str_cleanup(&p);
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
+    dynbuf_adds(&p, "/api/v1/admin/quarantine/");
+    sdk_add_escaped(&p, event_id);
+    int rc = sdk_buf_rc(&p) != ROOST_OK ? sdk_path_fail(c, sdk_buf_rc(&p))
+                                        : get_json_text(c, p.s, json_out);
+    dynbuf_cleanup(&p);
     return rc;
 }
 
@@ -207,16 +208,16 @@ int roost_admin_quarantine_purge(struct roost_client *c, const char *agent_id, c
     if (agent_id != NULL && (agent_id[0] == '\0' || strlen(agent_id) > SDK_MAX_ID_BYTES)) {
         return sdk_path_fail(c, ROOST_EAGENTID);
     }
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
     json_t *body = NULL, *resp = NULL;
     int rc = ROOST_ENOMEM;
-    sdk_str_appendz(&p, "/api/v1/admin/quarantine/");
+    dynbuf_adds(&p, "/api/v1/admin/quarantine/");
     if (event_id != NULL) {
-        sdk_str_append_escaped(&p, event_id);
-        sdk_str_appendz(&p, "/purge");
+        sdk_add_escaped(&p, event_id);
+        dynbuf_adds(&p, "/purge");
     } else {
-        sdk_str_appendz(&p, "purge");
+        dynbuf_adds(&p, "purge");
         if ((body = json_object()) == NULL ||
             (agent_id != NULL && !sdk_put(body, "agent_id", json_string(agent_id))) ||
             (limit > 0 && !sdk_put(body, "limit", json_integer(limit)))) {
@@ -224,11 +225,11 @@ int roost_admin_quarantine_purge(struct roost_client *c, const char *agent_id, c
             goto out;
         }
     }
-    if (p.rc != ROOST_OK) {
-        rc = sdk_path_fail(c, p.rc);
+    if (sdk_buf_rc(&p) != ROOST_OK) {
+        rc = sdk_path_fail(c, sdk_buf_rc(&p));
         goto out;
     }
-    if ((rc = sdk_request_json(c, "POST", p.data, body, 0, &resp)) != ROOST_OK) {
+    if ((rc = sdk_request_json(c, "POST", p.s, body, 0, &resp)) != ROOST_OK) {
         goto out;
     }
     json_t *n = json_object_get(resp, "purged");
@@ -245,7 +246,7 @@ int roost_admin_quarantine_purge(struct roost_client *c, const char *agent_id, c
 out:
     json_decref(body);
     json_decref(resp);
-    sdk_str_cleanup(&p);
+    dynbuf_cleanup(&p);
     return rc;
 }
 
@@ -304,14 +305,14 @@ int roost_client_request(struct roost_client *c, const char *method, const char 
         *status_out = c->http_status;
     }
     if (rc == ROOST_OK && response_out != NULL) {
-        char *copy = malloc(c->resp_len + 1);
+        char *copy = malloc(c->resp.len + 1);
         if (copy == NULL) {
             return sdk_fail(c, ROOST_ENOMEM, "out of memory");
         }
-        if (c->resp_len > 0) {
-            memcpy(copy, c->resp, c->resp_len);
+        if (c->resp.len > 0) {
+            memcpy(copy, c->resp.s, c->resp.len);
         }
-        copy[c->resp_len] = '\0';
+        copy[c->resp.len] = '\0';
         *response_out = copy;
     }
     return rc;

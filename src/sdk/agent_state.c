@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/limits.h"
 #include "common/timeutil.h"
 #include "sdk/agent_state.h"
 
@@ -21,7 +22,7 @@
 /* Every AGENT_STATE_PRUNE_EVERY processed ids, the set is pruned by age and count. */
 #define AGENT_STATE_PRUNE_EVERY 256
 /* How long a statement waits for the file's lock (roost agent status reads it concurrently). */
-#define AGENT_STATE_BUSY_TIMEOUT_MS 5000
+#define AGENT_STATE_BUSY_TIMEOUT_MS ROOST_BUSY_TIMEOUT_MS
 
 static const char schema_sql[] =
     "PRAGMA journal_mode=WAL;"

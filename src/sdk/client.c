@@ -7,10 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/limits.h"
 #include "roost/roost.h"
 #include "sdk/sdk.h"
 
 #include "common/banned.h"
+
+/* The public headers cannot include src/common: their id buffers are sized by hand, tied here. */
+_Static_assert(sizeof(((struct roost_agent_status *)0)->agent_id) == ROOST_ID_MAX + 1,
+               "roost_agent_status.agent_id is ROOST_ID_MAX + 1 bytes");
+_Static_assert(sizeof(((struct roost_agent_status *)0)->consumer) == ROOST_ID_MAX + 1,
+               "roost_agent_status.consumer is ROOST_ID_MAX + 1 bytes");
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc = CURLE_FAILED_INIT;
@@ -112,7 +119,7 @@ void roost_client_free(struct roost_client *c)
     }
     free(c->ca_file);
     sdk_signer_free(c->signer);
-    free(c->resp);
+    dynbuf_cleanup(&c->resp);
     free(c);
 }
 
@@ -198,11 +205,8 @@ int roost_client_set_ca_file(struct roost_client *c, const char *ca_pem_path)
 
 void sdk_reset(struct roost_client *c)
 {
-    c->resp_len = 0;
-    if (c->resp != NULL) {
-        c->resp[0] = '\0';
-    }
-    c->resp_overflow = false;
+    dynbuf_reset(&c->resp);
+    c->resp.max = c->max_response_bytes;
     c->http_status = 0;
     c->oldest_cursor = -1;
     c->retry_after_s = -1;
@@ -247,16 +251,16 @@ const char *roost_client_request_id(const struct roost_client *c)
 
 const char *roost_client_last_body(const struct roost_client *c, size_t *len_out)
 {
-    if (c == NULL || c->resp == NULL) {
+    if (c == NULL || c->resp.s == NULL) {
         if (len_out != NULL) {
             *len_out = 0;
         }
         return "";
     }
     if (len_out != NULL) {
-        *len_out = c->resp_len;
+        *len_out = c->resp.len;
     }
-    return c->resp;
+    return c->resp.s;
 }
 
 int64_t roost_client_oldest_cursor(const struct roost_client *c)

@@ -101,26 +101,9 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     struct roost_client *c = userdata;
     size_t n = size * nmemb;
-    if (n > c->max_response_bytes || c->resp_len > c->max_response_bytes - n) {
-        c->resp_overflow = true;
-        return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
-    }
-    if (c->resp_len + n + 1 > c->resp_cap) {
-        size_t cap = c->resp_cap != 0 ? c->resp_cap : 4096;
-        while (cap < c->resp_len + n + 1) {
-            cap *= 2;
-        }
-        char *p = realloc(c->resp, cap);
-        if (p == NULL) {
-            return 0;
-        }
-        c->resp = p;
-        c->resp_cap = cap;
-    }
-    memcpy(c->resp + c->resp_len, ptr, n);
-    c->resp_len += n;
-    c->resp[c->resp_len] = '\0';
-    return n;
+    dynbuf_add(&c->resp, ptr, n);
+    /* 0 aborts the transfer with CURLE_WRITE_ERROR; map_curl_error tells the limit from ENOMEM. */
+    return c->resp.err == DYNBUF_OK ? n : 0;
 }
 
 /* Is the header line `line` (len bytes) the field `name`? Then *value points at its trimmed value
@@ -194,7 +177,7 @@ static int map_curl_error(struct roost_client *c, CURLcode cc, const char *url)
     switch (cc) {
     case CURLE_WRITE_ERROR:
     case CURLE_FILESIZE_EXCEEDED:
-        if (c->resp_overflow || cc == CURLE_FILESIZE_EXCEEDED) {
+        if (c->resp.err == DYNBUF_ELIMIT || cc == CURLE_FILESIZE_EXCEEDED) {
             return sdk_fail(c, ROOST_EPROTO, "the response from %s exceeds %zu bytes", url,
                             c->max_response_bytes);
         }
@@ -213,15 +196,12 @@ static int map_curl_error(struct roost_client *c, CURLcode cc, const char *url)
     }
 }
 
-/* Sets the options of one request on the (reset) handle. */
-static int setup_handle(struct roost_client *c, const char *method, const char *url,
-                        const char *body, size_t body_len, int wait_s, struct curl_slist *headers)
+int sdk_curl_setup(struct roost_client *c, const char *url, struct curl_slist *headers,
+                   curl_write_callback on_write, void *write_data)
 {
     CURL *h = c->curl;
-    long timeout_ms = c->request_timeout_ms;
-    if (wait_s > 0) {
-        timeout_ms += (long)wait_s * 1000L;
-    }
+    /* Reset drops the previous transfer's options but keeps the connection cache. */
+    curl_easy_reset(h);
     CURLcode cc = CURLE_OK;
 #define SET(opt, val)                                                                              \
     do {                                                                                           \
@@ -238,15 +218,11 @@ static int setup_handle(struct roost_client *c, const char *method, const char *
 #endif
     SET(CURLOPT_FOLLOWLOCATION, 0L);
     SET(CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
-    SET(CURLOPT_TIMEOUT_MS, timeout_ms);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
     SET(CURLOPT_USERAGENT, "libroost/" ROOST_VERSION);
     SET(CURLOPT_ERRORBUFFER, c->curl_err);
-    SET(CURLOPT_WRITEFUNCTION, on_body);
-    SET(CURLOPT_WRITEDATA, c);
-    SET(CURLOPT_HEADERFUNCTION, on_header);
-    SET(CURLOPT_HEADERDATA, c);
-    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response_bytes);
+    SET(CURLOPT_WRITEFUNCTION, on_write);
+    SET(CURLOPT_WRITEDATA, write_data);
     SET(CURLOPT_HTTPHEADER, headers);
     if (c->ca_file != NULL) {
         SET(CURLOPT_CAINFO, c->ca_file);
@@ -256,6 +232,49 @@ static int setup_handle(struct roost_client *c, const char *method, const char *
         SET(CURLOPT_XFERINFOFUNCTION, sdk_abort_progress);
         SET(CURLOPT_XFERINFODATA, c);
     }
+#undef SET
+    return sdk_curl_check(c, cc);
+}
+
+int sdk_curl_check(struct roost_client *c, CURLcode cc)
+{
+    if (cc != CURLE_OK) {
+        return sdk_fail(c, cc == CURLE_OUT_OF_MEMORY ? ROOST_ENOMEM : ROOST_EINTERNAL,
+                        "libcurl: %s", curl_easy_strerror(cc));
+    }
+    return ROOST_OK;
+}
+
+void sdk_curl_unhook(struct roost_client *c)
+{
+    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
+}
+
+/* The request options on top of sdk_curl_setup: overall timeout, headers, size cap, method. */
+static int setup_handle(struct roost_client *c, const char *method, const char *url,
+                        const char *body, size_t body_len, int wait_s, struct curl_slist *headers)
+{
+    int rc = sdk_curl_setup(c, url, headers, on_body, c);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    CURL *h = c->curl;
+    long timeout_ms = c->request_timeout_ms;
+    if (wait_s > 0) {
+        timeout_ms += (long)wait_s * 1000L;
+    }
+    CURLcode cc = CURLE_OK;
+#define SET(opt, val)                                                                              \
+    do {                                                                                           \
+        if (cc == CURLE_OK) {                                                                      \
+            cc = curl_easy_setopt(h, opt, val);                                                    \
+        }                                                                                          \
+    } while (0)
+    SET(CURLOPT_TIMEOUT_MS, timeout_ms);
+    SET(CURLOPT_HEADERFUNCTION, on_header);
+    SET(CURLOPT_HEADERDATA, c);
+    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response_bytes);
     if (strcmp(method, "GET") == 0) {
         SET(CURLOPT_HTTPGET, 1L);
     } else {
@@ -269,14 +288,43 @@ static int setup_handle(struct roost_client *c, const char *method, const char *
         SET(CURLOPT_POSTFIELDS, body != NULL ? body : "");
     }
 #undef SET
-    if (cc != CURLE_OK) {
-        return sdk_fail(c, cc == CURLE_OUT_OF_MEMORY ? ROOST_ENOMEM : ROOST_EINTERNAL,
-                        "libcurl: %s", curl_easy_strerror(cc));
+    return sdk_curl_check(c, cc);
+}
+
+int sdk_append_auth(struct roost_client *c, struct curl_slist **list)
+{
+    sdk_token_refresh(c); /* before the signature too, which covers the token */
+    if (c->token == NULL) {
+        return ROOST_OK;
     }
+    /* The line holds the token: built in a buffer wiped right after libcurl copied it. */
+    size_t n = strlen(c->token) + sizeof "Authorization: Bearer ";
+    char *line = malloc(n);
+    if (line == NULL) {
+        return sdk_fail(c, ROOST_ENOMEM, "out of memory");
+    }
+    snprintf(line, n, "Authorization: Bearer %s", c->token);
+    struct curl_slist *next = curl_slist_append(*list, line);
+    OPENSSL_cleanse(line, n);
+    free(line);
+    if (next == NULL) {
+        return sdk_fail(c, ROOST_ENOMEM, "out of memory");
+    }
+    *list = next;
     return ROOST_OK;
 }
 
-/* Builds the request headers. The Authorization line is built in a buffer we wipe afterwards. */
+int sdk_fail_answer(struct roost_client *c, int status)
+{
+    struct sdk_error e;
+    sdk_error_from_response(status, c->resp.s, c->resp.len, &e);
+    c->oldest_cursor = e.oldest_cursor;
+    snprintf(c->errcode, sizeof c->errcode, "%s", e.code);
+    snprintf(c->errmsg, sizeof c->errmsg, "%s", e.message);
+    return e.rc;
+}
+
+/* Builds the request headers (Accept, Content-Type, Authorization). */
 static int build_headers(struct roost_client *c, bool has_body, struct curl_slist **out)
 {
     struct curl_slist *list = NULL, *next;
@@ -289,29 +337,18 @@ static int build_headers(struct roost_client *c, bool has_body, struct curl_slis
         }                                                                                          \
         list = next;                                                                               \
     } while (0)
-    sdk_token_refresh(c);
     ADD("Accept: application/json");
     /* No "Expect: 100-continue" round trip for larger bodies. */
     ADD("Expect:");
     if (has_body) {
         ADD("Content-Type: application/json");
     }
-    if (c->token != NULL) {
-        size_t n = strlen(c->token) + sizeof "Authorization: Bearer ";
-        char *line = malloc(n);
-        if (line == NULL) {
-            goto oom;
-        }
-        snprintf(line, n, "Authorization: Bearer %s", c->token);
-        next = curl_slist_append(list, line);
-        OPENSSL_cleanse(line, n);
-        free(line);
-        if (next == NULL) {
-            goto oom;
-        }
-        list = next;
-    }
 #undef ADD
+    int rc = sdk_append_auth(c, &list);
+    if (rc != ROOST_OK) {
+        curl_slist_free_all(list);
+        return rc;
+    }
     *out = list;
     return ROOST_OK;
 oom:
@@ -327,11 +364,11 @@ int sdk_request(struct roost_client *c, const char *method, const char *path, co
     }
     sdk_reset(c);
     struct curl_slist *headers = NULL;
-    struct sdk_str url;
-    sdk_str_init(&url, SDK_MAX_URL_BYTES * 4);
-    sdk_str_appendz(&url, c->base_url);
-    sdk_str_appendz(&url, path);
-    int rc = url.rc;
+    struct dynbuf url;
+    dynbuf_init(&url, SDK_MAX_URL_BYTES * 4);
+    dynbuf_adds(&url, c->base_url);
+    dynbuf_adds(&url, path);
+    int rc = sdk_buf_rc(&url);
     if (rc != ROOST_OK) {
         rc = sdk_fail(c, rc, rc == ROOST_ENOMEM ? "out of memory" : "request URL too long");
         goto out;
@@ -342,42 +379,34 @@ int sdk_request(struct roost_client *c, const char *method, const char *path, co
     }
     if (c->signer != NULL) {
         char err[256];
-        rc = sdk_signer_headers(c->signer, method, url.data, c->token, body, body_len, &headers,
-                                err, sizeof err);
+        rc = sdk_signer_headers(c->signer, method, url.s, c->token, body, body_len, &headers, err,
+                                sizeof err);
         if (rc != ROOST_OK) {
             rc = sdk_fail(c, rc, "%s", err);
             goto out;
         }
     }
-    /* Reset drops the previous request's options but keeps the connection cache. */
-    curl_easy_reset(c->curl);
-    rc = setup_handle(c, method, url.data, body, body_len, wait_s, headers);
+    rc = setup_handle(c, method, url.s, body, body_len, wait_s, headers);
     if (rc != ROOST_OK) {
         goto out;
     }
     CURLcode cc = curl_easy_perform(c->curl);
     long status = 0;
     curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-    /* The options point at our stack and heap: make sure nothing dangles into the next call. */
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
+    sdk_curl_unhook(c);
     if (cc != CURLE_OK) {
-        rc = map_curl_error(c, cc, url.data);
+        rc = map_curl_error(c, cc, url.s);
         goto out;
     }
     c->http_status = (int)status;
     if (status < 200 || status > 299) {
-        struct sdk_error e;
-        sdk_error_from_response((int)status, c->resp, c->resp_len, &e);
-        c->oldest_cursor = e.oldest_cursor;
-        snprintf(c->errcode, sizeof c->errcode, "%s", e.code);
-        snprintf(c->errmsg, sizeof c->errmsg, "%s", e.message);
-        rc = e.rc;
+        rc = sdk_fail_answer(c, (int)status);
         goto out;
     }
     if (json_out != NULL) {
-        int prc = c->resp_len == 0
+        int prc = c->resp.len == 0
                       ? ROOST_EBODY
-                      : jsonutil_parse_object(c->resp, c->resp_len, SDK_MAX_JSON_DEPTH, json_out);
+                      : jsonutil_parse_object(c->resp.s, c->resp.len, SDK_MAX_JSON_DEPTH, json_out);
         if (prc == ROOST_ENOMEM) {
             rc = sdk_fail(c, ROOST_ENOMEM, "out of memory parsing the response");
         } else if (prc != ROOST_OK) {
@@ -389,7 +418,7 @@ int sdk_request(struct roost_client *c, const char *method, const char *path, co
     }
 out:
     curl_slist_free_all(headers);
-    sdk_str_cleanup(&url);
+    dynbuf_cleanup(&url);
     return rc;
 }
 
@@ -422,7 +451,7 @@ int sdk_path_fail(struct roost_client *c, int rc)
 {
     switch (rc) {
     case ROOST_EAGENTID:
-        return sdk_fail(c, rc, "agent_id must match [A-Za-z0-9._-]{1,128}");
+        return sdk_fail(c, rc, "%s", roost_strerror(rc));
     case ROOST_EEVENTID:
         return sdk_fail(c, rc, "event_id must be a non-empty string of at most %d bytes",
                         SDK_MAX_ID_BYTES);

@@ -27,21 +27,21 @@ int roost_inbox_read(struct roost_client *c, const char *agent_id, int64_t after
         return sdk_fail(c, limit < 0 ? ROOST_ELIMIT : ROOST_EWAIT, "limit and wait_s must be >= 0");
     }
     json_t *resp = NULL;
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
     int rc = sdk_path_agent(&p, agent_id, "/inbox");
-    sdk_str_appendf(&p, "?after_cursor=%" PRId64, after_cursor);
+    dynbuf_addf(&p, "?after_cursor=%" PRId64, after_cursor);
     if (limit > 0) {
-        sdk_str_appendf(&p, "&limit=%d", limit);
+        dynbuf_addf(&p, "&limit=%d", limit);
     }
     if (wait_s > 0) {
-        sdk_str_appendf(&p, "&wait_s=%d", wait_s);
+        dynbuf_addf(&p, "&wait_s=%d", wait_s);
     }
-    if (rc != ROOST_OK || (rc = p.rc) != ROOST_OK) {
+    if (rc != ROOST_OK || (rc = sdk_buf_rc(&p)) != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
         goto out;
     }
-    rc = sdk_request(c, "GET", p.data, NULL, 0, wait_s, &resp);
+    rc = sdk_request(c, "GET", p.s, NULL, 0, wait_s, &resp);
     if (rc != ROOST_OK) {
         goto out;
     }
@@ -63,7 +63,7 @@ int roost_inbox_read(struct roost_client *c, const char *agent_id, int64_t after
     }
 out:
     json_decref(resp);
-    sdk_str_cleanup(&p);
+    dynbuf_cleanup(&p);
     return rc;
 }
 
@@ -88,8 +88,8 @@ int roost_inbox_claim(struct roost_client *c, const char *agent_id, int limit, i
     }
     json_t *resp = NULL;
     json_t *body = json_object();
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
     int rc = sdk_path_agent(&p, agent_id, "/inbox/claim");
     if (rc != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
@@ -106,7 +106,7 @@ int roost_inbox_claim(struct roost_client *c, const char *agent_id, int limit, i
         rc = sdk_fail(c, ROOST_ECONSUMER, "consumer must be UTF-8");
         goto out;
     }
-    rc = sdk_request_json(c, "POST", p.data, body, wait_s, &resp);
+    rc = sdk_request_json(c, "POST", p.s, body, wait_s, &resp);
     if (rc != ROOST_OK) {
         goto out;
     }
@@ -119,7 +119,7 @@ int roost_inbox_claim(struct roost_client *c, const char *agent_id, int limit, i
 out:
     json_decref(resp);
     json_decref(body);
-    sdk_str_cleanup(&p);
+    dynbuf_cleanup(&p);
     return rc;
 }
 
@@ -134,15 +134,15 @@ static bool lease_token_ok(const char *t)
 static int event_call(struct roost_client *c, const char *agent_id, const char *event_id,
                       const char *action, const json_t *body, json_t **resp_out)
 {
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
     int rc = sdk_path_event(&p, agent_id, event_id, action);
     if (rc != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
     } else {
-        rc = sdk_request_json(c, "POST", p.data, body, 0, resp_out);
+        rc = sdk_request_json(c, "POST", p.s, body, 0, resp_out);
     }
-    sdk_str_cleanup(&p);
+    dynbuf_cleanup(&p);
     return rc;
 }
 
@@ -214,8 +214,8 @@ int roost_events_ack(struct roost_client *c, const char *agent_id, struct roost_
     json_t *resp = NULL;
     json_t *body = json_object();
     json_t *list = json_array();
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
     int rc = ROOST_OK;
     if (n == 0) {
         rc = sdk_fail(c, ROOST_EACKS, "acks must be a non-empty list");
@@ -243,7 +243,7 @@ int roost_events_ack(struct roost_client *c, const char *agent_id, struct roost_
             goto out;
         }
     }
-    if ((rc = sdk_request_json(c, "POST", p.data, body, 0, &resp)) != ROOST_OK) {
+    if ((rc = sdk_request_json(c, "POST", p.s, body, 0, &resp)) != ROOST_OK) {
         goto out;
     }
     json_t *results = json_object_get(resp, "results");
@@ -269,7 +269,7 @@ out:
     json_decref(resp);
     json_decref(body);
     json_decref(list);
-    sdk_str_cleanup(&p);
+    dynbuf_cleanup(&p);
     return rc;
 }
 
@@ -386,8 +386,8 @@ int roost_inbox_release_all(struct roost_client *c, const char *agent_id, const 
     sdk_reset(c);
     json_t *resp = NULL;
     json_t *body = NULL;
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
     int rc = sdk_path_agent(&p, agent_id, "/inbox/release-all");
     if (rc != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
@@ -401,7 +401,7 @@ int roost_inbox_release_all(struct roost_client *c, const char *agent_id, const 
             goto out;
         }
     }
-    if ((rc = sdk_request_json(c, "POST", p.data, body, 0, &resp)) != ROOST_OK) {
+    if ((rc = sdk_request_json(c, "POST", p.s, body, 0, &resp)) != ROOST_OK) {
         goto out;
     }
     json_t *released = json_object_get(resp, "released");
@@ -415,7 +415,7 @@ int roost_inbox_release_all(struct roost_client *c, const char *agent_id, const 
 out:
     json_decref(resp);
     json_decref(body);
-    sdk_str_cleanup(&p);
+    dynbuf_cleanup(&p);
     return rc;
 }
 
@@ -433,14 +433,14 @@ int roost_state_get(struct roost_client *c, const char *agent_id, char **state_j
     }
     sdk_reset(c);
     json_t *resp = NULL;
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
     int rc = sdk_path_agent(&p, agent_id, "/state");
     if (rc != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
         goto out;
     }
-    if ((rc = sdk_request(c, "GET", p.data, NULL, 0, 0, &resp)) != ROOST_OK) {
+    if ((rc = sdk_request(c, "GET", p.s, NULL, 0, 0, &resp)) != ROOST_OK) {
         goto out;
     }
     json_t *state = json_object_get(resp, "state");
@@ -462,6 +462,6 @@ int roost_state_get(struct roost_client *c, const char *agent_id, char **state_j
     }
 out:
     json_decref(resp);
-    sdk_str_cleanup(&p);
+    dynbuf_cleanup(&p);
     return rc;
 }

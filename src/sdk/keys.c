@@ -35,7 +35,7 @@ int roost_admin_key_add(struct roost_client *c, const char *key_id, const char *
     }
     sdk_reset(c);
     if (!valid_key_id(key_id)) {
-        return sdk_fail(c, ROOST_EKEYID, "key_id must match [A-Za-z0-9._-]{1,128}");
+        return sdk_fail(c, ROOST_EKEYID, "%s", roost_strerror(ROOST_EKEYID));
     }
     if (agent_id == NULL ||
         (strcmp(agent_id, "*") != 0 && !ids_valid_name(agent_id, strlen(agent_id)))) {
@@ -81,29 +81,29 @@ int roost_admin_keys_list(struct roost_client *c, int limit, const char *page, c
     if (page != NULL && (page[0] == '\0' || strlen(page) > SDK_MAX_ID_BYTES)) {
         return sdk_fail(c, ROOST_EPAGE, "bad page token");
     }
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
-    sdk_str_appendz(&p, "/api/v1/admin/keys");
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
+    dynbuf_adds(&p, "/api/v1/admin/keys");
     char sep = '?';
     if (limit > 0) {
-        sdk_str_appendf(&p, "%climit=%d", sep, limit);
+        dynbuf_addf(&p, "%climit=%d", sep, limit);
         sep = '&';
     }
     if (page != NULL) {
-        sdk_str_appendf(&p, "%cnext=", sep);
-        sdk_str_append_escaped(&p, page);
+        dynbuf_addf(&p, "%cnext=", sep);
+        sdk_add_escaped(&p, page);
     }
     json_t *resp = NULL;
-    int rc = p.rc;
+    int rc = sdk_buf_rc(&p);
     if (rc != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
-    } else if ((rc = sdk_request(c, "GET", p.data, NULL, 0, 0, &resp)) == ROOST_OK) {
+    } else if ((rc = sdk_request(c, "GET", p.s, NULL, 0, 0, &resp)) == ROOST_OK) {
         rc = json_is_array(json_object_get(resp, "keys"))
                  ? answer_text(c, resp, json_out)
                  : sdk_shape_fail(c, ROOST_EPROTO, "key list");
     }
     json_decref(resp);
-    sdk_str_cleanup(&p);
+    dynbuf_cleanup(&p);
     return rc;
 }
 
@@ -117,21 +117,21 @@ int roost_admin_key_revoke(struct roost_client *c, const char *key_id, char **js
     }
     sdk_reset(c);
     if (!valid_key_id(key_id)) {
-        return sdk_fail(c, ROOST_EKEYID, "key_id must match [A-Za-z0-9._-]{1,128}");
+        return sdk_fail(c, ROOST_EKEYID, "%s", roost_strerror(ROOST_EKEYID));
     }
-    struct sdk_str p;
-    sdk_str_init(&p, 0);
-    sdk_str_appendz(&p, "/api/v1/admin/keys/");
-    sdk_str_append_escaped(&p, key_id);
-    sdk_str_appendz(&p, "/revoke");
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
+    dynbuf_adds(&p, "/api/v1/admin/keys/");
+    sdk_add_escaped(&p, key_id);
+    dynbuf_adds(&p, "/revoke");
     json_t *resp = NULL;
-    int rc = p.rc;
+    int rc = sdk_buf_rc(&p);
     if (rc != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
-    } else if ((rc = sdk_request(c, "POST", p.data, NULL, 0, 0, &resp)) == ROOST_OK) {
+    } else if ((rc = sdk_request(c, "POST", p.s, NULL, 0, 0, &resp)) == ROOST_OK) {
         rc = answer_text(c, resp, json_out);
     }
     json_decref(resp);
-    sdk_str_cleanup(&p);
+    dynbuf_cleanup(&p);
     return rc;
 }

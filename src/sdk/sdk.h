@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/dynbuf.h"
 #include "roost/roost_client.h"
 
 #define SDK_DEFAULT_CONNECT_TIMEOUT_MS 10000L
@@ -26,25 +27,11 @@
 /* Longest id-like argument put into a path or query (event ids, page tokens). */
 #define SDK_MAX_ID_BYTES 1024
 
-/* A growable NUL-terminated string with a hard maximum. Once an append fails (ENOMEM or over
- * max) the builder stays failed and later appends are no-ops, so callers check once at the end. */
-struct sdk_str {
-    char *data;
-    size_t len;
-    size_t cap;
-    size_t max; /* 0: SDK_MAX_URL_BYTES * 4 */
-    int rc;     /* ROOST_OK, ROOST_ENOMEM or ROOST_EINVAL (over max) */
-};
-
-void sdk_str_init(struct sdk_str *s, size_t max);
-void sdk_str_cleanup(struct sdk_str *s);
-/* Hands the buffer over (NULL when failed); the builder is reset. */
-char *sdk_str_take(struct sdk_str *s);
-void sdk_str_append(struct sdk_str *s, const char *p, size_t n);
-void sdk_str_appendz(struct sdk_str *s, const char *z);
+/* URLs and paths are built in a struct dynbuf (common/dynbuf.h) of at most SDK_MAX_URL_BYTES * 4
+ * bytes. Its sticky error as a roost_rc: ROOST_OK, ROOST_ENOMEM, or ROOST_EINVAL (over max). */
+int sdk_buf_rc(const struct dynbuf *b);
 /* Percent-encodes every byte but the RFC 3986 unreserved ones (A-Z a-z 0-9 - . _ ~). */
-void sdk_str_append_escaped(struct sdk_str *s, const char *z);
-void sdk_str_appendf(struct sdk_str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sdk_add_escaped(struct dynbuf *b, const char *z);
 
 /* Normalises a server URL: "host:port" → "http://host:port", trailing '/' removed; only http and
  * https. Returns ROOST_OK and a heap copy in *out, ROOST_EINVAL, ROOST_ENOMEM. */
@@ -55,10 +42,10 @@ int sdk_url_normalize(const char *url, char **out);
 void sdk_token_refresh(struct roost_client *c);
 
 /* "/api/v1/agents/{agent}{tail}" with the agent id validated and escaped. ROOST_EAGENTID. */
-int sdk_path_agent(struct sdk_str *s, const char *agent_id, const char *tail);
+int sdk_path_agent(struct dynbuf *s, const char *agent_id, const char *tail);
 /* "/api/v1/agents/{agent}/inbox/{event_id}/{action}". ROOST_EAGENTID, ROOST_EEVENTID (empty or
  * longer than SDK_MAX_ID_BYTES). */
-int sdk_path_event(struct sdk_str *s, const char *agent_id, const char *event_id,
+int sdk_path_event(struct dynbuf *s, const char *agent_id, const char *event_id,
                    const char *action);
 
 struct roost_client {
@@ -77,10 +64,7 @@ struct roost_client {
     struct sdk_signer *signer; /* NULL: requests are not signed */
 
     /* the last call */
-    char *resp; /* body, NUL-terminated, capped by max_response_bytes */
-    size_t resp_len;
-    size_t resp_cap;
-    bool resp_overflow;
+    struct dynbuf resp; /* the body; its max is max_response_bytes (set by sdk_reset) */
     int http_status;
     int64_t oldest_cursor;
     int64_t retry_after_s;
@@ -110,6 +94,25 @@ int sdk_signer_headers(const struct sdk_signer *s, const char *method, const cha
  * aborts the transfer. libcurl calls it at least once a second. */
 int sdk_abort_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                        curl_off_t ulnow);
+
+/* The one libcurl setup of the SDK: resets c's handle (its connections stay cached) and sets what
+ * every transfer shares: url, http/https only, no redirects, no signals, c's connect timeout, CA
+ * file and abort flag, TCP keep-alive, the User-Agent, c->curl_err as the error buffer, `headers`
+ * (borrowed until sdk_curl_unhook) and the body callback. The caller adds its own (timeouts,
+ * method). ROOST_OK, or ROOST_ENOMEM / ROOST_EINTERNAL recorded on c. */
+int sdk_curl_setup(struct roost_client *c, const char *url, struct curl_slist *headers,
+                   curl_write_callback on_write, void *write_data);
+/* ROOST_OK for CURLE_OK, else records the libcurl failure of a setopt on c and returns its rc. */
+int sdk_curl_check(struct roost_client *c, CURLcode cc);
+/* After a transfer: the handle forgets the caller's header list and error buffer. */
+void sdk_curl_unhook(struct roost_client *c);
+/* Appends "Authorization: Bearer <token>" when c has a token (the temporary line is wiped),
+ * after asking the token callback, if any, for the current token (sdk_token_refresh).
+ * ROOST_OK or ROOST_ENOMEM recorded on c (*list is unchanged then). */
+int sdk_append_auth(struct roost_client *c, struct curl_slist **list);
+/* Records a non-2xx answer (its body in c->resp) as the last call's error through
+ * sdk_error_from_response: errcode, errmsg, oldest_cursor. Returns the mapped rc. */
+int sdk_fail_answer(struct roost_client *c, int status);
 
 /* Clears the details of the previous call. */
 void sdk_reset(struct roost_client *c);

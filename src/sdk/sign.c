@@ -3,6 +3,7 @@
  * Content-Digest, Signature-Input and Signature (label sig1) to each request, covering what
  * roostd requires (doc/API.md "Request signatures"). */
 #include <ctype.h>
+#include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 
 #include "common/base64.h"
+#include "common/fsutil.h"
 #include "common/ids.h"
 #include "proto/digest.h"
 #include "proto/httpsig.h"
@@ -66,32 +68,22 @@ static int key_text(const char *key, char **out, size_t *len, char *err, size_t 
         *len = n;
         return ROOST_OK;
     }
-    FILE *f = fopen(key, "rb");
-    if (f == NULL) {
+    if (fsutil_read_bounded(key, HTTPSIG_MAX_KEY_TEXT_BYTES, out, len) == 0) {
+        return ROOST_OK;
+    }
+    switch (errno) {
+    case ENOMEM:
+        return ROOST_ENOMEM;
+    case EFBIG:
+        snprintf(err, errlen, "the signing key file %s is too large", key);
+        return ROOST_EKEYMATERIAL;
+    case EIO:
+        snprintf(err, errlen, "cannot read the signing key file %s", key);
+        return ROOST_EIO;
+    default:
         snprintf(err, errlen, "cannot open the signing key file %s", key);
         return ROOST_EIO;
     }
-    char *buf = malloc(HTTPSIG_MAX_KEY_TEXT_BYTES + 2);
-    if (buf == NULL) {
-        fclose(f);
-        return ROOST_ENOMEM;
-    }
-    size_t n = fread(buf, 1, HTTPSIG_MAX_KEY_TEXT_BYTES + 1, f);
-    bool bad = ferror(f) != 0;
-    fclose(f);
-    if (bad || n > HTTPSIG_MAX_KEY_TEXT_BYTES) {
-        OPENSSL_cleanse(buf, n);
-        free(buf);
-        snprintf(err, errlen,
-                 bad ? "cannot read the signing key file %s"
-                     : "the signing key file %s is too large",
-                 key);
-        return bad ? ROOST_EIO : ROOST_EKEYMATERIAL;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return ROOST_OK;
 }
 
 /* The HMAC secret: base64 (standard or url alphabet), surrounding whitespace ignored. */
@@ -136,7 +128,7 @@ int sdk_signer_new(const char *key, const char *key_id, const char *alg, struct 
     *out = NULL;
     err[0] = '\0';
     if (key_id == NULL || !ids_valid_name(key_id, strlen(key_id))) {
-        snprintf(err, errlen, "key_id must match [A-Za-z0-9._-]{1,128}");
+        snprintf(err, errlen, "%s", roost_strerror(ROOST_EKEYID));
         return ROOST_EKEYID;
     }
     enum httpsig_alg alg_id = HTTPSIG_ALG_NONE;

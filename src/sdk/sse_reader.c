@@ -2,7 +2,6 @@
 /* The SSE wake-up stream reader shared by roost_subscribe() and the agent loop: request headers
  * (bearer token wiped after use, a fresh signature per connection), the libcurl streaming
  * options, the write callback that tells a stream from an error answer, and the rc of the end. */
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,20 +41,11 @@ static int on_event(void *arg, const struct sse_event *ev)
 /* Keeps a bounded part of an error answer's body for sdk_error_from_response. */
 static size_t keep_error_body(struct roost_client *c, const char *ptr, size_t n)
 {
-    size_t room = SDK_SSE_MAX_ERROR_BODY > c->resp_len ? SDK_SSE_MAX_ERROR_BODY - c->resp_len : 0;
-    size_t take = n < room ? n : room;
-    if (c->resp_len + take + 1 > c->resp_cap) {
-        char *p = realloc(c->resp, c->resp_len + take + 1);
-        if (p == NULL) {
-            return 0;
-        }
-        c->resp = p;
-        c->resp_cap = c->resp_len + take + 1;
-    }
-    memcpy(c->resp + c->resp_len, ptr, take);
-    c->resp_len += take;
-    c->resp[c->resp_len] = '\0';
-    return n;
+    size_t keep = SDK_SSE_MAX_ERROR_BODY < c->resp.max ? SDK_SSE_MAX_ERROR_BODY : c->resp.max;
+    size_t room = keep > c->resp.len ? keep - c->resp.len : 0;
+    dynbuf_add(&c->resp, ptr, n < room ? n : room);
+    /* The rest is read and dropped; only a failed allocation ends the transfer. */
+    return c->resp.err == DYNBUF_OK ? n : 0;
 }
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
@@ -98,39 +88,19 @@ void sdk_sse_reader_cleanup(struct sdk_sse_reader *r)
     sse_parser_cleanup(&r->parser);
 }
 
-/* Accept, Authorization (built in a buffer wiped afterwards) and, with a signing key, the
- * signature headers; a nonce is good for one request only, so every connection signs afresh. */
+/* Accept, Authorization and, with a signing key, the signature headers; a nonce is good for one
+ * request only, so every connection signs afresh. */
 static int build_headers(struct roost_client *c, const char *url, struct curl_slist **out)
 {
-    struct curl_slist *hdrs = NULL, *next;
-    struct sdk_str auth;
-    sdk_str_init(&auth, SDK_MAX_TOKEN_BYTES + 64);
-    int rc = ROOST_OK;
-    sdk_token_refresh(c);
-    if ((hdrs = curl_slist_append(NULL, "Accept: text/event-stream")) == NULL) {
-        rc = sdk_fail(c, ROOST_ENOMEM, "out of memory");
-        goto out;
-    }
-    if (c->token != NULL) {
-        sdk_str_appendf(&auth, "Authorization: Bearer %s", c->token);
-        if (auth.rc != ROOST_OK || (next = curl_slist_append(hdrs, auth.data)) == NULL) {
-            rc = sdk_fail(c, ROOST_ENOMEM, "out of memory");
-            goto out;
-        }
-        hdrs = next;
-    }
-    if (c->signer != NULL) {
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Accept: text/event-stream");
+    int rc = hdrs != NULL ? sdk_append_auth(c, &hdrs) : sdk_fail(c, ROOST_ENOMEM, "out of memory");
+    if (rc == ROOST_OK && c->signer != NULL) {
         char err[256];
         rc = sdk_signer_headers(c->signer, "GET", url, c->token, NULL, 0, &hdrs, err, sizeof err);
         if (rc != ROOST_OK) {
             rc = sdk_fail(c, rc, "%s", err);
         }
     }
-out:
-    if (auth.data != NULL) {
-        OPENSSL_cleanse(auth.data, auth.len);
-    }
-    sdk_str_cleanup(&auth);
     if (rc != ROOST_OK) {
         curl_slist_free_all(hdrs);
         hdrs = NULL;
@@ -139,32 +109,20 @@ out:
     return rc;
 }
 
-static void setup_handle(struct sdk_sse_reader *r, struct roost_client *c, const char *url,
-                         struct curl_slist *hdrs, struct read_ctx *x)
+/* The streaming options on top of sdk_curl_setup: no overall timeout (a stream is open-ended),
+ * but a silent one (no heartbeat) is dead. */
+static int setup_handle(struct sdk_sse_reader *r, struct roost_client *c, const char *url,
+                        struct curl_slist *hdrs, struct read_ctx *x)
 {
-    CURL *h = c->curl;
-    curl_easy_reset(h);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    /* No overall timeout: a stream is open-ended. A silent one (no heartbeat) is dead. */
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, r->idle_timeout_s);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "libroost/" ROOST_VERSION);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_err);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
-    if (c->ca_file != NULL) {
-        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    int rc = sdk_curl_setup(c, url, hdrs, on_data, x);
+    if (rc != ROOST_OK) {
+        return rc;
     }
-    if (c->abort_flag != NULL) {
-        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, sdk_abort_progress);
-        curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+    CURLcode cc = curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    if (cc == CURLE_OK) {
+        cc = curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_TIME, r->idle_timeout_s);
     }
+    return sdk_curl_check(c, cc);
 }
 
 int sdk_sse_reader_read(struct sdk_sse_reader *r, struct roost_client *c, const char *agent_id)
@@ -172,27 +130,27 @@ int sdk_sse_reader_read(struct sdk_sse_reader *r, struct roost_client *c, const 
     sdk_reset(c);
     r->sent = false;
     r->opened = false;
-    struct sdk_str url;
-    sdk_str_init(&url, SDK_MAX_URL_BYTES * 4);
+    struct dynbuf url;
+    dynbuf_init(&url, SDK_MAX_URL_BYTES * 4);
     struct curl_slist *hdrs = NULL;
     struct read_ctx x = {.r = r, .c = c};
-    sdk_str_appendz(&url, c->base_url);
+    dynbuf_adds(&url, c->base_url);
     int rc = sdk_path_agent(&url, agent_id, "/subscribe");
-    if (rc != ROOST_OK || (rc = url.rc) != ROOST_OK) {
+    if (rc != ROOST_OK || (rc = sdk_buf_rc(&url)) != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
         goto out;
     }
-    if ((rc = build_headers(c, url.data, &hdrs)) != ROOST_OK) {
+    if ((rc = build_headers(c, url.s, &hdrs)) != ROOST_OK) {
         goto out;
     }
     /* A new connection is a new stream for the parser (it keeps the last id and retry:). */
     sse_parser_reset_stream(&r->parser);
-    setup_handle(r, c, url.data, hdrs, &x);
+    if ((rc = setup_handle(r, c, url.s, hdrs, &x)) != ROOST_OK) {
+        goto out;
+    }
     r->sent = true;
     CURLcode cc = curl_easy_perform(c->curl);
-    /* The options point at our stack and heap: nothing may dangle into the next call. */
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
+    sdk_curl_unhook(c);
     if (!x.checked) {
         /* No body arrived: the status alone still tells an error answer from a closed stream. */
         long status = 0;
@@ -204,11 +162,7 @@ int sdk_sse_reader_read(struct sdk_sse_reader *r, struct roost_client *c, const 
     if (x.stopped) {
         rc = ROOST_OK;
     } else if (x.checked && !x.stream) {
-        struct sdk_error e;
-        sdk_error_from_response(c->http_status, c->resp, c->resp_len, &e);
-        snprintf(c->errcode, sizeof c->errcode, "%s", e.code);
-        snprintf(c->errmsg, sizeof c->errmsg, "%s", e.message);
-        rc = e.rc;
+        rc = sdk_fail_answer(c, c->http_status);
     } else if (r->parser.error != SSE_OK) {
         rc = sdk_fail(c, ROOST_EPROTO, "the event stream broke the SSE limits");
     } else if (cc == CURLE_ABORTED_BY_CALLBACK) {
@@ -219,6 +173,6 @@ int sdk_sse_reader_read(struct sdk_sse_reader *r, struct roost_client *c, const 
     }
 out:
     curl_slist_free_all(hdrs);
-    sdk_str_cleanup(&url);
+    dynbuf_cleanup(&url);
     return rc;
 }

@@ -45,7 +45,8 @@ void sdk_sse_reader_cleanup(struct sdk_sse_reader *r);
  * until on_ping returns non-zero (then ROOST_OK) or the stream ends. Returns ROOST_ECONNECT
  * (could not connect, closed, silent for idle_timeout_s, aborted), the mapped error of a
  * non-200 answer, ROOST_EPROTO (the stream broke the parser's limits), or before sending
- * (r->sent false) ROOST_EAGENTID, ROOST_EINVAL (URL too long), ROOST_ENOMEM or a signing error.
+ * (r->sent false) ROOST_EAGENTID, ROOST_EINVAL (URL too long), ROOST_ENOMEM, ROOST_EINTERNAL
+ * (libcurl refused an option) or a signing error.
  * c's error details describe the failure. Blocks; c can make no other call meanwhile. */
 int sdk_sse_reader_read(struct sdk_sse_reader *r, struct roost_client *c, const char *agent_id);
 

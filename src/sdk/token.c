@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/fsutil.h"
 #include "common/ids.h"
 #include "proto/jwt.h"
 #include "roost/roost_token.h"
@@ -49,29 +50,19 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
 /* Reads a whole file of at most KEY_FILE_MAX_BYTES into a new buffer. */
 static int read_small_file(const char *path, char **out, size_t *len, char *errbuf, size_t errlen)
 {
-    *out = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
+    if (fsutil_read_bounded(path, KEY_FILE_MAX_BYTES, out, len) == 0) {
+        return ROOST_OK;
+    }
+    switch (errno) {
+    case ENOMEM:
+        return token_fail(errbuf, errlen, ROOST_ENOMEM, "out of memory");
+    case EFBIG:
+        return token_fail(errbuf, errlen, ROOST_EIO, "%s: too large for a key file", path);
+    case EIO:
+        return token_fail(errbuf, errlen, ROOST_EIO, "%s: read error", path);
+    default:
         return token_fail(errbuf, errlen, ROOST_EIO, "cannot open %s: %s", path, strerror(errno));
     }
-    char *buf = malloc(KEY_FILE_MAX_BYTES + 1);
-    if (buf == NULL) {
-        fclose(f);
-        return token_fail(errbuf, errlen, ROOST_ENOMEM, "out of memory");
-    }
-    size_t n = fread(buf, 1, KEY_FILE_MAX_BYTES + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    if (err != 0 || n > KEY_FILE_MAX_BYTES) {
-        OPENSSL_cleanse(buf, n);
-        free(buf);
-        return token_fail(errbuf, errlen, ROOST_EIO, "%s: %s", path,
-                          err != 0 ? "read error" : "too large for a key file");
-    }
-    *out = buf;
-    *len = n;
-    return ROOST_OK;
 }
 
 static int load_ed25519_key(const char *path, EVP_PKEY **out, char *errbuf, size_t errlen)

@@ -11,81 +11,16 @@
 
 #include "common/banned.h"
 
-void sdk_str_init(struct sdk_str *s, size_t max)
+int sdk_buf_rc(const struct dynbuf *b)
 {
-    s->data = NULL;
-    s->len = 0;
-    s->cap = 0;
-    s->max = max != 0 ? max : (size_t)SDK_MAX_URL_BYTES * 4;
-    s->rc = ROOST_OK;
-}
-
-void sdk_str_cleanup(struct sdk_str *s)
-{
-    free(s->data);
-    s->data = NULL;
-    s->len = 0;
-    s->cap = 0;
-}
-
-char *sdk_str_take(struct sdk_str *s)
-{
-    char *p = NULL;
-    if (s->rc == ROOST_OK) {
-        if (s->data == NULL) {
-            p = calloc(1, 1);
-        } else {
-            p = s->data;
-            s->data = NULL;
-        }
+    switch (b->err) {
+    case DYNBUF_OK:
+        return ROOST_OK;
+    case DYNBUF_ENOMEM:
+        return ROOST_ENOMEM;
+    default:
+        return ROOST_EINVAL;
     }
-    sdk_str_cleanup(s);
-    return p;
-}
-
-/* Makes room for n more bytes plus the NUL. */
-static bool str_reserve(struct sdk_str *s, size_t n)
-{
-    if (s->rc != ROOST_OK) {
-        return false;
-    }
-    if (n > s->max || s->len > s->max - n) {
-        s->rc = ROOST_EINVAL;
-        return false;
-    }
-    size_t need = s->len + n + 1;
-    if (need <= s->cap) {
-        return true;
-    }
-    size_t cap = s->cap != 0 ? s->cap : 64;
-    while (cap < need) {
-        cap *= 2;
-    }
-    char *p = realloc(s->data, cap);
-    if (p == NULL) {
-        s->rc = ROOST_ENOMEM;
-        return false;
-    }
-    s->data = p;
-    s->cap = cap;
-    return true;
-}
-
-void sdk_str_append(struct sdk_str *s, const char *p, size_t n)
-{
-    if (!str_reserve(s, n)) {
-        return;
-    }
-    if (n > 0) {
-        memcpy(s->data + s->len, p, n);
-    }
-    s->len += n;
-    s->data[s->len] = '\0';
-}
-
-void sdk_str_appendz(struct sdk_str *s, const char *z)
-{
-    sdk_str_append(s, z, strlen(z));
 }
 
 static bool unreserved(unsigned char ch)
@@ -95,41 +30,17 @@ static bool unreserved(unsigned char ch)
            ch == '-' || ch == '.' || ch == '_' || ch == '~';
 }
 
-void sdk_str_append_escaped(struct sdk_str *s, const char *z)
+void sdk_add_escaped(struct dynbuf *b, const char *z)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (const unsigned char *p = (const unsigned char *)z; *p != '\0'; p++) {
         if (unreserved(*p)) {
-            sdk_str_append(s, (const char *)p, 1);
+            dynbuf_addc(b, (char)*p);
         } else {
             char enc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-            sdk_str_append(s, enc, 3);
+            dynbuf_add(b, enc, 3);
         }
     }
-}
-
-void sdk_str_appendf(struct sdk_str *s, const char *fmt, ...)
-{
-    char small[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        s->rc = ROOST_EINVAL;
-        return;
-    }
-    if ((size_t)n < sizeof small) {
-        sdk_str_append(s, small, (size_t)n);
-        return;
-    }
-    if (!str_reserve(s, (size_t)n)) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(s->data + s->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    s->len += (size_t)n;
 }
 
 int sdk_url_normalize(const char *url, char **out)
@@ -167,30 +78,33 @@ int sdk_url_normalize(const char *url, char **out)
     if (len == 0) {
         return ROOST_EINVAL;
     }
-    struct sdk_str s;
-    sdk_str_init(&s, SDK_MAX_URL_BYTES + 16);
+    struct dynbuf b;
+    dynbuf_init(&b, SDK_MAX_URL_BYTES + 16);
     if (bare) {
-        sdk_str_appendz(&s, "http://");
+        dynbuf_adds(&b, "http://");
     }
-    sdk_str_append(&s, url, len);
-    int rc = s.rc;
-    *out = sdk_str_take(&s);
-    return *out != NULL ? ROOST_OK : rc;
+    dynbuf_add(&b, url, len);
+    int rc = sdk_buf_rc(&b);
+    if (rc != ROOST_OK) {
+        dynbuf_cleanup(&b);
+        return rc;
+    }
+    *out = b.s; /* never NULL: len > 0 was appended */
+    return ROOST_OK;
 }
 
-int sdk_path_agent(struct sdk_str *s, const char *agent_id, const char *tail)
+int sdk_path_agent(struct dynbuf *s, const char *agent_id, const char *tail)
 {
     if (agent_id == NULL || !ids_valid_name(agent_id, strlen(agent_id))) {
         return ROOST_EAGENTID;
     }
-    sdk_str_appendz(s, "/api/v1/agents/");
-    sdk_str_append_escaped(s, agent_id);
-    sdk_str_appendz(s, tail);
-    return s->rc;
+    dynbuf_adds(s, "/api/v1/agents/");
+    sdk_add_escaped(s, agent_id);
+    dynbuf_adds(s, tail);
+    return sdk_buf_rc(s);
 }
 
-int sdk_path_event(struct sdk_str *s, const char *agent_id, const char *event_id,
-                   const char *action)
+int sdk_path_event(struct dynbuf *s, const char *agent_id, const char *event_id, const char *action)
 {
     if (event_id == NULL || event_id[0] == '\0' || strlen(event_id) > SDK_MAX_ID_BYTES) {
         return ROOST_EEVENTID;
@@ -199,8 +113,8 @@ int sdk_path_event(struct sdk_str *s, const char *agent_id, const char *event_id
     if (rc != ROOST_OK) {
         return rc;
     }
-    sdk_str_append_escaped(s, event_id);
-    sdk_str_appendz(s, "/");
-    sdk_str_appendz(s, action);
-    return s->rc;
+    sdk_add_escaped(s, event_id);
+    dynbuf_adds(s, "/");
+    dynbuf_adds(s, action);
+    return sdk_buf_rc(s);
 }

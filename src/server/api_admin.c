@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/ids.h"
+#include "common/strutil.h"
 #include "common/timeutil.h"
 #include "proto/jwt.h"
 #include "server/api.h"
@@ -99,19 +100,9 @@ static int parse_page_token(const char *tok, bool with_seq, char *agent, int64_t
     memcpy(agent, raw, alen);
     agent[alen] = '\0';
     if (with_seq) {
-        char num[24];
-        size_t nlen = len - alen - 1;
-        if (nlen == 0 || nlen >= sizeof num) {
+        if (strutil_parse_i64(colon + 1, len - alen - 1, 0, INT64_MAX, seq) != 0) {
             goto out;
         }
-        memcpy(num, colon + 1, nlen);
-        num[nlen] = '\0';
-        char *end = NULL;
-        long long v = strtoll(num, &end, 10);
-        if (*end != '\0' || v < 0) {
-            goto out;
-        }
-        *seq = v;
     }
     rc = ROOST_OK;
 out:

@@ -7,30 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "server/api_json.h"
 
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
-
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
-                return -1;
-            }
-            *p = '/';
-        }
-    }
-    return (mkdir(tmp, 0700) != 0 && errno != EEXIST) ? -1 : 0;
-}
 
 static struct archive_file *archive_open(struct archive_batch *b, const char *tenant_id,
                                          const char *day)
@@ -46,7 +30,7 @@ static struct archive_file *archive_open(struct archive_batch *b, const char *te
     char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s/archive/%s", b->data_dir, tenant_id);
     snprintf(path, sizeof path, "%s/%s.ndjson.gz", dir, day);
-    if (mkdir_p(dir) != 0) {
+    if (fsutil_mkdir_p(dir, 0700) != 0) {
         return NULL;
     }
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);

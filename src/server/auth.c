@@ -21,10 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "common/ids.h"
+#include "common/limits.h"
 #include "proto/jwk.h"
 #include "proto/jwt.h"
 #include "roost/roost_error.h"
@@ -33,7 +34,6 @@
 
 #define AUTH_SKEW_MS 60000
 #define AUTH_SUB_MAX 256
-#define AUTH_KEY_FILE_NAME "token_ed25519.pem"
 
 /* Verified tokens, so a client pays for one Ed25519 verification per token rather than one per
  * request (a verify costs ~100-170 µs, more than the rest of a request). Keyed by the token's
@@ -187,75 +187,19 @@ EVP_PKEY *auth_load_key(const char *path, bool create, char *err, size_t errlen)
     return NULL;
 }
 
-/* mkdir -p with mode 0700 for every directory it creates. */
-static int make_dirs(const char *dir, char *err, size_t errlen)
-{
-    char buf[4096];
-    size_t len = strlen(dir);
-    if (len == 0 || len >= sizeof buf) {
-        snprintf(err, errlen, "data_dir: invalid path");
-        return -1;
-    }
-    memcpy(buf, dir, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (buf[i] != '/' && buf[i] != '\0') {
-            continue;
-        }
-        char saved = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
-            /* Some systems answer EACCES/EROFS for an existing parent: that is fine too. */
-            int saved_errno = errno;
-            struct stat st;
-            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
-                snprintf(err, errlen, "%s: %s", buf, strerror(saved_errno));
-                return -1;
-            }
-        }
-        buf[i] = saved;
-    }
-    struct stat dst;
-    if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
-        snprintf(err, errlen, "%s: not a directory", dir);
-        return -1;
-    }
-    return 0;
-}
-
 /* Reads a file of at most `max` bytes; more is an error (never a silent truncation).
  * *buf is NUL-terminated and freed by the caller. 0 or -1 with err set. */
 static int read_bounded(const char *path, size_t max, char **buf, size_t *len, char *err,
                         size_t errlen)
 {
-    *buf = NULL;
-    *len = 0;
-    FILE *fp = fopen(path, "re");
-    if (fp == NULL) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    if (fsutil_read_bounded(path, max, buf, len) != 0) {
+        if (errno == EFBIG) {
+            snprintf(err, errlen, "%s: larger than %zu bytes", path, max);
+        } else {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        }
         return -1;
     }
-    char *b = malloc(max + 2);
-    if (b == NULL) {
-        fclose(fp);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    size_t n = fread(b, 1, max + 1, fp);
-    int read_error = ferror(fp);
-    fclose(fp);
-    if (read_error) {
-        snprintf(err, errlen, "%s: read error", path);
-        free(b);
-        return -1;
-    }
-    if (n > max) {
-        snprintf(err, errlen, "%s: larger than %zu bytes", path, max);
-        free(b);
-        return -1;
-    }
-    b[n] = '\0';
-    *buf = b;
-    *len = n;
     return 0;
 }
 
@@ -362,16 +306,18 @@ int auth_new(const struct config *cfg, struct auth **out, char *err, size_t errl
         }
     } else {
         const char *dir = cfg->data_dir != NULL && cfg->data_dir[0] != '\0' ? cfg->data_dir : ".";
-        if (make_dirs(dir, err, errlen) != 0) {
+        /* mode 0700: the directory holds the private key. */
+        if (fsutil_mkdir_p(dir, 0700) != 0) {
+            snprintf(err, errlen, "%s: %s", dir, strerror(errno));
             goto out;
         }
-        size_t n = strlen(dir) + 1 + sizeof AUTH_KEY_FILE_NAME;
+        size_t n = strlen(dir) + 1 + sizeof ROOST_TOKEN_KEY_FILE;
         path = malloc(n);
         if (path == NULL) {
             rc = ROOST_ENOMEM;
             goto out;
         }
-        snprintf(path, n, "%s/%s", dir, AUTH_KEY_FILE_NAME);
+        snprintf(path, n, "%s/%s", dir, ROOST_TOKEN_KEY_FILE);
         create = true;
     }
     a = calloc(1, sizeof *a);

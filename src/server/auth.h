@@ -10,10 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/limits.h"
 #include "server/config.h"
 
 #define AUTH_MAX_SCOPES 64
-#define AUTH_SCOPE_SEL_MAX 129 /* agent id (128) or prefix + '*' */
+#define AUTH_SCOPE_SEL_MAX (ROOST_ID_MAX + 1) /* agent id or prefix + '*' */
 
 enum auth_action { AUTH_READ, AUTH_CONSUME, AUTH_PUBLISH, AUTH_ADMIN };
 
@@ -23,7 +24,7 @@ struct auth_scope {
 };
 
 struct auth_principal {
-    char tenant_id[129];
+    char tenant_id[ROOST_ID_MAX + 1];
     char sub[257];
     struct auth_scope scopes[AUTH_MAX_SCOPES];
     size_t n_scopes;

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "common/ids.h"
+#include "common/strutil.h"
 
 #include "common/banned.h"
 
@@ -146,23 +147,6 @@ static int check_string(const char *key, const char *v, char *err, size_t errlen
         snprintf(err, errlen, "%s: must not be empty", key);
         return -1;
     }
-    return 0;
-}
-
-static int parse_int(const char *v, int64_t *out)
-{
-    /* strtoll alone would accept leading blanks and trailing garbage. */
-    if (!((v[0] >= '0' && v[0] <= '9') ||
-          ((v[0] == '-' || v[0] == '+') && v[1] >= '0' && v[1] <= '9'))) {
-        return -1;
-    }
-    char *end = NULL;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno != 0 || end == v || *end != '\0') {
-        return -1;
-    }
-    *out = (int64_t)x;
     return 0;
 }
 
@@ -329,7 +313,7 @@ int config_set(struct config *cfg, const char *key, const char *value, char *err
     switch (d->type) {
     case CONFIG_INT: {
         int64_t x;
-        if (parse_int(value, &x) != 0 || x < d->min || x > d->max) {
+        if (strutil_parse_i64(value, strlen(value), d->min, d->max, &x) != 0) {
             snprintf(err, errlen, "%s: must be an integer in %lld..%lld", key, (long long)d->min,
                      (long long)d->max);
             return -1;
@@ -828,7 +812,8 @@ int config_build(struct config *cfg, const struct config_source *src, char *err,
             snprintf(err, errlen, "--set %s: expected KEY=VALUE", src->sets[i]);
             return -1;
         }
-        char key[128];
+        /* The longest key names a tenant: the per-tenant prefix and an id of ROOST_ID_MAX. */
+        char key[sizeof CONFIG_TENANT_SIG_PREFIX + ROOST_ID_MAX];
         size_t klen = (size_t)(eq - src->sets[i]);
         if (klen >= sizeof key) {
             snprintf(err, errlen, "--set: key too long");

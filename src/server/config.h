@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/limits.h"
+
 enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
 
 #define CONFIG_SECRET 0x1     /* masked by --print-config */
@@ -29,7 +31,7 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("store.readers", store_readers, CONFIG_INT, "2", 1, 64, 0,                                   \
       "store worker threads for reads (each owns one connection)")                                 \
     X("store.writers", store_writers, CONFIG_INT, "0", 0, 64, 0,                                   \
-      "write threads, each with its own transaction: 0 = 1 on SQLite (one writer), 4 on MySQL")    \
+      "write threads, each with its own transaction: 0 = 1, on MySQL too (doc/BENCHMARKS.md)")     \
     X("store.group_commit_max", store_group_commit_max, CONFIG_INT, "256", 1, 10000, 0,            \
       "most write requests sharing one transaction and one fsync")                                 \
     X("lease.default_s", lease_default_s, CONFIG_INT, "60", 1, 86400, CONFIG_RELOADABLE,           \
@@ -87,7 +89,7 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "open streams on this node; more get 429")                                                   \
     X("auth.key_file", auth_key_file, CONFIG_STR, "", 0, 0, 0,                                     \
       "Ed25519 private key (PEM) signing and verifying tokens; empty means "                       \
-      "DATA_DIR/token_ed25519.pem")                                                                \
+      "DATA_DIR/" ROOST_TOKEN_KEY_FILE)                                                            \
     X("auth.jwks_file", auth_jwks_file, CONFIG_STR, "", 0, 0, CONFIG_RELOADABLE,                   \
       "JWK Set (JSON) of an identity provider's public keys: OKP/Ed25519 (EdDSA), EC/P-256 "       \
       "(ES256), RSA >= 2048 bits (RS256); tokens pick a key by kid; empty means none")             \
@@ -123,7 +125,7 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
 #define CONFIG_TENANT_STORE_PREFIX "store.tenant."
 #define CONFIG_MAX_TENANT_STORES 64
 struct config_tenant_store {
-    char tenant_id[129];
+    char tenant_id[ROOST_ID_MAX + 1];
     char *url;
 };
 
@@ -133,7 +135,7 @@ struct config_tenant_store {
 #define CONFIG_MAX_TENANT_SIGS 256
 enum config_sig_policy { CONFIG_SIG_OFF = 0, CONFIG_SIG_MUTATIONS, CONFIG_SIG_ALL };
 struct config_tenant_sig {
-    char tenant_id[129];
+    char tenant_id[ROOST_ID_MAX + 1];
     enum config_sig_policy policy;
 };
 

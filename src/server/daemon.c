@@ -16,6 +16,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "server/auth.h"
 #include "server/listener.h"
@@ -129,21 +131,15 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     }
 }
 
+/* The ready file holds the URL roostd listens on; a watcher sees it whole or not at all. */
 static int write_ready_file(const char *path, const char *url)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
+    char line[512];
+    int n = snprintf(line, sizeof line, "%s\n", url);
+    if (n < 0 || (size_t)n >= sizeof line) {
         return -1;
     }
-    int ok = fprintf(f, "%s\n", url) > 0;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return fsutil_write_atomic(path, line, (size_t)n, 0666);
 }
 
 /* libevent's own warnings (accept errors, bad sockets) go through our log, as logfmt lines. */
@@ -179,7 +175,7 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
         return -1;
     }
     struct store_options opt = {
-        .busy_timeout_ms = 5000,
+        .busy_timeout_ms = ROOST_BUSY_TIMEOUT_MS,
         .synchronous_full = strcmp(cfg->store_synchronous, "full") == 0,
     };
     /* A random mark for this process's rows in a shared change log (MySQL), so its tailer pings
@@ -200,7 +196,7 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
         rt->n_shards++;
         /* SQLite has one writer at a time: more threads would only wait on its lock. */
         bool single_writer = strncmp(sh->url, "sqlite:", 7) == 0;
-        int writers = single_writer ? 1 : cfg->store_writers > 0 ? (int)cfg->store_writers : 4;
+        int writers = single_writer ? 1 : cfg->store_writers > 0 ? (int)cfg->store_writers : 1;
         if (workers_new(rt->base, sh->url, &opt, (int)cfg->store_readers, writers,
                         (int)cfg->store_group_commit_max, &sh->workers, err, errlen) != ROOST_OK) {
             if (sh->tenant_id != NULL) {

@@ -16,6 +16,8 @@
 #include "server/config.h"
 #include "server/daemon.h"
 
+#include "common/banned.h"
+
 extern char **environ;
 
 static void usage(FILE *out)

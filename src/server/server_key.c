@@ -19,7 +19,7 @@ int server_key_load(struct server_key *k, const char *data_dir, char *err, size_
 {
     const char *dir = data_dir && data_dir[0] ? data_dir : ".";
     char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, SERVER_KEY_FILE) >= sizeof path) {
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, ROOST_SIGNING_KEY_FILE) >= sizeof path) {
         snprintf(err, errlen, "data_dir: path too long");
         return -1;
     }

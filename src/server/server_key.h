@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#define SERVER_KEY_FILE "signing_ed25519.pem"
+#include "common/limits.h"
 
 struct server_key {
     struct evp_pkey_st *key; /* the private key (EVP_PKEY) */

@@ -2,17 +2,28 @@
 /* SSE streams (see sse_hub.h). Memory per idle subscriber is this file's struct sse_sub plus
  * evhttp's connection; agents and tenants are shared entries in two hash tables.
  *
- * Backpressure: a subscriber never has more than one event in flight. While evhttp is still
- * writing the previous one (`flushing`), a newer head only replaces `pending`; the write-done
- * callback sends it. So a slow reader costs one small event of buffer, never a backlog, and no
- * byte cap is needed: a subscriber stuck mid-write for sse.stall_timeout_s is disconnected, and
- * TCP_USER_TIMEOUT makes the kernel give up on a peer that vanished (a laptop lid closed) 30 s
- * after that, so its slot is freed in about 90 s instead of after ~15 minutes of retransmissions.
+ * Writing: each event is one HTTP chunk, formatted on the stack. On a plain TCP stream whose
+ * kernel send queue holds nothing unsent, the chunk goes straight to the socket with one send():
+ * no evbuffer, no epoll_ctl to arm a write event and none to disarm it, no loop iteration between
+ * the commit and the bytes leaving (a ping to 10k streams is 10k sends in a row). Anything the
+ * kernel does not take at once (and every chunk on TLS) goes through the connection's
+ * bufferevent as before.
+ *
+ * Backpressure: a subscriber never has more than one event in flight. While the bufferevent is
+ * still writing the previous one (`flushing`), a newer head only replaces `pending`; the write-done
+ * callback sends it. A direct send happens only while the kernel has sent everything it was given
+ * (SIOCOUTQNSD is 0), so the kernel holds at most one event unsent too. A slow reader costs one
+ * small event of buffer, never a backlog, and no byte cap is needed: a subscriber stuck mid-write
+ * for sse.stall_timeout_s is disconnected, and TCP_USER_TIMEOUT makes the kernel give up on a peer
+ * that vanished (a laptop lid closed) 30 s after that, so its slot is freed in about 90 s instead
+ * of after ~15 minutes of retransmissions.
  */
 #include "server/sse_hub.h"
 
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -23,7 +34,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#ifdef __linux__
+#include <linux/sockios.h>
+#endif
 
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -38,6 +53,10 @@
 #define HB_SLICES 128 /* a heartbeat round in 128 ticks of 512 buckets (HUB_BUCKETS / 128) */
 #define SSE_NOTSENT_LOWAT 512 /* bytes: a few events */
 #define SSE_KERNEL_TIMEOUT_EXTRA_S 30
+/* One event as one HTTP chunk: at most 4 + 20 + 1 + 21 + 21 + 20 + 3 = 90 bytes of event (a ping
+ * with the largest head), its size line in front and CRLF behind. */
+#define FRAME_CAP 128
+#define FRAME_BODY_AT 8 /* room for the chunk size line ("5a\r\n") in front of the event */
 
 struct sse_sub;
 
@@ -65,6 +84,7 @@ struct sse_sub {
     int64_t pending;        /* a ping is owed, with this head (0 = none; notified heads are >= 1) */
     int64_t flushing_since; /* monotonic ms when the event in flight was queued; 0 = idle */
     bool ending;            /* we end it (drop, shutdown, hub free): evhttp frees the request */
+    bool direct;            /* plain TCP: chunks may go straight to the socket (not on TLS) */
 };
 
 struct sse_hub {
@@ -76,7 +96,8 @@ struct sse_hub {
     struct sse_tenant **tenants;
     size_t n_subs;
     struct event *heartbeat_ev;
-    size_t hb_next; /* first bucket of the next heartbeat slice */
+    struct evbuffer *scratch; /* what sse_hub_open hands to evhttp (empty between uses) */
+    size_t hb_next;           /* first bucket of the next heartbeat slice */
     bool shutting_down;
 };
 
@@ -221,28 +242,135 @@ static void drop(struct sse_sub *sub, const char *why)
 
 static void on_written(struct evhttp_connection *evcon, void *arg);
 
-/* Writes one event (inbox_updated when the head moved, else heartbeat). Returns false when the
- * subscriber was dropped (and freed). */
-static bool sub_write(struct sse_sub *sub, int64_t head, bool heartbeat)
+/* One event framed as one HTTP chunk, built in buf[]: the event (the SSE frame of sse_hub.h) is
+ * buf[FRAME_BODY_AT, body_end), the chunk is buf[chunk_at, chunk_end). */
+struct frame {
+    char buf[FRAME_CAP];
+    size_t chunk_at, body_end, chunk_end;
+};
+
+static char *put_str(char *p, const char *s, size_t len)
 {
-    struct evbuffer *buf = evbuffer_new();
-    if (!buf) {
-        drop(sub, "out_of_memory");
-        return false;
+    memcpy(p, s, len);
+    return p + len;
+}
+
+static char *put_i64(char *p, int64_t v)
+{
+    char digits[20];
+    size_t n = 0;
+    uint64_t u = v > 0 ? (uint64_t)v : 0; /* heads are never negative */
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    while (n > 0) {
+        *p++ = digits[--n];
     }
+    return p;
+}
+
+#define PUT_LIT(p, lit) put_str((p), (lit), sizeof(lit) - 1)
+
+/* The ping (or heartbeat) with `head`, without printf: a fan-out formats one per stream. */
+static void frame_format(struct frame *f, int64_t head, bool heartbeat)
+{
+    char *p = f->buf + FRAME_BODY_AT;
     if (heartbeat) {
-        evbuffer_add_printf(buf, "event: heartbeat\ndata: {\"cursor_hint\":%" PRId64 "}\n\n", head);
+        p = PUT_LIT(p, "event: heartbeat\n");
     } else {
-        evbuffer_add_printf(
-            buf, "id: %" PRId64 "\nevent: inbox_updated\ndata: {\"cursor_hint\":%" PRId64 "}\n\n",
-            head, head);
+        p = PUT_LIT(p, "id: ");
+        p = put_i64(p, head);
+        p = PUT_LIT(p, "\nevent: inbox_updated\n");
+    }
+    p = PUT_LIT(p, "data: {\"cursor_hint\":");
+    p = put_i64(p, head);
+    p = PUT_LIT(p, "}\n\n");
+    f->body_end = (size_t)(p - f->buf);
+    p = PUT_LIT(p, "\r\n");
+    f->chunk_end = (size_t)(p - f->buf);
+    /* The size line, right before the event: the event is 16..255 bytes, two hex digits. */
+    static const char hex[] = "0123456789abcdef";
+    size_t body_len = f->body_end - FRAME_BODY_AT;
+    f->chunk_at = FRAME_BODY_AT - 4;
+    f->buf[f->chunk_at] = hex[(body_len >> 4) & 15];
+    f->buf[f->chunk_at + 1] = hex[body_len & 15];
+    f->buf[f->chunk_at + 2] = '\r';
+    f->buf[f->chunk_at + 3] = '\n';
+}
+
+/* Bytes of the frame the kernel took straight away: all of them, some, or none (then the
+ * bufferevent writes the rest). Only on plain TCP, with nothing queued in the bufferevent and
+ * nothing unsent in the kernel (otherwise the reader is behind: let the event wait in the
+ * bufferevent, where the stall check sees it). A send error is left to the bufferevent too, which
+ * reports it to evhttp, which closes the stream the usual way. */
+static size_t send_direct(struct sse_sub *sub, struct bufferevent *bev, const struct frame *f)
+{
+#ifdef SIOCOUTQNSD
+    if (!sub->direct || evbuffer_get_length(bufferevent_get_output(bev)) != 0) {
+        return 0;
+    }
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    int unsent = 0;
+    if (ioctl(fd, SIOCOUTQNSD, &unsent) != 0 || unsent != 0) {
+        return 0;
+    }
+    ssize_t n =
+        send(fd, f->buf + f->chunk_at, f->chunk_end - f->chunk_at, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return n > 0 ? (size_t)n : 0;
+#else
+    (void)sub;
+    (void)bev;
+    (void)f;
+    return 0;
+#endif
+}
+
+/* Writes one event (inbox_updated when the head moved, else heartbeat). Returns false when the
+ * subscriber was dropped (and freed). Not while flushing: the caller coalesces then. `first`: the
+ * stream's first event, which goes through evhttp's chunk path (the headers are still queued in
+ * front of it) and so makes on_written the connection's write callback for good. */
+static bool sub_write(struct sse_sub *sub, int64_t head, bool heartbeat, bool first)
+{
+    struct frame f;
+    frame_format(&f, head, heartbeat);
+    if (!heartbeat) {
         sub->last_sent = head;
         metrics_sse_ping(sub->hub->metrics);
     }
     sub->pending = 0;
+    if (first) {
+        struct evbuffer *scratch = sub->hub->scratch;
+        int rc = evbuffer_add(scratch, f.buf + FRAME_BODY_AT, f.body_end - FRAME_BODY_AT);
+        if (rc == 0) {
+            evhttp_send_reply_chunk_with_cb(sub->req, scratch, on_written, sub);
+        }
+        evbuffer_drain(scratch, evbuffer_get_length(scratch));
+        if (rc != 0) {
+            drop(sub, "out_of_memory");
+            return false;
+        }
+        sub->flushing_since = time_mono_ms();
+        return true;
+    }
+    struct evhttp_connection *evcon = evhttp_request_get_connection(sub->req);
+    if (evcon == NULL) {
+        return true; /* the client has gone: on_close frees the subscriber */
+    }
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    size_t sent = send_direct(sub, bev, &f), len = f.chunk_end - f.chunk_at;
+    if (sent == len) {
+        return true;
+    }
+    /* The rest, framing included, goes into the bufferevent as raw bytes: evhttp's own chunk
+     * path would frame it again. When it has drained, evhttp calls the connection's write
+     * callback, which sse_hub_open set to on_written for this subscriber and nothing resets while
+     * the stream lives (evhttp changes it only when a reply ends). */
+    if (evbuffer_add(bufferevent_get_output(bev), f.buf + f.chunk_at + sent, len - sent) != 0) {
+        drop(sub, "out_of_memory");
+        return false;
+    }
     sub->flushing_since = time_mono_ms();
-    evhttp_send_reply_chunk_with_cb(sub->req, buf, on_written, sub);
-    evbuffer_free(buf);
     return true;
 }
 
@@ -252,7 +380,7 @@ static void on_written(struct evhttp_connection *evcon, void *arg)
     struct sse_sub *sub = arg;
     sub->flushing_since = 0;
     if (sub->pending > 0 && !sub->hub->shutting_down) {
-        sub_write(sub, sub->pending, false);
+        sub_write(sub, sub->pending, false, false);
     }
 }
 
@@ -267,7 +395,7 @@ static void sub_ping(struct sse_sub *sub, int64_t head)
         }
         return;
     }
-    sub_write(sub, head, false);
+    sub_write(sub, head, false, false);
 }
 
 void sse_hub_notify(struct sse_hub *hub, const char *tenant_id, const char *agent_id, int64_t head)
@@ -324,9 +452,10 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
                         drop(sub, "stalled");
                     }
                 } else if (sub->pending > 0) {
-                    sub_write(sub, sub->pending, false);
+                    sub_write(sub, sub->pending, false, false);
                 } else {
-                    sub_write(sub, sub->last_sent > a->head ? sub->last_sent : a->head, true);
+                    sub_write(sub, sub->last_sent > a->head ? sub->last_sent : a->head, true,
+                              false);
                 }
             }
             a = next_agent;
@@ -349,7 +478,8 @@ struct sse_hub *sse_hub_new(struct event_base *base, const struct config *cfg,
     hub->agents = calloc(HUB_BUCKETS, sizeof *hub->agents);
     hub->tenants = calloc(HUB_BUCKETS, sizeof *hub->tenants);
     hub->heartbeat_ev = evtimer_new(base, on_heartbeat, hub);
-    if (!hub->agents || !hub->tenants || !hub->heartbeat_ev) {
+    hub->scratch = evbuffer_new();
+    if (!hub->agents || !hub->tenants || !hub->heartbeat_ev || !hub->scratch) {
         sse_hub_free(hub);
         return NULL;
     }
@@ -405,6 +535,9 @@ void sse_hub_free(struct sse_hub *hub)
     }
     if (hub->heartbeat_ev) {
         event_free(hub->heartbeat_ev);
+    }
+    if (hub->scratch) {
+        evbuffer_free(hub->scratch);
     }
     free(hub->agents);
     free(hub->tenants);
@@ -486,14 +619,25 @@ int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *re
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     evhttp_send_reply_start(req, 200, "OK");
     evhttp_connection_set_closecb(evcon, on_close, sub);
-    /* The idle timeout must not end a stream between heartbeats. */
-    evhttp_connection_set_timeout(evcon, (int)(3 * cfg->sse_heartbeat_s + 30));
     /* The kernel must not become the backlog: the socket reports writable only while little is
      * unsent, so a subscriber that does not read stays mid-write (`flushing`) and its pings
      * coalesce here, instead of piling up in a send buffer of up to megabytes. */
     struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
     if (bev) {
+        /* No idle (read) timeout: a client sends nothing on its stream, and evhttp would re-arm
+         * that timeout only on its own writes, never on ours to the socket. Vanished peers are
+         * the kernel's (TCP_USER_TIMEOUT, below; every stream gets a heartbeat) and readers that
+         * stopped are ours (sse.stall_timeout_s). A write still stuck after three heartbeat
+         * periods ends the connection, as before. */
+        struct timeval write_tv = {(time_t)(3 * cfg->sse_heartbeat_s + 30), 0};
+        bufferevent_set_timeouts(bev, NULL, &write_tv);
         evutil_socket_t fd = bufferevent_getfd(bev);
+        /* TLS streams write through OpenSSL's bufferevent only. */
+        sub->direct = bufferevent_openssl_get_ssl(bev) == NULL;
+        /* Every chunk is a whole event that should leave now: no Nagle wait for the ACK of the
+         * one before (a ping right after a heartbeat would wait for the peer's delayed ACK). */
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 #ifdef TCP_NOTSENT_LOWAT
         int lowat = SSE_NOTSENT_LOWAT;
         setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
@@ -507,19 +651,16 @@ int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *re
 #endif
     }
 
-    struct evbuffer *buf = evbuffer_new();
-    if (buf) {
-        evbuffer_add_printf(buf, "retry: %" PRId64 "\n\n", cfg->sse_retry_ms);
-        evhttp_send_reply_chunk(req, buf);
-        evbuffer_free(buf);
+    log_line(LOG_INFO, "stream opened", "req_id=%s route=subscribe tenant=%s agent=%s head=%lld",
+             req_id, tenant_id, agent_id, (long long)a->head);
+    if (evbuffer_add_printf(hub->scratch, "retry: %" PRId64 "\n\n", cfg->sse_retry_ms) > 0) {
+        evhttp_send_reply_chunk(req, hub->scratch);
     }
+    evbuffer_drain(hub->scratch, evbuffer_get_length(hub->scratch));
     /* At once: the head, so the client knows whether to pull. A reconnecting EventSource that
      * already saw this head (Last-Event-ID) gets it as a heartbeat instead of a new ping. */
     sub->last_sent = last_event_id >= 0 && last_event_id <= a->head ? last_event_id : 0;
     bool seen = last_event_id >= 0 && last_event_id >= a->head;
-    sub_write(sub, a->head, seen);
-
-    log_line(LOG_INFO, "stream opened", "req_id=%s route=subscribe tenant=%s agent=%s head=%lld",
-             req_id, tenant_id, agent_id, (long long)a->head);
+    sub_write(sub, a->head, seen, true); /* may drop (free) sub: the stream is ours either way */
     return ROOST_OK;
 }

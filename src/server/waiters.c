@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/timeutil.h"
+
+#include "common/banned.h"
 
 #define WAITER_BUCKETS 4096
 
@@ -19,15 +22,7 @@ struct waiters {
 
 static unsigned bucket_of(const char *tenant_id, const char *agent_id)
 {
-    uint32_t h = 2166136261u; /* FNV-1a over "tenant\0agent" */
-    for (const char *p = tenant_id; *p; p++) {
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    }
-    h = (h ^ 0u) * 16777619u;
-    for (const char *p = agent_id; *p; p++) {
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    }
-    return h % WAITER_BUCKETS;
+    return (unsigned)(hash_tenant_agent(tenant_id, agent_id) % WAITER_BUCKETS);
 }
 
 struct waiters *waiters_new(struct event_base *base)

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/limits.h"
+
 struct event_base;
 struct event;
 struct waiters;
@@ -21,8 +23,8 @@ struct waiter {
     struct waiters *ws;
     unsigned bucket;
     bool linked;
-    char tenant_id[129];
-    char agent_id[129];
+    char tenant_id[ROOST_ID_MAX + 1];
+    char agent_id[ROOST_ID_MAX + 1];
     struct event *timer;
     void (*fire)(struct waiter *w, bool timed_out);
 };

@@ -13,6 +13,8 @@
 #include "roost/roost_error.h"
 #include "store/store.h"
 
+#include "common/banned.h"
+
 /* A FIFO of jobs (intrusive through job->next). */
 struct job_queue {
     struct job *head, *tail;
@@ -145,19 +147,29 @@ static void *reader_main(void *arg)
 }
 
 /* Runs one group in one transaction. Returns ROOST_ERETRY when the whole group must run again.
- * A group of one job needs no savepoint: its transaction is its savepoint (on MySQL that saves
- * two round trips per write when the load is light). */
-static int run_group(struct workers *w, struct store *st, struct job **group, size_t n,
+ * A job that fails must leave no trace while the others commit. The first pass runs without
+ * savepoints (on MySQL each costs a round trip per request, and failures are rare); when a job
+ * fails in it, the transaction is rolled back, that job keeps its answer and is left out
+ * (skip[i]), and the second pass runs the others each inside its own savepoint, so a group takes
+ * at most two passes. A group of one job needs no savepoint at all: its transaction is its
+ * savepoint. */
+static int run_group(struct workers *w, struct store *st, struct job **group, bool *skip, size_t n,
                      bool *committed)
 {
-    bool isolate = n > 1;
+    bool isolate = false;
     *committed = false;
+    for (size_t i = 0; i < n; i++) {
+        isolate = isolate || skip[i];
+    }
     int rc = store_call0(st, begin);
     if (rc != ROOST_OK) {
         return rc;
     }
     for (size_t i = 0; i < n; i++) {
         struct job *job = group[i];
+        if (skip[i]) {
+            continue;
+        }
         if (isolate && (rc = store_call0(st, savepoint)) != ROOST_OK) {
             goto fail;
         }
@@ -168,15 +180,19 @@ static int run_group(struct workers *w, struct store *st, struct job **group, si
             rc = ROOST_ERETRY;
             goto fail;
         }
-        if (!isolate) {
-            if (job->rc != ROOST_OK) {
-                store_call0(st, rollback); /* the job failed alone: nothing to commit */
-                return ROOST_OK;           /* its rc is its answer */
+        if (job->rc == ROOST_OK) {
+            rc = isolate ? store_call0(st, savepoint_release) : ROOST_OK;
+        } else if (isolate) {
+            rc = store_call0(st, savepoint_rollback);
+        } else {
+            /* The job may have written part of its work: the others run again without it. */
+            skip[i] = true;
+            store_call0(st, rollback);
+            if (n == 1) {
+                return ROOST_OK; /* its rc is its answer; nothing to commit */
             }
-            break;
+            return run_group(w, st, group, skip, n, committed);
         }
-        rc = job->rc == ROOST_OK ? store_call0(st, savepoint_release)
-                                 : store_call0(st, savepoint_rollback);
         if (rc != ROOST_OK) {
             goto fail;
         }
@@ -204,6 +220,11 @@ static void *writer_main(void *arg)
     struct thread_slot *slot = arg;
     struct workers *w = slot->w;
     struct job **group = calloc((size_t)w->group_max, sizeof *group);
+    bool *skip = calloc((size_t)w->group_max, sizeof *skip);
+    if (skip == NULL) {
+        free(group);
+        group = NULL;
+    }
     for (;;) {
         pthread_mutex_lock(&w->mu);
         while (w->writes.len == 0 && !w->stopping) {
@@ -236,17 +257,19 @@ static void *writer_main(void *arg)
         int rc = ROOST_ERETRY;
         unsigned retries = 0;
         bool committed = false;
+        memset(skip, 0, n * sizeof *skip);
         for (int attempt = 0; attempt < 8 && rc == ROOST_ERETRY; attempt++) {
             if (attempt > 0) {
                 retries++;
                 sleep_ms(1L << attempt);
             }
-            rc = run_group(w, slot->st, group, n, &committed);
+            rc = run_group(w, slot->st, group, skip, n, &committed);
         }
         for (size_t i = 0; i < n; i++) {
             /* A failed commit fails every job of the group: none of them is durable, except
-             * after ROOST_EUNAVAILABLE from a commit whose outcome stayed unknown. */
-            if (rc != ROOST_OK) {
+             * after ROOST_EUNAVAILABLE from a commit whose outcome stayed unknown. A job left
+             * out of the group keeps its own failure. */
+            if (rc != ROOST_OK && !skip[i]) {
                 group[i]->rc = rc;
             }
         }
@@ -268,6 +291,7 @@ static void *writer_main(void *arg)
         }
     }
     free(group);
+    free(skip);
     return NULL;
 }
 

@@ -9,6 +9,8 @@
 
 #include "common/hash.h"
 
+#include "common/banned.h"
+
 const char *store_status_name(enum store_status s)
 {
     switch (s) {

@@ -18,11 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/limits.h"
 #include "roost/roost_error.h"
 
-#define STORE_ID_MAX 128         /* tenant_id, agent_id, consumer: [A-Za-z0-9._-]{1,128} */
-#define STORE_EVENT_ID_LEN 30    /* "evt_" + 26-char ULID */
-#define STORE_LEASE_TOKEN_LEN 29 /* "lt_" + 26 Crockford base32 chars (128 random bits) */
+#define STORE_ID_MAX ROOST_ID_MAX /* tenant_id, agent_id, consumer: [A-Za-z0-9._-]{1,128} */
+#define STORE_EVENT_ID_LEN 30     /* "evt_" + 26-char ULID */
+#define STORE_LEASE_TOKEN_LEN 29  /* "lt_" + 26 Crockford base32 chars (128 random bits) */
 #define STORE_ERROR_TEXT_MAX 4096
 #define STORE_SHORT_TEXT_MAX 256 /* correlation_id, idempotency_key */
 

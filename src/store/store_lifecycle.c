@@ -116,11 +116,12 @@ static int publish_one(struct store *st, const struct store_publish_req *req,
             return rc;
         }
     }
-    if ((rc = d->seq_alloc(st, req->tenant_id, agent_id, req->now_ms, &o->seq)) != ROOST_OK) {
-        return rc;
-    }
     if (ids_event_id(req->now_ms, o->event_id) != 0) {
         return lifecycle_fail(st, ROOST_EINTERNAL, "publish: no randomness for the event id");
+    }
+    if (d->seq_insert == NULL &&
+        (rc = d->seq_alloc(st, req->tenant_id, agent_id, req->now_ms, &o->seq)) != ROOST_OK) {
+        return rc;
     }
     /* A row due later waits as scheduled; one due now (or in the past) is pending at once. */
     bool scheduled = it->available_at_ms > req->now_ms;
@@ -138,7 +139,9 @@ static int publish_one(struct store *st, const struct store_publish_req *req,
         .available_at_ms = scheduled ? it->available_at_ms : req->now_ms,
         .expires_at_ms = it->expires_at_ms,
     };
-    if ((rc = d->inbox_insert(st, &row)) != ROOST_OK) {
+    rc = d->seq_insert != NULL ? d->seq_insert(st, &row, req->now_ms, &o->seq)
+                               : d->inbox_insert(st, &row);
+    if (rc != ROOST_OK) {
         return rc;
     }
     if (it->state_patch != NULL &&
@@ -194,6 +197,41 @@ int store_lifecycle_head(struct store *st, const char *tenant_id, const char *ag
 
 /* ---- leases ---- */
 
+/* Claims every candidate in one statement (claim_update_all) and moves them to out. */
+static int claim_all(struct store *st, const char *tenant_id, const char *agent_id,
+                     struct store_events *cands, const char *who, int64_t now_ms, int64_t expires,
+                     struct store_events *out)
+{
+    char(*tokens)[STORE_LEASE_TOKEN_LEN + 1] = calloc(cands->len, sizeof *tokens);
+    if (tokens == NULL) {
+        return ROOST_ENOMEM;
+    }
+    int rc = ROOST_OK;
+    for (size_t i = 0; i < cands->len; i++) {
+        if (ids_lease_token(tokens[i]) != 0) {
+            rc = lifecycle_fail(st, ROOST_EINTERNAL, "claim: no randomness for the lease token");
+            break;
+        }
+    }
+    if (rc == ROOST_OK) {
+        rc = dialect(st)->claim_update_all(st, tenant_id, agent_id, cands,
+                                           (const char(*)[STORE_LEASE_TOKEN_LEN + 1]) tokens, who,
+                                           now_ms, expires);
+    }
+    for (size_t i = 0; rc == ROOST_OK && i < cands->len; i++) {
+        store_event_claimed(&cands->items[i], tokens[i], who, now_ms, expires);
+        struct store_event *ev = store_events_push(out);
+        if (ev == NULL) {
+            rc = ROOST_ENOMEM;
+            break;
+        }
+        *ev = cands->items[i]; /* moves the heap members */
+        memset(&cands->items[i], 0, sizeof cands->items[i]);
+    }
+    free(tokens);
+    return rc;
+}
+
 int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *agent_id,
                           size_t limit, size_t max_bytes, int64_t lease_s, const char *consumer,
                           int64_t now_ms, struct store_events *out, bool *has_more)
@@ -215,7 +253,11 @@ int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *a
                              &cut);
     /* A batch that ended at its limit or its budget may have more claimable at once. */
     bool more = cut || cands.len == limit;
-    for (size_t i = 0; rc == ROOST_OK && i < cands.len; i++) {
+    bool batched = rc == ROOST_OK && cands.len > 0 && d->claim_update_all != NULL;
+    if (batched) {
+        rc = claim_all(st, tenant_id, agent_id, &cands, who, now_ms, expires, out);
+    }
+    for (size_t i = 0; !batched && rc == ROOST_OK && i < cands.len; i++) {
         char token[STORE_LEASE_TOKEN_LEN + 1];
         bool claimed = false;
         if (ids_lease_token(token) != 0) {

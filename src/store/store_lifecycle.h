@@ -102,6 +102,10 @@ struct store_dialect {
     int (*seq_alloc)(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
                      int64_t *seq);
     int (*inbox_insert)(struct store *st, const struct store_new_row *row);
+    /* Optional (NULL: seq_alloc, then inbox_insert): both in one round trip; row->seq is ignored
+     * and the allocated seq goes to *seq. */
+    int (*seq_insert)(struct store *st, const struct store_new_row *row, int64_t now_ms,
+                      int64_t *seq);
     /* Merges `patch` into agents.state and sets state_cursor = seq. */
     int (*state_patch)(struct store *st, const char *tenant_id, const char *agent_id,
                        const char *patch, int64_t seq, int64_t now_ms);
@@ -118,6 +122,14 @@ struct store_dialect {
     int (*claim_update)(struct store *st, const char *tenant_id, const char *agent_id,
                         struct store_event *ev, const char *token, const char *consumer,
                         int64_t now_ms, int64_t claim_expires_at_ms, bool *claimed);
+    /* Optional (NULL: claim_update per candidate). Claims every candidate in one statement:
+     * claim_select locked them all in this transaction (a dialect with row locks), so each is
+     * still pending; cands->items[i] gets tokens[i] and becomes the claimed row. Any other
+     * outcome is an error. */
+    int (*claim_update_all)(struct store *st, const char *tenant_id, const char *agent_id,
+                            struct store_events *cands,
+                            const char (*tokens)[STORE_LEASE_TOKEN_LEN + 1], const char *consumer,
+                            int64_t now_ms, int64_t claim_expires_at_ms);
     /* agents.last_seen_at = now, at most once per STORE_SEEN_EVERY_MS. */
     int (*seen)(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms);
     /* The event's lease columns for this tenant and agent; *found false when there is none. */

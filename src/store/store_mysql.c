@@ -72,10 +72,12 @@ const char *const store_mysql_sql[S_COUNT] = {
     /* event_id, tenant, agent */
     [S_EVENT_FIND] = "SELECT seq, status, lease_token, attempts, claimed_at, claim_expires_at"
                      " FROM inbox WHERE event_id = ? AND tenant_id = ? AND agent_id = ?",
-    /* now, event_id, tenant, agent, token */
-    [S_ACK] = "UPDATE inbox SET status = " ST_COMPLETED ", payload = NULL, completed_at = ?"
-              " WHERE event_id = ? AND tenant_id = ? AND agent_id = ? AND status = " ST_CLAIMED
-              " AND lease_token = ?",
+    /* now, event_id, tenant, agent, token: LAST_INSERT_ID(available_at) hands the row's
+     * available_at back as the statement's insert id (MariaDB has no UPDATE … RETURNING), so the
+     * delivery-latency histogram costs no second statement. */
+    [S_ACK] = "UPDATE inbox SET status = " ST_COMPLETED ", payload = NULL, completed_at = ?,"
+              " available_at = LAST_INSERT_ID(available_at) WHERE event_id = ? AND tenant_id = ? "
+              "AND agent_id = ? AND status = " ST_CLAIMED " AND lease_token = ?",
     /* status, available_at, nack, error, tenant, agent, seq, token */
     [S_RELEASE_UPDATE] = "UPDATE inbox SET status = ?, available_at = ?, nacks = nacks + ?,"
                          " last_error = COALESCE(?, last_error), lease_token = NULL,"
@@ -184,7 +186,6 @@ const char *const store_mysql_sql[S_COUNT] = {
     [S_AGENTS_BY_AGE] = "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
                         " ORDER BY oldest IS NULL, oldest, a.agent_id LIMIT ? OFFSET ?",
     /* event_id, tenant: the acked row's available_at, for the delivery-latency histogram */
-    [S_ACK_AVAIL] = "SELECT available_at FROM inbox WHERE event_id = ? AND tenant_id = ?",
     /* now, tenant, agent, now: at most one write a minute per agent */
     [S_SEEN] = "UPDATE agents SET last_seen_at = ? WHERE tenant_id = ? AND agent_id = ?"
                " AND (last_seen_at IS NULL OR last_seen_at <= ? - " STORE_SEEN_EVERY_SQL ")",
@@ -296,13 +297,13 @@ static int my_agent_head(struct store *st, const char *tenant_id, const char *ag
     return rc;
 }
 
-/* Records the change for the tailers of every node (in this transaction) and the local touch. */
+/* Records the change for the tailers of every node (written with this transaction's COMMIT)
+ * and the local touch. */
 static int my_changed(struct store *st, const char *tenant_id, const char *agent_id, int64_t head,
                       int64_t now_ms, struct store_touches *touches)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    struct prm p[] = {PS(tenant_id), PS(agent_id), PI(head), PI(now_ms), PI(b->origin)};
-    int rc = Q(b, S_CHANGE, p, NULL);
+    int rc = store_mysql_change(b, tenant_id, agent_id, head, now_ms);
     if (rc == ROOST_OK && touches != NULL) {
         rc = store_touches_add(touches, tenant_id, agent_id, head);
     }
@@ -421,6 +422,68 @@ static int my_inbox_insert(struct store *st, const struct store_new_row *row)
     return Q(store_mysql_backend(st), S_INBOX_INSERT, p, NULL);
 }
 
+/* S_SEQ_ALLOC and S_INBOX_INSERT in one round trip: the inbox row takes LAST_INSERT_ID() - 1,
+ * the seq the upsert just allocated under the agent's row lock, and the upsert's insert id is the
+ * answer. Text, since prepared statements cannot share a round trip. */
+static int my_seq_insert(struct store *st, const struct store_new_row *row, int64_t now_ms,
+                         int64_t *seq)
+{
+    struct mysql_store *b = store_mysql_backend(st);
+    struct sqlbuf sb = {0};
+    store_mysql_sb_str(&sb, "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at,"
+                            " updated_at) VALUES (");
+    store_mysql_sb_quoted(&sb, b, row->tenant_id);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_quoted(&sb, b, row->agent_id);
+    store_mysql_sb_str(&sb, ", LAST_INSERT_ID(2), ");
+    store_mysql_sb_int(&sb, now_ms);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_int(&sb, now_ms);
+    store_mysql_sb_str(&sb, ") ON DUPLICATE KEY UPDATE next_seq = LAST_INSERT_ID(next_seq + 1),"
+                            " updated_at = VALUES(updated_at); INSERT INTO inbox (tenant_id,"
+                            " agent_id, seq, event_id, status, priority, correlation_id,"
+                            " idempotency_key, payload, created_at, available_at, expires_at)"
+                            " VALUES (");
+    store_mysql_sb_quoted(&sb, b, row->tenant_id);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_quoted(&sb, b, row->agent_id);
+    store_mysql_sb_str(&sb, ", LAST_INSERT_ID() - 1, ");
+    store_mysql_sb_quoted(&sb, b, row->event_id);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_int(&sb, row->status);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_int(&sb, row->priority);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_text(&sb, b, row->correlation_id);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_text(&sb, b, row->idempotency_key);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_text(&sb, b, row->payload);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_int(&sb, row->created_at_ms);
+    store_mysql_sb_str(&sb, ", ");
+    store_mysql_sb_int(&sb, row->available_at_ms);
+    store_mysql_sb_str(&sb, ", ");
+    if (row->expires_at_ms != 0) {
+        store_mysql_sb_int(&sb, row->expires_at_ms);
+    } else {
+        store_mysql_sb_str(&sb, "NULL");
+    }
+    store_mysql_sb_str(&sb, ")");
+    int rc = store_mysql_exec_sb(b, &sb);
+    free(sb.s);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    if (b->insert_id < 2) {
+        snprintf(b->err, sizeof b->err, "publish: sequence allocation returned %llu",
+                 (unsigned long long)b->insert_id);
+        return ROOST_ESTORE;
+    }
+    *seq = (int64_t)b->insert_id - 1;
+    return ROOST_OK;
+}
+
 static int my_state_patch(struct store *st, const char *tenant_id, const char *agent_id,
                           const char *patch, int64_t seq, int64_t now_ms)
 {
@@ -456,6 +519,53 @@ static int my_claim_update(struct store *st, const char *tenant_id, const char *
     int rc = Q1(store_mysql_backend(st), S_CLAIM_UPDATE, p, claimed);
     if (rc == ROOST_OK && *claimed) {
         store_event_claimed(ev, token, consumer, now_ms, claim_expires_at_ms);
+    }
+    return rc;
+}
+
+/* One UPDATE for the whole claim: each row's token picked by its seq (ELT(FIELD(seq, …), …)).
+ * Text, not a prepared statement, since its shape depends on the count; the ids are escaped and
+ * the rest are integers and lease tokens of a fixed alphabet. */
+static int my_claim_update_all(struct store *st, const char *tenant_id, const char *agent_id,
+                               struct store_events *cands,
+                               const char (*tokens)[STORE_LEASE_TOKEN_LEN + 1],
+                               const char *consumer, int64_t now_ms, int64_t claim_expires_at_ms)
+{
+    struct mysql_store *b = store_mysql_backend(st);
+    struct sqlbuf sb = {0};
+    store_mysql_sb_str(&sb,
+                       "UPDATE inbox SET status = " ST_CLAIMED ", lease_token = ELT(FIELD(seq");
+    for (size_t i = 0; i < cands->len; i++) {
+        store_mysql_sb_str(&sb, ", ");
+        store_mysql_sb_int(&sb, cands->items[i].seq);
+    }
+    store_mysql_sb_str(&sb, ")");
+    for (size_t i = 0; i < cands->len; i++) {
+        store_mysql_sb_str(&sb, ", ");
+        store_mysql_sb_quoted(&sb, b, tokens[i]);
+    }
+    store_mysql_sb_str(&sb, "), consumer = ");
+    store_mysql_sb_quoted(&sb, b, consumer);
+    store_mysql_sb_str(&sb, ", claimed_at = ");
+    store_mysql_sb_int(&sb, now_ms);
+    store_mysql_sb_str(&sb, ", claim_expires_at = ");
+    store_mysql_sb_int(&sb, claim_expires_at_ms);
+    store_mysql_sb_str(&sb, ", attempts = attempts + 1 WHERE tenant_id = ");
+    store_mysql_sb_quoted(&sb, b, tenant_id);
+    store_mysql_sb_str(&sb, " AND agent_id = ");
+    store_mysql_sb_quoted(&sb, b, agent_id);
+    store_mysql_sb_str(&sb, " AND seq IN (");
+    for (size_t i = 0; i < cands->len; i++) {
+        store_mysql_sb_str(&sb, i > 0 ? ", " : "");
+        store_mysql_sb_int(&sb, cands->items[i].seq);
+    }
+    store_mysql_sb_str(&sb, ") AND status = " ST_PENDING);
+    int rc = store_mysql_exec_sb(b, &sb);
+    free(sb.s);
+    if (rc == ROOST_OK && b->affected != cands->len) {
+        snprintf(b->err, sizeof b->err, "claim: %llu of %zu locked rows updated",
+                 (unsigned long long)b->affected, cands->len);
+        rc = ROOST_ESTORE;
     }
     return rc;
 }
@@ -505,13 +615,7 @@ static int my_ack_update(struct store *st, const char *tenant_id, const char *ag
     struct prm p[] = {PI(now_ms), PS(event_id), PS(tenant_id), PS(agent_id), PS(token)};
     int rc = Q1(b, S_ACK, p, acked);
     if (rc == ROOST_OK && *acked && available_at_ms != NULL) {
-        /* No UPDATE … RETURNING in MariaDB: the row is ours (locked) until COMMIT. */
-        struct rows rs = {0};
-        struct prm ap[] = {PS(event_id), PS(tenant_id)};
-        if ((rc = Q(b, S_ACK_AVAIL, ap, &rs)) == ROOST_OK && rs.n == 1) {
-            *available_at_ms = cell_i64(&rs, 0, 0);
-        }
-        rows_free(&rs);
+        *available_at_ms = (int64_t)b->insert_id;
     }
     return rc;
 }
@@ -637,6 +741,7 @@ static int my_retention_end(struct store *st, int rc)
     }
     /* After a deadlock the server rolled the whole transaction back: no savepoint is left. */
     if (rc != ROOST_ERETRY) {
+        b->n_changes = b->changes_ret_mark;
         store_mysql_exec_text(b, "ROLLBACK TO SAVEPOINT roost_retention");
         store_mysql_exec_text(b, "RELEASE SAVEPOINT roost_retention");
     }
@@ -650,6 +755,7 @@ static int my_retention_begin(struct store *st, const struct store_retention_req
 {
     struct mysql_store *b = store_mysql_backend(st);
     struct rows rs = {0};
+    b->changes_ret_mark = b->n_changes;
     int rc = store_mysql_exec_text(b, "SAVEPOINT roost_retention");
     if (rc != ROOST_OK) {
         return rc;
@@ -808,9 +914,11 @@ const struct store_dialect store_mysql_dialect = {
     .idem_find = my_idem_find,
     .seq_alloc = my_seq_alloc,
     .inbox_insert = my_inbox_insert,
+    .seq_insert = my_seq_insert,
     .state_patch = my_state_patch,
     .claim_select = my_claim_select,
     .claim_update = my_claim_update,
+    .claim_update_all = my_claim_update_all,
     .seen = my_seen,
     .lease_find = my_lease_find,
     .ack_update = my_ack_update,

@@ -49,7 +49,6 @@ enum stmt_id {
     S_RET_DELETE,
     S_RET_PURGED,
     S_CHANGES_OLD,
-    S_ACK_AVAIL,
     S_SEEN,
     S_AGENTS_BY_DEPTH,
     S_AGENTS_BY_AGE,
@@ -92,11 +91,25 @@ struct mysql_store {
     MYSQL_STMT *stmts[S_COUNT];
     struct store_mysql_url url;
     unsigned lock_wait_s;
-    bool in_tx;                /* START TRANSACTION sent, no COMMIT/ROLLBACK yet */
+    bool in_tx;                /* begun, no COMMIT/ROLLBACK yet */
     bool tx_aborted;           /* the server rolled the whole transaction back (deadlock) */
     bool lost;                 /* the connection dropped: reopen before the next statement */
     int64_t connected_mono_ms; /* when this connection opened (did the server restart since?) */
     uint64_t commits;          /* commits sent on this struct (paces the marker prune) */
+    /* The transaction began but no statement went out yet: the first one starts it (with
+     * autocommit off, implicitly; see session_prefix in store_mysql_conn.c). */
+    bool begin_pending;
+    bool autocommit_off; /* this session runs with autocommit = 0 (session_prefix) */
+    /* The change-log rows of this transaction (store_mysql_change), written by one multi-row
+     * INSERT in the COMMIT's round trip; the marks let a rolled-back savepoint drop its own. */
+    struct change_row {
+        char tenant_id[STORE_ID_MAX + 1];
+        char agent_id[STORE_ID_MAX + 1];
+        int64_t head, at_ms;
+    } * changes;
+    size_t n_changes, cap_changes;
+    size_t changes_mark;     /* n_changes at the request's SAVEPOINT roost_req */
+    size_t changes_ret_mark; /* n_changes at SAVEPOINT roost_retention */
     /* The last tenant seen committed: tenant rows are never deleted, so it needs no check. */
     char known_tenant[STORE_ID_MAX + 1];
     int64_t origin; /* store_options.origin */
@@ -213,6 +226,28 @@ int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, s
 struct store_row store_mysql_row(const struct rows *rs, size_t r, int c0);
 /* Runs a text statement that returns no rows. */
 int store_mysql_exec_text(struct mysql_store *b, const char *sql);
+/* A growing SQL text (for statements whose shape depends on a count: multi-row writes and the
+ * COMMIT's round trip); oom sticks after a failed growth. */
+struct sqlbuf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+};
+void store_mysql_sb_add(struct sqlbuf *sb, const char *text, size_t n);
+void store_mysql_sb_str(struct sqlbuf *sb, const char *text);
+void store_mysql_sb_int(struct sqlbuf *sb, int64_t v);
+/* Appends text (at most STORE_ID_MAX bytes: ids, tokens) as an escaped SQL string literal. */
+void store_mysql_sb_quoted(struct sqlbuf *sb, struct mysql_store *b, const char *text);
+/* Appends text of any length as an escaped SQL string literal, or NULL. */
+void store_mysql_sb_text(struct sqlbuf *sb, struct mysql_store *b, const char *text);
+/* Runs the text (the session prefix shares its round trip); b->affected gets the last
+ * statement's matched rows, b->insert_id the last insert id that was not 0. The buffer stays the
+ * caller's. */
+int store_mysql_exec_sb(struct mysql_store *b, struct sqlbuf *sb);
+/* Queues the change-log row of (tenant, agent, head) for this transaction's COMMIT (one row per
+ * agent: the highest head wins). Outside a transaction it is written at once. */
+int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char *agent_id,
+                       int64_t head, int64_t at_ms);
 
 /* The connection's vtable entries (store_mysql_conn.c) and the tailer (store_mysql_tail.c). */
 int store_mysql_open(const char *url, const struct store_options *opt, struct store **out);

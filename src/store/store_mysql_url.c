@@ -5,50 +5,10 @@
 
 #include <string.h>
 
+#include "common/strutil.h"
 #include "roost/roost_error.h"
 
 #include "common/banned.h"
-
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
-/* Percent-decodes src[0..len) into dst (cap bytes with the NUL); -1 when malformed or too long. */
-static int pct_decode(const char *src, size_t len, char *dst, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        int c = (unsigned char)src[i];
-        if (c == '%') {
-            int hi = i + 2 < len ? hexval(src[i + 1]) : -1;
-            int lo = i + 2 < len ? hexval(src[i + 2]) : -1;
-            if (hi < 0 || lo < 0) {
-                return -1;
-            }
-            c = hi * 16 + lo;
-            i += 2;
-            if (c == 0) {
-                return -1;
-            }
-        }
-        if (o + 1 >= cap) {
-            return -1;
-        }
-        dst[o++] = (char)c;
-    }
-    dst[o] = '\0';
-    return 0;
-}
 
 int store_mysql_url_parse(const char *url, struct store_mysql_url *out)
 {
@@ -71,11 +31,11 @@ int store_mysql_url_parse(const char *url, struct store_mysql_url *out)
     if (at != NULL) {
         const char *colon = memchr(p, ':', (size_t)(at - p));
         const char *user_end = colon != NULL ? colon : at;
-        if (pct_decode(p, (size_t)(user_end - p), out->user, sizeof out->user) != 0) {
+        if (strutil_percent_decode(p, (size_t)(user_end - p), out->user, sizeof out->user) != 0) {
             return ROOST_EINVAL;
         }
-        if (colon != NULL &&
-            pct_decode(colon + 1, (size_t)(at - colon - 1), out->pass, sizeof out->pass) != 0) {
+        if (colon != NULL && strutil_percent_decode(colon + 1, (size_t)(at - colon - 1), out->pass,
+                                                    sizeof out->pass) != 0) {
             return ROOST_EINVAL;
         }
         host = at + 1;
@@ -96,7 +56,8 @@ int store_mysql_url_parse(const char *url, struct store_mysql_url *out)
         } else if (close + 1 != slash) {
             return ROOST_EINVAL;
         }
-        if (pct_decode(host + 1, (size_t)(close - host - 1), out->host, sizeof out->host) != 0) {
+        if (strutil_percent_decode(host + 1, (size_t)(close - host - 1), out->host,
+                                   sizeof out->host) != 0) {
             return ROOST_EINVAL;
         }
     } else {
@@ -105,7 +66,8 @@ int store_mysql_url_parse(const char *url, struct store_mysql_url *out)
             port = colon + 1;
             host_end = colon;
         }
-        if (pct_decode(host, (size_t)(host_end - host), out->host, sizeof out->host) != 0) {
+        if (strutil_percent_decode(host, (size_t)(host_end - host), out->host, sizeof out->host) !=
+            0) {
             return ROOST_EINVAL;
         }
     }
@@ -121,7 +83,8 @@ int store_mysql_url_parse(const char *url, struct store_mysql_url *out)
         }
         out->port = (unsigned)v;
     }
-    if (pct_decode(slash + 1, (size_t)(end - slash - 1), out->db, sizeof out->db) != 0) {
+    if (strutil_percent_decode(slash + 1, (size_t)(end - slash - 1), out->db, sizeof out->db) !=
+        0) {
         return ROOST_EINVAL;
     }
     while (query != NULL && query[1] != '\0') {
@@ -133,8 +96,8 @@ int store_mysql_url_parse(const char *url, struct store_mysql_url *out)
         static const char rr_[] = "isolation=repeatable-read";
         size_t kl = (size_t)(kv_end - kv);
         if (kl > sizeof sock - 1 && strncmp(kv, sock, sizeof sock - 1) == 0) {
-            if (pct_decode(kv + sizeof sock - 1, kl - (sizeof sock - 1), out->socket,
-                           sizeof out->socket) != 0) {
+            if (strutil_percent_decode(kv + sizeof sock - 1, kl - (sizeof sock - 1), out->socket,
+                                       sizeof out->socket) != 0) {
                 return ROOST_EINVAL;
             }
         } else if (kl == sizeof rc_ - 1 && strncmp(kv, rc_, kl) == 0) {

@@ -3,9 +3,12 @@
  * store.h, so store.c does not include them). */
 #include <string.h>
 
+#include "common/limits.h"
 #include "store/store.h"
 #include "store/store_mysql.h"
 #include "store/store_sqlite.h"
+
+#include "common/banned.h"
 
 static const struct store_ops *const backends[] = {
     &store_sqlite_ops,
@@ -15,7 +18,7 @@ static const struct store_ops *const backends[] = {
 int store_open(const char *url, const struct store_options *opt, struct store **out,
                const char **errmsg)
 {
-    static const struct store_options defaults = {.busy_timeout_ms = 5000,
+    static const struct store_options defaults = {.busy_timeout_ms = ROOST_BUSY_TIMEOUT_MS,
                                                   .synchronous_full = true};
     *out = NULL;
     if (errmsg != NULL) {

@@ -12,6 +12,8 @@
 #include "store/store_lifecycle.h"
 #include "store/store_sql.h"
 
+#include "common/banned.h"
+
 const char *const store_sqlite_sql[S_COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_BEGIN_READ] = "BEGIN DEFERRED",

@@ -9,9 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/limits.h"
 #include "store/migrations.h"
 #include "store/store_lifecycle.h"
 #include "store/store_sql.h"
+
+#include "common/banned.h"
 
 static _Thread_local char open_err[512];
 
@@ -163,7 +166,8 @@ int store_sqlite_open(const char *url, const struct store_options *opt, struct s
         goto fail;
     }
     sqlite3_extended_result_codes(b->db, 1);
-    sqlite3_busy_timeout(b->db, opt->busy_timeout_ms > 0 ? opt->busy_timeout_ms : 5000);
+    sqlite3_busy_timeout(b->db,
+                         opt->busy_timeout_ms > 0 ? opt->busy_timeout_ms : ROOST_BUSY_TIMEOUT_MS);
     if ((rc = exec_pragma(b->db, "PRAGMA journal_mode=WAL")) != SQLITE_OK ||
         (rc = exec_pragma(b->db, opt->synchronous_full ? "PRAGMA synchronous=FULL"
                                                        : "PRAGMA synchronous=NORMAL")) !=

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/limits.h"
 #include "harness/harness.h"
 #include "proto/digest.h"
 #include "proto/httpsig.h"
@@ -928,7 +929,7 @@ static void test_server_key_published_as_jwks(void)
     CHECK(h_str(jwk, "kid") != NULL && strlen(h_str(jwk, "kid")) == 43);
     CHECK(json_object_get(jwk, "d") == NULL);
     /* A signature made with the data-dir key verifies with the published one. */
-    char *path = h_fmt("%s/signing_ed25519.pem", d.dir);
+    char *path = h_fmt("%s/%s", d.dir, ROOST_SIGNING_KEY_FILE);
     char *text = NULL;
     size_t len = 0;
     CHECK(h_read_file(path, &text, &len) == 0);
@@ -949,7 +950,7 @@ static void test_server_key_published_as_jwks(void)
     free(path);
     h_response_cleanup(&resp);
     /* The key file is private. */
-    char *kp = h_fmt("%s/signing_ed25519.pem", d.dir);
+    char *kp = h_fmt("%s/%s", d.dir, ROOST_SIGNING_KEY_FILE);
     struct stat stt;
     CHECK(stat(kp, &stt) == 0 && (stt.st_mode & 0077) == 0);
     free(kp);

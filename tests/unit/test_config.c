@@ -267,6 +267,23 @@ static void test_config_precedence_default_file_env_set(void)
     config_cleanup(&cfg);
 }
 
+static void test_config_set_takes_a_tenant_key_with_the_longest_id(void)
+{
+    char id[ROOST_ID_MAX + 1];
+    memset(id, 't', ROOST_ID_MAX);
+    id[ROOST_ID_MAX] = '\0';
+    char set[512];
+    snprintf(set, sizeof set, "%s%s=all", CONFIG_TENANT_SIG_PREFIX, id);
+    const char *sets[] = {set};
+    struct config_source src = {.sets = sets, .n_sets = 1};
+    struct config cfg;
+    char err[512] = "";
+    CHECK(config_build(&cfg, &src, err, sizeof err) == 0);
+    CHECK_STREQ(err, "");
+    CHECK(config_sig_policy(&cfg, id) == CONFIG_SIG_ALL);
+    config_cleanup(&cfg);
+}
+
 static void test_config_finalize_cross_checks(void)
 {
     struct config cfg;
@@ -481,6 +498,7 @@ int main(void)
     RUN(test_config_file_loads_and_names_line);
     RUN(test_config_env);
     RUN(test_config_precedence_default_file_env_set);
+    RUN(test_config_set_takes_a_tenant_key_with_the_longest_id);
     RUN(test_config_finalize_cross_checks);
     RUN(test_config_print_masks_secrets);
     RUN(test_config_print_reference);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of src/common/dynbuf.c: growth and NUL termination, the maximum as an exact bound, the
- * sticky error, reset and cleanup. */
+ * sticky error, reset and cleanup, formatted appends. */
 #include <stdint.h>
 #include <string.h>
 
@@ -64,10 +64,31 @@ static void test_dynbuf_huge_max_does_not_wrap(void)
     dynbuf_cleanup(&b);
 }
 
+static void test_dynbuf_addf_formats_short_and_long_text(void)
+{
+    struct dynbuf b;
+    dynbuf_init(&b, 1000);
+    dynbuf_addf(&b, "%s=%d;", "n", 42);
+    CHECK(b.err == DYNBUF_OK);
+    CHECK_STREQ(b.s, "n=42;");
+    /* Longer than the stack buffer: formatted in place. */
+    char big[600];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    dynbuf_addf(&b, "<%s>", big);
+    CHECK(b.err == DYNBUF_OK && b.len == 5 + 601 && strlen(b.s) == b.len);
+    CHECK(b.s[5] == '<' && b.s[6] == 'x' && b.s[b.len - 1] == '>');
+    /* Past the maximum: nothing appended, the error sticks. */
+    dynbuf_addf(&b, "%s", big);
+    CHECK(b.err == DYNBUF_ELIMIT && b.len == 606);
+    dynbuf_cleanup(&b);
+}
+
 int main(void)
 {
     RUN(test_dynbuf_grows_and_stays_nul_terminated);
     RUN(test_dynbuf_max_is_exact_and_errors_stick);
     RUN(test_dynbuf_huge_max_does_not_wrap);
+    RUN(test_dynbuf_addf_formats_short_and_long_text);
     return check_summary();
 }

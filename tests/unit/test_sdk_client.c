@@ -157,71 +157,59 @@ static void test_sdk_url_normalize(void)
 
 static void test_sdk_escape_keeps_only_unreserved(void)
 {
-    struct sdk_str s;
-    sdk_str_init(&s, 0);
-    sdk_str_append_escaped(&s, "aZ09-._~ /?#%&=+\xc3\xa9");
-    CHECK_EQ(s.rc, ROOST_OK);
-    CHECK_STREQ(s.data, "aZ09-._~%20%2F%3F%23%25%26%3D%2B%C3%A9");
-    sdk_str_cleanup(&s);
+    struct dynbuf s;
+    dynbuf_init(&s, SDK_MAX_URL_BYTES * 4);
+    sdk_add_escaped(&s, "aZ09-._~ /?#%&=+\xc3\xa9");
+    CHECK_EQ(sdk_buf_rc(&s), ROOST_OK);
+    CHECK_STREQ(s.s, "aZ09-._~%20%2F%3F%23%25%26%3D%2B%C3%A9");
+    dynbuf_cleanup(&s);
 }
 
-static void test_sdk_str_is_bounded(void)
+/* The path builders' buffer is a dynbuf (test_dynbuf covers it); its error reads as a roost_rc. */
+static void test_sdk_buf_rc_reports_the_limit(void)
 {
-    struct sdk_str s;
-    sdk_str_init(&s, 8);
-    sdk_str_appendz(&s, "12345678");
-    CHECK_EQ(s.rc, ROOST_OK);
-    sdk_str_appendz(&s, "9");
-    CHECK_EQ(s.rc, ROOST_EINVAL);
-    sdk_str_appendz(&s, ""); /* stays failed */
-    CHECK_EQ(s.rc, ROOST_EINVAL);
-    CHECK(sdk_str_take(&s) == NULL);
-
-    sdk_str_init(&s, 0);
-    sdk_str_appendf(&s, "%s-%d", "x", 42);
-    char long_arg[600];
-    memset(long_arg, 'y', sizeof long_arg - 1);
-    long_arg[sizeof long_arg - 1] = '\0';
-    sdk_str_appendf(&s, "/%s", long_arg); /* longer than the stack buffer of appendf */
-    CHECK_EQ(s.rc, ROOST_OK);
-    CHECK_EQ(s.len, 4 + 1 + sizeof long_arg - 1);
-    CHECK(strncmp(s.data, "x-42/yyy", 8) == 0);
-    char *taken = sdk_str_take(&s);
-    CHECK(taken != NULL && strlen(taken) == 604);
-    free(taken);
+    struct dynbuf s;
+    dynbuf_init(&s, 8);
+    dynbuf_adds(&s, "12345678");
+    CHECK_EQ(sdk_buf_rc(&s), ROOST_OK);
+    dynbuf_adds(&s, "9");
+    CHECK_EQ(sdk_buf_rc(&s), ROOST_EINVAL);
+    dynbuf_adds(&s, ""); /* stays failed */
+    CHECK_EQ(sdk_buf_rc(&s), ROOST_EINVAL);
+    dynbuf_cleanup(&s);
 }
 
 static void test_sdk_paths_validate_and_escape(void)
 {
-    struct sdk_str s;
-    sdk_str_init(&s, 0);
+    struct dynbuf s;
+    dynbuf_init(&s, SDK_MAX_URL_BYTES * 4);
     CHECK_EQ(sdk_path_agent(&s, "agent-1.x_Y", "/inbox"), ROOST_OK);
-    CHECK_STREQ(s.data, "/api/v1/agents/agent-1.x_Y/inbox");
-    sdk_str_cleanup(&s);
+    CHECK_STREQ(s.s, "/api/v1/agents/agent-1.x_Y/inbox");
+    dynbuf_cleanup(&s);
 
     const char *bad[] = {"", "a/b", "a:b", "a b", "../x?y", "\xc3\xa9"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        sdk_str_init(&s, 0);
+        dynbuf_init(&s, SDK_MAX_URL_BYTES * 4);
         CHECK_EQ(sdk_path_agent(&s, bad[i], "/inbox"), ROOST_EAGENTID);
-        sdk_str_cleanup(&s);
+        dynbuf_cleanup(&s);
     }
     char longid[130];
     memset(longid, 'a', 129);
     longid[129] = '\0';
-    sdk_str_init(&s, 0);
+    dynbuf_init(&s, SDK_MAX_URL_BYTES * 4);
     CHECK_EQ(sdk_path_agent(&s, longid, ""), ROOST_EAGENTID);
-    sdk_str_cleanup(&s);
-    sdk_str_init(&s, 0);
+    dynbuf_cleanup(&s);
+    dynbuf_init(&s, SDK_MAX_URL_BYTES * 4);
     CHECK_EQ(sdk_path_agent(&s, NULL, ""), ROOST_EAGENTID);
-    sdk_str_cleanup(&s);
+    dynbuf_cleanup(&s);
 
-    sdk_str_init(&s, 0);
+    dynbuf_init(&s, SDK_MAX_URL_BYTES * 4);
     CHECK_EQ(sdk_path_event(&s, "a1", "evt_01/../x", "ack"), ROOST_OK);
-    CHECK_STREQ(s.data, "/api/v1/agents/a1/inbox/evt_01%2F..%2Fx/ack");
-    sdk_str_cleanup(&s);
-    sdk_str_init(&s, 0);
+    CHECK_STREQ(s.s, "/api/v1/agents/a1/inbox/evt_01%2F..%2Fx/ack");
+    dynbuf_cleanup(&s);
+    dynbuf_init(&s, SDK_MAX_URL_BYTES * 4);
     CHECK_EQ(sdk_path_event(&s, "a1", "", "ack"), ROOST_EEVENTID);
-    sdk_str_cleanup(&s);
+    dynbuf_cleanup(&s);
 }
 
 /* ---- error mapping ------------------------------------------------------------------------ */
@@ -744,7 +732,7 @@ int main(void)
 {
     RUN(test_sdk_url_normalize);
     RUN(test_sdk_escape_keeps_only_unreserved);
-    RUN(test_sdk_str_is_bounded);
+    RUN(test_sdk_buf_rc_reports_the_limit);
     RUN(test_sdk_paths_validate_and_escape);
     RUN(test_sdk_error_codes_round_trip);
     RUN(test_sdk_error_gone_carries_oldest_cursor);

@@ -2,7 +2,8 @@
 /* Unit tests of src/server/workers.c against a real SQLite store and a real event loop: group
  * commit (grouping, done() on the loop thread, seqs in order), a failing job rolled back alone
  * inside its group, reads running beside an open write transaction and seeing committed data only,
- * workers_free draining every queued job, and the bounded retry of ROOST_ERETRY. */
+ * workers_free draining every queued job, and the bounded retry of ROOST_ERETRY. With a mysql://
+ * URL as argument (ctest test_workers_mysql) the same tests run on a fresh MariaDB database. */
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness/check.h"
+#include "mysql/mysql_testutil.h"
 #include "server/workers.h"
 #include "store/store.h"
 
@@ -628,7 +630,7 @@ static void remove_dir(void)
     rmdir(tmpdir);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s/roost-workers-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -637,6 +639,10 @@ int main(void)
         return 2;
     }
     snprintf(url, sizeof url, "sqlite://%s/roost.db", tmpdir);
+    if (argc > 1 && mysql_testutil_fresh_db(argv[1], "workers", url, sizeof url) != 0) {
+        fprintf(stderr, "cannot create a database on %s\n", argv[1]);
+        return 2;
+    }
     if (evthread_use_pthreads() != 0 || !(base = event_base_new())) {
         fprintf(stderr, "cannot create the event base\n");
         return 2;
@@ -654,5 +660,8 @@ int main(void)
 
     event_base_free(base);
     remove_dir();
+    if (argc > 1) {
+        mysql_testutil_drop_db(url);
+    }
     return check_summary();
 }
