@@ -425,6 +425,22 @@ static const struct cli_option keys_add_opts[] = {
     END,
 };
 
+static const struct cli_option keys_generate_opts[] = {
+    {.name = "out",
+     .short_name = 'o',
+     .kind = CLI_STRING,
+     .arg = "F",
+     .flags = CLI_REQUIRED,
+     .help = "the private key file to create (mode 0600); the public half goes to F.pub"},
+    {.name = "alg",
+     .kind = CLI_STRING,
+     .arg = "ALG",
+     .choices = KEY_ALGS,
+     .help = "ed25519 (default), ecdsa-p256-sha256, rsa-pss-sha512, rsa-v1_5-sha256\n"
+             "or hmac-sha256 (F then holds the base64 secret, and no F.pub)"},
+    END,
+};
+
 static const struct cli_option keys_list_opts[] = {
     LIMIT("page size (default: the server's)"),
     NEXT_PAGE,
@@ -625,6 +641,14 @@ const struct cli_command cli_commands[] = {
      .common = CLI_COMMON_CONNECT | CLI_COMMON_OUTPUT,
      .notes = "Here --key-id names the key to register: to sign this request itself, set\n"
               "ROOST_KEY_FILE / ROOST_KEY_ID / ROOST_KEY_ALG.\n"},
+    {.name = "keys generate",
+     .run = cmd_keys_generate,
+     .summary = "create a request-signing key pair in local files",
+     .description = "Creates a new private key (PEM, mode 0600, never over an existing file) and "
+                    "its public half in F.pub, and prints the 'roost keys add' command that "
+                    "registers it. Nothing is sent to roostd.",
+     .options = keys_generate_opts,
+     .common = 0},
     {.name = "keys list",
      .run = cmd_keys_list,
      .summary = "list the tenant's request-signing keys",

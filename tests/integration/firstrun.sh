@@ -10,6 +10,9 @@
 #    first one's pid), and the first one still answers.
 #  * publish reads standard input only for --payload - (or @F): a `while read` loop keeps its
 #    input, a publish with stdin an open pipe returns, the default payload is {}.
+#  * keys generate writes a 0600 private key and F.pub, refuses to overwrite, and prints the
+#    keys add command; the key, once added, signs requests roostd accepts (and another
+#    generated key under the same id is refused).
 # Ends with the line "N passed, N failed".
 set -uo pipefail
 
@@ -55,6 +58,22 @@ check "--payload - reads standard input" test "$(last_payload pb.stdin)" = '"pay
 printf '{"from":"file"}' >"$dir/payload.json"
 pub --agent pb.file --payload "@$dir/payload.json" >/dev/null
 check "--payload @F reads file F" test "$(last_payload pb.file)" = '"payload":{"from":"file"}'
+
+# ---- keys generate ----
+"$roost" keys generate --out "$dir/ed.pem" >"$dir/gen.out"
+check "keys generate writes the private key 0600" test "$(stat -c %a "$dir/ed.pem")" = 600
+check "... and its public half" grep -q "BEGIN PUBLIC KEY" "$dir/ed.pem.pub"
+check "... and prints the keys add command" \
+  grep -qF -- "roost keys add --key-id KEY_ID --agent AGENT --alg ed25519 --public-key-file $dir/ed.pem.pub" "$dir/gen.out"
+check "keys generate never overwrites" sh -c "! '$roost' keys generate --out '$dir/ed.pem' 2>/dev/null"
+"$roost" keys add --token "$admin" --key-id kg-ed --agent kg.a --alg ed25519 \
+  --public-key-file "$dir/ed.pem.pub" >/dev/null
+check "the generated key registers" test $? -eq 0
+check "a request signed with it is accepted" \
+  sh -c "'$roost' state --token '$admin' --agent kg.a --key-file '$dir/ed.pem' --key-id kg-ed >/dev/null"
+"$roost" keys generate --out "$dir/other.pem" >/dev/null
+check "a request signed with another key under its id is refused" sh -c \
+  "! '$roost' state --token '$admin' --agent kg.a --key-file '$dir/other.pem' --key-id kg-ed 2>/dev/null"
 
 # ---- agents outlive their tokens ----
 refused() { ! "$roost" state --agent tr.file --token "$1" >/dev/null 2>&1; }

@@ -146,6 +146,7 @@ static void test_cli_table_names_every_command(void)
                                         "admin agents",
                                         "admin stats",
                                         "keys add",
+                                        "keys generate",
                                         "keys list",
                                         "keys revoke",
                                         "agent run",
