@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "common/ids.h"
+#include "common/limits.h"
 #include "common/timeutil.h"
 #include "store/migrations.h"
 #include "store/store_lifecycle.h"
@@ -425,7 +426,7 @@ int store_mysql_open(const char *url, const struct store_options *opt, struct st
         return ROOST_EINVAL;
     }
     b->origin = opt->origin;
-    int wait_ms = opt->busy_timeout_ms > 0 ? opt->busy_timeout_ms : 5000;
+    int wait_ms = opt->busy_timeout_ms > 0 ? opt->busy_timeout_ms : ROOST_BUSY_TIMEOUT_MS;
     b->lock_wait_s = (unsigned)(wait_ms + 999) / 1000;
     b->db = connect_db(&b->url, b->lock_wait_s, open_err, sizeof open_err);
     if (b->db == NULL) {

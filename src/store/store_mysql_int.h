@@ -264,4 +264,17 @@ int store_mysql_savepoint_rollback(struct store *st);
 int store_mysql_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
                      struct store_touches *touches);
 
+/* Signature keys and nonces (store_mysql_keys.c): the vtable entries of the same names. */
+int store_mysql_key_add(struct store *st, const char *tenant_id, const struct store_key *key,
+                        int64_t now_ms);
+int store_mysql_key_get(struct store *st, const char *tenant_id, const char *key_id,
+                        struct store_key *out);
+int store_mysql_key_list(struct store *st, const char *tenant_id, const char *after_key,
+                         size_t limit, struct store_key *out, size_t *n, bool *has_more);
+int store_mysql_key_revoke(struct store *st, const char *tenant_id, const char *key_id,
+                           int64_t now_ms);
+int store_mysql_nonce_claim(struct store *st, const char *tenant_id, const char *key_id,
+                            const char *nonce, int64_t expires_at_ms, int64_t now_ms);
+int store_mysql_nonce_prune(struct store *st, int64_t now_ms, size_t limit, size_t *count);
+
 #endif
