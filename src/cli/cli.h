@@ -255,6 +255,7 @@ int cmd_agent_run(struct cli_args *a);
 int cmd_agent_status(struct cli_args *a);
 int cmd_keys_add(struct cli_args *a);
 int cmd_keys_generate(struct cli_args *a);
+int cmd_whoami(struct cli_args *a);
 int cmd_keys_list(struct cli_args *a);
 int cmd_keys_revoke(struct cli_args *a);
 int cmd_completion(struct cli_args *a);

@@ -641,6 +641,16 @@ const struct cli_command cli_commands[] = {
      .common = CLI_COMMON_CONNECT | CLI_COMMON_OUTPUT,
      .notes = "Here --key-id names the key to register: to sign this request itself, set\n"
               "ROOST_KEY_FILE / ROOST_KEY_ID / ROOST_KEY_ALG.\n"},
+    {.name = "whoami",
+     .run = cmd_whoami,
+     .summary = "show the tenant, subject, scopes and expiry of the token in use",
+     .description = "Prints {\"tenant\",\"sub\",\"scopes\":[...],\"exp\",\"expires_at\","
+                    "\"expires_in_s\",\"expired\"} of the token the other commands would send "
+                    "(--token, --token-command, --token-file or $ROOST_TOKEN). The claims are read "
+                    "from the token itself, NOT verified, and nothing is sent to roostd: whether "
+                    "roostd accepts the token is another matter.",
+     .options = no_opts,
+     .common = CLI_COMMON_CONNECT | CLI_COMMON_OUTPUT},
     {.name = "keys generate",
      .run = cmd_keys_generate,
      .summary = "create a request-signing key pair in local files",

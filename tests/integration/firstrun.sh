@@ -13,6 +13,7 @@
 #  * keys generate writes a 0600 private key and F.pub, refuses to overwrite, and prints the
 #    keys add command; the key, once added, signs requests roostd accepts (and another
 #    generated key under the same id is refused).
+#  * whoami prints the tenant, subject, scopes and expiry of the token in use.
 # Ends with the line "N passed, N failed".
 set -uo pipefail
 
@@ -58,6 +59,11 @@ check "--payload - reads standard input" test "$(last_payload pb.stdin)" = '"pay
 printf '{"from":"file"}' >"$dir/payload.json"
 pub --agent pb.file --payload "@$dir/payload.json" >/dev/null
 check "--payload @F reads file F" test "$(last_payload pb.file)" = '"payload":{"from":"file"}'
+
+# ---- whoami ----
+who=$("$roost" whoami --compact --token "$(mint 1h 'agent:w.*:read tenant:admin')")
+check "whoami names tenant, scopes and expiry" \
+  sh -c "printf '%s' '$who' | grep -q '\"tenant\":\"t1\",\"sub\":\"roost-cli\",\"scopes\":\[\"agent:w.\*:read\",\"tenant:admin\"\],\"exp\":[0-9]*,\"expires_at\":\"20[0-9-]*T[0-9:]*Z\",\"expires_in_s\":3[56][0-9][0-9],\"expired\":false'"
 
 # ---- keys generate ----
 "$roost" keys generate --out "$dir/ed.pem" >"$dir/gen.out"

@@ -147,6 +147,7 @@ static void test_cli_table_names_every_command(void)
                                         "admin stats",
                                         "keys add",
                                         "keys generate",
+                                        "whoami",
                                         "keys list",
                                         "keys revoke",
                                         "agent run",
