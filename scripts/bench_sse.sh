@@ -123,7 +123,8 @@ run_one() {
     local maxr=$((subs > 10000 ? subs : 10000))
     start_server "$d/ready" "$d/roostd.log" "$BIN/roostd" --data-dir "$d" --listen 127.0.0.1:0 \
         --ready-file "$d/ready" --set log.level=warn --set "store.synchronous=$SYNC" \
-        --set "sse.heartbeat_s=$HB" --set "limits.max_recipients=$maxr" "${ROOSTD_ARGS[@]}"
+        --set "sse.heartbeat_s=$HB" --set "limits.max_recipients=$maxr" \
+        --set http.max_conns_per_addr=0 --set "sse.max_per_tenant=$maxr" "${ROOSTD_ARGS[@]}"
     line=$("$BIN/sse_bench" --data-dir "$d" --pid "$SERVER_PID" --subscribers "$subs" \
         --fanout-max "$maxr" --idle-seconds "$IDLE" --samples "$SAMPLES" \
         --sample-period-ms "$PERIOD_MS" --fanouts "$FANOUTS" \
@@ -211,7 +212,7 @@ RSS_LARGE_TEXT=""
 [ "$LARGE" -gt 0 ] && RSS_LARGE_TEXT=", $RSS_L B at $LARGE ($RSS_L_HB B)"
 {
     echo "Run $(date -u +%Y-%m-%dT%H:%MZ), commit $COMMIT, $(nproc) CPUs ($CPU), Linux $(uname -r),"
-    echo "RLIMIT_NOFILE $HARD. roostd: \`--set log.level=warn --set store.synchronous=$SYNC --set sse.heartbeat_s=$HB --set limits.max_recipients=max(N,10000)\`${BENCH_ROOSTD_ARGS:+ \`$BENCH_ROOSTD_ARGS\`}, a fresh data directory per run."
+    echo "RLIMIT_NOFILE $HARD. roostd: \`--set log.level=warn --set store.synchronous=$SYNC --set sse.heartbeat_s=$HB --set limits.max_recipients=max(N,10000) --set http.max_conns_per_addr=0 --set sse.max_per_tenant=max(N,10000)\`${BENCH_ROOSTD_ARGS:+ \`$BENCH_ROOSTD_ARGS\`}, a fresh data directory per run."
     echo "Medians (range) over runs; idle window ${IDLE} s; $SAMPLES targeted samples (one every $PERIOD_MS ms) and $FANOUTS fan-outs per run; $ELAPSED s in all."
     echo "Command: \`make bench-sse\` (\`BUILD_DIR=${BUILD_DIR#"$ROOT"/} BENCH_SSE_N=$N BENCH_SSE_RUNS=$RUNS BENCH_SSE_LARGE=${LARGE_REQUESTED:-$LARGE} BENCH_SSE_LARGE_RUNS=$LARGE_RUNS BENCH_SYNC=$SYNC scripts/bench_sse.sh\`)."
     echo

@@ -2,6 +2,8 @@
 /* POST /api/v1/events: one event or {"events":[…]} published in one transaction (all or nothing),
  * fanned out to every recipient. Everything is validated on the loop thread before the store sees
  * it, so a rejected batch writes nothing. */
+#include <event2/http.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,7 @@
 #include "server/api.h"
 #include "server/config.h"
 #include "server/metrics.h"
+#include "server/ratelimit.h"
 #include "server/request.h"
 #include "server/runtime.h"
 #include "server/workers.h"
@@ -284,6 +287,30 @@ void api_publish(struct request *rq)
         slot += op->items[i].n_recipients;
     }
     op->n_out = slot;
+    /* What the request writes after fan-out: a payload is stored once per recipient. */
+    uint64_t fanout_bytes = 0;
+    for (size_t i = 0; i < n_events; i++) {
+        const struct store_publish_item *it = &op->items[i];
+        size_t one = strlen(it->payload) + (it->state_patch ? strlen(it->state_patch) : 0);
+        fanout_bytes += (uint64_t)one * it->n_recipients;
+    }
+    if (fanout_bytes > (uint64_t)rq->rt->cfg->limits_max_publish_bytes) {
+        request_reply_error(rq, ROOST_EPAYLOADTOOLARGE,
+                            "the publish writes more than limits.max_publish_bytes after fan-out",
+                            NULL);
+        return;
+    }
+    double rate = (double)rq->rt->cfg->limits_publish_rows_per_s;
+    int64_t wait_s = ratelimit_take(rq->rt->publish_rl, rq->principal.tenant_id, rate, 2 * rate,
+                                    (double)slot, time_mono_ms());
+    if (wait_s > 0) {
+        char after[24];
+        snprintf(after, sizeof after, "%lld", (long long)wait_s);
+        evhttp_add_header(evhttp_request_get_output_headers(rq->req), "Retry-After", after);
+        request_reply_error(rq, ROOST_ERATELIMIT,
+                            "this tenant publishes faster than limits.publish_rows_per_s", NULL);
+        return;
+    }
     op->job.run = run_publish;
     op->job.done = done_publish;
     op->job.write = true;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The operational endpoints outside the route table: GET /healthz (the process answers),
  * GET /readyz (every store answers through its worker pool, and the server is not draining) and
- * GET /metrics (Prometheus text, optionally behind metrics.token). */
+ * GET /metrics (Prometheus text: behind metrics.token, or to loopback peers only without one). */
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <stdlib.h>
@@ -38,7 +38,14 @@ void api_metrics(struct request *rq)
         request_reply_text(rq, 405, "method not allowed\n");
         return;
     }
-    if (want != NULL && want[0] != '\0') {
+    if (want == NULL || want[0] == '\0') {
+        /* No token: the per-tenant gauges are for this host only (a scraper on loopback, or a
+         * reverse proxy that guards them). */
+        if (!request_peer_is_loopback(rq)) {
+            request_reply_text(rq, 403, "metrics are served to loopback only: set metrics.token\n");
+            return;
+        }
+    } else {
         const char *authz =
             evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Authorization");
         if (authz == NULL || strncmp(authz, "Bearer ", 7) != 0 || !token_equal(authz + 7, want)) {

@@ -51,7 +51,7 @@ static void done_head(struct job *job)
         return;
     }
     int rc = sse_hub_open(hub, rq->req, rq->id, rq->principal.tenant_id, rq->agent_id, op->head,
-                          op->last_event_id);
+                          op->last_event_id, rq->principal.exp_ms);
     if (rc != ROOST_OK) {
         request_reply_error(rq, rc, NULL, NULL);
         return;

@@ -121,8 +121,14 @@ static bool valid_listen(const char *v)
 /* Key-specific checks of a string value; writes "key: reason" on failure. */
 static const char *const sig_policies[] = {"off", "mutations", "all", NULL};
 
+static const char *const tenant_label_modes[] = {"top", "on", "off", NULL};
+
 static int check_string(const char *key, const char *v, char *err, size_t errlen)
 {
+    if (strcmp(key, "metrics.tenant_labels") == 0 && !one_of(v, tenant_label_modes)) {
+        snprintf(err, errlen, "%s: must be top, on or off, not '%.64s'", key, v);
+        return -1;
+    }
     if (strcmp(key, "signatures.require") == 0 && !one_of(v, sig_policies)) {
         snprintf(err, errlen, "%s: must be off, mutations or all, not '%.64s'", key, v);
         return -1;

@@ -66,6 +66,14 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "most events per publish batch, recipients per event, acks per batch ack")                   \
     X("limits.max_recipients", limits_max_recipients, CONFIG_INT, "10000", 1, 1000000,             \
       CONFIG_RELOADABLE, "most recipients (fan-out) of one event")                                 \
+    X("limits.max_publish_bytes", limits_max_publish_bytes, CONFIG_INT, "67108864", 1024,          \
+      1099511627776, CONFIG_RELOADABLE,                                                            \
+      "most bytes one publish request may write after fan-out (each payload and state_patch "      \
+      "times its recipients); more gets 413")                                                      \
+    X("limits.publish_rows_per_s", limits_publish_rows_per_s, CONFIG_INT, "0", 0, 100000000,       \
+      CONFIG_RELOADABLE,                                                                           \
+      "inbox rows (events times recipients) one tenant may publish per second on this node, "      \
+      "with bursts of two seconds' worth; more gets 429 with Retry-After; 0 = no limit")           \
     X("limits.max_response_bytes", limits_max_response_bytes, CONFIG_INT, "4194304", 65536,        \
       1073741824, CONFIG_RELOADABLE,                                                               \
       "byte budget of a page (inbox read, claim, quarantine list): it ends early, has_more")       \
@@ -75,6 +83,14 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "largest request header section; larger gets 431")                                           \
     X("http.timeout_s", http_timeout_s, CONFIG_INT, "90", 1, 3600, 0,                              \
       "idle timeout of a connection (must exceed long-poll waits)")                                \
+    X("http.header_timeout_s", http_header_timeout_s, CONFIG_INT, "10", 1, 3600,                   \
+      CONFIG_RELOADABLE,                                                                           \
+      "a request head (request line and headers) must arrive whole within this, counted from "     \
+      "accept or from its first byte on a kept-alive connection; else the connection is closed")   \
+    X("http.max_conns_per_addr", http_max_conns_per_addr, CONFIG_INT, "1024", 0, 10000000,         \
+      CONFIG_RELOADABLE,                                                                           \
+      "open connections from one client address (SSE streams included); "                          \
+      "more are closed at once; 0 = no limit")                                                     \
     X("sse.heartbeat_s", sse_heartbeat_s, CONFIG_INT, "30", 1, 3600, CONFIG_RELOADABLE,            \
       "heartbeat interval of SSE streams (carries the head; keeps proxies from timing out)")       \
     X("sse.retry_ms", sse_retry_ms, CONFIG_INT, "3000", 100, 600000, CONFIG_RELOADABLE,            \
@@ -83,8 +99,9 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "a stream whose last event stays unsent this long is dropped (unacknowledged: +30 s)")       \
     X("sse.max_per_agent", sse_max_per_agent, CONFIG_INT, "64", 1, 1000000, CONFIG_RELOADABLE,     \
       "open streams per agent; more get 429")                                                      \
-    X("sse.max_per_tenant", sse_max_per_tenant, CONFIG_INT, "100000", 1, 10000000,                 \
-      CONFIG_RELOADABLE, "open streams per tenant; more get 429")                                  \
+    X("sse.max_per_tenant", sse_max_per_tenant, CONFIG_INT, "0", 0, 10000000, CONFIG_RELOADABLE,   \
+      "open streams per tenant; more get 429; 0 = a tenth of sse.max_total (at least 1), so "      \
+      "one tenant cannot take every stream")                                                       \
     X("sse.max_total", sse_max_total, CONFIG_INT, "100000", 1, 10000000, CONFIG_RELOADABLE,        \
       "open streams on this node; more get 429")                                                   \
     X("auth.key_file", auth_key_file, CONFIG_STR, "", 0, 0, 0,                                     \
@@ -114,7 +131,10 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "agents with the deepest inboxes that get their own roost_inbox_depth series (the rest "     \
       "of a tenant is agent=\"_other\")")                                                          \
     X("metrics.token", metrics_token, CONFIG_STR, "", 0, 0, CONFIG_SECRET | CONFIG_RELOADABLE,     \
-      "when set, /metrics requires Authorization: Bearer <this>; empty means open")                \
+      "when set, /metrics requires Authorization: Bearer <this>; empty means loopback peers only") \
+    X("metrics.tenant_labels", metrics_tenant_labels, CONFIG_STR, "top", 0, 0, CONFIG_RELOADABLE,  \
+      "tenant and agent names in /metrics: top (tenants and their deepest agents), on (tenants "   \
+      "only) or off (sums over all tenants, no names)")                                            \
     X("tls.cert_file", tls_cert_file, CONFIG_STR, "", 0, 0, 0,                                     \
       "PEM certificate chain for built-in HTTPS; empty means plain HTTP (set with tls.key_file)")  \
     X("tls.key_file", tls_key_file, CONFIG_STR, "", 0, 0, 0, "PEM private key of tls.cert_file")

@@ -5,6 +5,7 @@
  * reloadable keys. */
 #include "server/daemon.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
@@ -22,6 +24,7 @@
 #include "server/auth.h"
 #include "server/listener.h"
 #include "server/metrics.h"
+#include "server/ratelimit.h"
 #include "server/router.h"
 #include "server/scheduler.h"
 #include "server/sse_hub.h"
@@ -165,6 +168,35 @@ static void check_nofile(const struct config *cfg)
     }
 }
 
+/* The data dir holds the database (payloads, tenants' HMAC secrets) and the token signing key.
+ * roostd creates its files 0600, but an older install or a copied dir may let others in: say so
+ * at start, once per path (the operator decides; roostd does not chmod what it did not make). */
+static void check_data_dir_modes(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0 && (st.st_mode & 0077) != 0) {
+        log_warn("data dir is open to other users", "path=%s mode=%04o hint=\"chmod 700 %s\"", dir,
+                 (unsigned)(st.st_mode & 07777), dir);
+    }
+    DIR *dh = opendir(dir);
+    if (dh == NULL) {
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(dh)) != NULL) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (de->d_name[0] == '.' || lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+            continue;
+        }
+        if ((st.st_mode & 0044) != 0) {
+            log_warn("data file is readable by other users", "path=%s mode=%04o hint=\"chmod 600\"",
+                     path, (unsigned)(st.st_mode & 07777));
+        }
+    }
+    closedir(dh);
+}
+
 /* Opens the default store and every tenant's own store, each with its worker threads. */
 static int shards_open(struct runtime *rt, char *err, size_t errlen)
 {
@@ -236,6 +268,7 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     if (shards_open(rt, err, errlen) != 0) {
         return -1;
     }
+    check_data_dir_modes(cfg->data_dir);
     if ((rt->metrics = metrics_new()) == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -245,10 +278,12 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     }
     rt->waiters = waiters_new(rt->base);
     rt->sse = sse_hub_new(rt->base, rt->cfg, rt->metrics, hub_stream_closed, rt);
-    if (!rt->waiters || !rt->sse) {
+    rt->publish_rl = ratelimit_new();
+    if (!rt->waiters || !rt->sse || !rt->publish_rl) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    sse_hub_set_closecb_fn(rt->sse, listener_set_closecb);
     if (listener_start(rt->base, cfg, router_dispatch, rt, &d->listener, rt->base_url,
                        sizeof rt->base_url, err, errlen) != 0) {
         return -1;
@@ -283,6 +318,10 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     if (ready_file && write_ready_file(ready_file, rt->base_url) != 0) {
         snprintf(err, errlen, "cannot write ready file %s: %s", ready_file, strerror(errno));
         return -1;
+    }
+    if (cfg->metrics_token[0] == '\0') {
+        log_info("metrics served to loopback peers only",
+                 "hint=\"set metrics.token to scrape /metrics from other hosts\"");
     }
     log_info("roostd listening", "url=%s store=%s tenant_stores=%zu", rt->base_url,
              strncmp(cfg->store_url, "sqlite:", 7) == 0 ? cfg->store_url : "(configured)",
@@ -329,6 +368,8 @@ void daemon_cleanup(struct daemon *d)
         rt->waiters = NULL;
     }
     sse_hub_free(rt->sse); /* after the listener: closing connections unlinks their streams */
+    ratelimit_free(rt->publish_rl);
+    rt->publish_rl = NULL;
     rt->sse = NULL;
     for (size_t i = 0; i < rt->n_shards; i++) {
         scheduler_free(rt->shards[i].sched);

@@ -460,20 +460,60 @@ static double age_s(int64_t now_ms, int64_t then_ms)
     return then_ms > 0 && now_ms > then_ms ? (double)(now_ms - then_ms) / 1000.0 : 0.0;
 }
 
+/* metrics.tenant_labels=off: the same gauges with no tenant or agent names, summed over the
+ * tenants (ages: the oldest of any tenant), so a scrape reveals no tenant's name or load. */
+static void render_snapshot_unlabelled(const struct store_metrics_snapshot *s, struct evbuffer *out,
+                                       int64_t now)
+{
+    long long pending = 0, scheduled = 0, quarantined = 0, claimed = 0;
+    double oldest_pending = 0.0, oldest_claim = 0.0;
+    for (size_t t = 0; t < s->n_tenants; t++) {
+        const struct store_metrics_tenant *x = &s->tenants[t];
+        pending += x->pending;
+        scheduled += x->scheduled;
+        quarantined += x->quarantined;
+        claimed += x->claimed;
+        double a = age_s(now, x->oldest_pending_ms), c = age_s(now, x->oldest_claimed_ms);
+        oldest_pending = a > oldest_pending ? a : oldest_pending;
+        oldest_claim = c > oldest_claim ? c : oldest_claim;
+    }
+    family(out, "roost_inbox_pending", "gauge", "Pending events (metrics.tenant_labels=off).");
+    evbuffer_add_printf(out, "roost_inbox_pending %lld\n", pending);
+    family(out, "roost_inbox_scheduled", "gauge", "Delayed events not yet available.");
+    evbuffer_add_printf(out, "roost_inbox_scheduled %lld\n", scheduled);
+    family(out, "roost_inbox_quarantined", "gauge", "Quarantined events held.");
+    evbuffer_add_printf(out, "roost_inbox_quarantined %lld\n", quarantined);
+    family(out, "roost_inbox_oldest_pending_age_seconds", "gauge",
+           "Age of the oldest pending event (since available_at); 0 when none.");
+    evbuffer_add_printf(out, "roost_inbox_oldest_pending_age_seconds %.3f\n", oldest_pending);
+    family(out, "roost_claimed", "gauge", "Events under a lease.");
+    evbuffer_add_printf(out, "roost_claimed %lld\n", claimed);
+    family(out, "roost_oldest_claim_age_seconds", "gauge",
+           "Age of the oldest lease (since claimed_at); 0 when none.");
+    evbuffer_add_printf(out, "roost_oldest_claim_age_seconds %.3f\n", oldest_claim);
+}
+
 static void render_snapshot(struct metrics *m, struct evbuffer *out, int64_t now)
 {
     const struct store_metrics_snapshot *s = &m->snap;
+    const char *mode = m->env.cfg->metrics_tenant_labels;
+    if (strcmp(mode, "off") == 0) {
+        render_snapshot_unlabelled(s, out, now);
+        return;
+    }
+    /* "on": tenants only, every agent counted in agent="_other". */
+    size_t n_agents = strcmp(mode, "on") == 0 ? 0 : s->n_agents;
     family(out, "roost_inbox_depth", "gauge",
            "Pending events per agent: the top agents by depth, the rest of a tenant as "
            "agent=\"_other\".");
-    for (size_t i = 0; i < s->n_agents; i++) {
+    for (size_t i = 0; i < n_agents; i++) {
         evbuffer_add_printf(out, "roost_inbox_depth{tenant=\"%s\",agent=\"%s\"} %lld\n",
                             s->agents[i].tenant_id, s->agents[i].agent_id,
                             (long long)s->agents[i].pending);
     }
     for (size_t t = 0; t < s->n_tenants; t++) {
         int64_t rest = s->tenants[t].pending;
-        for (size_t i = 0; i < s->n_agents; i++) {
+        for (size_t i = 0; i < n_agents; i++) {
             if (strcmp(s->agents[i].tenant_id, s->tenants[t].tenant_id) == 0) {
                 rest -= s->agents[i].pending;
             }

@@ -4,19 +4,23 @@
  * query and body parameter parsers. */
 #include "server/request.h"
 
+#include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
 
+#include "common/ids.h"
 #include "common/jsonutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "server/config.h"
+#include "server/listener.h"
 #include "server/metrics.h"
 #include "server/runtime.h"
 
@@ -35,11 +39,19 @@ struct request *request_new(struct runtime *rt, struct evhttp_request *req)
     rq->req = req;
     rq->start_ms = time_mono_ms();
     rq->start_us = time_mono_us();
+    /* 128 random bits: a counter would let anyone measure every tenant's request rate. */
+    unsigned char raw[16];
+    if (ids_random(raw, sizeof raw) != 0) {
+        free(rq);
+        return NULL;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof raw; i++) {
+        rq->id[2 * i] = hex[raw[i] >> 4];
+        rq->id[2 * i + 1] = hex[raw[i] & 0xf];
+    }
+    rq->id[2 * sizeof raw] = '\0';
     runtime_hold(rt);
-    rt->request_serial++;
-    snprintf(rq->id, sizeof rq->id, "%08llx%08llx",
-             (unsigned long long)(time_now_ms() / 1000) & 0xffffffffULL,
-             (unsigned long long)rt->request_serial & 0xffffffffULL);
     return rq;
 }
 
@@ -81,6 +93,28 @@ static const char *method_name(enum evhttp_cmd_type m)
     }
 }
 
+bool request_addr_is_loopback(const struct sockaddr *sa)
+{
+    if (sa == NULL) {
+        return false;
+    }
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
+}
+
+bool request_peer_is_loopback(const struct request *rq)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(rq->req);
+    return evcon != NULL && request_addr_is_loopback(evhttp_connection_get_addr(evcon));
+}
+
 const char *request_route_name(const struct request *rq)
 {
     return rq->route_name ? rq->route_name : "-";
@@ -119,7 +153,7 @@ static void watch_drain_close(struct request *rq)
     struct evhttp_connection *evcon = evhttp_request_get_connection(rq->req);
     if (rq->rt->draining && evcon) {
         runtime_hold(rq->rt);
-        evhttp_connection_set_closecb(evcon, on_drained_close, rq->rt);
+        listener_set_closecb(evcon, on_drained_close, rq->rt);
     }
 }
 
@@ -243,8 +277,8 @@ static void reply_error_ex(struct request *rq, int rc, const char *message, json
     struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
     if (status == 401) {
         evhttp_add_header(out, "WWW-Authenticate", "Bearer realm=\"roost\"");
-    } else if (status == 429 || status == 503) {
-        evhttp_add_header(out, "Retry-After", "1");
+    } else if ((status == 429 || status == 503) && !evhttp_find_header(out, "Retry-After")) {
+        evhttp_add_header(out, "Retry-After", "1"); /* unless the handler knows better */
     }
     reply_json(rq, status, error_body(rc, message, extra), close_conn);
 }
@@ -414,12 +448,26 @@ int body_only_fields(const json_t *body, const char *const *allowed, const char 
     return ROOST_OK;
 }
 
+bool request_query_has_nul(const char *query)
+{
+    for (const char *p = query; (p = strchr(p, '%')) != NULL; p++) {
+        if (p[1] == '0' && p[2] == '0') {
+            return true;
+        }
+    }
+    return false;
+}
+
 int request_parse_query(struct request *rq)
 {
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(rq->req);
     const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
     if (!query) {
         return ROOST_OK;
+    }
+    /* evhttp decodes %00 into a NUL that ends the C string: "limit=1%00x" would read as 1. */
+    if (request_query_has_nul(query)) {
+        return ROOST_EQUERY;
     }
     rq->query = calloc(1, sizeof *rq->query);
     if (!rq->query) {

@@ -19,11 +19,12 @@ struct evkeyvalq;
 struct route;
 struct runtime;
 struct sigcheck;
+struct sockaddr;
 
 struct request {
     struct runtime *rt;
     struct evhttp_request *req;
-    char id[24];
+    char id[33]; /* X-Request-Id: 32 hex digits of 128 random bits */
     int64_t start_ms;
     int64_t start_us;          /* monotonic, for the duration histogram */
     const struct route *route; /* the router's table entry (router.c), NULL when unrouted */
@@ -44,6 +45,12 @@ struct request {
 /* A new request for evhttp's `req`, with its id and start time, held in rt's in-flight count
  * until it ends. NULL when out of memory. */
 struct request *request_new(struct runtime *rt, struct evhttp_request *req);
+
+/* True for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. sa may be NULL (false). */
+bool request_addr_is_loopback(const struct sockaddr *sa);
+/* True when the request's peer connected over loopback (the TCP peer, not any forwarded-for
+ * header: a reverse proxy on the same host counts as loopback). */
+bool request_peer_is_loopback(const struct request *rq);
 
 /* The router's name of the request's route ("-" before routing): the label of logs, metrics and
  * store jobs. */
@@ -75,6 +82,9 @@ int request_query_int(struct request *rq, const char *name, int64_t min, int64_t
                       int bad_rc, int64_t *out);
 /* NULL when absent; sets *rc = ROOST_EQUERY when repeated. */
 const char *request_query_str(struct request *rq, const char *name, int *rc);
+/* True when a query string has a percent-encoded NUL (%00), which the decoder would turn into a
+ * string end: such a query is refused, never truncated. */
+bool request_query_has_nul(const char *query);
 /* Parses the query string into rq->query. ROOST_OK, ROOST_ENOMEM or ROOST_EQUERY. */
 int request_parse_query(struct request *rq);
 /* Reads the JSON object body into rq->body. An empty body is {} when `optional`, else

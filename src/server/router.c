@@ -198,7 +198,8 @@ static char *bearer_from_query(const struct evhttp_uri *uri)
     const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
     struct evkeyvalq q;
     TAILQ_INIT(&q);
-    if (!query || strlen(query) > 2 * 8192 || evhttp_parse_query_str(query, &q) != 0) {
+    if (!query || strlen(query) > 2 * 8192 || request_query_has_nul(query) ||
+        evhttp_parse_query_str(query, &q) != 0) {
         evhttp_clear_headers(&q);
         return NULL;
     }
@@ -223,12 +224,16 @@ static void set_pseudo_route(struct request *rq, const char *name)
     rq->pseudo_route = true;
 }
 
-void router_dispatch(struct evhttp_request *req, void *arg)
+void router_dispatch(struct evhttp_request *req, const char *head_error, void *arg)
 {
     struct runtime *rt = arg;
     struct request *rq = request_new(rt, req);
     if (!rq) {
         evhttp_send_error(req, 503, "out of memory");
+        return;
+    }
+    if (head_error != NULL) {
+        request_reply_error_close(rq, ROOST_EFRAMING, head_error);
         return;
     }
     const char *why = NULL;

@@ -52,7 +52,8 @@ int router_match(enum evhttp_cmd_type method, const char *path, const struct rou
 int router_check_framing(struct evkeyvalq *headers, int major, int minor, const char *uri,
                          const char **why);
 
-/* evhttp's callback for every request; `arg` is the struct runtime. */
-void router_dispatch(struct evhttp_request *req, void *arg);
+/* The listener's callback for every request; `arg` is the struct runtime. head_error (NULL when
+ * none) is why the listener's look at the raw head refuses it: answered 400, connection closed. */
+void router_dispatch(struct evhttp_request *req, const char *head_error, void *arg);
 
 #endif

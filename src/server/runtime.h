@@ -17,6 +17,7 @@ struct auth;
 struct config;
 struct event_base;
 struct metrics;
+struct ratelimit;
 struct scheduler;
 struct sse_hub;
 struct store_touches;
@@ -41,14 +42,14 @@ struct runtime {
     struct waiters *waiters;
     struct sse_hub *sse;
     struct metrics *metrics;
-    struct server_key sign_key; /* roostd's Ed25519 signing key, served at /api/v1/keys/server */
+    struct ratelimit *publish_rl; /* limits.publish_rows_per_s, per tenant */
+    struct server_key sign_key;   /* roostd's Ed25519 signing key, served at /api/v1/keys/server */
     char base_url[80];
     bool draining;
     /* Held work: requests accepted and not yet answered, answers still being written while
      * draining, background jobs (scheduler, metrics snapshot) in flight. Changed only through
      * runtime_hold() and runtime_release(). */
     size_t inflight;
-    uint64_t request_serial; /* for request ids */
 };
 
 /* The workers of the store holding `tenant_id`'s data. */

@@ -83,8 +83,9 @@ struct sse_sub {
     int64_t last_sent;      /* head of the last event written */
     int64_t pending;        /* a ping is owed, with this head (0 = none; notified heads are >= 1) */
     int64_t flushing_since; /* monotonic ms when the event in flight was queued; 0 = idle */
-    bool ending;            /* we end it (drop, shutdown, hub free): evhttp frees the request */
-    bool direct;            /* plain TCP: chunks may go straight to the socket (not on TLS) */
+    struct event *expire_ev; /* ends the stream at its token's exp; NULL when it has none */
+    bool ending;             /* we end it (drop, shutdown, hub free): evhttp frees the request */
+    bool direct;             /* plain TCP: chunks may go straight to the socket (not on TLS) */
 };
 
 struct sse_hub {
@@ -94,6 +95,9 @@ struct sse_hub {
     void *arg;
     struct sse_agent **agents; /* HUB_BUCKETS chains */
     struct sse_tenant **tenants;
+    struct event_base *base;
+    void (*set_closecb)(struct evhttp_connection *evcon,
+                        void (*cb)(struct evhttp_connection *, void *), void *arg);
     size_t n_subs;
     struct event *heartbeat_ev;
     struct evbuffer *scratch; /* what sse_hub_open hands to evhttp (empty between uses) */
@@ -210,6 +214,14 @@ static void sub_unlink(struct sse_sub *sub)
     tenant_release(hub, t);
 }
 
+static void sub_free(struct sse_sub *sub)
+{
+    if (sub->expire_ev) {
+        event_free(sub->expire_ev);
+    }
+    free(sub);
+}
+
 /* evhttp calls this when the client goes away, when we free the connection, and after the
  * terminating chunk of a "Connection: close" stream has been written. */
 static void on_close(struct evhttp_connection *evcon, void *arg)
@@ -225,7 +237,7 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
     struct evhttp_request *orphan =
         !sub->ending && evhttp_request_get_connection(sub->req) == NULL ? sub->req : NULL;
     sub_unlink(sub);
-    free(sub);
+    sub_free(sub);
     if (orphan) {
         evhttp_request_free(orphan);
     }
@@ -379,7 +391,7 @@ static void on_written(struct evhttp_connection *evcon, void *arg)
     (void)evcon;
     struct sse_sub *sub = arg;
     sub->flushing_since = 0;
-    if (sub->pending > 0 && !sub->hub->shutting_down) {
+    if (sub->pending > 0 && !sub->hub->shutting_down && !sub->ending) {
         sub_write(sub, sub->pending, false, false);
     }
 }
@@ -389,6 +401,9 @@ static void on_written(struct evhttp_connection *evcon, void *arg)
  * without moving the head. */
 static void sub_ping(struct sse_sub *sub, int64_t head)
 {
+    if (sub->ending) {
+        return; /* its last event is written; the connection closes after it */
+    }
     if (sub->flushing_since) {
         if (head > sub->pending) {
             sub->pending = head;
@@ -447,7 +462,9 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
             /* Dropping the agent's last subscriber frees `a`: count instead of touching it. */
             for (struct sse_sub *sub = a->subs, *next; sub && left > 0; sub = next, left--) {
                 next = sub->next;
-                if (sub->flushing_since) {
+                if (sub->ending) {
+                    continue;
+                } else if (sub->flushing_since) {
                     if (now - sub->flushing_since > stuck_ms) {
                         drop(sub, "stalled");
                     }
@@ -475,6 +492,8 @@ struct sse_hub *sse_hub_new(struct event_base *base, const struct config *cfg,
     hub->metrics = metrics;
     hub->on_stream_closed = on_stream_closed;
     hub->arg = arg;
+    hub->base = base;
+    hub->set_closecb = evhttp_connection_set_closecb;
     hub->agents = calloc(HUB_BUCKETS, sizeof *hub->agents);
     hub->tenants = calloc(HUB_BUCKETS, sizeof *hub->tenants);
     hub->heartbeat_ev = evtimer_new(base, on_heartbeat, hub);
@@ -523,10 +542,10 @@ void sse_hub_free(struct sse_hub *hub)
             struct sse_agent *a = hub->agents[b];
             while (a->subs) {
                 struct sse_sub *sub = a->subs;
-                evhttp_connection_set_closecb(evhttp_request_get_connection(sub->req), NULL, NULL);
+                hub->set_closecb(evhttp_request_get_connection(sub->req), NULL, NULL);
                 bool last = a->n_subs == 1;
                 sub_unlink(sub);
-                free(sub);
+                sub_free(sub);
                 if (last) {
                     break;
                 }
@@ -569,7 +588,11 @@ const char *sse_hub_over_limit(struct sse_hub *hub, const char *tenant_id, const
         return "too many streams on this server (sse.max_total)";
     }
     struct sse_tenant *t = tenant_get(hub, tenant_id, false);
-    if (t && (int64_t)t->n_subs >= cfg->sse_max_per_tenant) {
+    int64_t per_tenant = cfg->sse_max_per_tenant;
+    if (per_tenant == 0) {
+        per_tenant = cfg->sse_max_total / 10 > 0 ? cfg->sse_max_total / 10 : 1;
+    }
+    if (t && (int64_t)t->n_subs >= per_tenant) {
         return "too many streams for this tenant (sse.max_per_tenant)";
     }
     struct sse_agent *a = agent_get(hub, tenant_id, agent_id);
@@ -579,8 +602,39 @@ const char *sse_hub_over_limit(struct sse_hub *hub, const char *tenant_id, const
     return NULL;
 }
 
+/* The token that opened the stream expired: a last event tells the client to reconnect with a
+ * fresh token, then the stream ends (and its connection closes, "Connection: close"). One timer
+ * per stream, so the end is on time whatever sse.heartbeat_s is. */
+static void on_token_expired(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sse_sub *sub = arg;
+    if (sub->ending || sub->hub->shutting_down) {
+        return;
+    }
+    log_info("stream ended", "reason=token_expired tenant=%s agent=%s",
+             sub->agent->tenant->tenant_id, sub->agent->agent_id);
+    sub->ending = true;
+    struct evbuffer *buf = evbuffer_new();
+    if (buf) {
+        evbuffer_add_printf(buf, "event: token_expired\ndata: {}\n\n");
+        evhttp_send_reply_chunk(sub->req, buf);
+        evbuffer_free(buf);
+    }
+    evhttp_send_reply_end(sub->req); /* may run on_close, which frees sub */
+}
+
+void sse_hub_set_closecb_fn(struct sse_hub *hub,
+                            void (*set)(struct evhttp_connection *evcon,
+                                        void (*cb)(struct evhttp_connection *, void *), void *arg))
+{
+    hub->set_closecb = set;
+}
+
 int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *req_id,
-                 const char *tenant_id, const char *agent_id, int64_t head, int64_t last_event_id)
+                 const char *tenant_id, const char *agent_id, int64_t head, int64_t last_event_id,
+                 int64_t expires_ms)
 {
     const struct config *cfg = hub->cfg;
     struct sse_agent *a = agent_get(hub, tenant_id, agent_id);
@@ -588,6 +642,11 @@ int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *re
         a = agent_create(hub, tenant_id, agent_id);
     }
     struct sse_sub *sub = a ? calloc(1, sizeof *sub) : NULL;
+    if (sub && expires_ms > 0 &&
+        !(sub->expire_ev = evtimer_new(hub->base, on_token_expired, sub))) {
+        free(sub);
+        sub = NULL;
+    }
     if (!sub) {
         return ROOST_ENOMEM;
     }
@@ -618,7 +677,7 @@ int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *re
     evhttp_add_header(out, "Connection", "close");
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     evhttp_send_reply_start(req, 200, "OK");
-    evhttp_connection_set_closecb(evcon, on_close, sub);
+    hub->set_closecb(evcon, on_close, sub);
     /* The kernel must not become the backlog: the socket reports writable only while little is
      * unsent, so a subscriber that does not read stays mid-write (`flushing`) and its pings
      * coalesce here, instead of piling up in a send buffer of up to megabytes. */
@@ -661,6 +720,12 @@ int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *re
      * already saw this head (Last-Event-ID) gets it as a heartbeat instead of a new ping. */
     sub->last_sent = last_event_id >= 0 && last_event_id <= a->head ? last_event_id : 0;
     bool seen = last_event_id >= 0 && last_event_id >= a->head;
-    sub_write(sub, a->head, seen, true); /* may drop (free) sub: the stream is ours either way */
+    /* sub_write frees sub when it drops it: the stream is ours either way. */
+    if (sub_write(sub, a->head, seen, true) && sub->expire_ev) {
+        int64_t left_ms = expires_ms - time_now_ms();
+        left_ms = left_ms > 0 ? left_ms : 0;
+        struct timeval tv = {(time_t)(left_ms / 1000), (suseconds_t)(left_ms % 1000) * 1000};
+        evtimer_add(sub->expire_ev, &tv);
+    }
     return ROOST_OK;
 }

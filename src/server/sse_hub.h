@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 struct config;
+struct evhttp_connection;
 struct evhttp_request;
 struct event_base;
 struct metrics;
@@ -48,8 +49,16 @@ const char *sse_hub_over_limit(struct sse_hub *hub, const char *tenant_id, const
  * headers (X-Request-Id: req_id), the retry line and at once the head (`head` as read from the
  * store, or newer). last_event_id (-1: none) is the client's Last-Event-ID: when it already saw
  * the head, the first event is a heartbeat. Returns ROOST_OK (the hub owns the connection from
- * now on) or ROOST_ENOMEM (nothing sent: the caller answers). */
+ * now on) or ROOST_ENOMEM (nothing sent: the caller answers). expires_ms (wall clock; 0 = never)
+ * is the exp of the token that opened it: then the stream ends with a last `event: token_expired`
+ * and the connection closes, so the client reconnects with a fresh token. */
+/* How the hub sets a stream connection's close callback: evhttp_connection_set_closecb unless
+ * the daemon's listener must see every close (listener_set_closecb). */
+void sse_hub_set_closecb_fn(struct sse_hub *hub,
+                            void (*set)(struct evhttp_connection *evcon,
+                                        void (*cb)(struct evhttp_connection *, void *), void *arg));
 int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *req_id,
-                 const char *tenant_id, const char *agent_id, int64_t head, int64_t last_event_id);
+                 const char *tenant_id, const char *agent_id, int64_t head, int64_t last_event_id,
+                 int64_t expires_ms);
 
 #endif

@@ -5,9 +5,11 @@
 #include "store/store_sqlite.h"
 #include "store/store_sqlite_int.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/limits.h"
 #include "store/migrations.h"
@@ -158,6 +160,15 @@ int store_sqlite_open(const char *url, const struct store_options *opt, struct s
     }
     b->base.ops = &store_sqlite_ops;
     b->base.dialect = &store_sqlite_dialect;
+    /* The database holds payloads and signing secrets: create it 0600 ourselves (SQLite would
+     * use 0644 less the umask), and SQLite gives -wal and -shm the database file's mode. Not a
+     * umask around the open: the umask is process-wide and other threads create files too. */
+    if (path[0] != ':' && strncmp(path, "file:", 5) != 0) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            close(fd);
+        }
+    }
     int rc = sqlite3_open_v2(
         path, &b->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
