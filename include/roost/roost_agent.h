@@ -96,7 +96,7 @@ typedef void (*roost_agent_log_fn)(const char *line, void *ctx);
  * borrowed for the duration of roost_agent_new() (copied), except the contexts. */
 struct roost_agent_options {
     const char *server_url; /* required: as roost_client_new() */
-    const char *token;      /* required: needs agent:<id>:consume */
+    const char *token;      /* required (unless token_cb): needs agent:<id>:consume */
     const char *agent_id;   /* required: [A-Za-z0-9._-]{1,128} */
     const char *state_dir;  /* required: created (0700) when missing; holds agent.db, agent.lock */
     const char *consumer;   /* [A-Za-z0-9._:-]{1,128}; NULL: "<hostname>-<pid>" */
@@ -125,6 +125,12 @@ struct roost_agent_options {
     roost_agent_handler_ex_fn handler_ex; /* instead of handler */
     int tempfail_max; /* ROOST_AGENT_RETRY_LATER counts nothing below this attempt, 1..1000;
                          0: 10 */
+    /* Optional: supplies the token before every request of the agent (see
+     * roost_client_set_token_callback), so an agent outlives its tokens when their issuer
+     * rotates them. Called from several of the agent's threads at once: it must be
+     * thread-safe. `token`, when also set, is used until the callback first answers. */
+    roost_token_fn token_cb;
+    void *token_cb_arg;
 };
 
 /* Sets every field to its default (zero/NULL). */

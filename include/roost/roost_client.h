@@ -80,6 +80,20 @@ ROOST_EXPORT void roost_client_free(struct roost_client *c);
  * character), ROOST_ENOMEM (the old token is kept). */
 ROOST_EXPORT int roost_client_set_token(struct roost_client *c, const char *token);
 
+/* Supplies the bearer token for a client: writes the current token, NUL-terminated, into buf
+ * (cap bytes, the NUL included) and returns ROOST_OK, or returns a negative roost error code
+ * (the client then keeps the token it had). `arg` is the one given with the callback. */
+typedef int (*roost_token_fn)(void *arg, char *buf, size_t cap);
+
+/* Makes the client ask fn for its token before every request (and every SSE connection), so
+ * that a token rotated by its issuer (a file rewritten, a credential helper) is picked up
+ * without a new client; fn should answer from a cache and fetch anew only when the token has
+ * changed or nears its expiry. A token fn answers that roost_client_new would refuse is ignored.
+ * fn runs on the thread making the request; one fn given to several clients (the agent's) must
+ * be thread-safe. NULL fn: the token stays as set. Returns ROOST_OK or ROOST_EINVAL (c NULL). */
+ROOST_EXPORT int roost_client_set_token_callback(struct roost_client *c, roost_token_fn fn,
+                                                 void *arg);
+
 /* Sets the connection-establishment timeout and the per-request timeout in milliseconds (0 keeps
  * the current value). A long poll (wait_s > 0) gets request_timeout_ms + wait_s * 1000.
  * Returns ROOST_OK or ROOST_EINVAL (c NULL, negative value). */

@@ -6,10 +6,14 @@
 #ifndef ROOST_CLI_H
 #define ROOST_CLI_H
 
+#include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include "roost/roost.h"
 
@@ -157,6 +161,40 @@ int cli_print_completion(FILE *out, const char *shell);
 int cli_resolve_endpoint(const struct cli_args *a, const char **server_out, const char **token_out,
                          char **file_token_out);
 
+/* Longest bearer token read from a file or a --token-command (libroost's own limit). */
+#define CLI_MAX_TOKEN_BYTES 8192
+
+/* A token that follows its source while a command runs (`agent run`): --token-file, re-read
+ * when the file changes (size, mtime, inode) or the token enters the last third of its life
+ * (at most its last minute), or --token-command, run again then (every 5 minutes for a token
+ * without an expiry). Its callback is a roost_token_fn, thread-safe. */
+struct cli_token_source {
+    pthread_mutex_t mu;
+    const char *file;    /* borrowed; NULL with command */
+    const char *command; /* borrowed; NULL with file */
+    char token[CLI_MAX_TOKEN_BYTES + 1];
+    struct timespec mtime; /* of the file when read */
+    off_t size;
+    ino_t ino;
+    int64_t exp_s, iat_s; /* of the token (JWT claims; 0: none) */
+    int64_t fetched_s, tried_s;
+    /* Told why a refresh failed (the old token is kept); optional. */
+    void (*on_error)(void *ctx, const char *msg);
+    void *on_error_ctx;
+};
+/* Fetches the first token. Returns 0, or -1 with a message in err. */
+int cli_token_source_init(struct cli_token_source *ts, const char *file, const char *command,
+                          char *err, size_t errlen);
+void cli_token_source_cleanup(struct cli_token_source *ts);
+/* The roost_token_fn of a source (arg: the struct cli_token_source). */
+int cli_token_source_cb(void *arg, char *buf, size_t cap);
+/* Runs COMMAND through /bin/sh; its stdout, trailing whitespace trimmed, is the token (*out, the
+ * caller frees). Returns 0, or -1 with a message in err (a non-zero exit, no output). */
+int cli_token_command_run(const char *command, char **out, char *err, size_t errlen);
+/* Decodes the claims of a JWT without verifying it. Returns 0 and *out (decref it), or -1 when
+ * the token is no JWT. */
+int cli_jwt_claims(const char *token, json_t **out);
+
 /* Resolves --key-file/--key-id/--key-alg and ROOST_KEY_FILE/ROOST_KEY_ID/ROOST_KEY_ALG: *file_out
  * is NULL when no signing key is configured. Returns an exit code (usage error for a key file
  * without a key id). */
@@ -216,6 +254,8 @@ int cmd_admin_stats(struct cli_args *a);
 int cmd_agent_run(struct cli_args *a);
 int cmd_agent_status(struct cli_args *a);
 int cmd_keys_add(struct cli_args *a);
+int cmd_keys_generate(struct cli_args *a);
+int cmd_whoami(struct cli_args *a);
 int cmd_keys_list(struct cli_args *a);
 int cmd_keys_revoke(struct cli_args *a);
 int cmd_completion(struct cli_args *a);

@@ -484,6 +484,17 @@ out:
     return result;
 }
 
+static int run_agent(struct cli_args *a, const struct roost_agent_options *po, struct exec_ctx *x);
+
+/* A token refresh failed: the agent goes on with the token it has. */
+static void token_error_cb(void *ctx, const char *msg)
+{
+    const struct exec_ctx *x = ctx;
+    if (!x->quiet) {
+        fprintf(stderr, "roost agent: token refresh: %s\n", msg);
+    }
+}
+
 int cmd_agent_run(struct cli_args *a)
 {
     struct roost_agent_options o;
@@ -502,19 +513,47 @@ int cmd_agent_run(struct cli_args *a)
         return r;
     }
     x.agent_id = o.agent_id;
+    /* A token from a file or a command follows its source for the agent's whole life. */
+    struct cli_token_source ts;
+    bool follow = !cli_given(a, "token") &&
+                  (cli_str(a, "token-file") != NULL || cli_str(a, "token-command") != NULL);
+    if (follow) {
+        char err[600];
+        if (cli_token_source_init(&ts, cli_str(a, "token-file"), cli_str(a, "token-command"), err,
+                                  sizeof err) != 0) {
+            fprintf(stderr, "roost: agent run: %s\n", err);
+            free(file_token);
+            return CLI_EXIT_USAGE;
+        }
+        ts.on_error = token_error_cb;
+        ts.on_error_ctx = &x;
+        o.token_cb = cli_token_source_cb;
+        o.token_cb_arg = &ts;
+    }
+    r = run_agent(a, &o, &x);
+    if (follow) {
+        cli_token_source_cleanup(&ts);
+    }
+    free(file_token);
+    return r;
+}
+
+/* The rest of `agent run` once the token is settled: signing, the agent's life, its report. */
+static int run_agent(struct cli_args *a, const struct roost_agent_options *po, struct exec_ctx *x)
+{
+    struct roost_agent_options o = *po;
+    int r;
     o.ca_file = cli_str(a, "cacert");
     if ((r = cli_resolve_signing(a, &o.signing_key_file, &o.key_id, &o.key_alg)) != CLI_EXIT_OK) {
-        free(file_token);
         return r;
     }
     o.handler_ex = exec_handler;
-    o.handler_ctx = &x;
+    o.handler_ctx = x;
     o.on_state = state_cb;
     o.on_log = log_line_cb;
-    o.cb_ctx = &x;
+    o.cb_ctx = x;
     struct roost_agent *agent = NULL;
     int rc = roost_agent_new(&agent, &o);
-    free(file_token);
     if (rc != ROOST_OK) {
         fprintf(stderr, "roost: agent run: %s (%s)%s\n", roost_strerror(rc), roost_err_code(rc),
                 rc == ROOST_ESTATE ? ": the state dir is in use by another agent process, or "
@@ -528,13 +567,13 @@ int cmd_agent_run(struct cli_args *a)
     }
     /* The state dir is ours now (roost_agent_new locked it): end what a killed run left running
      * before anything is claimed, so that two copies of one event never run at once. */
-    snprintf(x.run_dir, sizeof x.run_dir, "%s/exec", o.state_dir);
-    if (mkdir(x.run_dir, 0700) != 0 && errno != EEXIST) {
-        fprintf(stderr, "roost: agent run: cannot create %s: %s\n", x.run_dir, strerror(errno));
+    snprintf(x->run_dir, sizeof x->run_dir, "%s/exec", o.state_dir);
+    if (mkdir(x->run_dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "roost: agent run: cannot create %s: %s\n", x->run_dir, strerror(errno));
         roost_agent_free(agent);
         return CLI_EXIT_ERROR;
     }
-    exec_end_orphans(&x);
+    exec_end_orphans(x);
     g_agent = agent;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -543,7 +582,7 @@ int cmd_agent_run(struct cli_args *a)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (!x.quiet) {
+    if (!x->quiet) {
         struct roost_agent_status st;
         roost_agent_status(agent, &st);
         fprintf(stderr, "roost agent: agent %s, consumer %s, state %s/agent.db\n", o.agent_id,
@@ -552,7 +591,7 @@ int cmd_agent_run(struct cli_args *a)
     rc = roost_agent_run(agent);
     struct roost_agent_status st;
     roost_agent_status(agent, &st);
-    if (!x.quiet) {
+    if (!x->quiet) {
         fprintf(stderr, "roost agent: stopped: %lld handled, %lld acked, %lld released\n",
                 (long long)st.handled, (long long)st.acked, (long long)st.released);
     }

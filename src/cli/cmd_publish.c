@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -45,13 +44,16 @@ int cmd_publish(struct cli_args *a)
             ret = cli_usage_error(a, "give either --payload or --payload-file");
             goto out;
         }
-        if (m.payload == NULL && payload_file == NULL) {
-            if (isatty(STDIN_FILENO)) {
-                ret = cli_usage_error(a, "no payload: give --payload, --payload-file, or pipe "
-                                         "it on standard input");
-                goto out;
-            }
+        /* Standard input is read only when asked for ("--payload -"): a publish in a
+         * `while read` loop must not swallow the loop's input, nor wait on an open pipe. */
+        if (m.payload != NULL && strcmp(m.payload, "-") == 0) {
             payload_file = "-";
+            m.payload = NULL;
+        } else if (m.payload != NULL && m.payload[0] == '@') {
+            payload_file = m.payload + 1;
+            m.payload = NULL;
+        } else if (m.payload == NULL && payload_file == NULL) {
+            m.payload = "{}";
         }
     }
     const char *file = body_file != NULL ? body_file : payload_file;

@@ -25,7 +25,13 @@ const struct cli_option cli_connect_options[] = {
     {.name = "token-file",
      .kind = CLI_STRING,
      .arg = "F",
-     .help = "read the token from file F (before $ROOST_TOKEN)"},
+     .help = "read the token from file F (before $ROOST_TOKEN); agent run re-reads it\n"
+             "when F changes and before the token expires"},
+    {.name = "token-command",
+     .kind = CLI_STRING,
+     .arg = "CMD",
+     .help = "run CMD (sh -c) and use its stdout as the token (before $ROOST_TOKEN);\n"
+             "agent run runs it again before the token expires"},
     {.name = "cacert",
      .kind = CLI_STRING,
      .arg = "F",
@@ -167,7 +173,8 @@ static const struct cli_option publish_opts[] = {
      .short_name = 'p',
      .kind = CLI_STRING,
      .arg = "JSON",
-     .help = "the payload, a JSON object"},
+     .help = "the payload, a JSON object; '-' reads it from standard input, '@F' from\n"
+             "file F (default {}: standard input is never read unless asked)"},
     {.name = "payload-file",
      .kind = CLI_STRING,
      .arg = "F",
@@ -418,6 +425,22 @@ static const struct cli_option keys_add_opts[] = {
     END,
 };
 
+static const struct cli_option keys_generate_opts[] = {
+    {.name = "out",
+     .short_name = 'o',
+     .kind = CLI_STRING,
+     .arg = "F",
+     .flags = CLI_REQUIRED,
+     .help = "the private key file to create (mode 0600); the public half goes to F.pub"},
+    {.name = "alg",
+     .kind = CLI_STRING,
+     .arg = "ALG",
+     .choices = KEY_ALGS,
+     .help = "ed25519 (default), ecdsa-p256-sha256, rsa-pss-sha512, rsa-v1_5-sha256\n"
+             "or hmac-sha256 (F then holds the base64 secret, and no F.pub)"},
+    END,
+};
+
 static const struct cli_option keys_list_opts[] = {
     LIMIT("page size (default: the server's)"),
     NEXT_PAGE,
@@ -618,6 +641,24 @@ const struct cli_command cli_commands[] = {
      .common = CLI_COMMON_CONNECT | CLI_COMMON_OUTPUT,
      .notes = "Here --key-id names the key to register: to sign this request itself, set\n"
               "ROOST_KEY_FILE / ROOST_KEY_ID / ROOST_KEY_ALG.\n"},
+    {.name = "whoami",
+     .run = cmd_whoami,
+     .summary = "show the tenant, subject, scopes and expiry of the token in use",
+     .description = "Prints {\"tenant\",\"sub\",\"scopes\":[...],\"exp\",\"expires_at\","
+                    "\"expires_in_s\",\"expired\"} of the token the other commands would send "
+                    "(--token, --token-command, --token-file or $ROOST_TOKEN). The claims are read "
+                    "from the token itself, NOT verified, and nothing is sent to roostd: whether "
+                    "roostd accepts the token is another matter.",
+     .options = no_opts,
+     .common = CLI_COMMON_CONNECT | CLI_COMMON_OUTPUT},
+    {.name = "keys generate",
+     .run = cmd_keys_generate,
+     .summary = "create a request-signing key pair in local files",
+     .description = "Creates a new private key (PEM, mode 0600, never over an existing file) and "
+                    "its public half in F.pub, and prints the 'roost keys add' command that "
+                    "registers it. Nothing is sent to roostd.",
+     .options = keys_generate_opts,
+     .common = 0},
     {.name = "keys list",
      .run = cmd_keys_list,
      .summary = "list the tenant's request-signing keys",

@@ -41,9 +41,21 @@ int cli_resolve_endpoint(const struct cli_args *a, const char **server_out, cons
     if (server == NULL || server[0] == '\0') {
         server = CLI_DEFAULT_SERVER;
     }
-    /* --token, then --token-file, then $ROOST_TOKEN. */
+    /* --token, then --token-command or --token-file, then $ROOST_TOKEN. */
     const char *token = cli_given(a, "token") ? cli_str(a, "token") : NULL;
     const char *token_file = cli_str(a, "token-file");
+    const char *token_command = cli_str(a, "token-command");
+    if (token_file != NULL && token_command != NULL) {
+        return cli_usage_error(a, "--token-file and --token-command exclude each other");
+    }
+    if (token == NULL && token_command != NULL) {
+        char err[600];
+        if (cli_token_command_run(token_command, file_token_out, err, sizeof err) != 0) {
+            fprintf(stderr, "roost: %s: %s\n", a->cmd->name, err);
+            return CLI_EXIT_USAGE;
+        }
+        token = *file_token_out;
+    }
     if (token == NULL && token_file != NULL) {
         if ((*file_token_out = read_token_file(a, token_file)) == NULL) {
             return CLI_EXIT_USAGE;
@@ -54,7 +66,8 @@ int cli_resolve_endpoint(const struct cli_args *a, const char **server_out, cons
         token = cli_str(a, "token");
     }
     if (token == NULL || token[0] == '\0') {
-        return cli_usage_error(a, "no token: pass --token or --token-file, or set ROOST_TOKEN "
+        return cli_usage_error(a, "no token: pass --token, --token-file or --token-command, or set "
+                                  "ROOST_TOKEN "
                                   "(mint one with 'roost token mint')");
     }
     *server_out = server;

@@ -241,6 +241,7 @@ int agent_client_new(const struct roost_agent *a, struct roost_client **out)
     if (a->ca_file != NULL) {
         roost_client_set_ca_file(c, a->ca_file);
     }
+    roost_client_set_token_callback(c, a->token_cb, a->token_cb_arg);
     if (a->signing_key != NULL &&
         (rc = roost_client_set_signing_key(c, a->signing_key, a->key_id, a->key_alg)) != ROOST_OK) {
         roost_client_free(c);
@@ -253,8 +254,8 @@ int agent_client_new(const struct roost_agent *a, struct roost_client **out)
 /* The option checks roost_agent_new documents, before anything is allocated. */
 static int options_check(const struct roost_agent_options *o)
 {
-    if (o == NULL || o->server_url == NULL || o->token == NULL || o->agent_id == NULL ||
-        o->state_dir == NULL || o->state_dir[0] == '\0' ||
+    if (o == NULL || o->server_url == NULL || (o->token == NULL && o->token_cb == NULL) ||
+        o->agent_id == NULL || o->state_dir == NULL || o->state_dir[0] == '\0' ||
         (o->handler == NULL) == (o->handler_ex == NULL)) {
         return ROOST_EINVAL;
     }
@@ -349,7 +350,9 @@ int roost_agent_new(struct roost_agent **out, const struct roost_agent_options *
         default_consumer(consumer, sizeof consumer);
     }
     a->server_url = sdk_strdup(o->server_url);
-    a->token = sdk_strdup(o->token);
+    a->token = o->token != NULL ? sdk_strdup(o->token) : NULL;
+    a->token_cb = o->token_cb;
+    a->token_cb_arg = o->token_cb_arg;
     a->agent_id = sdk_strdup(o->agent_id);
     a->state_dir = sdk_strdup(o->state_dir);
     a->consumer = sdk_strdup(o->consumer != NULL ? o->consumer : consumer);
@@ -365,8 +368,9 @@ int roost_agent_new(struct roost_agent **out, const struct roost_agent_options *
         }
     }
     a->slots = calloc((size_t)a->concurrency, sizeof *a->slots);
-    if (a->server_url == NULL || a->token == NULL || a->agent_id == NULL || a->state_dir == NULL ||
-        a->consumer == NULL || a->slots == NULL || (o->ca_file != NULL && a->ca_file == NULL)) {
+    if (a->server_url == NULL || (o->token != NULL && a->token == NULL) || a->agent_id == NULL ||
+        a->state_dir == NULL || a->consumer == NULL || a->slots == NULL ||
+        (o->ca_file != NULL && a->ca_file == NULL)) {
         rc = ROOST_ENOMEM;
         goto fail;
     }

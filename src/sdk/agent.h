@@ -36,6 +36,8 @@ struct action; /* an outcome waiting for the keeper (agent_leases.c) */
 struct roost_agent {
     /* options (copied) */
     char *server_url, *token, *agent_id, *state_dir, *consumer, *ca_file;
+    roost_token_fn token_cb; /* may be NULL (roost_agent_options.token_cb) */
+    void *token_cb_arg;
     char *signing_key, *key_id, *key_alg; /* signing_key NULL: requests are not signed */
     int concurrency, lease_s, poll_ceiling_s, long_poll_s, tempfail_max;
     roost_agent_handler_fn handler; /* one of handler, handler_ex */

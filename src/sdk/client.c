@@ -140,6 +140,31 @@ int roost_client_set_token(struct roost_client *c, const char *token)
     return ROOST_OK;
 }
 
+int roost_client_set_token_callback(struct roost_client *c, roost_token_fn fn, void *arg)
+{
+    if (c == NULL) {
+        return ROOST_EINVAL;
+    }
+    c->token_fn = fn;
+    c->token_arg = arg;
+    return ROOST_OK;
+}
+
+void sdk_token_refresh(struct roost_client *c)
+{
+    if (c->token_fn == NULL) {
+        return;
+    }
+    char buf[SDK_MAX_TOKEN_BYTES + 2];
+    buf[0] = '\0';
+    int rc = c->token_fn(c->token_arg, buf, sizeof buf);
+    buf[sizeof buf - 1] = '\0';
+    if (rc == ROOST_OK && valid_token(buf) && (c->token == NULL || strcmp(buf, c->token) != 0)) {
+        roost_client_set_token(c, buf); /* out of memory keeps the old token */
+    }
+    OPENSSL_cleanse(buf, sizeof buf);
+}
+
 int roost_client_set_timeouts(struct roost_client *c, long connect_timeout_ms,
                               long request_timeout_ms)
 {

@@ -293,6 +293,7 @@ static int setup_handle(struct roost_client *c, const char *method, const char *
 
 int sdk_append_auth(struct roost_client *c, struct curl_slist **list)
 {
+    sdk_token_refresh(c); /* before the signature too, which covers the token */
     if (c->token == NULL) {
         return ROOST_OK;
     }

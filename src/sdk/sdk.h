@@ -37,6 +37,10 @@ void sdk_add_escaped(struct dynbuf *b, const char *z);
  * https. Returns ROOST_OK and a heap copy in *out, ROOST_EINVAL, ROOST_ENOMEM. */
 int sdk_url_normalize(const char *url, char **out);
 
+/* With a token callback, asks it for the current token and keeps it when it is valid and new;
+ * when the callback fails (or answers something invalid) the client keeps the token it had. */
+void sdk_token_refresh(struct roost_client *c);
+
 /* "/api/v1/agents/{agent}{tail}" with the agent id validated and escaped. ROOST_EAGENTID. */
 int sdk_path_agent(struct dynbuf *s, const char *agent_id, const char *tail);
 /* "/api/v1/agents/{agent}/inbox/{event_id}/{action}". ROOST_EAGENTID, ROOST_EEVENTID (empty or
@@ -45,10 +49,12 @@ int sdk_path_event(struct dynbuf *s, const char *agent_id, const char *event_id,
                    const char *action);
 
 struct roost_client {
-    char *base_url; /* normalised, no trailing '/' */
-    char *token;    /* may be NULL */
-    char *ca_file;  /* may be NULL */
-    CURL *curl;     /* reused: keeps the connection alive between calls */
+    char *base_url;          /* normalised, no trailing '/' */
+    char *token;             /* may be NULL */
+    roost_token_fn token_fn; /* NULL: token is fixed (roost_client_set_token_callback) */
+    void *token_arg;
+    char *ca_file; /* may be NULL */
+    CURL *curl;    /* reused: keeps the connection alive between calls */
     long connect_timeout_ms;
     long request_timeout_ms;
     size_t max_response_bytes;
@@ -100,7 +106,8 @@ int sdk_curl_setup(struct roost_client *c, const char *url, struct curl_slist *h
 int sdk_curl_check(struct roost_client *c, CURLcode cc);
 /* After a transfer: the handle forgets the caller's header list and error buffer. */
 void sdk_curl_unhook(struct roost_client *c);
-/* Appends "Authorization: Bearer <token>" when c has a token (the temporary line is wiped).
+/* Appends "Authorization: Bearer <token>" when c has a token (the temporary line is wiped),
+ * after asking the token callback, if any, for the current token (sdk_token_refresh).
  * ROOST_OK or ROOST_ENOMEM recorded on c (*list is unchanged then). */
 int sdk_append_auth(struct roost_client *c, struct curl_slist **list);
 /* Records a non-2xx answer (its body in c->resp) as the last call's error through

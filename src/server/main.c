@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* roostd: argv → config → run. Exit codes: 0 clean shutdown, 1 runtime failure, 2 bad usage or
  * invalid configuration. */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "server/config.h"
 #include "server/daemon.h"
@@ -48,6 +53,44 @@ static void raise_nofile(void)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
+}
+
+/* Takes DATA_DIR/roostd.lock (an exclusive flock, held until the process exits, pid inside) so
+ * that a second roostd on the same data dir refuses to start instead of running beside the
+ * first (whose subscribers would never get the second one's pings). Returns the fd, or -1 with
+ * err set. */
+static int lock_data_dir(const char *data_dir, char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/roostd.lock", data_dir);
+    if (fsutil_mkdir_p(data_dir, 0700) != 0) {
+        snprintf(err, errlen, "cannot create data dir %.300s: %s", data_dir, strerror(errno));
+        return -1;
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %.300s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        snprintf(err, errlen,
+                 "data dir %.300s is in use by another roostd (pid %s, holding roostd.lock): stop "
+                 "it, or give this one another --data-dir",
+                 data_dir, pid[0] != '\0' ? pid : "unknown");
+        close(fd);
+        return -1;
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+        /* The pid only improves the message a second roostd prints; the lock holds anyway. */
+        log_warn("cannot write the lock file", "path=%s error=\"%s\"", path, strerror(errno));
+    }
+    return fd;
 }
 
 int main(int argc, char **argv)
@@ -155,6 +198,10 @@ int main(int argc, char **argv)
 
     struct daemon d;
     exit_code = 1;
+    int lock_fd = lock_data_dir(cfg.data_dir, err, sizeof err);
+    if (lock_fd < 0) {
+        goto out;
+    }
     if (daemon_start(&d, &cfg, &source, ready_file, err, sizeof err) != 0) {
         daemon_cleanup(&d);
         goto out;

@@ -146,6 +146,8 @@ static void test_cli_table_names_every_command(void)
                                         "admin agents",
                                         "admin stats",
                                         "keys add",
+                                        "keys generate",
+                                        "whoami",
                                         "keys list",
                                         "keys revoke",
                                         "agent run",
