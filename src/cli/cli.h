@@ -15,6 +15,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "common/limits.h"
 #include "roost/roost.h"
 
 /* Exit codes (documented in `roost --help`). */
@@ -161,9 +162,6 @@ int cli_print_completion(FILE *out, const char *shell);
 int cli_resolve_endpoint(const struct cli_args *a, const char **server_out, const char **token_out,
                          char **file_token_out);
 
-/* Longest bearer token read from a file or a --token-command (libroost's own limit). */
-#define CLI_MAX_TOKEN_BYTES 8192
-
 /* A token that follows its source while a command runs (`agent run`): --token-file, re-read
  * when the file changes (size, mtime, inode) or the token enters the last third of its life
  * (at most its last minute), or --token-command, run again then (every 5 minutes for a token
@@ -172,7 +170,7 @@ struct cli_token_source {
     pthread_mutex_t mu;
     const char *file;    /* borrowed; NULL with command */
     const char *command; /* borrowed; NULL with file */
-    char token[CLI_MAX_TOKEN_BYTES + 1];
+    char token[ROOST_TOKEN_MAX_BYTES + 1];
     struct timespec mtime; /* of the file when read */
     off_t size;
     ino_t ino;

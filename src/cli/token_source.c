@@ -65,7 +65,7 @@ int cli_token_command_run(const char *command, char **out, char *err, size_t err
         snprintf(err, errlen, "--token-command: cannot run '%s': %s", command, strerror(errno));
         return -1;
     }
-    size_t cap = CLI_MAX_TOKEN_BYTES + 2, len = 0;
+    size_t cap = ROOST_TOKEN_MAX_BYTES + 2, len = 0;
     char *buf = calloc(1, cap);
     if (buf == NULL) {
         pclose(f);
@@ -89,7 +89,7 @@ int cli_token_command_run(const char *command, char **out, char *err, size_t err
         free(buf);
         return -1;
     }
-    if (len == 0 || len > CLI_MAX_TOKEN_BYTES) {
+    if (len == 0 || len > ROOST_TOKEN_MAX_BYTES) {
         snprintf(err, errlen, "--token-command '%s' printed %s", command,
                  len == 0 ? "no token" : "too long a token");
         free(buf);
@@ -104,11 +104,11 @@ static int fetch_file(struct cli_token_source *ts, const struct stat *sb, char *
 {
     char *buf = NULL;
     size_t len = 0;
-    if (cli_read_file(ts->file, CLI_MAX_TOKEN_BYTES + 64, &buf, &len, err, errlen) != 0) {
+    if (cli_read_file(ts->file, ROOST_TOKEN_MAX_BYTES + 64, &buf, &len, err, errlen) != 0) {
         return -1;
     }
     trim(buf, &len);
-    if (len == 0 || len > CLI_MAX_TOKEN_BYTES) {
+    if (len == 0 || len > ROOST_TOKEN_MAX_BYTES) {
         snprintf(err, errlen, "%s: %s", ts->file, len == 0 ? "no token" : "too long a token");
         free(buf);
         return -1;

@@ -14,6 +14,9 @@
 /* roostd's response-signing key (RFC 9421, Ed25519, PEM, mode 0600) inside its data dir. */
 #define ROOST_SIGNING_KEY_FILE "signing_ed25519.pem"
 
+/* The longest bearer token the SDK and the CLI send or read from a file or a command. */
+#define ROOST_TOKEN_MAX_BYTES 8192
+
 /* How long a store call waits for a lock held by another connection before it gives up. */
 #define ROOST_BUSY_TIMEOUT_MS 5000
 

@@ -15,9 +15,11 @@
 #include <openssl/evp.h>
 #include <stddef.h>
 
+#include "common/limits.h"
 #include "proto/jwk.h"
 
-#define JWT_MAX_TOKEN_BYTES 8192
+/* The longest compact JWS accepted: the one token limit of the daemon, SDK and CLI. */
+#define JWT_MAX_TOKEN_BYTES ROOST_TOKEN_MAX_BYTES
 
 struct jwt_parts {
     json_t *header;            /* decoded header object (owned) */

@@ -51,7 +51,7 @@ char *sdk_strdup(const char *s)
 static bool valid_token(const char *token)
 {
     size_t n = strlen(token);
-    if (n == 0 || n > SDK_MAX_TOKEN_BYTES) {
+    if (n == 0 || n > ROOST_TOKEN_MAX_BYTES) {
         return false;
     }
     for (size_t i = 0; i < n; i++) {
@@ -155,7 +155,7 @@ void sdk_token_refresh(struct roost_client *c)
     if (c->token_fn == NULL) {
         return;
     }
-    char buf[SDK_MAX_TOKEN_BYTES + 2];
+    char buf[ROOST_TOKEN_MAX_BYTES + 2];
     buf[0] = '\0';
     int rc = c->token_fn(c->token_arg, buf, sizeof buf);
     buf[sizeof buf - 1] = '\0';

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/dynbuf.h"
+#include "common/limits.h"
 #include "roost/roost_client.h"
 
 #define SDK_DEFAULT_CONNECT_TIMEOUT_MS 10000L
@@ -21,7 +22,6 @@
 #define SDK_DEFAULT_MAX_RESPONSE_BYTES ((size_t)64 * 1024 * 1024)
 #define SDK_MIN_RESPONSE_BYTES ((size_t)4096)
 #define SDK_MAX_URL_BYTES 2048
-#define SDK_MAX_TOKEN_BYTES 8192
 /* Deepest JSON the SDK parses (payloads nest; jansson's own parser limit is 2048). */
 #define SDK_MAX_JSON_DEPTH 512
 /* Longest id-like argument put into a path or query (event ids, page tokens). */
