@@ -7,12 +7,16 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps configure build install run test test-asan bench bench-sse bench-mysql clean format fuzz
+.PHONY: all deps deps-run configure build install run test test-asan bench bench-sse bench-mysql clean format fuzz
 
 all: build
 
 deps:
 	@scripts/deps.sh
+
+# Only what building and running roostd need (`make run`).
+deps-run:
+	@scripts/deps.sh run
 
 configure:
 	@[ -f $(BUILD_DIR)/build.ninja ] || cmake --preset release
@@ -26,7 +30,7 @@ install: build
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 	DESTDIR=$(DESTDIR) cmake --install $(BUILD_DIR)
 
-run: deps build
+run: deps-run build
 	@scripts/run.sh "$(LISTEN)" "$(DATA_DIR)"
 
 test: deps build

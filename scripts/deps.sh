@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of Roost from Debian 12 packages. Idempotent: does
-# nothing when all are present, runs `apt-get update` once when something is missing.
+# Installs Roost's dependencies from Debian 12 packages. Idempotent: does nothing when all are
+# present, runs `apt-get update` once when something is missing.
+#   scripts/deps.sh run   what building and running roostd need (`make run`)
+#   scripts/deps.sh       that and everything the tests and benchmarks need (`make test`)
 set -euo pipefail
+what=${1:-all}
 pkgs=(build-essential cmake ninja-build pkg-config
-      libevent-dev libsqlite3-dev sqlite3 libjansson-dev libssl-dev libcurl4-openssl-dev libinih-dev zlib1g-dev
-      curl ca-certificates procps openssl
-      prometheus
-      chromium
-      mariadb-server mariadb-client libmariadb-dev
-      clang libclang-rt-14-dev
-      clang-format python3 git)
+      libevent-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev libinih-dev zlib1g-dev
+      libmariadb-dev
+      curl ca-certificates)
+if [ "$what" != run ]; then
+  pkgs+=(sqlite3 procps openssl
+         prometheus
+         chromium
+         mariadb-server mariadb-client
+         clang libclang-rt-14-dev
+         clang-format python3 git)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 # Node and npm for the JS client tests (tests/js): Debian's, unless a node with npm is there.
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+if [ "$what" != run ] && { ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; }; then
   missing+=(nodejs npm)
 fi
 if [ ${#missing[@]} -ne 0 ]; then
@@ -27,4 +34,6 @@ if [ ${#missing[@]} -ne 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 # The npm packages of the JS client tests, from the committed lockfile.
-"$(dirname "$0")/js_deps.sh"
+if [ "$what" != run ]; then
+  "$(dirname "$0")/js_deps.sh"
+fi

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 listen="${1:-127.0.0.1:8080}"
 data_dir="${2:-./var}"
-mkdir -p "$data_dir"
+mkdir -p -m 700 "$data_dir" # it holds payloads and keys: roostd warns when others can read it
 ready="$data_dir/roostd.ready"
 rm -f "$ready"
 
@@ -14,7 +14,12 @@ pid=$!
 trap 'kill -TERM $pid 2>/dev/null || true' INT TERM
 for _ in $(seq 1 200); do
   [ -s "$ready" ] && break
-  kill -0 $pid 2>/dev/null || { wait $pid; exit 1; }
+  if ! kill -0 $pid 2>/dev/null; then
+    wait $pid || true
+    echo "make run: roostd did not start (see its message above). If $listen is in use, pick" \
+         "another address: make run LISTEN=127.0.0.1:9090 (and DATA_DIR=./var2 for a second data dir)" >&2
+    exit 1
+  fi
   sleep 0.05
 done
 [ -s "$ready" ] || { echo "roostd did not become ready" >&2; kill $pid; exit 1; }
