@@ -36,6 +36,7 @@ struct publish_op {
     size_t n_out;
     struct store_touches touches;
     int64_t now_ms;
+    size_t max_state_bytes; /* limits.max_state_bytes when the request came (loop thread) */
 };
 
 static void publish_op_free(void *p)
@@ -61,6 +62,7 @@ static int run_publish(struct job *job, struct store *st)
         .items = op->items,
         .n_items = op->n_items,
         .now_ms = op->now_ms,
+        .max_state_bytes = op->max_state_bytes,
     };
     return store_call(st, publish, &req, op->out, &op->touches);
 }
@@ -247,6 +249,7 @@ void api_publish(struct request *rq)
     rq->op = op;
     rq->op_free = publish_op_free;
     op->now_ms = time_now_ms();
+    op->max_state_bytes = (size_t)rq->rt->cfg->limits_max_state_bytes;
 
     /* Count rows first so every allocation is sized once and bounded by the limits above. */
     size_t n_rows = 0;

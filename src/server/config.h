@@ -70,6 +70,9 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       1099511627776, CONFIG_RELOADABLE,                                                            \
       "most bytes one publish request may write after fan-out (each payload and state_patch "      \
       "times its recipients); more gets 413")                                                      \
+    X("limits.max_state_bytes", limits_max_state_bytes, CONFIG_INT, "1048576", 1024, 67108864,     \
+      CONFIG_RELOADABLE,                                                                           \
+      "largest agent state document a state_patch may leave; a publish passing it gets 413")       \
     X("limits.publish_rows_per_s", limits_publish_rows_per_s, CONFIG_INT, "0", 0, 100000000,       \
       CONFIG_RELOADABLE,                                                                           \
       "inbox rows (events times recipients) one tenant may publish per second on this node, "      \

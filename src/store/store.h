@@ -129,6 +129,9 @@ struct store_publish_req {
     const struct store_publish_item *items;
     size_t n_items;
     int64_t now_ms;
+    /* Largest agent state a state_patch may leave (bytes of its JSON text); 0 = no bound. A patch
+     * that would pass it fails the publish with ROOST_ESTATETOOLARGE. */
+    size_t max_state_bytes;
 };
 
 /* One inbox row written (or found again through its idempotency key). */

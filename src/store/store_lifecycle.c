@@ -144,10 +144,17 @@ static int publish_one(struct store *st, const struct store_publish_req *req,
     if (rc != ROOST_OK) {
         return rc;
     }
-    if (it->state_patch != NULL &&
-        (rc = d->state_patch(st, req->tenant_id, agent_id, it->state_patch, o->seq, req->now_ms)) !=
-            ROOST_OK) {
-        return rc;
+    if (it->state_patch != NULL) {
+        int64_t bytes = 0;
+        rc = d->state_patch(st, req->tenant_id, agent_id, it->state_patch, o->seq, req->now_ms,
+                            &bytes);
+        if (rc != ROOST_OK) {
+            return rc;
+        }
+        /* The request fails whole; the group rolls back its writes, as for any failed job. */
+        if (req->max_state_bytes > 0 && bytes > (int64_t)req->max_state_bytes) {
+            return ROOST_ESTATETOOLARGE;
+        }
     }
     /* Every new row moves the head (cursor readers and long-polls care even about delayed rows). */
     return store_touches_add(heads, req->tenant_id, agent_id, o->seq);

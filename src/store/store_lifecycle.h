@@ -106,9 +106,10 @@ struct store_dialect {
      * and the allocated seq goes to *seq. */
     int (*seq_insert)(struct store *st, const struct store_new_row *row, int64_t now_ms,
                       int64_t *seq);
-    /* Merges `patch` into agents.state and sets state_cursor = seq. */
+    /* Merges `patch` into agents.state and sets state_cursor = seq; *state_bytes gets the length
+     * of the merged document. */
     int (*state_patch)(struct store *st, const char *tenant_id, const char *agent_id,
-                       const char *patch, int64_t seq, int64_t now_ms);
+                       const char *patch, int64_t seq, int64_t now_ms, int64_t *state_bytes);
 
     /* ---- leases ---- */
     /* Appends up to `limit` claimable rows in claim order (pending, unexpired, priority desc,

@@ -47,6 +47,8 @@ const char *const store_mysql_sql[S_COUNT] = {
     /* patch, seq, now, tenant, agent */
     [S_STATE_PATCH] = "UPDATE agents SET state = JSON_COMPACT(JSON_MERGE_PATCH(state, ?)),"
                       " state_cursor = ?, updated_at = ? WHERE tenant_id = ? AND agent_id = ?",
+    /* tenant, agent: MariaDB has no UPDATE … RETURNING; only publishes with a state_patch pay. */
+    [S_STATE_BYTES] = "SELECT LENGTH(state) FROM agents WHERE tenant_id = ? AND agent_id = ?",
     /* tenant, agent, head, now, origin */
     [S_CHANGE] = "INSERT INTO roost_changes (tenant_id, agent_id, head, at_ms, origin)"
                  " VALUES (?, ?, ?, ?, ?)",
@@ -485,10 +487,21 @@ static int my_seq_insert(struct store *st, const struct store_new_row *row, int6
 }
 
 static int my_state_patch(struct store *st, const char *tenant_id, const char *agent_id,
-                          const char *patch, int64_t seq, int64_t now_ms)
+                          const char *patch, int64_t seq, int64_t now_ms, int64_t *state_bytes)
 {
+    struct mysql_store *b = store_mysql_backend(st);
     struct prm p[] = {PS(patch), PI(seq), PI(now_ms), PS(tenant_id), PS(agent_id)};
-    return Q(store_mysql_backend(st), S_STATE_PATCH, p, NULL);
+    int rc = Q(b, S_STATE_PATCH, p, NULL);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    struct rows rs = {0};
+    struct prm k[] = {PS(tenant_id), PS(agent_id)};
+    if ((rc = Q(b, S_STATE_BYTES, k, &rs)) == ROOST_OK) {
+        *state_bytes = rs.n > 0 ? cell_i64(&rs, 0, 0) : 0;
+    }
+    rows_free(&rs);
+    return rc;
 }
 
 /* Whole rows, locked (SKIP LOCKED) by this transaction, so each update by primary key matches.

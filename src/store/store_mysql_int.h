@@ -23,6 +23,7 @@ enum stmt_id {
     S_SEQ_ALLOC,
     S_INBOX_INSERT,
     S_STATE_PATCH,
+    S_STATE_BYTES,
     S_CHANGE,
     S_AGENT_HEAD,
     S_READ,

@@ -40,7 +40,8 @@ const char *const store_sqlite_sql[S_COUNT] = {
                        " expires_at)"
                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [S_STATE_PATCH] = "UPDATE agents SET state = json_patch(state, ?3), state_cursor = ?4,"
-                      " updated_at = ?5 WHERE tenant_id = ?1 AND agent_id = ?2",
+                      " updated_at = ?5 WHERE tenant_id = ?1 AND agent_id = ?2"
+                      " RETURNING length(state)",
     [S_AGENT_HEAD] = "SELECT next_seq - 1, purged_through_seq FROM agents"
                      " WHERE tenant_id = ?1 AND agent_id = ?2",
     [S_READ] = "SELECT " EVCOLS " FROM inbox"
@@ -284,7 +285,7 @@ static int sq_inbox_insert(struct store *st, const struct store_new_row *row)
 }
 
 static int sq_state_patch(struct store *st, const char *tenant_id, const char *agent_id,
-                          const char *patch, int64_t seq, int64_t now_ms)
+                          const char *patch, int64_t seq, int64_t now_ms, int64_t *state_bytes)
 {
     sqlite3_stmt *s;
     int rc = stmt(st, S_STATE_PATCH, &s);
@@ -296,7 +297,12 @@ static int sq_state_patch(struct store *st, const char *tenant_id, const char *a
     bind_text(s, 3, patch);
     sqlite3_bind_int64(s, 4, seq);
     sqlite3_bind_int64(s, 5, now_ms);
-    return store_sqlite_run(store_sqlite_backend(st), s);
+    if ((rc = step(st, s)) < 0) {
+        return rc;
+    }
+    *state_bytes = rc == 1 ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_reset(s);
+    return ROOST_OK;
 }
 
 /* Seqs (and payload sizes for the budget); the claim's UPDATE … RETURNING reads each row. */

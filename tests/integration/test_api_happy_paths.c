@@ -514,6 +514,55 @@ static void test_api_state_merge_patch(void)
     json_decref(res);
 }
 
+/* limits.max_state_bytes (2048 here): a state_patch that would leave the document larger fails the
+ * whole publish with 413 state_too_large, and nothing of it is written. */
+static void test_api_state_bound(void)
+{
+    char big[1501];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    json_t *res = NULL;
+    CHECK_EQ(
+        h_callj(d.http, "POST", tok,
+                json_pack("{s:[s], s:{s:s}}", "recipients", "state.big", "state_patch", "a", big),
+                &res, "/api/v1/events"),
+        201);
+    json_decref(res);
+    /* Another 1.5 KB would pass 2048; in a batch with another agent's event, neither is written. */
+    res = NULL;
+    CHECK_EQ(h_callj(d.http, "POST", tok,
+                     json_pack("{s:[{s:[s]}, {s:[s], s:{s:s}}]}", "events", "recipients",
+                               "state.other", "recipients", "state.big", "state_patch", "b", big),
+                     &res, "/api/v1/events"),
+             413);
+    CHECK_STREQ(h_error_code(res), "state_too_large");
+    json_decref(res);
+    res = NULL;
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/agents/state.big/state"), 200);
+    CHECK_EQ(h_int(res, "cursor"), 1);
+    CHECK(json_object_get(json_object_get(res, "state"), "b") == NULL);
+    CHECK_EQ(strlen(h_str(json_object_get(res, "state"), "a")), sizeof big - 1);
+    json_decref(res);
+    res = NULL;
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/agents/state.other/inbox"), 200);
+    CHECK_EQ(json_array_size(json_object_get(res, "events")), 0);
+    json_decref(res);
+    /* Replacing the large value with the new one fits, and the document follows. */
+    res = NULL;
+    CHECK_EQ(h_callj(d.http, "POST", tok,
+                     json_pack("{s:[s], s:{s:n, s:s}}", "recipients", "state.big", "state_patch",
+                               "a", "b", big),
+                     &res, "/api/v1/events"),
+             201);
+    json_decref(res);
+    res = NULL;
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/agents/state.big/state"), 200);
+    CHECK_EQ(h_int(res, "cursor"), 2);
+    CHECK(json_object_get(json_object_get(res, "state"), "a") == NULL);
+    CHECK(h_str(json_object_get(res, "state"), "b") != NULL);
+    json_decref(res);
+}
+
 static void test_api_admin_agents(void)
 {
     json_t *res = NULL;
@@ -738,7 +787,7 @@ int main(void)
 {
     h_init();
     static const char *const sets[] = {"scavenger.interval_ms=50", "store.synchronous=normal",
-                                       NULL};
+                                       "limits.max_state_bytes=2048", NULL};
     if (roostd_start(&d, NULL, sets) != 0) {
         CHECK(!"roostd started");
         return h_summary();
@@ -758,6 +807,7 @@ int main(void)
     RUN(test_api_extend);
     RUN(test_api_release_all_by_consumer_only);
     RUN(test_api_state_merge_patch);
+    RUN(test_api_state_bound);
     RUN(test_api_admin_agents);
     RUN(test_api_delay_and_available_at);
     RUN(test_api_ttl_expires);
