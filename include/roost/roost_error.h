@@ -57,6 +57,8 @@ extern "C" {
     X(EGONE, 410, "cursor_expired", "the cursor is older than retention; resync from state")       \
     X(ETOOLARGE, 413, "body_too_large", "the request body exceeds limits.max_body_bytes")          \
     X(EPAYLOADTOOLARGE, 413, "payload_too_large", "a payload exceeds limits.max_payload_bytes")    \
+    X(ESCANBUDGET, 503, "scan_budget_exceeded",                                                    \
+      "the sorted listing took longer than limits.admin_scan_ms; page by agent id instead")        \
     X(ESTATETOOLARGE, 413, "state_too_large",                                                      \
       "the state_patch would make an agent's state exceed limits.max_state_bytes")                 \
     X(EMEDIATYPE, 415, "unsupported_media_type", "the body must be application/json")              \

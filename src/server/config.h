@@ -70,6 +70,9 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       1099511627776, CONFIG_RELOADABLE,                                                            \
       "most bytes one publish request may write after fan-out (each payload and state_patch "      \
       "times its recipients); more gets 413")                                                      \
+    X("limits.admin_scan_ms", limits_admin_scan_ms, CONFIG_INT, "500", 0, 600000, 0,               \
+      "time budget of an admin agent listing sorted by depth or age (it ranks every agent of the " \
+      "tenant); past it 503 scan_budget_exceeded; 0 = none")                                       \
     X("limits.max_state_bytes", limits_max_state_bytes, CONFIG_INT, "1048576", 1024, 67108864,     \
       CONFIG_RELOADABLE,                                                                           \
       "largest agent state document a state_patch may leave; a publish passing it gets 413")       \

@@ -290,6 +290,10 @@ struct store_options {
     /* MySQL: this process's mark on the change log; its tailer skips the rows it wrote itself
      * (their pings went out at commit). 0 = report every row. */
     int64_t origin;
+    /* Time budget of a sorted admin listing (agents_list by depth or age, which ranks every agent
+     * of the tenant): past it the call fails with ROOST_ESCANBUDGET instead of holding a
+     * connection other tenants' reads wait for. 0 = no budget. */
+    int admin_scan_ms;
 };
 
 struct store_ops {
@@ -468,6 +472,7 @@ struct store {
     const struct store_ops *ops;
     /* The backend's primitive statements the shared lifecycle runs (store_lifecycle.h). */
     const struct store_dialect *dialect;
+    int admin_scan_ms; /* store_options.admin_scan_ms, set by store_open */
 };
 
 /* Opens a store by URL scheme ("sqlite://PATH", "mysql://USER:PASS@HOST:PORT/DB"). ROOST_EINVAL for

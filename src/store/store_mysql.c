@@ -1062,8 +1062,23 @@ static int my_agents_list(struct store *st, const char *tenant_id, enum store_ag
         struct prm p[] = {PS(tenant_id), PS(after_agent != NULL ? after_agent : ""), PI(lim)};
         rc = Q(b, S_AGENTS_LIST, p, &rs);
     } else {
+        /* A ranking reads every agent of the tenant: bounded in time by max_statement_time for
+         * this one statement (ER_STATEMENT_TIMEOUT past it). */
+        char set[64];
+        snprintf(set, sizeof set, "SET SESSION max_statement_time = %.3f",
+                 st->admin_scan_ms / 1000.0);
+        if (st->admin_scan_ms > 0 && (rc = store_mysql_exec_text(b, set)) != ROOST_OK) {
+            return rc;
+        }
         struct prm p[] = {PS(tenant_id), PI(lim), PI(offset < 0 ? 0 : offset)};
         rc = Q(b, sort == STORE_SORT_DEPTH ? S_AGENTS_BY_DEPTH : S_AGENTS_BY_AGE, p, &rs);
+        if (rc != ROOST_OK && b->last_errno == ER_STATEMENT_TIMEOUT) {
+            rc = ROOST_ESCANBUDGET;
+        }
+        if (st->admin_scan_ms > 0) {
+            int rc2 = store_mysql_exec_text(b, "SET SESSION max_statement_time = 0");
+            rc = rc != ROOST_OK ? rc : rc2;
+        }
     }
     for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
         if (*n == limit) {

@@ -265,7 +265,11 @@ static int fetch_all(struct mysql_store *b, MYSQL_STMT *s, unsigned nf, struct r
             return ROOST_OK;
         }
         if (f == 1) {
-            return fail_code(b, mysql_stmt_errno(s), mysql_stmt_error(s), "fetch");
+            /* An error that ends a result midway (a statement timeout) can be reported on the
+             * connection rather than on the statement. */
+            return mysql_stmt_errno(s) != 0
+                       ? fail_code(b, mysql_stmt_errno(s), mysql_stmt_error(s), "fetch")
+                       : fail_db(b, "fetch");
         }
         if (out->max_bytes != 0 && out->budget_col < nf) {
             size_t bytes = isnull[out->budget_col] ? 0 : len[out->budget_col];

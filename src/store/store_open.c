@@ -41,7 +41,11 @@ int store_open(const char *url, const struct store_options *opt, struct store **
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
         const struct store_ops *ops = backends[i];
         if (strlen(ops->scheme) == scheme_len && memcmp(ops->scheme, url, scheme_len) == 0) {
-            int rc = ops->open(url, opt != NULL ? opt : &defaults, out);
+            const struct store_options *o = opt != NULL ? opt : &defaults;
+            int rc = ops->open(url, o, out);
+            if (rc == ROOST_OK) {
+                (*out)->admin_scan_ms = o->admin_scan_ms;
+            }
             if (rc != ROOST_OK && errmsg != NULL) {
                 *errmsg = ops == &store_sqlite_ops  ? store_sqlite_open_error()
                           : ops == &store_mysql_ops ? store_mysql_open_error()

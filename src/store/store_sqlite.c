@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/timeutil.h"
 #include "store/store_lifecycle.h"
 #include "store/store_sql.h"
 
@@ -868,6 +869,19 @@ out:
     return rc;
 }
 
+/* The progress handler of a sorted admin listing: interrupts it past its deadline. */
+struct scan_deadline {
+    int64_t at_ms;
+    bool hit;
+};
+
+static int scan_progress(void *arg)
+{
+    struct scan_deadline *d = arg;
+    d->hit = time_now_ms() > d->at_ms;
+    return d->hit;
+}
+
 static int sq_agents_list(struct store *st, const char *tenant_id, enum store_agents_sort sort,
                           const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
                           struct store_agent_stats *out, size_t *n, bool *has_more)
@@ -891,6 +905,12 @@ static int sq_agents_list(struct store *st, const char *tenant_id, enum store_ag
         sqlite3_bind_int64(s, 2, offset < 0 ? 0 : offset);
     }
     sqlite3_bind_int64(s, 3, store_limit_page(limit));
+    /* A ranking reads every agent of the tenant: bounded in time (checked every 1000 VM steps). */
+    struct scan_deadline dl = {.at_ms = time_now_ms() + st->admin_scan_ms};
+    bool budget = id != S_AGENTS_LIST && st->admin_scan_ms > 0;
+    if (budget) {
+        sqlite3_progress_handler(b->db, 1000, scan_progress, &dl);
+    }
     while ((rc = store_sqlite_step(b, s)) == 1) {
         if (*n == limit) {
             *has_more = true;
@@ -899,7 +919,10 @@ static int sq_agents_list(struct store *st, const char *tenant_id, enum store_ag
         struct store_row row = store_sqlite_row(s);
         store_row_agent_stats(&row, &out[(*n)++]);
     }
-    rc = rc < 0 ? rc : ROOST_OK;
+    if (budget) {
+        sqlite3_progress_handler(b->db, 0, NULL, NULL);
+    }
+    rc = dl.hit ? ROOST_ESCANBUDGET : rc < 0 ? rc : ROOST_OK;
 out:
     store_sqlite_reset_all(b);
     return rc;

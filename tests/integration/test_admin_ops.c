@@ -264,6 +264,50 @@ static void test_admin_quarantine_purge(void)
     json_decref(page);
 }
 
+/* limits.admin_scan_ms: a listing that ranks every agent of a tenant (sort=depth|age) fails with
+ * 503 scan_budget_exceeded past its time budget (1 ms here, over 10,000 agents), so it cannot
+ * hold a store connection for long; the listing by agent id (an index walk) is not budgeted. */
+static void test_admin_agents_sorted_scan_budget(void)
+{
+    static const char *const sets[] = {"limits.admin_scan_ms=1", "store.synchronous=normal", NULL};
+    struct roostd m;
+    if (roostd_start(&m, NULL, sets) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *t = h_token(&m, "scan", "agent:*:publish agent:*:read tenant:admin");
+    json_t *recips = json_array();
+    for (int i = 0; i < 10000; i++) {
+        char *name = h_fmt("scan.%05d", i);
+        json_array_append_new(recips, json_string(name));
+        free(name);
+    }
+    json_t *res = NULL;
+    CHECK_EQ(h_callj(m.http, "POST", t, json_pack("{s:o}", "recipients", recips), &res,
+                     "/api/v1/events"),
+             201);
+    json_decref(res);
+    static const char *const sorted[] = {"/api/v1/admin/agents?sort=age",
+                                         "/api/v1/admin/agents?sort=depth"};
+    for (size_t i = 0; i < 2; i++) {
+        res = NULL;
+        CHECK_EQ(h_callj(m.http, "GET", t, NULL, &res, "%s", sorted[i]), 503);
+        CHECK_STREQ(h_error_code(res), "scan_budget_exceeded");
+        json_decref(res);
+    }
+    res = NULL;
+    CHECK_EQ(h_callj(m.http, "GET", t, NULL, &res, "/api/v1/admin/agents?limit=10"), 200);
+    CHECK_EQ(json_array_size(json_object_get(res, "agents")), 10);
+    json_decref(res);
+    res = NULL;
+    CHECK_EQ(h_callj(m.http, "GET", t, NULL, &res, "/api/v1/agents/scan.00001/inbox"), 200);
+    CHECK_EQ(json_array_size(json_object_get(res, "events")), 1);
+    json_decref(res);
+    free(t);
+    CHECK_EQ(roostd_stop(&m), 0);
+    roostd_remove_dir(&m);
+}
+
 int main(void)
 {
     h_init();
@@ -278,6 +322,7 @@ int main(void)
     RUN(test_admin_quarantine_inspect);
     RUN(test_admin_stats_from_metrics_snapshot);
     RUN(test_admin_quarantine_purge);
+    RUN(test_admin_agents_sorted_scan_budget);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);
     roostd_remove_dir(&d);
