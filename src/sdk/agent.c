@@ -19,7 +19,7 @@
 
 #include "common/ids.h"
 #include "common/timeutil.h"
-#include "sdk/agent.h"
+#include "sdk/agent_int.h"
 #include "sdk/agent_leases.h"
 #include "sdk/sdk.h"
 

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "sdk/agent.h"
+#include "sdk/agent_int.h"
 
 enum agent_action_kind { AGENT_ACT_ACK, AGENT_ACT_RELEASE };
 

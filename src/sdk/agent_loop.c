@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/timeutil.h"
-#include "sdk/agent.h"
+#include "sdk/agent_int.h"
 #include "sdk/agent_leases.h"
 #include "sdk/sdk.h"
 #include "sdk/sse_reader.h"

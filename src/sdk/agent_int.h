@@ -8,8 +8,8 @@
  *   agent_leases.c  the keeper: batched acks, releases, lease extension at half-life
  *   agent_state.c   the local SQLite state file
  */
-#ifndef ROOST_SDK_AGENT_H
-#define ROOST_SDK_AGENT_H
+#ifndef ROOST_SDK_AGENT_INT_H
+#define ROOST_SDK_AGENT_INT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
