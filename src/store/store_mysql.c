@@ -395,6 +395,18 @@ static int my_idem_find(struct store *st, const char *tenant_id, const char *age
     return rc;
 }
 
+/* The seq S_SEQ_ALLOC just took: its upsert leaves LAST_INSERT_ID(next_seq) = seq + 1. */
+static int seq_allocated(struct mysql_store *b, int64_t *seq)
+{
+    if (b->insert_id < 2) {
+        snprintf(b->err, sizeof b->err, "publish: sequence allocation returned %llu",
+                 (unsigned long long)b->insert_id);
+        return ROOST_ESTORE;
+    }
+    *seq = (int64_t)b->insert_id - 1;
+    return ROOST_OK;
+}
+
 static int my_seq_alloc(struct store *st, const char *tenant_id, const char *agent_id,
                         int64_t now_ms, int64_t *seq)
 {
@@ -404,13 +416,7 @@ static int my_seq_alloc(struct store *st, const char *tenant_id, const char *age
     if (rc != ROOST_OK) {
         return rc;
     }
-    if (b->insert_id < 2) {
-        snprintf(b->err, sizeof b->err, "publish: sequence allocation returned %llu",
-                 (unsigned long long)b->insert_id);
-        return ROOST_ESTORE;
-    }
-    *seq = (int64_t)b->insert_id - 1;
-    return ROOST_OK;
+    return seq_allocated(b, seq);
 }
 
 static int my_inbox_insert(struct store *st, const struct store_new_row *row)
@@ -431,59 +437,53 @@ static int my_seq_insert(struct store *st, const struct store_new_row *row, int6
                          int64_t *seq)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    struct sqlbuf sb = {0};
-    store_mysql_sb_str(&sb, "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at,"
-                            " updated_at) VALUES (");
+    struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX};
+    dynbuf_adds(&sb, "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at,"
+                     " updated_at) VALUES (");
     store_mysql_sb_quoted(&sb, b, row->tenant_id);
-    store_mysql_sb_str(&sb, ", ");
+    dynbuf_adds(&sb, ", ");
     store_mysql_sb_quoted(&sb, b, row->agent_id);
-    store_mysql_sb_str(&sb, ", LAST_INSERT_ID(2), ");
-    store_mysql_sb_int(&sb, now_ms);
-    store_mysql_sb_str(&sb, ", ");
-    store_mysql_sb_int(&sb, now_ms);
-    store_mysql_sb_str(&sb, ") ON DUPLICATE KEY UPDATE next_seq = LAST_INSERT_ID(next_seq + 1),"
-                            " updated_at = VALUES(updated_at); INSERT INTO inbox (tenant_id,"
-                            " agent_id, seq, event_id, status, priority, correlation_id,"
-                            " idempotency_key, payload, created_at, available_at, expires_at)"
-                            " VALUES (");
+    dynbuf_adds(&sb, ", LAST_INSERT_ID(2), ");
+    dynbuf_addf(&sb, "%lld", (long long)(now_ms));
+    dynbuf_adds(&sb, ", ");
+    dynbuf_addf(&sb, "%lld", (long long)(now_ms));
+    dynbuf_adds(&sb, ") ON DUPLICATE KEY UPDATE next_seq = LAST_INSERT_ID(next_seq + 1),"
+                     " updated_at = VALUES(updated_at); INSERT INTO inbox (tenant_id,"
+                     " agent_id, seq, event_id, status, priority, correlation_id,"
+                     " idempotency_key, payload, created_at, available_at, expires_at)"
+                     " VALUES (");
     store_mysql_sb_quoted(&sb, b, row->tenant_id);
-    store_mysql_sb_str(&sb, ", ");
+    dynbuf_adds(&sb, ", ");
     store_mysql_sb_quoted(&sb, b, row->agent_id);
-    store_mysql_sb_str(&sb, ", LAST_INSERT_ID() - 1, ");
+    dynbuf_adds(&sb, ", LAST_INSERT_ID() - 1, ");
     store_mysql_sb_quoted(&sb, b, row->event_id);
-    store_mysql_sb_str(&sb, ", ");
-    store_mysql_sb_int(&sb, row->status);
-    store_mysql_sb_str(&sb, ", ");
-    store_mysql_sb_int(&sb, row->priority);
-    store_mysql_sb_str(&sb, ", ");
+    dynbuf_adds(&sb, ", ");
+    dynbuf_addf(&sb, "%lld", (long long)(row->status));
+    dynbuf_adds(&sb, ", ");
+    dynbuf_addf(&sb, "%lld", (long long)(row->priority));
+    dynbuf_adds(&sb, ", ");
     store_mysql_sb_text(&sb, b, row->correlation_id);
-    store_mysql_sb_str(&sb, ", ");
+    dynbuf_adds(&sb, ", ");
     store_mysql_sb_text(&sb, b, row->idempotency_key);
-    store_mysql_sb_str(&sb, ", ");
+    dynbuf_adds(&sb, ", ");
     store_mysql_sb_text(&sb, b, row->payload);
-    store_mysql_sb_str(&sb, ", ");
-    store_mysql_sb_int(&sb, row->created_at_ms);
-    store_mysql_sb_str(&sb, ", ");
-    store_mysql_sb_int(&sb, row->available_at_ms);
-    store_mysql_sb_str(&sb, ", ");
+    dynbuf_adds(&sb, ", ");
+    dynbuf_addf(&sb, "%lld", (long long)(row->created_at_ms));
+    dynbuf_adds(&sb, ", ");
+    dynbuf_addf(&sb, "%lld", (long long)(row->available_at_ms));
+    dynbuf_adds(&sb, ", ");
     if (row->expires_at_ms != 0) {
-        store_mysql_sb_int(&sb, row->expires_at_ms);
+        dynbuf_addf(&sb, "%lld", (long long)(row->expires_at_ms));
     } else {
-        store_mysql_sb_str(&sb, "NULL");
+        dynbuf_adds(&sb, "NULL");
     }
-    store_mysql_sb_str(&sb, ")");
+    dynbuf_adds(&sb, ")");
     int rc = store_mysql_exec_sb(b, &sb);
-    free(sb.s);
+    dynbuf_cleanup(&sb);
     if (rc != ROOST_OK) {
         return rc;
     }
-    if (b->insert_id < 2) {
-        snprintf(b->err, sizeof b->err, "publish: sequence allocation returned %llu",
-                 (unsigned long long)b->insert_id);
-        return ROOST_ESTORE;
-    }
-    *seq = (int64_t)b->insert_id - 1;
-    return ROOST_OK;
+    return seq_allocated(b, seq);
 }
 
 static int my_state_patch(struct store *st, const char *tenant_id, const char *agent_id,
@@ -545,36 +545,35 @@ static int my_claim_update_all(struct store *st, const char *tenant_id, const ch
                                const char *consumer, int64_t now_ms, int64_t claim_expires_at_ms)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    struct sqlbuf sb = {0};
-    store_mysql_sb_str(&sb,
-                       "UPDATE inbox SET status = " ST_CLAIMED ", lease_token = ELT(FIELD(seq");
+    struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX};
+    dynbuf_adds(&sb, "UPDATE inbox SET status = " ST_CLAIMED ", lease_token = ELT(FIELD(seq");
     for (size_t i = 0; i < cands->len; i++) {
-        store_mysql_sb_str(&sb, ", ");
-        store_mysql_sb_int(&sb, cands->items[i].seq);
+        dynbuf_adds(&sb, ", ");
+        dynbuf_addf(&sb, "%lld", (long long)(cands->items[i].seq));
     }
-    store_mysql_sb_str(&sb, ")");
+    dynbuf_adds(&sb, ")");
     for (size_t i = 0; i < cands->len; i++) {
-        store_mysql_sb_str(&sb, ", ");
+        dynbuf_adds(&sb, ", ");
         store_mysql_sb_quoted(&sb, b, tokens[i]);
     }
-    store_mysql_sb_str(&sb, "), consumer = ");
+    dynbuf_adds(&sb, "), consumer = ");
     store_mysql_sb_quoted(&sb, b, consumer);
-    store_mysql_sb_str(&sb, ", claimed_at = ");
-    store_mysql_sb_int(&sb, now_ms);
-    store_mysql_sb_str(&sb, ", claim_expires_at = ");
-    store_mysql_sb_int(&sb, claim_expires_at_ms);
-    store_mysql_sb_str(&sb, ", attempts = attempts + 1 WHERE tenant_id = ");
+    dynbuf_adds(&sb, ", claimed_at = ");
+    dynbuf_addf(&sb, "%lld", (long long)(now_ms));
+    dynbuf_adds(&sb, ", claim_expires_at = ");
+    dynbuf_addf(&sb, "%lld", (long long)(claim_expires_at_ms));
+    dynbuf_adds(&sb, ", attempts = attempts + 1 WHERE tenant_id = ");
     store_mysql_sb_quoted(&sb, b, tenant_id);
-    store_mysql_sb_str(&sb, " AND agent_id = ");
+    dynbuf_adds(&sb, " AND agent_id = ");
     store_mysql_sb_quoted(&sb, b, agent_id);
-    store_mysql_sb_str(&sb, " AND seq IN (");
+    dynbuf_adds(&sb, " AND seq IN (");
     for (size_t i = 0; i < cands->len; i++) {
-        store_mysql_sb_str(&sb, i > 0 ? ", " : "");
-        store_mysql_sb_int(&sb, cands->items[i].seq);
+        dynbuf_adds(&sb, i > 0 ? ", " : "");
+        dynbuf_addf(&sb, "%lld", (long long)(cands->items[i].seq));
     }
-    store_mysql_sb_str(&sb, ") AND status = " ST_PENDING);
+    dynbuf_adds(&sb, ") AND status = " ST_PENDING);
     int rc = store_mysql_exec_sb(b, &sb);
-    free(sb.s);
+    dynbuf_cleanup(&sb);
     if (rc == ROOST_OK && b->affected != cands->len) {
         snprintf(b->err, sizeof b->err, "claim: %llu of %zu locked rows updated",
                  (unsigned long long)b->affected, cands->len);

@@ -689,81 +689,47 @@ static int marker_hex(int64_t ms, bool random, char hex[2 * MARKER_LEN + 1])
     return ROOST_OK;
 }
 
-void store_mysql_sb_add(struct sqlbuf *sb, const char *text, size_t n)
-{
-    if (sb->oom) {
-        return;
-    }
-    if (sb->len + n + 1 > sb->cap) {
-        size_t cap = sb->cap ? sb->cap : 512;
-        while (cap < sb->len + n + 1) {
-            cap *= 2;
-        }
-        char *grown = realloc(sb->s, cap);
-        if (grown == NULL) {
-            sb->oom = true;
-            return;
-        }
-        sb->s = grown;
-        sb->cap = cap;
-    }
-    memcpy(sb->s + sb->len, text, n);
-    sb->len += n;
-    sb->s[sb->len] = '\0';
-}
-
-void store_mysql_sb_str(struct sqlbuf *sb, const char *text)
-{
-    store_mysql_sb_add(sb, text, strlen(text));
-}
-
-void store_mysql_sb_int(struct sqlbuf *sb, int64_t v)
-{
-    char tmp[24];
-    int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
-    store_mysql_sb_add(sb, tmp, (size_t)n);
-}
-
-void store_mysql_sb_quoted(struct sqlbuf *sb, struct mysql_store *b, const char *text)
+void store_mysql_sb_quoted(struct dynbuf *sb, struct mysql_store *b, const char *text)
 {
     char esc[2 * (STORE_ID_MAX + 1) + 1];
     size_t n = strlen(text);
     if (n > STORE_ID_MAX) {
-        sb->oom = true; /* ids and tokens are bounded by the API; anything longer is a bug */
+        sb->err =
+            DYNBUF_ENOMEM; /* ids and tokens are bounded by the API; anything longer is a bug */
         return;
     }
     unsigned long e = mysql_real_escape_string(b->db, esc, text, (unsigned long)n);
-    store_mysql_sb_add(sb, "'", 1);
-    store_mysql_sb_add(sb, esc, e);
-    store_mysql_sb_add(sb, "'", 1);
+    dynbuf_add(sb, "'", 1);
+    dynbuf_add(sb, esc, e);
+    dynbuf_add(sb, "'", 1);
 }
 
-void store_mysql_sb_text(struct sqlbuf *sb, struct mysql_store *b, const char *text)
+void store_mysql_sb_text(struct dynbuf *sb, struct mysql_store *b, const char *text)
 {
     if (text == NULL) {
-        store_mysql_sb_str(sb, "NULL");
+        dynbuf_adds(sb, "NULL");
         return;
     }
     size_t n = strlen(text);
     char *esc = n < (SIZE_MAX - 1) / 2 ? malloc(2 * n + 1) : NULL;
     if (esc == NULL) {
-        sb->oom = true;
+        sb->err = DYNBUF_ENOMEM;
         return;
     }
     unsigned long e = mysql_real_escape_string(b->db, esc, text, (unsigned long)n);
-    store_mysql_sb_add(sb, "'", 1);
-    store_mysql_sb_add(sb, esc, e);
-    store_mysql_sb_add(sb, "'", 1);
+    dynbuf_add(sb, "'", 1);
+    dynbuf_add(sb, esc, e);
+    dynbuf_add(sb, "'", 1);
     free(esc);
 }
 
-int store_mysql_exec_sb(struct mysql_store *b, struct sqlbuf *sb)
+int store_mysql_exec_sb(struct mysql_store *b, struct dynbuf *sb)
 {
     int rc = conn_ready(b);
     if (rc != ROOST_OK) {
         return rc;
     }
-    if (sb->oom) {
+    if (sb->err != DYNBUF_OK) {
         snprintf(b->err, sizeof b->err, "statement text: out of memory");
         return ROOST_ENOMEM;
     }
@@ -772,16 +738,16 @@ int store_mysql_exec_sb(struct mysql_store *b, struct sqlbuf *sb)
         return run_multi(b, sb->s, sb->len);
     }
     /* The session prefix shares this round trip. */
-    struct sqlbuf both = {0};
-    store_mysql_sb_str(&both, prefix);
-    store_mysql_sb_str(&both, "; ");
-    store_mysql_sb_add(&both, sb->s, sb->len);
-    if (both.oom) {
-        free(both.s);
+    struct dynbuf both = {.max = STORE_MYSQL_SQL_MAX};
+    dynbuf_adds(&both, prefix);
+    dynbuf_adds(&both, "; ");
+    dynbuf_add(&both, sb->s, sb->len);
+    if (both.err != DYNBUF_OK) {
+        dynbuf_cleanup(&both);
         return ROOST_ENOMEM;
     }
     rc = run_multi(b, both.s, both.len);
-    free(both.s);
+    dynbuf_cleanup(&both);
     return rc;
 }
 
@@ -792,45 +758,45 @@ int store_mysql_exec_sb(struct mysql_store *b, struct sqlbuf *sb)
  * not run and the transaction is still open (the caller rolls back). */
 static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
 {
-    struct sqlbuf sb = {0};
+    struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX};
     char tmp[256];
     int before_commit = 1; /* results before the COMMIT's */
     if (b->n_changes > 0) {
-        store_mysql_sb_str(
-            &sb, "INSERT INTO roost_changes (tenant_id, agent_id, head, at_ms, origin) VALUES ");
+        dynbuf_adds(&sb,
+                    "INSERT INTO roost_changes (tenant_id, agent_id, head, at_ms, origin) VALUES ");
         for (size_t i = 0; i < b->n_changes; i++) {
             const struct change_row *c = &b->changes[i];
-            store_mysql_sb_str(&sb, i > 0 ? ", (" : "(");
+            dynbuf_adds(&sb, i > 0 ? ", (" : "(");
             store_mysql_sb_quoted(&sb, b, c->tenant_id);
-            store_mysql_sb_str(&sb, ", ");
+            dynbuf_adds(&sb, ", ");
             store_mysql_sb_quoted(&sb, b, c->agent_id);
             int n = snprintf(tmp, sizeof tmp, ", %lld, %lld, %lld)", (long long)c->head,
                              (long long)c->at_ms, (long long)b->origin);
-            store_mysql_sb_add(&sb, tmp, (size_t)n);
+            dynbuf_add(&sb, tmp, (size_t)n);
         }
-        store_mysql_sb_str(&sb, "; ");
+        dynbuf_adds(&sb, "; ");
         before_commit = 2;
     }
     int n = snprintf(tmp, sizeof tmp,
                      "INSERT INTO roost_commit_markers (marker) VALUES (x'%s'); COMMIT", hex);
-    store_mysql_sb_add(&sb, tmp, (size_t)n);
+    dynbuf_add(&sb, tmp, (size_t)n);
     if (++b->commits % MARKER_PRUNE_EVERY == 0) {
         char cut[2 * MARKER_LEN + 1];
         if (marker_hex(time_now_ms() - MARKER_KEEP_MS, false, cut) == ROOST_OK) {
             n = snprintf(tmp, sizeof tmp,
                          "; DELETE FROM roost_commit_markers WHERE marker < x'%s' LIMIT %d; COMMIT",
                          cut, MARKER_PRUNE_LIMIT);
-            store_mysql_sb_add(&sb, tmp, (size_t)n);
+            dynbuf_add(&sb, tmp, (size_t)n);
         }
     }
     *unknown = false;
-    if (sb.oom) {
-        free(sb.s);
+    if (sb.err != DYNBUF_OK) {
+        dynbuf_cleanup(&sb);
         snprintf(b->err, sizeof b->err, "commit: out of memory");
         return ROOST_ENOMEM;
     }
     int q = mysql_real_query(b->db, sb.s, (unsigned long)sb.len);
-    free(sb.s);
+    dynbuf_cleanup(&sb);
     if (q != 0) {
         unsigned e = mysql_errno(b->db);
         int rc = fail_db(b, before_commit > 1 ? "change log" : "commit marker");

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "store/store.h"
 #include "store/store_mysql_url.h"
 #include "store/store_sql.h"
@@ -227,24 +228,18 @@ int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, s
 struct store_row store_mysql_row(const struct rows *rs, size_t r, int c0);
 /* Runs a text statement that returns no rows. */
 int store_mysql_exec_text(struct mysql_store *b, const char *sql);
-/* A growing SQL text (for statements whose shape depends on a count: multi-row writes and the
- * COMMIT's round trip); oom sticks after a failed growth. */
-struct sqlbuf {
-    char *s;
-    size_t len, cap;
-    bool oom;
-};
-void store_mysql_sb_add(struct sqlbuf *sb, const char *text, size_t n);
-void store_mysql_sb_str(struct sqlbuf *sb, const char *text);
-void store_mysql_sb_int(struct sqlbuf *sb, int64_t v);
+/* SQL text for statements whose shape depends on a count (multi-row writes and the COMMIT's
+ * round trip) is built in a common/dynbuf of at most STORE_MYSQL_SQL_MAX bytes
+ * (`struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX}`); a failed append sticks in sb.err. */
+#define STORE_MYSQL_SQL_MAX ((size_t)1 << 30)
 /* Appends text (at most STORE_ID_MAX bytes: ids, tokens) as an escaped SQL string literal. */
-void store_mysql_sb_quoted(struct sqlbuf *sb, struct mysql_store *b, const char *text);
+void store_mysql_sb_quoted(struct dynbuf *sb, struct mysql_store *b, const char *text);
 /* Appends text of any length as an escaped SQL string literal, or NULL. */
-void store_mysql_sb_text(struct sqlbuf *sb, struct mysql_store *b, const char *text);
+void store_mysql_sb_text(struct dynbuf *sb, struct mysql_store *b, const char *text);
 /* Runs the text (the session prefix shares its round trip); b->affected gets the last
  * statement's matched rows, b->insert_id the last insert id that was not 0. The buffer stays the
  * caller's. */
-int store_mysql_exec_sb(struct mysql_store *b, struct sqlbuf *sb);
+int store_mysql_exec_sb(struct mysql_store *b, struct dynbuf *sb);
 /* Queues the change-log row of (tenant, agent, head) for this transaction's COMMIT (one row per
  * agent: the highest head wins). Outside a transaction it is written at once. */
 int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char *agent_id,
