@@ -962,7 +962,7 @@ const struct store_dialect store_mysql_dialect = {
 /* Seqs above purged_through_seq are dense (allocation and row commit together; retention deletes
  * prefixes only), so a missing seq in the page is a transaction that already released the agent's
  * row lock but is not yet visible to new snapshots: InnoDB releases locks before the commit becomes
- * visible, and under load the next publisher's row shows first (test_mysql_store's
+ * visible, and under load the next publisher's row shows first (test_store_mysql's
  * producers/follower test caught it). The page stops before the hole and the head is capped
  * there, as a snapshot taken a moment earlier would show; that commit's touch comes after it. */
 static int my_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
