@@ -2,7 +2,7 @@
 # Installs Roost's dependencies from Debian 12 packages. Idempotent: does nothing when all are
 # present, runs `apt-get update` once when something is missing.
 #   scripts/deps.sh run   what building and running roostd need (`make run`)
-#   scripts/deps.sh       that and everything the tests and benchmarks need (`make test`)
+#   scripts/deps.sh       that and everything the tests, benchmarks and chaos runs need (`make test`)
 set -euo pipefail
 what=${1:-all}
 pkgs=(build-essential cmake ninja-build pkg-config
@@ -13,7 +13,8 @@ if [ "$what" != run ]; then
   pkgs+=(sqlite3 procps openssl
          prometheus
          chromium
-         mariadb-server mariadb-client
+         mariadb-server mariadb-client galera-4
+         gnuplot-nox fiu-utils faketime nftables iproute2
          clang libclang-rt-14-dev
          clang-format python3 git)
 fi

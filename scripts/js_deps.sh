@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the npm packages of the JS tests (tests/js: eventsource, puppeteer-core, playwright-core,
-# jose, http-message-signatures, standardwebhooks) with `npm ci` from the committed package-lock.json. Idempotent: skips when node_modules was installed
-# from the same lockfile. puppeteer-core never downloads a browser: the tests drive Debian's
+# jose, http-message-signatures, standardwebhooks) with `npm ci` from the committed
+# package-lock.json. Idempotent: skips when node_modules was installed from the same lockfile.
+# puppeteer-core and playwright-core never download a browser: the tests drive Debian's
 # /usr/bin/chromium (scripts/deps.sh installs it).
 set -euo pipefail
 cd "$(dirname "$0")/../tests/js"
