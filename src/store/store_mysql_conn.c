@@ -336,11 +336,12 @@ struct store_row store_mysql_row(const struct rows *rs, size_t r, int c0)
         .i64 = row_i64, .text = row_text, .src = (void *)rs, .r = r, .c0 = c0};
 }
 
-/* Prepares (once), binds, executes statement `id`; rows go to out when it is not NULL. Outside a
- * transaction a statement is its own unit of work, so a lost connection or deadlock is retried
- * here (after reconnecting); inside one the caller must replay the whole transaction. */
-int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, size_t np,
-                  struct rows *out)
+/* Prepares (once into *cache), binds, executes `sql`; rows go to out when it is not NULL. Outside
+ * a transaction a statement is its own unit of work, so a lost connection or deadlock is retried
+ * here (after reconnecting); inside one the caller must replay the whole transaction. A statement
+ * prepared for this call only (`once`) is closed before a retry: a reconnect invalidates it. */
+static int store_mysql_q_run(struct mysql_store *b, MYSQL_STMT **cache, bool once, const char *sql,
+                             const struct prm *p, size_t np, struct rows *out)
 {
     int rc = ROOST_OK;
     for (int attempt = 0; attempt < AUTOCOMMIT_TRIES; attempt++) {
@@ -353,20 +354,20 @@ int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, s
         if ((rc = begin_now(b)) != ROOST_OK) {
             goto retry;
         }
-        MYSQL_STMT *s = b->stmts[id];
+        MYSQL_STMT *s = *cache;
         if (s == NULL) {
             if ((s = mysql_stmt_init(b->db)) == NULL) {
                 return ROOST_ENOMEM;
             }
-            if (mysql_stmt_prepare(s, store_mysql_sql[id], strlen(store_mysql_sql[id])) != 0) {
-                rc = fail_code(b, mysql_stmt_errno(s), mysql_stmt_error(s), store_mysql_sql[id]);
+            if (mysql_stmt_prepare(s, sql, strlen(sql)) != 0) {
+                rc = fail_code(b, mysql_stmt_errno(s), mysql_stmt_error(s), sql);
                 mysql_stmt_close(s);
                 goto retry;
             }
-            b->stmts[id] = s;
+            *cache = s;
         }
         if (mysql_stmt_param_count(s) != np || np > PARAM_MAX) {
-            snprintf(b->err, sizeof b->err, "%s: %zu parameters bound", store_mysql_sql[id], np);
+            snprintf(b->err, sizeof b->err, "%s: %zu parameters bound", sql, np);
             return ROOST_EINTERNAL;
         }
         MYSQL_BIND bind[PARAM_MAX];
@@ -387,7 +388,7 @@ int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, s
             }
         }
         if ((np > 0 && mysql_stmt_bind_param(s, bind) != 0) || mysql_stmt_execute(s) != 0) {
-            rc = fail_code(b, mysql_stmt_errno(s), mysql_stmt_error(s), store_mysql_sql[id]);
+            rc = fail_code(b, mysql_stmt_errno(s), mysql_stmt_error(s), sql);
             goto retry;
         }
         b->affected = mysql_stmt_affected_rows(s);
@@ -407,6 +408,27 @@ int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, s
         if (rc != ROOST_ERETRY || b->in_tx) {
             return rc;
         }
+        if (once && *cache != NULL) {
+            mysql_stmt_close(*cache);
+            *cache = NULL;
+        }
+    }
+    return rc;
+}
+
+int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, size_t np,
+                  struct rows *out)
+{
+    return store_mysql_q_run(b, &b->stmts[id], false, store_mysql_sql[id], p, np, out);
+}
+
+int store_mysql_q_sql(struct mysql_store *b, MYSQL_STMT **cache, const char *sql,
+                      const struct prm *p, size_t np, struct rows *out)
+{
+    MYSQL_STMT *once = NULL;
+    int rc = store_mysql_q_run(b, cache != NULL ? cache : &once, cache == NULL, sql, p, np, out);
+    if (once != NULL) {
+        mysql_stmt_close(once);
     }
     return rc;
 }

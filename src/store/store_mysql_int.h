@@ -222,6 +222,10 @@ static inline int cell_dup(const struct rows *r, size_t row, size_t col, char **
  * (after reconnecting); inside one the caller must replay the whole transaction. */
 int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, size_t np,
                   struct rows *out);
+/* The same for SQL text outside the statement table: prepared into *cache once, or (cache NULL)
+ * for this call only. */
+int store_mysql_q_sql(struct mysql_store *b, MYSQL_STMT **cache, const char *sql,
+                      const struct prm *p, size_t np, struct rows *out);
 #define Q(b, id, params, out)                                                                      \
     store_mysql_q((b), (id), (params), sizeof(params) / sizeof((params)[0]), (out))
 /* Row r of rs from column c0 on, for the shared decoders of store_sql.h. */
@@ -244,6 +248,11 @@ int store_mysql_exec_sb(struct mysql_store *b, struct dynbuf *sb);
  * agent: the highest head wins). Outside a transaction it is written at once. */
 int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char *agent_id,
                        int64_t head, int64_t at_ms);
+
+/* The dialect's query primitive (store_mysql_query.c). */
+struct store_param;
+int store_mysql_query(struct store *st, const char *sql, const struct store_param *p, size_t np,
+                      int (*on_row)(void *arg, struct store_row *row), void *arg, int64_t *changed);
 
 /* The connection's vtable entries (store_mysql_conn.c) and the tailer (store_mysql_tail.c). */
 int store_mysql_open(const char *url, const struct store_options *opt, struct store **out);
