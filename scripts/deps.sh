@@ -14,7 +14,7 @@ if [ "$what" != run ]; then
          prometheus
          chromium
          mariadb-server mariadb-client galera-4
-         gnuplot-nox fiu-utils faketime nftables iproute2
+         gnuplot-nox fiu-utils faketime nftables iproute2 jq util-linux
          clang libclang-rt-14-dev
          clang-format python3 git)
 fi

@@ -38,6 +38,17 @@ void api_admin_keys_revoke(struct request *rq);
 /* GET /api/v1/keys/server: no authentication. */
 void api_server_keys(struct request *rq);
 
+/* api_webhooks.c: webhook endpoints (DESIGN §6.3). */
+void api_callbacks_add(struct request *rq);
+void api_callbacks_list(struct request *rq);
+void api_callbacks_delete(struct request *rq);
+void api_admin_endpoints_list(struct request *rq);
+void api_admin_endpoint_get(struct request *rq);
+void api_admin_endpoint_disable(struct request *rq);
+void api_admin_endpoint_enable(struct request *rq);
+void api_admin_endpoint_attempts(struct request *rq);
+void api_admin_endpoint_replay(struct request *rq);
+
 /* api_health.c: outside the table and without authentication (GET /healthz, /readyz, /metrics). */
 void api_healthz(struct request *rq);
 void api_readyz(struct request *rq);

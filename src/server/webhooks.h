@@ -78,6 +78,10 @@ struct webhooks_net {
     long connect_timeout_ms;
 };
 
+/* Fills net from the config (webhooks.allow_cidrs, webhooks.ca_file,
+ * webhooks.connect_timeout_ms). 0, or -1 with err set. */
+int webhooks_net_init(struct webhooks_net *net, const struct config *cfg, char *err, size_t errlen);
+
 /* Checks a registration URL: an absolute https URL (ROOST_EHTTPSREQUIRED for any other scheme,
  * ROOST_EWEBHOOKURL when malformed or longer than STORE_URL_MAX, or carrying credentials or a
  * fragment) whose host resolves only to addresses the filter allows (ROOST_EDESTFORBIDDEN naming

@@ -19,6 +19,7 @@
 #include "common/base64.h"
 #include "common/ids.h"
 #include "common/timeutil.h"
+#include "server/config.h"
 
 #include "common/banned.h"
 
@@ -75,6 +76,21 @@ static CURLcode add_ca(CURL *easy, void *ssl_ctx, void *arg)
         return CURLE_SSL_CACERT_BADFILE;
     }
     return CURLE_OK;
+}
+
+int webhooks_net_init(struct webhooks_net *net, const struct config *cfg, char *err, size_t errlen)
+{
+    memset(net, 0, sizeof *net);
+    if (ssrf_filter_parse(&net->filter, cfg->webhooks_allow_cidrs, err, errlen) != 0) {
+        return -1;
+    }
+    if (strlen(cfg->webhooks_ca_file) >= sizeof net->ca_file) {
+        snprintf(err, errlen, "webhooks.ca_file: path too long");
+        return -1;
+    }
+    snprintf(net->ca_file, sizeof net->ca_file, "%s", cfg->webhooks_ca_file);
+    net->connect_timeout_ms = (long)cfg->webhooks_connect_timeout_ms;
+    return 0;
 }
 
 void webhooks_call_free(struct webhooks_call *c)
