@@ -4,7 +4,7 @@
 // package (webhook-id/-timestamp/-signature with the endpoint secret) and the npm
 // `http-message-signatures` package (roostd's RFC 9421 Signature with the key served at
 // /api/v1/keys/server). Usage:
-//   webhook_receiver.cjs CERT KEY SECRET JWKS_URL STATE_DIR
+//   webhook_receiver.cjs CERT KEY SECRET JWKS_URL STATE_DIR [LISTEN_HOST (default 127.0.0.1)]
 // It writes its port to STATE_DIR/port and one JSON line per request to STATE_DIR/log:
 //   {"path","id","sw":true|false,"sig":true|false,"type","event_id","status","at"}
 // What a path answers: its first segment names the behaviour: /ok → 200, /s500 → 500,
@@ -19,7 +19,7 @@ const crypto = require('crypto');
 const { Webhook } = require('standardwebhooks');
 const { httpbis, createVerifier } = require('http-message-signatures');
 
-const [cert, key, secret, jwksUrl, stateDir] = process.argv.slice(2);
+const [cert, key, secret, jwksUrl, stateDir, listenHost = '127.0.0.1'] = process.argv.slice(2);
 const hook = new Webhook(secret);
 const hmacKey = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
 let serverKeys = null;
@@ -109,7 +109,7 @@ const server = https.createServer({ cert: fs.readFileSync(cert), key: fs.readFil
       res.end(answer);
     });
   });
-server.listen(0, '127.0.0.1', () => {
+server.listen(0, listenHost, () => {
   fs.writeFileSync(`${stateDir}/port.tmp`, String(server.address().port));
   fs.renameSync(`${stateDir}/port.tmp`, `${stateDir}/port`);
 });
