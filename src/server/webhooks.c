@@ -121,20 +121,66 @@ static int ep_room(struct webhooks *w, struct ep_state *s)
     return room > 0 ? room : 0;
 }
 
-/* Each store change of the dispatcher runs in a transaction of its own, once: a busy store just
- * skips this round (the lease or the next poll brings the work back). */
-static int tx_begin(struct webhooks *w)
+/* A transaction answered ROOST_ERETRY (deadlock, busy lock: nothing committed) runs again, this
+ * many times at most; then the work waits for its lease to run out or for the next poll. */
+#define TX_TRIES 5
+
+/* Runs fn (one store change) in a transaction of its own, again on ROOST_ERETRY. */
+static int tx_run(struct webhooks *w, int (*fn)(struct webhooks *w, void *arg), void *arg)
 {
-    return store_call0(w->st, begin);
+    int rc = ROOST_ERETRY;
+    for (int i = 0; i < TX_TRIES && rc == ROOST_ERETRY; i++) {
+        if ((rc = store_call0(w->st, begin)) != ROOST_OK) {
+            continue;
+        }
+        rc = fn(w, arg);
+        if (rc == ROOST_OK) {
+            rc = store_call0(w->st, commit);
+        } else {
+            (void)store_call0(w->st, rollback);
+        }
+    }
+    return rc;
 }
 
-static int tx_end(struct webhooks *w, int rc)
+struct claim_ctx {
+    const struct store_endpoint *e;
+    size_t room;
+    int64_t lease_s;
+    struct store_events evs;
+};
+
+static int claim_tx(struct webhooks *w, void *arg)
 {
-    if (rc == ROOST_OK) {
-        return store_call0(w->st, commit);
+    struct claim_ctx *c = arg;
+    store_events_cleanup(&c->evs);
+    memset(&c->evs, 0, sizeof c->evs);
+    return store_call(w->st, claim, c->e->tenant_id, c->e->agent_id, c->room, CLAIM_MAX_BYTES,
+                      c->lease_s, CONSUMER, time_now_ms(), &c->evs, NULL);
+}
+
+/* How a finished delivery settles its lease. */
+struct settle_ctx {
+    const struct delivery *d;
+    bool ack;
+    enum store_release_reason reason;
+    int64_t delay_s;
+    const char *why;
+    int max_attempts;
+    enum store_status to;
+};
+
+static int settle_tx(struct webhooks *w, void *arg)
+{
+    struct settle_ctx *c = arg;
+    const struct delivery *d = c->d;
+    int64_t now = time_now_ms();
+    if (c->ack) {
+        return store_call(w->st, ack, d->tenant_id, d->agent_id, d->event_id, d->lease_token, now,
+                          NULL);
     }
-    (void)store_call0(w->st, rollback);
-    return rc;
+    return store_call(w->st, release, d->tenant_id, d->agent_id, d->event_id, d->lease_token,
+                      c->reason, c->delay_s, c->why, c->max_attempts, now, NULL, &c->to);
 }
 
 /* The body of a delivery: the event object as an agent's inbox read shows it (no lease token),
@@ -212,18 +258,13 @@ static void serve_endpoint(struct webhooks *w, const struct store_endpoint *e)
     if (room == 0) {
         return;
     }
-    struct store_events evs = {0};
     /* The lease outlives the transfer (timeout_ms) by a margin for the ack. */
-    int64_t lease_s = w->timeout_ms / 1000 + 3;
-    int rc = tx_begin(w);
-    if (rc == ROOST_OK) {
-        rc = tx_end(w, store_call(w->st, claim, e->tenant_id, e->agent_id, (size_t)room,
-                                  CLAIM_MAX_BYTES, lease_s, CONSUMER, time_now_ms(), &evs, NULL));
+    struct claim_ctx c = {.e = e, .room = (size_t)room, .lease_s = w->timeout_ms / 1000 + 3};
+    int rc = tx_run(w, claim_tx, &c);
+    for (size_t i = 0; rc == ROOST_OK && i < c.evs.len; i++) {
+        start_one(w, e, ep, &c.evs.items[i]);
     }
-    for (size_t i = 0; rc == ROOST_OK && i < evs.len; i++) {
-        start_one(w, e, ep, &evs.items[i]);
-    }
-    store_events_cleanup(&evs);
+    store_events_cleanup(&c.evs);
 }
 
 static void poll_endpoints(struct webhooks *w)
@@ -283,30 +324,27 @@ static void finish(struct webhooks *w, struct delivery *d, int code)
     }
 
     bool disabled = false;
-    enum store_status to = STORE_PENDING;
-    int rc = tx_begin(w);
-    if (rc != ROOST_OK) {
-        /* The lease runs out and the event is delivered again. */
-    } else if (ok) {
-        rc = tx_end(w, store_call(w->st, ack, d->tenant_id, d->agent_id, d->event_id,
-                                  d->lease_token, now, NULL));
-    } else if (gone) {
+    char why[64];
+    snprintf(why, sizeof why, "webhook: %s %ld", r.error_class, r.status);
+    struct settle_ctx c = {.d = d, .ack = ok, .to = STORE_PENDING};
+    if (gone) {
         /* 410: the receiver is gone for good. The event goes back untouched for the agent to
          * pull; the endpoint stops. */
-        rc = tx_end(w,
-                    store_call(w->st, release, d->tenant_id, d->agent_id, d->event_id,
-                               d->lease_token, STORE_RELEASE_SHUTDOWN, 0, NULL, 0, now, NULL, &to));
-        disabled = store_endpoint_set_status(w->st, d->tenant_id, d->endpoint_id,
-                                             STORE_ENDPOINT_DISABLED, "gone", now) == ROOST_OK;
-    } else {
-        char why[64];
-        snprintf(why, sizeof why, "webhook: %s %ld", r.error_class, r.status);
+        c.reason = STORE_RELEASE_SHUTDOWN;
+    } else if (!ok) {
         /* Each failure counts a nack; once the schedule is spent (attempts reach its length + 1)
          * the store quarantines the event. */
-        rc = tx_end(w, store_call(w->st, release, d->tenant_id, d->agent_id, d->event_id,
-                                  d->lease_token, STORE_RELEASE_TRANSIENT,
-                                  retry_delay_s(w, d->attempt), why, (int)w->n_schedule + 1, now,
-                                  NULL, &to));
+        c.reason = STORE_RELEASE_TRANSIENT;
+        c.delay_s = retry_delay_s(w, d->attempt);
+        c.why = why;
+        c.max_attempts = (int)w->n_schedule + 1;
+    }
+    /* On failure the lease runs out and the event is delivered again. */
+    int rc = tx_run(w, settle_tx, &c);
+    enum store_status to = c.to;
+    if (gone) {
+        disabled = store_endpoint_set_status(w->st, d->tenant_id, d->endpoint_id,
+                                             STORE_ENDPOINT_DISABLED, "gone", now) == ROOST_OK;
     }
     if (!gone) {
         (void)store_endpoint_result(w->st, d->tenant_id, d->endpoint_id, ok, now,
