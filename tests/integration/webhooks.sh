@@ -165,7 +165,7 @@ kill -9 "$roostd_pid"
 wait "$roostd_pid" 2>/dev/null
 roostd_pid=
 start || abort "roostd did not restart: $(cat "$dir/roostd.log")"
-check "delivered again after the restart (lease expired)" wait_until 20 rx_eq 2 ".id == \"$e7\""
+check "delivered again after the restart (lease expired)" wait_until 30 rx_eq 2 ".id == \"$e7\""
 check "then completed" wait_until 10 status_is $e7 completed
 c=$(api GET "/api/v1/admin/endpoints/$ep_slow/attempts?event_id=$e7")
 check "one attempt was logged and acked" out_is 200 '[.attempts[] | select(.error_class == "ok")] | length == 1'
@@ -179,6 +179,24 @@ c=$(api DELETE "/api/v1/agents/wh.ok/callbacks/$ep_ok")
 check "the agent deletes its endpoint" test "$c" = 200
 c=$(api DELETE "/api/v1/agents/wh.ok/callbacks/$ep_ok")
 check "a second delete is 404" out_is 404 '.error.code == "endpoint_not_found"'
+
+# ---- the CLI ----
+r() { "$roost" "$@" --server "$url" --token "$tok" --compact; }
+out=$(r callbacks add --agent wh.cli --url "$hook/ok" --secret "$secret")
+ep_cli=$(printf '%s' "$out" | jq -r .endpoint_id)
+check "roost callbacks add registers ($out)" test "${ep_cli#ep_}" != "$ep_cli"
+check "roost callbacks list shows it" \
+  test "$(r callbacks list --agent wh.cli | jq -r '.endpoints[0].endpoint_id')" = "$ep_cli"
+check "roost admin endpoints attempts lists the replayed event's four" \
+  test "$(r admin endpoints attempts "$ep_flip" --event-id "$e3" | jq '.attempts | length')" = 4
+check "roost admin endpoints inspect" test "$(r admin endpoints inspect "$ep_gone" | jq -r .status)" = disabled
+check "roost admin endpoints list --agent" test "$(r admin endpoints list --agent wh.cli | jq '.endpoints | length')" = 1
+r admin endpoints replay "$ep_cli" >/dev/null 2>&1
+check "replay without --event-id/--since is a usage error (exit 2)" test $? = 2
+r callbacks rm --agent wh.cli "$ep_cli" >/dev/null
+check "roost callbacks rm" test $? = 0
+r callbacks rm --agent wh.cli "$ep_cli" >/dev/null 2>&1
+check "removing it again exits 3 (not found)" test $? = 3
 
 roostd_stop
 check "roostd exits 0 on SIGTERM (got $roostd_rc)" test "$roostd_rc" = 0
