@@ -746,7 +746,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    bench_sleep_until(g_win_end_ns);
+    bench_window_sleep(g_win_start_ns, g_win_end_ns);
     atomic_store(&g_stop, true);
     struct bench_result *total = calloc(1, sizeof *total);
     if (!total) {
