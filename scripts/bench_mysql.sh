@@ -166,8 +166,10 @@ retries_total() {
 row() { # scenario, description
     local s=$1
     grep -q "^scenario=$s " "$RAW" || return 0
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
-        "$(median "$s" cycles_per_s)" "$(range "$s" cycles_per_s)" "$(median "$s" publish_per_s)" \
+    local x=-
+    case $s in roostd*) x=$(ratio "$s" "mysql_${s#roostd*_}") ;; esac
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
+        "$(median "$s" cycles_per_s)" "$(range "$s" cycles_per_s)" "$x" "$(median "$s" publish_per_s)" \
         "$(median "$s" publish_p50_ms)" "$(median "$s" ack_p50_ms)" \
         "$(median "$s" db_questions_per_cycle)" "$(median "$s" db_commits_per_cycle)" \
         "$(median "$s" db_commit_stmts_per_cycle)" \
@@ -191,8 +193,8 @@ RESULTS=$WORK/results.md
     echo "$RUNS runs × ${SECS} s windows after ${WARMUP} s warm-up; medians (min–max over runs); $ELAPSED s in all."
     echo "Command: \`make bench-mysql\` (\`BUILD_DIR=${BUILD_DIR#"$ROOT"/} BENCH_RUNS=$RUNS BENCH_SECONDS=$SECS BENCH_WARMUP=$WARMUP BENCH_TAIL_MS=$TAIL_MS BENCH_PING_SAMPLES=$PING_SAMPLES BENCH_PING_PERIOD=$PING_PERIOD scripts/bench_mysql.sh\`)."
     echo
-    echo "| scenario | what | full cycles/s | range | publishes/s | publish RTT p50 ms | ack RTT p50 ms | SQL statements / cycle | Handler_commit / cycle | COMMIT statements / cycle | Innodb deadlocks | row lock waits | retries | errors |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| scenario | what | full cycles/s | range | × loop, same shape | publishes/s | publish RTT p50 ms | ack RTT p50 ms | SQL statements / cycle | Handler_commit / cycle | COMMIT statements / cycle | Innodb deadlocks | row lock waits | retries | errors |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     row mysql_p2c2 "plain SKIP LOCKED loop (mysql_direct), P2 C2"
     row mysql_p8c8 "plain SKIP LOCKED loop (mysql_direct), P8 C8"
     row roostd1_p2c2 "roostd, 1 node, P2 C2"
@@ -200,7 +202,8 @@ RESULTS=$WORK/results.md
     row roostd2_p8c8 "roostd, 2 nodes, P8 C8"
     row roostd4_p8c8 "roostd, 4 nodes, P8 C8"
     echo
-    echo "Full cycles/s = events acknowledged per second (ack each). SQL statements (Questions, each"
+    echo "Full cycles/s = events acknowledged per second (ack each); × loop = median (min–max) of the"
+    echo "per-run ratios to the plain loop at the same P and C. SQL statements (Questions, each"
     echo "statement of a multi-statement round trip counted), Handler_commit (engine commits, which"
     echo "MariaDB also counts per statement, read-only ones included) and COMMIT statements (Com_commit:"
     echo "roostd's write transactions; the loop's inserts and acks are autocommit and not in it) per cycle,"
