@@ -120,7 +120,7 @@ bench_counters() {
     if [ -n "$COUNTERS_URLS" ]; then
         local u
         for u in ${COUNTERS_URLS//,/ }; do
-            curl -s --max-time 5 "$u/metrics" || echo "roost_metrics_unreadable 1"
+            curl -s --max-time 10 --retry 1 "$u/metrics" || echo "roost_metrics_unreadable 1"
         done | awk '$1 == "roost_store_write_retries_total" { r += $2 }
             $1 == "roost_group_commit_batch_size_count" { c += $2 }
             $1 == "roost_metrics_unreadable" { bad = 1 }
@@ -193,6 +193,12 @@ bench_measure() {
     fi
     local d=""
     [ -z "$s0" ] || [ -z "$s1" ] || d=$(bench_counter_deltas "$s0" "$s1" "$(kv "$line" acked)")
+    if { [ "$COUNTERS_DB" = 1 ] && [[ $d != *db_questions_per_cycle=* ]]; } ||
+        { [ -n "$COUNTERS_URLS" ] && [[ $d != *roostd_retries=* ]]; }; then
+        echo "$BENCH_NAME: WARNING: $scenario (run $run): the server counters were not sampled over" \
+            "the whole window (a mark missed, or /metrics or MariaDB did not answer); its per-cycle" \
+            "columns stay empty" >&2
+    fi
     echo "scenario=$scenario run=$run ${line#RESULT }${d:+ $d}" >>"$RAW"
     local errors
     errors=$(kv "$line" errors)
@@ -237,8 +243,8 @@ kv() { # kv "line" key → value
     tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2; exit }'
 }
 
-values() { # values SCENARIO KEY: one value per run
-    grep "^scenario=$1 " "$RAW" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'
+values() { # values SCENARIO KEY: one value per run (none when the scenario did not run)
+    { grep "^scenario=$1 " "$RAW" || true; } | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'
 }
 
 median() { # median SCENARIO KEY ("-" when none)

@@ -159,7 +159,7 @@ ELAPSED=$(($(date +%s) - START))
 # Retries per run: roostd's transactions run again (/metrics, over the window), or the loop's own
 # count of transactions rolled back and retried (deadlock or lock wait timeout, whole run).
 retries_total() {
-    grep "^scenario=$1 " "$RAW" | tr ' ' '\n' | awk -F= '$1 == "roostd_retries" { r += $2; seen = 1 }
+    { grep "^scenario=$1 " "$RAW" || true; } | tr ' ' '\n' | awk -F= '$1 == "roostd_retries" { r += $2; seen = 1 }
         $1 == "deadlocks" || $1 == "lock_wait_timeouts" { r += $2; seen = 1 }
         END { if (seen) print r + 0; else print "-" }'
 }
@@ -182,7 +182,7 @@ R_2=$(ratio roostd2_p8c8 roostd1_p8c8)
 R_4=$(ratio roostd4_p8c8 roostd1_p8c8)
 P50=$(median ping_2n ping_p50_ms)
 P99=$(median ping_2n ping_p99_ms)
-PMAX=$(grep "^scenario=ping_2n " "$RAW" | tr ' ' '\n' | awk -F= '$1 == "ping_max_ms" && $2 > m { m = $2 } END { print m + 0 }')
+PMAX=$({ grep "^scenario=ping_2n " "$RAW" || true; } | tr ' ' '\n' | awk -F= '$1 == "ping_max_ms" && $2 > m { m = $2 } END { print m + 0 }')
 TARGET_P99=$(awk -v t="$TAIL_MS" 'BEGIN { printf "%g", 1.5 * t }')
 RESULTS=$WORK/results.md
 {

@@ -70,7 +70,9 @@ set logscale x 2
 set logscale y 10
 set xtics (1, 2, 4, 8, 16, 32, 64)
 set ytics (50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000)
-set xrange [0.85:*]
+set xrange [0.8:20]
+set autoscale yfix
+set offsets 0, 0, graph 0.08, graph 0.08
 set grid xtics ytics mytics
 set key outside below center maxrows 4 width 2 height 1.5
 plot ${plot%, }
