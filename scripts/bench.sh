@@ -129,11 +129,18 @@ commits() {
     [ "$m" != - ] || m=$(median "$1" commits_per_cycle)
     echo "$m"
 }
+# The per-run ratio of a roostd row to a peer of the same shape ("-" when that peer did not run).
+xpeer() { # SCENARIO PEER_PREFIX
+    local peer=$2_${1#roostd_}
+    case $1 in roostd_paced | null_* | sqlite_*) echo - ; return ;; esac
+    grep -q "^scenario=$peer " "$RAW" && ratio "$1" "$peer" || echo -
+}
 row() { # scenario, description
     local s=$1
     grep -q "^scenario=$s " "$RAW" || return 0
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
-        "$(median "$s" cycles_per_s)" "$(range "$s" cycles_per_s)" "$(median "$s" publish_per_s)" \
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
+        "$(median "$s" cycles_per_s)" "$(range "$s" cycles_per_s)" "$(xpeer "$s" sqlite)" \
+        "$(xpeer "$s" null)" "$(median "$s" publish_per_s)" \
         "$(median "$s" publish_p50_ms)" "$(median "$s" lat_p50_ms)" "$(median "$s" lat_p99_ms)" \
         "$(median "$s" stmts_per_cycle)" "$(commits "$s")" "$(total "$s" roostd_retries)" \
         "$(total "$s" errors)"
@@ -151,8 +158,8 @@ PACED_RATE=$(median roostd_paced publish_per_s)
     echo "$RUNS runs × ${SECS} s windows after ${WARMUP} s warm-up; medians (min–max over runs); $ELAPSED s in all."
     echo "Command: \`make bench\` (\`BUILD_DIR=${BUILD_DIR#"$ROOT"/} BENCH_RUNS=$RUNS BENCH_SECONDS=$SECS BENCH_WARMUP=$WARMUP BENCH_RATE=$RATE BENCH_SYNC=$SYNC scripts/bench.sh\`)."
     echo
-    echo "| scenario | what | full cycles/s | range | publishes/s | publish RTT p50 ms | latency p50 ms | latency p99 ms | statements / cycle | commits / cycle | retries | errors |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| scenario | what | full cycles/s | range | × direct SQLite | × null server | publishes/s | publish RTT p50 ms | latency p50 ms | latency p99 ms | statements / cycle | commits / cycle | retries | errors |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     row roostd_p2c2 "roostd, P2 C2, ack each"
     row roostd_p2c2_batch "roostd, P2 C2, batch ack"
     row roostd_p8c8 "roostd, P8 C8, ack each"
@@ -165,7 +172,9 @@ PACED_RATE=$(median roostd_paced publish_per_s)
     row null_p8c8 "null server, P8 C8, ack each"
     row null_p8c8_batch "null server, P8 C8, batch ack"
     echo
-    echo "Full cycles/s = events acknowledged per second. Latency = publish start → ack success; in the"
+    echo "Full cycles/s = events acknowledged per second; × direct SQLite and × null server = median"
+    echo "(min–max) of the per-run ratios to that peer at the same shape (the peers run the shapes above)."
+    echo "Latency = publish start → ack success; in the"
     echo "closed-loop rows it mostly measures the backlog the producers build, only the paced row is a"
     echo "latency figure. Publish RTT = one publish call, reply after the fsync. Commits / cycle: roostd's"
     echo "group transactions (\`roost_group_commit_batch_size_count\` on /metrics) or sqlite_direct's own"

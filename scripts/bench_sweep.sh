@@ -155,6 +155,7 @@ point() {
         COUNTERS_DB=1
         bench_measure "$s" "$run" "$BIN/mysql_direct" --url "$url" --fresh \
             --seconds "$SECS" --warmup "$WARMUP" --producers "$n" --consumers "$n"
+        bench_sql -e "DROP DATABASE IF EXISTS sw_direct_${n}_$run"
         ;;
     roostd_mysql*)
         url=$(fresh_db "sw_${sys}_${n}_$run")
