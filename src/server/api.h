@@ -48,6 +48,9 @@ void api_admin_endpoint_disable(struct request *rq);
 void api_admin_endpoint_enable(struct request *rq);
 void api_admin_endpoint_attempts(struct request *rq);
 void api_admin_endpoint_replay(struct request *rq);
+/* Waits (bounded) until no registration's verification thread runs: before the event base goes
+ * away. */
+void api_webhooks_drain(void);
 
 /* api_health.c: outside the table and without authentication (GET /healthz, /readyz, /metrics). */
 void api_healthz(struct request *rq);

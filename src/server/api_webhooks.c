@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/ids.h"
 #include "common/log.h"
@@ -54,7 +55,8 @@ struct hook_op {
     char why[256];
 };
 
-static atomic_int verifying;
+static atomic_int verifying;      /* requests between the thread's start and on_verified */
+static atomic_int verify_threads; /* verification threads not yet returned */
 
 static void hook_op_free(void *p)
 {
@@ -175,7 +177,17 @@ static void *verify_thread(void *arg)
             (long)rt->cfg->webhooks_verify_timeout_ms, op->why, sizeof op->why);
     }
     event_active(op->verified, 0, 0);
+    atomic_fetch_sub(&verify_threads, 1);
     return NULL;
+}
+
+void api_webhooks_drain(void)
+{
+    /* A verification ends within webhooks.verify_timeout_ms (plus resolving): wait that long at
+     * most, so no thread touches the event base after it is freed. */
+    for (int i = 0; i < 6000 && atomic_load(&verify_threads) > 0; i++) {
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    }
 }
 
 void api_callbacks_add(struct request *rq)
@@ -221,9 +233,11 @@ void api_callbacks_add(struct request *rq)
         pthread_attr_init(&attr) == 0) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         atomic_fetch_add(&verifying, 1);
+        atomic_fetch_add(&verify_threads, 1);
         started = pthread_create(&t, &attr, verify_thread, op) == 0;
         if (!started) {
             atomic_fetch_sub(&verifying, 1);
+            atomic_fetch_sub(&verify_threads, 1);
         }
         pthread_attr_destroy(&attr);
     }

@@ -14,7 +14,7 @@
 #include "common/ids.h"
 #include "common/strutil.h"
 #include "server/ssrf.h"
-#include "server/webhooks.h"
+#include "server/webhooks_config.h"
 
 #include "common/banned.h"
 

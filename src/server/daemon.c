@@ -21,6 +21,7 @@
 #include "common/fsutil.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "server/api.h"
 #include "server/auth.h"
 #include "server/listener.h"
 #include "server/metrics.h"
@@ -376,6 +377,7 @@ void daemon_cleanup(struct daemon *d)
      * (their done() still replies and notifies, so HTTP, waiters and the hub must exist); then
      * HTTP (closing connections unlinks their streams), the waiters and the hub. */
     rt->draining = true;
+    api_webhooks_drain();
     for (size_t i = 0; i < rt->n_shards; i++) {
         scheduler_stop(rt->shards[i].sched);
         webhooks_stop(rt->shards[i].webhooks);

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "server/ssrf.h"
+#include "server/webhooks_config.h"
 #include "store/store_webhooks.h"
 
 struct config;
@@ -31,13 +32,9 @@ struct store_options;
 
 /* ---- webhooks_sign.c ---- */
 
-#define WEBHOOKS_SCHEDULE_MAX 32
 #define WEBHOOKS_SECRET_MIN_BYTES 24
 #define WEBHOOKS_SECRET_MAX_BYTES 64
 
-/* Parses "5,300,1800" (seconds, each 0..31536000, 1..WEBHOOKS_SCHEDULE_MAX entries). 0, or -1
- * with "webhooks.retry_schedule_s: …" in err. */
-int webhooks_parse_schedule(const char *text, int64_t *out, size_t *n, char *err, size_t errlen);
 /* Decodes a "whsec_<base64>" secret into key[WEBHOOKS_SECRET_MAX_BYTES]. ROOST_OK or
  * ROOST_EWEBHOOKSECRET (not that form, or not 24..64 bytes). */
 int webhooks_secret_key(const char *secret, unsigned char *key, size_t *key_len);

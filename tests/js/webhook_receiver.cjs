@@ -34,7 +34,9 @@ function fetchJwks() {
   });
 }
 
+let sigError = null;
 async function verifySig(req, body) {
+  sigError = null;
   if (!serverKeys) serverKeys = await fetchJwks();
   const headers = {};
   for (const [k, v] of Object.entries(req.headers)) headers[k] = v;
@@ -50,6 +52,7 @@ async function verifySig(req, body) {
       requiredParams: ['created', 'expires', 'keyid'],
     }, { method: req.method, url: `https://${req.headers.host}${req.url}`, headers });
   } catch (e) {
+    sigError = e.message;
     process.stderr.write(`signature: ${e.message}\n`);
     return false;
   }
@@ -67,11 +70,15 @@ const server = https.createServer({ cert: fs.readFileSync(cert), key: fs.readFil
     req.on('end', async () => {
       const body = Buffer.concat(chunks);
       let sw = false;
+      let swError = null;
       let doc = null;
       try { doc = hook.verify(body.toString(), req.headers); sw = true; } catch (e) {
+        swError = e.message;
         process.stderr.write(`standardwebhooks: ${e.message}\n`);
       }
-      const sig = (await verifySig(req, body)) === true && digestOk(req, body);
+      const verified = await verifySig(req, body);
+      const sig = verified === true && digestOk(req, body);
+      const why = sig ? null : (sigError || `verifyMessage=${verified} digest=${digestOk(req, body)}`);
       const behaviour = req.url.split('/')[1].split('?')[0];
       let status = 200;
       let answer = '{}';
@@ -94,7 +101,7 @@ const server = https.createServer({ cert: fs.readFileSync(cert), key: fs.readFil
       }
       const line = { path: req.url, id: req.headers['webhook-id'] || null, sw, sig,
         type: doc && doc.type ? doc.type : null, event_id: doc && doc.event_id ? doc.event_id : null,
-        status, at: Date.now() };
+        status, at: Date.now(), sw_error: swError, sig_error: why };
       if (behaviour === 'hang' && !(doc && doc.type === 'endpoint.verification')) {
         fs.appendFileSync(`${stateDir}/log`, JSON.stringify({ ...line, status: 0 }) + '\n');
         return; // never answers: roostd's timeout ends it
