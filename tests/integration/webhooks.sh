@@ -35,7 +35,7 @@ start() {
   roostd_start "$roostd" "$dir/data" --set store.synchronous=normal \
     --set webhooks.allow_cidrs=127.0.0.1/32 --set "webhooks.ca_file=$dir/ca.pem" \
     --set webhooks.poll_ms=50 --set webhooks.retry_schedule_s=1,1 --set webhooks.jitter_pct=0 \
-    --set webhooks.timeout_ms=5000 --set webhooks.connect_timeout_ms=1000 \
+    --set webhooks.timeout_ms=5000 --set webhooks.connect_timeout_ms=5000 \
     --set scavenger.interval_ms=100
 }
 start || abort "roostd did not start: $(cat "$dir/roostd.log")"
