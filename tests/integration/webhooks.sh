@@ -6,9 +6,10 @@
 # timers (poll 50 ms, retry schedule 1,1 s, no jitter) and webhooks.allow_cidrs=127.0.0.1/32.
 # Checks: registration refusals (https_required, destination_forbidden, invalid_secret, 422 on a
 # wrong challenge answer, nothing stored), signed deliveries verified and acked, 500 retried on
-# schedule then quarantined, replay redelivers, 302 not followed and counted, 410 disables, a
-# hanging endpoint does not delay another, SIGKILL mid-delivery then delivered after restart and
-# acked once, the attempt log and per-endpoint metrics. Ends with "N passed, N failed".
+# schedule then quarantined, replay (one event, or since a time) redelivers, 302 not followed and
+# counted, 410 disables, a hanging endpoint does not delay another, SIGKILL mid-delivery then
+# delivered after restart and acked once, the attempt log, per-endpoint metrics and the CLI.
+# Ends with "N passed, N failed".
 set -uo pipefail
 
 roostd=${1:?roostd binary}
@@ -136,6 +137,12 @@ e4=$(publish wh.redir)
 check "the redirect answered" wait_until 10 rx_ge 1 ".id == \"$e4\""
 check "the attempt log counts it as redirect" wait_until 5 get_ok "/api/v1/admin/endpoints/$ep_redir/attempts" '[.attempts[] | select(.error_class == "redirect" and .status_code == 302)] | length >= 1'
 check "the redirect was never followed" test "$(rx_count ".path == \"/ok\" and .id == \"$e4\"")" = 0
+check "the redirected event is quarantined once the schedule is spent" wait_until 15 status_is "$e4" quarantined
+c=$(api POST "/api/v1/admin/endpoints/$ep_redir/replay" '{"since":"2000-01-01T00:00:00Z"}')
+check "replay since a time puts it back ($c)" out_is 200 '.replayed == 1'
+check "and it is delivered again" wait_until 10 rx_ge 4 ".id == \"$e4\""
+c=$(api POST "/api/v1/admin/endpoints/$ep_redir/replay" '{"since":"2999-01-01T00:00:00Z"}')
+check "replay since a later time replays nothing" out_is 200 '.replayed == 0'
 
 # ---- 410: the endpoint is disabled, the event goes back for the agent to pull ----
 ep_gone=$(register wh.gone /gone)
