@@ -111,6 +111,8 @@ check "both deliveries arrived" wait_until 10 rx_ge 2 '.path == "/ok" and .type 
 check "standardwebhooks verified every delivery" test "$(rx_count '.path == "/ok" and (.sw | not)')" = 0
 check "http-message-signatures verified every delivery" test "$(rx_count '.path == "/ok" and (.sig | not)')" = 0
 check "webhook-id is the event id" test "$(rx_count ".id == \"$e1\"")" = 1
+check "the body is the event with its payload, without a lease token" \
+  test "$(rx_count ".id == \"$e1\" and .event_id == \"$e1\" and .payload.n == 1 and (.lease | not)")" = 1
 check "delivered events are completed" wait_until 10 status_is $e2 completed
 c=$(api GET "/api/v1/admin/endpoints/$ep_ok/attempts")
 check "the attempt log lists both, class ok" out_is 200 '[.attempts[] | select(.error_class == "ok" and .status_code == 200)] | length == 2'

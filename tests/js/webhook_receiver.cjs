@@ -6,7 +6,7 @@
 // /api/v1/keys/server). Usage:
 //   webhook_receiver.cjs CERT KEY SECRET JWKS_URL STATE_DIR [LISTEN_HOST (default 127.0.0.1)]
 // It writes its port to STATE_DIR/port and one JSON line per request to STATE_DIR/log:
-//   {"path","id","sw":true|false,"sig":true|false,"type","event_id","status","at"}
+//   {"path","id","sw":true|false,"sig":true|false,"type","event_id","status","at","lease","payload"}
 // What a path answers: its first segment names the behaviour: /ok → 200, /s500 → 500,
 // /redirect → 302 to /ok, /gone → 410, /hang → never answers, /slowok → 200 after 1.5 s,
 // /flip → 500 until the file STATE_DIR/flip exists, then 200. The verification challenge is answered correctly on every
@@ -101,7 +101,8 @@ const server = https.createServer({ cert: fs.readFileSync(cert), key: fs.readFil
       }
       const line = { path: req.url, id: req.headers['webhook-id'] || null, sw, sig,
         type: doc && doc.type ? doc.type : null, event_id: doc && doc.event_id ? doc.event_id : null,
-        status, at: Date.now(), sw_error: swError, sig_error: why };
+        status, at: Date.now(), sw_error: swError, sig_error: why,
+        lease: !!(doc && ('lease_token' in doc)), payload: doc && doc.payload ? doc.payload : null };
       if (behaviour === 'hang' && !(doc && doc.type === 'endpoint.verification')) {
         fs.appendFileSync(`${stateDir}/log`, JSON.stringify({ ...line, status: 0 }) + '\n');
         return; // never answers: roostd's timeout ends it
