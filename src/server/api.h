@@ -22,6 +22,8 @@ void api_state_get(struct request *rq);
 
 /* api_subscribe.c */
 void api_subscribe(struct request *rq);
+/* POST /api/v1/agents/{agent}/subscribe/ticket: a single-use ticket for ?ticket= (auth.h). */
+void api_subscribe_ticket(struct request *rq);
 
 /* api_admin.c */
 void api_admin_agents(struct request *rq);
