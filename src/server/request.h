@@ -72,7 +72,8 @@ void request_reply_error(struct request *rq, int rc, const char *message, json_t
 void request_reply_error_close(struct request *rq, int rc, const char *message);
 /* Sends a text/plain body (unless a Content-Type was set already) and ends the request. */
 void request_reply_text(struct request *rq, int status, const char *text);
-/* Sends `body` (borrowed; drained) as `content_type`, not cached, and ends the request. */
+/* Sends `body` (borrowed; drained) as `content_type`, not cached unless the handler set a
+ * Cache-Control of its own, and ends the request. */
 void request_reply_buffer(struct request *rq, int status, const char *content_type,
                           struct evbuffer *body);
 

@@ -290,6 +290,11 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
         api_metrics(rq);
         return;
     }
+    if (api_static_path(path)) {
+        set_pseudo_route(rq, "static");
+        api_static(rq);
+        return;
+    }
     if (rt->draining) {
         request_reply_error(rq, ROOST_ESHUTDOWN, NULL, NULL);
         return;
