@@ -213,9 +213,11 @@ function chart(svg, series) {
   const w = 300;
   const h = Number(svg.viewBox.baseVal.height) || 80;
   const max = Math.max(1, ...series);
-  // The newest sample at the right edge, older ones to the left: the picture scrolls.
+  // The newest sample at the right edge, older ones to the left: the picture scrolls. The
+  // first 60 samples spread over the whole width, then they get denser up to HISTORY.
+  const slots = Math.min(HISTORY, Math.max(series.length, 60)) - 1;
   const pts = series.map((v, i) => {
-    const x = w - ((series.length - 1 - i) * w) / (HISTORY - 1);
+    const x = w - ((series.length - 1 - i) * w) / slots;
     return `${x.toFixed(1)},${(h - 2 - (v / max) * (h - 12)).toFixed(1)}`;
   });
   const ns = 'http://www.w3.org/2000/svg';

@@ -453,6 +453,8 @@ function runSharedWorker() {
         const w = ticketWaiter;
         ticketWaiter = null;
         w(msg.ticket);
+      } else if (msg.type === 'reconnect') {
+        hub?.drop(false);
       } else if (msg.type === 'bye') {
         ports.delete(port);
       }
@@ -550,7 +552,9 @@ export class Agent extends EventTarget {
     this.onVisible = () => document.visibilityState === 'visible' && this.kick();
     this.onOnline = () => {
       this.kick();
-      this.hub?.drop(false); // the old socket may be dead: a fresh stream
+      // The old socket may be dead: a fresh stream.
+      this.hub?.drop(false);
+      this.port?.postMessage({ type: 'reconnect' });
     };
     this.onOffline = () => this.isLeader && this.setState('offline');
     this.onPageHide = () => this.leave(true);
@@ -627,6 +631,9 @@ export class Agent extends EventTarget {
       // The worker must be same-origin: importing roost.js from another origin lands here in
       // the catch, and the leader tab holds the stream instead.
       const w = new SharedWorker(new URL(import.meta.url), { type: 'module', name: this.name });
+      // A worker that cannot load (a CSP without worker-src for it): the leader tab holds the
+      // stream after all.
+      w.onerror = () => this.workerFailed();
       this.port = w.port;
       this.port.onmessage = (m) => this.onWorker(m.data ?? {});
       this.port.start();
@@ -638,6 +645,24 @@ export class Agent extends EventTarget {
     } catch {
       this.port = null;
     }
+  }
+
+  workerFailed() {
+    this.port?.close();
+    this.port = null;
+    this.mode = 'leader-tab';
+    if (this.isLeader && !this.hub) {
+      this.startHub();
+    }
+  }
+
+  startHub() {
+    this.mode = 'leader-tab';
+    this.hub = new StreamHub({
+      server: this.opts.server, agentId: this.agentId, heartbeat_s: this.opts.heartbeat_s,
+      needTicket: () => this.ticket(), emit: (m) => this.onStream(m),
+    });
+    this.hub.connect();
   }
 
   onWorker(msg) {
@@ -723,12 +748,7 @@ export class Agent extends EventTarget {
     if (this.port) {
       this.port.postMessage({ type: 'leader' });
     } else {
-      this.mode = 'leader-tab';
-      this.hub = new StreamHub({
-        server: this.opts.server, agentId: this.agentId, heartbeat_s: this.opts.heartbeat_s,
-        needTicket: () => this.ticket(), emit: (m) => this.onStream(m),
-      });
-      this.hub.connect();
+      this.startHub();
     }
     let failures = 0;
     while (this.abort) {

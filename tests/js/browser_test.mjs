@@ -401,11 +401,18 @@ async function scenarioDashboard(d, b, admin, producer) {
   await page.selectOption('#tenant', '0');
   await page.waitForSelector('#agents tr[data-agent="d.alpha"]');
   if (process.env.ROOST_SCREENSHOTS) {
-    for (let i = 0; i < 6; i++) {
-      await publish(d, producer, 'd.alpha', { n: i });
-      await page.waitForTimeout(300);
-    }
+    // Some history for the charts: a burst of publishes, then half of them consumed.
     await page.click('#agents tr[data-agent="d.alpha"]');
+    for (let i = 0; i < 20; i++) {
+      await publish(d, producer, 'd.alpha', { n: i });
+      await page.waitForTimeout(250);
+    }
+    const got = await api(d, 'POST', '/api/v1/agents/d.alpha/inbox/claim', operator, { limit: 10 });
+    for (const ev of got.json.events) {
+      await api(d, 'POST', `/api/v1/agents/d.alpha/inbox/${ev.event_id}/ack`, operator,
+        { lease_token: ev.lease_token });
+      await page.waitForTimeout(150);
+    }
     await page.waitForTimeout(1200);
     await page.screenshot({ path: join(process.env.ROOST_SCREENSHOTS, 'dashboard.png'), fullPage: true });
   }
@@ -418,6 +425,14 @@ async function scenarioDashboard(d, b, admin, producer) {
     'roost.js VERSION is roostd\'s');
   const again = await fetch(`${d.url}/sdk/roost.js`, { headers: { 'If-None-Match': etag } });
   check(again.status === 304, 'If-None-Match: 304');
+  const pkg = JSON.parse(readFileSync(new URL('../../sdk/js/package.json', import.meta.url), 'utf8'));
+  check(pkg.version === js.headers.get('x-roost-version'), 'sdk/js/package.json has the same version');
+  // Default and named exports both work.
+  const exportsOk = await page.evaluate(async () => {
+    const m = await import('/sdk/roost.js');
+    return m.default.agent === m.agent && typeof m.publish === 'function' && m.default.VERSION === m.VERSION;
+  });
+  check(exportsOk, 'default and named exports');
 }
 
 async function main() {
