@@ -38,8 +38,9 @@ export const VERSION = '0.1.0';
  */
 
 /**
- * Returns a bearer token (a JWT). Called when a token is first needed, and again with
- * `{refresh: true}` when roostd refused the last one (expired, revoked): return a fresh one then.
+ * Returns a bearer token (a JWT). Called when a token is first needed, when the last one
+ * expires within 5 s (by its exp claim), and with `{refresh: true}` when roostd refused the last
+ * one (expired, revoked): return a fresh one then.
  * @callback GetToken
  * @param {{refresh: boolean}} hint
  * @returns {string|Promise<string>}
@@ -134,7 +135,7 @@ export class Client {
   /** The current token, refreshed when `refresh` or when it expires within 5 s. */
   async bearer(refresh = false) {
     if (refresh || this.token === null || tokenTtlS(this.token) < 5) {
-      const t = await this.getToken({ refresh: refresh || this.token !== null });
+      const t = await this.getToken({ refresh });
       if (typeof t !== 'string' || t === '') {
         throw new RoostError(0, 'no_token', 'getToken returned no token');
       }
@@ -557,7 +558,13 @@ export class Agent extends EventTarget {
       this.port?.postMessage({ type: 'reconnect' });
     };
     this.onOffline = () => this.isLeader && this.setState('offline');
-    this.onPageHide = () => this.leave(true);
+    this.onPageHide = (e) => {
+      this.leave(true);
+      // Into the back/forward cache: the page may come back as it was; it rejoins then.
+      if (e.persisted) {
+        addEventListener('pageshow', (ev) => ev.persisted && this.start(), { once: true });
+      }
+    };
     addEventListener('online', this.onOnline);
     addEventListener('offline', this.onOffline);
     addEventListener('pageshow', this.onWake);
@@ -745,6 +752,9 @@ export class Agent extends EventTarget {
     const rec = await this.record.load();
     this.cursor = rec.cursor;
     this.processed = new Set(rec.processed);
+    if (!this.abort) {
+      return; // stopped while the record loaded
+    }
     if (this.port) {
       this.port.postMessage({ type: 'leader' });
     } else {

@@ -100,7 +100,9 @@ void api_static(struct request *rq)
     int status = 304;
     if (inm == NULL || !etag_matches(inm, f->etag)) {
         status = 200;
-        if (evbuffer_add_reference(body, f->data, f->len, NULL, NULL) != 0) {
+        /* evhttp 2.1 would send a HEAD answer's body: only GET gets one. */
+        if (method == EVHTTP_REQ_GET &&
+            evbuffer_add_reference(body, f->data, f->len, NULL, NULL) != 0) {
             evbuffer_free(body);
             request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
             return;
