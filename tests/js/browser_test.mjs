@@ -136,6 +136,7 @@ const tab = cfg.tab;
 window.states = [];
 window.errors = [];
 window.tokenCalls = [];
+window.stateCalls = [];
 const agent = Roost.agent({
   server: '',
   agentId: cfg.agent,
@@ -143,6 +144,7 @@ const agent = Roost.agent({
   heartbeat_s: cfg.heartbeat_s ?? 30,
   sharedWorker: cfg.sharedWorker ?? true,
   concurrency: cfg.concurrency ?? 1,
+  onState: (state, cursor) => window.stateCalls.push({ state, cursor }),
   getToken: async ({ refresh }) => {
     window.tokenCalls.push(refresh);
     return window.mintToken(cfg.ttl ?? 600, window.tokenCalls.length === 1 && cfg.firstTokenBad);
@@ -212,7 +214,7 @@ const doneOnce = (b, ids) => ids.every((id) => (b.dones.get(id) ?? []).length ==
 async function scenarioTabs(d, b, admin, producer) {
   // Six tabs with the SharedWorker: one stream between them.
   const pages = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => b.open({ agent: 'b.tabs', tab: `t${i}` })));
-  check(await waitUntil(async () => (await subscribers(d, admin, 'b.tabs')) === 1, 10000,
+  check(await waitUntil(async () => (await subscribers(d)) === 1, 10000,
     'one subscriber'), 'six tabs: one stream');
   check((await pages[0].evaluate(() => window.agent.mode)) === 'shared-worker', 'SharedWorker mode');
   const leaders = await Promise.all(pages.map((p) => p.evaluate(() => window.agent.isLeader)));
@@ -231,15 +233,15 @@ async function scenarioTabs(d, b, admin, producer) {
   check(tabsUsed.size === 1, `handled in one tab only: ${[...tabsUsed]}`);
   check(await waitUntil(() => seventh.evaluate(() => window.agent.state === 'streaming' &&
     window.agent.lastSync !== null), 5000), 'seventh tab sees state streaming and lastSync');
-  check((await subscribers(d, admin, 'b.tabs')) === 1, 'still one stream with seven tabs');
+  check((await subscribers(d)) === 1, 'still one stream with seven tabs');
   await Promise.all([...pages, seventh].map((p) => p.close()));
-  check(await waitUntil(async () => (await subscribers(d, admin, 'b.tabs')) === 0, 10000),
+  check(await waitUntil(async () => (await subscribers(d)) === 0, 10000),
     'all tabs closed: the stream is gone');
 
   // Leader tabs without a SharedWorker: still one stream.
   const lt = await Promise.all([0, 1, 2].map((i) =>
     b.open({ agent: 'b.lead', tab: `l${i}`, sharedWorker: false })));
-  check(await waitUntil(async () => (await subscribers(d, admin, 'b.lead')) === 1, 10000),
+  check(await waitUntil(async () => (await subscribers(d)) === 1, 10000),
     'leader tabs: one stream');
   check((await lt[0].evaluate(() => window.agent.mode ?? 'leader-tab')) !== 'shared-worker',
     'leader-tab mode');
@@ -257,6 +259,10 @@ async function scenarioFailover(d, b, admin, producer, sharedWorker) {
   const leaderPage = pages[Number(leaderTab.slice(1))];
   await leaderPage.close({ runBeforeUnload: true }); // mid-handler
   const t0 = Date.now();
+  const rest = pages.filter((p) => p !== leaderPage);
+  check(await waitUntil(async () => (await Promise.all(rest.map((p) =>
+    p.evaluate(() => window.agent.isLeader)))).filter(Boolean).length === 1, 1000),
+  'a new leader within a second');
   check(await waitUntil(() => (b.dones.get(slow) ?? []).length === 1, 15000,
     'another tab finishes'), 'a remaining tab finished the work');
   check(!(b.dones.get(slow) ?? []).includes(leaderTab), 'not in the closed tab');
@@ -285,6 +291,22 @@ async function scenarioOffline(d, b, admin, producer) {
   check(await waitUntil(() => page.evaluate(() => window.agent.state === 'offline'), 5000),
     'state offline');
   await sleep(2200); // longer than two heartbeats (1 s)
+  // Meanwhile another consumer takes two events and retention deletes them: the page's cursor
+  // falls behind the watermark (410), so it must resync from /state (onState) and go on.
+  const consumer = await mint(d, 'agent:b.*:consume');
+  for (let i = 0; i < 2; i++) {
+    const r = await api(d, 'POST', '/api/v1/events', producer,
+      { recipients: ['b.off'], payload: {}, state_patch: { seen: i } });
+    check(r.status === 201, 'publish with a state patch');
+  }
+  const taken = await api(d, 'POST', '/api/v1/agents/b.off/inbox/claim', consumer, { limit: 2 });
+  for (const ev of taken.json.events) {
+    await api(d, 'POST', `/api/v1/agents/b.off/inbox/${ev.event_id}/ack`, consumer,
+      { lease_token: ev.lease_token });
+  }
+  check(await waitUntil(async () => (await api(d, 'GET',
+    '/api/v1/agents/b.off/inbox?after_cursor=0&limit=1', consumer)).status === 410, 10000),
+  'retention moved the watermark (410 for cursor 0)');
   const ids = [];
   for (let i = 0; i < 3; i++) {
     ids.push(await publish(d, producer, 'b.off', { n: i }));
@@ -296,6 +318,11 @@ async function scenarioOffline(d, b, admin, producer) {
   check(await waitUntil(() => doneOnce(b, ids), 8000, 'pulled after online'),
     'everything missed is pulled once online');
   console.error(`offline: caught up ${Date.now() - t0} ms after online`);
+  const calls = await page.evaluate(() => window.stateCalls);
+  check(calls.length === 1 && calls[0].state.seen === 1 && calls[0].cursor >= 2,
+    `410: onState got the state and its cursor: ${JSON.stringify(calls)}`);
+  check(ids.every((id) => (b.dones.get(id) ?? []).length === 1) && b.dones.size === 3,
+    'the two events taken elsewhere were not handled here');
   check(await waitUntil(() => page.evaluate(() => window.agent.state === 'streaming'), 10000),
     'streaming again');
 }
@@ -317,7 +344,21 @@ async function scenarioToken(d, b, admin, producer) {
   const second = await publish(d, producer, 'b.tok', {});
   check(await waitUntil(() => doneOnce(b, [second]), 5000), 'handled after the token expired');
   console.error(`token: handled ${Date.now() - t0} ms after the publish`);
-  check((await subscribers(d, admin, 'b.tok')) === 1, 'one stream');
+  check((await subscribers(d)) === 1, 'one stream');
+}
+
+/** A handler longer than its lease: extended at half-life, so it runs once and acks. */
+async function scenarioLease(d, b, admin, producer) {
+  const page = await b.open({ agent: 'b.lease', tab: 'e0', lease_s: 2 });
+  check(await waitUntil(() => page.evaluate(() => window.agent.state === 'streaming'), 10000),
+    'streaming');
+  const id = await publish(d, producer, 'b.lease', { ms: 3500 });
+  check(await waitUntil(() => doneOnce(b, [id]), 10000), 'the long handler finished');
+  check((b.starts.get(id) ?? []).length === 1, 'it ran once');
+  const extends_ = (d.log().match(/route=extend status=200/g) ?? []).length;
+  check(extends_ >= 2, `extended at half-life (${extends_} extends)`);
+  const r = await api(d, 'GET', '/api/v1/agents/b.lease/inbox?after_cursor=0&limit=1', admin);
+  check(r.json.events[0].status === 'completed', 'completed, not expired and re-claimed');
 }
 
 async function scenarioTicket(d, b, admin) {
@@ -444,6 +485,9 @@ async function main() {
   if (scenario === 'ticket') {
     sets.push('auth.ticket_ttl_s=1');
   }
+  if (scenario === 'offline') {
+    sets.push('retention.completed_s=0', 'retention.interval_ms=100');
+  }
   const t0 = Date.now();
   const lap = (what) => process.env.ROOST_TEST_TIMING && console.error(`${what}: ${Date.now() - t0} ms`);
   const d = await startRoostd(sets);
@@ -460,7 +504,10 @@ async function main() {
         await scenarioFailover(d, b, admin, producer, false);
         break;
       case 'offline': await scenarioOffline(d, b, admin, producer); break;
-      case 'token': await scenarioToken(d, b, admin, producer); break;
+      case 'token':
+        await scenarioToken(d, b, admin, producer);
+        await scenarioLease(d, b, admin, producer);
+        break;
       case 'ticket': await scenarioTicket(d, b, admin); break;
       case 'dashboard': await scenarioDashboard(d, b, admin, producer); break;
       default: throw new Error(`unknown scenario ${scenario}`);
