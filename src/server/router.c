@@ -375,7 +375,10 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     /* A signature binds the token (it covers Authorization), so it is checked after it and
      * before anything about the content is looked at. The policy covers the agent routes and
      * publish; operator routes rely on their tokens (DESIGN §6.2). */
-    bool policy_route = agent != NULL || rq->route->action == AUTH_PUBLISH;
+    /* A subscribe opened with a ticket is outside the policy: the ticket is single-use and bound
+     * to its agent (nothing in the request to alter or replay), and asking for it is a POST
+     * that the policy covered (mutations or all). So EventSource works under every policy. */
+    bool policy_route = (agent != NULL || rq->route->action == AUTH_PUBLISH) && !by_ticket;
     if (sigverify_needed(rq, policy_route)) {
         sigverify_start(rq, dispatch_content);
         return;
