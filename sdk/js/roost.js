@@ -749,6 +749,8 @@ export class Agent extends EventTarget {
       return;
     }
     this.isLeader = true;
+    /** When this tab became the leader (ms since the epoch). */
+    this.leaderSince = Date.now();
     const rec = await this.record.load();
     this.cursor = rec.cursor;
     this.processed = new Set(rec.processed);
