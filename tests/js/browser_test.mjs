@@ -279,10 +279,11 @@ async function scenarioFailover(d, b, admin, producer, sharedWorker) {
     more.push(await publish(d, producer, agent, {}));
   }
   check(await waitUntil(() => doneOnce(b, more), 10000), 'later events handled');
-  await sleep(500);
+  // Every ack lands (a handler reports before it returns), and nothing runs a second time.
+  check(await waitUntil(async () => (await api(d, 'GET',
+    `/api/v1/agents/${agent}/inbox?after_cursor=0&limit=10`, admin)).json.events
+    .every((e) => e.status === 'completed'), 5000), 'all completed in roostd');
   check(doneOnce(b, [slow, ...more]), 'exactly once overall');
-  const inbox = await api(d, 'GET', `/api/v1/agents/${agent}/inbox?after_cursor=0&limit=10`, admin);
-  check(inbox.json.events.every((e) => e.status === 'completed'), 'all completed in roostd');
   for (const p of pages) {
     if (!p.isClosed()) {
       await p.close();
@@ -364,8 +365,11 @@ async function scenarioLease(d, b, admin, producer) {
   check((b.starts.get(id) ?? []).length === 1, 'it ran once');
   const extends_ = (d.log().match(/route=extend status=200/g) ?? []).length;
   check(extends_ >= 2, `extended at half-life (${extends_} extends)`);
-  const r = await api(d, 'GET', '/api/v1/agents/b.lease/inbox?after_cursor=0&limit=1', admin);
-  check(r.json.events[0].status === 'completed', 'completed, not expired and re-claimed');
+  // The handler reports before it returns; the ack follows.
+  check(await waitUntil(async () => (await api(d, 'GET',
+    '/api/v1/agents/b.lease/inbox?after_cursor=0&limit=1', admin)).json.events[0].status === 'completed',
+  5000), 'acked: completed');
+  check((b.starts.get(id) ?? []).length === 1, 'not expired and run again');
 }
 
 async function scenarioTicket(d, b, admin) {
