@@ -196,15 +196,19 @@ void api_admin_agents(struct request *rq)
     const char *next = request_query_str(rq, "next", &rc);
     struct admin_op *op = rc ? NULL : admin_op_new(rq);
     if (rc) {
-        request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
+        request_reply_error(rq, rc, NULL, NULL);
         return;
     }
     if (!op) {
         return;
     }
     const char *sort = request_query_str(rq, "sort", &rc);
-    if (rc != ROOST_OK || (sort && strcmp(sort, "agent") != 0 && strcmp(sort, "depth") != 0 &&
-                           strcmp(sort, "age") != 0)) {
+    if (rc != ROOST_OK) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    if ((sort && strcmp(sort, "agent") != 0 && strcmp(sort, "depth") != 0 &&
+         strcmp(sort, "age") != 0)) {
         request_reply_error(rq, ROOST_EQUERY, "sort must be agent, depth or age", NULL);
         return;
     }
@@ -280,12 +284,12 @@ void api_admin_quarantine(struct request *rq)
     int rc1, rc2;
     const char *agent = request_query_str(rq, "agent_id", &rc1);
     const char *next = request_query_str(rq, "next", &rc2);
-    if (rc1 || (agent && !ids_valid_name(agent, strlen(agent)))) {
-        request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
+    if (rc1 || rc2) {
+        request_reply_error(rq, rc1 ? rc1 : rc2, NULL, NULL);
         return;
     }
-    if (rc2) {
-        request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
+    if (agent && !ids_valid_name(agent, strlen(agent))) {
+        request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
         return;
     }
     struct admin_op *op = admin_op_new(rq);
