@@ -333,6 +333,21 @@ static const struct cli_option admin_quarantine_purge_opts[] = {
     END,
 };
 
+static const struct cli_option admin_quarantine_requeue_opts[] = {
+    {.name = "all",
+     .kind = CLI_FLAG,
+     .help = "every quarantined event of the tenant (or of --agent A)"},
+    AGENT(0, "with --all: only this agent's quarantined events"),
+    {.name = "limit",
+     .kind = CLI_INT,
+     .arg = "N",
+     .min = 1,
+     .max = 1000,
+     .expect = "1..1000",
+     .help = "with --all: events per request, 1..1000 (default: the server's, 100)"},
+    END,
+};
+
 static const struct cli_option no_opts[] = {END};
 
 /* ---- agent run / status ---------------------------------------------------------------------- */
@@ -580,13 +595,17 @@ const struct cli_command cli_commands[] = {
      .common = CLI_COMMON_ALL},
     {.name = "admin quarantine requeue",
      .run = cmd_admin_quarantine_requeue,
-     .summary = "put a quarantined event back to pending",
+     .summary = "put quarantined events back to pending (one, or all: a redrive)",
+     .synopsis = "roost admin quarantine requeue (EVENT_ID | --all [--agent A] [--limit N])",
      .args = "EVENT_ID",
-     .min_args = 1,
      .max_args = 1,
-     .description = "Puts a quarantined event back to pending (same event id). Prints the server's "
-                    "answer. An unknown or not-quarantined event fails with exit 3.",
-     .options = no_opts,
+     .description =
+         "Puts a quarantined event back to pending (same event id, attempts reset) and prints "
+         "the server's answer; an unknown or not-quarantined event fails with exit 3. With "
+         "--all, a dead-letter redrive: every quarantined event of the tenant, or of agent A, "
+         "oldest first, in requests of at most N events each until none is left; prints "
+         "{\"requeued\":TOTAL}.",
+     .options = admin_quarantine_requeue_opts,
      .common = CLI_COMMON_ALL},
     {.name = "admin quarantine inspect",
      .run = cmd_admin_quarantine_inspect,

@@ -52,6 +52,8 @@ static const struct route routes[] = {
     /* Before {event}: a literal segment wins over the placeholder. */
     {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/purge", "admin_purge", AUTH_ADMIN, BODY_OPTIONAL,
      api_admin_purge},
+    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/requeue", "admin_requeue_all", AUTH_ADMIN,
+     BODY_OPTIONAL, api_admin_requeue_all},
     {EVHTTP_REQ_GET, "/api/v1/admin/quarantine/{event}", "admin_quarantine_inspect", AUTH_ADMIN,
      BODY_NONE, api_admin_quarantine_inspect},
     {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/purge", "admin_purge_event", AUTH_ADMIN,
