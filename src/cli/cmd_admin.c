@@ -25,7 +25,10 @@ int cmd_admin_quarantine_list(struct cli_args *a)
             fprintf(stderr, "next=%s\n", evs->next_page);
         }
     } else {
-        r = cli_print_last_body(a, c);
+        static const char *const columns[] = {"agent_id:AGENT", "event_id", "attempts",
+                                              "nacks",          "timeouts", "completed_at",
+                                              "last_error",     NULL};
+        r = cli_print_list(a, c, "events", columns);
     }
     roost_events_free(evs);
     roost_client_free(c);
@@ -97,7 +100,18 @@ int cmd_admin_agents(struct cli_args *a)
     struct roost_agents *agents = NULL;
     int rc = roost_admin_agents_list_sorted(c, cli_str(a, "sort"), (int)cli_num(a, "limit", 0),
                                             cli_str(a, "next"), &agents);
-    r = rc == ROOST_OK ? cli_print_last_body(a, c) : cli_fail(a, c, rc, "admin agents");
+    static const char *const columns[] = {"agent_id:AGENT",
+                                          "head",
+                                          "pending",
+                                          "scheduled",
+                                          "claimed",
+                                          "quarantined",
+                                          "oldest_pending_age_s:OLDEST PENDING S",
+                                          "subscribers",
+                                          "last_seen_at",
+                                          NULL};
+    r = rc == ROOST_OK ? cli_print_list(a, c, "agents", columns)
+                       : cli_fail(a, c, rc, "admin agents");
     roost_agents_free(agents);
     roost_client_free(c);
     return r;

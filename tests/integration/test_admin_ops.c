@@ -339,6 +339,42 @@ static void test_admin_quarantine_requeue_all(void)
     free(t);
 }
 
+/* --output table|json on the list commands: a table on a terminal (script(1) gives the CLI one),
+ * the server's JSON in a pipe, either when asked for. */
+static void test_cli_output_table(void)
+{
+    char *out = NULL;
+    CHECK_EQ(cli(&out, "admin agents --output table --limit 1"), 0);
+    CHECK(out != NULL && strncmp(out, "AGENT ", 6) == 0 && strstr(out, " QUARANTINED ") != NULL);
+    CHECK(out != NULL && strstr(out, "\n(more: --next ") != NULL);
+    free(out);
+    CHECK_EQ(cli(&out, "admin agents --limit 1"), 0);
+    CHECK(out != NULL && strncmp(out, "{\"agents\":[{", 12) == 0);
+    free(out);
+    CHECK_EQ(cli(&out, "admin quarantine list -o table --agent ao.other"), 0);
+    CHECK(out != NULL && strncmp(out, "AGENT     EVENT ID", 18) == 0 &&
+          strstr(out, "\nao.other  evt_") != NULL);
+    free(out);
+    CHECK_EQ(cli(&out, "inbox read --agent ao.deep --output json"), 0);
+    CHECK(out != NULL && strncmp(out, "{\"events\":[", 11) == 0);
+    free(out);
+    CHECK_EQ(cli(&out, "keys list -o table"), 0);
+    CHECK(out != NULL && strncmp(out, "KEY ID  AGENT ID  ALG", 21) == 0);
+    free(out);
+    CHECK_EQ(cli(NULL, "admin agents --output yaml"), 2);
+    /* On a terminal the default is the table. */
+    char *cmd = h_fmt("script -qec \"'%s' inbox read --agent ao.deep --server %s --token %s\" "
+                      "/dev/null",
+                      ROOST_CLI_BIN, d.url, tok);
+    FILE *p = popen(cmd, "r");
+    char buf[8192] = "";
+    size_t n = p != NULL ? fread(buf, 1, sizeof buf - 1, p) : 0;
+    buf[n] = '\0';
+    CHECK(p != NULL && pclose(p) == 0);
+    CHECK(strncmp(buf, "SEQ  EVENT ID", 13) == 0 && strstr(buf, "pending") != NULL);
+    free(cmd);
+}
+
 /* limits.admin_scan_ms: a listing that ranks every agent of a tenant (sort=depth|age) fails with
  * 503 scan_budget_exceeded past its time budget (1 ms here, over 10,000 agents), so it cannot
  * hold a store connection for long; the listing by agent id (an index walk) is not budgeted. */
@@ -395,6 +431,7 @@ int main(void)
     RUN(setup_traffic);
     RUN(test_admin_agents_sorted_with_activity);
     RUN(test_admin_quarantine_inspect);
+    RUN(test_cli_output_table);
     RUN(test_admin_stats_from_metrics_snapshot);
     RUN(test_admin_quarantine_purge);
     RUN(test_admin_quarantine_requeue_all);
