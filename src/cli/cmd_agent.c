@@ -504,6 +504,7 @@ int cmd_agent_run(struct cli_args *a)
     o.concurrency = (int)cli_num(a, "concurrency", o.concurrency);
     o.lease_s = (int)cli_num(a, "lease", o.lease_s);
     o.poll_ceiling_s = (int)cli_num(a, "poll-ceiling", o.poll_ceiling_s);
+    o.stream_resync_s = (int)cli_num(a, "resync", o.stream_resync_s);
     o.consumer = cli_str(a, "consumer");
     o.tempfail_max = (int)cli_num(a, "tempfail-max", o.tempfail_max);
     struct exec_ctx x = {.cmd = cli_str(a, "exec"), .quiet = cli_flag(a, "quiet")};

@@ -37,7 +37,8 @@ static size_t text_chars(const char *s)
 }
 
 /* One cell's text (caller frees): strings as they are, null as "-", reals with one decimal,
- * anything else as compact JSON; control characters become spaces so a row stays one line; cut at CELL_MAX_CHARS. */
+ * anything else as compact JSON; control characters become spaces so a row stays one line; cut at
+ * CELL_MAX_CHARS. */
 static char *cell_text(const json_t *v)
 {
     char *s;
