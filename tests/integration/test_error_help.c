@@ -109,6 +109,7 @@ static void test_forbidden_names_scope(void)
     char *args = h_fmt("claim --agent f1 --server %s --token %s", d.url, tok);
     CHECK_EQ(cli_stderr(&out, args), 1);
     CHECK(strstr(out, "the token lacks the scope agent:f1:consume (forbidden)") != NULL);
+    CHECK(strstr(out, "'roost whoami' shows the token in use") != NULL);
     free(args);
     free(out);
     free(tok);
