@@ -320,6 +320,32 @@ static int run_ack(struct job *job, struct store *st)
                       op->lease_token, time_now_ms(), &op->available_at_ms);
 }
 
+/* A group's single-event acks as one batch: one shared statement (store_ack_batch). */
+static int run_ack_batch(struct job *const *jobs, size_t n, struct store *st)
+{
+    struct store_ack_entry *entries = calloc(n, sizeof *entries);
+    if (entries == NULL) {
+        return ROOST_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct inbox_op *op = (struct inbox_op *)jobs[i];
+        entries[i] = (struct store_ack_entry){.tenant_id = op->rq->principal.tenant_id,
+                                              .agent_id = op->rq->agent_id,
+                                              .event_id = op->rq->event_id,
+                                              .lease_token = op->lease_token};
+    }
+    int rc = store_ack_batch(st, entries, n, time_now_ms());
+    for (size_t i = 0; i < n; i++) {
+        struct inbox_op *op = (struct inbox_op *)jobs[i];
+        jobs[i]->rc = entries[i].rc;
+        op->available_at_ms = entries[i].available_at_ms;
+    }
+    free(entries);
+    return rc;
+}
+
+static const struct job_batch ack_batch = {.run = run_ack_batch};
+
 static void done_ack(struct job *job)
 {
     struct inbox_op *op = (struct inbox_op *)job;
@@ -342,6 +368,7 @@ void api_event_ack(struct request *rq)
     if (!op || !read_lease_token(rq, rq->body, op->lease_token)) {
         return;
     }
+    op->job.batch = &ack_batch;
     submit(op, run_ack, done_ack, true);
 }
 
