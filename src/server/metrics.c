@@ -81,6 +81,7 @@ struct metrics {
     /* any thread */
     struct hist store_op[N_STORE_OPS];
     struct hist group_commit;
+    _Atomic uint64_t store_retries;
     /* loop thread */
     struct hist delivery;
     struct route_stats routes[HTTP_MAX_ROUTES];
@@ -143,6 +144,11 @@ void metrics_store_op(struct metrics *m, const char *op, double seconds)
 void metrics_group_commit(struct metrics *m, size_t jobs)
 {
     hist_observe(&m->group_commit, (double)jobs);
+}
+
+void metrics_store_retry(struct metrics *m)
+{
+    m->store_retries++;
 }
 
 void metrics_http(struct metrics *m, const char *route, int status, double seconds)
@@ -374,10 +380,17 @@ static void observe_commit(void *arg, size_t jobs)
     metrics_group_commit(arg, jobs);
 }
 
+static void observe_retry(void *arg)
+{
+    metrics_store_retry(arg);
+}
+
 void metrics_observe_workers(struct metrics *m, struct workers *w)
 {
-    const struct workers_observer obs = {
-        .job_ran = observe_job, .group_committed = observe_commit, .arg = m};
+    const struct workers_observer obs = {.job_ran = observe_job,
+                                         .group_committed = observe_commit,
+                                         .group_retried = observe_retry,
+                                         .arg = m};
     workers_set_observer(w, &obs);
 }
 
@@ -624,5 +637,9 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
     family(out, "roost_group_commit_batch_size", "histogram",
            "Write jobs sharing one transaction and one commit.");
     hist_render(out, "roost_group_commit_batch_size", "", &m->group_commit);
+    family(out, "roost_store_retries_total", "counter",
+           "Write transactions replayed after a deadlock, lock wait timeout or lost connection.");
+    evbuffer_add_printf(out, "roost_store_retries_total %llu\n",
+                        (unsigned long long)m->store_retries);
     return 0;
 }

@@ -357,6 +357,9 @@ static void *writer_main(void *arg)
         for (int attempt = 0; attempt < 8 && rc == ROOST_ERETRY; attempt++) {
             if (attempt > 0) {
                 retries++;
+                if (w->obs.group_retried != NULL) {
+                    w->obs.group_retried(w->obs.arg);
+                }
                 sleep_ms(1L << attempt);
             }
             rc = run_group(w, slot->st, &g, false, &committed);

@@ -78,6 +78,9 @@ struct workers_observer {
     void (*job_ran)(void *arg, const char *op, double seconds);
     /* A group of `jobs` write jobs committed. */
     void (*group_committed)(void *arg, size_t jobs);
+    /* A group's transaction was rolled back and replayed (a deadlock, a lock wait timeout or a
+     * lost connection: ROOST_ERETRY). May be NULL. */
+    void (*group_retried)(void *arg);
     void *arg;
 };
 
