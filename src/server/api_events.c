@@ -97,7 +97,7 @@ static int run_publish_batch(struct job *const *jobs, size_t n, struct store *st
     return rc;
 }
 
-static const struct job_batch publish_batch = {.run = run_publish_batch};
+static const struct job_batch publish_batch = {.run = run_publish_batch, .last = true};
 
 static void done_publish(struct job *job)
 {

@@ -177,6 +177,7 @@ static int run_batch(struct workers *w, struct store *st, struct job **jobs, siz
 static int run_kind(struct workers *w, struct store *st, struct group *g, size_t i, bool *alone)
 {
     size_t m = 0;
+    /* Jobs before i of the kind have run (alone, in the second pass) or are skipped. */
     for (size_t j = i; j < g->n; j++) {
         if (!g->skip[j] && !g->ran[j] && g->jobs[j]->batch == g->jobs[i]->batch) {
             g->batch[m++] = g->jobs[j];
@@ -242,9 +243,12 @@ static int run_group(struct workers *w, struct store *st, struct group *g, bool 
     if (rc != ROOST_OK) {
         return rc;
     }
-    for (size_t i = 0; i < g->n; i++) {
+    /* Jobs of a `last` kind run after the others (see struct job_batch). */
+    for (size_t k = 0; k < 2 * g->n; k++) {
+        size_t i = k % g->n;
         struct job *job = g->jobs[i];
-        if (g->skip[i] || g->ran[i]) {
+        bool late = job->batch != NULL && job->batch->last;
+        if (g->skip[i] || g->ran[i] || late != (k >= g->n)) {
             continue;
         }
         bool alone = true;

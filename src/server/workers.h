@@ -27,6 +27,9 @@ struct job_batch {
      * the group runs again without it). Any other return fails the batch as a whole: the group
      * replays (ROOST_ERETRY) or runs again with every job alone. */
     int (*run)(struct job *const *jobs, size_t n, struct store *st);
+    /* Run after the group's other jobs, just before COMMIT: for kinds whose locks others wait
+     * for (publish holds its agents' row locks until COMMIT), so they are held the shortest. */
+    bool last;
 };
 
 struct job {

@@ -711,7 +711,7 @@ static int run_mix_acks(struct job *const *jobs, size_t n, struct store *st)
     return rc;
 }
 
-static const struct job_batch mix_pubs = {.run = run_mix_pubs};
+static const struct job_batch mix_pubs = {.run = run_mix_pubs, .last = true};
 static const struct job_batch mix_acks = {.run = run_mix_acks};
 
 static void done_mix(struct job *job)
