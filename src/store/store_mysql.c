@@ -203,8 +203,8 @@ const char *const store_mysql_sql[S_COUNT] = {
     /* tenant, limit */
     [S_PURGE_ALL] = "DELETE FROM inbox WHERE tenant_id = ? AND status = " ST_QUARANTINED
                     " ORDER BY agent_id, seq LIMIT ?",
-    /* Metrics: each reads one status's rows through inbox_status (migration 0002), never the
-     * completed history. */
+    /* Metrics: each reads one status's rows through inbox_status_seq (migrations 0002, 0006),
+     * never the completed history. */
     [S_MET_PENDING] = "SELECT tenant_id, count(*), COALESCE(min(available_at), 0) FROM inbox"
                       " WHERE status = " ST_PENDING " GROUP BY tenant_id",
     [S_MET_SCHEDULED] = "SELECT tenant_id, count(*), 0 FROM inbox WHERE status = " ST_SCHEDULED
