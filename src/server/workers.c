@@ -47,12 +47,20 @@ static struct job *queue_pop(struct job_queue *q)
     return job;
 }
 
+/* A writer other than the first (store.writers > 1) takes a group only when at least this many
+ * writes are queued: with few requests in flight (P2 C2) a second writer would split them into
+ * more, smaller transactions (more COMMITs and statements per request, and lock waits between
+ * the two: 8.1 statements per cycle against 6.4), while under load it overlaps its statements
+ * with the first writer's COMMIT. Measured in doc/BENCHMARKS.md (MariaDB). */
+#define WRITER_SPILL_MIN 4
+
 struct thread_slot {
     struct workers *w;
     pthread_t thread;
     struct store *st;
     bool writer;
     bool started;
+    int index; /* among the writers (0 = the first) */
 };
 
 struct workers {
@@ -68,7 +76,7 @@ struct workers {
     struct event *wake_ev;
 
     struct thread_slot *slots;
-    int n_slots;
+    int n_slots, n_writers;
 
     pthread_mutex_t stats_mu;
     struct workers_stats stats;
@@ -324,9 +332,10 @@ static void *writer_main(void *arg)
     if (!g.jobs || !g.skip || !g.ran || !g.batch) {
         group_free(&g);
     }
+    size_t need = slot->index == 0 ? 1 : WRITER_SPILL_MIN;
     for (;;) {
         pthread_mutex_lock(&w->mu);
-        while (w->writes.len == 0 && !w->stopping) {
+        while (w->writes.len < need && !w->stopping) {
             pthread_cond_wait(&w->write_cv, &w->mu);
         }
         size_t n = 0;
@@ -417,6 +426,7 @@ int workers_new(struct event_base *base, const char *url, const struct store_opt
     w->group_max = group_max > 0 ? group_max : 1;
     writers = writers > 0 ? writers : 1;
     w->n_slots = readers + writers;
+    w->n_writers = writers;
     w->slots = calloc((size_t)w->n_slots, sizeof *w->slots);
     w->wake_ev = event_new(base, -1, 0, on_wake, w);
     if (!w->slots || !w->wake_ev) {
@@ -427,6 +437,7 @@ int workers_new(struct event_base *base, const char *url, const struct store_opt
         struct thread_slot *slot = &w->slots[i];
         slot->w = w;
         slot->writer = i < writers;
+        slot->index = i;
         const char *why = NULL;
         rc = store_open(url, opt, &slot->st, &why);
         if (rc != ROOST_OK) {
@@ -464,7 +475,13 @@ void workers_submit(struct workers *w, struct job *job)
     pthread_mutex_lock(&w->mu);
     if (job->write) {
         queue_push(&w->writes, job);
-        pthread_cond_signal(&w->write_cv);
+        /* Writers wait for different queue lengths (WRITER_SPILL_MIN): wake them all, or the
+         * one woken might be one whose wait goes on. */
+        if (w->n_writers > 1) {
+            pthread_cond_broadcast(&w->write_cv);
+        } else {
+            pthread_cond_signal(&w->write_cv);
+        }
     } else {
         queue_push(&w->reads, job);
         pthread_cond_signal(&w->read_cv);
