@@ -197,16 +197,28 @@ int store_lifecycle_publish(struct store *st, const struct store_publish_req *re
 
 /* ---- batches ---- */
 
+/* Payload bytes (after fan-out) one batch insert takes at most; the requests past it publish one
+ * by one, so the statement stays well below a server's max_allowed_packet (16 MiB by default). */
+#define PUBLISH_BATCH_MAX_BYTES ((size_t)4 << 20)
+
 /* A request the batch insert can take: none of its items looks up an idempotency key or patches
  * the agent's state (those read between the lock and the insert), so its rows are known before
- * any statement runs. */
-static bool publish_batchable(const struct store_publish_req *req)
+ * any statement runs; and it fits the batch's byte budget (*bytes, updated when it does). A lone
+ * request over the budget still goes in: limits.max_publish_bytes bounds it. */
+static bool publish_batchable(const struct store_publish_req *req, size_t *bytes)
 {
+    size_t need = 0;
     for (size_t i = 0; i < req->n_items; i++) {
-        if (req->items[i].idempotency_key != NULL || req->items[i].state_patch != NULL) {
+        const struct store_publish_item *it = &req->items[i];
+        if (it->idempotency_key != NULL || it->state_patch != NULL) {
             return false;
         }
+        need += (it->payload != NULL ? strlen(it->payload) : 2) * it->n_recipients;
     }
+    if (*bytes > 0 && *bytes + need > PUBLISH_BATCH_MAX_BYTES) {
+        return false;
+    }
+    *bytes += need;
     return true;
 }
 
@@ -324,7 +336,7 @@ static int batch_rows_answer(struct store *st, struct batch_row *rows, size_t n_
         }
     }
     free(order);
-    /* Rows come sorted by agent, so each (entry, agent) run ends at its highest seq. */
+    /* changed() keeps the highest head per agent, for the entry's touches and the change log. */
     for (size_t r = 0; rc == ROOST_OK && r < n_rows; r++) {
         const struct store_new_row *row = &rows[r].row;
         rc = d->changed(st, row->tenant_id, row->agent_id, row->seq, rows[r].entry->req->now_ms,
@@ -339,7 +351,7 @@ int store_lifecycle_publish_batch(struct store *st, struct store_publish_entry *
 {
     const struct store_dialect *d = dialect(st);
     struct batch_row *rows = NULL;
-    size_t n_rows = 0, n_batched = 0;
+    size_t n_rows = 0, n_batched = 0, bytes = 0;
     int64_t now_ms = 0;
     bool *batched = calloc(n ? n : 1, sizeof *batched);
     if (batched == NULL) {
@@ -348,7 +360,7 @@ int store_lifecycle_publish_batch(struct store *st, struct store_publish_entry *
     for (size_t e = 0; e < n; e++) {
         store_touches_cleanup(entries[e].touches);
         entries[e].rc = ROOST_OK;
-        batched[e] = d->insert_rows != NULL && publish_batchable(entries[e].req);
+        batched[e] = d->insert_rows != NULL && publish_batchable(entries[e].req, &bytes);
         n_batched += batched[e];
         now_ms = entries[e].req->now_ms > now_ms ? entries[e].req->now_ms : now_ms;
     }
