@@ -319,3 +319,19 @@ int store_ack_batch(struct store *st, struct store_ack_entry *entries, size_t n,
     }
     return ROOST_OK;
 }
+
+int store_claim_batch(struct store *st, struct store_claim_entry *entries, size_t n, int64_t now_ms)
+{
+    if (st->ops->claim_batch != NULL) {
+        return st->ops->claim_batch(st, entries, n, now_ms);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct store_claim_entry *e = &entries[i];
+        e->rc = st->ops->claim(st, e->tenant_id, e->agent_id, e->limit, e->max_bytes, e->lease_s,
+                               e->consumer, now_ms, e->out, &e->has_more);
+        if (e->rc == ROOST_ERETRY) {
+            return ROOST_ERETRY;
+        }
+    }
+    return ROOST_OK;
+}

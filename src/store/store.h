@@ -164,6 +164,20 @@ struct store_ack_entry {
     int rc;
 };
 
+/* One claim of a batch, as the arguments of claim; out (caller's, appended to), has_more and rc
+ * are its answers. */
+struct store_claim_entry {
+    const char *tenant_id;
+    const char *agent_id;
+    size_t limit;
+    size_t max_bytes;
+    int64_t lease_s;
+    const char *consumer;
+    struct store_events *out;
+    bool has_more;
+    int rc;
+};
+
 /* ---- reads ---- */
 
 /* A page's byte budget (max_bytes of inbox_read and claim, limits.max_response_bytes): an event
@@ -358,6 +372,12 @@ struct store_ops {
      * now_ms, in one shared statement (MySQL: the rows locked and read, then completed, in one
      * round trip). Returns as publish_batch. */
     int (*ack_batch)(struct store *st, struct store_ack_entry *entries, size_t n, int64_t now_ms);
+    /* Optional (NULL: claim per entry; store_claim_batch does that). Every entry as claim would,
+     * at now_ms; the claims of one agent share one candidate read (MySQL: one `SELECT … SKIP
+     * LOCKED` for their summed limits), split in claim order, each entry taking up to its limit
+     * and byte budget, so the entries' sets are disjoint. Returns as publish_batch. */
+    int (*claim_batch)(struct store *st, struct store_claim_entry *entries, size_t n,
+                       int64_t now_ms);
 
     /* Events with seq > after_cursor in seq order (every status; payload NULL once completed).
      * A page never skips a seq: where a lower seq is not visible yet (MySQL: committing), the page
@@ -521,6 +541,8 @@ void store_close(struct store *st);
  * none. Returns as the publish_batch operation. */
 int store_publish_batch(struct store *st, struct store_publish_entry *entries, size_t n);
 int store_ack_batch(struct store *st, struct store_ack_entry *entries, size_t n, int64_t now_ms);
+int store_claim_batch(struct store *st, struct store_claim_entry *entries, size_t n,
+                      int64_t now_ms);
 
 /* Thin dispatchers: store_call(st, claim, …) → st->ops->claim(st, …). */
 #define store_call(st, op, ...) ((st)->ops->op((st), __VA_ARGS__))

@@ -562,6 +562,124 @@ int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *a
     return done(st, rc);
 }
 
+/* An entry's place in the (tenant, agent) order of a claim batch. */
+struct claim_key {
+    const char *tenant_id, *agent_id;
+    size_t i;
+};
+
+static int claim_key_cmp(const void *pa, const void *pb)
+{
+    const struct claim_key *x = pa, *y = pb;
+    int c = strcmp(x->tenant_id, y->tenant_id);
+    if (c == 0) {
+        c = strcmp(x->agent_id, y->agent_id);
+    }
+    return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The claims of one agent (entries idx[0..m), m >= 2) from one candidate read: the candidates, in
+ * claim order, go to the entries in turn, each taking up to its limit and byte budget (the first
+ * of an entry always fits, as in claim); candidates nobody took stay locked until the transaction
+ * ends but are not touched. Each entry's share is claimed by one update, as claim does. */
+static int claim_shared(struct store *st, struct store_claim_entry *entries, const size_t *idx,
+                        size_t m, int64_t now_ms)
+{
+    const struct store_dialect *d = dialect(st);
+    const char *tenant_id = entries[idx[0]].tenant_id, *agent_id = entries[idx[0]].agent_id;
+    struct store_events cands = {0}, share = {0};
+    int64_t total = 0;
+    bool cut = false;
+    for (size_t j = 0; j < m; j++) {
+        entries[idx[j]].has_more = false;
+        entries[idx[j]].rc = ROOST_OK;
+        total += entries[idx[j]].limit > 0 ? store_limit(entries[idx[j]].limit) : 0;
+    }
+    int rc = total > 0 ? d->claim_select(st, tenant_id, agent_id, now_ms, total, 0, &cands, &cut)
+                       : ROOST_OK;
+    size_t k = 0;
+    for (size_t j = 0; rc == ROOST_OK && j < m; j++) {
+        struct store_claim_entry *e = &entries[idx[j]];
+        size_t used = 0, limit = e->limit > 0 ? (size_t)store_limit(e->limit) : 0;
+        bool budget = false;
+        share.len = 0;
+        while (k < cands.len && share.len < limit) {
+            const char *p = cands.items[k].payload;
+            if (!store_budget_take(&used, share.len, p != NULL ? strlen(p) : 0, e->max_bytes)) {
+                budget = true;
+                break;
+            }
+            struct store_event *ev = store_events_push(&share);
+            if (ev == NULL) {
+                rc = ROOST_ENOMEM;
+                break;
+            }
+            *ev = cands.items[k]; /* moves the heap members */
+            memset(&cands.items[k], 0, sizeof cands.items[k]);
+            k++;
+        }
+        /* As claim: more may be claimable at once when the batch ended at its limit or budget. */
+        e->has_more = limit > 0 && (budget || share.len == limit);
+        if (rc == ROOST_OK && share.len > 0) {
+            rc = claim_all(st, tenant_id, agent_id, &share, e->consumer != NULL ? e->consumer : "",
+                           now_ms, now_ms + e->lease_s * 1000, e->out);
+        }
+        store_events_cleanup(&share);
+    }
+    if (rc == ROOST_OK) {
+        rc = d->seen(st, tenant_id, agent_id, now_ms);
+    }
+    store_events_cleanup(&cands);
+    return rc;
+}
+
+/* Claims of distinct agents run one by one (claim); several claims of one agent share their
+ * candidate read (claim_shared), which needs the dialect's claim_update_all (row locks). */
+int store_lifecycle_claim_batch(struct store *st, struct store_claim_entry *entries, size_t n,
+                                int64_t now_ms)
+{
+    struct claim_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (keys == NULL || idx == NULL) {
+        free(keys);
+        free(idx);
+        return done(st, ROOST_ENOMEM);
+    }
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = (struct claim_key){entries[i].tenant_id, entries[i].agent_id, i};
+    }
+    qsort(keys, n, sizeof *keys, claim_key_cmp);
+    for (size_t i = 0; i < n; i++) {
+        idx[i] = keys[i].i;
+    }
+    free(keys);
+    int rc = ROOST_OK;
+    for (size_t a = 0; rc == ROOST_OK && a < n;) {
+        size_t b = a + 1;
+        while (b < n && strcmp(entries[idx[a]].tenant_id, entries[idx[b]].tenant_id) == 0 &&
+               strcmp(entries[idx[a]].agent_id, entries[idx[b]].agent_id) == 0) {
+            b++;
+        }
+        if (b - a >= 2 && dialect(st)->claim_update_all != NULL) {
+            rc = claim_shared(st, entries, idx + a, b - a, now_ms);
+        } else {
+            for (size_t j = a; j < b; j++) {
+                struct store_claim_entry *e = &entries[idx[j]];
+                e->rc =
+                    store_lifecycle_claim(st, e->tenant_id, e->agent_id, e->limit, e->max_bytes,
+                                          e->lease_s, e->consumer, now_ms, e->out, &e->has_more);
+                if (e->rc == ROOST_ERETRY) {
+                    rc = ROOST_ERETRY;
+                    break;
+                }
+            }
+        }
+        a = b;
+    }
+    free(idx);
+    return done(st, rc);
+}
+
 /* The event under a lease that `lease_token` must hold now (fencing, DESIGN §4.3). */
 static int lease_held(struct store *st, const char *tenant_id, const char *agent_id,
                       const char *event_id, const char *lease_token, struct store_lease_row *row)

@@ -240,6 +240,8 @@ int store_lifecycle_publish(struct store *st, const struct store_publish_req *re
 int store_lifecycle_publish_batch(struct store *st, struct store_publish_entry *entries, size_t n);
 int store_lifecycle_ack_batch(struct store *st, struct store_ack_entry *entries, size_t n,
                               int64_t now_ms);
+int store_lifecycle_claim_batch(struct store *st, struct store_claim_entry *entries, size_t n,
+                                int64_t now_ms);
 int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *agent_id,
                           size_t limit, size_t max_bytes, int64_t lease_s, const char *consumer,
                           int64_t now_ms, struct store_events *out, bool *has_more);

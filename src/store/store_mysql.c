@@ -1370,6 +1370,7 @@ const struct store_ops store_mysql_ops = {
     .publish = store_lifecycle_publish,
     .publish_batch = store_lifecycle_publish_batch,
     .ack_batch = store_lifecycle_ack_batch,
+    .claim_batch = store_lifecycle_claim_batch,
     .inbox_read = my_inbox_read,
     .claim = store_lifecycle_claim,
     .ack = store_lifecycle_ack,

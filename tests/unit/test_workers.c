@@ -638,6 +638,8 @@ struct mix_job {
     struct store_published out;
     struct store_touches touches;
     struct store_events claimed;
+    size_t limit; /* claim */
+    bool has_more;
     int done_calls;
 };
 
@@ -670,7 +672,8 @@ static int run_mix(struct job *job, struct store *st)
         return store_call(st, ack, TENANT, m->agent, m->event_id, m->token, MIX_NOW, NULL);
     case MIX_CLAIM:
         store_events_cleanup(&m->claimed);
-        return store_call(st, claim, TENANT, m->agent, 10, 0, 60, "c", MIX_NOW, &m->claimed, NULL);
+        return store_call(st, claim, TENANT, m->agent, m->limit, 0, 60, "c", MIX_NOW, &m->claimed,
+                          &m->has_more);
     }
     return ROOST_EINTERNAL;
 }
@@ -711,6 +714,29 @@ static int run_mix_acks(struct job *const *jobs, size_t n, struct store *st)
     return rc;
 }
 
+static int run_mix_claims(struct job *const *jobs, size_t n, struct store *st)
+{
+    struct store_claim_entry entries[16];
+    CHECK(n <= 16);
+    for (size_t i = 0; i < n && i < 16; i++) {
+        struct mix_job *m = (struct mix_job *)jobs[i];
+        store_events_cleanup(&m->claimed);
+        entries[i] = (struct store_claim_entry){.tenant_id = TENANT,
+                                                .agent_id = m->agent,
+                                                .limit = m->limit,
+                                                .lease_s = 60,
+                                                .consumer = "c",
+                                                .out = &m->claimed};
+    }
+    int rc = store_claim_batch(st, entries, n, MIX_NOW);
+    for (size_t i = 0; i < n && i < 16; i++) {
+        ((struct mix_job *)jobs[i])->has_more = entries[i].has_more;
+        jobs[i]->rc = entries[i].rc;
+    }
+    return rc;
+}
+
+static const struct job_batch mix_claims = {.run = run_mix_claims};
 static const struct job_batch mix_pubs = {.run = run_mix_pubs, .last = true};
 static const struct job_batch mix_acks = {.run = run_mix_acks};
 
@@ -729,7 +755,8 @@ static void mix_init(struct mix_job *m, enum mix_kind kind, const char *agent)
     m->job.run = run_mix;
     m->job.done = done_mix;
     m->job.write = true;
-    m->job.batch = kind == MIX_PUB ? &mix_pubs : kind == MIX_ACK ? &mix_acks : NULL;
+    m->job.batch = kind == MIX_PUB ? &mix_pubs : kind == MIX_ACK ? &mix_acks : &mix_claims;
+    m->limit = 10;
 }
 
 static void mix_cleanup(struct mix_job *m)
@@ -869,7 +896,9 @@ static void test_workers_mixed_group_one_fails(void)
         mix_cleanup(&jobs[i]);
     }
 
-    /* No failure: the publishes share one batch and the acks another. */
+    /* No failure: the publishes share one batch, the acks another, and two claims of one agent
+     * with 3 pending events a third: one read, split in claim order (2 and 1, disjoint). */
+    mix_setup("mx-claim2", 3, NULL);
     w = new_workers(1, 64);
     if (!w) {
         store_events_cleanup(&held);
@@ -880,6 +909,9 @@ static void test_workers_mixed_group_one_fails(void)
     mix_init(&jobs[2], MIX_PUB, "mx-e");
     mix_init(&jobs[3], MIX_ACK, "mx-acked");
     mix_init(&jobs[4], MIX_PUB, "mx-d");
+    mix_init(&jobs[5], MIX_CLAIM, "mx-claim2");
+    mix_init(&jobs[6], MIX_CLAIM, "mx-claim2");
+    jobs[5].limit = jobs[6].limit = 2;
     memcpy(jobs[1].event_id, held.items[1].event_id, sizeof jobs[1].event_id);
     memcpy(jobs[1].token, held.items[1].lease_token, sizeof jobs[1].token);
     memcpy(jobs[3].event_id, held.items[1].event_id, sizeof jobs[3].event_id);
@@ -887,17 +919,28 @@ static void test_workers_mixed_group_one_fails(void)
     gate_init(&gate, NULL);
     base_done = completed;
     gate_close(w, &gate);
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 7; i++) {
         workers_submit(w, &jobs[i].job);
     }
     gate_open(&gate);
-    CHECK(loop_until(base_done + 6));
+    CHECK(loop_until(base_done + 8));
     workers_get_stats(w, &stats);
     CHECK_EQ(stats.commits, 2);
-    CHECK_EQ(stats.batches, 2);
-    CHECK_EQ(stats.batched_jobs, 5);
-    for (int i = 0; i < 5; i++) {
+    CHECK_EQ(stats.batches, 3);
+    CHECK_EQ(stats.batched_jobs, 7);
+    for (int i = 0; i < 7; i++) {
         CHECK_EQ(jobs[i].job.rc, ROOST_OK);
+    }
+    CHECK_EQ(jobs[5].claimed.len, 2);
+    CHECK_EQ(jobs[6].claimed.len, 1);
+    CHECK(jobs[5].has_more);
+    CHECK(!jobs[6].has_more);
+    if (jobs[5].claimed.len == 2 && jobs[6].claimed.len == 1) {
+        CHECK_EQ(jobs[5].claimed.items[0].seq, 1);
+        CHECK_EQ(jobs[5].claimed.items[1].seq, 2);
+        CHECK_EQ(jobs[6].claimed.items[0].seq, 3);
+        CHECK(strcmp(jobs[5].claimed.items[0].lease_token, jobs[6].claimed.items[0].lease_token) !=
+              0);
     }
     CHECK_EQ(jobs[0].out.seq, 1);
     CHECK_EQ(jobs[4].out.seq, 2);
@@ -910,7 +953,13 @@ static void test_workers_mixed_group_one_fails(void)
         CHECK_EQ(evs.items[i].status, STORE_COMPLETED);
     }
     store_events_cleanup(&evs);
-    for (int i = 0; i < 5; i++) {
+    CHECK_EQ(inbox_of("mx-claim2", &evs), 3);
+    for (size_t i = 0; i < evs.len; i++) {
+        CHECK_EQ(evs.items[i].status, STORE_CLAIMED);
+        CHECK_EQ(evs.items[i].attempts, 1);
+    }
+    store_events_cleanup(&evs);
+    for (int i = 0; i < 7; i++) {
         mix_cleanup(&jobs[i]);
     }
     store_events_cleanup(&held);
