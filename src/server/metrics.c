@@ -81,7 +81,7 @@ struct metrics {
     /* any thread */
     struct hist store_op[N_STORE_OPS];
     struct hist group_commit;
-    _Atomic uint64_t store_retries;
+    _Atomic uint64_t write_retries; /* write transactions run again */
     /* loop thread */
     struct hist delivery;
     struct route_stats routes[HTTP_MAX_ROUTES];
@@ -144,11 +144,6 @@ void metrics_store_op(struct metrics *m, const char *op, double seconds)
 void metrics_group_commit(struct metrics *m, size_t jobs)
 {
     hist_observe(&m->group_commit, (double)jobs);
-}
-
-void metrics_store_retry(struct metrics *m)
-{
-    m->store_retries++;
 }
 
 void metrics_http(struct metrics *m, const char *route, int status, double seconds)
@@ -380,9 +375,10 @@ static void observe_commit(void *arg, size_t jobs)
     metrics_group_commit(arg, jobs);
 }
 
-static void observe_retry(void *arg)
+static void observe_retry(void *arg, unsigned n)
 {
-    metrics_store_retry(arg);
+    struct metrics *m = arg;
+    atomic_fetch_add_explicit(&m->write_retries, n, memory_order_relaxed);
 }
 
 void metrics_observe_workers(struct metrics *m, struct workers *w)
@@ -637,9 +633,10 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
     family(out, "roost_group_commit_batch_size", "histogram",
            "Write jobs sharing one transaction and one commit.");
     hist_render(out, "roost_group_commit_batch_size", "", &m->group_commit);
-    family(out, "roost_store_retries_total", "counter",
-           "Write transactions replayed after a deadlock, lock wait timeout or lost connection.");
-    evbuffer_add_printf(out, "roost_store_retries_total %llu\n",
-                        (unsigned long long)m->store_retries);
+    family(out, "roost_store_write_retries_total", "counter",
+           "Write transactions run again after a deadlock, lock wait timeout or busy store.");
+    evbuffer_add_printf(
+        out, "roost_store_write_retries_total %llu\n",
+        (unsigned long long)atomic_load_explicit(&m->write_retries, memory_order_relaxed));
     return 0;
 }

@@ -32,9 +32,6 @@ void metrics_free(struct metrics *m);
 void metrics_store_op(struct metrics *m, const char *op, double seconds);
 /* One group commit of `jobs` write jobs. */
 void metrics_group_commit(struct metrics *m, size_t jobs);
-/* A write transaction replayed after a deadlock, lock wait timeout or lost connection (any
- * thread). */
-void metrics_store_retry(struct metrics *m);
 
 /* ---- loop thread only ---- */
 

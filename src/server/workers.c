@@ -370,9 +370,6 @@ static void *writer_main(void *arg)
         for (int attempt = 0; attempt < 8 && rc == ROOST_ERETRY; attempt++) {
             if (attempt > 0) {
                 retries++;
-                if (w->obs.group_retried != NULL) {
-                    w->obs.group_retried(w->obs.arg);
-                }
                 sleep_ms(1L << attempt);
             }
             rc = run_group(w, slot->st, &g, false, &committed);
@@ -387,6 +384,9 @@ static void *writer_main(void *arg)
         }
         pthread_mutex_lock(&w->stats_mu);
         w->stats.retries += retries;
+        if (retries > 0 && w->obs.group_retried != NULL) {
+            w->obs.group_retried(w->obs.arg, retries);
+        }
         if (committed && w->obs.group_committed != NULL) {
             w->obs.group_committed(w->obs.arg, n);
         }
