@@ -93,6 +93,7 @@ extern "C" {
     X(EKEYUNKNOWN, 401, "key_unknown", "the signature's keyid is not a key of this tenant")        \
     X(EKEYREVOKED, 401, "key_revoked", "the signature's key is revoked")                           \
     X(EKEYWRONGAGENT, 401, "key_wrong_agent", "the signature's key belongs to another agent")      \
+    X(EQUERYREPEAT, 400, "repeated_query_parameter", "a query parameter is given more than once")  \
     X(EENDPOINTNOTFOUND, 404, "endpoint_not_found", "no such webhook endpoint")                    \
     X(EENDPOINTEXISTS, 409, "endpoint_exists", "the agent already has a webhook endpoint")         \
     X(EHTTPSREQUIRED, 400, "https_required", "the webhook url must be an https:// URL")            \

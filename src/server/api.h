@@ -5,6 +5,8 @@
 #ifndef ROOST_SERVER_API_H
 #define ROOST_SERVER_API_H
 
+#include <stdbool.h>
+
 struct request;
 
 /* api_events.c */
@@ -22,11 +24,14 @@ void api_state_get(struct request *rq);
 
 /* api_subscribe.c */
 void api_subscribe(struct request *rq);
+/* POST /api/v1/agents/{agent}/subscribe/ticket: a single-use ticket for ?ticket= (auth.h). */
+void api_subscribe_ticket(struct request *rq);
 
 /* api_admin.c */
 void api_admin_agents(struct request *rq);
 void api_admin_quarantine(struct request *rq);
 void api_admin_requeue(struct request *rq);
+void api_admin_requeue_all(struct request *rq);
 void api_admin_quarantine_inspect(struct request *rq);
 void api_admin_purge(struct request *rq);
 void api_admin_stats(struct request *rq);
@@ -37,6 +42,11 @@ void api_admin_keys_list(struct request *rq);
 void api_admin_keys_revoke(struct request *rq);
 /* GET /api/v1/keys/server: no authentication. */
 void api_server_keys(struct request *rq);
+
+/* api_static.c: outside the table and without authentication: the embedded roost.js (/sdk/...)
+ * and dashboard (/ui, /ui/...). api_static_path() tells whether a path is theirs. */
+bool api_static_path(const char *path);
+void api_static(struct request *rq);
 
 /* api_webhooks.c: webhook endpoints (DESIGN §6.3). */
 void api_callbacks_add(struct request *rq);

@@ -43,6 +43,8 @@ static const struct route routes[] = {
     {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/state", "state", AUTH_READ, BODY_NONE, api_state_get},
     {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/subscribe", "subscribe", AUTH_READ, BODY_NONE,
      api_subscribe},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/subscribe/ticket", "subscribe_ticket", AUTH_READ,
+     BODY_OPTIONAL, api_subscribe_ticket},
     {EVHTTP_REQ_GET, "/api/v1/admin/agents", "admin_agents", AUTH_ADMIN, BODY_NONE,
      api_admin_agents},
     {EVHTTP_REQ_GET, "/api/v1/admin/quarantine", "admin_quarantine", AUTH_ADMIN, BODY_NONE,
@@ -52,6 +54,8 @@ static const struct route routes[] = {
     /* Before {event}: a literal segment wins over the placeholder. */
     {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/purge", "admin_purge", AUTH_ADMIN, BODY_OPTIONAL,
      api_admin_purge},
+    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/requeue", "admin_requeue_all", AUTH_ADMIN,
+     BODY_OPTIONAL, api_admin_requeue_all},
     {EVHTTP_REQ_GET, "/api/v1/admin/quarantine/{event}", "admin_quarantine_inspect", AUTH_ADMIN,
      BODY_NONE, api_admin_quarantine_inspect},
     {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/purge", "admin_purge_event", AUTH_ADMIN,
@@ -135,6 +139,65 @@ int router_match(enum evhttp_cmd_type method, const char *path, const struct rou
     return path_known ? ROOST_EMETHOD : ROOST_ENOTFOUND;
 }
 
+static const char *method_token(enum evhttp_cmd_type m)
+{
+    switch (m) {
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    default:
+        return "";
+    }
+}
+
+/* The Allow field of a 405 (RFC 9110 §15.5.6): the methods of every route whose pattern matches
+ * `path`, each once, in table order ("GET, POST"). */
+static void allowed_methods(const char *path, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        struct route_captures caps = {0};
+        const char *m = method_token(routes[i].method);
+        if (!pattern_match(routes[i].pattern, path, &caps.agent, &caps.event, &caps.key) ||
+            m[0] == '\0' || strstr(buf, m) != NULL) {
+            continue;
+        }
+        int n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", m);
+        if (n < 0 || (size_t)n >= len - used) {
+            break;
+        }
+        used += (size_t)n;
+    }
+}
+
+/* Answers 405 with Allow (RFC 9110: a 405 must carry it) and the same list in the body. */
+static void reply_method_not_allowed(struct request *rq, const char *allow)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(rq->req), "Allow", allow);
+    char msg[128];
+    snprintf(msg, sizeof msg, "method not allowed on this route; it allows %s", allow);
+    request_reply_error(rq, ROOST_EMETHOD, msg, json_pack("{s:s}", "allow", allow));
+}
+
+/* Answers 401; a token that verified but expired is told when, so its holder knows to renew it. */
+static void reply_unauthenticated(struct request *rq, int64_t expired_ms)
+{
+    if (expired_ms == 0) {
+        request_reply_error(rq, ROOST_EUNAUTHENTICATED, NULL, NULL);
+        return;
+    }
+    char when[40], msg[160];
+    time_format_rfc3339(expired_ms, when);
+    int64_t ago_s = (time_now_ms() - expired_ms) / 1000;
+    snprintf(msg, sizeof msg, "the token expired at %s (%lld s ago): get a new one", when,
+             (long long)ago_s);
+    request_reply_error(
+        rq, ROOST_EUNAUTHENTICATED, msg,
+        json_pack("{s:s, s:I}", "expired_at", when, "expired_s_ago", (json_int_t)ago_s));
+}
+
 /* ---- framing checks evhttp leaves to us ---- */
 
 static int count_header(struct evkeyvalq *h, const char *name, const char **value)
@@ -210,9 +273,12 @@ int router_check_framing(struct evkeyvalq *in, int major, int minor, const char 
 
 /* ---- dispatch ---- */
 
-/* Browsers' EventSource cannot send headers: subscribe also takes ?access_token=. Returns
- * "Bearer <token>" (caller frees) or NULL. Query strings are never logged. */
-static char *bearer_from_query(const struct evhttp_uri *uri)
+/* Browsers' EventSource cannot send headers: subscribe also takes ?access_token= (returned as
+ * "Bearer <token>") or ?ticket= (returned as is). `prefix` goes before the value. Returns a
+ * malloc'd string (caller frees) or NULL when absent or too long. Query strings are never logged.
+ */
+static char *credential_from_query(const struct evhttp_uri *uri, const char *name,
+                                   const char *prefix)
 {
     const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
     struct evkeyvalq q;
@@ -222,16 +288,36 @@ static char *bearer_from_query(const struct evhttp_uri *uri)
         evhttp_clear_headers(&q);
         return NULL;
     }
-    const char *token = evhttp_find_header(&q, "access_token");
+    const char *value = evhttp_find_header(&q, name);
     char *out = NULL;
-    if (token && strlen(token) <= 8192) {
-        size_t n = strlen(token) + sizeof "Bearer ";
+    if (value && strlen(value) <= 8192) {
+        size_t n = strlen(prefix) + strlen(value) + 1;
         if ((out = malloc(n)) != NULL) {
-            snprintf(out, n, "Bearer %s", token);
+            snprintf(out, n, "%s%s", prefix, value);
         }
     }
     evhttp_clear_headers(&q);
     return out;
+}
+
+/* ?ticket= on subscribe (auth.h): the agent in the path must be the ticket's. */
+static int authenticate_ticket(struct request *rq, const struct evhttp_uri *uri,
+                               const struct capture *agent, bool *used)
+{
+    char *ticket = credential_from_query(uri, "ticket", "");
+    char agent_id[ROOST_ID_MAX + 1];
+    *used = ticket != NULL;
+    if (!ticket) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    int rc = ROOST_EUNAUTHENTICATED;
+    if (agent->p && ids_valid_name(agent->p, agent->len)) {
+        memcpy(agent_id, agent->p, agent->len);
+        agent_id[agent->len] = '\0';
+        rc = auth_ticket_verify(rq->rt->auth, ticket, agent_id, time_now_ms(), &rq->principal);
+    }
+    free(ticket);
+    return rc;
 }
 
 static void dispatch_content(struct request *rq);
@@ -284,6 +370,11 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
         api_metrics(rq);
         return;
     }
+    if (api_static_path(path)) {
+        set_pseudo_route(rq, "static");
+        api_static(rq);
+        return;
+    }
     if (rt->draining) {
         request_reply_error(rq, ROOST_ESHUTDOWN, NULL, NULL);
         return;
@@ -292,7 +383,7 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     if (strcmp(path, "/api/v1/keys/server") == 0) {
         set_pseudo_route(rq, "server_keys");
         if (method != EVHTTP_REQ_GET) {
-            request_reply_error(rq, ROOST_EMETHOD, NULL, NULL);
+            reply_method_not_allowed(rq, "GET");
         } else {
             api_server_keys(rq);
         }
@@ -302,6 +393,12 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     const struct route *route = NULL;
     struct route_captures caps;
     int match_rc = router_match(method, path, &route, &caps);
+    if (match_rc == ROOST_EMETHOD) {
+        char allow[64];
+        allowed_methods(path, allow, sizeof allow);
+        reply_method_not_allowed(rq, allow);
+        return;
+    }
     if (match_rc != ROOST_OK) {
         request_reply_error(rq, match_rc, NULL, NULL);
         return;
@@ -311,15 +408,23 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
 
     /* Authentication before anything about the request's content is revealed. */
     const char *authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    char *query_bearer = NULL;
+    bool by_ticket = false;
+    int auth_rc = ROOST_EUNAUTHENTICATED;
     if (!authz && rq->route->handler == api_subscribe) {
-        authz = query_bearer = bearer_from_query(uri);
+        auth_rc = authenticate_ticket(rq, uri, &caps.agent, &by_ticket);
     }
-    int auth_rc = auth_authenticate(rt->auth, authz, time_now_ms(), &rq->principal);
-    free(query_bearer);
+    if (!by_ticket) {
+        char *query_bearer = NULL;
+        if (!authz && rq->route->handler == api_subscribe) {
+            authz = query_bearer = credential_from_query(uri, "access_token", "Bearer ");
+        }
+        auth_rc = auth_authenticate(rt->auth, authz, time_now_ms(), &rq->principal);
+        free(query_bearer);
+    }
     if (auth_rc != ROOST_OK) {
+        int64_t expired_ms = rq->principal.exp_ms;
         memset(&rq->principal, 0, sizeof rq->principal);
-        request_reply_error(rq, ROOST_EUNAUTHENTICATED, NULL, NULL);
+        reply_unauthenticated(rq, expired_ms);
         return;
     }
     const char *agent = caps.agent.p, *event = caps.event.p;
@@ -351,13 +456,20 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     /* Publish checks its recipients itself; every other route names its agent in the path. */
     if (rq->route->action != AUTH_PUBLISH &&
         !auth_allows(&rq->principal, rq->route->action, agent ? rq->agent_id : NULL)) {
+        char scope[AUTH_SCOPE_TEXT_MAX];
+        auth_required_scope(rq->route->action, agent ? rq->agent_id : NULL, scope, sizeof scope);
+        request_explain(ROOST_EFORBIDDEN, json_pack("{s:s}", "required_scope", scope),
+                        "the token lacks the scope %s", scope);
         request_reply_error(rq, ROOST_EFORBIDDEN, NULL, NULL);
         return;
     }
     /* A signature binds the token (it covers Authorization), so it is checked after it and
      * before anything about the content is looked at. The policy covers the agent routes and
      * publish; operator routes rely on their tokens (DESIGN §6.2). */
-    bool policy_route = agent != NULL || rq->route->action == AUTH_PUBLISH;
+    /* A subscribe opened with a ticket is outside the policy: the ticket is single-use and bound
+     * to its agent (nothing in the request to alter or replay), and asking for it is a POST
+     * that the policy covered (mutations or all). So EventSource works under every policy. */
+    bool policy_route = (agent != NULL || rq->route->action == AUTH_PUBLISH) && !by_ticket;
     if (sigverify_needed(rq, policy_route)) {
         sigverify_start(rq, dispatch_content);
         return;
