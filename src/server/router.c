@@ -146,6 +146,8 @@ static const char *method_token(enum evhttp_cmd_type m)
         return "GET";
     case EVHTTP_REQ_POST:
         return "POST";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
     default:
         return "";
     }
