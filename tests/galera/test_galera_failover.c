@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/* Two roostd nodes on a 3-node MariaDB Galera cluster (scripts/galera.sh, the ctest fixture
+ * "galera"), reaching each database node through a TCP proxy of tests/harness/tcp_proxy.c, under
+ * load from four producers (idempotency keys, retried until answered) and four consumers of one
+ * agent on both nodes. Mid-load, in a row: the writer node SIGKILLed (then restarted), the writer
+ * SIGSTOPped past store.failover_timeout_s (then SIGCONTed), the writer partitioned from roostd
+ * (the proxy drops every byte, then heals). Then: every answered publish is one event and every
+ * event was answered, every event completed and none under two leases, the agent's cursor walk
+ * has no gap, and each roostd counted its failovers (/metrics) and logged who took over.
+ * argv[1] is scripts/galera.sh, argv[2] the cluster's directory. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "harness/harness.h"
+#include "harness/tcp_proxy.h"
+
+#include "common/banned.h"
+
+#define FAILOVER_S 5
+#define N_PRODUCERS 4
+#define N_CONSUMERS 4
+
+static const char *galera_sh, *galera_dir;
+
+/* Runs galera.sh CMD DIR [N]; with `out`, its first output line goes there. */
+static int galera(const char *cmd, int node, char *out, size_t cap)
+{
+    char *line = node > 0 ? h_fmt("'%s' %s '%s' %d", galera_sh, cmd, galera_dir, node)
+                          : h_fmt("'%s' %s '%s'", galera_sh, cmd, galera_dir);
+    int rc = -1;
+    if (out == NULL) {
+        rc = system(line);
+    } else {
+        FILE *f = popen(line, "r");
+        if (f != NULL) {
+            out[0] = '\0';
+            if (fgets(out, (int)cap, f) != NULL) {
+                out[strcspn(out, "\r\n")] = '\0';
+            }
+            rc = pclose(f);
+        }
+    }
+    free(line);
+    return rc;
+}
+
+/* ---- load ---- */
+
+struct shared {
+    atomic_int stop_producing, stop_consuming;
+    atomic_int published; /* publishes answered (201, or 200 for a retried key) */
+    atomic_int completed; /* acks answered 200 */
+    pthread_mutex_t mu;
+    json_t *answered; /* event_id → idempotency key */
+    json_t *acks;     /* event_id → [lease tokens acked 200] */
+    int unanswered;   /* publishes given up on */
+};
+
+struct worker {
+    struct shared *sh;
+    struct roostd *node;
+    char *tok;
+    int id;
+};
+
+static void *produce(void *arg)
+{
+    struct worker *w = arg;
+    struct h_client *http = h_client_new(w->node->url);
+    for (int n = 0; !atomic_load(&w->sh->stop_producing); n++) {
+        char key[64], event_id[32] = "";
+        snprintf(key, sizeof key, "p%d-%d", w->id, n);
+        /* The same key until an answer: a publish whose outcome was unknown is found again. */
+        int64_t deadline = h_now_ms() + 90000, seq = -1;
+        while (seq < 0 && h_now_ms() < deadline) {
+            seq = h_publish(http, w->tok, "work", json_pack("{s:i}", "n", n),
+                            json_pack("{s:s}", "idempotency_key", key), event_id);
+            if (seq < 0) {
+                h_sleep_ms(100);
+            }
+        }
+        pthread_mutex_lock(&w->sh->mu);
+        if (seq > 0) {
+            json_object_set_new(w->sh->answered, event_id, json_string(key));
+        } else {
+            w->sh->unanswered++;
+        }
+        pthread_mutex_unlock(&w->sh->mu);
+        if (seq > 0) {
+            atomic_fetch_add(&w->sh->published, 1);
+        }
+    }
+    h_client_free(http);
+    return NULL;
+}
+
+/* Claims with short leases and acks each event, retrying an ack with its lease token while the
+ * answer is a 503 or none (a failover): a lease lost meanwhile is someone else's to finish. */
+static void *consume(void *arg)
+{
+    struct worker *w = arg;
+    struct h_client *http = h_client_new(w->node->url);
+    char name[16];
+    snprintf(name, sizeof name, "c%d", w->id);
+    while (!atomic_load(&w->sh->stop_consuming)) {
+        json_t *evs = h_claim(http, w->tok, "work", 10, 4, name);
+        if (json_array_size(evs) == 0) {
+            json_decref(evs);
+            h_sleep_ms(50);
+            continue;
+        }
+        for (size_t i = 0; i < json_array_size(evs); i++) {
+            const char *id = h_str(json_array_get(evs, i), "event_id");
+            const char *lease = h_str(json_array_get(evs, i), "lease_token");
+            long st = -1;
+            for (int t = 0; t < 60 && (st < 0 || st >= 500); t++) {
+                if (t > 0) {
+                    h_sleep_ms(200);
+                }
+                st = h_ack(http, w->tok, "work", id, lease);
+            }
+            if (st == 200) {
+                pthread_mutex_lock(&w->sh->mu);
+                json_t *l = json_object_get(w->sh->acks, id);
+                if (l == NULL) {
+                    json_object_set_new(w->sh->acks, id, l = json_array());
+                }
+                bool seen = false;
+                for (size_t k = 0; k < json_array_size(l); k++) {
+                    seen = seen || strcmp(json_string_value(json_array_get(l, k)), lease) == 0;
+                }
+                if (!seen) {
+                    json_array_append_new(l, json_string(lease));
+                }
+                pthread_mutex_unlock(&w->sh->mu);
+                atomic_fetch_add(&w->sh->completed, 1);
+            }
+        }
+        json_decref(evs);
+    }
+    h_client_free(http);
+    return NULL;
+}
+
+/* Waits until `more` publishes and acks went through after this call (work flows again). */
+static bool flowing(struct shared *sh, int more, int timeout_ms)
+{
+    int p0 = atomic_load(&sh->published), c0 = atomic_load(&sh->completed);
+    bool ok;
+    H_WAIT_UNTIL(ok, timeout_ms,
+                 atomic_load(&sh->published) >= p0 + more &&
+                     atomic_load(&sh->completed) >= c0 + more);
+    return ok;
+}
+
+/* ---- what roostd says ---- */
+
+/* The value of the first sample of /metrics whose line starts with `prefix`, or -1; with
+ * `label`, the value of label="…" of that line goes there. */
+static double metric(struct roostd *d, const char *prefix, const char *label, char *val, size_t cap)
+{
+    struct h_response r;
+    double v = -1;
+    if (h_request(d->http, "GET", "/metrics", NULL, NULL, 0, NULL, &r) != 0) {
+        return -1;
+    }
+    for (const char *line = r.body; line != NULL && *line != '\0';) {
+        const char *nl = strchr(line, '\n');
+        if (strncmp(line, prefix, strlen(prefix)) == 0) {
+            const char *sp = strrchr(line, ' ');
+            v = sp != NULL ? strtod(sp + 1, NULL) : -1;
+            if (label != NULL) {
+                char *want = h_fmt("%s=\"", label);
+                const char *at = strstr(line, want);
+                val[0] = '\0';
+                if (at != NULL && (nl == NULL || at < nl)) {
+                    at += strlen(want);
+                    snprintf(val, cap, "%.*s", (int)strcspn(at, "\""), at);
+                }
+                free(want);
+            }
+            break;
+        }
+        line = nl != NULL ? nl + 1 : NULL;
+    }
+    h_response_cleanup(&r);
+    return v;
+}
+
+/* Which database node (1..3) roostd d writes to now, by the proxy port in its writer label. */
+static int writer_node(struct roostd *d, struct tcp_proxy *const *proxies)
+{
+    char w[128];
+    if (metric(d, "roost_store_writer{", "writer", w, sizeof w) < 0) {
+        return -1;
+    }
+    const char *colon = strrchr(w, ':');
+    int port = colon != NULL ? (int)strtol(colon + 1, NULL, 10) : -1;
+    for (int i = 0; i < 3; i++) {
+        if (tcp_proxy_port(proxies[i]) == port) {
+            return i + 1;
+        }
+    }
+    return -1;
+}
+
+/* ---- the test ---- */
+
+static void test_galera_writer_killed_stalled_partitioned(void)
+{
+    /* A proxy in front of each node: roostd's URL lists the proxies. */
+    struct tcp_proxy *proxies[3] = {NULL, NULL, NULL};
+    char base[512], port[16];
+    CHECK_EQ(galera("url", 0, base, sizeof base), 0);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(galera("port", i + 1, port, sizeof port), 0);
+        proxies[i] = tcp_proxy_start("127.0.0.1", (int)strtol(port, NULL, 10), false);
+        if (proxies[i] == NULL) {
+            CHECK(!"proxy started");
+            goto out;
+        }
+    }
+    const char *at = strrchr(base, '@'), *slash = at != NULL ? strchr(at, '/') : NULL;
+    if (slash == NULL) {
+        CHECK(!"galera.sh url is mysql://USER:PASS@HOSTS/DB");
+        goto out;
+    }
+    char *url = h_fmt("%.*s127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d%s", (int)(at + 1 - base), base,
+                      tcp_proxy_port(proxies[0]), tcp_proxy_port(proxies[1]),
+                      tcp_proxy_port(proxies[2]), slash);
+    setenv("ROOST_TEST_MYSQL_URL", url, 1); /* the harness makes a fresh database on it */
+    free(url);
+
+    char failover_set[64];
+    snprintf(failover_set, sizeof failover_set, "store.failover_timeout_s=%d", FAILOVER_S);
+    const char *sets1[] = {failover_set, "scavenger.interval_ms=200", "tail.interval_ms=50", NULL};
+    struct roostd n1, n2;
+    if (roostd_start(&n1, NULL, sets1) != 0) {
+        CHECK(!"roostd 1 started");
+        goto out;
+    }
+    char *same_db = h_fmt("store.url=%s", roostd_store_url(&n1));
+    const char *sets2[] = {same_db, failover_set, "scavenger.interval_ms=200",
+                           "tail.interval_ms=50", NULL};
+    int rc2 = roostd_start(&n2, NULL, sets2);
+    free(same_db);
+    if (rc2 != 0) {
+        CHECK(!"roostd 2 started");
+        CHECK_EQ(roostd_stop(&n1), 0);
+        roostd_remove_dir(&n1);
+        goto out;
+    }
+    char *tok1 = h_token(&n1, "t1", "agent:*:consume agent:*:publish");
+    char *tok2 = h_token(&n2, "t1", "agent:*:consume agent:*:publish");
+    struct shared sh = {.answered = json_object(), .acks = json_object()};
+    pthread_mutex_init(&sh.mu, NULL);
+    struct worker prod[N_PRODUCERS], cons[N_CONSUMERS];
+    pthread_t pth[N_PRODUCERS], cth[N_CONSUMERS];
+    for (int i = 0; i < N_PRODUCERS; i++) {
+        prod[i] = (struct worker){&sh, i % 2 ? &n2 : &n1, i % 2 ? tok2 : tok1, i};
+        pthread_create(&pth[i], NULL, produce, &prod[i]);
+    }
+    for (int i = 0; i < N_CONSUMERS; i++) {
+        cons[i] = (struct worker){&sh, i % 2 ? &n2 : &n1, i % 2 ? tok2 : tok1, i};
+        pthread_create(&cth[i], NULL, consume, &cons[i]);
+    }
+    CHECK(flowing(&sh, 30, 20000));
+    int w = writer_node(&n1, proxies);
+    CHECK_EQ(w, writer_node(&n2, proxies)); /* both roostd write to the same node */
+    CHECK_EQ(w, 1);                         /* the first of the list */
+
+    /* (a) The writer crashes. */
+    int64_t t0 = h_now_ms();
+    printf("(a) SIGKILL of writer node %d\n", w);
+    CHECK_EQ(galera("kill", w, NULL, 0), 0);
+    CHECK(flowing(&sh, 30, 30000));
+    printf("(a) work flows again after %lld ms\n", (long long)(h_now_ms() - t0));
+    int w2 = writer_node(&n1, proxies);
+    CHECK(w2 > 0 && w2 != w && w2 == writer_node(&n2, proxies));
+    CHECK_EQ(galera("restart", w, NULL, 0), 0); /* back before the next fault: quorum */
+
+    /* (b) The writer stalls past the failover timeout, then resumes. */
+    w = writer_node(&n1, proxies);
+    t0 = h_now_ms();
+    printf("(b) SIGSTOP of writer node %d for %d s\n", w, FAILOVER_S + 3);
+    CHECK_EQ(galera("pause", w, NULL, 0), 0);
+    h_sleep_ms((FAILOVER_S + 3) * 1000); /* the fault's length, not a synchronisation */
+    CHECK_EQ(galera("cont", w, NULL, 0), 0);
+    CHECK(flowing(&sh, 30, 30000));
+    printf("(b) work flows again %lld ms after the stall began\n", (long long)(h_now_ms() - t0));
+    w2 = writer_node(&n1, proxies);
+    CHECK(w2 > 0 && w2 != w && w2 == writer_node(&n2, proxies));
+    CHECK_EQ(galera("wait", w, NULL, 0), 0); /* the stalled node rejoined */
+
+    /* (c) The writer is cut off from roostd (it stays in the cluster), then the network heals. */
+    w = writer_node(&n1, proxies);
+    if (w < 1) {
+        CHECK(!"a writer before the partition");
+        w = 1;
+    }
+    t0 = h_now_ms();
+    printf("(c) partition of writer node %d for %d s\n", w, FAILOVER_S + 3);
+    tcp_proxy_partition(proxies[w - 1], true);
+    h_sleep_ms((FAILOVER_S + 3) * 1000);
+    tcp_proxy_partition(proxies[w - 1], false);
+    CHECK(flowing(&sh, 30, 30000));
+    printf("(c) work flows again %lld ms after the partition began\n",
+           (long long)(h_now_ms() - t0));
+    w2 = writer_node(&n1, proxies);
+    CHECK(w2 > 0 && w2 != w && w2 == writer_node(&n2, proxies));
+
+    /* Stop publishing; the consumers finish everything. */
+    atomic_store(&sh.stop_producing, 1);
+    for (int i = 0; i < N_PRODUCERS; i++) {
+        pthread_join(pth[i], NULL);
+    }
+    int n_answered = (int)json_object_size(sh.answered);
+    json_t *walk = json_object(); /* event_id → status, by the cursor walk */
+    bool gap_free = true, done = false;
+    int64_t deadline = h_now_ms() + 60000;
+    while (!done && h_now_ms() < deadline) {
+        json_object_clear(walk);
+        gap_free = true;
+        bool all_completed = true;
+        int64_t cursor = 0;
+        for (;;) {
+            long st = 0;
+            json_t *page = h_inbox(n1.http, tok1, "work", cursor, 1000, &st);
+            json_t *evs = json_object_get(page, "events");
+            if (st != 200) {
+                json_decref(page);
+                all_completed = false;
+                break;
+            }
+            for (size_t i = 0; i < json_array_size(evs); i++) {
+                json_t *ev = json_array_get(evs, i);
+                gap_free = gap_free && h_int(ev, "sequence_number") == cursor + 1;
+                cursor = h_int(ev, "sequence_number");
+                all_completed = all_completed && strcmp(h_str(ev, "status"), "completed") == 0;
+                json_object_set_new(walk, h_str(ev, "event_id"), json_string(h_str(ev, "status")));
+            }
+            bool more = json_array_size(evs) > 0 && json_is_true(json_object_get(page, "has_more"));
+            json_decref(page);
+            if (!more) {
+                break;
+            }
+        }
+        done = all_completed && (int)json_object_size(walk) >= n_answered;
+        if (!done) {
+            h_sleep_ms(200);
+        }
+    }
+    atomic_store(&sh.stop_consuming, 1);
+    for (int i = 0; i < N_CONSUMERS; i++) {
+        pthread_join(cth[i], NULL);
+    }
+
+    /* The invariants. */
+    int missing = 0, unasked = 0, doubled = 0;
+    const char *id;
+    json_t *v;
+    json_object_foreach(sh.answered, id, v)
+    {
+        missing += json_object_get(walk, id) == NULL; /* answered, but no event */
+    }
+    json_object_foreach(walk, id, v)
+    {
+        unasked += json_object_get(sh.answered, id) == NULL; /* an event nobody was told of */
+    }
+    json_object_foreach(sh.acks, id, v)
+    {
+        doubled += json_array_size(v) > 1; /* completed under two leases */
+    }
+    printf("events: %d answered, %zu in the inbox, %zu acked; unanswered %d, missing %d, "
+           "unasked %d, double completions %d\n",
+           n_answered, json_object_size(walk), json_object_size(sh.acks), sh.unanswered, missing,
+           unasked, doubled);
+    CHECK(done);
+    CHECK(gap_free);
+    CHECK_EQ(sh.unanswered, 0);
+    CHECK_EQ(missing, 0);
+    CHECK_EQ(unasked, 0);
+    CHECK_EQ(doubled, 0);
+    CHECK_EQ((int)json_object_size(walk), n_answered);
+
+    /* Each roostd moved its writes three times, said so in its log, and is ready. */
+    CHECK(metric(&n1, "roost_store_failovers_total{", NULL, NULL, 0) >= 3);
+    CHECK(metric(&n2, "roost_store_failovers_total{", NULL, NULL, 0) >= 3);
+    CHECK(roostd_log_count(&n1, "store writer moved") >= 3);
+    CHECK(roostd_log_count(&n2, "store writer moved") >= 3);
+    struct h_response r;
+    CHECK(h_request(n1.http, "GET", "/readyz", NULL, NULL, 0, NULL, &r) == 0);
+    CHECK_EQ(r.status, 200);
+    CHECK(r.body != NULL && strstr(r.body, "writer 127.0.0.1:") != NULL);
+    h_response_cleanup(&r);
+
+    json_decref(walk);
+    json_decref(sh.answered);
+    json_decref(sh.acks);
+    pthread_mutex_destroy(&sh.mu);
+    free(tok1);
+    free(tok2);
+    CHECK_EQ(roostd_stop(&n2), 0);
+    roostd_remove_dir(&n2);
+    CHECK_EQ(roostd_stop(&n1), 0);
+    roostd_remove_dir(&n1); /* drops the database */
+out:
+    for (int i = 0; i < 3; i++) {
+        tcp_proxy_stop(proxies[i]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    h_init();
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s GALERA_SH DIR (a cluster of scripts/galera.sh)\n", argv[0]);
+        return 2;
+    }
+    galera_sh = argv[1];
+    galera_dir = argv[2];
+    RUN(test_galera_writer_killed_stalled_partitioned);
+    return h_summary();
+}
