@@ -169,7 +169,10 @@ static double metric(struct roostd *d, const char *prefix, const char *label, ch
     for (const char *line = r.body; line != NULL && *line != '\0';) {
         const char *nl = strchr(line, '\n');
         if (strncmp(line, prefix, strlen(prefix)) == 0) {
-            const char *sp = strrchr(line, ' ');
+            const char *sp = NULL; /* the last space of this line: the value follows */
+            for (const char *c = line; *c != '\0' && *c != '\n'; c++) {
+                sp = *c == ' ' ? c : sp;
+            }
             v = sp != NULL ? strtod(sp + 1, NULL) : -1;
             if (label != NULL) {
                 char *want = h_fmt("%s=\"", label);
@@ -204,6 +207,19 @@ static int writer_node(struct roostd *d, struct tcp_proxy *const *proxies)
         }
     }
     return -1;
+}
+
+/* Prints what /readyz of both nodes says (the writer and the failovers), for the log. */
+static void print_ready(struct roostd *n1, struct roostd *n2)
+{
+    struct roostd *ns[2] = {n1, n2};
+    for (int i = 0; i < 2; i++) {
+        struct h_response r;
+        if (h_request(ns[i]->http, "GET", "/readyz", NULL, NULL, 0, NULL, &r) == 0) {
+            printf("  roostd %d /readyz %ld: %s", i + 1, r.status, r.body != NULL ? r.body : "\n");
+            h_response_cleanup(&r);
+        }
+    }
 }
 
 /* ---- the test ---- */
@@ -277,6 +293,7 @@ static void test_galera_writer_killed_stalled_partitioned(void)
     CHECK_EQ(galera("kill", w, NULL, 0), 0);
     CHECK(flowing(&sh, 30, 30000));
     printf("(a) work flows again after %lld ms\n", (long long)(h_now_ms() - t0));
+    print_ready(&n1, &n2);
     int w2 = writer_node(&n1, proxies);
     CHECK(w2 > 0 && w2 != w && w2 == writer_node(&n2, proxies));
     CHECK_EQ(galera("restart", w, NULL, 0), 0); /* back before the next fault: quorum */
@@ -290,6 +307,7 @@ static void test_galera_writer_killed_stalled_partitioned(void)
     CHECK_EQ(galera("cont", w, NULL, 0), 0);
     CHECK(flowing(&sh, 30, 30000));
     printf("(b) work flows again %lld ms after the stall began\n", (long long)(h_now_ms() - t0));
+    print_ready(&n1, &n2);
     w2 = writer_node(&n1, proxies);
     CHECK(w2 > 0 && w2 != w && w2 == writer_node(&n2, proxies));
     CHECK_EQ(galera("wait", w, NULL, 0), 0); /* the stalled node rejoined */
@@ -308,6 +326,7 @@ static void test_galera_writer_killed_stalled_partitioned(void)
     CHECK(flowing(&sh, 30, 30000));
     printf("(c) work flows again %lld ms after the partition began\n",
            (long long)(h_now_ms() - t0));
+    print_ready(&n1, &n2);
     w2 = writer_node(&n1, proxies);
     CHECK(w2 > 0 && w2 != w && w2 == writer_node(&n2, proxies));
 
