@@ -397,7 +397,7 @@ int store_mysql_open(const char *url, const struct store_options *opt, struct st
     b->lock_wait_s = (unsigned)(wait_ms + 999) / 1000;
     b->failover_timeout_s =
         opt->failover_timeout_s > 0 ? opt->failover_timeout_s : STORE_FAILOVER_TIMEOUT_S;
-    int rc = store_mysql_cluster_acquire(&b->url, &b->cluster);
+    int rc = store_mysql_cluster_acquire(&b->url, b->lock_wait_s, &b->cluster);
     if (rc == ROOST_OK) {
         rc = store_mysql_connect(b, open_err, sizeof open_err);
     }

@@ -7,7 +7,10 @@
  * claims and sequence numbers as cheap as on a single server; the others are hot standbys.
  * The connections of one process to one host list share a struct mysql_cluster: the node they
  * write to, nodes that just failed (skipped for a while, so each reconnect does not wait on them
- * again), and the failover count and reason that /metrics and /readyz show. */
+ * again), and the failover count and reason that /metrics and /readyz show. While the writer is
+ * not the first node of the list, a monitor thread of the cluster probes the nodes before it and
+ * moves the writes back to the first usable one, so roostd processes that failed over at
+ * different times, or started after a failover, end up on the same node again. */
 #include "store/store_mysql.h"
 #include "store/store_mysql_int.h"
 
@@ -22,6 +25,10 @@
 
 /* A node that failed to connect or was not usable is skipped this long (unless every node is). */
 #define HOLD_DOWN_MS 5000
+/* How often the monitor looks whether a node before the writer is usable again, and how long it
+ * gives each a connection attempt. */
+#define FAILBACK_EVERY_MS 2000
+#define FAILBACK_CONNECT_S 2
 
 struct mysql_cluster {
     struct mysql_cluster *next;
@@ -33,13 +40,22 @@ struct mysql_cluster {
     uint64_t failovers;
     char why[256];
     int64_t down_until_ms[STORE_MYSQL_HOSTS_MAX];
+    /* The fail-back monitor: it connects with the first connection's URL. */
+    struct store_mysql_url url;
+    unsigned lock_wait_s;
+    pthread_t monitor;
+    pthread_cond_t stop_cv;
+    bool monitor_started, stopping;
 };
 
 /* Every cluster of the process, and their mutable parts except `writer`. */
 static pthread_mutex_t clusters_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct mysql_cluster *clusters;
 
-int store_mysql_cluster_acquire(const struct store_mysql_url *u, struct mysql_cluster **out)
+static void *monitor_main(void *arg);
+
+int store_mysql_cluster_acquire(const struct store_mysql_url *u, unsigned lock_wait_s,
+                                struct mysql_cluster **out)
 {
     *out = NULL;
     if (u->n_hosts < 2) {
@@ -63,7 +79,12 @@ int store_mysql_cluster_acquire(const struct store_mysql_url *u, struct mysql_cl
         snprintf(c->key, sizeof c->key, "%s", key);
         snprintf(c->hosts, sizeof c->hosts, "%s", hosts);
         c->n_hosts = u->n_hosts;
+        c->url = *u;
+        c->lock_wait_s = lock_wait_s;
         atomic_init(&c->writer, -1);
+        pthread_cond_init(&c->stop_cv, NULL);
+        /* Without the monitor, writes still fail over; they only do not come back by themselves. */
+        c->monitor_started = pthread_create(&c->monitor, NULL, monitor_main, c) == 0;
         c->next = clusters;
         clusters = c;
     }
@@ -81,15 +102,24 @@ void store_mysql_cluster_release(struct mysql_cluster *c)
         return;
     }
     pthread_mutex_lock(&clusters_mu);
-    if (--c->refs == 0) {
+    bool last = --c->refs == 0;
+    if (last) {
         struct mysql_cluster **p = &clusters;
         while (*p != c) {
             p = &(*p)->next;
         }
         *p = c->next;
-        free(c);
+        c->stopping = true;
+        pthread_cond_signal(&c->stop_cv);
     }
     pthread_mutex_unlock(&clusters_mu);
+    if (last) {
+        if (c->monitor_started) {
+            pthread_join(c->monitor, NULL);
+        }
+        pthread_cond_destroy(&c->stop_cv);
+        free(c);
+    }
 }
 
 size_t store_mysql_ha_list(struct store_ha_info *out, size_t max)
@@ -359,4 +389,58 @@ int store_mysql_connect(struct mysql_store *b, char *err, size_t errlen)
     snprintf(err, errlen, "no usable database node among %.300s for %u s (last: %.200s)", c->hosts,
              fail_s, why);
     return ROOST_EUNAVAILABLE;
+}
+
+/* The fail-back monitor (see the top of this file). It holds clusters_mu except while probing. */
+static void *monitor_main(void *arg)
+{
+    struct mysql_cluster *c = arg;
+    pthread_mutex_lock(&clusters_mu);
+    while (!c->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += FAILBACK_EVERY_MS / 1000;
+        pthread_cond_timedwait(&c->stop_cv, &clusters_mu, &until);
+        int w = atomic_load(&c->writer);
+        if (c->stopping || w <= 0) {
+            continue;
+        }
+        int64_t now = time_mono_ms();
+        bool skip[STORE_MYSQL_HOSTS_MAX];
+        for (int i = 0; i < w; i++) {
+            skip[i] = c->down_until_ms[i] > now;
+        }
+        pthread_mutex_unlock(&clusters_mu);
+        int back = -1;
+        char err[256];
+        for (int i = 0; i < w && back < 0; i++) {
+            bool galera = false;
+            MYSQL *db = skip[i] ? NULL
+                                : connect_db(&c->url, (size_t)i, c->lock_wait_s, FAILBACK_CONNECT_S,
+                                             FAILBACK_CONNECT_S, err, sizeof err);
+            if (db != NULL && store_mysql_node_usable(db, &galera, err, sizeof err)) {
+                back = i;
+            }
+            if (db != NULL) {
+                mysql_close(db);
+            }
+        }
+        pthread_mutex_lock(&clusters_mu);
+        int expected = w;
+        if (back >= 0 && !c->stopping &&
+            atomic_compare_exchange_strong(&c->writer, &expected, back)) {
+            /* Every connection of this process follows at its next transaction
+             * (store_mysql_off_writer). */
+            char to[300];
+            store_mysql_host_label(&c->url.hosts[back], to, sizeof to);
+            c->failovers++;
+            snprintf(c->why, sizeof c->why, "%.200s is usable again: back to the first usable node",
+                     to);
+            log_warn("store writer moved to another database node",
+                     "hosts=%s writer=%s failovers=%llu why=\"%s\"", c->hosts, to,
+                     (unsigned long long)c->failovers, c->why);
+        }
+    }
+    pthread_mutex_unlock(&clusters_mu);
+    return NULL;
 }

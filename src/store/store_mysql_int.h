@@ -252,7 +252,8 @@ int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char 
 /* Choosing the node (store_mysql_ha.c). A cluster is shared by the connections of this process
  * to one host list; acquire gives NULL for a URL with one host. */
 struct mysql_cluster;
-int store_mysql_cluster_acquire(const struct store_mysql_url *u, struct mysql_cluster **out);
+int store_mysql_cluster_acquire(const struct store_mysql_url *u, unsigned lock_wait_s,
+                                struct mysql_cluster **out);
 void store_mysql_cluster_release(struct mysql_cluster *c);
 /* Opens b->db (setting host_idx and galera): with one host, one attempt; with several, the
  * writer or else the first usable node in list order, trying for b->failover_timeout_s.
