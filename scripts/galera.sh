@@ -3,7 +3,8 @@
 # A private 3-node MariaDB Galera cluster on loopback for the HA tests (issue 16): each node has
 # its own datadir, unix socket and four free TCP ports (SQL, gcomm, IST, SST) under DIR/nN, the
 # same user, password and database "roost_test" as scripts/mariadb_test.sh, and the settings
-# doc/MYSQL.md asks for (binlog_format=ROW, innodb_flush_log_at_trx_commit=1, autoinc lock mode 2).
+# doc/MYSQL.md asks for (binlog_format=ROW, innodb_flush_log_at_trx_commit=1, autoinc lock mode 2,
+# wsrep_auto_increment_control=OFF).
 #
 #   galera.sh start DIR        start (or reuse) the cluster; prints the multi-host store URL
 #   galera.sh url DIR          the multi-host URL: mysql://roost:…@127.0.0.1:P1,…:P2,…:P3/roost_test
@@ -120,6 +121,7 @@ launch() {
         --innodb-log-file-size=48M --max-connections=300 --skip-name-resolve \
         --innodb-lock-wait-timeout=10 --binlog-format=ROW --innodb-autoinc-lock-mode=2 \
         --wsrep-on=ON --wsrep-provider="$PROVIDER" --wsrep-cluster-name="$CLUSTER" \
+        --wsrep-auto-increment-control=OFF \
         --wsrep-cluster-address="gcomm://127.0.0.1:$g1,127.0.0.1:$g2,127.0.0.1:$g3" \
         --wsrep-node-address="127.0.0.1:$gport" --wsrep-node-name="n$n" \
         --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:$sport" \

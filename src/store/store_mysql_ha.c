@@ -46,6 +46,7 @@ struct mysql_cluster {
     pthread_t monitor;
     pthread_cond_t stop_cv;
     bool monitor_started, stopping;
+    bool autoinc_checked; /* warn_autoinc ran */
 };
 
 /* Every cluster of the process, and their mutable parts except `writer`. */
@@ -325,6 +326,33 @@ bool store_mysql_node_usable(MYSQL *db, bool *galera, char *why, size_t whylen)
     return true;
 }
 
+/* Galera's default wsrep_auto_increment_control gives each node its own residue of the
+ * auto-increment ids (increment = cluster size), so roost_changes ids step by 3 and the tailer
+ * keeps every skipped id as a gap to re-check for STORE_TAIL_GAP_MS. Said once per cluster. */
+static void warn_autoinc(struct mysql_cluster *c, MYSQL *db)
+{
+    pthread_mutex_lock(&clusters_mu);
+    bool first = !c->autoinc_checked;
+    c->autoinc_checked = true;
+    pthread_mutex_unlock(&clusters_mu);
+    if (!first || mysql_query(db, "SELECT @@auto_increment_increment") != 0) {
+        return;
+    }
+    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+    long step = row != NULL && row[0] != NULL ? strtol(row[0], NULL, 10) : 1;
+    if (res != NULL) {
+        mysql_free_result(res);
+    }
+    if (step > 1) {
+        log_warn("Galera hands out auto-increment ids in steps: the change-log tailer re-checks "
+                 "the skipped ones",
+                 "hosts=%s auto_increment_increment=%ld hint=\"set wsrep_auto_increment_control "
+                 "= OFF on every node (doc/MYSQL.md)\"",
+                 c->hosts, step);
+    }
+}
+
 int store_mysql_connect(struct mysql_store *b, char *err, size_t errlen)
 {
     struct mysql_cluster *c = b->cluster;
@@ -371,6 +399,9 @@ int store_mysql_connect(struct mysql_store *b, char *err, size_t errlen)
                 b->host_idx = i;
                 b->galera = galera;
                 node_chosen(c, &b->url, i);
+                if (galera) {
+                    warn_autoinc(c, db);
+                }
                 return ROOST_OK;
             }
             if (db != NULL) {
