@@ -3,10 +3,10 @@
  * connection per struct store (opened on the chosen node by store_mysql_ha.c), reconnecting after
  * a drop, the prepared-statement cache and runner, migrations, and transactions with savepoints
  * (every COMMIT carries a commit marker, so a lost answer is resolved, on whichever node of a
- * Galera cluster the reconnect lands). Sessions run at READ COMMITTED with
- * autocommit on, except a writer's transactions, which run with it off (session_prefix); each
- * read outside a transaction is a single statement, so it sees one consistent snapshot.
- * Deadlocks, lock wait timeouts and lost connections become ROOST_ERETRY. */
+ * Galera cluster the reconnect lands). Sessions run at READ COMMITTED with autocommit on, except a
+ * writer's transactions, which run with it off (session_prefix); each read outside a transaction
+ * is a single statement, so it sees one consistent snapshot. Deadlocks, lock wait timeouts and
+ * lost connections become ROOST_ERETRY. */
 #include "store/store_mysql.h"
 #include "store/store_mysql_int.h"
 
