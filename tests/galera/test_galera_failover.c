@@ -1,21 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /* Two roostd nodes on a 3-node MariaDB Galera cluster (scripts/galera.sh, the ctest fixture
  * "galera"), reaching each database node through a TCP proxy of tests/harness/tcp_proxy.c, under
- * load from four producers (idempotency keys, retried until answered) and four consumers of one
- * agent on both nodes. Mid-load, in a row: the writer node SIGKILLed (then restarted), the writer
- * SIGSTOPped past store.failover_timeout_s (then SIGCONTed), the writer partitioned from roostd
- * (the proxy drops every byte, then heals); after each, work must flow again while the fault
- * lasts, and the writes must come back to node 1 once it is usable again. Then: every answered
- * publish is one event and every event was answered, every event completed and none under two
- * leases, the agent's cursor walk has no gap, and each roostd counted its failovers (/metrics) and
- * logged who took over. argv[1] is scripts/galera.sh, argv[2] the cluster's directory. */
+ * load from four producers (idempotency keys, retried until answered), four consumers of one
+ * agent on both nodes, and a `roost agent run` worker of the same agent on node 2. Mid-load, in a
+ * row: the writer node SIGKILLed (then restarted), the writer SIGSTOPped past
+ * store.failover_timeout_s (then SIGCONTed), the writer partitioned from roostd (the proxy drops
+ * every byte, then heals); after each, work must flow again while the fault lasts, and the writes
+ * must come back to node 1 once it is usable again. Then: every answered publish is one event and
+ * every event was answered, every event completed and none under two leases, the agent's cursor
+ * walk has no gap, and each roostd counted its failovers (/metrics) and logged who took over.
+ * argv[1] is scripts/galera.sh, argv[2] the cluster's directory. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "harness/agent_proc.h"
 #include "harness/harness.h"
 #include "harness/tcp_proxy.h"
+#include "mysql/mysql_testutil.h"
 
 #include "common/banned.h"
 
@@ -55,7 +58,7 @@ struct shared {
      * 200. */
     atomic_int published[2], completed[2];
     pthread_mutex_t mu;
-    json_t *answered; /* event_id → idempotency key */
+    json_t *answered; /* event_id → "key seq" */
     json_t *acks;     /* event_id → [lease tokens acked 200] */
     int unanswered;   /* publishes given up on */
 };
@@ -85,7 +88,8 @@ static void *produce(void *arg)
         }
         pthread_mutex_lock(&w->sh->mu);
         if (seq > 0) {
-            json_object_set_new(w->sh->answered, event_id, json_string(key));
+            json_object_set_new(w->sh->answered, event_id,
+                                json_sprintf("%s %lld", key, (long long)seq));
         } else {
             w->sh->unanswered++;
         }
@@ -159,6 +163,33 @@ static bool flowing(struct shared *sh, int more, int timeout_ms)
                      atomic_load(&sh->published[1]) >= p1 + more &&
                      atomic_load(&sh->completed[1]) >= c1 + more);
     return ok;
+}
+
+/* Prints the rows a query returns (tab-separated), for a failure's diagnosis. */
+static void print_query(const char *store_url, const char *sql)
+{
+    MYSQL *db = mysql_testutil_connect(store_url);
+    if (db == NULL || mysql_query(db, sql) != 0) {
+        printf("  %s: %s\n", sql, db != NULL ? mysql_error(db) : "no connection");
+    } else {
+        MYSQL_RES *res = mysql_store_result(db);
+        MYSQL_ROW row;
+        unsigned nf = res != NULL ? mysql_num_fields(res) : 0;
+        printf("  %s:\n", sql);
+        while (res != NULL && (row = mysql_fetch_row(res)) != NULL) {
+            printf("   ");
+            for (unsigned i = 0; i < nf; i++) {
+                printf(" %s", row[i] != NULL ? row[i] : "NULL");
+            }
+            printf("\n");
+        }
+        if (res != NULL) {
+            mysql_free_result(res);
+        }
+    }
+    if (db != NULL) {
+        mysql_close(db);
+    }
 }
 
 /* ---- what roostd says ---- */
@@ -300,6 +331,10 @@ static void test_galera_writer_killed_stalled_partitioned(void)
         cons[i] = (struct worker){&sh, i % 2 ? &n2 : &n1, i % 2 ? tok2 : tok1, i};
         pthread_create(&cth[i], NULL, consume, &cons[i]);
     }
+    /* The SDK's agent loop rides the same faults (its claims and acks retry on 503). */
+    struct agent_proc ap;
+    agent_proc_dirs(&ap);
+    agent_proc_start_lease(&ap, n2.url, tok2, "work", 2, "", "4s");
     CHECK(flowing(&sh, 15, 20000));
     int w = writer_node(&n1, proxies);
     if (w != 1) {
@@ -372,21 +407,29 @@ static void test_galera_writer_killed_stalled_partitioned(void)
         json_object_clear(walk);
         gap_free = true;
         bool all_completed = true;
-        int64_t cursor = 0;
+        int64_t cursor = 0, last_head = -1;
+        char first_open[128] = "";
         for (;;) {
             long st = 0;
             json_t *page = h_inbox(n1.http, tok1, "work", cursor, 1000, &st);
             json_t *evs = json_object_get(page, "events");
             if (st != 200) {
+                printf("walk: inbox read after %lld answered %ld\n", (long long)cursor, st);
                 json_decref(page);
                 all_completed = false;
                 break;
             }
+            last_head = h_int(page, "head");
             for (size_t i = 0; i < json_array_size(evs); i++) {
                 json_t *ev = json_array_get(evs, i);
                 gap_free = gap_free && h_int(ev, "sequence_number") == cursor + 1;
                 cursor = h_int(ev, "sequence_number");
-                all_completed = all_completed && strcmp(h_str(ev, "status"), "completed") == 0;
+                bool completed = strcmp(h_str(ev, "status"), "completed") == 0;
+                if (!completed && all_completed) {
+                    snprintf(first_open, sizeof first_open, "%s %s seq %lld", h_str(ev, "event_id"),
+                             h_str(ev, "status"), (long long)cursor);
+                }
+                all_completed = all_completed && completed;
                 json_object_set_new(walk, h_str(ev, "event_id"), json_string(h_str(ev, "status")));
             }
             bool more = json_array_size(evs) > 0 && json_is_true(json_object_get(page, "has_more"));
@@ -396,6 +439,11 @@ static void test_galera_writer_killed_stalled_partitioned(void)
             }
         }
         done = all_completed && (int)json_object_size(walk) >= n_answered;
+        if (!done && h_now_ms() + 200 >= deadline) {
+            printf("walk: cursor %lld, head %lld, %zu events, first not completed: %s\n",
+                   (long long)cursor, (long long)last_head, json_object_size(walk),
+                   all_completed ? "none" : first_open);
+        }
         if (!done) {
             h_sleep_ms(200);
         }
@@ -404,6 +452,11 @@ static void test_galera_writer_killed_stalled_partitioned(void)
     for (int i = 0; i < N_CONSUMERS; i++) {
         pthread_join(cth[i], NULL);
     }
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    int agent_ran = agent_proc_out_lines(&ap);
+    printf("the agent process ran its handler %d times\n", agent_ran);
+    CHECK(agent_ran > 0);
+    agent_proc_cleanup(&ap);
 
     /* The invariants. */
     int missing = 0, unasked = 0, doubled = 0;
@@ -411,7 +464,15 @@ static void test_galera_writer_killed_stalled_partitioned(void)
     json_t *v;
     json_object_foreach(sh.answered, id, v)
     {
-        missing += json_object_get(walk, id) == NULL; /* answered, but no event */
+        if (json_object_get(walk, id) == NULL) { /* answered, but no event */
+            missing++;
+            printf("missing: %s (key, seq: %s)\n", id, json_string_value(v));
+            char *sql = h_fmt("SELECT seq, status, idempotency_key FROM inbox WHERE event_id = "
+                              "'%s' OR idempotency_key = '%.*s'",
+                              id, (int)strcspn(json_string_value(v), " "), json_string_value(v));
+            print_query(roostd_store_url(&n1), sql);
+            free(sql);
+        }
     }
     json_object_foreach(walk, id, v)
     {
@@ -420,6 +481,10 @@ static void test_galera_writer_killed_stalled_partitioned(void)
     json_object_foreach(sh.acks, id, v)
     {
         doubled += json_array_size(v) > 1; /* completed under two leases */
+    }
+    if (missing > 0) {
+        print_query(roostd_store_url(&n1), "SELECT next_seq FROM agents WHERE agent_id = 'work'");
+        print_query(roostd_store_url(&n1), "SELECT COUNT(*), MIN(seq), MAX(seq) FROM inbox");
     }
     printf("events: %d answered, %zu in the inbox, %zu acked; unanswered %d, missing %d, "
            "unasked %d, double completions %d\n",
