@@ -16,6 +16,7 @@
 
 #include "common/ids.h"
 #include "common/limits.h"
+#include "common/log.h"
 #include "common/timeutil.h"
 #include "store/migrations.h"
 #include "store/store_lifecycle.h"
@@ -903,7 +904,7 @@ static int resolve_commit(struct mysql_store *b, unsigned long old_id, int64_t o
         wait_ms = wait_ms < 500 ? wait_ms * 2 : 1000;
     }
     char why[sizeof b->err];
-    snprintf(why, sizeof why, "%s", b->err);
+    snprintf(why, sizeof why, "%.190s", b->err);
     snprintf(b->err, sizeof b->err, "commit: answer lost, outcome unknown after %d s (%.400s)",
              RESOLVE_MS / 1000, why);
     return ROOST_EUNAVAILABLE;
@@ -947,9 +948,26 @@ int store_mysql_commit(struct store *st)
     /* A connection in an unknown state is never used again: the server rolls back whatever it
      * still holds when it goes. */
     unsigned long old_id = mysql_thread_id(b->db);
+    size_t old_host = b->host_idx;
+    char why[200];
+    snprintf(why, sizeof why, "%.190s", b->err);
     b->in_tx = false;
     b->lost = true;
-    return resolve_commit(b, old_id, b->connected_mono_ms, b->host_idx, hex);
+    rc = resolve_commit(b, old_id, b->connected_mono_ms, old_host, hex);
+    /* Rare and worth knowing afterwards: which node, why, and what the fence found. */
+    char from[300], on[300];
+    store_mysql_host_label(&b->url.hosts[old_host], from, sizeof from);
+    store_mysql_host_label(&b->url.hosts[b->host_idx], on, sizeof on);
+    for (char *c = why; *c != '\0'; c++) {
+        *c = *c == '"' || *c == '\\' || *c == '\n' ? '\'' : *c;
+    }
+    log_warn("commit answer lost, outcome resolved",
+             "marker=%s node=%s fence_node=%s outcome=%s why=\"%s\"", hex, from, on,
+             rc == ROOST_OK       ? "committed"
+             : rc == ROOST_ERETRY ? "not_committed"
+                                  : "unknown",
+             why);
+    return rc;
 }
 
 int store_mysql_rollback(struct store *st)

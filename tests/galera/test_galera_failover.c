@@ -60,6 +60,7 @@ struct shared {
     pthread_mutex_t mu;
     json_t *answered; /* event_id → "key seq" */
     json_t *acks;     /* event_id → [lease tokens acked 200] */
+    int64_t t0;       /* when the load began (h_now_ms) */
     int unanswered;   /* publishes given up on */
 };
 
@@ -89,7 +90,8 @@ static void *produce(void *arg)
         pthread_mutex_lock(&w->sh->mu);
         if (seq > 0) {
             json_object_set_new(w->sh->answered, event_id,
-                                json_sprintf("%s %lld", key, (long long)seq));
+                                json_sprintf("%s %lld at %lld ms", key, (long long)seq,
+                                             (long long)(h_now_ms() - w->sh->t0)));
         } else {
             w->sh->unanswered++;
         }
@@ -319,7 +321,7 @@ static void test_galera_writer_killed_stalled_partitioned(void)
     }
     char *tok1 = h_token(&n1, "t1", "agent:*:consume agent:*:publish");
     char *tok2 = h_token(&n2, "t1", "agent:*:consume agent:*:publish");
-    struct shared sh = {.answered = json_object(), .acks = json_object()};
+    struct shared sh = {.answered = json_object(), .acks = json_object(), .t0 = h_now_ms()};
     pthread_mutex_init(&sh.mu, NULL);
     struct worker prod[N_PRODUCERS], cons[N_CONSUMERS];
     pthread_t pth[N_PRODUCERS], cth[N_CONSUMERS];
@@ -345,7 +347,7 @@ static void test_galera_writer_killed_stalled_partitioned(void)
 
     /* (a) The writer crashes: work flows again while it is down. */
     int64_t t0 = h_now_ms();
-    printf("(a) SIGKILL of writer node %d\n", w);
+    printf("(a) SIGKILL of writer node %d at %lld ms\n", w, (long long)(t0 - sh.t0));
     CHECK_EQ(galera("kill", w, NULL, 0), 0);
     CHECK(flowing(&sh, 15, 30000));
     printf("(a) work flows again after %lld ms\n", (long long)(h_now_ms() - t0));
@@ -357,7 +359,8 @@ static void test_galera_writer_killed_stalled_partitioned(void)
 
     /* (b) The writer stalls past the failover timeout: work flows again while it is stopped. */
     t0 = h_now_ms();
-    printf("(b) SIGSTOP of writer node 1 for %d s\n", FAILOVER_S + 3);
+    printf("(b) SIGSTOP of writer node 1 for %d s at %lld ms\n", FAILOVER_S + 3,
+           (long long)(t0 - sh.t0));
     CHECK_EQ(galera("pause", 1, NULL, 0), 0);
     CHECK(flowing(&sh, 15, 30000));
     printf("(b) work flows again %lld ms after the stall began\n", (long long)(h_now_ms() - t0));
@@ -377,7 +380,8 @@ static void test_galera_writer_killed_stalled_partitioned(void)
     /* (c) The writer is cut off from roostd (it stays in the cluster): work flows again while
      * the partition lasts; then the network heals. */
     t0 = h_now_ms();
-    printf("(c) partition of writer node 1 for %d s\n", FAILOVER_S + 3);
+    printf("(c) partition of writer node 1 for %d s at %lld ms\n", FAILOVER_S + 3,
+           (long long)(t0 - sh.t0));
     tcp_proxy_partition(proxies[0], true);
     CHECK(flowing(&sh, 15, 30000));
     printf("(c) work flows again %lld ms after the partition began\n",
@@ -483,6 +487,15 @@ static void test_galera_writer_killed_stalled_partitioned(void)
         doubled += json_array_size(v) > 1; /* completed under two leases */
     }
     if (missing > 0) {
+        /* Keep both roostd logs for the diagnosis: the directories go below. */
+        for (int i = 0; i < 2; i++) {
+            char *cp = h_fmt("cp '%s/roostd.log' /tmp/galera-failover-%d-roostd%d.log",
+                             (i == 0 ? &n1 : &n2)->dir, (int)getpid(), i + 1);
+            if (system(cp) == 0) {
+                printf("kept /tmp/galera-failover-%d-roostd%d.log\n", (int)getpid(), i + 1);
+            }
+            free(cp);
+        }
         print_query(roostd_store_url(&n1), "SELECT next_seq FROM agents WHERE agent_id = 'work'");
         print_query(roostd_store_url(&n1), "SELECT COUNT(*), MIN(seq), MAX(seq) FROM inbox");
     }
