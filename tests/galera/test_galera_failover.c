@@ -168,6 +168,27 @@ static bool flowing(struct shared *sh, int more, int timeout_ms)
 }
 
 /* Prints the rows a query returns (tab-separated), for a failure's diagnosis. */
+static void print_query(const char *store_url, const char *sql);
+
+/* Runs sql on each database node alone (through its proxy), so a row one node has and another
+ * lacks (a cluster that diverged) shows. */
+static void print_query_nodes(const char *store_url, struct tcp_proxy *const *proxies,
+                              const char *sql)
+{
+    const char *at = strrchr(store_url, '@'), *slash = at != NULL ? strchr(at, '/') : NULL;
+    if (slash == NULL) {
+        print_query(store_url, sql);
+        return;
+    }
+    for (int i = 0; i < 3; i++) {
+        char *url = h_fmt("%.*s127.0.0.1:%d%s", (int)(at + 1 - store_url), store_url,
+                          tcp_proxy_port(proxies[i]), slash);
+        printf("  node %d:", i + 1);
+        print_query(url, sql);
+        free(url);
+    }
+}
+
 static void print_query(const char *store_url, const char *sql)
 {
     MYSQL *db = mysql_testutil_connect(store_url);
@@ -474,7 +495,12 @@ static void test_galera_writer_killed_stalled_partitioned(void)
             char *sql = h_fmt("SELECT seq, status, idempotency_key FROM inbox WHERE event_id = "
                               "'%s' OR idempotency_key = '%.*s'",
                               id, (int)strcspn(json_string_value(v), " "), json_string_value(v));
-            print_query(roostd_store_url(&n1), sql);
+            print_query_nodes(roostd_store_url(&n1), proxies, sql);
+            free(sql);
+            const char *seq = strchr(json_string_value(v), ' ');
+            sql = h_fmt("SELECT event_id, idempotency_key, status FROM inbox WHERE seq = %s",
+                        seq != NULL ? seq + 1 : "0");
+            print_query_nodes(roostd_store_url(&n1), proxies, sql);
             free(sql);
         }
     }
@@ -496,8 +522,13 @@ static void test_galera_writer_killed_stalled_partitioned(void)
             }
             free(cp);
         }
-        print_query(roostd_store_url(&n1), "SELECT next_seq FROM agents WHERE agent_id = 'work'");
-        print_query(roostd_store_url(&n1), "SELECT COUNT(*), MIN(seq), MAX(seq) FROM inbox");
+        print_query_nodes(roostd_store_url(&n1), proxies,
+                          "SELECT next_seq FROM agents WHERE agent_id = 'work'");
+        print_query_nodes(roostd_store_url(&n1), proxies,
+                          "SELECT COUNT(*), MIN(seq), MAX(seq) FROM inbox");
+        print_query_nodes(roostd_store_url(&n1), proxies,
+                          "SHOW STATUS WHERE Variable_name IN ('wsrep_last_committed',"
+                          " 'wsrep_local_state_comment', 'wsrep_cluster_size')");
     }
     printf("events: %d answered, %zu in the inbox, %zu acked; unanswered %d, missing %d, "
            "unasked %d, double completions %d\n",
