@@ -20,7 +20,7 @@
 
 #include "common/banned.h"
 
-#define MAX_PAIRS 64
+#define MAX_PAIRS 256
 
 struct buf {
     unsigned char *data;
@@ -39,11 +39,13 @@ struct tcp_proxy {
     int lfd, port;
     bool mysql; /* client bytes are MySQL packets (else forwarded as they come) */
     int wake[2];
+    int ctl[2]; /* a byte here makes the thread apply cut_all / block / stall */
     struct sockaddr_in target;
     pthread_t thread;
     pthread_mutex_t mu;
     enum tcp_proxy_cut cut;
     int times, cuts;
+    bool cut_all_pending, blocked, stalled; /* under mu */
     struct pair pairs[MAX_PAIRS];
 };
 
@@ -230,6 +232,13 @@ static void accept_one(struct tcp_proxy *p)
     if (cfd < 0) {
         return;
     }
+    pthread_mutex_lock(&p->mu);
+    bool blocked = p->blocked;
+    pthread_mutex_unlock(&p->mu);
+    if (blocked) {
+        close(cfd);
+        return;
+    }
     struct pair *pr = NULL;
     for (int i = 0; i < MAX_PAIRS && !pr; i++) {
         if (p->pairs[i].cfd < 0 && p->pairs[i].sfd < 0) {
@@ -260,12 +269,24 @@ static void *proxy_main(void *arg)
     struct tcp_proxy *p = arg;
     unsigned char chunk[65536];
     for (;;) {
-        struct pollfd fds[2 + 2 * MAX_PAIRS];
-        int who[2 + 2 * MAX_PAIRS]; /* pair index * 2 + (0 client, 1 server) */
+        struct pollfd fds[3 + 2 * MAX_PAIRS];
+        int who[3 + 2 * MAX_PAIRS]; /* pair index * 2 + (0 client, 1 server) */
         nfds_t n = 0;
+        pthread_mutex_lock(&p->mu);
+        bool cut_all = p->cut_all_pending || p->blocked;
+        bool stalled = p->stalled;
+        p->cut_all_pending = false;
+        pthread_mutex_unlock(&p->mu);
+        if (cut_all) {
+            for (int i = 0; i < MAX_PAIRS; i++) {
+                pair_close(&p->pairs[i], false);
+            }
+        }
         fds[n++] = (struct pollfd){.fd = p->wake[0], .events = POLLIN};
-        fds[n++] = (struct pollfd){.fd = p->lfd, .events = POLLIN};
-        for (int i = 0; i < MAX_PAIRS; i++) {
+        fds[n++] = (struct pollfd){.fd = p->ctl[0], .events = POLLIN};
+        /* Stalled: the listening socket and every pair wait unread (the kernel buffers fill). */
+        fds[n++] = (struct pollfd){.fd = stalled ? -1 : p->lfd, .events = POLLIN};
+        for (int i = 0; i < MAX_PAIRS && !stalled; i++) {
             struct pair *pr = &p->pairs[i];
             if (pr->cfd >= 0) {
                 who[n] = 2 * i;
@@ -283,9 +304,15 @@ static void *proxy_main(void *arg)
             return NULL;
         }
         if (fds[1].revents & POLLIN) {
+            char c[64];
+            if (read(p->ctl[0], c, sizeof c) < 0) {
+                fprintf(stderr, "tcp_proxy: cannot read the control pipe\n");
+            }
+        }
+        if (fds[2].revents & POLLIN) {
             accept_one(p);
         }
-        for (nfds_t k = 2; k < n; k++) {
+        for (nfds_t k = 3; k < n; k++) {
             if (!fds[k].revents) {
                 continue;
             }
@@ -328,7 +355,7 @@ struct tcp_proxy *tcp_proxy_start(const char *host, int port, bool mysql)
     socklen_t alen = sizeof a;
     inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
     if (inet_pton(AF_INET, host, &p->target.sin_addr) != 1 || pipe(p->wake) != 0 ||
-        (p->lfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+        pipe(p->ctl) != 0 || (p->lfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
         bind(p->lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(p->lfd, 64) != 0 ||
         getsockname(p->lfd, (struct sockaddr *)&a, &alen) != 0) {
         fprintf(stderr, "tcp_proxy: cannot listen (target %s:%d)\n", host, port);
@@ -379,6 +406,34 @@ void tcp_proxy_stop(struct tcp_proxy *p)
     close(p->lfd);
     close(p->wake[0]);
     close(p->wake[1]);
+    close(p->ctl[0]);
+    close(p->ctl[1]);
     pthread_mutex_destroy(&p->mu);
     free(p);
+}
+
+/* Sets a fault under the lock and wakes the thread to apply it. */
+static void set_fault(struct tcp_proxy *p, bool *flag, bool on)
+{
+    pthread_mutex_lock(&p->mu);
+    *flag = on;
+    pthread_mutex_unlock(&p->mu);
+    if (write(p->ctl[1], "c", 1) != 1) {
+        fprintf(stderr, "tcp_proxy: cannot wake the thread\n");
+    }
+}
+
+void tcp_proxy_cut_all(struct tcp_proxy *p)
+{
+    set_fault(p, &p->cut_all_pending, true);
+}
+
+void tcp_proxy_block(struct tcp_proxy *p, bool on)
+{
+    set_fault(p, &p->blocked, on);
+}
+
+void tcp_proxy_stall(struct tcp_proxy *p, bool on)
+{
+    set_fault(p, &p->stalled, on);
 }
