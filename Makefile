@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps deps-run configure build install run test test-asan bench bench-sse bench-mysql clean format fuzz
+.PHONY: all deps deps-run configure build install run test test-asan bench bench-sse bench-mysql chaos clean format fuzz
 
 all: build
 
@@ -52,6 +52,19 @@ bench-sse: deps build
 # SKIP LOCKED loop, cross-node ping latency; about 5 minutes (doc/BENCHMARKS.md).
 bench-mysql: deps build
 	@scripts/bench_mysql.sh
+
+# The chaos matrix (doc/RELIABILITY.md): SQLite, a private MariaDB and a 3-node Galera cluster,
+# each CHAOS_MINUTES of seeded faults (CHAOS_SEED), then the invariant checker. Run directories
+# (logs, figures in summary.json) stay under build/chaos/. Exits non-zero if any profile fails.
+CHAOS_SEED ?= 1
+CHAOS_MINUTES ?= 5
+CHAOS_PROFILES ?= sqlite mysql galera
+chaos: deps build
+	@status=0; for p in $(CHAOS_PROFILES); do \
+	    python3 tests/chaos/chaos.py --profile $$p --seed $(CHAOS_SEED) \
+	        --minutes $(CHAOS_MINUTES) --bin-dir $(BUILD_DIR)/bin \
+	        --out $(BUILD_DIR)/chaos/full-$$p || status=1; \
+	done; exit $$status
 
 # libFuzzer on every tests/fuzz target, FUZZ_SECONDS (default 60) each (scripts/fuzz.sh).
 fuzz:

@@ -229,12 +229,11 @@ class Checker:
                 continue
             tgt = f["target"]
             node = self.worker_node[w]
-            if tgt.startswith("node") and not tgt.startswith(f"node{node}") and \
-                    not tgt.startswith("node0+"):
-                # A fault on another node leaves this worker's path alone, unless the event
-                # moved there (the stopped node's scavenger cannot expire, the other one can).
-                if f["kind"] != "node_stop":
-                    continue
+            # A kill or a clock jump of another node, or a cut of another node's agents, leaves
+            # this worker's lease and ack alone; a stopped node can hold its claim or ack
+            # request; everything on the store concerns every worker.
+            if f["kind"] == "node_kill" and tgt != f"node{node}":
+                continue
             if tgt.startswith("agents") and tgt != f"agents{node}":
                 continue
             return f
