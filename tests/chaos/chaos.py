@@ -37,7 +37,8 @@ WORKERS = [("w1", "a1", 0), ("w2", "a1", 1), ("w3", "a2", 1)]
 FAULT_KINDS = {
     "sqlite": ["worker_kill", "node_kill", "node_stop", "agent_cut", "agent_stall",
                "fsync_fail", "clock_jump"],
-    "mysql": ["worker_kill", "node_kill", "node_stop", "agent_cut", "agent_stall",
+    # node_kill twice: each pass kills each of the two nodes (faults take nodes in turn).
+    "mysql": ["worker_kill", "node_kill", "node_kill", "node_stop", "agent_cut", "agent_stall",
               "db_restart", "db_kill", "db_cut", "db_stall", "clock_jump"],
     "galera": ["worker_kill", "node_kill", "agent_stall", "writer_kill", "writer_stop",
                "writer_partition", "standby_kill", "standby_stop"],
@@ -493,6 +494,7 @@ class Run:
         self.lock = threading.Lock()
         self.files = {}
         self.faults = []
+        self.turns = {}
         self.pids = {}
         self.rss = {}
         self.stop_producers = threading.Event()
@@ -560,34 +562,40 @@ class Run:
 
     # ---- faults: each returns the target's name; start and end are recorded around it ----
 
+    def pick(self, kind, items):
+        """The items in turn, per fault kind, so that each node and worker gets every fault."""
+        n = self.turns.get(kind, 0)
+        self.turns[kind] = n + 1
+        return items[n % len(items)]
+
     def fault(self, kind):
         rng = self.rng
         if kind == "worker_kill":
-            w = rng.choice(self.workers)
+            w = self.pick(kind, self.workers)
             w.kill()
             time.sleep(rng.uniform(0.2, 2.0))
             w.start()
             return w.name
         if kind == "node_kill":
-            node = rng.choice(self.nodes)
+            node = self.pick(kind, self.nodes)
             node.kill()
             time.sleep(rng.uniform(0.2, 1.5))
             node.start()
             return f"node{node.i}"
-        if kind in ("node_stop",):
-            node = rng.choice(self.nodes)
+        if kind == "node_stop":
+            node = self.pick(kind, self.nodes)
             node.p.send_signal(signal.SIGSTOP)
             time.sleep(LEASE_S + rng.uniform(1, 3))
             node.p.send_signal(signal.SIGCONT)
             return f"node{node.i}"
         if kind == "agent_cut":
-            i = rng.randrange(len(self.agent_proxies))
+            i = self.pick(kind, range(len(self.agent_proxies)))
             self.agent_proxies[i].cmd("block")
             time.sleep(rng.uniform(1, 3))
             self.agent_proxies[i].cmd("unblock")
             return f"agents{i}"
         if kind == "agent_stall":
-            i = rng.randrange(len(self.agent_proxies))
+            i = self.pick(kind, range(len(self.agent_proxies)))
             self.agent_proxies[i].cmd("stall")
             time.sleep(LEASE_S + rng.uniform(1, 3))
             self.agent_proxies[i].cmd("resume")
@@ -619,7 +627,7 @@ class Run:
             self.store.restart(kind == "db_kill")
             return "db"
         if kind in ("db_cut", "db_stall"):
-            i = rng.randrange(len(self.store.db_proxies))
+            i = self.pick(kind, range(len(self.store.db_proxies)))
             px = self.store.db_proxies[i]
             if kind == "db_cut":
                 px.cmd("block")
