@@ -254,17 +254,21 @@ class Checker:
             for prev, nxt in zip(runs, runs[1:]):
                 if prev["rc"] not in (None, 0):
                     continue  # a failed run is retried: a retry, not a re-run
+                # The fault must come while the run or its ack was in flight: before the run
+                # ended and its ack had a lease's time to get through.
                 if prev["e"] is None:
                     f = self.kill_after(prev["w"], prev["s"], nxt["s"])
                     cls = "worker killed mid-run" if f else None
                     if f is None:
-                        f = self.lease_fault(prev["w"], prev["s"], nxt["s"])
+                        f = self.lease_fault(prev["w"], prev["s"], min(nxt["s"],
+                                                                       prev["s"] + self.lease_s))
                         cls = f"lease lost mid-run ({f['kind']})" if f else None
                 else:
-                    f = self.kill_after(prev["w"], prev["e"] - 0.2, nxt["s"])
+                    end = min(nxt["s"], prev["e"] + self.lease_s)
+                    f = self.kill_after(prev["w"], prev["e"] - 0.2, end)
                     cls = "worker killed before its ack" if f else None
                     if f is None:
-                        f = self.lease_fault(prev["w"], prev["s"], nxt["s"])
+                        f = self.lease_fault(prev["w"], prev["s"], end)
                         cls = f"ack lost or late ({f['kind']})" if f else None
                 if cls is None:
                     self.bad("unexplained handler re-run",
