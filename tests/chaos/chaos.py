@@ -85,6 +85,12 @@ class Proxy:
             if self.p.stdout.readline().strip() != "ok":
                 raise RuntimeError(f"chaos_proxy {self.name}: {c} refused")
 
+    def conns(self):
+        with self.lock:
+            self.p.stdin.write("conns\n")
+            self.p.stdin.flush()
+            return int(self.p.stdout.readline().split()[1])
+
     def stop(self):
         try:
             self.p.stdin.close()

@@ -6,6 +6,7 @@
  *   cut        close every connection now
  *   block      cut, and close every new connection at once, until "unblock"
  *   stall      forward, read and accept nothing (open, silent connections) until "resume"
+ *   conns      answer "ok N": N client connections open (as of the thread's last round)
  *   quit       (or end of input) stop
  *
  * Every command is answered "ok" once the proxy thread has been told. */
@@ -49,6 +50,10 @@ int main(int argc, char **argv)
             tcp_proxy_stall(p, true);
         } else if (strcmp(line, "resume") == 0) {
             tcp_proxy_stall(p, false);
+        } else if (strcmp(line, "conns") == 0) {
+            printf("ok %d\n", tcp_proxy_conns(p));
+            fflush(stdout);
+            continue;
         } else if (strcmp(line, "quit") == 0) {
             break;
         } else {

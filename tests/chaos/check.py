@@ -193,19 +193,22 @@ class Checker:
     # ---- handler runs ----
 
     def load_runs(self):
-        runs = {}
+        runs = []
         for path in sorted(glob.glob(os.path.join(self.dir, "w*.handler.log"))):
+            running = {}  # (worker, pid) -> run; pids are reused, so an S replaces an old one
             with open(path) as f:
                 for line in f:
                     p = line.split()
                     if len(p) == 7 and p[0] == "S":
-                        runs[(p[2], p[6])] = {"s": float(p[1]), "w": p[2], "eid": p[3],
-                                              "attempt": int(p[4]), "e": None, "rc": None}
-                    elif len(p) == 6 and p[0] == "E" and (p[2], p[5]) in runs:
-                        r = runs[(p[2], p[5])]
-                        r["e"], r["rc"] = float(p[1]), int(p[4])
+                        running[(p[2], p[6])] = {"s": float(p[1]), "w": p[2], "eid": p[3],
+                                                 "attempt": int(p[4]), "e": None, "rc": None}
+                        runs.append(running[(p[2], p[6])])
+                    elif len(p) == 6 and p[0] == "E" and (p[2], p[5]) in running:
+                        r = running.pop((p[2], p[5]))
+                        if r["eid"] == p[3]:
+                            r["e"], r["rc"] = float(p[1]), int(p[4])
         by_event = collections.defaultdict(list)
-        for r in runs.values():
+        for r in runs:
             by_event[r["eid"]].append(r)
         for lst in by_event.values():
             lst.sort(key=lambda r: r["s"])

@@ -106,6 +106,8 @@ def mutations():
          {"state patch lost or out of order"}),
         ("unexplained re-run", rerun, {"unexplained handler re-run", "completed twice"}),
         ("re-run after a kill", rerun_after_kill, set()),
+        ("pid reused", lambda r: r["handler"].__setitem__(
+            slice(2, 4), [x.replace(" 101", " 100") for x in r["handler"][2:4]]), set()),
         ("5xx outside faults", publish_5xx, {"5xx outside a fault window"}),
         ("duplicate after 500", dup_after_500, {"row for a publish answered with an error"}),
         ("rss", lambda r: r["meta"]["rss_kb"].update(node0=10 ** 7), {"roostd RSS unbounded"}),

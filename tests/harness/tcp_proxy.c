@@ -46,6 +46,7 @@ struct tcp_proxy {
     enum tcp_proxy_cut cut;
     int times, cuts;
     bool cut_all_pending, blocked, stalled; /* under mu */
+    int open_conns;                         /* under mu, written by the thread */
     struct pair pairs[MAX_PAIRS];
 };
 
@@ -286,6 +287,13 @@ static void *proxy_main(void *arg)
         fds[n++] = (struct pollfd){.fd = p->ctl[0], .events = POLLIN};
         /* Stalled: the listening socket and every pair wait unread (the kernel buffers fill). */
         fds[n++] = (struct pollfd){.fd = stalled ? -1 : p->lfd, .events = POLLIN};
+        int open_conns = 0;
+        for (int i = 0; i < MAX_PAIRS; i++) {
+            open_conns += p->pairs[i].cfd >= 0;
+        }
+        pthread_mutex_lock(&p->mu);
+        p->open_conns = open_conns;
+        pthread_mutex_unlock(&p->mu);
         for (int i = 0; i < MAX_PAIRS && !stalled; i++) {
             struct pair *pr = &p->pairs[i];
             if (pr->cfd >= 0) {
@@ -436,4 +444,12 @@ void tcp_proxy_block(struct tcp_proxy *p, bool on)
 void tcp_proxy_stall(struct tcp_proxy *p, bool on)
 {
     set_fault(p, &p->stalled, on);
+}
+
+int tcp_proxy_conns(struct tcp_proxy *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int n = p->open_conns;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }

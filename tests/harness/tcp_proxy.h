@@ -39,6 +39,8 @@ int tcp_proxy_cuts(struct tcp_proxy *p);
 void tcp_proxy_cut_all(struct tcp_proxy *p);
 void tcp_proxy_block(struct tcp_proxy *p, bool on);
 void tcp_proxy_stall(struct tcp_proxy *p, bool on);
+/* How many client connections are open now (which of several database nodes a client uses). */
+int tcp_proxy_conns(struct tcp_proxy *p);
 /* Stops the thread and closes every connection. NULL is a no-op. */
 void tcp_proxy_stop(struct tcp_proxy *p);
 
