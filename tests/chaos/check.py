@@ -19,7 +19,7 @@ import sys
 GRACE_S = 10.0
 # Work must flow again this soon after a fault ends.
 RECOVERY_MAX_S = 60.0
-RSS_MAX_KB = 300 * 1024
+RSS_MAX_KB = 128 * 1024
 STATUS = {0: "scheduled", 1: "pending", 2: "claimed", 3: "completed", 4: "quarantined",
           5: "expired"}
 FINAL = {"normal": {"completed"}, "delayed": {"completed"}, "patch": {"completed"},
