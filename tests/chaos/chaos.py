@@ -40,9 +40,11 @@ FAULT_KINDS = {
     # node_kill twice: each pass kills each of the two nodes (faults take nodes in turn).
     "mysql": ["worker_kill", "node_kill", "node_kill", "node_stop", "agent_cut", "agent_stall",
               "db_restart", "db_kill", "db_cut", "db_stall", "clock_jump"],
-    "galera": ["worker_kill", "node_kill", "agent_stall", "writer_kill", "writer_stop",
-               "writer_partition", "standby_kill", "standby_stop"],
+    "galera": ["worker_kill", "node_kill", "node_kill", "agent_stall", "writer_kill",
+               "writer_stop", "writer_partition", "standby_kill", "standby_stop"],
 }
+# Galera starts with three faults of the writer in a row (issue 16's "done when").
+FIRST_FAULTS = {"galera": ["writer_kill", "writer_stop", "writer_partition"]}
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 
 
@@ -168,11 +170,11 @@ class Store:
                                           "WHERE tenant_id = ?", (TENANT,))]
             db.close()
             return {"inbox": inbox, "agents": agents}
-        sock = self.galera.socket(self.galera.live_node()) if self.kind == "galera" else None
-        db = self.galera.database if self.kind == "galera" else "roost_chaos"
-
         def query(sql):
-            out = self.client(["-D", db, "-B", "-N", "-e", sql], socket_path=sock)
+            if self.kind == "galera":
+                g = self.galera
+                return g.sql(g.live_node(), sql, db=g.database)
+            out = self.client(["-D", "roost_chaos", "-B", "-N", "-e", sql])
             return [line.split("\t") for line in out.splitlines() if line]
         inbox = []
         for r in query(f"SELECT {','.join(cols)} FROM inbox WHERE tenant_id = '{TENANT}'"):
@@ -197,7 +199,10 @@ class Store:
 
 
 class Galera:
-    """Three Galera nodes by scripts/galera.sh, each behind a proxy (the partition fault)."""
+    """Three Galera nodes started by scripts/galera.sh (`start DIR` prints the multi-host URL,
+    `stop DIR` ends them), each behind a proxy of its own (the partition fault). The runner finds
+    each node's mariadbd by its SQL port, kills and stops it by pid, and restarts a killed node
+    with the command line it had (it rejoins by IST/SST on the same ports)."""
 
     def __init__(self, run):
         self.run = run
@@ -209,24 +214,71 @@ class Galera:
         self.url = urllib.parse.urlsplit(out)
         hosts = self.url.netloc.split("@", 1)[1].split(",")
         self.ports = [int(h.rsplit(":", 1)[1]) for h in hosts]
-        self.proxies = [Proxy(run.bin_dir, p, True, f"galera{i}") for i, p in enumerate(self.ports)]
-        self.run_sh(["sql", "1", f"DROP DATABASE IF EXISTS {self.database}; CREATE DATABASE "
-                                 f"{self.database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"])
+        self.cmdlines = [self.cmdline(self.pid(n)) for n in range(len(self.ports))]
+        self.proxies = [Proxy(run.bin_dir, p, True, f"galera{n}") for n, p in enumerate(self.ports)]
+        self.sql(0, f"DROP DATABASE IF EXISTS {self.database}; CREATE DATABASE {self.database} "
+                    "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
 
-    def run_sh(self, args):
-        return subprocess.run([self.sh] + args[:1] + [self.dir] + args[1:], check=True,
-                              stdout=subprocess.PIPE, text=True).stdout
+    def sql(self, n, text, db=None):
+        """Runs SQL on node n over TCP with the URL's credentials; the output rows (tab-separated)."""
+        u = self.url
+        user, pw = u.netloc.split("@", 1)[0].split(":", 1)
+        args = ["mariadb", "--no-defaults", "--protocol=tcp", "-h127.0.0.1", f"-P{self.ports[n]}",
+                f"-u{urllib.parse.unquote(user)}", f"-p{urllib.parse.unquote(pw)}", "-B", "-N"]
+        if db:
+            args.append(f"-D{db}")
+        out = subprocess.run(args + ["-e", text], check=True, stdout=subprocess.PIPE,
+                             text=True).stdout
+        return [line.split("\t") for line in out.splitlines() if line]
+
+    def pid(self, n):
+        out = subprocess.run(["ss", "-ltnpH", f"sport = :{self.ports[n]}"], check=True,
+                             stdout=subprocess.PIPE, text=True).stdout
+        for part in out.split("pid=")[1:]:
+            return int(part.split(",", 1)[0])
+        return None
+
+    @staticmethod
+    def cmdline(pid):
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = [a.decode() for a in f.read().split(b"\0") if a]
+        # A restarted node joins the running cluster; only the first start bootstraps it.
+        return [a for a in args if a != "--wsrep-new-cluster"]
+
+    def synced(self, n):
+        try:
+            rows = self.sql(n, "SHOW STATUS LIKE 'wsrep_local_state_comment'")
+            return bool(rows) and rows[0][1] == "Synced"
+        except subprocess.CalledProcessError:
+            return False
+
+    def writer(self):
+        """The node roostd writes to: the one whose proxy carries its connections."""
+        conns = [p.conns() for p in self.proxies]
+        return max(range(len(conns)), key=lambda n: conns[n])
+
+    def kill(self, n):
+        pid = self.pid(n)
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not os.path.exists(f"/proc/{pid}") or
+                 open(f"/proc/{pid}/stat").read().split(")")[1].split()[0] == "Z", 30,
+                 f"galera node {n} to die")
+
+    def restart(self, n):
+        subprocess.Popen(self.cmdlines[n], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_for(lambda: self.synced(n), 180, f"galera node {n} to rejoin")
+
+    def signal(self, n, sig):
+        os.kill(self.pid(n), sig)
 
     def node_url(self, _i):
         u = self.url
         hosts = ",".join(f"127.0.0.1:{p.port}" for p in self.proxies)
         return f"mysql://{u.netloc.split('@', 1)[0]}@{hosts}/{self.database}"
 
-    def socket(self, n):
-        return self.run_sh(["socket", str(n)]).strip()
-
     def live_node(self):
-        return 1
+        return next(n for n in range(len(self.ports)) if self.synced(n))
 
     def stop(self):
         for p in self.proxies:
@@ -650,26 +702,25 @@ class Run:
 
     def galera_fault(self, kind):
         g = self.store.galera
-        writer = int(g.run_sh(["writer"]).strip() or "1")
-        n = writer if kind.startswith("writer_") else 1 + writer % 3
+        writer = g.writer()
+        n = writer if kind.startswith("writer_") else (writer + 1) % len(g.ports)
         if kind.endswith("_kill"):
-            g.run_sh(["kill", str(n)])
+            g.kill(n)
             time.sleep(self.rng.uniform(1, 3))
-            g.run_sh(["restart", str(n)])
+            g.restart(n)
         elif kind.endswith("_stop"):
-            g.run_sh(["signal", str(n), "STOP"])
+            g.signal(n, signal.SIGSTOP)
             time.sleep(self.rng.uniform(4, 8))
-            g.run_sh(["signal", str(n), "CONT"])
+            g.signal(n, signal.SIGCONT)
         else:
-            px = g.proxies[n - 1]
-            px.cmd("block")
+            g.proxies[n].cmd("stall")
             time.sleep(self.rng.uniform(4, 8))
-            px.cmd("unblock")
+            g.proxies[n].cmd("resume")
         return f"galera{n}"
 
     def chaos(self):
         kinds = FAULT_KINDS[self.profile]
-        deck = []
+        deck = list(reversed(FIRST_FAULTS.get(self.profile, [])))
         time.sleep(5)  # work flowing before the first fault
         end = time.time() + self.minutes * 60
         passes = 0
