@@ -126,8 +126,8 @@ class Store:
         else:
             self.galera = Galera(run)
 
-    def client(self, args, socket_path=None):
-        sock = socket_path or os.path.join(self.dir, "mysqld.sock")
+    def client(self, args):
+        sock = os.path.join(self.dir, "mysqld.sock")
         return subprocess.run(["mariadb", "--no-defaults", "--protocol=socket", f"--socket={sock}",
                                "-uroot"] + args, check=True, stdout=subprocess.PIPE, text=True).stdout
 
@@ -149,8 +149,8 @@ class Store:
     def restart(self, hard):
         """Stops the server (SIGKILL when hard, else a clean shutdown) and starts it again."""
         if hard:
-            os.kill(self.pid(), signal.SIGKILL)
             pid = self.pid()
+            os.kill(pid, signal.SIGKILL)
             wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 10, "mariadbd to die")
         else:
             subprocess.run([self.run.mariadb_sh, "pause", self.dir], check=True)
@@ -170,6 +170,7 @@ class Store:
                                           "WHERE tenant_id = ?", (TENANT,))]
             db.close()
             return {"inbox": inbox, "agents": agents}
+
         def query(sql):
             if self.kind == "galera":
                 g = self.galera
@@ -767,7 +768,7 @@ class Run:
             time.sleep(1)
         return False
 
-    def finish(self, exit_codes):
+    def finish(self):
         for px in self.agent_proxies:
             px.stop()
         if self.store:
@@ -823,7 +824,7 @@ class Run:
             meta["ended"] = time.time()
             with open(os.path.join(self.out, "meta.json"), "w") as f:
                 json.dump(meta, f, indent=1)
-            self.finish(exit_codes)
+            self.finish()
         return subprocess.run([sys.executable, os.path.join(HERE, "check.py"), self.out]).returncode
 
 

@@ -2,7 +2,6 @@
 # SPDX-License-Identifier: MIT
 """Proves the chaos checker (tests/chaos/check.py) can fail: a small clean run directory passes,
 and each mutation that breaks one invariant makes it exit 1 naming that invariant."""
-import copy
 import json
 import os
 import subprocess
