@@ -39,7 +39,7 @@ FAULT_KINDS = {
                "fsync_fail", "clock_jump"],
     # node_kill twice: each pass kills each of the two nodes (faults take nodes in turn).
     "mysql": ["worker_kill", "node_kill", "node_kill", "node_stop", "agent_cut", "agent_stall",
-              "db_restart", "db_kill", "db_cut", "db_stall", "clock_jump"],
+              "db_restart", "db_kill", "db_cut", "db_stall", "db_commit_lost", "clock_jump"],
     "galera": ["worker_kill", "node_kill", "node_kill", "agent_stall", "writer_kill",
                "writer_stop", "writer_partition", "standby_kill", "standby_stop"],
 }
@@ -87,11 +87,15 @@ class Proxy:
             if self.p.stdout.readline().strip() != "ok":
                 raise RuntimeError(f"chaos_proxy {self.name}: {c} refused")
 
-    def conns(self):
+    def number(self, c):
+        """The answer "ok N" of conns or cuts."""
         with self.lock:
-            self.p.stdin.write("conns\n")
+            self.p.stdin.write(c + "\n")
             self.p.stdin.flush()
             return int(self.p.stdout.readline().split()[1])
+
+    def conns(self):
+        return self.number("conns")
 
     def stop(self):
         try:
@@ -295,7 +299,7 @@ class Node:
         self.run, self.i = run, i
         self.port = free_port()
         self.dir = os.path.join(run.out, f"node{i}")
-        os.makedirs(self.dir, exist_ok=True)
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
         self.p = None
         # The clock jumps on node0 of SQLite (the only node) and node1 of MariaDB (one node's
         # clock ahead of the other's, for a while: leases it judges expire early).
@@ -685,6 +689,18 @@ class Run:
         if kind in ("db_restart", "db_kill"):
             self.store.restart(kind == "db_kill")
             return "db"
+        if kind == "db_commit_lost":
+            # The answers of the next 3 COMMITs of one node are lost: roostd cannot know whether
+            # they committed and must find out before it answers anybody (DESIGN §8.3).
+            i = self.pick(kind, range(len(self.store.db_proxies)))
+            px = self.store.db_proxies[i]
+            before = px.number("cuts")
+            px.cmd("commitlost 3")
+            deadline = time.time() + 8
+            while time.time() < deadline and px.number("cuts") < before + 3:
+                time.sleep(0.1)
+            px.cmd("commitlost 0")
+            return f"db{i}"
         if kind in ("db_cut", "db_stall"):
             i = self.pick(kind, range(len(self.store.db_proxies)))
             px = self.store.db_proxies[i]

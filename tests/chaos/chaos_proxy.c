@@ -7,6 +7,8 @@
  *   block      cut, and close every new connection at once, until "unblock"
  *   stall      forward, read and accept nothing (open, silent connections) until "resume"
  *   conns      answer "ok N": N client connections open (as of the thread's last round)
+ *   commitlost N   (mysql) the answers of the next N COMMITs are lost, their connections cut
+ *   cuts       answer "ok N": how many such cuts happened since the start
  *   quit       (or end of input) stop
  *
  * Every command is answered "ok" once the proxy thread has been told. */
@@ -50,6 +52,12 @@ int main(int argc, char **argv)
             tcp_proxy_stall(p, true);
         } else if (strcmp(line, "resume") == 0) {
             tcp_proxy_stall(p, false);
+        } else if (strncmp(line, "commitlost ", 11) == 0) {
+            tcp_proxy_arm(p, TCP_PROXY_COMMIT_ANSWER_LOST, (int)strtol(line + 11, NULL, 10));
+        } else if (strcmp(line, "cuts") == 0) {
+            printf("ok %d\n", tcp_proxy_cuts(p));
+            fflush(stdout);
+            continue;
         } else if (strcmp(line, "conns") == 0) {
             printf("ok %d\n", tcp_proxy_conns(p));
             fflush(stdout);
