@@ -204,30 +204,29 @@ class Store:
 
 
 class Galera:
-    """Three Galera nodes started by scripts/galera.sh (`start DIR` prints the multi-host URL,
-    `stop DIR` ends them), each behind a proxy of its own (the partition fault). The runner finds
-    each node's mariadbd by its SQL port, kills and stops it by pid, and restarts a killed node
-    with the command line it had (it rejoins by IST/SST on the same ports)."""
+    """Three Galera nodes of scripts/galera.sh (start, kill, pause, cont, restart, stop), each
+    behind a proxy of its own (the partition fault). Nodes are 0, 1, 2 here, 1, 2, 3 there."""
 
     def __init__(self, run):
         self.run = run
         self.sh = os.path.join(SRC, "scripts", "galera.sh")
         self.dir = run.mysql_dir
         self.database = "roost_chaos"
-        out = subprocess.run([self.sh, "start", self.dir], check=True, stdout=subprocess.PIPE,
-                             text=True).stdout.strip().splitlines()[-1]
+        out = self.script("start").strip().splitlines()[-1]
         self.url = urllib.parse.urlsplit(out)
         hosts = self.url.netloc.split("@", 1)[1].split(",")
         self.ports = [int(h.rsplit(":", 1)[1]) for h in hosts]
-        self.cmdlines = [self.cmdline(self.pid(n)) for n in range(len(self.ports))]
         self.proxies = [Proxy(run.bin_dir, p, True, f"galera{n}") for n, p in enumerate(self.ports)]
         self.sql(0, f"DROP DATABASE IF EXISTS {self.database}; CREATE DATABASE {self.database} "
                     "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
 
+    def script(self, cmd, n=None):
+        args = [self.sh, cmd, self.dir] + ([str(n + 1)] if n is not None else [])
+        return subprocess.run(args, check=True, stdout=subprocess.PIPE, text=True).stdout
+
     def sql(self, n, text, db=None):
         """Runs SQL on node n over TCP with the URL's credentials; the output rows (tab-separated)."""
-        u = self.url
-        user, pw = u.netloc.split("@", 1)[0].split(":", 1)
+        user, pw = self.url.netloc.split("@", 1)[0].split(":", 1)
         args = ["mariadb", "--no-defaults", "--protocol=tcp", "-h127.0.0.1", f"-P{self.ports[n]}",
                 f"-u{urllib.parse.unquote(user)}", f"-p{urllib.parse.unquote(pw)}", "-B", "-N"]
         if db:
@@ -236,20 +235,6 @@ class Galera:
                              text=True).stdout
         return [line.split("\t") for line in out.splitlines() if line]
 
-    def pid(self, n):
-        out = subprocess.run(["ss", "-ltnpH", f"sport = :{self.ports[n]}"], check=True,
-                             stdout=subprocess.PIPE, text=True).stdout
-        for part in out.split("pid=")[1:]:
-            return int(part.split(",", 1)[0])
-        return None
-
-    @staticmethod
-    def cmdline(pid):
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            args = [a.decode() for a in f.read().split(b"\0") if a]
-        # A restarted node joins the running cluster; only the first start bootstraps it.
-        return [a for a in args if a != "--wsrep-new-cluster"]
-
     def synced(self, n):
         try:
             rows = self.sql(n, "SHOW STATUS LIKE 'wsrep_local_state_comment'")
@@ -257,25 +242,21 @@ class Galera:
         except subprocess.CalledProcessError:
             return False
 
-    def writer(self):
-        """The node roostd writes to: the one whose proxy carries its connections."""
+    def writer(self, node_port):
+        """The node roostd writes to, as its /readyz names it (a proxy's port), else the node
+        whose proxy carries the most connections."""
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", node_port, timeout=5)
+            c.request("GET", "/readyz")
+            text = c.getresponse().read().decode(errors="replace")
+            c.close()
+            for n, px in enumerate(self.proxies):
+                if f"writer 127.0.0.1:{px.port}" in text:
+                    return n
+        except (OSError, http.client.HTTPException):
+            pass
         conns = [p.conns() for p in self.proxies]
         return max(range(len(conns)), key=lambda n: conns[n])
-
-    def kill(self, n):
-        pid = self.pid(n)
-        os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not os.path.exists(f"/proc/{pid}") or
-                 open(f"/proc/{pid}/stat").read().split(")")[1].split()[0] == "Z", 30,
-                 f"galera node {n} to die")
-
-    def restart(self, n):
-        subprocess.Popen(self.cmdlines[n], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-        wait_for(lambda: self.synced(n), 180, f"galera node {n} to rejoin")
-
-    def signal(self, n, sig):
-        os.kill(self.pid(n), sig)
 
     def node_url(self, _i):
         u = self.url
@@ -719,19 +700,20 @@ class Run:
 
     def galera_fault(self, kind):
         g = self.store.galera
-        writer = g.writer()
-        n = writer if kind.startswith("writer_") else (writer + 1) % len(g.ports)
+        writer = g.writer(self.nodes[0].port)
+        n = writer if kind.startswith("writer_") else (writer + 1 + self.pick(kind, [0, 1])) % 3
         if kind.endswith("_kill"):
-            g.kill(n)
+            g.script("kill", n)
             time.sleep(self.rng.uniform(1, 3))
-            g.restart(n)
+            g.script("restart", n)
         elif kind.endswith("_stop"):
-            g.signal(n, signal.SIGSTOP)
+            g.script("pause", n)
             time.sleep(self.rng.uniform(4, 8))
-            g.signal(n, signal.SIGCONT)
+            g.script("cont", n)
         else:
             g.proxies[n].cmd("stall")
             time.sleep(self.rng.uniform(4, 8))
+            g.proxies[n].cmd("cut")
             g.proxies[n].cmd("resume")
         return f"galera{n}"
 
