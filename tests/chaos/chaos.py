@@ -12,6 +12,7 @@ CHAOS_SEED and CHAOS_MINUTES are the defaults of --seed and --minutes. Everythin
 127.0.0.1; every process started is ended before the runner returns.
 """
 import argparse
+import ctypes
 import http.client
 import json
 import os
@@ -56,6 +57,38 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def pid_alive(pid):
+    """The process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def become_subreaper():
+    """Orphans (a database server whose launching script exited, the commands of a killed agent)
+    become our children, and reap_orphans() ends their zombies: a container's pid 1 may never
+    reap them, and scripts that check a pid with kill -0 take a zombie for a live process."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def reap_orphans(own_pids):
+    """Reaps our zombie children that no Popen owns (their Popen must get their status)."""
+    me = os.getpid()
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) in own_pids:
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if fields[0] == "Z" and int(fields[1]) == me:
+                os.waitpid(int(d), os.WNOHANG)
+        except (OSError, ChildProcessError, IndexError, ValueError):
+            pass
 
 
 def wait_for(cond, timeout_s, what):
@@ -155,7 +188,9 @@ class Store:
         if hard:
             pid = self.pid()
             os.kill(pid, signal.SIGKILL)
-            wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 10, "mariadbd to die")
+            wait_for(lambda: not pid_alive(pid), 10, "mariadbd to die")
+            wait_for(lambda: reap_orphans(self.run.popen_pids()) or
+                     not os.path.exists(f"/proc/{pid}"), 30, "mariadbd to be reaped")
         else:
             subprocess.run([self.run.mariadb_sh, "pause", self.dir], check=True)
         time.sleep(self.run.rng.uniform(0.5, 2.0))
@@ -556,8 +591,18 @@ class Run:
             f.write(json.dumps(rec) + "\n")
             f.flush()
 
+    def popen_pids(self):
+        procs = [n.p for n in self.nodes] + [w.p for w in self.workers] + \
+                [px.p for px in self.agent_proxies]
+        if self.store is not None:
+            procs += [px.p for px in self.store.db_proxies]
+            if self.profile == "galera":
+                procs += [px.p for px in self.store.galera.proxies]
+        return {p.pid for p in procs if p is not None}
+
     def sample_rss(self):
         while not self.stop_sampler.wait(1.0):
+            reap_orphans(self.popen_pids())
             for name, pid in list(self.pids.items()):
                 try:
                     with open(f"/proc/{pid}/status") as f:
@@ -569,6 +614,7 @@ class Run:
                     pass
 
     def setup(self):
+        become_subreaper()
         if os.path.exists(self.out):
             shutil.rmtree(self.out)
         os.makedirs(self.out)
@@ -703,7 +749,11 @@ class Run:
         writer = g.writer(self.nodes[0].port)
         n = writer if kind.startswith("writer_") else (writer + 1 + self.pick(kind, [0, 1])) % 3
         if kind.endswith("_kill"):
+            pid = int(g.script("pid", n))
             g.script("kill", n)
+            wait_for(lambda: not pid_alive(pid), 30, f"galera node {n} to die")
+            wait_for(lambda: reap_orphans(self.popen_pids()) or not os.path.exists(f"/proc/{pid}"),
+                     30, f"galera node {n} to be reaped")
             time.sleep(self.rng.uniform(1, 3))
             g.script("restart", n)
         elif kind.endswith("_stop"):
@@ -723,7 +773,7 @@ class Run:
         time.sleep(5)  # work flowing before the first fault
         end = time.time() + self.minutes * 60
         passes = 0
-        while time.time() < end or (self.one_pass and passes == 0):
+        while self.one_pass or time.time() < end:
             if not deck:
                 if self.one_pass and passes > 0:
                     break
