@@ -60,12 +60,13 @@ bench-mysql: deps build
 bench-sweep: deps build
 	@scripts/bench_sweep.sh
 
-# The chaos matrix (doc/RELIABILITY.md): SQLite, a private MariaDB and a 3-node Galera cluster,
-# each CHAOS_MINUTES of seeded faults (CHAOS_SEED), then the invariant checker. Run directories
-# (logs, figures in summary.json) stay under build/chaos/. Exits non-zero if any profile fails.
+# The chaos matrix (doc/RELIABILITY.md): SQLite, a private MariaDB and a 3-node Galera cluster
+# (scripts/galera.sh), each CHAOS_MINUTES of seeded faults (CHAOS_SEED), then the invariant
+# checker. Run directories (logs, figures in summary.json) stay under build/chaos/. Exits
+# non-zero if any profile fails.
 CHAOS_SEED ?= 1
 CHAOS_MINUTES ?= 5
-CHAOS_PROFILES ?= sqlite mysql galera
+CHAOS_PROFILES ?= sqlite mysql $(if $(wildcard scripts/galera.sh),galera)
 chaos: deps build
 	@status=0; for p in $(CHAOS_PROFILES); do \
 	    python3 tests/chaos/chaos.py --profile $$p --seed $(CHAOS_SEED) \
