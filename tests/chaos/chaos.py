@@ -91,6 +91,22 @@ def reap_orphans(own_pids):
             pass
 
 
+def script(run, args, check=True):
+    """Runs a database script (mariadb_test.sh, galera.sh) and returns its stdout, reaping our
+    orphans meanwhile: the script waits with kill -0 for servers that die as our children."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    out = []
+    reader = threading.Thread(target=lambda: out.append(p.stdout.read()), daemon=True)
+    reader.start()
+    while p.poll() is None:
+        reap_orphans(run.popen_pids() | {p.pid})
+        time.sleep(0.1)
+    reader.join()
+    if check and p.returncode != 0:
+        raise subprocess.CalledProcessError(p.returncode, args)
+    return out[0] if out else ""
+
+
 def wait_for(cond, timeout_s, what):
     deadline = time.time() + timeout_s
     while time.time() < deadline:
@@ -154,11 +170,10 @@ class Store:
             self.path = os.path.join(run.out, "roost.db")
         elif self.kind == "mysql":
             self.dir = run.mysql_dir
-            subprocess.run([run.mariadb_sh, "start", self.dir], check=True, stdout=subprocess.PIPE)
+            script(run, [run.mariadb_sh, "start", self.dir])
             self.client(["-e", "DROP DATABASE IF EXISTS roost_chaos; "
                                "CREATE DATABASE roost_chaos CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"])
-            url = subprocess.run([run.mariadb_sh, "url", self.dir], check=True,
-                                 stdout=subprocess.PIPE, text=True).stdout.strip()
+            url = script(run, [run.mariadb_sh, "url", self.dir]).strip()
             self.url = urllib.parse.urlsplit(url)
         else:
             self.galera = Galera(run)
@@ -192,9 +207,9 @@ class Store:
             wait_for(lambda: reap_orphans(self.run.popen_pids()) or
                      not os.path.exists(f"/proc/{pid}"), 30, "mariadbd to be reaped")
         else:
-            subprocess.run([self.run.mariadb_sh, "pause", self.dir], check=True)
+            script(self.run, [self.run.mariadb_sh, "pause", self.dir])
         time.sleep(self.run.rng.uniform(0.5, 2.0))
-        subprocess.run([self.run.mariadb_sh, "resume", self.dir], check=True, stdout=subprocess.PIPE)
+        script(self.run, [self.run.mariadb_sh, "resume", self.dir])
 
     def dump(self):
         """The inbox and agents tables as lists of dicts (read after every roostd stopped)."""
@@ -233,7 +248,7 @@ class Store:
         for p in self.db_proxies:
             p.stop()
         if self.kind == "mysql" and not self.run.keep:
-            subprocess.run([self.run.mariadb_sh, "stop", self.dir], check=False)
+            script(self.run, [self.run.mariadb_sh, "stop", self.dir], check=False)
         if self.kind == "galera":
             self.galera.stop()
 
@@ -257,7 +272,7 @@ class Galera:
 
     def script(self, cmd, n=None):
         args = [self.sh, cmd, self.dir] + ([str(n + 1)] if n is not None else [])
-        return subprocess.run(args, check=True, stdout=subprocess.PIPE, text=True).stdout
+        return script(self.run, args)
 
     def sql(self, n, text, db=None):
         """Runs SQL on node n over TCP with the URL's credentials; the output rows (tab-separated)."""
@@ -305,7 +320,7 @@ class Galera:
         for p in self.proxies:
             p.stop()
         if not self.run.keep:
-            subprocess.run([self.sh, "stop", self.dir], check=False)
+            script(self.run, [self.sh, "stop", self.dir], check=False)
 
 
 class Node:
