@@ -220,9 +220,10 @@ class Checker:
         return by_event, refused
 
     def kill_after(self, w, t0, t1):
-        """The first kill of worker w that started in [t0, t1]."""
+        """The first kill of worker w overlapping [t0, t1] (its start is taken just before the
+        signal, so a run may begin between the two)."""
         return next((f for f in self.faults if f["kind"] == "worker_kill" and f["target"] == w
-                     and t0 <= f["start"] <= t1), None)
+                     and f["start"] <= t1 and t0 <= f["end"]), None)
 
     def lease_fault(self, w, t0, t1):
         """A fault (not a worker kill) overlapping [t0, t1] that can cost worker w its lease or
