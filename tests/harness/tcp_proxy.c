@@ -46,7 +46,8 @@ struct tcp_proxy {
     enum tcp_proxy_cut cut;
     int times, cuts;
     bool cut_all_pending, blocked, stalled; /* under mu */
-    int open_conns;                         /* under mu, written by the thread */
+    bool drain_pending; /* under mu: close what waits in the listen backlog (partition healed) */
+    int open_conns;     /* under mu, written by the thread */
     struct pair pairs[MAX_PAIRS];
 };
 
@@ -275,13 +276,21 @@ static void *proxy_main(void *arg)
         nfds_t n = 0;
         pthread_mutex_lock(&p->mu);
         bool cut_all = p->cut_all_pending || p->blocked;
-        bool stalled = p->stalled;
-        p->cut_all_pending = false;
+        bool stalled = p->stalled, drain = p->drain_pending;
+        p->cut_all_pending = p->drain_pending = false;
         pthread_mutex_unlock(&p->mu);
         if (cut_all) {
             for (int i = 0; i < MAX_PAIRS; i++) {
                 pair_close(&p->pairs[i], false);
             }
+        }
+        struct pollfd lp = {.fd = p->lfd, .events = POLLIN};
+        while (drain && poll(&lp, 1, 0) == 1) {
+            int fd = accept(p->lfd, NULL, NULL);
+            if (fd < 0) {
+                break;
+            }
+            close(fd);
         }
         fds[n++] = (struct pollfd){.fd = p->wake[0], .events = POLLIN};
         fds[n++] = (struct pollfd){.fd = p->ctl[0], .events = POLLIN};
@@ -429,6 +438,16 @@ static void set_fault(struct tcp_proxy *p, bool *flag, bool on)
     if (write(p->ctl[1], "c", 1) != 1) {
         fprintf(stderr, "tcp_proxy: cannot wake the thread\n");
     }
+}
+
+/* A partition is a stall (the kernel still completes handshakes into the listen backlog: connects
+ * that are never answered) whose end closes every connection, old and new. */
+void tcp_proxy_partition(struct tcp_proxy *p, bool on)
+{
+    pthread_mutex_lock(&p->mu);
+    p->drain_pending = p->cut_all_pending = !on;
+    pthread_mutex_unlock(&p->mu);
+    tcp_proxy_stall(p, on);
 }
 
 void tcp_proxy_cut_all(struct tcp_proxy *p)
