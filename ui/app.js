@@ -179,10 +179,13 @@ async function refresh() {
       await renderAgent(agents.agents.find((a) => a.agent_id === selected));
     }
     if (Date.now() - endpointsAt >= ENDPOINT_POLL_MS) {
-      await loadEndpoints(c);
+      const read = await loadEndpoints(c);
       if (c !== client) {
         throw new Error('tenant switched');
       }
+      endpoints = read.list;
+      attempts = read.seen; // deleted endpoints drop out
+      endpointsAt = Date.now();
       renderEndpoints();
     }
     $('live').textContent = `${current.tenant} · updated ${new Date().toLocaleTimeString()}`;
@@ -408,6 +411,7 @@ function setView(v) {
 
 // ---- webhook endpoints ----
 
+/** The tenant's endpoints, and their attempts with the new ones since the last read appended. */
 async function loadEndpoints(c) {
   const list = [];
   for (let next = null; ;) {
@@ -420,7 +424,8 @@ async function loadEndpoints(c) {
   }
   const seen = new Map();
   for (const ep of list) {
-    const a = attempts.get(ep.endpoint_id) ?? { after: '', recent: [] };
+    const old = attempts.get(ep.endpoint_id);
+    const a = { after: old?.after ?? '', recent: old?.recent ?? [] }; // a copy: dropped on a switch
     for (;;) {
       const r = await c.get(`/api/v1/admin/endpoints/${enc(ep.endpoint_id)}/attempts?limit=100` +
         (a.after ? `&next=${enc(a.after)}` : ''));
@@ -434,9 +439,7 @@ async function loadEndpoints(c) {
     }
     seen.set(ep.endpoint_id, a);
   }
-  endpoints = list;
-  attempts = seen; // deleted endpoints drop out
-  endpointsAt = Date.now();
+  return { list, seen };
 }
 
 function attemptText(at) {
