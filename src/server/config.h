@@ -25,7 +25,8 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("data_dir", data_dir, CONFIG_STR, "./var", 0, 0, 0,                                          \
       "directory for the SQLite database, signing keys and archives")                              \
     X("store.url", store_url, CONFIG_STR, "", 0, 0, CONFIG_SECRET,                                 \
-      "sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB[?socket=PATH]; empty: DATA_DIR/roost.db")   \
+      "sqlite://PATH or mysql://USER:PASS@HOST:PORT[,HOST:PORT...]/DB[?socket=PATH]; empty: "      \
+      "DATA_DIR/roost.db")                                                                         \
     X("store.synchronous", store_synchronous, CONFIG_STR, "full", 0, 0, 0,                         \
       "SQLite durability: full (fsync every commit) or normal (WAL, fsync at checkpoints)")        \
     X("store.readers", store_readers, CONFIG_INT, "2", 1, 64, 0,                                   \
@@ -34,6 +35,9 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "write threads, each with its own transaction: 0 = 1, on MySQL too (doc/BENCHMARKS.md)")     \
     X("store.group_commit_max", store_group_commit_max, CONFIG_INT, "256", 1, 10000, 0,            \
       "most write requests sharing one transaction and one fsync")                                 \
+    X("store.failover_timeout_s", store_failover_timeout_s, CONFIG_INT, "10", 2, 600, 0,           \
+      "MySQL URL with several hosts (Galera): a node silent this long has failed; a write keeps "  \
+      "looking this long for a usable node before answering 503 (doc/MYSQL.md)")                   \
     X("lease.default_s", lease_default_s, CONFIG_INT, "60", 1, 86400, CONFIG_RELOADABLE,           \
       "lease length when a claim names none")                                                      \
     X("lease.max_s", lease_max_s, CONFIG_INT, "43200", 1, 604800, CONFIG_RELOADABLE,               \

@@ -212,6 +212,7 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
         .busy_timeout_ms = ROOST_BUSY_TIMEOUT_MS,
         .synchronous_full = strcmp(cfg->store_synchronous, "full") == 0,
         .admin_scan_ms = (int)cfg->limits_admin_scan_ms,
+        .failover_timeout_s = (int)cfg->store_failover_timeout_s,
     };
     /* A random mark for this process's rows in a shared change log (MySQL), so its tailer pings
      * only for commits made elsewhere. */

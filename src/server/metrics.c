@@ -577,6 +577,30 @@ static void render_snapshot(struct metrics *m, struct evbuffer *out, int64_t now
     }
 }
 
+/* Stores with several database hosts (a Galera cluster, doc/MYSQL.md): where writes go, and how
+ * often that moved. Nothing for single-server stores. */
+static void render_store_ha(struct evbuffer *out)
+{
+    struct store_ha_info ha[8];
+    size_t n = store_ha_list(ha, sizeof ha / sizeof ha[0]);
+    n = n < sizeof ha / sizeof ha[0] ? n : sizeof ha / sizeof ha[0];
+    if (n == 0) {
+        return;
+    }
+    family(out, "roost_store_failovers_total", "counter",
+           "Times this node's writes moved to another database node, by host list.");
+    for (size_t i = 0; i < n; i++) {
+        evbuffer_add_printf(out, "roost_store_failovers_total{hosts=\"%s\"} %llu\n", ha[i].hosts,
+                            (unsigned long long)ha[i].failovers);
+    }
+    family(out, "roost_store_writer", "gauge",
+           "1 for the database node this node writes to now (writer=\"\" while none is usable).");
+    for (size_t i = 0; i < n; i++) {
+        evbuffer_add_printf(out, "roost_store_writer{hosts=\"%s\",writer=\"%s\"} 1\n", ha[i].hosts,
+                            ha[i].writer);
+    }
+}
+
 int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *out)
 {
     int64_t now = time_now_ms();
@@ -652,6 +676,7 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
         out, "roost_store_write_retries_total %llu\n",
         (unsigned long long)atomic_load_explicit(&m->write_retries, memory_order_relaxed));
     webhook_stats_render(m->webhooks, out);
+    render_store_ha(out);
     return 0;
 }
 
