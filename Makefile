@@ -64,8 +64,8 @@ bench-sweep: deps build
 
 # The chaos matrix (doc/RELIABILITY.md): SQLite, a private MariaDB and a 3-node Galera cluster
 # (scripts/galera.sh), each CHAOS_MINUTES of seeded faults (CHAOS_SEED), then the invariant
-# checker. Run directories (logs, figures in summary.json) stay under build/chaos/. Exits
-# non-zero if any profile fails.
+# checker; with Galera also the failover test (ctest label galera). Run directories (logs,
+# figures in summary.json) stay under build/chaos/. Exits non-zero if anything fails.
 CHAOS_SEED ?= 1
 CHAOS_MINUTES ?= 5
 CHAOS_PROFILES ?= sqlite mysql $(if $(wildcard scripts/galera.sh),galera)
@@ -74,7 +74,10 @@ chaos: deps build
 	    python3 tests/chaos/chaos.py --profile $$p --seed $(CHAOS_SEED) \
 	        --minutes $(CHAOS_MINUTES) --bin-dir $(BUILD_DIR)/bin \
 	        --out $(BUILD_DIR)/chaos/full-$$p || status=1; \
-	done; exit $$status
+	done; \
+	case " $(CHAOS_PROFILES) " in *" galera "*) \
+	    ctest --test-dir $(BUILD_DIR) --output-on-failure --timeout 600 -L galera || status=1;; \
+	esac; exit $$status
 
 # libFuzzer on every tests/fuzz target, FUZZ_SECONDS (default 60) each (scripts/fuzz.sh).
 fuzz:
