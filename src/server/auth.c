@@ -50,6 +50,7 @@ struct token_slot {
 
 struct token_cache {
     pthread_mutex_t mu;
+    EVP_MD *sha256; /* fetched once: EVP_sha256() would look the provider up on every request */
     struct token_slot slots[TOKEN_CACHE_SLOTS];
 };
 
@@ -326,6 +327,10 @@ int auth_new(const struct config *cfg, struct auth **out, char *err, size_t errl
         goto out;
     }
     pthread_mutex_init(&a->cache->mu, NULL);
+    if ((a->cache->sha256 = EVP_MD_fetch(NULL, "SHA2-256", NULL)) == NULL) {
+        rc = ROOST_ENOMEM;
+        goto out;
+    }
     a->key = auth_load_key(path, create, err, errlen);
     if (a->key == NULL) {
         goto out;
@@ -363,6 +368,7 @@ void auth_free(struct auth *a)
     EVP_PKEY_free(a->key);
     if (a->cache) {
         pthread_mutex_destroy(&a->cache->mu);
+        EVP_MD_free(a->cache->sha256);
         free(a->cache);
     }
     free(a);
@@ -678,6 +684,24 @@ static bool issuer_audience_ok(const struct auth *a, const json_t *claims)
     return true;
 }
 
+void auth_principal_clear(struct auth_principal *p)
+{
+    p->tenant_id[0] = '\0';
+    p->sub[0] = '\0';
+    p->n_scopes = 0;
+    p->exp_ms = 0;
+}
+
+/* Copies the used part only: the whole struct is ~17 KiB, a token a few scopes. */
+static void principal_copy(struct auth_principal *dst, const struct auth_principal *src)
+{
+    memcpy(dst->tenant_id, src->tenant_id, sizeof dst->tenant_id);
+    memcpy(dst->sub, src->sub, sizeof dst->sub);
+    memcpy(dst->scopes, src->scopes, src->n_scopes * sizeof src->scopes[0]);
+    dst->n_scopes = src->n_scopes;
+    dst->exp_ms = src->exp_ms;
+}
+
 int auth_authenticate(const struct auth *a, const char *authorization, int64_t now_ms,
                       struct auth_principal *out)
 {
@@ -685,7 +709,7 @@ int auth_authenticate(const struct auth *a, const char *authorization, int64_t n
     struct jwt_parts parts;
     bool decoded = false;
 
-    memset(out, 0, sizeof *out);
+    auth_principal_clear(out);
     if (a == NULL || a->key == NULL || authorization == NULL) {
         return ROOST_EUNAUTHENTICATED;
     }
@@ -716,13 +740,13 @@ int auth_authenticate(const struct auth *a, const char *authorization, int64_t n
     }
     unsigned char digest[32];
     struct token_slot *slot = NULL;
-    if (a->cache && EVP_Digest(s, token_len, digest, NULL, EVP_sha256(), NULL) == 1) {
+    if (a->cache && EVP_Digest(s, token_len, digest, NULL, a->cache->sha256, NULL) == 1) {
         slot = &a->cache->slots[(digest[0] | (unsigned)digest[1] << 8) % TOKEN_CACHE_SLOTS];
         pthread_mutex_lock(&a->cache->mu);
         if (slot->used && memcmp(slot->digest, digest, sizeof digest) == 0) {
             bool valid = times_valid(slot->principal.exp_ms, slot->nbf_ms, slot->iat_ms, now_ms);
             if (valid) {
-                *out = slot->principal;
+                principal_copy(out, &slot->principal);
             }
             pthread_mutex_unlock(&a->cache->mu);
             return valid ? ROOST_OK : ROOST_EUNAUTHENTICATED;
@@ -764,7 +788,7 @@ int auth_authenticate(const struct auth *a, const char *authorization, int64_t n
         slot->used = true;
         slot->nbf_ms = nbf_ms;
         slot->iat_ms = iat_ms;
-        slot->principal = *out;
+        principal_copy(&slot->principal, out);
         pthread_mutex_unlock(&a->cache->mu);
     }
 out:
@@ -772,7 +796,7 @@ out:
         jwt_parts_cleanup(&parts);
     }
     if (rc != ROOST_OK) {
-        memset(out, 0, sizeof *out);
+        auth_principal_clear(out);
     }
     return rc;
 }

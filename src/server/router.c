@@ -299,7 +299,7 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     int auth_rc = auth_authenticate(rt->auth, authz, time_now_ms(), &rq->principal);
     free(query_bearer);
     if (auth_rc != ROOST_OK) {
-        memset(&rq->principal, 0, sizeof rq->principal);
+        auth_principal_clear(&rq->principal);
         request_reply_error(rq, ROOST_EUNAUTHENTICATED, NULL, NULL);
         return;
     }

@@ -47,17 +47,17 @@ const char *const store_sqlite_sql[S_COUNT] = {
                      " WHERE tenant_id = ?1 AND agent_id = ?2",
     [S_READ] = "SELECT " EVCOLS " FROM inbox"
                " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4",
-    /* An exact-match walk of inbox_claim in claim order (no sort step). The payload is read only
-     * for its size (the byte budget); the walk stops at the first row over the budget. */
-    [S_CLAIM_SELECT] = "SELECT seq, payload FROM inbox"
+    /* An exact-match walk of inbox_claim in claim order (no sort step), whole rows: the claim's
+     * UPDATE then needs no RETURNING (each would buffer its rows in a temporary B-tree). The walk
+     * stops at the first row over the byte budget. */
+    [S_CLAIM_SELECT] = "SELECT " EVCOLS " FROM inbox"
                        " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_PENDING
                        " AND (expires_at IS NULL OR expires_at > ?3)"
                        " ORDER BY priority DESC, seq ASC LIMIT ?4",
     [S_CLAIM_UPDATE] =
         "UPDATE inbox SET status = " ST_CLAIMED ", lease_token = ?4, consumer = ?5,"
         " claimed_at = ?6, claim_expires_at = ?7, attempts = attempts + 1"
-        " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq = ?3 AND status = " ST_PENDING
-        " RETURNING " EVCOLS,
+        " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq = ?3 AND status = " ST_PENDING,
     [S_EVENT_FIND] = "SELECT seq, status, lease_token, attempts, claimed_at, claim_expires_at"
                      " FROM inbox WHERE event_id = ?3 AND tenant_id = ?1 AND agent_id = ?2",
     /* The lease token is kept on completion so a repeated ack can be recognised. */
@@ -306,7 +306,7 @@ static int sq_state_patch(struct store *st, const char *tenant_id, const char *a
     return ROOST_OK;
 }
 
-/* Seqs (and payload sizes for the budget); the claim's UPDATE … RETURNING reads each row. */
+/* Whole rows (EVCOLS; column 6 is the payload, counted against the byte budget). */
 static int sq_claim_select(struct store *st, const char *tenant_id, const char *agent_id,
                            int64_t now_ms, int64_t limit, size_t max_bytes,
                            struct store_events *cands, bool *cut)
@@ -322,23 +322,23 @@ static int sq_claim_select(struct store *st, const char *tenant_id, const char *
     sqlite3_bind_int64(s, 3, now_ms);
     sqlite3_bind_int64(s, 4, limit);
     while ((rc = step(st, s)) == 1) {
-        if (!store_budget_take(&used, cands->len, (size_t)sqlite3_column_bytes(s, 1), max_bytes)) {
+        if (!store_budget_take(&used, cands->len, (size_t)sqlite3_column_bytes(s, 6), max_bytes)) {
             *cut = true; /* the rest stays pending, untouched */
             break;
         }
-        struct store_event *ev = store_events_push(cands);
-        if (ev == NULL) {
-            return ROOST_ENOMEM;
+        if ((rc = store_sqlite_push_row(s, cands)) != ROOST_OK) {
+            sqlite3_reset(s);
+            return rc;
         }
-        ev->seq = sqlite3_column_int64(s, 0);
     }
     sqlite3_reset(s);
     return rc < 0 ? rc : ROOST_OK;
 }
 
-static int sq_claim_update(struct store *st, const char *tenant_id, const char *agent_id,
-                           struct store_event *ev, const char *token, const char *consumer,
-                           int64_t now_ms, int64_t claim_expires_at_ms, bool *claimed)
+/* Claims the row `seq` if still pending (*claimed). */
+static int claim_row(struct store *st, const char *tenant_id, const char *agent_id, int64_t seq,
+                     const char *token, const char *consumer, int64_t now_ms,
+                     int64_t claim_expires_at_ms, bool *claimed)
 {
     sqlite3_stmt *s;
     int rc = stmt(st, S_CLAIM_UPDATE, &s);
@@ -347,21 +347,48 @@ static int sq_claim_update(struct store *st, const char *tenant_id, const char *
     }
     bind_text(s, 1, tenant_id);
     bind_text(s, 2, agent_id);
-    sqlite3_bind_int64(s, 3, ev->seq);
+    sqlite3_bind_int64(s, 3, seq);
     bind_text(s, 4, token);
     bind_text(s, 5, consumer);
     sqlite3_bind_int64(s, 6, now_ms);
     sqlite3_bind_int64(s, 7, claim_expires_at_ms);
-    if ((rc = step(st, s)) != 1) {
-        return rc < 0 ? rc : ROOST_OK;
+    return run_one(st, s, claimed);
+}
+
+/* The claim fields are set on the selected row here (the UPDATE returns nothing). */
+static int sq_claim_update(struct store *st, const char *tenant_id, const char *agent_id,
+                           struct store_event *ev, const char *token, const char *consumer,
+                           int64_t now_ms, int64_t claim_expires_at_ms, bool *claimed)
+{
+    int rc = claim_row(st, tenant_id, agent_id, ev->seq, token, consumer, now_ms,
+                       claim_expires_at_ms, claimed);
+    if (rc == ROOST_OK && *claimed) {
+        store_event_claimed(ev, token, consumer, now_ms, claim_expires_at_ms);
     }
-    store_event_cleanup(ev);
-    memset(ev, 0, sizeof *ev);
-    if ((rc = store_sqlite_row_to_event(s, ev)) != ROOST_OK) {
-        return rc;
+    return rc;
+}
+
+/* The IMMEDIATE transaction that selected the candidates holds the one write lock, so every one
+ * is still pending: one prepared statement, rebound per row. The lifecycle sets the claim fields
+ * on the candidates. */
+static int sq_claim_update_all(struct store *st, const char *tenant_id, const char *agent_id,
+                               struct store_events *cands,
+                               const char (*tokens)[STORE_LEASE_TOKEN_LEN + 1],
+                               const char *consumer, int64_t now_ms, int64_t claim_expires_at_ms)
+{
+    for (size_t i = 0; i < cands->len; i++) {
+        bool claimed = false;
+        int rc = claim_row(st, tenant_id, agent_id, cands->items[i].seq, tokens[i], consumer,
+                           now_ms, claim_expires_at_ms, &claimed);
+        if (rc != ROOST_OK) {
+            return rc;
+        }
+        if (!claimed) {
+            sq_set_error(st, "claim: a selected row was no longer pending");
+            return ROOST_ESTORE;
+        }
     }
-    *claimed = true;
-    return store_sqlite_run(store_sqlite_backend(st), s);
+    return ROOST_OK;
 }
 
 static int sq_seen(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms)
@@ -759,6 +786,7 @@ const struct store_dialect store_sqlite_dialect = {
     .state_patch = sq_state_patch,
     .claim_select = sq_claim_select,
     .claim_update = sq_claim_update,
+    .claim_update_all = sq_claim_update_all,
     .seen = sq_seen,
     .lease_find = sq_lease_find,
     .ack_update = sq_ack_update,
