@@ -14,6 +14,11 @@
 int jsonutil_parse_object(const char *buf, size_t len, size_t max_depth, json_t **out);
 /* Nesting depth of JSON text (brackets outside strings); stops counting past limit + 1. */
 size_t jsonutil_depth(const char *buf, size_t len, size_t limit);
+struct dynbuf;
+/* Appends s as a JSON string (quoted, escaped as jansson's compact dump escapes it: `"`, `\`,
+ * and control characters; other bytes as they are, so s must be valid UTF-8). s NULL appends
+ * null. */
+void jsonutil_add_string(struct dynbuf *b, const char *s);
 /* Serialises compactly (keys in insertion order). Caller frees with free(). NULL on ENOMEM. */
 char *jsonutil_dump(const json_t *v);
 

@@ -245,7 +245,12 @@ static void reply_json_text(struct request *rq, int status, struct evbuffer *buf
 static void reply_json(struct request *rq, int status, json_t *body, bool close_conn)
 {
     struct evbuffer *buf = body ? evbuffer_new() : NULL;
-    if (buf && json_dump_callback(body, dump_to_evbuffer, buf, JSON_COMPACT) != 0) {
+    /* Most answers fit the stack buffer: one append instead of one per token of the dump. */
+    char small[2048];
+    size_t n = buf ? json_dumpb(body, small, sizeof small, JSON_COMPACT) : 0;
+    if (buf && (n == 0 || n > sizeof small
+                    ? json_dump_callback(body, dump_to_evbuffer, buf, JSON_COMPACT) != 0
+                    : evbuffer_add(buf, small, n) != 0)) {
         evbuffer_free(buf);
         buf = NULL;
     }
