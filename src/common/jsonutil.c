@@ -3,6 +3,7 @@
  * document is refused before jansson's recursive parser sees it. */
 #include "common/jsonutil.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "common/dynbuf.h"
@@ -118,4 +119,19 @@ void jsonutil_add_string(struct dynbuf *b, const char *s)
     }
     dynbuf_add(b, run, (size_t)(s - run));
     dynbuf_addc(b, '"');
+}
+
+void jsonutil_add_int(struct dynbuf *b, int64_t v)
+{
+    char buf[24];
+    char *p = buf + sizeof buf;
+    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0) {
+        *--p = '-';
+    }
+    dynbuf_add(b, p, (size_t)(buf + sizeof buf - p));
 }

@@ -26,21 +26,6 @@ json_t *time_json(int64_t ms)
 
 /* ---- an event as JSON text ---- */
 
-static void add_int(struct dynbuf *b, int64_t v)
-{
-    char buf[24];
-    char *p = buf + sizeof buf;
-    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
-    do {
-        *--p = (char)('0' + u % 10);
-        u /= 10;
-    } while (u != 0);
-    if (v < 0) {
-        *--p = '-';
-    }
-    dynbuf_add(b, p, (size_t)(buf + sizeof buf - p));
-}
-
 static void add_time(struct dynbuf *b, int64_t ms)
 {
     if (ms <= 0) {
@@ -71,11 +56,11 @@ static void event_text(struct dynbuf *b, const struct store_event *ev, bool with
     ADD_KEY(b, "\"agent_id\"");
     jsonutil_add_string(b, ev->agent_id);
     ADD_KEY(b, "\"sequence_number\"");
-    add_int(b, ev->seq);
+    jsonutil_add_int(b, ev->seq);
     ADD_KEY(b, "\"status\"");
     jsonutil_add_string(b, store_status_name(ev->status));
     ADD_KEY(b, "\"priority\"");
-    add_int(b, ev->priority);
+    jsonutil_add_int(b, ev->priority);
     ADD_KEY(b, "\"correlation_id\"");
     jsonutil_add_string(b, ev->correlation_id);
     ADD_KEY(b, "\"payload\"");
@@ -94,13 +79,13 @@ static void event_text(struct dynbuf *b, const struct store_event *ev, bool with
     }
     if (with_claim || with_audit) {
         ADD_KEY(b, "\"attempts\"");
-        add_int(b, ev->attempts);
+        jsonutil_add_int(b, ev->attempts);
     }
     if (with_audit) {
         ADD_KEY(b, "\"timeouts\"");
-        add_int(b, ev->timeouts);
+        jsonutil_add_int(b, ev->timeouts);
         ADD_KEY(b, "\"nacks\"");
-        add_int(b, ev->nacks);
+        jsonutil_add_int(b, ev->nacks);
         ADD_KEY(b, "\"last_error\"");
         jsonutil_add_string(b, ev->last_error);
         ADD_KEY(b, "\"completed_at\"");
@@ -135,10 +120,24 @@ static void free_text(const void *data, size_t len, void *arg)
     free((void *)data);
 }
 
+struct evbuffer *json_text_take(struct dynbuf *b)
+{
+    struct evbuffer *out = b->err == DYNBUF_OK && b->s != NULL ? evbuffer_new() : NULL;
+    if (out != NULL && evbuffer_add_reference(out, b->s, b->len, free_text, NULL) == 0) {
+        b->s = NULL; /* the evbuffer owns it now */
+        b->len = b->cap = 0;
+        return out;
+    }
+    if (out != NULL) {
+        evbuffer_free(out);
+    }
+    dynbuf_cleanup(b);
+    return NULL;
+}
+
 struct evbuffer *events_json_new(const struct store_events *list, bool with_claim, bool with_audit,
                                  size_t max_bytes, size_t *n_out)
 {
-    struct evbuffer *out = evbuffer_new();
     struct dynbuf b = {.max = SIZE_MAX};
     size_t n = 0;
     dynbuf_add(&b, "{\"events\":[", 11);
@@ -155,15 +154,9 @@ struct evbuffer *events_json_new(const struct store_events *list, bool with_clai
         event_text(&b, ev, with_claim, with_audit);
     }
     dynbuf_addc(&b, ']');
-    /* The text moves into the buffer without a copy; it frees it. */
-    if (out == NULL || b.err != DYNBUF_OK ||
-        evbuffer_add_reference(out, b.s, b.len, free_text, NULL) != 0) {
-        dynbuf_cleanup(&b);
-        if (out) {
-            evbuffer_free(out);
-        }
-        return NULL;
+    struct evbuffer *out = json_text_take(&b);
+    if (out != NULL) {
+        *n_out = n;
     }
-    *n_out = n;
     return out;
 }
