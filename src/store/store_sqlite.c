@@ -68,7 +68,10 @@ const char *const store_sqlite_sql[S_COUNT] = {
     /* The lease token is kept on completion so a repeated ack can be recognised. */
     [S_ACK] = "UPDATE inbox SET status = " ST_COMPLETED ", payload = NULL, completed_at = ?5"
               " WHERE event_id = ?3 AND tenant_id = ?1 AND agent_id = ?2 AND status = " ST_CLAIMED
-              " AND lease_token = ?4 RETURNING available_at",
+              " AND lease_token = ?4",
+    /* After an ack changed its row: a point read is cheaper than RETURNING, which buffers its
+     * row in a temporary B-tree. */
+    [S_ACK_AVAILABLE] = "SELECT available_at FROM inbox WHERE event_id = ?2 AND tenant_id = ?1",
     [S_RELEASE_UPDATE] =
         "UPDATE inbox SET status = ?5, available_at = ?6, nacks = nacks + ?7,"
         " last_error = coalesce(?8, last_error), lease_token = NULL,"
@@ -474,14 +477,20 @@ static int sq_ack_update(struct store *st, const char *tenant_id, const char *ag
     bind_text(s, 3, event_id);
     bind_text(s, 4, token);
     sqlite3_bind_int64(s, 5, now_ms);
-    if ((rc = step(st, s)) != 1) {
-        return rc < 0 ? rc : ROOST_OK;
+    if ((rc = run_one(st, s, acked)) != ROOST_OK || !*acked || available_at_ms == NULL) {
+        return rc;
     }
-    *acked = true;
-    if (available_at_ms != NULL) {
-        *available_at_ms = sqlite3_column_int64(s, 0);
+    if ((rc = stmt(st, S_ACK_AVAILABLE, &s)) != ROOST_OK) {
+        return rc;
     }
-    return store_sqlite_run(store_sqlite_backend(st), s);
+    bind_text(s, 1, tenant_id);
+    bind_text(s, 2, event_id);
+    if ((rc = step(st, s)) < 0) {
+        return rc;
+    }
+    *available_at_ms = rc == 1 ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_reset(s);
+    return ROOST_OK;
 }
 
 static int sq_release_update(struct store *st, const char *tenant_id, const char *agent_id,

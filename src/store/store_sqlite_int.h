@@ -34,6 +34,7 @@ enum stmt_id {
     S_CLAIM_UPDATE,
     S_EVENT_FIND,
     S_ACK,
+    S_ACK_AVAILABLE,
     S_RELEASE_UPDATE,
     S_EXTEND_UPDATE,
     S_RELEASE_ALL,
