@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps deps-run configure build install run test test-asan bench bench-sse bench-mysql clean format fuzz
+.PHONY: all deps deps-run configure build install run test test-asan bench bench-sse bench-mysql bench-sweep clean format fuzz
 
 all: build
 
@@ -52,6 +52,13 @@ bench-sse: deps build
 # SKIP LOCKED loop, cross-node ping latency; about 5 minutes (doc/BENCHMARKS.md).
 bench-mysql: deps build
 	@scripts/bench_mysql.sh
+
+# Scenario 1 swept over P = C ∈ {1, 2, 4, 8, 16}: roostd on SQLite and on MariaDB with 1, 2 and 4
+# nodes against direct SQLite, the plain SKIP LOCKED loop and the in-memory ceiling; medians of
+# BENCH_RUNS (3) runs of BENCH_SECONDS (5) each, about 14 minutes on 2 cores. Writes a TSV and
+# the plot (doc/BENCHMARKS.md, "The sweep"); BENCH_WRITE_DOC=1 puts them into doc/.
+bench-sweep: deps build
+	@scripts/bench_sweep.sh
 
 # libFuzzer on every tests/fuzz target, FUZZ_SECONDS (default 60) each (scripts/fuzz.sh).
 fuzz:

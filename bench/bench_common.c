@@ -24,6 +24,29 @@ void bench_sleep_until(int64_t deadline_ns)
     }
 }
 
+static void window_mark(const char *what)
+{
+    const char *path = getenv("BENCH_WINDOW_FILE");
+    if (path == NULL || *path == '\0') {
+        return;
+    }
+    FILE *f = fopen(path, "a");
+    if (f == NULL) {
+        fprintf(stderr, "bench: cannot open BENCH_WINDOW_FILE %s\n", path);
+        return;
+    }
+    fprintf(f, "%s\n", what);
+    fclose(f);
+}
+
+void bench_window_sleep(int64_t start_ns, int64_t end_ns)
+{
+    bench_sleep_until(start_ns);
+    window_mark("begin");
+    bench_sleep_until(end_ns);
+    window_mark("end");
+}
+
 static size_t hist_index(int64_t v)
 {
     if (v < 0) {

@@ -13,6 +13,11 @@
 int64_t bench_now_ns(void);
 /* Sleeps until `deadline_ns` (bench_now_ns() clock). */
 void bench_sleep_until(int64_t deadline_ns);
+/* Sleeps through the warm-up and the measurement window [start_ns, end_ns). When the environment
+ * names a file in BENCH_WINDOW_FILE, appends "begin" to it as the window opens and "end" as it
+ * closes, so a script can sample server counters (SHOW GLOBAL STATUS, /metrics) over the very
+ * window the tool counts cycles in. */
+void bench_window_sleep(int64_t start_ns, int64_t end_ns);
 
 /* Values 0…127 are exact, larger ones keep 7 significant bits: 64 buckets per power of two. */
 #define HIST_BUCKETS (64 * 64)

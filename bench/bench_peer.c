@@ -43,7 +43,7 @@ int bench_peer_run(const char *tool, int producers, int consumers, int agents, d
             return -1;
         }
     }
-    bench_sleep_until(win_end_ns);
+    bench_window_sleep(win_start_ns, win_end_ns);
     atomic_store(&bench_stop, true);
     /* Consumers waiting for a commit would otherwise sleep on. */
     for (int i = 0; i < agents; i++) {

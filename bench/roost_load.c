@@ -15,8 +15,9 @@
  * With several servers (--url repeated, or a comma list: nodes of one cluster sharing a database
  * and a token key) producer i and consumer i talk to server i % n.
  *
- * Counts are taken inside the measurement window only (after --warmup, for --seconds). Output:
- * one "RESULT key=value …" line on stdout; diagnostics on stderr. */
+ * Counts are taken inside the measurement window only (after --warmup, for --seconds); with
+ * BENCH_WINDOW_FILE set, "begin" and "end" are written to it as the window opens and closes
+ * (bench_window_sleep). Output: one "RESULT key=value …" line on stdout; diagnostics on stderr. */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -746,7 +747,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    bench_sleep_until(g_win_end_ns);
+    bench_window_sleep(g_win_start_ns, g_win_end_ns);
     atomic_store(&g_stop, true);
     struct bench_result *total = calloc(1, sizeof *total);
     if (!total) {

@@ -5,7 +5,9 @@
 # Per run: a fresh roostd (port 0, ready file) driven by bench/roost_load at P2C2, P8C8, P8C8 with
 # batch acks and paced at BENCH_RATE events/s (P2C2); then the peers: bench/sqlite_direct P2C2
 # (direct SQLite, one row per transaction) and bench/null_server (in-memory, no durability)
-# driven by the same roost_load at P8C8 (and with batch acks).
+# driven by the same roost_load at P8C8 (and with batch acks). roostd's /metrics is sampled as
+# each window opens and closes (bench_lib.sh bench_measure): commits and retries per cycle.
+# The sweep over P = C for both stores is scripts/bench_sweep.sh (make bench-sweep).
 #
 # Environment (all optional):
 #   BUILD_DIR          build tree with bin/roostd, bin/roost_load, … (default: build)
@@ -59,58 +61,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Runs one measurement; appends "scenario=… run=… RESULT …" to the raw file.
-measure() {
-    local scenario=$1 run=$2 err
-    shift 2
-    err=$WORK/runs/$scenario.$run.err
-    local line
-    if ! line=$("$@" 2>"$err" | grep '^RESULT ' || true) || [ -z "$line" ]; then
-        echo "bench: $scenario (run $run) produced no result; stderr:" >&2
-        tail -10 "$err" >&2
-        return 0
-    fi
-    echo "scenario=$scenario run=$run ${line#RESULT }" >>"$RAW"
-    local errors
-    errors=$(kv "$line" errors)
-    printf '  %-20s run %d: %8s cycles/s  p50 %8s ms  p99 %8s ms  errors %s\n' "$scenario" "$run" \
-        "$(kv "$line" cycles_per_s)" "$(kv "$line" lat_p50_ms)" "$(kv "$line" lat_p99_ms)" "$errors"
-    if [ "$errors" != 0 ]; then
-        echo "  WARNING: $scenario run $run had $errors unexpected answers; first ones:" >&2
-        head -5 "$err" | sed 's/^/    /' >&2
-    fi
-}
-
-kv() { # kv "line" key → value
-    tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2; exit }'
-}
-
-# Median of a key over the runs of one scenario ("-" when none).
-median() {
-    grep "^scenario=$1 " "$RAW" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }' |
-        sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-range() { # "min–max" of a key over the runs of one scenario
-    grep "^scenario=$1 " "$RAW" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }' |
-        sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR) printf "%s–%s", lo, hi; else printf "-" }'
-}
-
-# Median over runs of scenario A / scenario B, each pair from the same run; prints "median (min–max)".
-ratio() {
-    local a=$1 b=$2 run va vb out=""
-    for run in $(seq 1 "$RUNS"); do
-        va=$(grep "^scenario=$a run=$run " "$RAW" | head -1 || true)
-        vb=$(grep "^scenario=$b run=$run " "$RAW" | head -1 || true)
-        if [ -z "$va" ] || [ -z "$vb" ]; then
-            continue
-        fi
-        out+="$(awk -v x="$(kv "$va" cycles_per_s)" -v y="$(kv "$vb" cycles_per_s)" 'BEGIN { if (y > 0) printf "%.3f", x / y }') "
-    done
-    tr ' ' '\n' <<<"$out" | grep . | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit } m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f (%.2f–%.2f)\n", m, v[1], v[NR] }'
-}
-
 START=$(date +%s)
 CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || echo unknown)
 FSTYPE=$(df --output=fstype "$WORK" 2>/dev/null | tail -1 || true)
@@ -133,21 +83,23 @@ for run in $(seq 1 "$RUNS"); do
     mkdir -p "$d"
     start_server "$d/ready" "$d/roostd.log" "$BIN/roostd" --data-dir "$d" --listen 127.0.0.1:0 \
         --ready-file "$d/ready" --set "store.synchronous=$SYNC" "${ROOSTD_ARGS[@]}"
-    measure roostd_p2c2 "$run" "${LOAD[@]}" --data-dir "$d" --producers 2 --consumers 2
-    [ "$EXTRA" = 1 ] && measure roostd_p2c2_batch "$run" "${LOAD[@]}" --data-dir "$d" \
+    COUNTERS_URLS=$(cat "$d/ready")
+    bench_measure roostd_p2c2 "$run" "${LOAD[@]}" --data-dir "$d" --producers 2 --consumers 2
+    [ "$EXTRA" = 1 ] && bench_measure roostd_p2c2_batch "$run" "${LOAD[@]}" --data-dir "$d" \
         --producers 2 --consumers 2 --batch-ack
-    measure roostd_p8c8 "$run" "${LOAD[@]}" --data-dir "$d" --producers 8 --consumers 8
-    measure roostd_p8c8_batch "$run" "${LOAD[@]}" --data-dir "$d" --producers 8 --consumers 8 \
+    bench_measure roostd_p8c8 "$run" "${LOAD[@]}" --data-dir "$d" --producers 8 --consumers 8
+    bench_measure roostd_p8c8_batch "$run" "${LOAD[@]}" --data-dir "$d" --producers 8 --consumers 8 \
         --batch-ack
-    measure roostd_paced "$run" "${LOAD[@]}" --data-dir "$d" --producers 2 --consumers 2 \
+    bench_measure roostd_paced "$run" "${LOAD[@]}" --data-dir "$d" --producers 2 --consumers 2 \
         --rate "$RATE"
+    COUNTERS_URLS=""
     stop_server roostd "$d/roostd.log"
     [ "${BENCH_KEEP:-0}" = 1 ] || rm -f "$d"/roost.db*
 
     db=$WORK/runs/sqlite_direct.$run.db
-    measure sqlite_p2c2 "$run" "$BIN/sqlite_direct" --db "$db" --fresh --synchronous "$SYNC" \
+    bench_measure sqlite_p2c2 "$run" "$BIN/sqlite_direct" --db "$db" --fresh --synchronous "$SYNC" \
         --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2
-    [ "$EXTRA" = 1 ] && measure sqlite_p2c2_batch "$run" "$BIN/sqlite_direct" --db "$db" --fresh \
+    [ "$EXTRA" = 1 ] && bench_measure sqlite_p2c2_batch "$run" "$BIN/sqlite_direct" --db "$db" --fresh \
         --synchronous "$SYNC" --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2 \
         --batch-ack
     [ "${BENCH_KEEP:-0}" = 1 ] || rm -f "$db" "$db"-wal "$db"-shm
@@ -157,12 +109,12 @@ for run in $(seq 1 "$RUNS"); do
     start_server "$n/ready" "$n/null_server.log" "$BIN/null_server" --listen 127.0.0.1:0 \
         --ready-file "$n/ready"
     url=$(cat "$n/ready")
-    [ "$EXTRA" = 1 ] && measure null_p2c2 "$run" "${LOAD[@]}" --url "$url" --target null \
+    [ "$EXTRA" = 1 ] && bench_measure null_p2c2 "$run" "${LOAD[@]}" --url "$url" --target null \
         --producers 2 --consumers 2
-    [ "$EXTRA" = 1 ] && measure null_p2c2_batch "$run" "${LOAD[@]}" --url "$url" --target null \
+    [ "$EXTRA" = 1 ] && bench_measure null_p2c2_batch "$run" "${LOAD[@]}" --url "$url" --target null \
         --producers 2 --consumers 2 --batch-ack
-    measure null_p8c8 "$run" "${LOAD[@]}" --url "$url" --target null --producers 8 --consumers 8
-    measure null_p8c8_batch "$run" "${LOAD[@]}" --url "$url" --target null --producers 8 \
+    bench_measure null_p8c8 "$run" "${LOAD[@]}" --url "$url" --target null --producers 8 --consumers 8
+    bench_measure null_p8c8_batch "$run" "${LOAD[@]}" --url "$url" --target null --producers 8 \
         --consumers 8 --batch-ack
     stop_server null_server "$n/null_server.log"
 done
@@ -170,17 +122,28 @@ ELAPSED=$(($(date +%s) - START))
 
 # ---- the table ----
 RESULTS=$WORK/results.md
+# Commits per cycle: roostd's group transactions (/metrics) or sqlite_direct's own transactions.
+commits() {
+    local m
+    m=$(median "$1" roostd_commits_per_cycle)
+    [ "$m" != - ] || m=$(median "$1" commits_per_cycle)
+    echo "$m"
+}
+# The per-run ratio of a roostd row to a peer of the same shape ("-" when that peer did not run).
+xpeer() { # SCENARIO PEER_PREFIX
+    local peer=$2_${1#roostd_}
+    case $1 in roostd_paced | null_* | sqlite_*) echo - ; return ;; esac
+    grep -q "^scenario=$peer " "$RAW" && ratio "$1" "$peer" || echo -
+}
 row() { # scenario, description
     local s=$1
     grep -q "^scenario=$s " "$RAW" || return 0
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
-        "$(median "$s" cycles_per_s)" "$(range "$s" cycles_per_s)" "$(median "$s" publish_per_s)" \
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
+        "$(median "$s" cycles_per_s)" "$(range "$s" cycles_per_s)" "$(xpeer "$s" sqlite)" \
+        "$(xpeer "$s" null)" "$(median "$s" publish_per_s)" \
         "$(median "$s" publish_p50_ms)" "$(median "$s" lat_p50_ms)" "$(median "$s" lat_p99_ms)" \
-        "$(grep "^scenario=$s " "$RAW" | tr ' ' '\n' | awk -F= '$1 == "errors" { n += $2 } END { print n + 0 }')"
-}
-check() { # value, op, target → "met" / "NOT met"
-    awk -v v="${1%% *}" -v op="$2" -v t="$3" 'BEGIN { if (v == "-" || v == "") { print "n/a"; exit }
-        ok = (op == ">=") ? (v + 0 >= t + 0) : (v + 0 <= t + 0); print ok ? "met" : "**not met**" }'
+        "$(median "$s" stmts_per_cycle)" "$(commits "$s")" "$(total "$s" roostd_retries)" \
+        "$(total "$s" errors)"
 }
 R_SQL=$(ratio roostd_p2c2 sqlite_p2c2)
 R_NULL=$(ratio roostd_p8c8 null_p8c8)
@@ -195,8 +158,8 @@ PACED_RATE=$(median roostd_paced publish_per_s)
     echo "$RUNS runs × ${SECS} s windows after ${WARMUP} s warm-up; medians (min–max over runs); $ELAPSED s in all."
     echo "Command: \`make bench\` (\`BUILD_DIR=${BUILD_DIR#"$ROOT"/} BENCH_RUNS=$RUNS BENCH_SECONDS=$SECS BENCH_WARMUP=$WARMUP BENCH_RATE=$RATE BENCH_SYNC=$SYNC scripts/bench.sh\`)."
     echo
-    echo "| scenario | what | full cycles/s | range | publishes/s | publish RTT p50 ms | latency p50 ms | latency p99 ms | errors |"
-    echo "|---|---|---|---|---|---|---|---|---|"
+    echo "| scenario | what | full cycles/s | range | × direct SQLite | × null server | publishes/s | publish RTT p50 ms | latency p50 ms | latency p99 ms | statements / cycle | commits / cycle | retries | errors |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     row roostd_p2c2 "roostd, P2 C2, ack each"
     row roostd_p2c2_batch "roostd, P2 C2, batch ack"
     row roostd_p8c8 "roostd, P8 C8, ack each"
@@ -209,9 +172,15 @@ PACED_RATE=$(median roostd_paced publish_per_s)
     row null_p8c8 "null server, P8 C8, ack each"
     row null_p8c8_batch "null server, P8 C8, batch ack"
     echo
-    echo "Full cycles/s = events acknowledged per second. Latency = publish start → ack success; in the"
+    echo "Full cycles/s = events acknowledged per second; × direct SQLite and × null server = median"
+    echo "(min–max) of the per-run ratios to that peer at the same shape (the peers run the shapes above)."
+    echo "Latency = publish start → ack success; in the"
     echo "closed-loop rows it mostly measures the backlog the producers build, only the paced row is a"
-    echo "latency figure. Publish RTT = one publish call, reply after the fsync."
+    echo "latency figure. Publish RTT = one publish call, reply after the fsync. Commits / cycle: roostd's"
+    echo "group transactions (\`roost_group_commit_batch_size_count\` on /metrics) or sqlite_direct's own"
+    echo "transactions; statements / cycle: sqlite_direct's own count (roostd does not count its SQLite"
+    echo "statements); retries: \`roost_store_write_retries_total\` (a busy store); all over the window,"
+    echo "per event acknowledged in it (summed over runs for retries and errors)."
     echo
     echo "| target (BENCHMARKS.md) | measured, median (min–max) of per-run ratios | |"
     echo "|---|---|---|"

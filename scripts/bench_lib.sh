@@ -11,6 +11,15 @@
 #   bench_stop_all                   SIGTERM to every pid of SERVER_PIDS (and SERVER_PID) at
 #                                    once, then bench_reap each
 # The scripts' exit traps call bench_stop_all, which also covers SERVER_PID.
+#
+# And the measurement and its statistics, over the raw file RAW (one "scenario=S run=N key=value …"
+# line per measurement) and RUNS:
+#   bench_measure SCENARIO RUN ARGV…  runs one load tool (roost_load, sqlite_direct, mysql_direct),
+#                                    samples the server's counters (bench_counters) as the tool's
+#                                    measurement window opens and closes, appends the tool's
+#                                    RESULT keys and the counters per full cycle to RAW
+#   kv LINE KEY, median S KEY, range S KEY, total S KEY, ratio A B, check V OP T
+# and for MariaDB (BENCH_DB_SOCKET, BASE_URL): bench_sql, fresh_db NAME, start_nodes N URL DIR.
 
 SERVER_PID=""
 SERVER_PIDS=()
@@ -82,4 +91,191 @@ bench_stop_all() {
     done
     SERVER_PID=""
     SERVER_PIDS=()
+}
+
+# ---- counters and measurement ----
+
+# Where bench_counters reads: COUNTERS_DB=1 samples the MariaDB of BENCH_DB_SOCKET (SHOW GLOBAL
+# STATUS), COUNTERS_URLS (comma list) the /metrics of those roostd nodes (loopback peers may read
+# it without a token). Both are set by the scripts before each bench_measure.
+COUNTERS_DB=""
+COUNTERS_URLS=""
+
+bench_sql() {
+    "${MARIADB:-mariadb}" --no-defaults --protocol=socket --socket="$BENCH_DB_SOCKET" -uroot -N -B "$@"
+}
+
+# One line of "name=value": the server-wide counters the per-cycle figures are made of.
+#   Questions (statements, each of a multi-statement round trip and each prepared-statement
+#   execution counted), Handler_commit (engine commits, also one per autocommit statement),
+#   Com_commit (COMMIT statements), Innodb_deadlocks, Innodb_row_lock_waits;
+#   roostd_retries (roost_store_write_retries_total), roostd_commits (group transactions
+#   committed: roost_group_commit_batch_size_count), summed over the nodes.
+bench_counters() {
+    if [ "$COUNTERS_DB" = 1 ]; then
+        bench_sql -e "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Handler_commit',
+            'Com_commit', 'Innodb_deadlocks', 'Innodb_row_lock_waits')" |
+            awk '{ printf "%s=%s ", $1, $2 }'
+    fi
+    if [ -n "$COUNTERS_URLS" ]; then
+        local u
+        for u in ${COUNTERS_URLS//,/ }; do
+            curl -s --max-time 10 --retry 1 "$u/metrics" || echo "roost_metrics_unreadable 1"
+        done | awk '$1 == "roost_store_write_retries_total" { r += $2 }
+            $1 == "roost_group_commit_batch_size_count" { c += $2 }
+            $1 == "roost_metrics_unreadable" { bad = 1 }
+            END { if (bad) printf "roostd_unreadable=1 "; printf "roostd_retries=%d roostd_commits=%d", r, c }'
+    fi
+    echo
+}
+
+# Per-cycle keys from two bench_counters lines and the acknowledged events of the window.
+bench_counter_deltas() { # BEFORE AFTER ACKED
+    awk -v a="$1" -v b="$2" -v acked="$3" 'BEGIN {
+        n = split(a, x, " "); for (i = 1; i <= n; i++) { split(x[i], kvp, "="); v0[kvp[1]] = kvp[2] }
+        n = split(b, y, " "); for (i = 1; i <= n; i++) { split(y[i], kvp, "="); v1[kvp[1]] = kvp[2] }
+        c = acked > 0 ? acked : 1
+        if ("Questions" in v1)
+            printf "db_questions_per_cycle=%.2f db_commits_per_cycle=%.2f db_commit_stmts_per_cycle=%.2f db_deadlocks=%d db_lock_waits=%d ",
+                (v1["Questions"] - v0["Questions"]) / c, (v1["Handler_commit"] - v0["Handler_commit"]) / c,
+                (v1["Com_commit"] - v0["Com_commit"]) / c, v1["Innodb_deadlocks"] - v0["Innodb_deadlocks"],
+                v1["Innodb_row_lock_waits"] - v0["Innodb_row_lock_waits"]
+        if ("roostd_retries" in v1 && !("roostd_unreadable" in v0) && !("roostd_unreadable" in v1))
+            printf "roostd_retries=%d roostd_commits_per_cycle=%.2f ", v1["roostd_retries"] - v0["roostd_retries"],
+                (v1["roostd_commits"] - v0["roostd_commits"]) / c
+    }' | sed 's/ $//'
+}
+
+# bench_wait_mark FD PID MARK: reads FD until the line MARK; fails once PID has exited without
+# writing it.
+bench_wait_mark() {
+    local m
+    while :; do
+        if read -r -t 1 -u "$1" m; then
+            [ "$m" = "$3" ] && return 0
+            continue
+        fi
+        kill -0 "$2" 2>/dev/null && continue
+        read -r -t 0.2 -u "$1" m && [ "$m" = "$3" ] && return 0
+        return 1
+    done
+}
+
+# bench_measure SCENARIO RUN ARGV…: the tool writes "begin" and "end" into a FIFO
+# (BENCH_WINDOW_FILE) as its window opens and closes; the counters are sampled right then, so
+# they cover the window the tool counts its cycles in (give or take the ~20-50 ms a sample
+# takes). Prints one summary line; a tool without a RESULT line is reported and skipped.
+bench_measure() {
+    local scenario=$1 run=$2
+    shift 2
+    local err=$WORK/runs/$scenario.$run.err out=$WORK/runs/$scenario.$run.out
+    local fifo=$WORK/runs/$scenario.$run.window mark s0="" s1="" lrc=0
+    rm -f "$fifo"
+    mkfifo "$fifo"
+    exec {wfd}<>"$fifo" # read-write: the tool's open never blocks, the reads wait for its marks
+    BENCH_WINDOW_FILE=$fifo "$@" >"$out" 2>"$err" &
+    local load=$!
+    if bench_wait_mark "$wfd" "$load" begin; then
+        s0=$(bench_counters)
+        if bench_wait_mark "$wfd" "$load" end; then
+            s1=$(bench_counters)
+        fi
+    fi
+    wait "$load" || lrc=$?
+    exec {wfd}<&-
+    rm -f "$fifo"
+    local line
+    line=$(grep '^RESULT ' "$out" | head -1 || true)
+    if [ -z "$line" ]; then
+        echo "$BENCH_NAME: $scenario (run $run) produced no result (exit $lrc); stderr:" >&2
+        tail -10 "$err" >&2
+        return 0
+    fi
+    local d=""
+    [ -z "$s0" ] || [ -z "$s1" ] || d=$(bench_counter_deltas "$s0" "$s1" "$(kv "$line" acked)")
+    if { [ "$COUNTERS_DB" = 1 ] && [[ $d != *db_questions_per_cycle=* ]]; } ||
+        { [ -n "$COUNTERS_URLS" ] && [[ $d != *roostd_retries=* ]]; }; then
+        echo "$BENCH_NAME: WARNING: $scenario (run $run): the server counters were not sampled over" \
+            "the whole window (a mark missed, or /metrics or MariaDB did not answer); its per-cycle" \
+            "columns stay empty" >&2
+    fi
+    echo "scenario=$scenario run=$run ${line#RESULT }${d:+ $d}" >>"$RAW"
+    local errors
+    errors=$(kv "$line" errors)
+    printf '  %-18s run %d: %8s cycles/s  publish p50 %7s ms  %s  errors %s\n' "$scenario" "$run" \
+        "$(kv "$line" cycles_per_s)" "$(kv "$line" publish_p50_ms)" "$d" "$errors"
+    if [ "$errors" != 0 ]; then
+        echo "  WARNING: $scenario run $run had $errors unexpected answers; first ones:" >&2
+        head -5 "$err" | sed 's/^/    /' >&2
+    fi
+}
+
+# ---- roostd on MariaDB ----
+
+fresh_db() { # fresh_db NAME → URL of a new, empty database NAME on the MariaDB at BASE_URL
+    bench_sql -e "DROP DATABASE IF EXISTS $1; CREATE DATABASE $1 CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+    echo "${BASE_URL%/*}/$1"
+}
+
+# start_nodes N URL DIR: N roostd nodes on database URL (BIN/roostd, tail.interval_ms=TAIL_MS,
+# ROOSTD_ARGS), data dirs DIR/n1…; node 1's token key signs for all of them. Sets NODE_URLS (comma
+# list) and KEY; the nodes join SERVER_PIDS (bench_stop_all stops them).
+start_nodes() {
+    local n=$1 url=$2 dir=$3 i d
+    NODE_URLS=""
+    KEY=$dir/n1/token_ed25519.pem
+    for i in $(seq 1 "$n"); do
+        d=$dir/n$i
+        mkdir -p "$d"
+        local keyopt=()
+        [ "$i" -gt 1 ] && keyopt=(--set "auth.key_file=$KEY")
+        "$BIN/roostd" --data-dir "$d" --listen 127.0.0.1:0 --ready-file "$d/ready" --store "$url" \
+            --set "tail.interval_ms=$TAIL_MS" "${keyopt[@]}" "${ROOSTD_ARGS[@]}" >"$d/roostd.log" 2>&1 &
+        SERVER_PIDS+=($!)
+        bench_wait_ready "${SERVER_PIDS[-1]}" "$d/ready" "$d/roostd.log"
+        NODE_URLS+="${NODE_URLS:+,}$(cat "$d/ready")"
+    done
+}
+
+# ---- statistics over RAW ----
+
+kv() { # kv "line" key → value
+    tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2; exit }'
+}
+
+values() { # values SCENARIO KEY: one value per run (none when the scenario did not run)
+    { grep "^scenario=$1 " "$RAW" || true; } | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'
+}
+
+median() { # median SCENARIO KEY ("-" when none)
+    values "$1" "$2" | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+range() { # "min–max" of a key over the runs of one scenario
+    values "$1" "$2" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR) printf "%s–%s", lo, hi; else printf "-" }'
+}
+
+total() { # sum of a key over the runs ("-" when no run has it)
+    values "$1" "$2" | awk '{ n += $1 } END { if (NR) print n + 0; else print "-" }'
+}
+
+# Per-run cycles/s ratios A/B (each pair from the same run), one per line.
+ratios() {
+    local a=$1 b=$2 run va vb
+    for run in $(seq 1 "$RUNS"); do
+        va=$(grep "^scenario=$a run=$run " "$RAW" | head -1 || true)
+        vb=$(grep "^scenario=$b run=$run " "$RAW" | head -1 || true)
+        [ -n "$va" ] && [ -n "$vb" ] || continue
+        awk -v x="$(kv "$va" cycles_per_s)" -v y="$(kv "$vb" cycles_per_s)" 'BEGIN { if (y > 0) printf "%.3f\n", x / y }'
+    done
+}
+
+ratio() { # median of the per-run ratios A/B: "median (min–max)"
+    ratios "$1" "$2" | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit } m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f (%.2f–%.2f)\n", m, v[1], v[NR] }'
+}
+
+check() { # value, op, target → "met" / "**not met**"
+    awk -v v="${1%% *}" -v op="$2" -v t="$3" 'BEGIN { if (v == "-" || v == "") { print "n/a"; exit }
+        ok = (op == ">=") ? (v + 0 >= t + 0) : (v + 0 <= t + 0); print ok ? "met" : "**not met**" }'
 }

@@ -9,11 +9,11 @@
 #                             consumer i on node i % n (all nodes share one token key)
 #   ping_2n                   scenario 6: bench/sse_bench subscribers on node 1, paced publishes
 #                             on node 2, publish sent → ping received (the other node's tailer)
-# Every scenario gets a fresh database and fresh nodes. Around each measurement window the
-# server's SHOW GLOBAL STATUS is sampled (Innodb_deadlocks, Innodb_row_lock_waits, Questions,
-# Handler_commit; the window is approximate: sampled after the warm-up by this script), and
-# roostd's "store writes … retries=" log lines (deadlock / lock-wait retries) are summed over the
-# nodes at shutdown.
+# Every scenario gets a fresh database and fresh nodes. As each tool's measurement window opens
+# and closes (it marks both in BENCH_WINDOW_FILE) the server's SHOW GLOBAL STATUS (Questions,
+# Handler_commit, Com_commit, Innodb_deadlocks, Innodb_row_lock_waits) and every node's /metrics
+# (roost_store_write_retries_total, group commits) are sampled: the deltas over the window,
+# divided by the full cycles of that window (bench_lib.sh bench_measure).
 #
 # Environment (all optional):
 #   BUILD_DIR          build tree with bin/roostd, bin/roost_load, … (default: build)
@@ -82,106 +82,21 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-sql() { "$MARIADB" --no-defaults --protocol=socket --socket="$DBDIR/mysqld.sock" -uroot -N -B "$@"; }
+BENCH_DB_SOCKET=$DBDIR/mysqld.sock
+COUNTERS_DB=1
+sql() { bench_sql "$@"; }
 
-# "deadlocks lock_waits questions handler_commits com_commits" from SHOW GLOBAL STATUS.
-status_snap() {
-    sql -e "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_deadlocks', 'Innodb_row_lock_waits',
-        'Questions', 'Handler_commit', 'Com_commit')" |
-        awk '{ v[$1] = $2 } END { printf "%s %s %s %s %s\n", v["Innodb_deadlocks"] + 0,
-            v["Innodb_row_lock_waits"] + 0, v["Questions"] + 0, v["Handler_commit"] + 0,
-            v["Com_commit"] + 0 }'
-}
-
-fresh_db() { # fresh_db NAME → URL of a new, empty database NAME
-    sql -e "DROP DATABASE IF EXISTS $1; CREATE DATABASE $1 CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
-    echo "${BASE_URL%/*}/$1"
-}
-
-# start_nodes N URL DIR: N roostd nodes on database URL, data dirs DIR/n1…; node 1's token key
-# signs for all of them. Sets NODE_URLS (comma list) and KEY.
-start_nodes() {
-    local n=$1 url=$2 dir=$3 i d
-    NODE_URLS=""
-    KEY=$dir/n1/token_ed25519.pem
-    for i in $(seq 1 "$n"); do
-        d=$dir/n$i
-        mkdir -p "$d"
-        local keyopt=()
-        [ "$i" -gt 1 ] && keyopt=(--set "auth.key_file=$KEY")
-        "$BIN/roostd" --data-dir "$d" --listen 127.0.0.1:0 --ready-file "$d/ready" --store "$url" \
-            --set "tail.interval_ms=$TAIL_MS" "${keyopt[@]}" "${ROOSTD_ARGS[@]}" >"$d/roostd.log" 2>&1 &
-        SERVER_PIDS+=($!)
-        bench_wait_ready "${SERVER_PIDS[-1]}" "$d/ready" "$d/roostd.log"
-        NODE_URLS+="${NODE_URLS:+,}$(cat "$d/ready")"
-    done
-}
-
-retries_of() { # sum of retries= over the nodes' "store writes" lines under DIR
-    cat "$1"/n*/roostd.log 2>/dev/null | grep 'msg="store writes"' |
-        sed -n 's/.*retries=\([0-9]*\).*/\1/p' | awk '{ n += $1 } END { print n + 0 }'
-}
-
-kv() { # kv "line" key → value
-    tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2; exit }'
-}
-
-# measure SCENARIO RUN argv…: runs one load tool, samples the server status after the warm-up and
-# at the end, appends "scenario=… run=… <RESULT keys> db_*=…" to the raw file (the roostd
-# retries are appended later by add_retries).
-measure() {
-    local scenario=$1 run=$2 err out
-    shift 2
-    err=$WORK/runs/$scenario.$run.err
-    out=$WORK/runs/$scenario.$run.out
-    "$@" >"$out" 2>"$err" &
-    local load=$!
-    sleep "$WARMUP"
-    local s0 s1
-    s0=$(status_snap)
-    local lrc=0
-    wait "$load" || lrc=$?
-    s1=$(status_snap)
-    local line
-    line=$(grep '^RESULT ' "$out" | head -1 || true)
-    if [ -z "$line" ]; then
-        echo "bench-mysql: $scenario (run $run) produced no result (exit $lrc); stderr:" >&2
-        tail -10 "$err" >&2
-        return 0
-    fi
-    local d
-    d=$(awk -v a="$s0" -v b="$s1" -v acked="$(kv "$line" acked)" 'BEGIN {
-        split(a, x, " "); split(b, y, " ");
-        printf "db_deadlocks=%d db_lock_waits=%d db_questions_per_cycle=%.2f db_commits_per_cycle=%.2f db_commit_stmts_per_cycle=%.2f",
-            y[1] - x[1], y[2] - x[2], (acked > 0 ? (y[3] - x[3]) / acked : 0),
-            (acked > 0 ? (y[4] - x[4]) / acked : 0), (acked > 0 ? (y[5] - x[5]) / acked : 0) }')
-    echo "scenario=$scenario run=$run ${line#RESULT } $d" >>"$RAW"
-    local errors
-    errors=$(kv "$line" errors)
-    printf '  %-14s run %d: %8s cycles/s  publish p50 %7s ms  %s  errors %s\n' "$scenario" "$run" \
-        "$(kv "$line" cycles_per_s)" "$(kv "$line" publish_p50_ms)" "$d" "$errors"
-    if [ "$errors" != 0 ]; then
-        echo "  WARNING: $scenario run $run had $errors unexpected answers; first ones:" >&2
-        head -5 "$err" | sed 's/^/    /' >&2
-    fi
-}
-
-add_retries() { # add_retries SCENARIO RUN DIR: append roostd_retries= to that raw line
-    local r
-    r=$(retries_of "$3")
-    sed -i "s/^\(scenario=$1 run=$2 .*\)\$/\1 roostd_retries=$r/" "$RAW"
-}
-
-# A roostd scenario: fresh database, N nodes, one roost_load, nodes stopped, retries read.
+# A roostd scenario: fresh database, N nodes, one roost_load, nodes stopped.
 roostd_scenario() { # SCENARIO RUN NODES P C
     local s=$1 run=$2 n=$3 p=$4 c=$5 d url
     d=$WORK/runs/$s.$run
     url=$(fresh_db "rb_${s}_$run")
     start_nodes "$n" "$url" "$d"
-    measure "$s" "$run" "$BIN/roost_load" --url "$NODE_URLS" --key-file "$KEY" \
+    COUNTERS_URLS=$NODE_URLS
+    bench_measure "$s" "$run" "$BIN/roost_load" --url "$NODE_URLS" --key-file "$KEY" \
         --seconds "$SECS" --warmup "$WARMUP" --producers "$p" --consumers "$c"
+    COUNTERS_URLS=""
     bench_stop_all
-    add_retries "$s" "$run" "$d"
 }
 
 START=$(date +%s)
@@ -207,9 +122,9 @@ echo "bench-mysql: MariaDB $DBVER, innodb_flush_log_at_trx_commit=$FLUSH, log_bi
 for run in $(seq 1 "$RUNS"); do
     echo "run $run/$RUNS"
     url=$(fresh_db "rb_direct_$run")
-    ! want mysql_p2c2 || measure mysql_p2c2 "$run" "$BIN/mysql_direct" --url "$url" --fresh \
+    ! want mysql_p2c2 || bench_measure mysql_p2c2 "$run" "$BIN/mysql_direct" --url "$url" --fresh \
         --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2
-    ! want mysql_p8c8 || measure mysql_p8c8 "$run" "$BIN/mysql_direct" --url "$url" --fresh \
+    ! want mysql_p8c8 || bench_measure mysql_p8c8 "$run" "$BIN/mysql_direct" --url "$url" --fresh \
         --seconds "$SECS" --warmup "$WARMUP" --producers 8 --consumers 8
     ! want roostd1_p2c2 || roostd_scenario roostd1_p2c2 "$run" 1 2 2
     ! want roostd1_p8c8 || roostd_scenario roostd1_p8c8 "$run" 1 8 8
@@ -241,43 +156,24 @@ done
 ELAPSED=$(($(date +%s) - START))
 
 # ---- the tables ----
-median() { # median SCENARIO KEY
-    grep "^scenario=$1 " "$RAW" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }' |
-        sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-range() { # "min–max" of a key over the runs of one scenario
-    grep "^scenario=$1 " "$RAW" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }' |
-        sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR) printf "%s–%s", lo, hi; else printf "-" }'
-}
-total() { # sum of a key over the runs
-    grep "^scenario=$1 " "$RAW" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { n += $2 } END { print n + 0 }'
-}
-ratio() { # median over runs of A/B cycles_per_s, each pair from the same run: "median (min–max)"
-    local a=$1 b=$2 run va vb out=""
-    for run in $(seq 1 "$RUNS"); do
-        va=$(grep "^scenario=$a run=$run " "$RAW" | head -1 || true)
-        vb=$(grep "^scenario=$b run=$run " "$RAW" | head -1 || true)
-        [ -n "$va" ] && [ -n "$vb" ] || continue
-        out+="$(awk -v x="$(kv "$va" cycles_per_s)" -v y="$(kv "$vb" cycles_per_s)" 'BEGIN { if (y > 0) printf "%.3f", x / y }') "
-    done
-    tr ' ' '\n' <<<"$out" | grep . | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit } m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f (%.2f–%.2f)\n", m, v[1], v[NR] }'
-}
-check() { # value, op, target → "met" / "**not met**"
-    awk -v v="${1%% *}" -v op="$2" -v t="$3" 'BEGIN { if (v == "-" || v == "") { print "n/a"; exit }
-        ok = (op == ">=") ? (v + 0 >= t + 0) : (v + 0 <= t + 0); print ok ? "met" : "**not met**" }'
+# Retries per run: roostd's transactions run again (/metrics, over the window), or the loop's own
+# count of transactions rolled back and retried (deadlock or lock wait timeout, whole run).
+retries_total() {
+    { grep "^scenario=$1 " "$RAW" || true; } | tr ' ' '\n' | awk -F= '$1 == "roostd_retries" { r += $2; seen = 1 }
+        $1 == "deadlocks" || $1 == "lock_wait_timeouts" { r += $2; seen = 1 }
+        END { if (seen) print r + 0; else print "-" }'
 }
 row() { # scenario, description
     local s=$1
     grep -q "^scenario=$s " "$RAW" || return 0
-    local retries=-
-    grep "^scenario=$s " "$RAW" | grep -q roostd_retries= && retries=$(total "$s" roostd_retries)
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
-        "$(median "$s" cycles_per_s)" "$(range "$s" cycles_per_s)" "$(median "$s" publish_per_s)" \
+    local x=-
+    case $s in roostd*) x=$(ratio "$s" "mysql_${s#roostd*_}") ;; esac
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
+        "$(median "$s" cycles_per_s)" "$(range "$s" cycles_per_s)" "$x" "$(median "$s" publish_per_s)" \
         "$(median "$s" publish_p50_ms)" "$(median "$s" ack_p50_ms)" \
         "$(median "$s" db_questions_per_cycle)" "$(median "$s" db_commits_per_cycle)" \
         "$(median "$s" db_commit_stmts_per_cycle)" \
-        "$(total "$s" db_deadlocks)" "$(total "$s" db_lock_waits)" "$retries" \
+        "$(total "$s" db_deadlocks)" "$(total "$s" db_lock_waits)" "$(retries_total "$s")" \
         "$(total "$s" errors)"
 }
 R_DIRECT=$(ratio roostd1_p2c2 mysql_p2c2)
@@ -286,7 +182,7 @@ R_2=$(ratio roostd2_p8c8 roostd1_p8c8)
 R_4=$(ratio roostd4_p8c8 roostd1_p8c8)
 P50=$(median ping_2n ping_p50_ms)
 P99=$(median ping_2n ping_p99_ms)
-PMAX=$(grep "^scenario=ping_2n " "$RAW" | tr ' ' '\n' | awk -F= '$1 == "ping_max_ms" && $2 > m { m = $2 } END { print m + 0 }')
+PMAX=$({ grep "^scenario=ping_2n " "$RAW" || true; } | tr ' ' '\n' | awk -F= '$1 == "ping_max_ms" && $2 > m { m = $2 } END { print m + 0 }')
 TARGET_P99=$(awk -v t="$TAIL_MS" 'BEGIN { printf "%g", 1.5 * t }')
 RESULTS=$WORK/results.md
 {
@@ -297,8 +193,8 @@ RESULTS=$WORK/results.md
     echo "$RUNS runs × ${SECS} s windows after ${WARMUP} s warm-up; medians (min–max over runs); $ELAPSED s in all."
     echo "Command: \`make bench-mysql\` (\`BUILD_DIR=${BUILD_DIR#"$ROOT"/} BENCH_RUNS=$RUNS BENCH_SECONDS=$SECS BENCH_WARMUP=$WARMUP BENCH_TAIL_MS=$TAIL_MS BENCH_PING_SAMPLES=$PING_SAMPLES BENCH_PING_PERIOD=$PING_PERIOD scripts/bench_mysql.sh\`)."
     echo
-    echo "| scenario | what | full cycles/s | range | publishes/s | publish RTT p50 ms | ack RTT p50 ms | SQL statements / cycle | Handler_commit / cycle | COMMIT statements / cycle | Innodb deadlocks | row lock waits | roostd retries | errors |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| scenario | what | full cycles/s | range | × loop, same shape | publishes/s | publish RTT p50 ms | ack RTT p50 ms | SQL statements / cycle | Handler_commit / cycle | COMMIT statements / cycle | Innodb deadlocks | row lock waits | retries | errors |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     row mysql_p2c2 "plain SKIP LOCKED loop (mysql_direct), P2 C2"
     row mysql_p8c8 "plain SKIP LOCKED loop (mysql_direct), P8 C8"
     row roostd1_p2c2 "roostd, 1 node, P2 C2"
@@ -306,13 +202,16 @@ RESULTS=$WORK/results.md
     row roostd2_p8c8 "roostd, 2 nodes, P8 C8"
     row roostd4_p8c8 "roostd, 4 nodes, P8 C8"
     echo
-    echo "Full cycles/s = events acknowledged per second (ack each). SQL statements (Questions, each"
+    echo "Full cycles/s = events acknowledged per second (ack each); × loop = median (min–max) of the"
+    echo "per-run ratios to the plain loop at the same P and C. SQL statements (Questions, each"
     echo "statement of a multi-statement round trip counted), Handler_commit (engine commits, which"
     echo "MariaDB also counts per statement, read-only ones included) and COMMIT statements (Com_commit:"
     echo "roostd's write transactions; the loop's inserts and acks are autocommit and not in it) per cycle,"
-    echo "deadlocks and row lock waits are SHOW GLOBAL STATUS deltas over (about) the window,"
-    echo "summed over runs for the counts; roostd retries = the nodes' \"store writes … retries=\" lines at"
-    echo "shutdown (transactions retried after a deadlock or lock wait timeout), summed over runs."
+    echo "deadlocks and row lock waits are SHOW GLOBAL STATUS deltas over the measurement window"
+    echo "(sampled as the tool opens and closes it), summed over runs for the counts; retries = write"
+    echo "transactions run again after a deadlock or lock wait timeout: roostd's"
+    echo "\`roost_store_write_retries_total\` over the window (all nodes), or the loop's own count over"
+    echo "the whole run; summed over runs."
     echo
     echo "| target (BENCHMARKS.md) | measured, median (min–max) of per-run ratios | |"
     echo "|---|---|---|"

@@ -81,6 +81,7 @@ struct metrics {
     /* any thread */
     struct hist store_op[N_STORE_OPS];
     struct hist group_commit;
+    _Atomic uint64_t write_retries; /* write transactions run again */
     /* loop thread */
     struct hist delivery;
     struct route_stats routes[HTTP_MAX_ROUTES];
@@ -374,10 +375,18 @@ static void observe_commit(void *arg, size_t jobs)
     metrics_group_commit(arg, jobs);
 }
 
+static void observe_retry(void *arg, unsigned n)
+{
+    struct metrics *m = arg;
+    atomic_fetch_add_explicit(&m->write_retries, n, memory_order_relaxed);
+}
+
 void metrics_observe_workers(struct metrics *m, struct workers *w)
 {
-    const struct workers_observer obs = {
-        .job_ran = observe_job, .group_committed = observe_commit, .arg = m};
+    const struct workers_observer obs = {.job_ran = observe_job,
+                                         .group_committed = observe_commit,
+                                         .group_retried = observe_retry,
+                                         .arg = m};
     workers_set_observer(w, &obs);
 }
 
@@ -624,5 +633,10 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
     family(out, "roost_group_commit_batch_size", "histogram",
            "Write jobs sharing one transaction and one commit.");
     hist_render(out, "roost_group_commit_batch_size", "", &m->group_commit);
+    family(out, "roost_store_write_retries_total", "counter",
+           "Write transactions run again after a deadlock, lock wait timeout or busy store.");
+    evbuffer_add_printf(
+        out, "roost_store_write_retries_total %llu\n",
+        (unsigned long long)atomic_load_explicit(&m->write_retries, memory_order_relaxed));
     return 0;
 }

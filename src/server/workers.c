@@ -275,6 +275,9 @@ static void *writer_main(void *arg)
         }
         pthread_mutex_lock(&w->stats_mu);
         w->stats.retries += retries;
+        if (retries > 0 && w->obs.group_retried != NULL) {
+            w->obs.group_retried(w->obs.arg, retries);
+        }
         if (committed && w->obs.group_committed != NULL) {
             w->obs.group_committed(w->obs.arg, n);
         }

@@ -54,13 +54,15 @@ void workers_get_stats(struct workers *w, struct workers_stats *out);
 /* The backend's operations (every connection of a pool has the same backend): lets callers see
  * which optional operations it has. */
 const struct store_ops *workers_store_ops(const struct workers *w);
-/* Who hears of job run times and commits (the metrics). Both callbacks run on worker threads, so
- * they must be thread-safe; arg must outlive the pool. */
+/* Who hears of job run times, commits and retries (the metrics). The callbacks run on worker
+ * threads, so they must be thread-safe; arg must outlive the pool. */
 struct workers_observer {
     /* A job ran for `seconds`; op is its name (NULL: unnamed), or "commit" for a group commit. */
     void (*job_ran)(void *arg, const char *op, double seconds);
     /* A group of `jobs` write jobs committed. */
     void (*group_committed)(void *arg, size_t jobs);
+    /* A group's transaction was run again `n` times (deadlock, lock wait timeout, busy). */
+    void (*group_retried)(void *arg, unsigned n);
     void *arg;
 };
 
