@@ -131,6 +131,9 @@ struct roost_agent_options {
      * thread-safe. `token`, when also set, is used until the callback first answers. */
     roost_token_fn token_cb;
     void *token_cb_arg;
+    /* While streaming, the agent also pulls on its own every stream_resync_s seconds, in case a
+     * ping was lost on the way, 1..86400; 0: 60. */
+    int stream_resync_s;
 };
 
 /* Sets every field to its default (zero/NULL). */

@@ -412,6 +412,14 @@ ROOST_EXPORT int roost_admin_quarantine_purge(struct roost_client *c, const char
                                               const char *event_id, int limit, int64_t *purged_out,
                                               bool *more_out);
 
+/* Puts quarantined events back to pending (a dead-letter redrive): one agent's (agent_id) or all
+ * of the tenant's (NULL), oldest first, at most `limit` per call (0: server default 100, at most
+ * 1000). *requeued_out (optional) gets the count, *more_out (optional) whether quarantined events
+ * remain past the limit (call again). ROOST_ELIMIT, ROOST_EAGENTID. */
+ROOST_EXPORT int roost_admin_quarantine_requeue_all(struct roost_client *c, const char *agent_id,
+                                                    int limit, int64_t *requeued_out,
+                                                    bool *more_out);
+
 /* The tenant's totals (pending, scheduled, claimed, quarantined, oldest ages, subscribers) as of
  * the server's last metrics snapshot: *json_out gets the object (free with roost_free).
  * ROOST_EUNAVAILABLE right after the server started. */

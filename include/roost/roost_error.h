@@ -92,7 +92,8 @@ extern "C" {
     X(EDIGESTMISMATCH, 401, "digest_mismatch", "Content-Digest does not match the body")           \
     X(EKEYUNKNOWN, 401, "key_unknown", "the signature's keyid is not a key of this tenant")        \
     X(EKEYREVOKED, 401, "key_revoked", "the signature's key is revoked")                           \
-    X(EKEYWRONGAGENT, 401, "key_wrong_agent", "the signature's key belongs to another agent")
+    X(EKEYWRONGAGENT, 401, "key_wrong_agent", "the signature's key belongs to another agent")      \
+    X(EQUERYREPEAT, 400, "repeated_query_parameter", "a query parameter is given more than once")
 
 enum roost_error_position {
 #define ROOST_ERROR_POS(name, status, code, msg) ROOST_POS_##name,

@@ -219,6 +219,19 @@ int cli_print_json(const struct cli_args *a, const char *text, size_t len);
 /* Prints the body of the client's last response (nothing when empty). */
 int cli_print_last_body(const struct cli_args *a, struct roost_client *c);
 
+/* --output of the list commands: true for "table", false for "json"; not given: a table when
+ * stdout is a terminal. */
+bool cli_output_table(const struct cli_args *a);
+/* Prints the list answer `text` (JSON) as a table: one row per element of the array under `key`,
+ * the NULL-ended `columns` ("field" or "field:TITLE"), then the next page's --next/--after. An
+ * answer without that array is printed as JSON. Returns an exit code. */
+int cli_print_table(const struct cli_args *a, const char *text, size_t len, const char *key,
+                    const char *const *columns);
+/* The client's last response, a list answer, as --output asks (cli_print_table or
+ * cli_print_json). */
+int cli_print_list(const struct cli_args *a, struct roost_client *c, const char *key,
+                   const char *const *columns);
+
 /* Prints each event's JSON object on its own line (NDJSON). Returns an exit code. */
 int cli_print_ndjson(const struct roost_events *evs);
 

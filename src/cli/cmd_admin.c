@@ -25,18 +25,61 @@ int cmd_admin_quarantine_list(struct cli_args *a)
             fprintf(stderr, "next=%s\n", evs->next_page);
         }
     } else {
-        r = cli_print_last_body(a, c);
+        static const char *const columns[] = {"agent_id:AGENT", "event_id", "attempts",
+                                              "nacks",          "timeouts", "completed_at",
+                                              "last_error",     NULL};
+        r = cli_print_list(a, c, "events", columns);
     }
     roost_events_free(evs);
     roost_client_free(c);
     return r;
 }
 
+/* `requeue --all`: one bounded request after another until the server says none is left (or a
+ * request finds nothing to requeue: events quarantined again meanwhile are not chased). */
+static int requeue_all(struct cli_args *a, struct roost_client *c)
+{
+    int64_t total = 0, n = 0;
+    bool more = true;
+    int rc = ROOST_OK;
+    while (more) {
+        rc = roost_admin_quarantine_requeue_all(c, cli_str(a, "agent"), (int)cli_num(a, "limit", 0),
+                                                &n, &more);
+        if (rc != ROOST_OK) {
+            break;
+        }
+        total += n;
+        more = more && n > 0;
+    }
+    if (rc != ROOST_OK) {
+        if (total > 0) {
+            fprintf(stderr, "roost: admin quarantine requeue: %lld requeued before the error\n",
+                    (long long)total);
+        }
+        return cli_fail(a, c, rc, "requeue --all");
+    }
+    char text[64];
+    int len = snprintf(text, sizeof text, "{\"requeued\":%lld}", (long long)total);
+    return cli_print_json(a, text, (size_t)len);
+}
+
 int cmd_admin_quarantine_requeue(struct cli_args *a)
 {
+    bool all = cli_flag(a, "all");
+    if (all == (a->argc > 0)) {
+        return cli_usage_error(a, "name one EVENT_ID, or --all (with --agent A for one agent)");
+    }
+    if (!all && (cli_given(a, "agent") || cli_given(a, "limit"))) {
+        return cli_usage_error(a, "--agent and --limit go with --all");
+    }
     struct roost_client *c = NULL;
     int r;
     if ((r = cli_connect(a, &c)) != CLI_EXIT_OK) {
+        return r;
+    }
+    if (all) {
+        r = requeue_all(a, c);
+        roost_client_free(c);
         return r;
     }
     int rc = roost_admin_quarantine_requeue(c, a->argv[0]);
@@ -57,7 +100,18 @@ int cmd_admin_agents(struct cli_args *a)
     struct roost_agents *agents = NULL;
     int rc = roost_admin_agents_list_sorted(c, cli_str(a, "sort"), (int)cli_num(a, "limit", 0),
                                             cli_str(a, "next"), &agents);
-    r = rc == ROOST_OK ? cli_print_last_body(a, c) : cli_fail(a, c, rc, "admin agents");
+    static const char *const columns[] = {"agent_id:AGENT",
+                                          "head",
+                                          "pending",
+                                          "scheduled",
+                                          "claimed",
+                                          "quarantined",
+                                          "oldest_pending_age_s:OLDEST PENDING S",
+                                          "subscribers",
+                                          "last_seen_at",
+                                          NULL};
+    r = rc == ROOST_OK ? cli_print_list(a, c, "agents", columns)
+                       : cli_fail(a, c, rc, "admin agents");
     roost_agents_free(agents);
     roost_client_free(c);
     return r;

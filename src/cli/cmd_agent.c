@@ -504,6 +504,7 @@ int cmd_agent_run(struct cli_args *a)
     o.concurrency = (int)cli_num(a, "concurrency", o.concurrency);
     o.lease_s = (int)cli_num(a, "lease", o.lease_s);
     o.poll_ceiling_s = (int)cli_num(a, "poll-ceiling", o.poll_ceiling_s);
+    o.stream_resync_s = (int)cli_num(a, "resync", o.stream_resync_s);
     o.consumer = cli_str(a, "consumer");
     o.tempfail_max = (int)cli_num(a, "tempfail-max", o.tempfail_max);
     struct exec_ctx x = {.cmd = cli_str(a, "exec"), .quiet = cli_flag(a, "quiet")};
@@ -538,6 +539,30 @@ int cmd_agent_run(struct cli_args *a)
     return r;
 }
 
+/* Says why roost_agent_new refused the state dir (ROOST_ESTATE): another agent process holds its
+ * lock (named by the pid it recorded), or the dir belongs to another agent id. */
+static void explain_state_dir_refused(const char *dir, const char *agent_id)
+{
+    struct roost_agent_status st;
+    bool known = roost_agent_status_read(dir, &st) == ROOST_OK;
+    if (known && st.agent_id[0] != '\0' && strcmp(st.agent_id, agent_id) != 0) {
+        fprintf(stderr,
+                "roost: agent run: the state dir %s belongs to agent %s, not %s: give each agent "
+                "its own --state-dir (invalid_state)\n",
+                dir, st.agent_id, agent_id);
+    } else if (known && st.pid > 0) {
+        fprintf(stderr,
+                "roost: agent run: the state dir %s is in use by another agent process (pid "
+                "%lld): stop it, or give this one its own --state-dir (invalid_state)\n",
+                dir, (long long)st.pid);
+    } else {
+        fprintf(stderr,
+                "roost: agent run: the state dir %s is in use by another agent process: stop it, "
+                "or give this one its own --state-dir (invalid_state)\n",
+                dir);
+    }
+}
+
 /* The rest of `agent run` once the token is settled: signing, the agent's life, its report. */
 static int run_agent(struct cli_args *a, const struct roost_agent_options *po, struct exec_ctx *x)
 {
@@ -554,11 +579,12 @@ static int run_agent(struct cli_args *a, const struct roost_agent_options *po, s
     o.cb_ctx = x;
     struct roost_agent *agent = NULL;
     int rc = roost_agent_new(&agent, &o);
+    if (rc == ROOST_ESTATE) {
+        explain_state_dir_refused(o.state_dir, o.agent_id);
+    } else if (rc != ROOST_OK) {
+        fprintf(stderr, "roost: agent run: %s (%s)\n", roost_strerror(rc), roost_err_code(rc));
+    }
     if (rc != ROOST_OK) {
-        fprintf(stderr, "roost: agent run: %s (%s)%s\n", roost_strerror(rc), roost_err_code(rc),
-                rc == ROOST_ESTATE ? ": the state dir is in use by another agent process, or "
-                                     "belongs to another agent id"
-                                   : "");
         return rc == ROOST_ESTATE ? CLI_EXIT_CONFLICT
                : (rc == ROOST_EINVAL || rc == ROOST_EAGENTID || rc == ROOST_ECONSUMER ||
                   rc == ROOST_EKEYID || rc == ROOST_EKEYALG || rc == ROOST_EKEYMATERIAL)

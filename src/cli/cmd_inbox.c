@@ -23,7 +23,9 @@ int cmd_inbox_read(struct cli_args *a)
         fprintf(stderr, "next_cursor=%lld has_more=%s\n", (long long)evs->next_cursor,
                 evs->has_more ? "true" : "false");
     } else {
-        r = cli_print_last_body(a, c);
+        static const char *const columns[] = {
+            "sequence_number:SEQ", "event_id", "status", "priority", "created_at", "payload", NULL};
+        r = cli_print_list(a, c, "events", columns);
     }
     roost_events_free(evs);
     roost_client_free(c);

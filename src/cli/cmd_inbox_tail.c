@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* `roost inbox tail`: follows an agent's inbox from a cursor — pull, then wait for the SSE
- * wake-up ping (or, while the stream is down, long-poll reads) and pull again — printing every
+/* `roost inbox tail`: follows an agent's inbox from its head or a cursor — pull, then wait for the
+ * SSE wake-up ping (or, while the stream is down, long-poll reads) and pull again — printing every
  * event once, in order, as NDJSON. Read-only. */
 #include <stdio.h>
 #include <string.h>
@@ -86,8 +86,9 @@ static void sleep_ms(int64_t ms)
 
 int cmd_inbox_tail(struct cli_args *a)
 {
-    struct tail t = {.agent = cli_str(a, "agent"), .cursor = cli_num(a, "after", 0)};
-    bool from_head = cli_flag(a, "from-head");
+    /* Like `tail -f`: from the head, unless a cursor is asked for (--from 0: all still kept). */
+    struct tail t = {.agent = cli_str(a, "agent"), .cursor = cli_num(a, "from", 0)};
+    bool from_head = !cli_given(a, "from");
     int r;
     struct roost_client *stream = NULL;
     if ((r = cli_connect(a, &t.reader)) != CLI_EXIT_OK) {

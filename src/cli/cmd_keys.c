@@ -75,7 +75,15 @@ int cmd_keys_list(struct cli_args *a)
     }
     char *json = NULL;
     int rc = roost_admin_keys_list(c, (int)cli_num(a, "limit", 0), cli_str(a, "next"), &json);
-    r = rc == ROOST_OK ? print_result(a, json) : cli_fail(a, c, rc, "keys list");
+    static const char *const columns[] = {"key_id",     "agent_id",   "alg",
+                                          "created_at", "revoked_at", NULL};
+    if (rc == ROOST_OK) {
+        r = cli_output_table(a) ? cli_print_table(a, json, strlen(json), "keys", columns)
+                                : cli_print_json(a, json, strlen(json));
+        roost_free(json);
+    } else {
+        r = cli_fail(a, c, rc, "keys list");
+    }
     roost_client_free(c);
     return r;
 }

@@ -116,6 +116,13 @@ const struct cli_option cli_sign_options[] = {
     {                                                                                              \
         .name = "consumer", .kind = CLI_STRING, .arg = "C", .help = (text)                         \
     }
+#define OUTPUT                                                                                     \
+    {                                                                                              \
+        .name = "output", .short_name = 'o', .kind = CLI_CHOICE, .arg = "FORMAT",                  \
+        .choices = "table json",                                                                   \
+        .help = "table (one row per item, the default on a terminal) or json (the\n"               \
+                "server's answer, the default otherwise)"                                          \
+    }
 #define END                                                                                        \
     {                                                                                              \
         0                                                                                          \
@@ -233,13 +240,20 @@ static const struct cli_option inbox_read_opts[] = {
     LIMIT("1..1000 events (default: the server's, 10)"),
     WAIT("long-poll up to DUR (server maximum 30s) when nothing is there yet"),
     NDJSON("print one event per line instead, and 'next_cursor=N has_more=B' on\nstderr"),
+    OUTPUT,
     END,
 };
 
 static const struct cli_option inbox_tail_opts[] = {
     AGENT(CLI_REQUIRED, "the agent"),
-    AFTER("start after this cursor (default 0: everything still kept)"),
-    {.name = "from-head", .kind = CLI_FLAG, .help = "start at the current head: only new events"},
+    {.name = "from",
+     .kind = CLI_INT,
+     .arg = "N",
+     .min = 0,
+     .max = INT64_MAX,
+     .expect = "a cursor >= 0",
+     .help = "start after cursor N; 0 replays everything still kept (default: the\n"
+             "current head, only new events)"},
     END,
 };
 
@@ -302,6 +316,7 @@ static const struct cli_option admin_quarantine_list_opts[] = {
     NEXT_PAGE,
     NDJSON("print one event per line instead, and 'next=TOKEN' on stderr when\n"
            "there is a next page"),
+    OUTPUT,
     END,
 };
 
@@ -317,6 +332,7 @@ static const struct cli_option admin_agents_opts[] = {
      .kind = CLI_STRING,
      .arg = "TOKEN",
      .help = "page token from the previous answer (same --sort)"},
+    OUTPUT,
     END,
 };
 
@@ -330,6 +346,21 @@ static const struct cli_option admin_quarantine_purge_opts[] = {
      .max = 10000,
      .expect = "1..10000",
      .help = "most events deleted by this call"},
+    END,
+};
+
+static const struct cli_option admin_quarantine_requeue_opts[] = {
+    {.name = "all",
+     .kind = CLI_FLAG,
+     .help = "every quarantined event of the tenant (or of --agent A)"},
+    AGENT(0, "with --all: only this agent's quarantined events"),
+    {.name = "limit",
+     .kind = CLI_INT,
+     .arg = "N",
+     .min = 1,
+     .max = 1000,
+     .expect = "1..1000",
+     .help = "with --all: events per request, 1..1000 (default: the server's, 100)"},
     END,
 };
 
@@ -371,6 +402,14 @@ static const struct cli_option agent_run_opts[] = {
      .max = 86400,
      .expect = "1s..1d",
      .help = "longest wait between polls while offline (default 5m)"},
+    {.name = "resync",
+     .kind = CLI_DURATION,
+     .arg = "DUR",
+     .min = 1,
+     .max = 86400,
+     .expect = "1s..1d",
+     .help = "while streaming, pull anyway every DUR in case a ping was lost\n"
+             "(default 60s)"},
     {.name = "tempfail-max",
      .kind = CLI_INT,
      .arg = "N",
@@ -444,6 +483,7 @@ static const struct cli_option keys_generate_opts[] = {
 static const struct cli_option keys_list_opts[] = {
     LIMIT("page size (default: the server's)"),
     NEXT_PAGE,
+    OUTPUT,
     END,
 };
 
@@ -499,8 +539,9 @@ const struct cli_command cli_commands[] = {
      .run = cmd_inbox_tail,
      .summary = "follow an agent's inbox: print every new event (NDJSON)",
      .description =
-         "Prints the agent's events with sequence_number > N, one JSON object per line, "
-         "then keeps following: an SSE wake-up ping triggers the next read; while the "
+         "Prints the agent's new events, one JSON object per line (with --from N: every "
+         "event with sequence_number > N first), then keeps following: an SSE wake-up ping "
+         "triggers the next read; while the "
          "stream cannot be opened it long-polls instead. Changes nothing (a cursor "
          "reader, not a consumer). Runs until interrupted. When the cursor is older than "
          "retention (410) it says so on stderr and continues from the state's cursor.",
@@ -580,13 +621,17 @@ const struct cli_command cli_commands[] = {
      .common = CLI_COMMON_ALL},
     {.name = "admin quarantine requeue",
      .run = cmd_admin_quarantine_requeue,
-     .summary = "put a quarantined event back to pending",
+     .summary = "put quarantined events back to pending (one, or all: a redrive)",
+     .synopsis = "roost admin quarantine requeue (EVENT_ID | --all [--agent A] [--limit N])",
      .args = "EVENT_ID",
-     .min_args = 1,
      .max_args = 1,
-     .description = "Puts a quarantined event back to pending (same event id). Prints the server's "
-                    "answer. An unknown or not-quarantined event fails with exit 3.",
-     .options = no_opts,
+     .description =
+         "Puts a quarantined event back to pending (same event id, attempts reset) and prints "
+         "the server's answer; an unknown or not-quarantined event fails with exit 3. With "
+         "--all, a dead-letter redrive: every quarantined event of the tenant, or of agent A, "
+         "oldest first, in requests of at most N events each until none is left; prints "
+         "{\"requeued\":TOTAL}.",
+     .options = admin_quarantine_requeue_opts,
      .common = CLI_COMMON_ALL},
     {.name = "admin quarantine inspect",
      .run = cmd_admin_quarantine_inspect,
@@ -701,10 +746,12 @@ const struct cli_command cli_commands[] = {
          "commands end with it, and a restart ends any the state dir still names. One log "
          "line per event tells its attempt, outcome, duration and error.\n"
          "The agent pulls, then listens to the SSE wake-ups; while the stream is down it "
-         "long-polls. Leases are extended while CMD runs. Its state file (DIR/agent.db: "
-         "cursor, processed event ids, outstanding leases) makes a restart after a crash "
-         "release what the dead run held and never run CMD again for an event it already "
-         "finished. On SIGINT/SIGTERM it stops claiming, waits for running commands, "
+         "long-polls. Leases are extended while CMD runs. Delivery is at least once: its "
+         "state file (DIR/agent.db: cursor, ids of the events done, outstanding leases) makes "
+         "a restart after a crash release what the dead run held and ack, without running "
+         "CMD again, the events recorded as done; the events whose CMD was running, or had "
+         "exited 0 but was not yet recorded (at most --concurrency), run again. On "
+         "SIGINT/SIGTERM it stops claiming, waits for running commands, "
          "acks, releases everything it still holds and exits 0. Progress and problems are "
          "logged on stderr.",
      .options = agent_run_opts,

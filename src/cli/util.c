@@ -199,6 +199,10 @@ int cli_fail(const struct cli_args *a, struct roost_client *c, int rc, const cha
         fprintf(stderr, "roost: the oldest cursor kept is %lld; resync with 'roost state'\n",
                 (long long)roost_client_oldest_cursor(c));
     }
+    if (rc == ROOST_EUNAUTHENTICATED || rc == ROOST_EFORBIDDEN) {
+        fprintf(stderr, "roost: 'roost whoami' shows the token in use: its tenant, scopes and "
+                        "expiry\n");
+    }
     bool sent = c != NULL && roost_client_http_status(c) != 0;
     const char *rid = c != NULL ? roost_client_request_id(c) : "";
     if (sent && roost_client_http_status(c) >= 500 && rid[0] != '\0') {

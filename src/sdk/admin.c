@@ -250,6 +250,53 @@ out:
     return rc;
 }
 
+int roost_admin_quarantine_requeue_all(struct roost_client *c, const char *agent_id, int limit,
+                                       int64_t *requeued_out, bool *more_out)
+{
+    if (requeued_out != NULL) {
+        *requeued_out = 0;
+    }
+    if (more_out != NULL) {
+        *more_out = false;
+    }
+    if (c == NULL) {
+        return ROOST_EINVAL;
+    }
+    sdk_reset(c);
+    if (limit < 0) {
+        return sdk_fail(c, ROOST_ELIMIT, "limit must be >= 0");
+    }
+    if (agent_id != NULL && (agent_id[0] == '\0' || strlen(agent_id) > SDK_MAX_ID_BYTES)) {
+        return sdk_path_fail(c, ROOST_EAGENTID);
+    }
+    json_t *body = json_object(), *resp = NULL;
+    int rc;
+    if (body == NULL || (agent_id != NULL && !sdk_put(body, "agent_id", json_string(agent_id))) ||
+        (limit > 0 && !sdk_put(body, "limit", json_integer(limit)))) {
+        rc = sdk_fail(c, ROOST_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = sdk_request_json(c, "POST", "/api/v1/admin/quarantine/requeue", body, 0, &resp)) !=
+        ROOST_OK) {
+        goto out;
+    }
+    json_t *n = json_object_get(resp, "requeued");
+    if (!json_is_integer(n)) {
+        rc = sdk_shape_fail(c, ROOST_EPROTO, "requeue");
+        goto out;
+    }
+    if (requeued_out != NULL) {
+        *requeued_out = json_integer_value(n);
+    }
+    if (more_out != NULL) {
+        *more_out = json_is_true(json_object_get(resp, "more"));
+    }
+out:
+    json_decref(body);
+    json_decref(resp);
+    return rc;
+}
+
 int roost_admin_stats(struct roost_client *c, char **json_out)
 {
     if (json_out != NULL) {

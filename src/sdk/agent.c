@@ -270,7 +270,7 @@ static int options_check(const struct roost_agent_options *o)
         o->long_poll_s < 0 || o->long_poll_s > 30 ||
         (o->processed_max != 0 && (o->processed_max < 16 || o->processed_max > 10000000)) ||
         (o->processed_max_age_s != 0 && o->processed_max_age_s < 60) || o->tempfail_max < 0 ||
-        o->tempfail_max > 1000) {
+        o->tempfail_max > 1000 || o->stream_resync_s < 0 || o->stream_resync_s > 86400) {
         return ROOST_EINVAL;
     }
     /* Let the client validate the URL and token the same way every call does. */
@@ -334,6 +334,7 @@ int roost_agent_new(struct roost_agent **out, const struct roost_agent_options *
     a->lease_s = o->lease_s != 0 ? o->lease_s : 60;
     a->poll_ceiling_s = o->poll_ceiling_s != 0 ? o->poll_ceiling_s : 300;
     a->long_poll_s = o->long_poll_s != 0 ? o->long_poll_s : 25;
+    a->stream_resync_ms = (int64_t)(o->stream_resync_s != 0 ? o->stream_resync_s : 60) * 1000;
     a->handler = o->handler;
     a->handler_ex = o->handler_ex;
     a->tempfail_max = o->tempfail_max != 0 ? o->tempfail_max : 10;

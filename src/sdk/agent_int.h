@@ -40,6 +40,7 @@ struct roost_agent {
     void *token_cb_arg;
     char *signing_key, *key_id, *key_alg; /* signing_key NULL: requests are not signed */
     int concurrency, lease_s, poll_ceiling_s, long_poll_s, tempfail_max;
+    int64_t stream_resync_ms;       /* safety pull while streaming (stream_resync_s) */
     roost_agent_handler_fn handler; /* one of handler, handler_ex */
     roost_agent_handler_ex_fn handler_ex;
     void *handler_ctx;

@@ -24,8 +24,6 @@
 
 /* Reconnection backoff of the SSE stream: from 1 s, doubling up to this. */
 #define AGENT_SSE_MAX_BACKOFF_MS 30000
-/* Safety re-sync while streaming, in case a ping was lost on the way. */
-#define AGENT_STREAM_RESYNC_MS 60000
 
 /* ---- workers ---------------------------------------------------------------------------- */
 
@@ -538,7 +536,8 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
             retry_at = 0;
             poll_delay = 1000;
         }
-        if (sse && now - last_sync_at >= AGENT_STREAM_RESYNC_MS) {
+        /* Safety re-sync while streaming, in case a ping was lost on the way. */
+        if (sse && now - last_sync_at >= a->stream_resync_ms) {
             a->need_sync = true;
         }
         bool sync = a->need_sync;
@@ -550,7 +549,7 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
             } else if (now < retry_at) {
                 wait = retry_at - now;
             } else if (sse) {
-                wait = AGENT_STREAM_RESYNC_MS - (now - last_sync_at);
+                wait = a->stream_resync_ms - (now - last_sync_at);
             } else {
                 wait = next_poll_at - now;
             }
@@ -624,6 +623,14 @@ static void main_loop(struct roost_agent *a, struct roost_client *c)
             if (rc == ROOST_EIO) {
                 a->fatal_rc = ROOST_EIO;
             }
+            /* One line per try: the backoff doubles, so an outage logs a handful of lines. */
+            char why[256];
+            snprintf(why, sizeof why, "%s (%s)", roost_client_errmsg(c), roost_err_code(rc));
+            int64_t in_ms = retry_at - now;
+            pthread_mutex_unlock(&a->mu);
+            agent_log(a, "pull failed: %s; next try in %" PRId64 " ms, or at the next ping", why,
+                      in_ms);
+            pthread_mutex_lock(&a->mu);
         }
     }
     pthread_mutex_unlock(&a->mu);

@@ -27,6 +27,7 @@ void api_subscribe(struct request *rq);
 void api_admin_agents(struct request *rq);
 void api_admin_quarantine(struct request *rq);
 void api_admin_requeue(struct request *rq);
+void api_admin_requeue_all(struct request *rq);
 void api_admin_quarantine_inspect(struct request *rq);
 void api_admin_purge(struct request *rq);
 void api_admin_stats(struct request *rq);

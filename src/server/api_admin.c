@@ -44,6 +44,7 @@ struct admin_op {
     struct store_event event;
     size_t purged;
     bool purge_one;
+    size_t requeued;
 };
 
 static void admin_op_free(void *p)
@@ -196,15 +197,19 @@ void api_admin_agents(struct request *rq)
     const char *next = request_query_str(rq, "next", &rc);
     struct admin_op *op = rc ? NULL : admin_op_new(rq);
     if (rc) {
-        request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
+        request_reply_error(rq, rc, NULL, NULL);
         return;
     }
     if (!op) {
         return;
     }
     const char *sort = request_query_str(rq, "sort", &rc);
-    if (rc != ROOST_OK || (sort && strcmp(sort, "agent") != 0 && strcmp(sort, "depth") != 0 &&
-                           strcmp(sort, "age") != 0)) {
+    if (rc != ROOST_OK) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    if ((sort && strcmp(sort, "agent") != 0 && strcmp(sort, "depth") != 0 &&
+         strcmp(sort, "age") != 0)) {
         request_reply_error(rq, ROOST_EQUERY, "sort must be agent, depth or age", NULL);
         return;
     }
@@ -280,12 +285,12 @@ void api_admin_quarantine(struct request *rq)
     int rc1, rc2;
     const char *agent = request_query_str(rq, "agent_id", &rc1);
     const char *next = request_query_str(rq, "next", &rc2);
-    if (rc1 || (agent && !ids_valid_name(agent, strlen(agent)))) {
-        request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
+    if (rc1 || rc2) {
+        request_reply_error(rq, rc1 ? rc1 : rc2, NULL, NULL);
         return;
     }
-    if (rc2) {
-        request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
+    if (agent && !ids_valid_name(agent, strlen(agent))) {
+        request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
         return;
     }
     struct admin_op *op = admin_op_new(rq);
@@ -338,6 +343,78 @@ void api_admin_requeue(struct request *rq)
             (struct job){.run = run_requeue, .done = done_requeue, .write = true, .name = "admin"};
         workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
     }
+}
+
+/* ---- POST /admin/quarantine/requeue ---- */
+
+/* The bulk redrive: up to `limit` quarantined events (oldest first, optionally of one agent) back
+ * to pending, in the one transaction of this write job, so a request's work is bounded and a
+ * replayed job starts over from nothing. An event that changed under us is skipped. */
+static int run_requeue_all(struct job *job, struct store *st)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    const char *tenant = op->rq->principal.tenant_id;
+    store_touches_cleanup(&op->touches);
+    store_events_cleanup(&op->events);
+    op->requeued = 0;
+    op->has_more = false;
+    int rc = store_call(st, quarantine_list, tenant, op->agent_filter[0] ? op->agent_filter : NULL,
+                        "", -1, (size_t)op->limit, &op->events, &op->has_more);
+    int64_t now = time_now_ms();
+    for (size_t i = 0; rc == ROOST_OK && i < op->events.len; i++) {
+        rc = store_call(st, requeue, tenant, op->events.items[i].event_id, now, &op->touches);
+        if (rc == ROOST_OK) {
+            op->requeued++;
+        } else if (rc == ROOST_ESTATE || rc == ROOST_EEVENTNOTFOUND) {
+            rc = ROOST_OK;
+        }
+    }
+    return rc;
+}
+
+static void done_requeue_all(struct job *job)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    runtime_notify(op->rq->rt, &op->touches);
+    /* "more": quarantined events remain past this call's limit; call again. */
+    request_reply_json(
+        op->rq, 200,
+        json_pack("{s:I, s:b}", "requeued", (json_int_t)op->requeued, "more", op->has_more));
+}
+
+void api_admin_requeue_all(struct request *rq)
+{
+    static const char *const allowed[] = {"agent_id", "limit", NULL};
+    const char *bad = NULL;
+    if (body_only_fields(rq->body, allowed, &bad) != ROOST_OK) {
+        request_reply_error(rq, ROOST_EUNKNOWNFIELD, NULL, json_pack("{s:s}", "field", bad));
+        return;
+    }
+    const char *agent = NULL;
+    int64_t limit = 0;
+    int rc;
+    if ((rc = body_str(rq->body, "agent_id", STORE_ID_MAX, ROOST_EAGENTID, &agent)) ||
+        (agent && !ids_valid_name(agent, strlen(agent)))) {
+        request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
+        return;
+    }
+    if ((rc = body_int(rq->body, "limit", 1, ADMIN_MAX_LIMIT, 100, ROOST_ELIMIT, &limit))) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    struct admin_op *op = admin_op_new(rq);
+    if (!op) {
+        return;
+    }
+    snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
+    op->limit = limit;
+    op->job = (struct job){
+        .run = run_requeue_all, .done = done_requeue_all, .write = true, .name = "admin"};
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
 /* ---- GET /admin/quarantine/{event_id} ---- */

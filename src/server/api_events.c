@@ -156,6 +156,10 @@ static int parse_event(struct publish_op *op, const json_t *ev, struct store_pub
             return ROOST_ERECIPIENTS;
         }
         if (!auth_allows(&rq->principal, AUTH_PUBLISH, json_string_value(r))) {
+            char scope[AUTH_SCOPE_TEXT_MAX];
+            auth_required_scope(AUTH_PUBLISH, json_string_value(r), scope, sizeof scope);
+            request_explain(ROOST_EFORBIDDEN, json_pack("{s:s}", "required_scope", scope),
+                            "the token lacks the scope %s", scope);
             return ROOST_EFORBIDDEN;
         }
         recipients_slot[i] = json_string_value(r);

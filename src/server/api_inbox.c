@@ -231,7 +231,8 @@ void api_inbox_read(struct request *rq)
             ok = ok || strcmp(*k, kv->key) == 0;
         }
         if (!ok) {
-            request_reply_error(rq, ROOST_EQUERY, "unknown query parameter", NULL);
+            request_reply_error(rq, ROOST_EQUERY, "unknown query parameter",
+                                json_pack("{s:s}", "param", kv->key));
             return;
         }
     }

@@ -281,7 +281,7 @@ void api_admin_keys_list(struct request *rq)
     }
     const char *next = request_query_str(rq, "next", &rc);
     if (rc) {
-        request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
+        request_reply_error(rq, rc, NULL, NULL);
         return;
     }
     struct keys_op *op = keys_op_new(rq);

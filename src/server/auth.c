@@ -7,7 +7,9 @@
  *   <sel> = agent id, or a prefix followed by one trailing '*' ("*" alone matches every agent)
  *
  * Every failure is ROOST_EUNAUTHENTICATED without detail: a client learns nothing about which check
- * failed. The key is read-only after auth_new, so verification runs on any thread. */
+ * failed, with one exception: a token whose signature verifies but whose exp has passed says when
+ * it expired (its holder can read exp from it anyway). The key is read-only after auth_new, so
+ * verification runs on any thread. */
 #include "server/auth.h"
 
 #include <errno.h>
@@ -480,6 +482,17 @@ static bool selector_matches(const char *sel, const char *agent_id, size_t agent
     return sel_len == agent_len && memcmp(sel, agent_id, agent_len) == 0;
 }
 
+void auth_required_scope(enum auth_action action, const char *agent_id, char *buf, size_t len)
+{
+    static const char *const verb[] = {
+        [AUTH_READ] = "read", [AUTH_CONSUME] = "consume", [AUTH_PUBLISH] = "publish"};
+    if (action == AUTH_ADMIN) {
+        snprintf(buf, len, "tenant:admin");
+    } else {
+        snprintf(buf, len, "agent:%s:%s", agent_id != NULL ? agent_id : "*", verb[action]);
+    }
+}
+
 bool auth_allows(const struct auth_principal *p, enum auth_action action, const char *agent_id)
 {
     if (p == NULL) {
@@ -581,6 +594,9 @@ static int check_claims(const json_t *claims, int64_t now_ms, struct auth_princi
     }
     iat_ms = present ? iat_ms : NO_TIME;
     if (!times_valid(exp_ms, nbf_ms, iat_ms, now_ms)) {
+        if (now_ms >= exp_ms + AUTH_SKEW_MS) {
+            out->exp_ms = exp_ms; /* expired: auth_authenticate tells when */
+        }
         return -1;
     }
     *nbf_out = nbf_ms;
@@ -748,6 +764,8 @@ int auth_authenticate(const struct auth *a, const char *authorization, int64_t n
             bool valid = times_valid(slot->principal.exp_ms, slot->nbf_ms, slot->iat_ms, now_ms);
             if (valid) {
                 principal_copy(out, &slot->principal);
+            } else if (now_ms >= slot->principal.exp_ms + AUTH_SKEW_MS) {
+                out->exp_ms = slot->principal.exp_ms;
             }
             pthread_mutex_unlock(&a->cache->mu);
             return valid ? ROOST_OK : ROOST_EUNAUTHENTICATED;
@@ -800,7 +818,11 @@ out:
         jwt_parts_cleanup(&parts);
     }
     if (rc != ROOST_OK) {
+        /* check_claims leaves exp behind for a verified token; keep it only when the token failed
+         * because it expired (not, say, a valid one from the wrong issuer). */
+        int64_t exp_ms = out->exp_ms;
         auth_principal_clear(out);
+        out->exp_ms = exp_ms != 0 && now_ms >= exp_ms + AUTH_SKEW_MS ? exp_ms : 0;
     }
     return rc;
 }

@@ -52,7 +52,9 @@ void auth_describe(const struct auth *a, char *buf, size_t len);
  * HS256: the secret; otherwise the JWK Set key named by kid, or the only key of that type when
  * there is no kid). Then exp required (60 s skew), nbf and iat, a string "tenant" claim that is a
  * valid name, scope parsed; for identity-provider tokens also iss == auth.issuer and aud contains
- * auth.audience when those are set. ROOST_OK or ROOST_EUNAUTHENTICATED. Thread-safe (the token
+ * auth.audience when those are set. ROOST_OK or ROOST_EUNAUTHENTICATED; on failure *out is zeroed
+ * except out->exp_ms, which holds the exp of a token whose signature verified but which has
+ * expired (0 for every other failure), so the answer can say when. Thread-safe (the token
  * cache has its own lock); replacing `a` itself is the caller's business (daemon.c swaps it on
  * the loop thread, the only thread that calls this). */
 int auth_authenticate(const struct auth *a, const char *authorization, int64_t now_ms,
@@ -61,6 +63,11 @@ int auth_authenticate(const struct auth *a, const char *authorization, int64_t n
 /* May `p` do `action` on `agent_id`? consume implies read; admin needs tenant:admin and ignores
  * agent_id. A trailing '*' in a selector matches any agent id with that prefix. */
 bool auth_allows(const struct auth_principal *p, enum auth_action action, const char *agent_id);
+
+/* The scope that would allow `action` on `agent_id` ("agent:a1:consume", "tenant:admin"; read is
+ * also granted by consume), written to buf: what a 403 names. */
+#define AUTH_SCOPE_TEXT_MAX (AUTH_SCOPE_SEL_MAX + 16)
+void auth_required_scope(enum auth_action action, const char *agent_id, char *buf, size_t len);
 
 /* Parses one space-separated scope string into p->scopes; unknown scopes are ignored (a token
  * may carry scopes of other services), more than AUTH_MAX_SCOPES is an error. 0 or -1. */

@@ -9,6 +9,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,56 @@
 
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
+
+/* ---- the explanation of the next error ---- */
+
+/* What the parameter helpers below (or request_explain) refused last on this thread: the rule in
+ * words ("lease_s must be an integer between 1 and 43200") and its details as JSON ({"param",
+ * "min","max"}). An error reply of the same code without a message of its own carries them, so a
+ * handler that answers with the helper's code needs no text of its own. Handlers run on the loop
+ * thread and answer a refusal at once; every request start and every error reply clears it, so it
+ * never outlives its request. */
+static _Thread_local struct {
+    int rc;
+    json_t *detail;
+    char message[256];
+} refusal;
+
+static void refusal_clear(void)
+{
+    refusal.rc = ROOST_OK;
+    json_decref(refusal.detail);
+    refusal.detail = NULL;
+}
+
+static void refusal_vset(int rc, json_t *detail, const char *fmt, va_list ap)
+{
+    refusal_clear();
+    refusal.rc = rc;
+    refusal.detail = detail;
+    vsnprintf(refusal.message, sizeof refusal.message, fmt, ap);
+}
+
+void request_explain(int rc, json_t *detail, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    refusal_vset(rc, detail, fmt, ap);
+    va_end(ap);
+}
+
+/* Records a value of `param` outside [min, max] (or not an integer at all). */
+static void refusal_range(int rc, const char *param, int64_t min, int64_t max)
+{
+    json_t *detail = json_pack("{s:s, s:I, s:I}", "param", param, "min", (json_int_t)min, "max",
+                               (json_int_t)max);
+    if (max == INT64_MAX) {
+        request_explain(rc, detail, "%s must be an integer >= %lld", param, (long long)min);
+    } else {
+        request_explain(rc, detail, "%s must be an integer between %lld and %lld", param,
+                        (long long)min, (long long)max);
+    }
+}
 
 /* ---- request lifecycle ---- */
 
@@ -58,6 +109,7 @@ struct request *request_new(struct runtime *rt, struct evhttp_request *req)
         rq->id[2 * i + 1] = hex[raw[i] & 0xf];
     }
     rq->id[2 * sizeof raw] = '\0';
+    refusal_clear();
     runtime_hold(rt);
     return rq;
 }
@@ -270,6 +322,18 @@ void request_reply_json(struct request *rq, int status, json_t *body)
 
 static json_t *error_body(int rc, const char *message, json_t *extra)
 {
+    if (message == NULL && refusal.rc == rc && rc != ROOST_OK) {
+        message = refusal.message;
+        if (refusal.detail != NULL && extra != NULL) {
+            json_object_update(refusal.detail, extra);
+            json_decref(extra);
+            extra = NULL;
+        }
+        if (refusal.detail != NULL) {
+            extra = refusal.detail;
+            refusal.detail = NULL;
+        }
+    }
     json_t *err = json_pack("{s:s, s:s}", "code", roost_err_code(rc), "message",
                             message ? message : roost_strerror(rc));
     if (err && extra) {
@@ -292,7 +356,9 @@ static void reply_error_ex(struct request *rq, int rc, const char *message, json
     } else if ((status == 429 || status == 503) && !evhttp_find_header(out, "Retry-After")) {
         evhttp_add_header(out, "Retry-After", "1"); /* unless the handler knows better */
     }
-    reply_json(rq, status, error_body(rc, message, extra), close_conn);
+    json_t *body = error_body(rc, message, extra);
+    refusal_clear();
+    reply_json(rq, status, body, close_conn);
 }
 
 void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra)
@@ -342,7 +408,9 @@ const char *request_query_str(struct request *rq, const char *name, int *rc)
     for (struct evkeyval *kv = rq->query->tqh_first; kv; kv = kv->next.tqe_next) {
         if (strcmp(kv->key, name) == 0) {
             if (found) {
-                *rc = ROOST_EQUERY;
+                *rc = ROOST_EQUERYREPEAT;
+                request_explain(*rc, json_pack("{s:s}", "param", name),
+                                "query parameter '%s' is given more than once: give it once", name);
                 return NULL;
             }
             found = kv->value;
@@ -357,7 +425,7 @@ int request_query_int(struct request *rq, const char *name, int64_t min, int64_t
     int rc;
     const char *v = request_query_str(rq, name, &rc);
     if (rc != ROOST_OK) {
-        return bad_rc;
+        return rc;
     }
     if (v == NULL) {
         *out = def;
@@ -366,6 +434,7 @@ int request_query_int(struct request *rq, const char *name, int64_t min, int64_t
     /* Strict decimal: an optional '-', digits, nothing else ('+' is refused too). */
     int64_t x;
     if (v[0] == '+' || strutil_parse_i64(v, strlen(v), min, max, &x) != 0) {
+        refusal_range(bad_rc, name, min, max);
         return bad_rc;
     }
     *out = x;
@@ -381,11 +450,9 @@ int body_int(const json_t *body, const char *name, int64_t min, int64_t max, int
         return ROOST_OK;
     }
     /* Integers only: 1.0, "1" and true are type errors, not coerced. */
-    if (!json_is_integer(v)) {
-        return bad_rc;
-    }
-    json_int_t x = json_integer_value(v);
-    if (x < min || x > max) {
+    json_int_t x = json_is_integer(v) ? json_integer_value(v) : 0;
+    if (!json_is_integer(v) || x < min || x > max) {
+        refusal_range(bad_rc, name, min, max);
         return bad_rc;
     }
     *out = x;

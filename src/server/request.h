@@ -70,6 +70,12 @@ void request_reply_json_text(struct request *rq, int status, struct evbuffer *bo
 void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra);
 /* The same, then closes the connection: after a framing error nothing more can be trusted. */
 void request_reply_error_close(struct request *rq, int rc, const char *message);
+/* Explains the next error reply of code `rc` that brings no message of its own: printf-style
+ * text, and `detail` (stolen, may be NULL) merged into "error". For a refusal found deep in a
+ * handler ("the token lacks the scope agent:a1:publish") whose caller answers with the code only.
+ * Loop thread; forgotten when the request ends. */
+void request_explain(int rc, json_t *detail, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Sends a text/plain body (unless a Content-Type was set already) and ends the request. */
 void request_reply_text(struct request *rq, int status, const char *text);
 /* Sends `body` (borrowed; drained) as `content_type`, not cached, and ends the request. */
@@ -77,10 +83,13 @@ void request_reply_buffer(struct request *rq, int status, const char *content_ty
                           struct evbuffer *body);
 
 /* Query parameters, strictly parsed: decimal integers only, range-checked, a repeated name is an
- * error. Absent → *out = def and ROOST_OK. Otherwise ROOST_OK or `bad_rc`. */
+ * error. Absent → *out = def and ROOST_OK. Otherwise ROOST_OK, `bad_rc` (out of range, not an
+ * integer) or ROOST_EQUERYREPEAT (repeated). A refusal is remembered: an error reply of that code
+ * without a message of its own names the parameter and its rule ("limit must be an integer
+ * between 1 and 1000", +"param", "min", "max"). */
 int request_query_int(struct request *rq, const char *name, int64_t min, int64_t max, int64_t def,
                       int bad_rc, int64_t *out);
-/* NULL when absent; sets *rc = ROOST_EQUERY when repeated. */
+/* NULL when absent; sets *rc = ROOST_EQUERYREPEAT when repeated (remembered as above). */
 const char *request_query_str(struct request *rq, const char *name, int *rc);
 /* True when a query string has a percent-encoded NUL (%00), which the decoder would turn into a
  * string end: such a query is refused, never truncated. */
@@ -94,7 +103,8 @@ int request_read_body(struct request *rq, bool optional);
 /* True for "application/json", optionally with "; charset=utf-8" (any case). */
 bool request_content_type_is_json(const char *ct);
 
-/* Body fields. Absent or null → default/NULL and ROOST_OK; wrong type or range → bad_rc. */
+/* Body fields. Absent or null → default/NULL and ROOST_OK; wrong type or range → bad_rc (body_int
+ * remembers it, as request_query_int does). */
 int body_int(const json_t *body, const char *name, int64_t min, int64_t max, int64_t def,
              int bad_rc, int64_t *out);
 int body_str(const json_t *body, const char *name, size_t max_len, int bad_rc, const char **out);

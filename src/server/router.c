@@ -52,6 +52,8 @@ static const struct route routes[] = {
     /* Before {event}: a literal segment wins over the placeholder. */
     {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/purge", "admin_purge", AUTH_ADMIN, BODY_OPTIONAL,
      api_admin_purge},
+    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/requeue", "admin_requeue_all", AUTH_ADMIN,
+     BODY_OPTIONAL, api_admin_requeue_all},
     {EVHTTP_REQ_GET, "/api/v1/admin/quarantine/{event}", "admin_quarantine_inspect", AUTH_ADMIN,
      BODY_NONE, api_admin_quarantine_inspect},
     {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/purge", "admin_purge_event", AUTH_ADMIN,
@@ -114,6 +116,65 @@ int router_match(enum evhttp_cmd_type method, const char *path, const struct rou
         }
     }
     return path_known ? ROOST_EMETHOD : ROOST_ENOTFOUND;
+}
+
+static const char *method_token(enum evhttp_cmd_type m)
+{
+    switch (m) {
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    default:
+        return "";
+    }
+}
+
+/* The Allow field of a 405 (RFC 9110 §15.5.6): the methods of every route whose pattern matches
+ * `path`, each once, in table order ("GET, POST"). */
+static void allowed_methods(const char *path, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        struct route_captures caps = {0};
+        const char *m = method_token(routes[i].method);
+        if (!pattern_match(routes[i].pattern, path, &caps.agent, &caps.event, &caps.key) ||
+            m[0] == '\0' || strstr(buf, m) != NULL) {
+            continue;
+        }
+        int n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", m);
+        if (n < 0 || (size_t)n >= len - used) {
+            break;
+        }
+        used += (size_t)n;
+    }
+}
+
+/* Answers 405 with Allow (RFC 9110: a 405 must carry it) and the same list in the body. */
+static void reply_method_not_allowed(struct request *rq, const char *allow)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(rq->req), "Allow", allow);
+    char msg[128];
+    snprintf(msg, sizeof msg, "method not allowed on this route; it allows %s", allow);
+    request_reply_error(rq, ROOST_EMETHOD, msg, json_pack("{s:s}", "allow", allow));
+}
+
+/* Answers 401; a token that verified but expired is told when, so its holder knows to renew it. */
+static void reply_unauthenticated(struct request *rq, int64_t expired_ms)
+{
+    if (expired_ms == 0) {
+        request_reply_error(rq, ROOST_EUNAUTHENTICATED, NULL, NULL);
+        return;
+    }
+    char when[40], msg[160];
+    time_format_rfc3339(expired_ms, when);
+    int64_t ago_s = (time_now_ms() - expired_ms) / 1000;
+    snprintf(msg, sizeof msg, "the token expired at %s (%lld s ago): get a new one", when,
+             (long long)ago_s);
+    request_reply_error(
+        rq, ROOST_EUNAUTHENTICATED, msg,
+        json_pack("{s:s, s:I}", "expired_at", when, "expired_s_ago", (json_int_t)ago_s));
 }
 
 /* ---- framing checks evhttp leaves to us ---- */
@@ -273,7 +334,7 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     if (strcmp(path, "/api/v1/keys/server") == 0) {
         set_pseudo_route(rq, "server_keys");
         if (method != EVHTTP_REQ_GET) {
-            request_reply_error(rq, ROOST_EMETHOD, NULL, NULL);
+            reply_method_not_allowed(rq, "GET");
         } else {
             api_server_keys(rq);
         }
@@ -283,6 +344,12 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     const struct route *route = NULL;
     struct route_captures caps;
     int match_rc = router_match(method, path, &route, &caps);
+    if (match_rc == ROOST_EMETHOD) {
+        char allow[64];
+        allowed_methods(path, allow, sizeof allow);
+        reply_method_not_allowed(rq, allow);
+        return;
+    }
     if (match_rc != ROOST_OK) {
         request_reply_error(rq, match_rc, NULL, NULL);
         return;
@@ -299,8 +366,9 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     int auth_rc = auth_authenticate(rt->auth, authz, time_now_ms(), &rq->principal);
     free(query_bearer);
     if (auth_rc != ROOST_OK) {
+        int64_t expired_ms = rq->principal.exp_ms;
         auth_principal_clear(&rq->principal);
-        request_reply_error(rq, ROOST_EUNAUTHENTICATED, NULL, NULL);
+        reply_unauthenticated(rq, expired_ms);
         return;
     }
     const char *agent = caps.agent.p, *event = caps.event.p;
@@ -332,6 +400,10 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     /* Publish checks its recipients itself; every other route names its agent in the path. */
     if (rq->route->action != AUTH_PUBLISH &&
         !auth_allows(&rq->principal, rq->route->action, agent ? rq->agent_id : NULL)) {
+        char scope[AUTH_SCOPE_TEXT_MAX];
+        auth_required_scope(rq->route->action, agent ? rq->agent_id : NULL, scope, sizeof scope);
+        request_explain(ROOST_EFORBIDDEN, json_pack("{s:s}", "required_scope", scope),
+                        "the token lacks the scope %s", scope);
         request_reply_error(rq, ROOST_EFORBIDDEN, NULL, NULL);
         return;
     }

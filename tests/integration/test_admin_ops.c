@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness/agent_proc.h"
 #include "harness/harness.h"
 
 #include "common/banned.h"
@@ -264,6 +265,116 @@ static void test_admin_quarantine_purge(void)
     json_decref(page);
 }
 
+/* Publishes n events to `agent` and quarantines them (claim, release with reason poison). */
+static void quarantine_n(const char *t, const char *agent, int n)
+{
+    for (int i = 0; i < n; i++) {
+        CHECK(h_publish(d.http, t, agent, json_pack("{s:i}", "n", i), NULL, NULL) > 0);
+    }
+    json_t *evs = h_claim(d.http, t, agent, n, 30, "worker-1");
+    CHECK_EQ(json_array_size(evs), (size_t)n);
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        CHECK_EQ(h_callj(d.http, "POST", t,
+                         json_pack("{s:s, s:s}", "lease_token", h_str(h_at(evs, i), "lease_token"),
+                                   "reason", "poison"),
+                         NULL, "/api/v1/agents/%s/inbox/%s/release", agent,
+                         h_str(h_at(evs, i), "event_id")),
+                 200);
+    }
+    json_decref(evs);
+}
+
+/* The bulk redrive: POST /admin/quarantine/requeue (bounded by limit, "more" to go on) and
+ * `roost admin quarantine requeue --all [--agent A]`, which calls it until none is left. A
+ * tenant of its own, so the other tests' quarantine stays as it is. */
+static void test_admin_quarantine_requeue_all(void)
+{
+    char *t = h_token(&d, "t3", "agent:*:consume agent:*:publish tenant:admin");
+    quarantine_n(t, "rq.a", 3);
+    quarantine_n(t, "rq.b", 2);
+    CHECK_EQ(h_count_status(&d, t, "rq.a", "quarantined"), 3);
+    json_t *res = NULL;
+    CHECK_EQ(h_callj(d.http, "POST", t, json_pack("{s:s, s:i}", "agent_id", "rq.a", "limit", 2),
+                     &res, "/api/v1/admin/quarantine/requeue"),
+             200);
+    CHECK_EQ(h_int(res, "requeued"), 2);
+    CHECK(json_is_true(json_object_get(res, "more")));
+    json_decref(res);
+    CHECK_EQ(h_count_status(&d, t, "rq.a", "quarantined"), 1);
+    CHECK_EQ(h_count_status(&d, t, "rq.a", "pending"), 2);
+    CHECK_EQ(h_callj(d.http, "POST", t, json_pack("{s:i}", "limit", 1001), &res,
+                     "/api/v1/admin/quarantine/requeue"),
+             400);
+    CHECK_STREQ(h_error_code(res), "invalid_limit");
+    json_decref(res);
+    CHECK_EQ(h_callj(d.http, "POST", t, json_pack("{s:s}", "agent", "rq.a"), NULL,
+                     "/api/v1/admin/quarantine/requeue"),
+             400);
+
+    char *saved = tok;
+    tok = t;
+    CHECK_EQ(cli(NULL, "admin quarantine requeue"), 2);
+    CHECK_EQ(cli(NULL, "admin quarantine requeue --all evt_01ARZ3NDEKTSV4RRFFQ69G5FAV"), 2);
+    CHECK_EQ(cli(NULL, "admin quarantine requeue evt_01ARZ3NDEKTSV4RRFFQ69G5FAV --agent rq.a"), 2);
+    char *out = NULL;
+    CHECK_EQ(cli(&out, "admin quarantine requeue --all --agent rq.a --limit 1"), 0);
+    CHECK_STREQ(out, "{\"requeued\":1}\n");
+    free(out);
+    CHECK_EQ(h_count_status(&d, t, "rq.a", "quarantined"), 0);
+    CHECK_EQ(h_count_status(&d, t, "rq.b", "quarantined"), 2);
+    /* The whole tenant, one event per request: the CLI goes on until none is left. */
+    CHECK_EQ(cli(&out, "admin quarantine requeue --all --limit 1"), 0);
+    CHECK_STREQ(out, "{\"requeued\":2}\n");
+    free(out);
+    CHECK_EQ(cli(&out, "admin quarantine requeue --all"), 0);
+    CHECK_STREQ(out, "{\"requeued\":0}\n");
+    free(out);
+    tok = saved;
+    CHECK_EQ(h_count_status(&d, t, "rq.b", "pending"), 2);
+    CHECK_EQ(h_count_status(&d, t, "rq.a", "pending"), 3);
+    /* Requeued work is claimable again. */
+    json_t *evs = h_claim(d.http, t, "rq.b", 10, 30, NULL);
+    CHECK_EQ(json_array_size(evs), 2);
+    json_decref(evs);
+    free(t);
+}
+
+/* --output table|json on the list commands: a table on a terminal (script(1) gives the CLI one),
+ * the server's JSON in a pipe, either when asked for. */
+static void test_cli_output_table(void)
+{
+    char *out = NULL;
+    CHECK_EQ(cli(&out, "admin agents --output table --limit 1"), 0);
+    CHECK(out != NULL && strncmp(out, "AGENT ", 6) == 0 && strstr(out, " QUARANTINED ") != NULL);
+    CHECK(out != NULL && strstr(out, "\n(more: --next ") != NULL);
+    free(out);
+    CHECK_EQ(cli(&out, "admin agents --limit 1"), 0);
+    CHECK(out != NULL && strncmp(out, "{\"agents\":[{", 12) == 0);
+    free(out);
+    CHECK_EQ(cli(&out, "admin quarantine list -o table --agent ao.other"), 0);
+    CHECK(out != NULL && strncmp(out, "AGENT     EVENT ID", 18) == 0 &&
+          strstr(out, "\nao.other  evt_") != NULL);
+    free(out);
+    CHECK_EQ(cli(&out, "inbox read --agent ao.deep --output json"), 0);
+    CHECK(out != NULL && strncmp(out, "{\"events\":[", 11) == 0);
+    free(out);
+    CHECK_EQ(cli(&out, "keys list -o table"), 0);
+    CHECK(out != NULL && strncmp(out, "KEY ID  AGENT ID  ALG", 21) == 0);
+    free(out);
+    CHECK_EQ(cli(NULL, "admin agents --output yaml"), 2);
+    /* On a terminal the default is the table. */
+    char *cmd = h_fmt("script -qec \"'%s' inbox read --agent ao.deep --server %s --token %s\" "
+                      "/dev/null",
+                      ROOST_CLI_BIN, d.url, tok);
+    FILE *p = popen(cmd, "r");
+    char buf[8192] = "";
+    size_t n = p != NULL ? fread(buf, 1, sizeof buf - 1, p) : 0;
+    buf[n] = '\0';
+    CHECK(p != NULL && pclose(p) == 0);
+    CHECK(strncmp(buf, "SEQ  EVENT ID", 13) == 0 && strstr(buf, "pending") != NULL);
+    free(cmd);
+}
+
 /* limits.admin_scan_ms: a listing that ranks every agent of a tenant (sort=depth|age) fails with
  * 503 scan_budget_exceeded past its time budget (1 ms here, over 10,000 agents), so it cannot
  * hold a store connection for long; the listing by agent id (an index walk) is not budgeted. */
@@ -320,8 +431,10 @@ int main(void)
     RUN(setup_traffic);
     RUN(test_admin_agents_sorted_with_activity);
     RUN(test_admin_quarantine_inspect);
+    RUN(test_cli_output_table);
     RUN(test_admin_stats_from_metrics_snapshot);
     RUN(test_admin_quarantine_purge);
+    RUN(test_admin_quarantine_requeue_all);
     RUN(test_admin_agents_sorted_scan_budget);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);

@@ -555,7 +555,9 @@ static void test_agent_c_api_in_process(void)
 
 /* ---- roost inbox tail: pull, then SSE wake-ups (or long polls when SSE is blocked) ---- */
 
-static pid_t tail_start(const char *url, const char *token, const char *agent, const char *out)
+/* `from`: the --from cursor, or NULL for the default (the head). */
+static pid_t tail_start(const char *url, const char *token, const char *agent, const char *out,
+                        const char *from)
 {
     setenv("ROOST_TOKEN", token, 1);
     pid_t pid = fork();
@@ -564,8 +566,13 @@ static pid_t tail_start(const char *url, const char *token, const char *agent, c
         if (fd >= 0) {
             dup2(fd, 1);
         }
-        execl(ROOST_CLI_BIN, "roost", "inbox", "tail", "--server", url, "--agent", agent,
-              (char *)NULL);
+        if (from != NULL) {
+            execl(ROOST_CLI_BIN, "roost", "inbox", "tail", "--server", url, "--agent", agent,
+                  "--from", from, (char *)NULL);
+        } else {
+            execl(ROOST_CLI_BIN, "roost", "inbox", "tail", "--server", url, "--agent", agent,
+                  (char *)NULL);
+        }
         _exit(127);
     }
     return pid;
@@ -595,6 +602,23 @@ static int tail_seqs(const char *path, int64_t *seqs, int max)
     return n;
 }
 
+/* Open SSE streams of `agent` as GET /admin/agents counts them; -1 when unknown. */
+static int subscribers(struct roostd *d, const char *admin, const char *agent)
+{
+    json_t *res = NULL;
+    int n = -1;
+    if (h_callj(d->http, "GET", admin, NULL, &res, "/api/v1/admin/agents") == 200) {
+        json_t *agents = json_object_get(res, "agents");
+        for (size_t i = 0; i < json_array_size(agents); i++) {
+            if (strcmp(h_str(h_at(agents, i), "agent_id"), agent) == 0) {
+                n = (int)h_int(h_at(agents, i), "subscribers");
+            }
+        }
+    }
+    json_decref(res);
+    return n;
+}
+
 static void test_inbox_tail_follows(void)
 {
     struct roostd d;
@@ -606,23 +630,33 @@ static void test_inbox_tail_follows(void)
     struct agent_proc ap; /* only for its temp dir */
     agent_proc_dirs(&ap);
     char *out1 = h_fmt("%s/tail1.ndjson", ap.dir), *out2 = h_fmt("%s/tail2.ndjson", ap.dir);
+    char *out3 = h_fmt("%s/tail3.ndjson", ap.dir);
     h_publish_n(&d, tok, "ag.tail", 2, NULL);
-    pid_t t1 = tail_start(d.url, tok, "ag.tail", out1);
+    pid_t t1 = tail_start(d.url, tok, "ag.tail", out1, "0");
     struct http_proxy px;
     CHECK_EQ(http_proxy_start(&px, d.port), 0);
     http_proxy_rule(&px, 0, "/subscribe", NULL, HTTP_PROXY_DROP, 0);
     char *purl = h_fmt("http://127.0.0.1:%d", px.port);
-    pid_t t2 = tail_start(purl, tok, "ag.tail", out2);
+    pid_t t2 = tail_start(purl, tok, "ag.tail", out2, "0");
+    /* Without --from, like tail -f: only what comes after the head it found. */
+    pid_t t3 = tail_start(d.url, tok, "ag.tail", out3, NULL);
     int64_t seqs[16];
     bool ok;
     H_WAIT_UNTIL(ok, 5000, tail_seqs(out1, seqs, 16) == 2 && tail_seqs(out2, seqs, 16) == 2);
     CHECK(ok);
     H_WAIT_UNTIL(ok, 5000, http_proxy_hits(&px, 0) >= 1);
     CHECK(ok);
+    /* t1 and t3 have their streams open, so each has read the head already. */
+    char *admin = h_token(&d, "t1", "tenant:admin");
+    H_WAIT_UNTIL(ok, 5000, subscribers(&d, admin, "ag.tail") == 2);
+    CHECK(ok);
+    free(admin);
+    CHECK_EQ(tail_seqs(out3, seqs, 16), 0);
     for (int i = 0; i < 3; i++) {
         CHECK(h_publish(d.http, tok, "ag.tail", NULL, NULL, NULL) == 3 + i);
         H_WAIT_UNTIL(ok, 3000,
-                     tail_seqs(out1, seqs, 16) == 3 + i && tail_seqs(out2, seqs, 16) == 3 + i);
+                     tail_seqs(out1, seqs, 16) == 3 + i && tail_seqs(out2, seqs, 16) == 3 + i &&
+                         tail_seqs(out3, seqs, 16) == 1 + i);
         CHECK(ok);
     }
     for (int k = 0; k < 2; k++) {
@@ -632,14 +666,21 @@ static void test_inbox_tail_follows(void)
             CHECK_EQ(seqs[i], i + 1); /* every event once, in order */
         }
     }
+    CHECK_EQ(tail_seqs(out3, seqs, 16), 3);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(seqs[i], i + 3); /* the new ones only */
+    }
     kill(t1, SIGTERM);
     kill(t2, SIGTERM);
+    kill(t3, SIGTERM);
     waitpid(t1, NULL, 0);
     waitpid(t2, NULL, 0);
+    waitpid(t3, NULL, 0);
     http_proxy_stop(&px);
     free(purl);
     free(out1);
     free(out2);
+    free(out3);
     agent_proc_cleanup(&ap);
     free(tok);
     CHECK_EQ(roostd_stop(&d), 0);

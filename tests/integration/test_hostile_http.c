@@ -357,12 +357,12 @@ static const struct qcase qcases[] = {
     {"Q05e", "limit=%201", 400, "invalid_limit"},
     {"Q05f", "limit=%2B1", 400, "invalid_limit"},
     {"Q05g", "limit=0x10", 400, "invalid_limit"},
-    {"Q06", "limit=1&limit=2", 400, "invalid_limit"}, /* repeated names are refused */
+    {"Q06", "limit=1&limit=2", 400, "repeated_query_parameter"}, /* repeated names are refused */
     {"Q07", "after_cursor=-1", 400, "invalid_cursor"},
     {"Q08", "after_cursor=garbage", 400, "invalid_cursor"},
     {"Q08b", "after_cursor=1;2", 400, "invalid_cursor"},
     {"Q08c", "after_cursor=9223372036854775808", 400, "invalid_cursor"},
-    {"Q08d", "after_cursor=0&after_cursor=0", 400, "invalid_cursor"},
+    {"Q08d", "after_cursor=0&after_cursor=0", 400, "repeated_query_parameter"},
     {"Qw1", "wait_s=31", 400, "invalid_wait_s"},
     {"Qw2", "wait_s=-1", 400, "invalid_wait_s"},
     {"Qu1", "foo=1", 400, "invalid_query"},
