@@ -5,6 +5,8 @@
 #ifndef ROOST_SERVER_API_H
 #define ROOST_SERVER_API_H
 
+#include <stdbool.h>
+
 struct request;
 
 /* api_events.c */
@@ -22,6 +24,8 @@ void api_state_get(struct request *rq);
 
 /* api_subscribe.c */
 void api_subscribe(struct request *rq);
+/* POST /api/v1/agents/{agent}/subscribe/ticket: a single-use ticket for ?ticket= (auth.h). */
+void api_subscribe_ticket(struct request *rq);
 
 /* api_admin.c */
 void api_admin_agents(struct request *rq);
@@ -38,6 +42,11 @@ void api_admin_keys_list(struct request *rq);
 void api_admin_keys_revoke(struct request *rq);
 /* GET /api/v1/keys/server: no authentication. */
 void api_server_keys(struct request *rq);
+
+/* api_static.c: outside the table and without authentication: the embedded roost.js (/sdk/...)
+ * and dashboard (/ui, /ui/...). api_static_path() tells whether a path is theirs. */
+bool api_static_path(const char *path);
+void api_static(struct request *rq);
 
 /* api_health.c: outside the table and without authentication (GET /healthz, /readyz, /metrics). */
 void api_healthz(struct request *rq);

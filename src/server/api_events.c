@@ -70,6 +70,38 @@ static int run_publish(struct job *job, struct store *st)
     return store_call(st, publish, &req, op->out, &op->touches);
 }
 
+/* A group's publishes as one batch: their rows in one multi-row insert (store_publish_batch). */
+static int run_publish_batch(struct job *const *jobs, size_t n, struct store *st)
+{
+    struct store_publish_req *reqs = calloc(n, sizeof *reqs);
+    struct store_publish_entry *entries = calloc(n, sizeof *entries);
+    int rc = ROOST_ENOMEM;
+    if (reqs != NULL && entries != NULL) {
+        for (size_t i = 0; i < n; i++) {
+            struct publish_op *op = (struct publish_op *)jobs[i];
+            store_touches_cleanup(&op->touches);
+            reqs[i] = (struct store_publish_req){
+                .tenant_id = op->rq->principal.tenant_id,
+                .items = op->items,
+                .n_items = op->n_items,
+                .now_ms = op->now_ms,
+                .max_state_bytes = op->max_state_bytes,
+            };
+            entries[i] = (struct store_publish_entry){
+                .req = &reqs[i], .out = op->out, .touches = &op->touches};
+        }
+        rc = store_publish_batch(st, entries, n);
+        for (size_t i = 0; i < n; i++) {
+            jobs[i]->rc = entries[i].rc;
+        }
+    }
+    free(reqs);
+    free(entries);
+    return rc;
+}
+
+static const struct job_batch publish_batch = {.run = run_publish_batch, .last = true};
+
 static void done_publish(struct job *job)
 {
     struct publish_op *op = (struct publish_op *)job;
@@ -331,5 +363,6 @@ void api_publish(struct request *rq)
     op->job.done = done_publish;
     op->job.write = true;
     op->job.name = "publish";
+    op->job.batch = &publish_batch;
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }

@@ -258,6 +258,37 @@ static int run_claim(struct job *job, struct store *st)
                       &op->has_more);
 }
 
+/* A group's claims as one batch: several claims of one agent share one candidate read
+ * (store_claim_batch). */
+static int run_claim_batch(struct job *const *jobs, size_t n, struct store *st)
+{
+    struct store_claim_entry *entries = calloc(n, sizeof *entries);
+    if (entries == NULL) {
+        return ROOST_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct inbox_op *op = (struct inbox_op *)jobs[i];
+        store_events_cleanup(&op->events);
+        entries[i] = (struct store_claim_entry){.tenant_id = op->rq->principal.tenant_id,
+                                                .agent_id = op->rq->agent_id,
+                                                .limit = (size_t)op->limit,
+                                                .max_bytes = op->max_bytes,
+                                                .lease_s = op->lease_s,
+                                                .consumer = op->consumer,
+                                                .out = &op->events};
+    }
+    int rc = store_claim_batch(st, entries, n, time_now_ms());
+    for (size_t i = 0; i < n; i++) {
+        struct inbox_op *op = (struct inbox_op *)jobs[i];
+        jobs[i]->rc = entries[i].rc;
+        op->has_more = entries[i].has_more;
+    }
+    free(entries);
+    return rc;
+}
+
+static const struct job_batch claim_batch = {.run = run_claim_batch};
+
 static void done_claim(struct job *job)
 {
     struct inbox_op *op = (struct inbox_op *)job;
@@ -312,6 +343,7 @@ void api_inbox_claim(struct request *rq)
     op->lease_s = lease_s;
     snprintf(op->consumer, sizeof op->consumer, "%s", consumer ? consumer : "");
     op->deadline_ms = wait_s > 0 ? rq->start_ms + wait_s * 1000 : 0;
+    op->job.batch = &claim_batch;
     submit(op, run_claim, done_claim, true);
 }
 
@@ -323,6 +355,32 @@ static int run_ack(struct job *job, struct store *st)
     return store_call(st, ack, op->rq->principal.tenant_id, op->rq->agent_id, op->rq->event_id,
                       op->lease_token, time_now_ms(), &op->available_at_ms);
 }
+
+/* A group's single-event acks as one batch: one shared statement (store_ack_batch). */
+static int run_ack_batch(struct job *const *jobs, size_t n, struct store *st)
+{
+    struct store_ack_entry *entries = calloc(n, sizeof *entries);
+    if (entries == NULL) {
+        return ROOST_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct inbox_op *op = (struct inbox_op *)jobs[i];
+        entries[i] = (struct store_ack_entry){.tenant_id = op->rq->principal.tenant_id,
+                                              .agent_id = op->rq->agent_id,
+                                              .event_id = op->rq->event_id,
+                                              .lease_token = op->lease_token};
+    }
+    int rc = store_ack_batch(st, entries, n, time_now_ms());
+    for (size_t i = 0; i < n; i++) {
+        struct inbox_op *op = (struct inbox_op *)jobs[i];
+        jobs[i]->rc = entries[i].rc;
+        op->available_at_ms = entries[i].available_at_ms;
+    }
+    free(entries);
+    return rc;
+}
+
+static const struct job_batch ack_batch = {.run = run_ack_batch};
 
 static void done_ack(struct job *job)
 {
@@ -349,6 +407,7 @@ void api_event_ack(struct request *rq)
     if (!op || !read_lease_token(rq, rq->body, op->lease_token)) {
         return;
     }
+    op->job.batch = &ack_batch;
     submit(op, run_ack, done_ack, true);
 }
 

@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/timeutil.h"
 #include "server/api.h"
+#include "server/auth.h"
+#include "server/config.h"
 #include "server/request.h"
 #include "server/runtime.h"
 #include "server/sse_hub.h"
@@ -25,10 +28,23 @@ struct subscribe_op {
     int64_t last_event_id; /* -1 when absent */
 };
 
+/* How long a used ticket's nonce is kept past the ticket's expiry: the clock-skew allowance, so a
+ * node whose clock lags still finds it. */
+#define TICKET_NONCE_SKEW_MS 60000
+
 static int run_head(struct job *job, struct store *st)
 {
     struct subscribe_op *op = (struct subscribe_op *)job;
-    return store_call(st, head, op->rq->principal.tenant_id, op->rq->agent_id, &op->head);
+    const struct auth_principal *p = &op->rq->principal;
+    if (p->ticket_nonce[0] != '\0') {
+        /* Single use on every node sharing the store: the first claim of the nonce wins. */
+        int rc = store_call(st, nonce_claim, p->tenant_id, AUTH_TICKET_KEY_ID, p->ticket_nonce,
+                            p->ticket_exp_ms + TICKET_NONCE_SKEW_MS, time_now_ms());
+        if (rc != ROOST_OK) {
+            return rc == ROOST_ENONCEREUSED ? ROOST_EUNAUTHENTICATED : rc;
+        }
+    }
+    return store_call(st, head, p->tenant_id, op->rq->agent_id, &op->head);
 }
 
 static void done_head(struct job *job)
@@ -65,7 +81,7 @@ static void done_head(struct job *job)
 void api_subscribe(struct request *rq)
 {
     struct sse_hub *hub = rq->rt->sse;
-    static const char *const known[] = {"access_token", NULL};
+    static const char *const known[] = {"access_token", "ticket", NULL};
     for (struct evkeyval *kv = rq->query ? rq->query->tqh_first : NULL; kv;
          kv = kv->next.tqe_next) {
         bool ok = false;
@@ -100,6 +116,36 @@ void api_subscribe(struct request *rq)
             op->last_event_id = v; /* anything else is ignored, as EventSource ids are opaque */
         }
     }
-    op->job = (struct job){.run = run_head, .done = done_head, .write = false};
+    /* A ticket's nonce claim is a write; a plain subscribe only reads the head. */
+    op->job = (struct job){
+        .run = run_head, .done = done_head, .write = rq->principal.ticket_nonce[0] != '\0'};
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+}
+
+void api_subscribe_ticket(struct request *rq)
+{
+    char ticket[AUTH_TICKET_MAX_BYTES + 1];
+    char when[40];
+    int64_t expires_ms = 0;
+    const char *bad = NULL;
+    static const char *const none[] = {NULL};
+    if (rq->query && rq->query->tqh_first) {
+        request_reply_error(rq, ROOST_EQUERY, "unknown query parameter", NULL);
+        return;
+    }
+    if (body_only_fields(rq->body, none, &bad) != ROOST_OK) {
+        request_reply_error(rq, ROOST_EUNKNOWNFIELD, NULL, json_pack("{s:s}", "field", bad));
+        return;
+    }
+    int64_t now_ms = time_now_ms();
+    int rc = auth_ticket_issue(rq->rt->auth, &rq->principal, rq->agent_id, now_ms,
+                               rq->rt->cfg->auth_ticket_ttl_s, ticket, sizeof ticket, &expires_ms);
+    if (rc != ROOST_OK) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    time_format_rfc3339(expires_ms, when);
+    request_reply_json(rq, 201,
+                       json_pack("{s:s, s:s, s:I}", "ticket", ticket, "expires_at", when,
+                                 "expires_in_s", (json_int_t)((expires_ms - now_ms + 999) / 1000)));
 }

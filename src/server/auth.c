@@ -18,6 +18,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/rand.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "common/base64.h"
 #include "common/fsutil.h"
 #include "common/hash.h"
 #include "common/ids.h"
@@ -823,6 +825,189 @@ out:
         int64_t exp_ms = out->exp_ms;
         auth_principal_clear(out);
         out->exp_ms = exp_ms != 0 && now_ms >= exp_ms + AUTH_SKEW_MS ? exp_ms : 0;
+    }
+    return rc;
+}
+
+/* ---- subscribe tickets (see auth.h for the format) ---- */
+
+#define TICKET_PREFIX "rt1."
+#define TICKET_DOMAIN                                                                              \
+    "roost-ticket-v1\n" /* signed before the payload: no other use of the key                      \
+                         * (a JWT's signing input) can ever read as a ticket */
+#define TICKET_PAYLOAD_MAX 320
+
+static bool ticket_sign_input(const char *payload, size_t len, unsigned char *buf, size_t cap,
+                              size_t *out_len)
+{
+    size_t dlen = sizeof TICKET_DOMAIN - 1;
+    if (dlen + len > cap) {
+        return false;
+    }
+    memcpy(buf, TICKET_DOMAIN, dlen);
+    memcpy(buf + dlen, payload, len);
+    *out_len = dlen + len;
+    return true;
+}
+
+int auth_ticket_issue(const struct auth *a, const struct auth_principal *p, const char *agent_id,
+                      int64_t now_ms, int64_t ttl_s, char *out, size_t out_len, int64_t *expires_ms)
+{
+    unsigned char rnd[16];
+    char nonce[33];
+    char payload[TICKET_PAYLOAD_MAX];
+    unsigned char input[TICKET_PAYLOAD_MAX + sizeof TICKET_DOMAIN];
+    unsigned char sig[64];
+    size_t sig_len = sizeof sig, in_len = 0;
+    char *p64 = NULL, *s64 = NULL;
+    int rc = ROOST_EINTERNAL;
+    EVP_MD_CTX *md = NULL;
+
+    if (RAND_bytes(rnd, sizeof rnd) != 1) {
+        return ROOST_EINTERNAL;
+    }
+    for (size_t i = 0; i < sizeof rnd; i++) {
+        snprintf(nonce + 2 * i, 3, "%02x", rnd[i]);
+    }
+    int64_t exp_ms = now_ms + ttl_s * 1000;
+    if (p->exp_ms > 0 && p->exp_ms < exp_ms) {
+        exp_ms = p->exp_ms;
+    }
+    int n = snprintf(payload, sizeof payload, "%s %s %lld %lld %s", p->tenant_id, agent_id,
+                     (long long)exp_ms, (long long)p->exp_ms, nonce);
+    if (n < 0 || (size_t)n >= sizeof payload ||
+        !ticket_sign_input(payload, (size_t)n, input, sizeof input, &in_len)) {
+        return ROOST_EINTERNAL;
+    }
+    if ((md = EVP_MD_CTX_new()) == NULL) {
+        return ROOST_ENOMEM;
+    }
+    if (EVP_DigestSignInit(md, NULL, NULL, NULL, a->key) != 1 ||
+        EVP_DigestSign(md, sig, &sig_len, input, in_len) != 1) {
+        goto out;
+    }
+    if (b64_encode(B64_URL, (const unsigned char *)payload, (size_t)n, &p64, NULL) != 0 ||
+        b64_encode(B64_URL, sig, sig_len, &s64, NULL) != 0) {
+        rc = ROOST_ENOMEM;
+        goto out;
+    }
+    n = snprintf(out, out_len, TICKET_PREFIX "%s.%s", p64, s64);
+    if (n < 0 || (size_t)n >= out_len || (size_t)n > AUTH_TICKET_MAX_BYTES) {
+        goto out;
+    }
+    *expires_ms = exp_ms;
+    rc = ROOST_OK;
+out:
+    EVP_MD_CTX_free(md);
+    free(p64);
+    free(s64);
+    return rc;
+}
+
+static bool ticket_signature_ok(const struct auth *a, const char *payload, size_t len,
+                                const unsigned char *sig, size_t sig_len)
+{
+    unsigned char input[TICKET_PAYLOAD_MAX + sizeof TICKET_DOMAIN];
+    size_t in_len = 0;
+    if (sig_len != 64 || !ticket_sign_input(payload, len, input, sizeof input, &in_len)) {
+        return false;
+    }
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    bool ok = md != NULL && EVP_DigestVerifyInit(md, NULL, NULL, NULL, a->key) == 1 &&
+              EVP_DigestVerify(md, sig, sig_len, input, in_len) == 1;
+    EVP_MD_CTX_free(md);
+    return ok;
+}
+
+/* Splits the verified payload into its five fields and checks them. */
+static int ticket_payload_parse(const char *payload, size_t len, const char *agent_id,
+                                int64_t now_ms, struct auth_principal *out)
+{
+    char buf[TICKET_PAYLOAD_MAX + 1];
+    const char *f[5];
+    size_t fl[5];
+    size_t nf = 0;
+    if (len > TICKET_PAYLOAD_MAX) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    memcpy(buf, payload, len);
+    buf[len] = '\0';
+    const char *s = buf;
+    while (nf < 5) {
+        const char *e = strchr(s, ' ');
+        size_t l = e ? (size_t)(e - s) : strlen(s);
+        f[nf] = s;
+        fl[nf++] = l;
+        if (!e) {
+            break;
+        }
+        s = e + 1;
+    }
+    if (nf != 5 || !ids_valid_name(f[0], fl[0]) || fl[1] != strlen(agent_id) ||
+        memcmp(f[1], agent_id, fl[1]) != 0 || fl[4] != 32 || f[4][32] != '\0') {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    char *end = NULL;
+    long long ticket_exp = strtoll(f[2], &end, 10);
+    if (end != f[2] + fl[2] || fl[2] == 0) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    long long token_exp = strtoll(f[3], &end, 10);
+    if (end != f[3] + fl[3] || fl[3] == 0) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    /* No clock-skew allowance here: the node that issued the ticket already gave its ttl. */
+    if (now_ms >= ticket_exp) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    memcpy(out->tenant_id, f[0], fl[0]);
+    out->tenant_id[fl[0]] = '\0';
+    snprintf(out->sub, sizeof out->sub, "ticket");
+    out->scopes[0].action = AUTH_READ;
+    snprintf(out->scopes[0].selector, sizeof out->scopes[0].selector, "%s", agent_id);
+    out->n_scopes = 1;
+    out->exp_ms = token_exp;
+    memcpy(out->ticket_nonce, f[4], 32);
+    out->ticket_nonce[32] = '\0';
+    out->ticket_exp_ms = ticket_exp;
+    return ROOST_OK;
+}
+
+int auth_ticket_verify(const struct auth *a, const char *ticket, const char *agent_id,
+                       int64_t now_ms, struct auth_principal *out)
+{
+    unsigned char *payload = NULL, *sig = NULL;
+    size_t payload_len = 0, sig_len = 0;
+    int rc = ROOST_EUNAUTHENTICATED;
+
+    memset(out, 0, sizeof *out);
+    if (a == NULL || a->key == NULL || ticket == NULL) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    size_t len = strnlen(ticket, AUTH_TICKET_MAX_BYTES + 1);
+    size_t plen = sizeof TICKET_PREFIX - 1;
+    if (len > AUTH_TICKET_MAX_BYTES || len < plen || memcmp(ticket, TICKET_PREFIX, plen) != 0) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    const char *p64 = ticket + plen;
+    const char *dot = memchr(p64, '.', len - plen);
+    if (dot == NULL) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    const char *s64 = dot + 1;
+    if (b64_decode(B64_URL, true, p64, (size_t)(dot - p64), &payload, &payload_len) != 0 ||
+        b64_decode(B64_URL, true, s64, len - (size_t)(s64 - ticket), &sig, &sig_len) != 0) {
+        goto out;
+    }
+    if (!ticket_signature_ok(a, (const char *)payload, payload_len, sig, sig_len)) {
+        goto out;
+    }
+    rc = ticket_payload_parse((const char *)payload, payload_len, agent_id, now_ms, out);
+out:
+    free(payload);
+    free(sig);
+    if (rc != ROOST_OK) {
+        memset(out, 0, sizeof *out);
     }
     return rc;
 }

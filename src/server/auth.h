@@ -29,6 +29,10 @@ struct auth_principal {
     struct auth_scope scopes[AUTH_MAX_SCOPES];
     size_t n_scopes;
     int64_t exp_ms;
+    /* Set only when the principal came from a subscribe ticket: its nonce (32 hex digits) and
+     * the ticket's own expiry, for the single-use claim in the store (api_subscribe.c). */
+    char ticket_nonce[33];
+    int64_t ticket_exp_ms;
 };
 
 /* Empties a principal (no tenant, no scopes) without writing its whole scope array. */
@@ -59,6 +63,34 @@ void auth_describe(const struct auth *a, char *buf, size_t len);
  * the loop thread, the only thread that calls this). */
 int auth_authenticate(const struct auth *a, const char *authorization, int64_t now_ms,
                       struct auth_principal *out);
+
+/* Subscribe tickets (DESIGN §5.1): a browser's EventSource cannot send Authorization, so a
+ * client holding a read token asks for a ticket and opens the stream with ?ticket=. The ticket
+ * is stateless and signed with roostd's token key (nodes sharing auth.key_file accept each
+ * other's tickets); single use is enforced by claiming its nonce in the store's nonce table, the
+ * same one that stops signature replay on every node:
+ *
+ *   rt1.<base64url(payload)>.<base64url(Ed25519 over "roost-ticket-v1\n" + payload)>
+ *   payload = "<tenant> <agent> <ticket_exp_ms> <token_exp_ms> <nonce: 32 hex digits>"
+ *
+ * The stream a ticket opens still ends at the expiry of the token that asked for it.
+ * AUTH_TICKET_MAX_BYTES bounds the whole string. */
+#define AUTH_TICKET_MAX_BYTES 512
+#define AUTH_TICKET_KEY_ID "roost:ticket" /* key id of ticket nonces; no key id has a ':' */
+
+/* Issues a ticket for `agent_id` to principal `p` (who must be allowed to read it: the caller
+ * checks) valid until min(now_ms + ttl_s, p->exp_ms). `out` gets the NUL-terminated ticket
+ * (out_len >= AUTH_TICKET_MAX_BYTES + 1). ROOST_OK, ROOST_ENOMEM or ROOST_EINTERNAL. */
+int auth_ticket_issue(const struct auth *a, const struct auth_principal *p, const char *agent_id,
+                      int64_t now_ms, int64_t ttl_s, char *out, size_t out_len,
+                      int64_t *expires_ms);
+
+/* Verifies a ticket for `agent_id` at now_ms: signature, agent, expiry. On success `out` is a
+ * principal of the ticket's tenant holding only agent:<agent_id>:read, with exp_ms the token's
+ * expiry and ticket_nonce/ticket_exp_ms set; the caller still has to claim the nonce.
+ * ROOST_OK or ROOST_EUNAUTHENTICATED. */
+int auth_ticket_verify(const struct auth *a, const char *ticket, const char *agent_id,
+                       int64_t now_ms, struct auth_principal *out);
 
 /* May `p` do `action` on `agent_id`? consume implies read; admin needs tenant:admin and ignores
  * agent_id. A trailing '*' in a selector matches any agent id with that prefix. */

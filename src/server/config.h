@@ -124,6 +124,8 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "iss")                                                                                       \
     X("auth.audience", auth_audience, CONFIG_STR, "", 0, 0, CONFIG_RELOADABLE,                     \
       "when set, the aud of those tokens (string or array) must contain this value")               \
+    X("auth.ticket_ttl_s", auth_ticket_ttl_s, CONFIG_INT, "60", 1, 3600, CONFIG_RELOADABLE,        \
+      "lifetime of a subscribe ticket (POST .../subscribe/ticket); each is single-use")            \
     X("signatures.require", signatures_require, CONFIG_STR, "off", 0, 0, CONFIG_RELOADABLE,        \
       "RFC 9421 request signatures required on agent routes and publish: off, mutations (every "   \
       "method but GET/HEAD) or all; a Signature sent anyway is always verified")                   \

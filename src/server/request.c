@@ -392,7 +392,9 @@ void request_reply_buffer(struct request *rq, int status, const char *content_ty
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
     evhttp_add_header(out, "Content-Type", content_type);
-    evhttp_add_header(out, "Cache-Control", "no-store");
+    if (evhttp_find_header(out, "Cache-Control") == NULL) {
+        evhttp_add_header(out, "Cache-Control", "no-store");
+    }
     send_reply(rq, status, body, false);
 }
 

@@ -78,7 +78,8 @@ void request_explain(int rc, json_t *detail, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Sends a text/plain body (unless a Content-Type was set already) and ends the request. */
 void request_reply_text(struct request *rq, int status, const char *text);
-/* Sends `body` (borrowed; drained) as `content_type`, not cached, and ends the request. */
+/* Sends `body` (borrowed; drained) as `content_type`, not cached unless the handler set a
+ * Cache-Control of its own, and ends the request. */
 void request_reply_buffer(struct request *rq, int status, const char *content_type,
                           struct evbuffer *body);
 

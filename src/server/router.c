@@ -43,6 +43,8 @@ static const struct route routes[] = {
     {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/state", "state", AUTH_READ, BODY_NONE, api_state_get},
     {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/subscribe", "subscribe", AUTH_READ, BODY_NONE,
      api_subscribe},
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/subscribe/ticket", "subscribe_ticket", AUTH_READ,
+     BODY_OPTIONAL, api_subscribe_ticket},
     {EVHTTP_REQ_GET, "/api/v1/admin/agents", "admin_agents", AUTH_ADMIN, BODY_NONE,
      api_admin_agents},
     {EVHTTP_REQ_GET, "/api/v1/admin/quarantine", "admin_quarantine", AUTH_ADMIN, BODY_NONE,
@@ -252,9 +254,12 @@ int router_check_framing(struct evkeyvalq *in, int major, int minor, const char 
 
 /* ---- dispatch ---- */
 
-/* Browsers' EventSource cannot send headers: subscribe also takes ?access_token=. Returns
- * "Bearer <token>" (caller frees) or NULL. Query strings are never logged. */
-static char *bearer_from_query(const struct evhttp_uri *uri)
+/* Browsers' EventSource cannot send headers: subscribe also takes ?access_token= (returned as
+ * "Bearer <token>") or ?ticket= (returned as is). `prefix` goes before the value. Returns a
+ * malloc'd string (caller frees) or NULL when absent or too long. Query strings are never logged.
+ */
+static char *credential_from_query(const struct evhttp_uri *uri, const char *name,
+                                   const char *prefix)
 {
     const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
     struct evkeyvalq q;
@@ -264,16 +269,36 @@ static char *bearer_from_query(const struct evhttp_uri *uri)
         evhttp_clear_headers(&q);
         return NULL;
     }
-    const char *token = evhttp_find_header(&q, "access_token");
+    const char *value = evhttp_find_header(&q, name);
     char *out = NULL;
-    if (token && strlen(token) <= 8192) {
-        size_t n = strlen(token) + sizeof "Bearer ";
+    if (value && strlen(value) <= 8192) {
+        size_t n = strlen(prefix) + strlen(value) + 1;
         if ((out = malloc(n)) != NULL) {
-            snprintf(out, n, "Bearer %s", token);
+            snprintf(out, n, "%s%s", prefix, value);
         }
     }
     evhttp_clear_headers(&q);
     return out;
+}
+
+/* ?ticket= on subscribe (auth.h): the agent in the path must be the ticket's. */
+static int authenticate_ticket(struct request *rq, const struct evhttp_uri *uri,
+                               const struct capture *agent, bool *used)
+{
+    char *ticket = credential_from_query(uri, "ticket", "");
+    char agent_id[ROOST_ID_MAX + 1];
+    *used = ticket != NULL;
+    if (!ticket) {
+        return ROOST_EUNAUTHENTICATED;
+    }
+    int rc = ROOST_EUNAUTHENTICATED;
+    if (agent->p && ids_valid_name(agent->p, agent->len)) {
+        memcpy(agent_id, agent->p, agent->len);
+        agent_id[agent->len] = '\0';
+        rc = auth_ticket_verify(rq->rt->auth, ticket, agent_id, time_now_ms(), &rq->principal);
+    }
+    free(ticket);
+    return rc;
 }
 
 static void dispatch_content(struct request *rq);
@@ -326,6 +351,11 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
         api_metrics(rq);
         return;
     }
+    if (api_static_path(path)) {
+        set_pseudo_route(rq, "static");
+        api_static(rq);
+        return;
+    }
     if (rt->draining) {
         request_reply_error(rq, ROOST_ESHUTDOWN, NULL, NULL);
         return;
@@ -359,12 +389,19 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
 
     /* Authentication before anything about the request's content is revealed. */
     const char *authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    char *query_bearer = NULL;
+    bool by_ticket = false;
+    int auth_rc = ROOST_EUNAUTHENTICATED;
     if (!authz && rq->route->handler == api_subscribe) {
-        authz = query_bearer = bearer_from_query(uri);
+        auth_rc = authenticate_ticket(rq, uri, &caps.agent, &by_ticket);
     }
-    int auth_rc = auth_authenticate(rt->auth, authz, time_now_ms(), &rq->principal);
-    free(query_bearer);
+    if (!by_ticket) {
+        char *query_bearer = NULL;
+        if (!authz && rq->route->handler == api_subscribe) {
+            authz = query_bearer = credential_from_query(uri, "access_token", "Bearer ");
+        }
+        auth_rc = auth_authenticate(rt->auth, authz, time_now_ms(), &rq->principal);
+        free(query_bearer);
+    }
     if (auth_rc != ROOST_OK) {
         int64_t expired_ms = rq->principal.exp_ms;
         auth_principal_clear(&rq->principal);
@@ -410,7 +447,10 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     /* A signature binds the token (it covers Authorization), so it is checked after it and
      * before anything about the content is looked at. The policy covers the agent routes and
      * publish; operator routes rely on their tokens (DESIGN §6.2). */
-    bool policy_route = agent != NULL || rq->route->action == AUTH_PUBLISH;
+    /* A subscribe opened with a ticket is outside the policy: the ticket is single-use and bound
+     * to its agent (nothing in the request to alter or replay), and asking for it is a POST
+     * that the policy covered (mutations or all). So EventSource works under every policy. */
+    bool policy_route = (agent != NULL || rq->route->action == AUTH_PUBLISH) && !by_ticket;
     if (sigverify_needed(rq, policy_route)) {
         sigverify_start(rq, dispatch_content);
         return;

@@ -47,12 +47,20 @@ static struct job *queue_pop(struct job_queue *q)
     return job;
 }
 
+/* A writer other than the first (store.writers > 1) takes a group only when at least this many
+ * writes are queued: with few requests in flight (P2 C2) a second writer would split them into
+ * more, smaller transactions (more COMMITs and statements per request, and lock waits between
+ * the two: 8.1 statements per cycle against 6.4), while under load it overlaps its statements
+ * with the first writer's COMMIT. Measured in doc/BENCHMARKS.md (MariaDB). */
+#define WRITER_SPILL_MIN 4
+
 struct thread_slot {
     struct workers *w;
     pthread_t thread;
     struct store *st;
     bool writer;
     bool started;
+    int index; /* among the writers (0 = the first) */
 };
 
 struct workers {
@@ -68,7 +76,7 @@ struct workers {
     struct event *wake_ev;
 
     struct thread_slot *slots;
-    int n_slots;
+    int n_slots, n_writers;
 
     pthread_mutex_t stats_mu;
     struct workers_stats stats;
@@ -146,28 +154,119 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
+/* One group being written, and the writer's scratch space for it (each sized group_max). */
+struct group {
+    struct job **jobs;
+    bool *skip;         /* left out: failed alone, keeps its own answer */
+    bool *ran;          /* ran in this pass (as part of a batch) */
+    struct job **batch; /* the jobs of the batch being run */
+    size_t n;
+    size_t batches, batched; /* batches of the last pass, and their jobs */
+};
+
+/* Runs a batch, charging each job an equal share of its time. */
+static int run_batch(struct workers *w, struct store *st, struct job **jobs, size_t n)
+{
+    int64_t t0 = w->obs.job_ran != NULL ? time_mono_us() : 0;
+    int rc = jobs[0]->batch->run(jobs, n, st);
+    for (size_t i = 0; w->obs.job_ran != NULL && i < n; i++) {
+        w->obs.job_ran(w->obs.arg, jobs[i]->name, (double)(time_mono_us() - t0) / 1e6 / (double)n);
+    }
+    return rc;
+}
+
+/* run_kind's answer when the group must run again isolated (not a roost error code). */
+#define RUN_ISOLATED 1
+
+/* Runs, in the open transaction, the batch of group job i's kind: every job of that kind not yet
+ * run. Returns ROOST_OK, ROOST_ERETRY (the group replays), or RUN_ISOLATED when the transaction
+ * was rolled back and the group must run again isolated (a job failed alone: now skipped; or the
+ * batch failed as a whole). Sets *alone when there was no other job of the kind. */
+static int run_kind(struct workers *w, struct store *st, struct group *g, size_t i, bool *alone)
+{
+    size_t m = 0;
+    /* Jobs before i of the kind have run (alone, in the second pass) or are skipped. */
+    for (size_t j = i; j < g->n; j++) {
+        if (!g->skip[j] && !g->ran[j] && g->jobs[j]->batch == g->jobs[i]->batch) {
+            g->batch[m++] = g->jobs[j];
+        }
+    }
+    *alone = m < 2;
+    if (*alone) {
+        return ROOST_OK;
+    }
+    for (size_t j = i; j < g->n; j++) {
+        g->ran[j] = g->ran[j] || (!g->skip[j] && g->jobs[j]->batch == g->jobs[i]->batch);
+    }
+    int rc = run_batch(w, st, g->batch, m);
+    if (rc == ROOST_ERETRY) {
+        return rc;
+    }
+    bool failed = rc != ROOST_OK;
+    for (size_t k = 0; rc == ROOST_OK && k < m; k++) {
+        if (g->batch[k]->rc == ROOST_ERETRY) {
+            return ROOST_ERETRY;
+        }
+    }
+    for (size_t j = i; rc == ROOST_OK && j < g->n; j++) {
+        if (g->ran[j] && !g->skip[j] && g->jobs[j]->batch == g->jobs[i]->batch &&
+            g->jobs[j]->rc != ROOST_OK) {
+            /* It may have written part of its work: the others run again without it. */
+            g->skip[j] = true;
+            failed = true;
+        }
+    }
+    if (failed) {
+        store_call0(st, rollback);
+        return RUN_ISOLATED;
+    }
+    g->batches++;
+    g->batched += m;
+    return ROOST_OK;
+}
+
 /* Runs one group in one transaction. Returns ROOST_ERETRY when the whole group must run again.
  * A job that fails must leave no trace while the others commit. The first pass runs without
- * savepoints (on MySQL each costs a round trip per request, and failures are rare); when a job
- * fails in it, the transaction is rolled back, that job keeps its answer and is left out
- * (skip[i]), and the second pass runs the others each inside its own savepoint, so a group takes
- * at most two passes. A group of one job needs no savepoint at all: its transaction is its
- * savepoint. */
-static int run_group(struct workers *w, struct store *st, struct job **group, bool *skip, size_t n,
+ * savepoints (on MySQL each costs a round trip per request, and failures are rare) and runs the
+ * jobs of one batch kind together (their statements shared); when a job fails in it, the
+ * transaction is rolled back, that job keeps its answer and is left out (skip[i]), and the second
+ * pass runs the others each alone inside its own savepoint, so a group takes at most two passes.
+ * A batch that fails as a whole (which job was at fault is unknown) sends the group to the second
+ * pass too. A group of one job needs no savepoint at all: its transaction is its savepoint. */
+static int run_group(struct workers *w, struct store *st, struct group *g, bool isolate,
                      bool *committed)
 {
-    bool isolate = false;
+    size_t left = 0;
     *committed = false;
-    for (size_t i = 0; i < n; i++) {
-        isolate = isolate || skip[i];
+    g->batches = g->batched = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        isolate = isolate || g->skip[i];
+        left += !g->skip[i];
+        g->ran[i] = false;
+    }
+    if (left == 0) {
+        return ROOST_OK; /* every job failed alone: each rc is its answer, nothing to commit */
     }
     int rc = store_call0(st, begin);
     if (rc != ROOST_OK) {
         return rc;
     }
-    for (size_t i = 0; i < n; i++) {
-        struct job *job = group[i];
-        if (skip[i]) {
+    /* Jobs of a `last` kind run after the others (see struct job_batch). */
+    for (size_t k = 0; k < 2 * g->n; k++) {
+        size_t i = k % g->n;
+        struct job *job = g->jobs[i];
+        bool late = job->batch != NULL && job->batch->last;
+        if (g->skip[i] || g->ran[i] || late != (k >= g->n)) {
+            continue;
+        }
+        bool alone = true;
+        if (!isolate && job->batch != NULL && (rc = run_kind(w, st, g, i, &alone)) != ROOST_OK) {
+            if (rc == RUN_ISOLATED) {
+                return run_group(w, st, g, true, committed);
+            }
+            goto fail;
+        }
+        if (!alone) {
             continue;
         }
         if (isolate && (rc = store_call0(st, savepoint)) != ROOST_OK) {
@@ -186,12 +285,9 @@ static int run_group(struct workers *w, struct store *st, struct job **group, bo
             rc = store_call0(st, savepoint_rollback);
         } else {
             /* The job may have written part of its work: the others run again without it. */
-            skip[i] = true;
+            g->skip[i] = true;
             store_call0(st, rollback);
-            if (n == 1) {
-                return ROOST_OK; /* its rc is its answer; nothing to commit */
-            }
-            return run_group(w, st, group, skip, n, committed);
+            return run_group(w, st, g, true, committed);
         }
         if (rc != ROOST_OK) {
             goto fail;
@@ -215,28 +311,40 @@ fail:
     return rc;
 }
 
+static void group_free(struct group *g)
+{
+    free(g->jobs);
+    free(g->skip);
+    free(g->ran);
+    free(g->batch);
+    memset(g, 0, sizeof *g);
+}
+
 static void *writer_main(void *arg)
 {
     struct thread_slot *slot = arg;
     struct workers *w = slot->w;
-    struct job **group = calloc((size_t)w->group_max, sizeof *group);
-    bool *skip = calloc((size_t)w->group_max, sizeof *skip);
-    if (skip == NULL) {
-        free(group);
-        group = NULL;
+    size_t max = (size_t)w->group_max;
+    struct group g = {.jobs = calloc(max, sizeof *g.jobs),
+                      .skip = calloc(max, sizeof *g.skip),
+                      .ran = calloc(max, sizeof *g.ran),
+                      .batch = calloc(max, sizeof *g.batch)};
+    if (!g.jobs || !g.skip || !g.ran || !g.batch) {
+        group_free(&g);
     }
+    size_t need = slot->index == 0 ? 1 : WRITER_SPILL_MIN;
     for (;;) {
         pthread_mutex_lock(&w->mu);
-        while (w->writes.len == 0 && !w->stopping) {
+        while (w->writes.len < need && !w->stopping) {
             pthread_cond_wait(&w->write_cv, &w->mu);
         }
         size_t n = 0;
-        while (group && n < (size_t)w->group_max && w->writes.len > 0) {
-            group[n++] = queue_pop(&w->writes);
+        while (g.jobs && n < max && w->writes.len > 0) {
+            g.jobs[n++] = queue_pop(&w->writes);
         }
         pthread_mutex_unlock(&w->mu);
         if (n == 0) {
-            if (!group) {
+            if (!g.jobs) {
                 /* Out of memory at start: fail whatever arrives, one by one. */
                 pthread_mutex_lock(&w->mu);
                 struct job *job = queue_pop(&w->writes);
@@ -257,20 +365,21 @@ static void *writer_main(void *arg)
         int rc = ROOST_ERETRY;
         unsigned retries = 0;
         bool committed = false;
-        memset(skip, 0, n * sizeof *skip);
+        g.n = n;
+        memset(g.skip, 0, n * sizeof *g.skip);
         for (int attempt = 0; attempt < 8 && rc == ROOST_ERETRY; attempt++) {
             if (attempt > 0) {
                 retries++;
                 sleep_ms(1L << attempt);
             }
-            rc = run_group(w, slot->st, group, skip, n, &committed);
+            rc = run_group(w, slot->st, &g, false, &committed);
         }
         for (size_t i = 0; i < n; i++) {
             /* A failed commit fails every job of the group: none of them is durable, except
              * after ROOST_EUNAVAILABLE from a commit whose outcome stayed unknown. A job left
              * out of the group keeps its own failure. */
-            if (rc != ROOST_OK && !skip[i]) {
-                group[i]->rc = rc;
+            if (rc != ROOST_OK && !g.skip[i]) {
+                g.jobs[i]->rc = rc;
             }
         }
         pthread_mutex_lock(&w->stats_mu);
@@ -284,17 +393,18 @@ static void *writer_main(void *arg)
         if (committed) {
             w->stats.commits++;
             w->stats.write_jobs += n;
+            w->stats.batches += g.batches;
+            w->stats.batched_jobs += g.batched;
             if (n > w->stats.max_group) {
                 w->stats.max_group = n;
             }
         }
         pthread_mutex_unlock(&w->stats_mu);
         for (size_t i = 0; i < n; i++) {
-            complete(w, group[i]);
+            complete(w, g.jobs[i]);
         }
     }
-    free(group);
-    free(skip);
+    group_free(&g);
     return NULL;
 }
 
@@ -316,6 +426,7 @@ int workers_new(struct event_base *base, const char *url, const struct store_opt
     w->group_max = group_max > 0 ? group_max : 1;
     writers = writers > 0 ? writers : 1;
     w->n_slots = readers + writers;
+    w->n_writers = writers;
     w->slots = calloc((size_t)w->n_slots, sizeof *w->slots);
     w->wake_ev = event_new(base, -1, 0, on_wake, w);
     if (!w->slots || !w->wake_ev) {
@@ -326,6 +437,7 @@ int workers_new(struct event_base *base, const char *url, const struct store_opt
         struct thread_slot *slot = &w->slots[i];
         slot->w = w;
         slot->writer = i < writers;
+        slot->index = i;
         const char *why = NULL;
         rc = store_open(url, opt, &slot->st, &why);
         if (rc != ROOST_OK) {
@@ -363,7 +475,13 @@ void workers_submit(struct workers *w, struct job *job)
     pthread_mutex_lock(&w->mu);
     if (job->write) {
         queue_push(&w->writes, job);
-        pthread_cond_signal(&w->write_cv);
+        /* Writers wait for different queue lengths (WRITER_SPILL_MIN): wake them all, or the
+         * one woken might be one whose wait goes on. */
+        if (w->n_writers > 1) {
+            pthread_cond_broadcast(&w->write_cv);
+        } else {
+            pthread_cond_signal(&w->write_cv);
+        }
     } else {
         queue_push(&w->reads, job);
         pthread_cond_signal(&w->read_cv);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The store worker pool. Reads run on reader threads, each with its own connection. Writes run on
- * writer threads (store.writers: one on SQLite, several on MySQL) taking groups from one queue;
- * each group of queued writes runs in one transaction with one commit (group commit). In a group
- * of several, each job runs inside its own savepoint, so a failing job rolls back only itself; a
- * group of one needs none (its transaction is its savepoint). No job completes before the COMMIT
- * that made it durable has returned.
+ * writer threads (store.writers) taking groups from one queue; each group of queued writes runs
+ * in one transaction with one commit (group commit). Jobs of one batch kind in a group run
+ * together, sharing statements (one multi-row insert for a group's publishes, one update for its
+ * acks). A failing job rolls back only itself: the group runs again without it, each job then in
+ * its own savepoint. No job completes before the COMMIT that made it durable has returned.
  * Completed jobs come back to the event loop through a mutex-protected queue and event_active(),
  * the only libevent call made off the loop thread; their `done` runs on the loop thread. */
 #ifndef ROOST_WORKERS_H
@@ -17,6 +17,21 @@ struct event_base;
 struct store;
 struct store_options;
 
+struct job;
+
+/* A kind of write job whose jobs in one group may run as one batch. */
+struct job_batch {
+    /* Runs jobs[0..n) (n >= 2, all of this kind, in queue order) in the group's transaction and
+     * sets each job's rc, as its run() would. Must reset the jobs' outputs first (the batch may
+     * run again). ROOST_OK: each rc is its job's answer (a job that failed may have left writes:
+     * the group runs again without it). Any other return fails the batch as a whole: the group
+     * replays (ROOST_ERETRY) or runs again with every job alone. */
+    int (*run)(struct job *const *jobs, size_t n, struct store *st);
+    /* Run after the group's other jobs, just before COMMIT: for kinds whose locks others wait
+     * for (publish holds its agents' row locks until COMMIT), so they are held the shortest. */
+    bool last;
+};
+
 struct job {
     /* Runs on a worker thread. Must reset its own outputs first: a write job may run again when
      * its group's transaction is retried. Returns ROOST_OK or an error code. */
@@ -25,15 +40,20 @@ struct job {
     void (*done)(struct job *job);
     bool write;
     const char *name; /* store op label for metrics (static string; NULL = "other") */
-    int rc;           /* set by the pool before done() */
+    /* Write jobs only: their batch kind, or NULL to always run alone. A job of a kind still has
+     * its own run(), used when it runs alone. */
+    const struct job_batch *batch;
+    int rc; /* set by the pool before done() */
     struct job *next;
 };
 
 struct workers_stats {
-    unsigned long long commits;    /* group transactions committed */
-    unsigned long long write_jobs; /* write jobs that went through a commit */
-    unsigned long long max_group;  /* largest group seen */
-    unsigned long long retries;    /* transactions retried after ROOST_ERETRY */
+    unsigned long long commits;      /* group transactions committed */
+    unsigned long long write_jobs;   /* write jobs that went through a commit */
+    unsigned long long max_group;    /* largest group seen */
+    unsigned long long retries;      /* transactions retried after ROOST_ERETRY */
+    unsigned long long batches;      /* batches run (several jobs of one kind sharing statements) */
+    unsigned long long batched_jobs; /* jobs that ran in them */
 };
 
 struct workers;

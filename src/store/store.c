@@ -288,3 +288,50 @@ bool store_retention_deletable(const struct store_retention_req *req, enum store
     }
     return req->max_age_s > 0 && created_at_ms <= req->now_ms - req->max_age_s * 1000;
 }
+
+int store_publish_batch(struct store *st, struct store_publish_entry *entries, size_t n)
+{
+    if (st->ops->publish_batch != NULL) {
+        return st->ops->publish_batch(st, entries, n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct store_publish_entry *e = &entries[i];
+        e->rc = st->ops->publish(st, e->req, e->out, e->touches);
+        if (e->rc == ROOST_ERETRY) {
+            return ROOST_ERETRY; /* the transaction is gone or must replay: so is the batch */
+        }
+    }
+    return ROOST_OK;
+}
+
+int store_ack_batch(struct store *st, struct store_ack_entry *entries, size_t n, int64_t now_ms)
+{
+    if (st->ops->ack_batch != NULL) {
+        return st->ops->ack_batch(st, entries, n, now_ms);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct store_ack_entry *e = &entries[i];
+        e->rc = st->ops->ack(st, e->tenant_id, e->agent_id, e->event_id, e->lease_token, now_ms,
+                             &e->available_at_ms);
+        if (e->rc == ROOST_ERETRY) {
+            return ROOST_ERETRY;
+        }
+    }
+    return ROOST_OK;
+}
+
+int store_claim_batch(struct store *st, struct store_claim_entry *entries, size_t n, int64_t now_ms)
+{
+    if (st->ops->claim_batch != NULL) {
+        return st->ops->claim_batch(st, entries, n, now_ms);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct store_claim_entry *e = &entries[i];
+        e->rc = st->ops->claim(st, e->tenant_id, e->agent_id, e->limit, e->max_bytes, e->lease_s,
+                               e->consumer, now_ms, e->out, &e->has_more);
+        if (e->rc == ROOST_ERETRY) {
+            return ROOST_ERETRY;
+        }
+    }
+    return ROOST_OK;
+}

@@ -8,9 +8,10 @@
  * Time: every operation takes `now_ms` (Unix milliseconds) from the caller, so the scheduler and
  * the tests decide what "now" is; backends never read the clock. Transactions: write operations run
  * inside an explicit transaction opened by the caller (store_begin .. store_commit), usually shared
- * by many requests (group commit), each request wrapped in a savepoint so one failing request rolls
- * back only itself. Read operations may run outside a transaction; the backend gives each read
- * operation a consistent snapshot. */
+ * by many requests (group commit); one failing request is rolled back alone (workers.c runs the
+ * group again without it, each request in a savepoint). Requests of a group may also share
+ * statements (the optional batch operations below). Read operations may run outside a transaction;
+ * the backend gives each read operation a consistent snapshot. */
 #ifndef ROOST_STORE_H
 #define ROOST_STORE_H
 
@@ -140,6 +141,41 @@ struct store_published {
     char agent_id[STORE_ID_MAX + 1];
     int64_t seq;
     bool duplicate; /* an earlier publish with the same idempotency_key; nothing was written */
+};
+
+/* ---- batches: the requests of one group commit sharing statements ---- */
+
+/* One publish request of a batch: its own request, output (one entry per (item, recipient), as
+ * publish) and touches; rc is its answer. */
+struct store_publish_entry {
+    const struct store_publish_req *req;
+    struct store_published *out;
+    struct store_touches *touches;
+    int rc;
+};
+
+/* One ack of a batch, as the arguments of ack; rc and available_at_ms are its answers. */
+struct store_ack_entry {
+    const char *tenant_id;
+    const char *agent_id;
+    const char *event_id;
+    const char *lease_token;
+    int64_t available_at_ms;
+    int rc;
+};
+
+/* One claim of a batch, as the arguments of claim; out (caller's, appended to), has_more and rc
+ * are its answers. */
+struct store_claim_entry {
+    const char *tenant_id;
+    const char *agent_id;
+    size_t limit;
+    size_t max_bytes;
+    int64_t lease_s;
+    const char *consumer;
+    struct store_events *out;
+    bool has_more;
+    int rc;
 };
 
 /* ---- reads ---- */
@@ -323,6 +359,26 @@ struct store_ops {
     int (*publish)(struct store *st, const struct store_publish_req *req,
                    struct store_published *out, struct store_touches *touches);
 
+    /* Optional (NULL: publish per entry; store_publish_batch does that). Runs every entry as
+     * publish would, in this transaction, sharing statements between them (MySQL: one multi-row
+     * insert for the rows of every entry, their agents locked in one sorted pass). Seqs are
+     * allocated as by publish (under the agent's row lock, so commit-ordered and gap-free); the
+     * rows of one agent take consecutive seqs in entry order. ROOST_OK: each entry's rc is its
+     * answer, and an entry that failed may have left writes in the transaction, so the caller
+     * rolls back and runs the others again without it (workers.c does). Any other return: the
+     * batch as a whole failed (roll back; ROOST_ERETRY: replay it). */
+    int (*publish_batch)(struct store *st, struct store_publish_entry *entries, size_t n);
+    /* Optional (NULL: ack per entry; store_ack_batch does that). Every entry as ack would, at
+     * now_ms, in one shared statement (MySQL: the rows locked and read, then completed, in one
+     * round trip). Returns as publish_batch. */
+    int (*ack_batch)(struct store *st, struct store_ack_entry *entries, size_t n, int64_t now_ms);
+    /* Optional (NULL: claim per entry; store_claim_batch does that). Every entry as claim would,
+     * at now_ms; the claims of one agent share one candidate read (MySQL: one `SELECT … SKIP
+     * LOCKED` for their summed limits), split in claim order, each entry taking up to its limit
+     * and byte budget, so the entries' sets are disjoint. Returns as publish_batch. */
+    int (*claim_batch)(struct store *st, struct store_claim_entry *entries, size_t n,
+                       int64_t now_ms);
+
     /* Events with seq > after_cursor in seq order (every status; payload NULL once completed).
      * A page never skips a seq: where a lower seq is not visible yet (MySQL: committing), the page
      * ends before it and head is capped there, as a slightly earlier snapshot would show.
@@ -480,6 +536,13 @@ struct store {
 int store_open(const char *url, const struct store_options *opt, struct store **out,
                const char **errmsg);
 void store_close(struct store *st);
+
+/* A batch of publishes (or acks) through the backend's batch operation, or one by one when it has
+ * none. Returns as the publish_batch operation. */
+int store_publish_batch(struct store *st, struct store_publish_entry *entries, size_t n);
+int store_ack_batch(struct store *st, struct store_ack_entry *entries, size_t n, int64_t now_ms);
+int store_claim_batch(struct store *st, struct store_claim_entry *entries, size_t n,
+                      int64_t now_ms);
 
 /* Thin dispatchers: store_call(st, claim, …) → st->ops->claim(st, …). */
 #define store_call(st, op, ...) ((st)->ops->op((st), __VA_ARGS__))

@@ -195,6 +195,274 @@ int store_lifecycle_publish(struct store *st, const struct store_publish_req *re
     return done(st, rc);
 }
 
+/* ---- batches ---- */
+
+/* Payload bytes (after fan-out) one batch insert takes at most; the requests past it publish one
+ * by one, so the statement stays well below a server's max_allowed_packet (16 MiB by default). */
+#define PUBLISH_BATCH_MAX_BYTES ((size_t)4 << 20)
+
+/* A request the batch insert can take: none of its items looks up an idempotency key or patches
+ * the agent's state (those read between the lock and the insert), so its rows are known before
+ * any statement runs; and it fits the batch's byte budget (*bytes, updated when it does). A lone
+ * request over the budget still goes in: limits.max_publish_bytes bounds it. */
+static bool publish_batchable(const struct store_publish_req *req, size_t *bytes)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < req->n_items; i++) {
+        const struct store_publish_item *it = &req->items[i];
+        if (it->idempotency_key != NULL || it->state_patch != NULL) {
+            return false;
+        }
+        need += (it->payload != NULL ? strlen(it->payload) : 2) * it->n_recipients;
+    }
+    if (*bytes > 0 && *bytes + need > PUBLISH_BATCH_MAX_BYTES) {
+        return false;
+    }
+    *bytes += need;
+    return true;
+}
+
+/* One row of a batch insert and where its answer goes. */
+struct batch_row {
+    struct store_new_row row;
+    char event_id[STORE_EVENT_ID_LEN + 1];
+    struct store_publish_entry *entry;
+    size_t out_idx; /* into entry->out */
+    size_t ord;     /* position in the batch: the order of one agent's rows */
+};
+
+static int batch_row_cmp(const void *pa, const void *pb)
+{
+    const struct batch_row *a = pa, *b = pb;
+    int c = strcmp(a->row.tenant_id, b->row.tenant_id);
+    if (c == 0) {
+        c = strcmp(a->row.agent_id, b->row.agent_id);
+    }
+    return c != 0 ? c : (a->ord > b->ord) - (a->ord < b->ord);
+}
+
+/* The rows of every batchable entry, event ids drawn; a recipient listed twice in an item gets
+ * one row (its other out entries are copied once the seqs are known). */
+static int batch_rows_build(struct store *st, struct store_publish_entry *entries, size_t n,
+                            const bool *batched, struct batch_row **rows_out, size_t *n_rows)
+{
+    struct store_recipient *order = NULL;
+    size_t order_cap = 0, total = 0, k = 0;
+    int rc = ROOST_OK;
+    for (size_t e = 0; e < n; e++) {
+        for (size_t i = 0; batched[e] && i < entries[e].req->n_items; i++) {
+            total += entries[e].req->items[i].n_recipients;
+        }
+    }
+    struct batch_row *rows = calloc(total ? total : 1, sizeof *rows);
+    if (rows == NULL) {
+        return ROOST_ENOMEM;
+    }
+    for (size_t e = 0; rc == ROOST_OK && e < n; e++) {
+        struct store_publish_entry *en = &entries[e];
+        const struct store_publish_req *req = en->req;
+        size_t base = 0;
+        for (size_t i = 0; batched[e] && rc == ROOST_OK && i < req->n_items; i++) {
+            const struct store_publish_item *it = &req->items[i];
+            if ((rc = store_recipients_sort(it, &order, &order_cap)) != ROOST_OK) {
+                break;
+            }
+            for (size_t r = 0; r < it->n_recipients; r++) {
+                if (r > 0 && strcmp(order[r - 1].agent_id, order[r].agent_id) == 0) {
+                    continue;
+                }
+                struct batch_row *b = &rows[k];
+                if (ids_event_id(req->now_ms, b->event_id) != 0) {
+                    rc = lifecycle_fail(st, ROOST_EINTERNAL,
+                                        "publish: no randomness for the event id");
+                    break;
+                }
+                bool scheduled = it->available_at_ms > req->now_ms;
+                b->row = (struct store_new_row){
+                    .tenant_id = req->tenant_id,
+                    .agent_id = order[r].agent_id,
+                    .event_id = b->event_id,
+                    .status = scheduled ? STORE_SCHEDULED : STORE_PENDING,
+                    .priority = it->priority,
+                    .correlation_id = it->correlation_id,
+                    .payload = it->payload != NULL ? it->payload : "{}",
+                    .created_at_ms = req->now_ms,
+                    .available_at_ms = scheduled ? it->available_at_ms : req->now_ms,
+                    .expires_at_ms = it->expires_at_ms,
+                };
+                b->entry = en;
+                b->out_idx = base + order[r].idx;
+                b->ord = k++;
+            }
+            base += it->n_recipients;
+        }
+    }
+    free(order);
+    *rows_out = rows;
+    *n_rows = k;
+    return rc;
+}
+
+/* Fills the entries' outputs from the inserted rows: each out entry, the duplicates of a
+ * recipient listed twice, and each entry's touches (the change log too). */
+static int batch_rows_answer(struct store *st, struct batch_row *rows, size_t n_rows,
+                             struct store_publish_entry *entries, size_t n, const bool *batched)
+{
+    const struct store_dialect *d = dialect(st);
+    int rc = ROOST_OK;
+    for (size_t r = 0; r < n_rows; r++) {
+        struct store_published *o = &rows[r].entry->out[rows[r].out_idx];
+        memset(o, 0, sizeof *o);
+        memcpy(o->event_id, rows[r].event_id, sizeof o->event_id);
+        snprintf(o->agent_id, sizeof o->agent_id, "%s", rows[r].row.agent_id);
+        o->seq = rows[r].row.seq;
+    }
+    struct store_recipient *order = NULL;
+    size_t order_cap = 0;
+    for (size_t e = 0; rc == ROOST_OK && e < n; e++) {
+        struct store_publish_entry *en = &entries[e];
+        size_t base = 0;
+        for (size_t i = 0; batched[e] && rc == ROOST_OK && i < en->req->n_items; i++) {
+            const struct store_publish_item *it = &en->req->items[i];
+            if ((rc = store_recipients_sort(it, &order, &order_cap)) != ROOST_OK) {
+                break;
+            }
+            for (size_t r = 1; r < it->n_recipients; r++) {
+                if (strcmp(order[r - 1].agent_id, order[r].agent_id) == 0) {
+                    en->out[base + order[r].idx] = en->out[base + order[r - 1].idx];
+                }
+            }
+            base += it->n_recipients;
+        }
+    }
+    free(order);
+    /* changed() keeps the highest head per agent, for the entry's touches and the change log. */
+    for (size_t r = 0; rc == ROOST_OK && r < n_rows; r++) {
+        const struct store_new_row *row = &rows[r].row;
+        rc = d->changed(st, row->tenant_id, row->agent_id, row->seq, rows[r].entry->req->now_ms,
+                        rows[r].entry->touches);
+    }
+    return rc;
+}
+
+/* The batchable entries share one insert (insert_rows); the others publish one by one after it.
+ * Entries' touches are reset first (a batch may run again after a rollback). */
+int store_lifecycle_publish_batch(struct store *st, struct store_publish_entry *entries, size_t n)
+{
+    const struct store_dialect *d = dialect(st);
+    struct batch_row *rows = NULL;
+    size_t n_rows = 0, n_batched = 0, bytes = 0;
+    int64_t now_ms = 0;
+    bool *batched = calloc(n ? n : 1, sizeof *batched);
+    if (batched == NULL) {
+        return done(st, ROOST_ENOMEM);
+    }
+    for (size_t e = 0; e < n; e++) {
+        store_touches_cleanup(entries[e].touches);
+        entries[e].rc = ROOST_OK;
+        batched[e] = d->insert_rows != NULL && publish_batchable(entries[e].req, &bytes);
+        n_batched += batched[e];
+        now_ms = entries[e].req->now_ms > now_ms ? entries[e].req->now_ms : now_ms;
+    }
+    int rc = ROOST_OK;
+    if (n_batched > 0) {
+        rc = batch_rows_build(st, entries, n, batched, &rows, &n_rows);
+        struct store_new_row *plain = NULL;
+        if (rc == ROOST_OK && n_rows > 0) {
+            qsort(rows, n_rows, sizeof *rows, batch_row_cmp);
+            if ((plain = malloc(n_rows * sizeof *plain)) == NULL) {
+                rc = ROOST_ENOMEM;
+            }
+        }
+        if (rc == ROOST_OK && n_rows > 0) {
+            for (size_t r = 0; r < n_rows; r++) {
+                plain[r] = rows[r].row;
+            }
+            rc = d->insert_rows(st, plain, n_rows, now_ms);
+            for (size_t r = 0; rc == ROOST_OK && r < n_rows; r++) {
+                rows[r].row.seq = plain[r].seq;
+            }
+        }
+        free(plain);
+        if (rc == ROOST_OK) {
+            rc = batch_rows_answer(st, rows, n_rows, entries, n, batched);
+        }
+        free(rows);
+    }
+    for (size_t e = 0; rc == ROOST_OK && e < n; e++) {
+        if (batched[e]) {
+            continue;
+        }
+        entries[e].rc =
+            store_lifecycle_publish(st, entries[e].req, entries[e].out, entries[e].touches);
+        if (entries[e].rc == ROOST_ERETRY) {
+            rc = ROOST_ERETRY;
+        }
+    }
+    free(batched);
+    return done(st, rc);
+}
+
+/* The lease rule of ack over rows read (and locked) before the batch's update: claimed under the
+ * entry's token → completed now; completed under it → a repeated ack; otherwise a mismatch. An
+ * event acked twice in one batch is, the second time, already completed under the first's
+ * token. */
+int store_lifecycle_ack_batch(struct store *st, struct store_ack_entry *entries, size_t n,
+                              int64_t now_ms)
+{
+    const struct store_dialect *d = dialect(st);
+    if (d->ack_rows == NULL) {
+        for (size_t i = 0; i < n; i++) {
+            struct store_ack_entry *e = &entries[i];
+            e->rc = store_lifecycle_ack(st, e->tenant_id, e->agent_id, e->event_id, e->lease_token,
+                                        now_ms, &e->available_at_ms);
+            if (e->rc == ROOST_ERETRY) {
+                return ROOST_ERETRY;
+            }
+        }
+        return ROOST_OK;
+    }
+    struct store_lease_row *rows = calloc(n ? n : 1, sizeof *rows);
+    int64_t *avail = calloc(n ? n : 1, sizeof *avail);
+    bool *found = calloc(n ? n : 1, sizeof *found);
+    bool *did = calloc(n ? n : 1, sizeof *did); /* this entry completed its event */
+    size_t completed = 0, acked = 0;
+    int rc = rows && avail && found && did ? ROOST_OK : ROOST_ENOMEM;
+    if (rc == ROOST_OK) {
+        rc = d->ack_rows(st, entries, n, now_ms, rows, avail, found, &completed);
+    }
+    for (size_t i = 0; rc == ROOST_OK && i < n; i++) {
+        struct store_ack_entry *e = &entries[i];
+        bool first = true;
+        for (size_t j = 0; j < i && first; j++) {
+            first = !(did[j] && strcmp(entries[j].event_id, e->event_id) == 0);
+        }
+        e->available_at_ms = 0;
+        if (!found[i]) {
+            e->rc = ROOST_EEVENTNOTFOUND;
+        } else if (!store_lease_token_eq(&rows[i], e->lease_token)) {
+            e->rc = ROOST_ELEASEMISMATCH;
+        } else if (rows[i].status == STORE_CLAIMED && first) {
+            e->rc = ROOST_OK;
+            e->available_at_ms = avail[i];
+            did[i] = true;
+            acked++;
+        } else {
+            e->rc = rows[i].status == STORE_COMPLETED || rows[i].status == STORE_CLAIMED
+                        ? ROOST_OK
+                        : ROOST_ELEASEMISMATCH;
+        }
+    }
+    if (rc == ROOST_OK && acked != completed) {
+        rc = lifecycle_fail(st, ROOST_ESTORE, "ack: the batch completed other rows than it read");
+    }
+    free(rows);
+    free(avail);
+    free(found);
+    free(did);
+    return done(st, rc);
+}
+
 int store_lifecycle_head(struct store *st, const char *tenant_id, const char *agent_id,
                          int64_t *head)
 {
@@ -291,6 +559,124 @@ int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *a
         *has_more = rc == ROOST_OK && more;
     }
     store_events_cleanup(&cands);
+    return done(st, rc);
+}
+
+/* An entry's place in the (tenant, agent) order of a claim batch. */
+struct claim_key {
+    const char *tenant_id, *agent_id;
+    size_t i;
+};
+
+static int claim_key_cmp(const void *pa, const void *pb)
+{
+    const struct claim_key *x = pa, *y = pb;
+    int c = strcmp(x->tenant_id, y->tenant_id);
+    if (c == 0) {
+        c = strcmp(x->agent_id, y->agent_id);
+    }
+    return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The claims of one agent (entries idx[0..m), m >= 2) from one candidate read: the candidates, in
+ * claim order, go to the entries in turn, each taking up to its limit and byte budget (the first
+ * of an entry always fits, as in claim); candidates nobody took stay locked until the transaction
+ * ends but are not touched. Each entry's share is claimed by one update, as claim does. */
+static int claim_shared(struct store *st, struct store_claim_entry *entries, const size_t *idx,
+                        size_t m, int64_t now_ms)
+{
+    const struct store_dialect *d = dialect(st);
+    const char *tenant_id = entries[idx[0]].tenant_id, *agent_id = entries[idx[0]].agent_id;
+    struct store_events cands = {0}, share = {0};
+    int64_t total = 0;
+    bool cut = false;
+    for (size_t j = 0; j < m; j++) {
+        entries[idx[j]].has_more = false;
+        entries[idx[j]].rc = ROOST_OK;
+        total += entries[idx[j]].limit > 0 ? store_limit(entries[idx[j]].limit) : 0;
+    }
+    int rc = total > 0 ? d->claim_select(st, tenant_id, agent_id, now_ms, total, 0, &cands, &cut)
+                       : ROOST_OK;
+    size_t k = 0;
+    for (size_t j = 0; rc == ROOST_OK && j < m; j++) {
+        struct store_claim_entry *e = &entries[idx[j]];
+        size_t used = 0, limit = e->limit > 0 ? (size_t)store_limit(e->limit) : 0;
+        bool budget = false;
+        share.len = 0;
+        while (k < cands.len && share.len < limit) {
+            const char *p = cands.items[k].payload;
+            if (!store_budget_take(&used, share.len, p != NULL ? strlen(p) : 0, e->max_bytes)) {
+                budget = true;
+                break;
+            }
+            struct store_event *ev = store_events_push(&share);
+            if (ev == NULL) {
+                rc = ROOST_ENOMEM;
+                break;
+            }
+            *ev = cands.items[k]; /* moves the heap members */
+            memset(&cands.items[k], 0, sizeof cands.items[k]);
+            k++;
+        }
+        /* As claim: more may be claimable at once when the batch ended at its limit or budget. */
+        e->has_more = limit > 0 && (budget || share.len == limit);
+        if (rc == ROOST_OK && share.len > 0) {
+            rc = claim_all(st, tenant_id, agent_id, &share, e->consumer != NULL ? e->consumer : "",
+                           now_ms, now_ms + e->lease_s * 1000, e->out);
+        }
+        store_events_cleanup(&share);
+    }
+    if (rc == ROOST_OK) {
+        rc = d->seen(st, tenant_id, agent_id, now_ms);
+    }
+    store_events_cleanup(&cands);
+    return rc;
+}
+
+/* Claims of distinct agents run one by one (claim); several claims of one agent share their
+ * candidate read (claim_shared), which needs the dialect's claim_update_all (row locks). */
+int store_lifecycle_claim_batch(struct store *st, struct store_claim_entry *entries, size_t n,
+                                int64_t now_ms)
+{
+    struct claim_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (keys == NULL || idx == NULL) {
+        free(keys);
+        free(idx);
+        return done(st, ROOST_ENOMEM);
+    }
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = (struct claim_key){entries[i].tenant_id, entries[i].agent_id, i};
+    }
+    qsort(keys, n, sizeof *keys, claim_key_cmp);
+    for (size_t i = 0; i < n; i++) {
+        idx[i] = keys[i].i;
+    }
+    free(keys);
+    int rc = ROOST_OK;
+    for (size_t a = 0; rc == ROOST_OK && a < n;) {
+        size_t b = a + 1;
+        while (b < n && strcmp(entries[idx[a]].tenant_id, entries[idx[b]].tenant_id) == 0 &&
+               strcmp(entries[idx[a]].agent_id, entries[idx[b]].agent_id) == 0) {
+            b++;
+        }
+        if (b - a >= 2 && dialect(st)->claim_update_all != NULL) {
+            rc = claim_shared(st, entries, idx + a, b - a, now_ms);
+        } else {
+            for (size_t j = a; j < b; j++) {
+                struct store_claim_entry *e = &entries[idx[j]];
+                e->rc =
+                    store_lifecycle_claim(st, e->tenant_id, e->agent_id, e->limit, e->max_bytes,
+                                          e->lease_s, e->consumer, now_ms, e->out, &e->has_more);
+                if (e->rc == ROOST_ERETRY) {
+                    rc = ROOST_ERETRY;
+                    break;
+                }
+            }
+        }
+        a = b;
+    }
+    free(idx);
     return done(st, rc);
 }
 

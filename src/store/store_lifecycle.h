@@ -106,6 +106,11 @@ struct store_dialect {
      * and the allocated seq goes to *seq. */
     int (*seq_insert)(struct store *st, const struct store_new_row *row, int64_t now_ms,
                       int64_t *seq);
+    /* Optional (NULL: publish_batch publishes entry by entry). Allocates the seqs of rows[0..n)
+     * and inserts them all, creating tenants and agents as needed. The rows come sorted by
+     * (tenant_id, agent_id), the order their agents are row-locked in, until COMMIT (DESIGN
+     * §4.2); the rows of one agent take consecutive seqs in the order given (rows[i].seq set). */
+    int (*insert_rows)(struct store *st, struct store_new_row *rows, size_t n, int64_t now_ms);
     /* Merges `patch` into agents.state and sets state_cursor = seq; *state_bytes gets the length
      * of the merged document. */
     int (*state_patch)(struct store *st, const char *tenant_id, const char *agent_id,
@@ -141,6 +146,13 @@ struct store_dialect {
     int (*ack_update)(struct store *st, const char *tenant_id, const char *agent_id,
                       const char *event_id, const char *token, int64_t now_ms, bool *acked,
                       int64_t *available_at_ms);
+    /* Optional (NULL: ack_batch acks entry by entry). Locks and reads the lease columns of
+     * every entry's event (rows[i], *available_at_ms of rows[i] in avail[i]; found[i] false when
+     * the tenant and agent have no such event), then completes, at now_ms, those claimed under
+     * their entry's token: the same rule the caller applies to the rows read. *completed gets
+     * the number of rows the update completed. */
+    int (*ack_rows)(struct store *st, const struct store_ack_entry *acks, size_t n, int64_t now_ms,
+                    struct store_lease_row *rows, int64_t *avail, bool *found, size_t *completed);
     /* Ends the lease under `token`: status `to`, available_at, nacks + nack, last_error when
      * error is not NULL. *changed false when the lease moved on. */
     int (*release_update)(struct store *st, const char *tenant_id, const char *agent_id,
@@ -225,6 +237,11 @@ void store_event_claimed(struct store_event *ev, const char *token, const char *
 /* The lifecycle operations (semantics in store.h). */
 int store_lifecycle_publish(struct store *st, const struct store_publish_req *req,
                             struct store_published *out, struct store_touches *touches);
+int store_lifecycle_publish_batch(struct store *st, struct store_publish_entry *entries, size_t n);
+int store_lifecycle_ack_batch(struct store *st, struct store_ack_entry *entries, size_t n,
+                              int64_t now_ms);
+int store_lifecycle_claim_batch(struct store *st, struct store_claim_entry *entries, size_t n,
+                                int64_t now_ms);
 int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *agent_id,
                           size_t limit, size_t max_bytes, int64_t lease_s, const char *consumer,
                           int64_t now_ms, struct store_events *out, bool *has_more);

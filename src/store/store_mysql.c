@@ -203,8 +203,8 @@ const char *const store_mysql_sql[S_COUNT] = {
     /* tenant, limit */
     [S_PURGE_ALL] = "DELETE FROM inbox WHERE tenant_id = ? AND status = " ST_QUARANTINED
                     " ORDER BY agent_id, seq LIMIT ?",
-    /* Metrics: each reads one status's rows through inbox_status (migration 0002), never the
-     * completed history. */
+    /* Metrics: each reads one status's rows through inbox_status_seq (migrations 0002, 0006),
+     * never the completed history. */
     [S_MET_PENDING] = "SELECT tenant_id, count(*), COALESCE(min(available_at), 0) FROM inbox"
                       " WHERE status = " ST_PENDING " GROUP BY tenant_id",
     [S_MET_SCHEDULED] = "SELECT tenant_id, count(*), 0 FROM inbox WHERE status = " ST_SCHEDULED
@@ -484,6 +484,204 @@ static int my_seq_insert(struct store *st, const struct store_new_row *row, int6
         return rc;
     }
     return seq_allocated(b, seq);
+}
+
+/* Appends an integer, or NULL for 0 ("none", as expires_at). */
+static void sb_int_or_null(struct dynbuf *sb, int64_t v)
+{
+    if (v != 0) {
+        dynbuf_addf(sb, "%lld", (long long)v);
+    } else {
+        dynbuf_adds(sb, "NULL");
+    }
+}
+
+static bool same_agent(const struct store_new_row *a, const struct store_new_row *b)
+{
+    return strcmp(a->tenant_id, b->tenant_id) == 0 && strcmp(a->agent_id, b->agent_id) == 0;
+}
+
+/* A batch's rows in one round trip of three statements:
+ *
+ *     INSERT INTO agents … VALUES ('t', 'a', (@roost_s0 := 1 + 2), …), ('t', 'b', …)
+ *         ON DUPLICATE KEY UPDATE next_seq = CASE WHEN tenant_id = 't' AND agent_id = 'a'
+ *         THEN (@roost_s0 := next_seq + 2) WHEN … END, updated_at = VALUES(updated_at);
+ *     INSERT INTO inbox … VALUES ('t', 'a', @roost_s0 - 2, …), ('t', 'a', @roost_s0 - 1, …), …;
+ *     SELECT @roost_s0, @roost_s1, …
+ *
+ * The upsert locks the agents in the order listed (sorted: DESIGN §4.2) and moves each next_seq
+ * past its k new rows, leaving the new next_seq in a session variable, so agent i's rows take
+ * @roost_si - k … @roost_si - 1 under its row lock, as S_SEQ_ALLOC does for one row. */
+static int my_insert_rows(struct store *st, struct store_new_row *rows, size_t n, int64_t now_ms)
+{
+    struct mysql_store *b = store_mysql_backend(st);
+    int rc = ROOST_OK;
+    for (size_t r = 0; r < n && rc == ROOST_OK; r++) {
+        if (r == 0 || strcmp(rows[r - 1].tenant_id, rows[r].tenant_id) != 0) {
+            rc = tenant_ensure(b, rows[r].tenant_id, now_ms);
+        }
+    }
+    if (rc != ROOST_OK || n == 0) {
+        return rc;
+    }
+    struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX}, odku = {.max = STORE_MYSQL_SQL_MAX};
+    dynbuf_adds(&sb, "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at, updated_at)"
+                     " VALUES ");
+    dynbuf_adds(&odku, " ON DUPLICATE KEY UPDATE next_seq = CASE");
+    size_t n_agents = 0;
+    for (size_t r = 0; r < n;) {
+        size_t k = 1;
+        while (r + k < n && same_agent(&rows[r], &rows[r + k])) {
+            k++;
+        }
+        dynbuf_adds(&sb, n_agents > 0 ? ", (" : "(");
+        store_mysql_sb_quoted(&sb, b, rows[r].tenant_id);
+        dynbuf_adds(&sb, ", ");
+        store_mysql_sb_quoted(&sb, b, rows[r].agent_id);
+        dynbuf_addf(&sb, ", (@roost_s%zu := %zu), %lld, %lld)", n_agents, k + 1, (long long)now_ms,
+                    (long long)now_ms);
+        dynbuf_adds(&odku, " WHEN tenant_id = ");
+        store_mysql_sb_quoted(&odku, b, rows[r].tenant_id);
+        dynbuf_adds(&odku, " AND agent_id = ");
+        store_mysql_sb_quoted(&odku, b, rows[r].agent_id);
+        dynbuf_addf(&odku, " THEN (@roost_s%zu := next_seq + %zu)", n_agents, k);
+        r += k;
+        n_agents++;
+    }
+    dynbuf_adds(&odku, " END, updated_at = VALUES(updated_at); ");
+    dynbuf_add(&sb, odku.s, odku.len);
+    dynbuf_adds(&sb, "INSERT INTO inbox (tenant_id, agent_id, seq, event_id, status, priority,"
+                     " correlation_id, idempotency_key, payload, created_at, available_at,"
+                     " expires_at) VALUES ");
+    size_t agent = 0, k = 0, j = 0;
+    for (size_t r = 0; r < n; r++) {
+        if (r > 0 && same_agent(&rows[r - 1], &rows[r])) {
+            j++;
+        } else {
+            agent = r > 0 ? agent + 1 : 0;
+            for (k = 1, j = 0; r + k < n && same_agent(&rows[r], &rows[r + k]);) {
+                k++;
+            }
+        }
+        const struct store_new_row *row = &rows[r];
+        dynbuf_adds(&sb, r > 0 ? ", (" : "(");
+        store_mysql_sb_quoted(&sb, b, row->tenant_id);
+        dynbuf_adds(&sb, ", ");
+        store_mysql_sb_quoted(&sb, b, row->agent_id);
+        dynbuf_addf(&sb, ", @roost_s%zu - %zu, ", agent, k - j);
+        store_mysql_sb_quoted(&sb, b, row->event_id);
+        dynbuf_addf(&sb, ", %d, %d, ", (int)row->status, row->priority);
+        store_mysql_sb_text(&sb, b, row->correlation_id);
+        dynbuf_adds(&sb, ", ");
+        store_mysql_sb_text(&sb, b, row->idempotency_key);
+        dynbuf_adds(&sb, ", ");
+        store_mysql_sb_text(&sb, b, row->payload);
+        dynbuf_addf(&sb, ", %lld, %lld, ", (long long)row->created_at_ms,
+                    (long long)row->available_at_ms);
+        sb_int_or_null(&sb, row->expires_at_ms);
+        dynbuf_adds(&sb, ")");
+    }
+    dynbuf_adds(&sb, "; SELECT ");
+    for (size_t a = 0; a < n_agents; a++) {
+        dynbuf_addf(&sb, a > 0 ? ", @roost_s%zu" : "@roost_s%zu", a);
+    }
+    struct rows rs = {0};
+    rc = odku.err != DYNBUF_OK ? ROOST_ENOMEM : store_mysql_exec_sb_rows(b, &sb, &rs);
+    dynbuf_cleanup(&sb);
+    dynbuf_cleanup(&odku);
+    if (rc == ROOST_OK && (rs.n != 1 || rs.cols != n_agents)) {
+        snprintf(b->err, sizeof b->err, "publish: the batch's seqs came back as %zu×%zu", rs.n,
+                 rs.cols);
+        rc = ROOST_ESTORE;
+    }
+    /* Each agent's rows end just below its new next_seq. */
+    agent = 0;
+    for (size_t r = 0; rc == ROOST_OK && r < n;) {
+        size_t m = 1;
+        while (r + m < n && same_agent(&rows[r], &rows[r + m])) {
+            m++;
+        }
+        int64_t next = cell_i64(&rs, 0, agent++);
+        if (next < (int64_t)m + 1) {
+            snprintf(b->err, sizeof b->err, "publish: sequence allocation returned %lld",
+                     (long long)next);
+            rc = ROOST_ESTORE;
+            break;
+        }
+        for (size_t i = 0; i < m; i++) {
+            rows[r + i].seq = next - (int64_t)m + (int64_t)i;
+        }
+        r += m;
+    }
+    rows_free(&rs);
+    return rc;
+}
+
+/* The batch's rows read and locked, then completed, in one round trip:
+ *
+ *     SELECT … FROM inbox WHERE event_id IN (…) FOR UPDATE;
+ *     UPDATE inbox SET status = completed, … WHERE event_id IN (…) AND status = claimed
+ *         AND (event_id, tenant_id, agent_id, lease_token) IN ((…), …)
+ *
+ * Both walk the unique index on event_id; the read's locks make the update complete exactly the
+ * rows the read showed claimed under their entry's token. */
+static int my_ack_rows(struct store *st, const struct store_ack_entry *acks, size_t n,
+                       int64_t now_ms, struct store_lease_row *rows, int64_t *avail, bool *found,
+                       size_t *completed)
+{
+    struct mysql_store *b = store_mysql_backend(st);
+    struct dynbuf ids = {.max = STORE_MYSQL_SQL_MAX}, sb = {.max = STORE_MYSQL_SQL_MAX};
+    for (size_t i = 0; i < n; i++) {
+        dynbuf_adds(&ids, i > 0 ? ", " : "");
+        store_mysql_sb_quoted(&ids, b, acks[i].event_id);
+    }
+    dynbuf_adds(&sb, "SELECT event_id, tenant_id, agent_id, seq, status, lease_token, attempts,"
+                     " claimed_at, claim_expires_at, available_at FROM inbox WHERE event_id IN (");
+    dynbuf_add(&sb, ids.s, ids.len);
+    dynbuf_addf(&sb,
+                ") FOR UPDATE; UPDATE inbox SET status = " ST_COMPLETED ", payload = NULL,"
+                " completed_at = %lld WHERE event_id IN (",
+                (long long)now_ms);
+    dynbuf_add(&sb, ids.s, ids.len);
+    dynbuf_adds(&sb, ") AND status = " ST_CLAIMED
+                     " AND (event_id, tenant_id, agent_id, lease_token) IN (");
+    for (size_t i = 0; i < n; i++) {
+        dynbuf_adds(&sb, i > 0 ? ", (" : "(");
+        store_mysql_sb_quoted(&sb, b, acks[i].event_id);
+        dynbuf_adds(&sb, ", ");
+        store_mysql_sb_quoted(&sb, b, acks[i].tenant_id);
+        dynbuf_adds(&sb, ", ");
+        store_mysql_sb_quoted(&sb, b, acks[i].agent_id);
+        dynbuf_adds(&sb, ", ");
+        store_mysql_sb_quoted(&sb, b, acks[i].lease_token != NULL ? acks[i].lease_token : "");
+        dynbuf_adds(&sb, ")");
+    }
+    dynbuf_adds(&sb, ")");
+    struct rows rs = {0};
+    int rc = ids.err != DYNBUF_OK ? ROOST_ENOMEM : store_mysql_exec_sb_rows(b, &sb, &rs);
+    dynbuf_cleanup(&ids);
+    dynbuf_cleanup(&sb);
+    *completed = rc == ROOST_OK ? (size_t)b->affected : 0;
+    for (size_t i = 0; rc == ROOST_OK && i < n; i++) {
+        found[i] = false;
+        for (size_t r = 0; r < rs.n && !found[i]; r++) {
+            const char *ev = cell(&rs, r, 0), *t = cell(&rs, r, 1), *a = cell(&rs, r, 2);
+            if (ev == NULL || t == NULL || a == NULL || strcmp(ev, acks[i].event_id) != 0 ||
+                strcmp(t, acks[i].tenant_id) != 0 || strcmp(a, acks[i].agent_id) != 0) {
+                continue;
+            }
+            found[i] = true;
+            rows[i].seq = cell_i64(&rs, r, 3);
+            rows[i].status = store_status_of(cell_i64(&rs, r, 4));
+            cell_copy(&rs, r, 5, rows[i].lease_token, sizeof rows[i].lease_token);
+            rows[i].attempts = (int)cell_i64(&rs, r, 6);
+            rows[i].claimed_at_ms = cell_i64(&rs, r, 7);
+            rows[i].claim_expires_at_ms = cell_i64(&rs, r, 8);
+            avail[i] = cell_i64(&rs, r, 9);
+        }
+    }
+    rows_free(&rs);
+    return rc;
 }
 
 static int my_state_patch(struct store *st, const char *tenant_id, const char *agent_id,
@@ -927,6 +1125,7 @@ const struct store_dialect store_mysql_dialect = {
     .seq_alloc = my_seq_alloc,
     .inbox_insert = my_inbox_insert,
     .seq_insert = my_seq_insert,
+    .insert_rows = my_insert_rows,
     .state_patch = my_state_patch,
     .claim_select = my_claim_select,
     .claim_update = my_claim_update,
@@ -934,6 +1133,7 @@ const struct store_dialect store_mysql_dialect = {
     .seen = my_seen,
     .lease_find = my_lease_find,
     .ack_update = my_ack_update,
+    .ack_rows = my_ack_rows,
     .release_update = my_release_update,
     .extend_update = my_extend_update,
     .release_leases = my_release_leases,
@@ -1168,6 +1368,9 @@ const struct store_ops store_mysql_ops = {
     .savepoint_release = store_mysql_savepoint_release,
     .savepoint_rollback = store_mysql_savepoint_rollback,
     .publish = store_lifecycle_publish,
+    .publish_batch = store_lifecycle_publish_batch,
+    .ack_batch = store_lifecycle_ack_batch,
+    .claim_batch = store_lifecycle_claim_batch,
     .inbox_read = my_inbox_read,
     .claim = store_lifecycle_claim,
     .ack = store_lifecycle_ack,

@@ -158,14 +158,50 @@ static int conn_ready(struct mysql_store *b)
     return ROOST_OK;
 }
 
+/* Copies a text-protocol result into out (text cells, as fetch_all does for statements). */
+static int result_rows(MYSQL_RES *res, struct rows *out)
+{
+    unsigned nf = mysql_num_fields(res);
+    uint64_t nr = mysql_num_rows(res);
+    out->cols = nf;
+    if (nr == 0 || nf == 0) {
+        return ROOST_OK;
+    }
+    if (nr > SIZE_MAX / nf / sizeof *out->cell ||
+        (out->cell = calloc((size_t)nr * nf, sizeof *out->cell)) == NULL) {
+        return ROOST_ENOMEM;
+    }
+    out->cap = (size_t)nr;
+    MYSQL_ROW row;
+    while ((row = mysql_fetch_row(res)) != NULL) {
+        unsigned long *len = mysql_fetch_lengths(res);
+        char **cells = &out->cell[out->n * nf];
+        out->n++;
+        for (unsigned c = 0; c < nf; c++) {
+            if (row[c] == NULL) {
+                continue;
+            }
+            if ((cells[c] = malloc(len[c] + 1)) == NULL) {
+                return ROOST_ENOMEM;
+            }
+            memcpy(cells[c], row[c], len[c]);
+            cells[c][len[c]] = '\0';
+        }
+    }
+    return ROOST_OK;
+}
+
 /* Runs text that may hold several statements, draining every result; the first failure is
- * the answer (the server runs nothing after it). */
-static int run_multi(struct mysql_store *b, const char *sql, size_t len)
+ * the answer (the server runs nothing after it). The rows of the first statement that returns
+ * a result go to out (when not NULL). */
+static int run_multi_rows(struct mysql_store *b, const char *sql, size_t len, struct rows *out)
 {
     if (mysql_real_query(b->db, sql, (unsigned long)len) != 0) {
         return fail_db(b, sql);
     }
     b->insert_id = 0;
+    bool kept = out == NULL;
+    int rc = ROOST_OK;
     for (;;) {
         b->affected = mysql_affected_rows(b->db);
         if (mysql_insert_id(b->db) != 0) {
@@ -173,15 +209,24 @@ static int run_multi(struct mysql_store *b, const char *sql, size_t len)
         }
         MYSQL_RES *res = mysql_store_result(b->db);
         if (res != NULL) {
+            if (!kept && rc == ROOST_OK) {
+                rc = result_rows(res, out);
+                kept = true;
+            }
             mysql_free_result(res);
         }
         if (!mysql_more_results(b->db)) {
-            return ROOST_OK;
+            return rc;
         }
         if (mysql_next_result(b->db) > 0) {
             return fail_db(b, sql);
         }
     }
+}
+
+static int run_multi(struct mysql_store *b, const char *sql, size_t len)
+{
+    return run_multi_rows(b, sql, len, NULL);
 }
 
 /* What must go out before the next statement, or NULL. A writer's session runs with autocommit
@@ -725,6 +770,11 @@ void store_mysql_sb_text(struct dynbuf *sb, struct mysql_store *b, const char *t
 
 int store_mysql_exec_sb(struct mysql_store *b, struct dynbuf *sb)
 {
+    return store_mysql_exec_sb_rows(b, sb, NULL);
+}
+
+int store_mysql_exec_sb_rows(struct mysql_store *b, struct dynbuf *sb, struct rows *out)
+{
     int rc = conn_ready(b);
     if (rc != ROOST_OK) {
         return rc;
@@ -735,7 +785,7 @@ int store_mysql_exec_sb(struct mysql_store *b, struct dynbuf *sb)
     }
     const char *prefix = session_prefix(b);
     if (prefix == NULL) {
-        return run_multi(b, sb->s, sb->len);
+        return run_multi_rows(b, sb->s, sb->len, out);
     }
     /* The session prefix shares this round trip. */
     struct dynbuf both = {.max = STORE_MYSQL_SQL_MAX};
@@ -746,7 +796,7 @@ int store_mysql_exec_sb(struct mysql_store *b, struct dynbuf *sb)
         dynbuf_cleanup(&both);
         return ROOST_ENOMEM;
     }
-    rc = run_multi(b, both.s, both.len);
+    rc = run_multi_rows(b, both.s, both.len, out);
     dynbuf_cleanup(&both);
     return rc;
 }

@@ -240,6 +240,9 @@ void store_mysql_sb_text(struct dynbuf *sb, struct mysql_store *b, const char *t
  * statement's matched rows, b->insert_id the last insert id that was not 0. The buffer stays the
  * caller's. */
 int store_mysql_exec_sb(struct mysql_store *b, struct dynbuf *sb);
+/* The same, and the rows of the first statement of the text that returns a result go to out
+ * (caller frees with rows_free). */
+int store_mysql_exec_sb_rows(struct mysql_store *b, struct dynbuf *sb, struct rows *out);
 /* Queues the change-log row of (tenant, agent, head) for this transaction's COMMIT (one row per
  * agent: the highest head wins). Outside a transaction it is written at once. */
 int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char *agent_id,

@@ -13,6 +13,7 @@
 
 #include "common/limits.h"
 #include "harness/harness.h"
+#include "harness/sse_client.h"
 #include "proto/digest.h"
 #include "proto/httpsig.h"
 #include "proto/sf.h"
@@ -501,6 +502,32 @@ static void ack_signed(const char *label, bool npm, const char *keyid, const cha
     free(body);
 }
 
+/* t1 is on `all`: the ticket is asked for with a signed POST, and the EventSource-style GET
+ * that uses it carries neither token nor signature. The same GET with the token is refused. */
+static void test_ticket_subscribe_under_policy_all(void)
+{
+    struct sreq r;
+    unsigned char sec[64];
+    struct httpsig_key k = load_priv("ed25519", KEYS "/test-key-ed25519.priv.pem", sec);
+    sreq_init(&r, "POST", "/api/v1/agents/a1/subscribe/ticket", NULL, tok1);
+    expect_code("unsigned ticket request", &r, 401, "signature_missing");
+    sign_c(&r, "a1-ed", &k, NULL);
+    json_t *j = NULL;
+    CHECK_EQ(send_req(&r, &j), 201);
+    const char *ticket = h_str(j, "ticket");
+    CHECK(ticket != NULL);
+    struct sse s;
+    char *path = h_fmt("/api/v1/agents/a1/subscribe?ticket=%s", ticket ? ticket : "");
+    CHECK_EQ(sse_open(&s, &d, path, NULL, NULL, 0), 200);
+    sse_close(&s);
+    CHECK_EQ(sse_open(&s, &d, "/api/v1/agents/a1/subscribe", tok1, NULL, 0), 401);
+    sse_close(&s);
+    free(path);
+    json_decref(j);
+    sreq_cleanup(&r);
+    EVP_PKEY_free(k.pkey);
+}
+
 static void test_npm_signed_requests_accepted(void)
 {
     const char *ed = KEYS "/test-key-ed25519.priv.pem", *ec = KEYS "/test-key-ecc-p256.priv.pem";
@@ -981,6 +1008,7 @@ int main(void)
     RUN(test_admin_keys_validation_and_isolation);
     RUN(test_npm_signed_requests_accepted);
     RUN(test_c_signed_requests_accepted);
+    RUN(test_ticket_subscribe_under_policy_all);
     RUN(test_refusals_have_precise_codes);
     RUN(test_replay_refused_until_expiry_plus_skew);
     RUN(test_policy_per_tenant);

@@ -2,7 +2,8 @@
 /* Unit tests of src/server/workers.c against a real SQLite store and a real event loop: group
  * commit (grouping, done() on the loop thread, seqs in order), a failing job rolled back alone
  * inside its group, reads running beside an open write transaction and seeing committed data only,
- * workers_free draining every queued job, and the bounded retry of ROOST_ERETRY. With a mysql://
+ * workers_free draining every queued job, the bounded retry of ROOST_ERETRY, and a mixed group of
+ * batched publishes and acks and a lone claim where one request fails alone. With a mysql://
  * URL as argument (ctest test_workers_mysql) the same tests run on a fresh MariaDB database. */
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -618,6 +619,352 @@ static void test_workers_retry_bounded(void)
     CHECK_EQ(head_of("re"), 1);
 }
 
+/* ---- mixed groups through the batch kinds ---- */
+
+/* A publish, ack or claim job as the server's: publishes and acks have a batch kind (they run
+ * together through store_publish_batch / store_ack_batch), claims run alone. */
+enum mix_kind { MIX_PUB, MIX_ACK, MIX_CLAIM };
+
+struct mix_job {
+    struct job job;
+    enum mix_kind kind;
+    const char *agent;
+    const char *patch;                     /* publish: a state patch, or NULL */
+    char event_id[STORE_EVENT_ID_LEN + 1]; /* ack */
+    char token[STORE_LEASE_TOKEN_LEN + 1]; /* ack */
+    const char *recipients[1];
+    struct store_publish_item item;
+    struct store_publish_req req;
+    struct store_published out;
+    struct store_touches touches;
+    struct store_events claimed;
+    size_t limit; /* claim */
+    bool has_more;
+    int done_calls;
+};
+
+#define MIX_NOW 1700000000000LL
+#define MIX_MAX_STATE 64
+
+static void mix_req(struct mix_job *m)
+{
+    m->recipients[0] = m->agent;
+    m->item = (struct store_publish_item){.recipients = m->recipients,
+                                          .n_recipients = 1,
+                                          .payload = "{\"mix\":1}",
+                                          .state_patch = m->patch};
+    m->req = (struct store_publish_req){.tenant_id = TENANT,
+                                        .items = &m->item,
+                                        .n_items = 1,
+                                        .now_ms = MIX_NOW,
+                                        .max_state_bytes = MIX_MAX_STATE};
+}
+
+static int run_mix(struct job *job, struct store *st)
+{
+    struct mix_job *m = (struct mix_job *)job;
+    switch (m->kind) {
+    case MIX_PUB:
+        store_touches_cleanup(&m->touches);
+        mix_req(m);
+        return store_call(st, publish, &m->req, &m->out, &m->touches);
+    case MIX_ACK:
+        return store_call(st, ack, TENANT, m->agent, m->event_id, m->token, MIX_NOW, NULL);
+    case MIX_CLAIM:
+        store_events_cleanup(&m->claimed);
+        return store_call(st, claim, TENANT, m->agent, m->limit, 0, 60, "c", MIX_NOW, &m->claimed,
+                          &m->has_more);
+    }
+    return ROOST_EINTERNAL;
+}
+
+static int run_mix_pubs(struct job *const *jobs, size_t n, struct store *st)
+{
+    struct store_publish_entry entries[16];
+    CHECK(n <= 16);
+    for (size_t i = 0; i < n && i < 16; i++) {
+        struct mix_job *m = (struct mix_job *)jobs[i];
+        store_touches_cleanup(&m->touches);
+        mix_req(m);
+        entries[i] =
+            (struct store_publish_entry){.req = &m->req, .out = &m->out, .touches = &m->touches};
+    }
+    int rc = store_publish_batch(st, entries, n);
+    for (size_t i = 0; i < n && i < 16; i++) {
+        jobs[i]->rc = entries[i].rc;
+    }
+    return rc;
+}
+
+static int run_mix_acks(struct job *const *jobs, size_t n, struct store *st)
+{
+    struct store_ack_entry entries[16];
+    CHECK(n <= 16);
+    for (size_t i = 0; i < n && i < 16; i++) {
+        struct mix_job *m = (struct mix_job *)jobs[i];
+        entries[i] = (struct store_ack_entry){.tenant_id = TENANT,
+                                              .agent_id = m->agent,
+                                              .event_id = m->event_id,
+                                              .lease_token = m->token};
+    }
+    int rc = store_ack_batch(st, entries, n, MIX_NOW);
+    for (size_t i = 0; i < n && i < 16; i++) {
+        jobs[i]->rc = entries[i].rc;
+    }
+    return rc;
+}
+
+static int run_mix_claims(struct job *const *jobs, size_t n, struct store *st)
+{
+    struct store_claim_entry entries[16];
+    CHECK(n <= 16);
+    for (size_t i = 0; i < n && i < 16; i++) {
+        struct mix_job *m = (struct mix_job *)jobs[i];
+        store_events_cleanup(&m->claimed);
+        entries[i] = (struct store_claim_entry){.tenant_id = TENANT,
+                                                .agent_id = m->agent,
+                                                .limit = m->limit,
+                                                .lease_s = 60,
+                                                .consumer = "c",
+                                                .out = &m->claimed};
+    }
+    int rc = store_claim_batch(st, entries, n, MIX_NOW);
+    for (size_t i = 0; i < n && i < 16; i++) {
+        ((struct mix_job *)jobs[i])->has_more = entries[i].has_more;
+        jobs[i]->rc = entries[i].rc;
+    }
+    return rc;
+}
+
+static const struct job_batch mix_claims = {.run = run_mix_claims};
+static const struct job_batch mix_pubs = {.run = run_mix_pubs, .last = true};
+static const struct job_batch mix_acks = {.run = run_mix_acks};
+
+static void done_mix(struct job *job)
+{
+    struct mix_job *m = (struct mix_job *)job;
+    m->done_calls++;
+    note_done();
+}
+
+static void mix_init(struct mix_job *m, enum mix_kind kind, const char *agent)
+{
+    memset(m, 0, sizeof *m);
+    m->kind = kind;
+    m->agent = agent;
+    m->job.run = run_mix;
+    m->job.done = done_mix;
+    m->job.write = true;
+    m->job.batch = kind == MIX_PUB ? &mix_pubs : kind == MIX_ACK ? &mix_acks : &mix_claims;
+    m->limit = 10;
+}
+
+static void mix_cleanup(struct mix_job *m)
+{
+    store_touches_cleanup(&m->touches);
+    store_events_cleanup(&m->claimed);
+}
+
+/* Publishes `n` events to agent and claims them through a connection of our own; the claimed
+ * events go to out. */
+static void mix_setup(const char *agent, int n, struct store_events *out)
+{
+    struct store *st = NULL;
+    const char *why = NULL;
+    CHECK_EQ(store_open(url, &store_opt, &st, &why), ROOST_OK);
+    if (st == NULL) {
+        return;
+    }
+    CHECK_EQ(store_call0(st, begin), ROOST_OK);
+    for (int i = 0; i < n; i++) {
+        CHECK_EQ(publish_one(st, agent, "{\"setup\":1}"), ROOST_OK);
+    }
+    CHECK_EQ(store_call0(st, commit), ROOST_OK);
+    if (out != NULL) {
+        CHECK_EQ(store_call0(st, begin), ROOST_OK);
+        CHECK_EQ(store_call(st, claim, TENANT, agent, 100, 0, 60, "s", MIX_NOW, out, NULL),
+                 ROOST_OK);
+        CHECK_EQ(store_call0(st, commit), ROOST_OK);
+    }
+    store_close(st);
+}
+
+static char *state_of(const char *agent)
+{
+    struct store *st = NULL;
+    const char *why = NULL;
+    char *state = NULL;
+    int64_t cursor = 0;
+    if (store_open(url, &store_opt, &st, &why) == ROOST_OK) {
+        CHECK_EQ(store_call(st, state_get, TENANT, agent, &state, &cursor), ROOST_OK);
+        store_close(st);
+    }
+    return state;
+}
+
+/* One group of publishes (batched), acks (batched) and a claim (alone) where one publish fails
+ * after writing (its state patch passes max_state_bytes) and one ack names a stale token: the
+ * others commit, the failed publish leaves no row, no agent and no state, the stale ack changes
+ * nothing. A second group without failures shares its statements (two batches). */
+static void test_workers_mixed_group_one_fails(void)
+{
+    struct store_events held = {0};
+    mix_setup("mx-acked", 3, &held);
+    mix_setup("mx-claim", 2, NULL);
+    CHECK_EQ(held.len, 3);
+    if (held.len != 3) {
+        store_events_cleanup(&held);
+        return;
+    }
+    struct workers *w = new_workers(1, 64);
+    if (!w) {
+        store_events_cleanup(&held);
+        return;
+    }
+    enum { N = 9 };
+    static struct mix_job jobs[N];
+    mix_init(&jobs[0], MIX_PUB, "mx-a");
+    mix_init(&jobs[1], MIX_ACK, "mx-acked");
+    mix_init(&jobs[2], MIX_PUB, "mx-b");
+    jobs[2].patch =
+        "{\"big\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}";
+    mix_init(&jobs[3], MIX_CLAIM, "mx-claim");
+    mix_init(&jobs[4], MIX_ACK, "mx-acked");
+    mix_init(&jobs[5], MIX_PUB, "mx-a");
+    mix_init(&jobs[6], MIX_ACK, "mx-acked");
+    mix_init(&jobs[7], MIX_PUB, "mx-c");
+    mix_init(&jobs[8], MIX_PUB, "mx-a");
+    int acks[3] = {1, 4, 6};
+    for (int i = 0; i < 3; i++) {
+        struct mix_job *m = &jobs[acks[i]];
+        memcpy(m->event_id, held.items[i].event_id, sizeof m->event_id);
+        memcpy(m->token, held.items[i].lease_token, sizeof m->token);
+    }
+    memcpy(jobs[4].token, held.items[2].lease_token, sizeof jobs[4].token); /* stale: another's */
+
+    struct gate gate;
+    gate_init(&gate, NULL);
+    int base_done = completed;
+    gate_close(w, &gate);
+    for (int i = 0; i < N; i++) {
+        workers_submit(w, &jobs[i].job);
+    }
+    gate_open(&gate);
+    CHECK(loop_until(base_done + N + 1));
+    struct workers_stats stats;
+    workers_get_stats(w, &stats);
+    CHECK_EQ(stats.commits, 2); /* the gate, then the group */
+    CHECK_EQ(stats.max_group, N);
+    int want[N] = {ROOST_OK,
+                   ROOST_OK,
+                   ROOST_ESTATETOOLARGE,
+                   ROOST_OK,
+                   ROOST_ELEASEMISMATCH,
+                   ROOST_OK,
+                   ROOST_OK,
+                   ROOST_OK,
+                   ROOST_OK};
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(jobs[i].job.rc, want[i]);
+        CHECK_EQ(jobs[i].done_calls, 1);
+    }
+    /* mx-a's three publishes took 1, 2, 3 in queue order, the touches carry the heads. */
+    CHECK_EQ(jobs[0].out.seq, 1);
+    CHECK_EQ(jobs[5].out.seq, 2);
+    CHECK_EQ(jobs[8].out.seq, 3);
+    CHECK_EQ(jobs[7].out.seq, 1);
+    CHECK_EQ(jobs[8].touches.len, 1);
+    CHECK_EQ(jobs[3].claimed.len, 2);
+    workers_free(w);
+    gate_destroy(&gate);
+    CHECK_EQ(head_of("mx-a"), 3);
+    CHECK_EQ(head_of("mx-c"), 1);
+    CHECK_EQ(head_of("mx-b"), 0); /* no row, no agent */
+    char *state = state_of("mx-b");
+    CHECK(state != NULL && strcmp(state, "{}") == 0);
+    free(state);
+    struct store_events evs = {0};
+    CHECK_EQ(inbox_of("mx-acked", &evs), 3);
+    CHECK_EQ(evs.len, 3);
+    for (size_t i = 0; i < evs.len && i < 3; i++) {
+        /* The stale ack (of the second event, with the third's token) left it claimed; the
+         * others completed it and the third. */
+        CHECK_EQ(evs.items[i].status, i == 1 ? STORE_CLAIMED : STORE_COMPLETED);
+    }
+    store_events_cleanup(&evs);
+    for (int i = 0; i < N; i++) {
+        mix_cleanup(&jobs[i]);
+    }
+
+    /* No failure: the publishes share one batch, the acks another, and two claims of one agent
+     * with 3 pending events a third: one read, split in claim order (2 and 1, disjoint). */
+    mix_setup("mx-claim2", 3, NULL);
+    w = new_workers(1, 64);
+    if (!w) {
+        store_events_cleanup(&held);
+        return;
+    }
+    mix_init(&jobs[0], MIX_PUB, "mx-d");
+    mix_init(&jobs[1], MIX_ACK, "mx-acked");
+    mix_init(&jobs[2], MIX_PUB, "mx-e");
+    mix_init(&jobs[3], MIX_ACK, "mx-acked");
+    mix_init(&jobs[4], MIX_PUB, "mx-d");
+    mix_init(&jobs[5], MIX_CLAIM, "mx-claim2");
+    mix_init(&jobs[6], MIX_CLAIM, "mx-claim2");
+    jobs[5].limit = jobs[6].limit = 2;
+    memcpy(jobs[1].event_id, held.items[1].event_id, sizeof jobs[1].event_id);
+    memcpy(jobs[1].token, held.items[1].lease_token, sizeof jobs[1].token);
+    memcpy(jobs[3].event_id, held.items[1].event_id, sizeof jobs[3].event_id);
+    memcpy(jobs[3].token, held.items[1].lease_token, sizeof jobs[3].token); /* repeated ack */
+    gate_init(&gate, NULL);
+    base_done = completed;
+    gate_close(w, &gate);
+    for (int i = 0; i < 7; i++) {
+        workers_submit(w, &jobs[i].job);
+    }
+    gate_open(&gate);
+    CHECK(loop_until(base_done + 8));
+    workers_get_stats(w, &stats);
+    CHECK_EQ(stats.commits, 2);
+    CHECK_EQ(stats.batches, 3);
+    CHECK_EQ(stats.batched_jobs, 7);
+    for (int i = 0; i < 7; i++) {
+        CHECK_EQ(jobs[i].job.rc, ROOST_OK);
+    }
+    CHECK_EQ(jobs[5].claimed.len, 2);
+    CHECK_EQ(jobs[6].claimed.len, 1);
+    CHECK(jobs[5].has_more);
+    CHECK(!jobs[6].has_more);
+    if (jobs[5].claimed.len == 2 && jobs[6].claimed.len == 1) {
+        CHECK_EQ(jobs[5].claimed.items[0].seq, 1);
+        CHECK_EQ(jobs[5].claimed.items[1].seq, 2);
+        CHECK_EQ(jobs[6].claimed.items[0].seq, 3);
+        CHECK(strcmp(jobs[5].claimed.items[0].lease_token, jobs[6].claimed.items[0].lease_token) !=
+              0);
+    }
+    CHECK_EQ(jobs[0].out.seq, 1);
+    CHECK_EQ(jobs[4].out.seq, 2);
+    CHECK_EQ(jobs[2].out.seq, 1);
+    workers_free(w);
+    gate_destroy(&gate);
+    CHECK_EQ(head_of("mx-d"), 2);
+    CHECK_EQ(inbox_of("mx-acked", &evs), 3);
+    for (size_t i = 0; i < evs.len; i++) {
+        CHECK_EQ(evs.items[i].status, STORE_COMPLETED);
+    }
+    store_events_cleanup(&evs);
+    CHECK_EQ(inbox_of("mx-claim2", &evs), 3);
+    for (size_t i = 0; i < evs.len; i++) {
+        CHECK_EQ(evs.items[i].status, STORE_CLAIMED);
+        CHECK_EQ(evs.items[i].attempts, 1);
+    }
+    store_events_cleanup(&evs);
+    for (int i = 0; i < 7; i++) {
+        mix_cleanup(&jobs[i]);
+    }
+    store_events_cleanup(&held);
+}
+
 static void remove_dir(void)
 {
     static const char *const names[] = {"roost.db", "roost.db-wal", "roost.db-shm",
@@ -657,6 +1004,7 @@ int main(int argc, char **argv)
     RUN(test_workers_free_drains);
     RUN(test_workers_free_drains_after_loop);
     RUN(test_workers_retry_bounded);
+    RUN(test_workers_mixed_group_one_fails);
 
     event_base_free(base);
     remove_dir();

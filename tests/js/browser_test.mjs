@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: MIT
+// roost.js and the /ui dashboard in a real browser: headless Chromium (Debian's /usr/bin/chromium)
+// driven by playwright-core, against the real roostd this script starts (port 0, ready file).
+// `node browser_test.mjs SCENARIO` with SCENARIO one of
+//   tabs       six tabs of one agent hold one stream (roostd's subscriber count), a seventh tab
+//              still works; events are handled once, in one tab; the same with leader tabs
+//              (no SharedWorker)
+//   failover   the leader tab closed mid-handler: another tab finishes the work, exactly once
+//   offline    the page offline for longer than the heartbeat, then online: it pulls everything
+//   token      getToken: a refused token is refreshed, a short-lived token's stream reconnects
+//   ticket     a subscribe ticket opens one EventSource once, and not after auth.ticket_ttl_s
+//   dashboard  /ui shows a publish within a second and requeues a quarantined event by clicking
+// Test pages are served on roostd's own origin (Playwright answers /test/*), so they import
+// /sdk/roost.js from roostd and can share a SharedWorker. Ends with "N passed, N failed".
+// Env: ROOSTD (binary), CHROMIUM (default /usr/bin/chromium), ROOST_SCREENSHOTS (a directory:
+// the dashboard scenario writes its PNGs there).
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createPrivateKey } from 'node:crypto';
+import { SignJWT } from 'jose';
+import { chromium } from 'playwright-core';
+
+const scenario = process.argv[2];
+const roostdBin = process.env.ROOSTD;
+const chromiumBin = process.env.CHROMIUM || '/usr/bin/chromium';
+let passed = 0;
+let failed = 0;
+
+function check(cond, what) {
+  if (cond) {
+    passed++;
+  } else {
+    failed++;
+    console.error(`CHECK failed: ${what}`);
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls cond every 25 ms until it holds (true) or timeout_ms passed (false). */
+async function waitUntil(cond, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond()) {
+      return true;
+    }
+    if (Date.now() > deadline) {
+      if (what) {
+        console.error(`timed out: ${what}`);
+      }
+      return false;
+    }
+    await sleep(25);
+  }
+}
+
+// ---- roostd ----
+
+async function startRoostd(sets) {
+  const dir = mkdtempSync(join(tmpdir(), `roost-browser-${scenario}-`));
+  const args = ['--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0', '--ready-file',
+    join(dir, 'ready')];
+  for (const s of sets) {
+    args.push('--set', s);
+  }
+  const proc = spawn(roostdBin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  proc.stderr.on('data', (d) => {
+    log += d;
+  });
+  const ready = await waitUntil(() => existsSync(join(dir, 'ready')) &&
+    readFileSync(join(dir, 'ready'), 'utf8').includes('\n'), 15000);
+  if (!ready) {
+    proc.kill('SIGKILL');
+    throw new Error(`roostd did not get ready:\n${log}`);
+  }
+  const url = readFileSync(join(dir, 'ready'), 'utf8').split('\n')[0].trim();
+  const key = createPrivateKey(readFileSync(join(dir, 'data', 'token_ed25519.pem')));
+  return {
+    url, dir, proc, key, log: () => log,
+    async stop() {
+      const exited = new Promise((r) => proc.on('exit', (code) => r(code)));
+      proc.kill('SIGTERM');
+      const code = await Promise.race([exited, sleep(20000).then(() => 'timeout')]);
+      rmSync(dir, { recursive: true, force: true });
+      return code;
+    },
+  };
+}
+
+/** A token signed with roostd's key (EdDSA, no kid), like `roost token mint`. */
+async function mint(d, scope, ttlS = 600, tenant = 't1') {
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ tenant, scope, sub: 'browser-test' })
+    .setProtectedHeader({ alg: 'EdDSA' })
+    .setIssuedAt(now)
+    .setExpirationTime(now + ttlS)
+    .sign(d.key);
+}
+
+async function api(d, method, path, token, body) {
+  const res = await fetch(d.url + path, {
+    method,
+    headers: { Authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : null, headers: res.headers };
+}
+
+async function publish(d, token, agent, payload = {}) {
+  const r = await api(d, 'POST', '/api/v1/events', token, { recipients: [agent], payload });
+  check(r.status === 201, `publish to ${agent}: ${r.status}`);
+  return r.json.events[0].event_id;
+}
+
+/** Open SSE streams on roostd (/metrics, served to loopback): a scenario streams one agent at a
+ * time, so this is that agent's count. (The admin listing knows only agents with events.) */
+async function subscribers(d) {
+  const text = await (await fetch(`${d.url}/metrics`)).text();
+  const m = /^roost_sse_subscribers (\d+)$/m.exec(text);
+  return m ? Number(m[1]) : -1;
+}
+
+// ---- the browser ----
+
+/** The agent page: options in the hash; handler calls report to the test through bindings. */
+const agentPage = `<!doctype html><html><head><meta charset="utf-8"><title>agent</title></head><body>
+<script type="module">
+import Roost from '/sdk/roost.js';
+const cfg = JSON.parse(decodeURIComponent(location.hash.slice(1)));
+const tab = cfg.tab;
+window.states = [];
+window.errors = [];
+window.tokenCalls = [];
+window.stateCalls = [];
+const agent = Roost.agent({
+  server: '',
+  agentId: cfg.agent,
+  lease_s: cfg.lease_s ?? 30,
+  heartbeat_s: cfg.heartbeat_s ?? 30,
+  sharedWorker: cfg.sharedWorker ?? true,
+  concurrency: cfg.concurrency ?? 1,
+  onState: (state, cursor) => window.stateCalls.push({ state, cursor }),
+  getToken: async ({ refresh }) => {
+    window.tokenCalls.push(refresh);
+    return window.mintToken(cfg.ttl ?? 600, window.tokenCalls.length === 1 && cfg.firstTokenBad);
+  },
+  handler: async (ev) => {
+    await window.handlerStarted(ev.event_id, tab);
+    await new Promise((r) => setTimeout(r, ev.payload?.ms ?? 0));
+    await window.handlerDone(ev.event_id, tab);
+  },
+});
+agent.addEventListener('statechange', (e) => window.states.push(e.detail.state));
+agent.addEventListener('error', (e) => window.errors.push(String(e.detail.error?.message ?? e.detail.error)));
+window.agent = agent;
+window.Roost = Roost;
+agent.start();
+window.ready = true;
+</script></body></html>`;
+
+async function launch(d) {
+  const profile = mkdtempSync(join(tmpdir(), 'roost-chromium-'));
+  const browser = await chromium.launch({
+    executablePath: chromiumBin,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic',
+      '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+  });
+  const context = await browser.newContext();
+  const starts = new Map(); // event_id -> [tab...]
+  const dones = new Map();
+  const record = (m, id, tab) => m.set(id, [...(m.get(id) ?? []), tab]);
+  let consume = 'agent:b.*:consume';
+  await context.exposeBinding('handlerStarted', (_src, id, tab) => record(starts, id, tab));
+  await context.exposeBinding('handlerDone', (_src, id, tab) => record(dones, id, tab));
+  await context.exposeBinding('mintToken', async (_src, ttl, bad) => {
+    const t = await mint(d, consume, ttl);
+    return bad ? `${t.slice(0, -4)}AAAA` : t; // a broken signature: refused with 401
+  });
+  await context.route('**/test/blank.html', (route) =>
+    route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: '<!doctype html><title>blank</title>' }));
+  await context.route('**/test/agent.html', (route) =>
+    route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: agentPage }));
+  const tabs = [];
+  return {
+    browser, context, starts, dones, tabs,
+    setScope(s) {
+      consume = s;
+    },
+    async open(cfg) {
+      const page = await context.newPage();
+      page.on('console', (m) => m.type() === 'error' && console.error(`page ${cfg.tab}: ${m.text()}`));
+      page.on('pageerror', (e) => console.error(`page ${cfg.tab}: ${e}`));
+      await page.goto(`${d.url}/test/agent.html#${encodeURIComponent(JSON.stringify(cfg))}`);
+      await page.waitForFunction(() => window.ready === true);
+      tabs.push(page);
+      return page;
+    },
+    async close() {
+      await browser.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+const doneOnce = (b, ids) => ids.every((id) => (b.dones.get(id) ?? []).length === 1);
+
+// ---- scenarios ----
+
+async function scenarioTabs(d, b, admin, producer) {
+  // Six tabs with the SharedWorker: one stream between them.
+  const pages = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => b.open({ agent: 'b.tabs', tab: `t${i}` })));
+  check(await waitUntil(async () => (await subscribers(d)) === 1, 10000,
+    'one subscriber'), 'six tabs: one stream');
+  check((await pages[0].evaluate(() => window.agent.mode)) === 'shared-worker', 'SharedWorker mode');
+  const leaders = await Promise.all(pages.map((p) => p.evaluate(() => window.agent.isLeader)));
+  check(leaders.filter(Boolean).length === 1, `one leader among six: ${leaders}`);
+  // The seventh tab works: its fetches are not stuck behind six streams.
+  const seventh = await b.open({ agent: 'b.tabs', tab: 't6' });
+  const served = await seventh.evaluate(async () => (await fetch('/sdk/roost.js')).status);
+  check(served === 200, 'seventh tab: a fetch is answered');
+  const ids = [];
+  for (let i = 0; i < 5; i++) {
+    ids.push(await publish(d, producer, 'b.tabs', { n: i }));
+  }
+  check(await waitUntil(() => doneOnce(b, ids), 10000, 'five events handled'),
+    'every event handled, once');
+  const tabsUsed = new Set(ids.flatMap((id) => b.dones.get(id) ?? []));
+  check(tabsUsed.size === 1, `handled in one tab only: ${[...tabsUsed]}`);
+  check(await waitUntil(() => seventh.evaluate(() => window.agent.state === 'streaming' &&
+    window.agent.lastSync !== null), 5000), 'seventh tab sees state streaming and lastSync');
+  check((await subscribers(d)) === 1, 'still one stream with seven tabs');
+  await Promise.all([...pages, seventh].map((p) => p.close()));
+  check(await waitUntil(async () => (await subscribers(d)) === 0, 10000),
+    'all tabs closed: the stream is gone');
+
+  // Leader tabs without a SharedWorker: still one stream.
+  const lt = await Promise.all([0, 1, 2].map((i) =>
+    b.open({ agent: 'b.lead', tab: `l${i}`, sharedWorker: false })));
+  check(await waitUntil(async () => (await subscribers(d)) === 1, 10000),
+    'leader tabs: one stream');
+  check((await lt[0].evaluate(() => window.agent.mode ?? 'leader-tab')) !== 'shared-worker',
+    'leader-tab mode');
+  const id = await publish(d, producer, 'b.lead', {});
+  check(await waitUntil(() => doneOnce(b, [id]), 10000), 'leader tabs: the event is handled once');
+}
+
+async function scenarioFailover(d, b, admin, producer, sharedWorker) {
+  const agent = sharedWorker ? 'b.fail' : 'b.faillt';
+  const pages = await Promise.all([0, 1, 2].map((i) =>
+    b.open({ agent, tab: `f${i}`, lease_s: 3, sharedWorker })));
+  const slow = await publish(d, producer, agent, { ms: 1500 });
+  check(await waitUntil(() => (b.starts.get(slow) ?? []).length === 1, 10000), 'handler started');
+  const leaderTab = b.starts.get(slow)[0];
+  const leaderPage = pages[Number(leaderTab.slice(1))];
+  const closedAt = Date.now();
+  await leaderPage.close({ runBeforeUnload: true }); // mid-handler
+  const t0 = Date.now();
+  // The page notes when it became leader: the hand-over time does not include this polling.
+  const rest = pages.filter((p) => p !== leaderPage);
+  let since = [];
+  check(await waitUntil(async () => {
+    since = (await Promise.all(rest.map((p) => p.evaluate(() => window.agent.isLeader &&
+      window.agent.leaderSince)))).filter(Boolean);
+    return since.length === 1;
+  }, 5000), 'one new leader');
+  check(since.length === 1 && since[0] - closedAt < 1000,
+    `a new leader within a second (${since[0] - closedAt} ms)`);
+  check(await waitUntil(() => (b.dones.get(slow) ?? []).length === 1, 15000,
+    'another tab finishes'), 'a remaining tab finished the work');
+  check(!(b.dones.get(slow) ?? []).includes(leaderTab), 'not in the closed tab');
+  console.error(`failover (${sharedWorker ? 'shared worker' : 'leader tabs'}): done ${Date.now() - t0} ms after the close`);
+  const more = [];
+  for (let i = 0; i < 3; i++) {
+    more.push(await publish(d, producer, agent, {}));
+  }
+  check(await waitUntil(() => doneOnce(b, more), 10000), 'later events handled');
+  // Every ack lands (a handler reports before it returns), and nothing runs a second time.
+  check(await waitUntil(async () => (await api(d, 'GET',
+    `/api/v1/agents/${agent}/inbox?after_cursor=0&limit=10`, admin)).json.events
+    .every((e) => e.status === 'completed'), 5000), 'all completed in roostd');
+  check(doneOnce(b, [slow, ...more]), 'exactly once overall');
+  for (const p of pages) {
+    if (!p.isClosed()) {
+      await p.close();
+    }
+  }
+}
+
+async function scenarioOffline(d, b, admin, producer) {
+  const page = await b.open({ agent: 'b.off', tab: 'o0', heartbeat_s: 1 });
+  check(await waitUntil(() => page.evaluate(() => window.agent.state === 'streaming'), 10000),
+    'streaming');
+  await b.context.setOffline(true);
+  check(await waitUntil(() => page.evaluate(() => window.agent.state === 'offline'), 5000),
+    'state offline');
+  await sleep(2200); // longer than two heartbeats (1 s)
+  // Meanwhile another consumer takes two events and retention deletes them: the page's cursor
+  // falls behind the watermark (410), so it must resync from /state (onState) and go on.
+  const consumer = await mint(d, 'agent:b.*:consume');
+  for (let i = 0; i < 2; i++) {
+    const r = await api(d, 'POST', '/api/v1/events', producer,
+      { recipients: ['b.off'], payload: {}, state_patch: { seen: i } });
+    check(r.status === 201, 'publish with a state patch');
+  }
+  const taken = await api(d, 'POST', '/api/v1/agents/b.off/inbox/claim', consumer, { limit: 2 });
+  for (const ev of taken.json.events) {
+    await api(d, 'POST', `/api/v1/agents/b.off/inbox/${ev.event_id}/ack`, consumer,
+      { lease_token: ev.lease_token });
+  }
+  check(await waitUntil(async () => (await api(d, 'GET',
+    '/api/v1/agents/b.off/inbox?after_cursor=0&limit=1', consumer)).status === 410, 10000),
+  'retention moved the watermark (410 for cursor 0)');
+  const ids = [];
+  for (let i = 0; i < 3; i++) {
+    ids.push(await publish(d, producer, 'b.off', { n: i }));
+  }
+  await sleep(500);
+  check(ids.every((id) => !b.dones.has(id)), 'nothing handled while offline');
+  await b.context.setOffline(false);
+  const t0 = Date.now();
+  check(await waitUntil(() => doneOnce(b, ids), 8000, 'pulled after online'),
+    'everything missed is pulled once online');
+  console.error(`offline: caught up ${Date.now() - t0} ms after online`);
+  const calls = await page.evaluate(() => window.stateCalls);
+  check(calls.length === 1 && calls[0].state.seen === 1 && calls[0].cursor >= 2,
+    `410: onState got the state and its cursor: ${JSON.stringify(calls)}`);
+  check(ids.every((id) => (b.dones.get(id) ?? []).length === 1) && b.dones.size === 3,
+    'the two events taken elsewhere were not handled here');
+  check(await waitUntil(() => page.evaluate(() => window.agent.state === 'streaming'), 10000),
+    'streaming again');
+}
+
+async function scenarioToken(d, b, admin, producer) {
+  // Tokens live 3 s (roostd ends a stream at its token's exp), and the first one is refused.
+  const page = await b.open({ agent: 'b.tok', tab: 'k0', ttl: 3, firstTokenBad: true });
+  check(await waitUntil(() => page.evaluate(() => window.agent.state === 'streaming'), 10000),
+    'streaming with a refreshed token');
+  check(await page.evaluate(() => window.tokenCalls.includes(true)), 'a refused token: getToken({refresh: true})');
+  const first = await publish(d, producer, 'b.tok', {});
+  check(await waitUntil(() => doneOnce(b, [first]), 5000), 'handled with the refreshed token');
+  await sleep(4500); // past the first stream token's exp: token_expired, a new ticket
+  const calls = await page.evaluate(() => window.tokenCalls.length);
+  check(calls >= 3, `getToken called again as tokens expired (${calls} calls)`);
+  check(await waitUntil(() => page.evaluate(() => window.agent.state === 'streaming'), 5000),
+    'streaming after the token expired');
+  const t0 = Date.now();
+  const second = await publish(d, producer, 'b.tok', {});
+  check(await waitUntil(() => doneOnce(b, [second]), 5000), 'handled after the token expired');
+  console.error(`token: handled ${Date.now() - t0} ms after the publish`);
+  check((await subscribers(d)) === 1, 'one stream');
+}
+
+/** A handler longer than its lease: extended at half-life, so it runs once and acks. */
+async function scenarioLease(d, b, admin, producer) {
+  const page = await b.open({ agent: 'b.lease', tab: 'e0', lease_s: 2 });
+  check(await waitUntil(() => page.evaluate(() => window.agent.state === 'streaming'), 10000),
+    'streaming');
+  const id = await publish(d, producer, 'b.lease', { ms: 3500 });
+  check(await waitUntil(() => doneOnce(b, [id]), 10000), 'the long handler finished');
+  check((b.starts.get(id) ?? []).length === 1, 'it ran once');
+  const extends_ = (d.log().match(/route=extend status=200/g) ?? []).length;
+  check(extends_ >= 2, `extended at half-life (${extends_} extends)`);
+  // The handler reports before it returns; the ack follows.
+  check(await waitUntil(async () => (await api(d, 'GET',
+    '/api/v1/agents/b.lease/inbox?after_cursor=0&limit=1', admin)).json.events[0].status === 'completed',
+  5000), 'acked: completed');
+  check((b.starts.get(id) ?? []).length === 1, 'not expired and run again');
+}
+
+async function scenarioTicket(d, b, admin) {
+  b.setScope('agent:b.*:read');
+  const page = await b.context.newPage();
+  await page.goto(`${d.url}/test/blank.html`);
+  const result = await page.evaluate(async () => {
+    const token = await window.mintToken(600, false);
+    const ticket = async () => (await (await fetch('/api/v1/agents/b.tk/subscribe/ticket', {
+      method: 'POST', headers: { Authorization: `Bearer ${token}` } })).json()).ticket;
+    const open = (t) => new Promise((resolve) => {
+      const es = new EventSource(`/api/v1/agents/b.tk/subscribe?ticket=${encodeURIComponent(t)}`);
+      let events = 0;
+      es.addEventListener('inbox_updated', () => events++);
+      es.onopen = () => setTimeout(() => { es.close(); resolve({ open: true, events }); }, 300);
+      es.onerror = () => { const state = es.readyState; es.close(); resolve({ open: false, events, state }); };
+    });
+    const t1 = await ticket();
+    const first = await open(t1);
+    const again = await open(t1);
+    const t2 = await ticket();
+    await new Promise((r) => setTimeout(r, 1300)); // auth.ticket_ttl_s=1
+    const late = await open(t2);
+    return { first, again, late };
+  });
+  check(result.first.open && result.first.events === 1, `a ticket opens a stream: ${JSON.stringify(result.first)}`);
+  check(!result.again.open && result.again.events === 0, 'the same ticket twice: refused');
+  check(!result.late.open && result.late.events === 0, 'a ticket after its ttl: refused');
+}
+
+async function scenarioDashboard(d, b, admin, producer) {
+  const operator = await mint(d, 'tenant:admin agent:*:read agent:*:publish agent:*:consume');
+  const other = await mint(d, 'tenant:admin agent:*:read', 600, 't2');
+  await publish(d, producer, 'd.alpha', { hello: 1 });
+  const page = await b.context.newPage();
+  await page.setViewportSize({ width: 1100, height: 900 });
+  page.on('pageerror', (e) => console.error(`dashboard: ${e}`));
+  const res = await page.goto(`${d.url}/ui`);
+  check(res.status() === 200, '/ui answers 200');
+  check((res.headers()['content-security-policy'] ?? '').includes("script-src 'self'"), 'CSP');
+  await page.fill('#tokens', `${operator}\n${other}`);
+  await page.click('#signin-button');
+  await page.waitForSelector('#agents tr[data-agent="d.alpha"]');
+  check(await page.evaluate(() => sessionStorage.length === 0), 'token kept in memory only');
+  // A publish shows within a second.
+  await page.waitForTimeout(600);
+  await publish(d, producer, 'd.beta', { n: 1 });
+  const t0 = Date.now(); // from the publish's answer: the event is committed
+  await page.waitForSelector('#agents tr[data-agent="d.beta"]', { timeout: 3000 });
+  const shownMs = Date.now() - t0;
+  check(shownMs <= 1000, `a publish shows within a second (${shownMs} ms)`);
+  // A quarantined event: claim, release as poison; then requeue it by clicking.
+  const evId = await publish(d, producer, 'd.q', { bad: true });
+  const claim = await api(d, 'POST', '/api/v1/agents/d.q/inbox/claim', operator, { limit: 1 });
+  const lt = claim.json.events[0].lease_token;
+  const rel = await api(d, 'POST', `/api/v1/agents/d.q/inbox/${evId}/release`, operator,
+    { lease_token: lt, reason: 'poison', error: 'cannot parse the order' });
+  check(rel.json?.status === 'quarantined', 'event quarantined');
+  await page.click('#agents tr[data-agent="d.q"]');
+  await page.waitForSelector('#agents tr[data-agent="d.q"] td.q');
+  await page.click('#show-quarantine');
+  await page.waitForSelector(`#quarantine tr[data-event="${evId}"]`);
+  await page.click(`#quarantine tr[data-event="${evId}"] button[data-action="inspect"]`);
+  await page.waitForFunction(() => document.getElementById('inspect').textContent.includes('cannot parse'));
+  if (process.env.ROOST_SCREENSHOTS) {
+    await page.screenshot({ path: join(process.env.ROOST_SCREENSHOTS, 'dashboard-quarantine.png'), fullPage: true });
+  }
+  await page.click(`#quarantine tr[data-event="${evId}"] button[data-action="requeue"]`);
+  check(await waitUntil(async () => {
+    const r = await api(d, 'GET', '/api/v1/agents/d.q/inbox?after_cursor=0&limit=10', operator);
+    return r.json.events.find((e) => e.event_id === evId)?.status === 'pending';
+  }, 5000), 'the click requeued the event (pending again)');
+  await page.waitForSelector(`#quarantine tr[data-event="${evId}"]`, { state: 'detached', timeout: 3000 });
+  passed++;
+  await page.click('#show-inbox');
+  await page.waitForSelector(`#inbox tr[data-event="${evId}"]`);
+  // Tenant switch: t2 has no agents.
+  await page.selectOption('#tenant', '1');
+  await page.waitForFunction(() => document.getElementById('live').textContent.startsWith('t2'));
+  check((await page.locator('#agents tbody tr').count()) === 0, 'tenant t2: no agents of t1');
+  await page.selectOption('#tenant', '0');
+  await page.waitForSelector('#agents tr[data-agent="d.alpha"]');
+  if (process.env.ROOST_SCREENSHOTS) {
+    // Some history for the charts: a burst of publishes, then half of them consumed.
+    await page.click('#agents tr[data-agent="d.alpha"]');
+    for (let i = 0; i < 20; i++) {
+      await publish(d, producer, 'd.alpha', { n: i });
+      await page.waitForTimeout(250);
+    }
+    const got = await api(d, 'POST', '/api/v1/agents/d.alpha/inbox/claim', operator, { limit: 10 });
+    for (const ev of got.json.events) {
+      await api(d, 'POST', `/api/v1/agents/d.alpha/inbox/${ev.event_id}/ack`, operator,
+        { lease_token: ev.lease_token });
+      await page.waitForTimeout(150);
+    }
+    await page.waitForTimeout(1200);
+    await page.screenshot({ path: join(process.env.ROOST_SCREENSHOTS, 'dashboard.png'), fullPage: true });
+  }
+  // roost.js: served with a version and an ETag, and revalidated with 304.
+  const js = await fetch(`${d.url}/sdk/roost.js`);
+  const body = await js.text();
+  const etag = js.headers.get('etag');
+  check(js.status === 200 && etag && js.headers.get('x-roost-version'), 'roost.js: ETag and version');
+  check(body.includes(`export const VERSION = '${js.headers.get('x-roost-version')}'`),
+    'roost.js VERSION is roostd\'s');
+  const again = await fetch(`${d.url}/sdk/roost.js`, { headers: { 'If-None-Match': etag } });
+  check(again.status === 304, 'If-None-Match: 304');
+  const pkg = JSON.parse(readFileSync(new URL('../../sdk/js/package.json', import.meta.url), 'utf8'));
+  check(pkg.version === js.headers.get('x-roost-version'), 'sdk/js/package.json has the same version');
+  // Default and named exports both work.
+  const exportsOk = await page.evaluate(async () => {
+    const m = await import('/sdk/roost.js');
+    return m.default.agent === m.agent && typeof m.publish === 'function' && m.default.VERSION === m.VERSION;
+  });
+  check(exportsOk, 'default and named exports');
+}
+
+async function main() {
+  if (!roostdBin) {
+    console.error('ROOSTD must be set');
+    process.exit(2);
+  }
+  const sets = ['scavenger.interval_ms=100', 'sse.heartbeat_s=1', 'sse.max_per_agent=100'];
+  if (scenario === 'ticket') {
+    sets.push('auth.ticket_ttl_s=1');
+  }
+  if (scenario === 'offline') {
+    sets.push('retention.completed_s=0', 'retention.interval_ms=100');
+  }
+  const t0 = Date.now();
+  const lap = (what) => process.env.ROOST_TEST_TIMING && console.error(`${what}: ${Date.now() - t0} ms`);
+  const d = await startRoostd(sets);
+  lap('roostd ready');
+  const b = await launch(d);
+  lap('browser ready');
+  const admin = await mint(d, 'tenant:admin agent:*:read');
+  const producer = await mint(d, 'agent:*:publish');
+  try {
+    switch (scenario) {
+      case 'tabs': await scenarioTabs(d, b, admin, producer); break;
+      case 'failover':
+        await scenarioFailover(d, b, admin, producer, true);
+        await scenarioFailover(d, b, admin, producer, false);
+        break;
+      case 'offline': await scenarioOffline(d, b, admin, producer); break;
+      case 'token':
+        await scenarioToken(d, b, admin, producer);
+        await scenarioLease(d, b, admin, producer);
+        break;
+      case 'ticket': await scenarioTicket(d, b, admin); break;
+      case 'dashboard': await scenarioDashboard(d, b, admin, producer); break;
+      default: throw new Error(`unknown scenario ${scenario}`);
+    }
+  } finally {
+    lap('scenario done');
+    await b.close();
+    lap('browser closed');
+    const code = await d.stop();
+    lap('roostd stopped');
+    check(code === 0, `roostd exited 0 (${code})`);
+    if (failed > 0) {
+      const path = join(tmpdir(), `roost-browser-${scenario}.log`);
+      writeFileSync(path, d.log());
+      console.error(`roostd's log: ${path}`);
+    }
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 ? 0 : 1);
+}
+
+main().catch((err) => {
+  console.error(err);
+  console.log(`${passed} passed, ${failed + 1} failed`);
+  process.exit(1);
+});
