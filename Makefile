@@ -33,8 +33,10 @@ install: build
 run: deps-run build
 	@scripts/run.sh "$(LISTEN)" "$(DATA_DIR)"
 
+# Every test except the Galera failover test (label galera: it starts a 3-node cluster and is
+# run by `make chaos`; doc/RELIABILITY.md says why it is not part of every change yet).
 test: deps build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600 -LE galera
 	@scripts/asan.sh
 
 # The whole suite again under ASan+UBSan (part of `make test`; this target runs only that).

@@ -95,8 +95,8 @@ static MYSQL *connect_db(void)
     mysql_optionsv(db, MYSQL_OPT_CONNECT_TIMEOUT, &timeout_s);
     mysql_optionsv(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     const char *sock = g_url.socket[0] ? g_url.socket : NULL;
-    if (!mysql_real_connect(db, sock ? NULL : g_url.host, g_url.user, g_url.pass, g_url.db,
-                            g_url.port, sock, 0)) {
+    if (!mysql_real_connect(db, sock ? NULL : g_url.hosts[0].name, g_url.user, g_url.pass, g_url.db,
+                            g_url.hosts[0].port, sock, 0)) {
         die_db(db, "connect");
     }
     const char *iso = g.repeatable_read ? "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"

@@ -153,8 +153,8 @@ static int admin_exec(const char *base, const char *sql)
     MYSQL *db = mysql_init(NULL);
     bool sock = u.socket[0] != '\0';
     int rc = -1;
-    if (db != NULL && mysql_real_connect(db, sock ? NULL : u.host, u.user, u.pass, NULL, u.port,
-                                         sock ? u.socket : NULL, 0) != NULL) {
+    if (db != NULL && mysql_real_connect(db, sock ? NULL : u.hosts[0].name, u.user, u.pass, NULL,
+                                         u.hosts[0].port, sock ? u.socket : NULL, 0) != NULL) {
         rc = mysql_query(db, sql) == 0 ? 0 : -1;
         if (rc != 0) {
             fprintf(stderr, "%s: %s\n", sql, mysql_error(db));

@@ -13,8 +13,8 @@ if [ "$what" != run ]; then
   pkgs+=(sqlite3 procps openssl
          prometheus
          chromium
-         mariadb-server mariadb-client galera-4
-         gnuplot-nox fiu-utils faketime nftables iproute2
+         mariadb-server mariadb-client galera-4 rsync
+         gnuplot-nox fiu-utils faketime nftables iproute2 jq util-linux
          clang libclang-rt-14-dev
          clang-format python3 git)
 fi

@@ -93,7 +93,17 @@ extern "C" {
     X(EKEYUNKNOWN, 401, "key_unknown", "the signature's keyid is not a key of this tenant")        \
     X(EKEYREVOKED, 401, "key_revoked", "the signature's key is revoked")                           \
     X(EKEYWRONGAGENT, 401, "key_wrong_agent", "the signature's key belongs to another agent")      \
-    X(EQUERYREPEAT, 400, "repeated_query_parameter", "a query parameter is given more than once")
+    X(EQUERYREPEAT, 400, "repeated_query_parameter", "a query parameter is given more than once")  \
+    X(EENDPOINTNOTFOUND, 404, "endpoint_not_found", "no such webhook endpoint")                    \
+    X(EENDPOINTEXISTS, 409, "endpoint_exists", "the agent already has a webhook endpoint")         \
+    X(EHTTPSREQUIRED, 400, "https_required", "the webhook url must be an https:// URL")            \
+    X(EDESTFORBIDDEN, 400, "destination_forbidden",                                                \
+      "the webhook host resolves to an address roostd may not connect to")                         \
+    X(EVERIFYFAILED, 422, "endpoint_verification_failed",                                          \
+      "the endpoint did not answer the verification challenge")                                    \
+    X(EWEBHOOKURL, 400, "invalid_url", "url must be an absolute https URL of at most 2048 bytes")  \
+    X(EWEBHOOKSECRET, 400, "invalid_secret",                                                       \
+      "secret must be whsec_ followed by the base64 of 24 to 64 random bytes")
 
 enum roost_error_position {
 #define ROOST_ERROR_POS(name, status, code, msg) ROOST_POS_##name,

@@ -270,5 +270,14 @@ int cmd_whoami(struct cli_args *a);
 int cmd_keys_list(struct cli_args *a);
 int cmd_keys_revoke(struct cli_args *a);
 int cmd_completion(struct cli_args *a);
+int cmd_callbacks_add(struct cli_args *a);
+int cmd_callbacks_list(struct cli_args *a);
+int cmd_callbacks_rm(struct cli_args *a);
+int cmd_admin_endpoints_list(struct cli_args *a);
+int cmd_admin_endpoints_inspect(struct cli_args *a);
+int cmd_admin_endpoints_disable(struct cli_args *a);
+int cmd_admin_endpoints_enable(struct cli_args *a);
+int cmd_admin_endpoints_attempts(struct cli_args *a);
+int cmd_admin_endpoints_replay(struct cli_args *a);
 
 #endif

@@ -487,6 +487,52 @@ static const struct cli_option keys_list_opts[] = {
     END,
 };
 
+/* ---- webhooks ------------------------------------------------------------------------------ */
+
+static const struct cli_option callbacks_add_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent whose events the endpoint receives"),
+    {.name = "url",
+     .kind = CLI_STRING,
+     .arg = "URL",
+     .flags = CLI_REQUIRED,
+     .help = "the endpoint: an https:// URL"},
+    {.name = "secret",
+     .kind = CLI_STRING,
+     .arg = "S",
+     .help = "the signing secret, whsec_ + base64 of 24..64 bytes (default: a new one,\n"
+             "printed once with the answer)"},
+    {.name = "secret-file", .kind = CLI_STRING, .arg = "F", .help = "read the secret from file F"},
+    {0},
+};
+
+static const struct cli_option callbacks_agent_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent"),
+    {0},
+};
+
+static const struct cli_option endpoints_list_opts[] = {
+    AGENT(0, "only this agent's endpoint"),
+    LIMIT("endpoints per page (default 100)"),
+    NEXT_PAGE,
+    {0},
+};
+
+static const struct cli_option endpoints_attempts_opts[] = {
+    {.name = "event-id", .kind = CLI_STRING, .arg = "E", .help = "only the attempts of event E"},
+    LIMIT("attempts per page (default 100)"),
+    NEXT_PAGE,
+    {0},
+};
+
+static const struct cli_option endpoints_replay_opts[] = {
+    {.name = "event-id", .kind = CLI_STRING, .arg = "E", .help = "redeliver event E"},
+    {.name = "since",
+     .kind = CLI_STRING,
+     .arg = "TIME",
+     .help = "redeliver every quarantined event created since TIME (RFC 3339)"},
+    {0},
+};
+
 /* ---- the table ------------------------------------------------------------------------------- */
 
 const struct cli_command cli_commands[] = {
@@ -767,6 +813,97 @@ const struct cli_command cli_commands[] = {
          "DIR holds no agent state.",
      .options = agent_status_opts,
      .common = CLI_COMMON_OUTPUT},
+    {.name = "callbacks add",
+     .run = cmd_callbacks_add,
+     .summary = "register the agent's webhook endpoint",
+     .description =
+         "Registers an HTTPS endpoint that receives the agent's events as signed POSTs "
+         "(doc/WEBHOOKS.md). roostd resolves the host (every address must pass its destination "
+         "filter) and sends a verification challenge the endpoint must answer within 10 s; "
+         "then it stores the endpoint and prints it. Without --secret/--secret-file a new "
+         "secret is made and printed once with the answer. Refusals: https_required, "
+         "destination_forbidden (exit 3), endpoint_verification_failed (422), endpoint_exists "
+         "(the agent has one). The token needs consume scope for the agent.",
+     .options = callbacks_add_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "callbacks list",
+     .run = cmd_callbacks_list,
+     .summary = "show the agent's webhook endpoint",
+     .description =
+         "Prints {\"endpoints\":[...],\"next\":null}: the agent's endpoint (url, status, "
+         "disabled_reason, failing_since), never its secret.",
+     .options = callbacks_agent_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "callbacks rm",
+     .run = cmd_callbacks_rm,
+     .summary = "delete the agent's webhook endpoint",
+     .args = "ENDPOINT_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Deletes the endpoint and its attempt log; the agent's events stay in its "
+                    "inbox for it to pull. An unknown endpoint fails with endpoint_not_found.",
+     .options = callbacks_agent_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin endpoints list",
+     .run = cmd_admin_endpoints_list,
+     .summary = "list the tenant's webhook endpoints",
+     .description = "Lists the tenant's webhook endpoints (no secrets): "
+                    "{\"endpoints\":[...],\"next\":TOKEN|null}.",
+     .options = endpoints_list_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin endpoints inspect",
+     .run = cmd_admin_endpoints_inspect,
+     .summary = "show one webhook endpoint",
+     .args = "ENDPOINT_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Prints one endpoint: agent, url, status, disabled_reason, failing_since.",
+     .options = no_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin endpoints disable",
+     .run = cmd_admin_endpoints_disable,
+     .summary = "stop deliveries to a webhook endpoint",
+     .args = "ENDPOINT_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Disables the endpoint (reason operator): nothing more is delivered; events "
+                    "wait in the inbox. Prints the endpoint.",
+     .options = no_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin endpoints enable",
+     .run = cmd_admin_endpoints_enable,
+     .summary = "resume deliveries to a webhook endpoint",
+     .args = "ENDPOINT_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Enables the endpoint again (also after a 410 or a failing run): deliveries "
+                    "resume with what waits in the inbox. Prints the endpoint.",
+     .options = no_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin endpoints attempts",
+     .run = cmd_admin_endpoints_attempts,
+     .summary = "the delivery attempt log of a webhook endpoint",
+     .args = "ENDPOINT_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Prints the endpoint's delivery attempts, oldest first: time, event, attempt "
+                    "number, status_code (0: no answer), latency_ms, error_class, the first bytes "
+                    "of the answer: {\"attempts\":[...],\"next\":TOKEN|null}.",
+     .options = endpoints_attempts_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin endpoints replay",
+     .run = cmd_admin_endpoints_replay,
+     .summary = "redeliver quarantined events to a webhook endpoint",
+     .synopsis = "roost admin endpoints replay ENDPOINT_ID (--event-id E | --since TIME)",
+     .args = "ENDPOINT_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Puts the endpoint agent's quarantined (or expired) events back to pending so "
+                    "they are delivered again: one event, or every one created since TIME. "
+                    "Delivered events are completed and cannot be replayed. Prints "
+                    "{\"endpoint_id\",\"replayed\":N}.",
+     .options = endpoints_replay_opts,
+     .common = CLI_COMMON_ALL},
     {.name = "completion",
      .run = cmd_completion,
      .summary = "print the shell completion script (bash or zsh)",

@@ -174,6 +174,8 @@ int cli_exit_code(int rc, bool sent)
     case ROOST_EGONE:
     case ROOST_EKEYNOTFOUND:
     case ROOST_EKEYEXISTS:
+    case ROOST_EENDPOINTNOTFOUND:
+    case ROOST_EENDPOINTEXISTS:
         return CLI_EXIT_CONFLICT;
     default:
         /* An argument the SDK refused before sending anything is a usage error. */

@@ -48,6 +48,20 @@ void api_server_keys(struct request *rq);
 bool api_static_path(const char *path);
 void api_static(struct request *rq);
 
+/* api_webhooks.c: webhook endpoints (DESIGN §6.3). */
+void api_callbacks_add(struct request *rq);
+void api_callbacks_list(struct request *rq);
+void api_callbacks_delete(struct request *rq);
+void api_admin_endpoints_list(struct request *rq);
+void api_admin_endpoint_get(struct request *rq);
+void api_admin_endpoint_disable(struct request *rq);
+void api_admin_endpoint_enable(struct request *rq);
+void api_admin_endpoint_attempts(struct request *rq);
+void api_admin_endpoint_replay(struct request *rq);
+/* Waits (bounded) until no registration's verification thread runs: before the event base goes
+ * away. */
+void api_webhooks_drain(void);
+
 /* api_health.c: outside the table and without authentication (GET /healthz, /readyz, /metrics). */
 void api_healthz(struct request *rq);
 void api_readyz(struct request *rq);

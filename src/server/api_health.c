@@ -4,6 +4,7 @@
  * GET /metrics (Prometheus text: behind metrics.token, or to loopback peers only without one). */
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,8 +89,21 @@ static void done_ready(struct job *job)
     struct ready_op *op = ((struct ready_ping *)job)->op;
     op->failed += job->rc != ROOST_OK;
     if (--op->pending == 0) {
-        request_reply_text(op->rq, op->failed == 0 ? 200 : 503,
-                           op->failed == 0 ? "ready\n" : "store unreachable\n");
+        /* Stores with several database hosts say where writes go (doc/MYSQL.md). */
+        char text[2048];
+        size_t used = (size_t)snprintf(text, sizeof text, "%s",
+                                       op->failed == 0 ? "ready\n" : "store unreachable\n");
+        struct store_ha_info ha[4];
+        size_t n = store_ha_list(ha, sizeof ha / sizeof ha[0]);
+        for (size_t i = 0; i < n && i < sizeof ha / sizeof ha[0] && used < sizeof text; i++) {
+            int k = snprintf(text + used, sizeof text - used,
+                             "store %.300s: writer %s, failovers %llu%s%.200s\n", ha[i].hosts,
+                             ha[i].writer[0] != '\0' ? ha[i].writer : "(none usable)",
+                             (unsigned long long)ha[i].failovers, ha[i].why[0] ? ", last: " : "",
+                             ha[i].why);
+            used += k > 0 ? (size_t)k : 0;
+        }
+        request_reply_text(op->rq, op->failed == 0 ? 200 : 503, text);
     }
 }
 

@@ -13,6 +13,8 @@
 
 #include "common/ids.h"
 #include "common/strutil.h"
+#include "server/ssrf.h"
+#include "server/webhooks_config.h"
 
 #include "common/banned.h"
 
@@ -548,6 +550,16 @@ int config_finalize(struct config *cfg, char *err, size_t errlen)
     if ((cfg->tls_cert_file[0] == '\0') != (cfg->tls_key_file[0] == '\0')) {
         snprintf(err, errlen, "%s: tls.cert_file and tls.key_file go together",
                  cfg->tls_cert_file[0] ? "tls.key_file" : "tls.cert_file");
+        return -1;
+    }
+    struct ssrf_filter allow;
+    if (ssrf_filter_parse(&allow, cfg->webhooks_allow_cidrs, err, errlen) != 0) {
+        return -1;
+    }
+    int64_t schedule[WEBHOOKS_SCHEDULE_MAX];
+    size_t n_schedule;
+    if (webhooks_parse_schedule(cfg->webhooks_retry_schedule_s, schedule, &n_schedule, err,
+                                errlen) != 0) {
         return -1;
     }
     if (cfg->store_url[0] == '\0') {

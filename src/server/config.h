@@ -25,7 +25,8 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("data_dir", data_dir, CONFIG_STR, "./var", 0, 0, 0,                                          \
       "directory for the SQLite database, signing keys and archives")                              \
     X("store.url", store_url, CONFIG_STR, "", 0, 0, CONFIG_SECRET,                                 \
-      "sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB[?socket=PATH]; empty: DATA_DIR/roost.db")   \
+      "sqlite://PATH or mysql://USER:PASS@HOST:PORT[,HOST:PORT...]/DB[?socket=PATH]; empty: "      \
+      "DATA_DIR/roost.db")                                                                         \
     X("store.synchronous", store_synchronous, CONFIG_STR, "full", 0, 0, 0,                         \
       "SQLite durability: full (fsync every commit) or normal (WAL, fsync at checkpoints)")        \
     X("store.readers", store_readers, CONFIG_INT, "2", 1, 64, 0,                                   \
@@ -34,6 +35,9 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "write threads, each with its own transaction: 0 = 1, on MySQL too (doc/BENCHMARKS.md)")     \
     X("store.group_commit_max", store_group_commit_max, CONFIG_INT, "256", 1, 10000, 0,            \
       "most write requests sharing one transaction and one fsync")                                 \
+    X("store.failover_timeout_s", store_failover_timeout_s, CONFIG_INT, "10", 2, 600, 0,           \
+      "MySQL URL with several hosts (Galera): a node silent this long has failed; a write keeps "  \
+      "looking this long for a usable node before answering 503 (doc/MYSQL.md)")                   \
     X("lease.default_s", lease_default_s, CONFIG_INT, "60", 1, 86400, CONFIG_RELOADABLE,           \
       "lease length when a claim names none")                                                      \
     X("lease.max_s", lease_max_s, CONFIG_INT, "43200", 1, 604800, CONFIG_RELOADABLE,               \
@@ -145,7 +149,38 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "only) or off (sums over all tenants, no names)")                                            \
     X("tls.cert_file", tls_cert_file, CONFIG_STR, "", 0, 0, 0,                                     \
       "PEM certificate chain for built-in HTTPS; empty means plain HTTP (set with tls.key_file)")  \
-    X("tls.key_file", tls_key_file, CONFIG_STR, "", 0, 0, 0, "PEM private key of tls.cert_file")
+    X("tls.key_file", tls_key_file, CONFIG_STR, "", 0, 0, 0, "PEM private key of tls.cert_file")   \
+    X("webhooks.enabled", webhooks_enabled, CONFIG_BOOL, "true", 0, 0, 0,                          \
+      "run the webhook dispatcher on this node (deliveries to registered endpoints)")              \
+    X("webhooks.allow_cidrs", webhooks_allow_cidrs, CONFIG_STR, "", 0, 0, 0,                       \
+      "CIDRs (comma-separated) webhooks may reach although the block list forbids them "           \
+      "(private, loopback...); the only way to private destinations; empty means none")            \
+    X("webhooks.ca_file", webhooks_ca_file, CONFIG_STR, "", 0, 0, 0,                               \
+      "PEM file of CAs trusted for webhook endpoints besides the system ones (private CAs)")       \
+    X("webhooks.retry_schedule_s", webhooks_retry_schedule_s, CONFIG_STR,                          \
+      "5,300,1800,7200,18000,36000,36000", 0, 0, 0,                                                \
+      "delays (seconds, comma-separated) before each retry of a failed delivery, jittered; "       \
+      "once spent the event is quarantined")                                                       \
+    X("webhooks.jitter_pct", webhooks_jitter_pct, CONFIG_INT, "10", 0, 100, 0,                     \
+      "each retry delay is lengthened by a random 0..this percent")                                \
+    X("webhooks.disable_after_s", webhooks_disable_after_s, CONFIG_INT, "432000", 0, 315360000, 0, \
+      "an endpoint failing continuously this long is disabled; 0 = never (410 always disables)")   \
+    X("webhooks.timeout_ms", webhooks_timeout_ms, CONFIG_INT, "15000", 100, 600000, 0,             \
+      "whole-request timeout of one delivery")                                                     \
+    X("webhooks.connect_timeout_ms", webhooks_connect_timeout_ms, CONFIG_INT, "5000", 100, 600000, \
+      0, "TCP and TLS connect timeout of deliveries and verifications")                            \
+    X("webhooks.verify_timeout_ms", webhooks_verify_timeout_ms, CONFIG_INT, "10000", 100, 600000,  \
+      0, "the endpoint must answer the verification challenge within this")                        \
+    X("webhooks.poll_ms", webhooks_poll_ms, CONFIG_INT, "500", 10, 600000, 0,                      \
+      "how often the dispatcher looks for deliverable events of active endpoints")                 \
+    X("webhooks.max_in_flight", webhooks_max_in_flight, CONFIG_INT, "4", 1, 1000, 0,               \
+      "concurrent deliveries per endpoint on this node")                                           \
+    X("webhooks.max_per_s", webhooks_max_per_s, CONFIG_INT, "0", 0, 1000000, 0,                    \
+      "deliveries started per second per endpoint on this node; 0 = no limit")                     \
+    X("webhooks.max_total_in_flight", webhooks_max_total_in_flight, CONFIG_INT, "256", 1, 100000,  \
+      0, "concurrent deliveries of this node, all endpoints together")                             \
+    X("webhooks.attempt_retention_s", webhooks_attempt_retention_s, CONFIG_INT, "604800", 60,      \
+      315360000, 0, "entries of the delivery attempt log are deleted after this")
 
 /* Tenant routing: `store.tenant.<tenant_id> = URL` sends that tenant to its own store (a shard);
  * every other tenant uses store.url. Not reloadable: a shard's connections live as long as the

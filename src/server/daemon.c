@@ -21,6 +21,7 @@
 #include "common/fsutil.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "server/api.h"
 #include "server/auth.h"
 #include "server/listener.h"
 #include "server/metrics.h"
@@ -29,6 +30,7 @@
 #include "server/scheduler.h"
 #include "server/sse_hub.h"
 #include "server/waiters.h"
+#include "server/webhooks.h"
 #include "server/workers.h"
 #include "store/store.h"
 
@@ -210,6 +212,7 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
         .busy_timeout_ms = ROOST_BUSY_TIMEOUT_MS,
         .synchronous_full = strcmp(cfg->store_synchronous, "full") == 0,
         .admin_scan_ms = (int)cfg->limits_admin_scan_ms,
+        .failover_timeout_s = (int)cfg->store_failover_timeout_s,
     };
     /* A random mark for this process's rows in a shared change log (MySQL), so its tailer pings
      * only for commits made elsewhere. */
@@ -236,6 +239,36 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
                 size_t used = strlen(err);
                 snprintf(err + used, errlen - used, " (store.tenant.%s)", sh->tenant_id);
             }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The webhook signer and filter, and one dispatcher per store when webhooks.enabled. */
+static int webhooks_open(struct runtime *rt, char *err, size_t errlen)
+{
+    const struct config *cfg = rt->cfg;
+    rt->hook_signer = calloc(1, sizeof *rt->hook_signer);
+    rt->hook_net = calloc(1, sizeof *rt->hook_net);
+    if (rt->hook_signer == NULL || rt->hook_net == NULL ||
+        webhooks_signer_init(rt->hook_signer, &rt->sign_key) != ROOST_OK ||
+        webhooks_net_init(rt->hook_net, cfg, err, errlen) != 0) {
+        if (err[0] == '\0') {
+            snprintf(err, errlen, "webhooks: cannot set up the signer");
+        }
+        return -1;
+    }
+    /* origin 0: the dispatcher's own commits reach this node's tailer like any other. */
+    struct store_options opt = {
+        .busy_timeout_ms = ROOST_BUSY_TIMEOUT_MS,
+        .synchronous_full = strcmp(cfg->store_synchronous, "full") == 0,
+    };
+    for (size_t i = 0; cfg->webhooks_enabled && i < rt->n_shards; i++) {
+        struct shard *sh = &rt->shards[i];
+        sh->webhooks =
+            webhooks_start(cfg, sh->url, &opt, rt->hook_signer, rt->metrics, err, errlen);
+        if (sh->webhooks == NULL) {
             return -1;
         }
     }
@@ -295,6 +328,9 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
             return -1;
         }
     }
+    if (webhooks_open(rt, err, errlen) != 0) {
+        return -1;
+    }
     const struct metrics_env menv = {
         .base = rt->base,
         .cfg = rt->cfg,
@@ -342,9 +378,16 @@ void daemon_cleanup(struct daemon *d)
      * (their done() still replies and notifies, so HTTP, waiters and the hub must exist); then
      * HTTP (closing connections unlinks their streams), the waiters and the hub. */
     rt->draining = true;
+    api_webhooks_drain();
     for (size_t i = 0; i < rt->n_shards; i++) {
         scheduler_stop(rt->shards[i].sched);
+        webhooks_stop(rt->shards[i].webhooks);
+        rt->shards[i].webhooks = NULL;
     }
+    free(rt->hook_signer);
+    free(rt->hook_net);
+    rt->hook_signer = NULL;
+    rt->hook_net = NULL;
     metrics_stop(rt->metrics);
     if (rt->waiters && rt->n_shards > 0) {
         waiters_fire_all(rt->waiters);

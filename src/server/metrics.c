@@ -6,6 +6,7 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -77,6 +78,12 @@ struct route_stats {
     size_t n_statuses;
 };
 
+/* Webhook deliveries per endpoint (the end of this file). */
+struct webhook_stats;
+static struct webhook_stats *webhook_stats_new(void);
+static void webhook_stats_free(struct webhook_stats *ws);
+static void webhook_stats_render(struct webhook_stats *ws, struct evbuffer *out);
+
 struct metrics {
     /* any thread */
     struct hist store_op[N_STORE_OPS];
@@ -96,6 +103,7 @@ struct metrics {
     struct store_metrics_snapshot snap; /* the last good one; arrays owned */
     int64_t snap_ms;                    /* wall clock of snap, 0 = none yet */
     uint64_t snap_failures;
+    struct webhook_stats *webhooks; /* per endpoint; any thread, under its own mutex */
 };
 
 struct metrics *metrics_new(void)
@@ -109,6 +117,10 @@ struct metrics *metrics_new(void)
     }
     hist_init(&m->group_commit, batch_bounds, NBOUNDS(batch_bounds), 1);
     hist_init(&m->delivery, delivery_bounds, NBOUNDS(delivery_bounds), 1e-3);
+    if ((m->webhooks = webhook_stats_new()) == NULL) {
+        free(m);
+        return NULL;
+    }
     return m;
 }
 
@@ -126,6 +138,7 @@ void metrics_free(struct metrics *m)
     }
     metrics_stop(m);
     snapshot_free(&m->snap);
+    webhook_stats_free(m->webhooks);
     free(m);
 }
 
@@ -564,6 +577,30 @@ static void render_snapshot(struct metrics *m, struct evbuffer *out, int64_t now
     }
 }
 
+/* Stores with several database hosts (a Galera cluster, doc/MYSQL.md): where writes go, and how
+ * often that moved. Nothing for single-server stores. */
+static void render_store_ha(struct evbuffer *out)
+{
+    struct store_ha_info ha[8];
+    size_t n = store_ha_list(ha, sizeof ha / sizeof ha[0]);
+    n = n < sizeof ha / sizeof ha[0] ? n : sizeof ha / sizeof ha[0];
+    if (n == 0) {
+        return;
+    }
+    family(out, "roost_store_failovers_total", "counter",
+           "Times this node's writes moved to another database node, by host list.");
+    for (size_t i = 0; i < n; i++) {
+        evbuffer_add_printf(out, "roost_store_failovers_total{hosts=\"%s\"} %llu\n", ha[i].hosts,
+                            (unsigned long long)ha[i].failovers);
+    }
+    family(out, "roost_store_writer", "gauge",
+           "1 for the database node this node writes to now (writer=\"\" while none is usable).");
+    for (size_t i = 0; i < n; i++) {
+        evbuffer_add_printf(out, "roost_store_writer{hosts=\"%s\",writer=\"%s\"} 1\n", ha[i].hosts,
+                            ha[i].writer);
+    }
+}
+
 int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *out)
 {
     int64_t now = time_now_ms();
@@ -638,5 +675,111 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
     evbuffer_add_printf(
         out, "roost_store_write_retries_total %llu\n",
         (unsigned long long)atomic_load_explicit(&m->write_retries, memory_order_relaxed));
+    webhook_stats_render(m->webhooks, out);
+    render_store_ha(out);
     return 0;
+}
+
+/* ---- webhook deliveries (any thread) ---- */
+
+/* Endpoints with their own series; the rest of a node's endpoints share endpoint="_other". */
+#define WEBHOOK_MAX_ENDPOINTS 256
+
+struct webhook_series {
+    char tenant_id[STORE_ID_MAX + 1];
+    char endpoint_id[STORE_ID_MAX + 1];
+    uint64_t attempts, failures, disabled;
+    struct hist latency;
+};
+
+struct webhook_stats {
+    pthread_mutex_t lock;
+    struct webhook_series series[WEBHOOK_MAX_ENDPOINTS + 1]; /* the last one is "_other" */
+    size_t n;
+};
+
+static struct webhook_stats *webhook_stats_new(void)
+{
+    struct webhook_stats *ws = calloc(1, sizeof *ws);
+    if (ws == NULL) {
+        return NULL;
+    }
+    pthread_mutex_init(&ws->lock, NULL);
+    for (size_t i = 0; i <= WEBHOOK_MAX_ENDPOINTS; i++) {
+        hist_init(&ws->series[i].latency, delivery_bounds, NBOUNDS(delivery_bounds), 1e-3);
+    }
+    snprintf(ws->series[WEBHOOK_MAX_ENDPOINTS].tenant_id, STORE_ID_MAX + 1, "_other");
+    snprintf(ws->series[WEBHOOK_MAX_ENDPOINTS].endpoint_id, STORE_ID_MAX + 1, "_other");
+    return ws;
+}
+
+static void webhook_stats_free(struct webhook_stats *ws)
+{
+    if (ws != NULL) {
+        pthread_mutex_destroy(&ws->lock);
+        free(ws);
+    }
+}
+
+void metrics_webhook_attempt(struct metrics *m, const char *tenant_id, const char *endpoint_id,
+                             bool ok, bool disabled, double seconds)
+{
+    struct webhook_stats *ws = m->webhooks;
+    pthread_mutex_lock(&ws->lock);
+    struct webhook_series *s = NULL;
+    for (size_t i = 0; i < ws->n && s == NULL; i++) {
+        if (strcmp(ws->series[i].endpoint_id, endpoint_id) == 0 &&
+            strcmp(ws->series[i].tenant_id, tenant_id) == 0) {
+            s = &ws->series[i];
+        }
+    }
+    if (s == NULL && ws->n < WEBHOOK_MAX_ENDPOINTS) {
+        s = &ws->series[ws->n++];
+        snprintf(s->tenant_id, sizeof s->tenant_id, "%s", tenant_id);
+        snprintf(s->endpoint_id, sizeof s->endpoint_id, "%s", endpoint_id);
+    }
+    s = s != NULL ? s : &ws->series[WEBHOOK_MAX_ENDPOINTS];
+    s->attempts++;
+    s->failures += ok ? 0 : 1;
+    s->disabled += disabled ? 1 : 0;
+    hist_observe(&s->latency, seconds);
+    pthread_mutex_unlock(&ws->lock);
+}
+
+static void webhook_stats_render(struct webhook_stats *ws, struct evbuffer *out)
+{
+    pthread_mutex_lock(&ws->lock);
+    size_t n = ws->n;
+    bool other = ws->series[WEBHOOK_MAX_ENDPOINTS].attempts > 0;
+    static const char *const names[] = {"roost_webhook_attempts_total",
+                                        "roost_webhook_failures_total",
+                                        "roost_webhook_disabled_total"};
+    static const char *const help[] = {"Webhook delivery attempts made by this node, by endpoint.",
+                                       "Webhook delivery attempts that did not get a 2xx.",
+                                       "Endpoints this node disabled (410, or failing for "
+                                       "webhooks.disable_after_s)."};
+    for (int f = 0; f < 3; f++) {
+        family(out, names[f], "counter", help[f]);
+        for (size_t i = 0; i <= WEBHOOK_MAX_ENDPOINTS; i++) {
+            const struct webhook_series *s = &ws->series[i];
+            if (i >= n && !(i == WEBHOOK_MAX_ENDPOINTS && other)) {
+                continue;
+            }
+            uint64_t v = f == 0 ? s->attempts : f == 1 ? s->failures : s->disabled;
+            evbuffer_add_printf(out, "%s{tenant=\"%s\",endpoint=\"%s\"} %llu\n", names[f],
+                                s->tenant_id, s->endpoint_id, (unsigned long long)v);
+        }
+    }
+    family(out, "roost_webhook_latency_seconds", "histogram",
+           "From sending a webhook delivery to its answer (or failure), by endpoint.");
+    for (size_t i = 0; i <= WEBHOOK_MAX_ENDPOINTS; i++) {
+        if (i >= n && !(i == WEBHOOK_MAX_ENDPOINTS && other)) {
+            continue;
+        }
+        char labels[2 * STORE_ID_MAX + 40];
+        snprintf(labels, sizeof labels, "tenant=\"%s\",endpoint=\"%s\"", ws->series[i].tenant_id,
+                 ws->series[i].endpoint_id);
+        hist_render(out, "roost_webhook_latency_seconds", labels, &ws->series[i].latency);
+    }
+    pthread_mutex_unlock(&ws->lock);
 }

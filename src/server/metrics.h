@@ -33,6 +33,11 @@ void metrics_store_op(struct metrics *m, const char *op, double seconds);
 /* One group commit of `jobs` write jobs. */
 void metrics_group_commit(struct metrics *m, size_t jobs);
 
+/* One webhook delivery attempt to the tenant's endpoint (webhooks.c); disabled: this attempt
+ * disabled the endpoint. */
+void metrics_webhook_attempt(struct metrics *m, const char *tenant_id, const char *endpoint_id,
+                             bool ok, bool disabled, double seconds);
+
 /* ---- loop thread only ---- */
 
 /* One answered request; `route` is the router table's name (borrowed static string). */

@@ -67,6 +67,25 @@ static const struct route routes[] = {
      api_admin_keys_list},
     {EVHTTP_REQ_POST, "/api/v1/admin/keys/{key}/revoke", "admin_keys_revoke", AUTH_ADMIN,
      BODY_OPTIONAL, api_admin_keys_revoke},
+    /* Webhooks: {key} carries the endpoint id. */
+    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/callbacks", "callbacks_add", AUTH_CONSUME,
+     BODY_REQUIRED, api_callbacks_add},
+    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/callbacks", "callbacks_list", AUTH_CONSUME, BODY_NONE,
+     api_callbacks_list},
+    {EVHTTP_REQ_DELETE, "/api/v1/agents/{agent}/callbacks/{key}", "callbacks_delete", AUTH_CONSUME,
+     BODY_NONE, api_callbacks_delete},
+    {EVHTTP_REQ_GET, "/api/v1/admin/endpoints", "admin_endpoints", AUTH_ADMIN, BODY_NONE,
+     api_admin_endpoints_list},
+    {EVHTTP_REQ_GET, "/api/v1/admin/endpoints/{key}", "admin_endpoint", AUTH_ADMIN, BODY_NONE,
+     api_admin_endpoint_get},
+    {EVHTTP_REQ_POST, "/api/v1/admin/endpoints/{key}/disable", "admin_endpoint_disable", AUTH_ADMIN,
+     BODY_OPTIONAL, api_admin_endpoint_disable},
+    {EVHTTP_REQ_POST, "/api/v1/admin/endpoints/{key}/enable", "admin_endpoint_enable", AUTH_ADMIN,
+     BODY_OPTIONAL, api_admin_endpoint_enable},
+    {EVHTTP_REQ_GET, "/api/v1/admin/endpoints/{key}/attempts", "admin_endpoint_attempts",
+     AUTH_ADMIN, BODY_NONE, api_admin_endpoint_attempts},
+    {EVHTTP_REQ_POST, "/api/v1/admin/endpoints/{key}/replay", "admin_endpoint_replay", AUTH_ADMIN,
+     BODY_REQUIRED, api_admin_endpoint_replay},
 };
 
 /* ---- routing ---- */
@@ -127,6 +146,8 @@ static const char *method_token(enum evhttp_cmd_type m)
         return "GET";
     case EVHTTP_REQ_POST:
         return "POST";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
     default:
         return "";
     }

@@ -22,6 +22,9 @@ struct scheduler;
 struct sse_hub;
 struct store_touches;
 struct waiters;
+struct webhooks;
+struct webhooks_net;
+struct webhooks_signer;
 struct workers;
 
 /* One store (a database) with its threads and its scheduler: the default one (store.url) and one
@@ -31,6 +34,7 @@ struct shard {
     const char *url;
     struct workers *workers;
     struct scheduler *sched;
+    struct webhooks *webhooks; /* its webhook dispatcher; NULL when webhooks.enabled is false */
 };
 
 struct runtime {
@@ -44,6 +48,9 @@ struct runtime {
     struct metrics *metrics;
     struct ratelimit *publish_rl; /* limits.publish_rows_per_s, per tenant */
     struct server_key sign_key;   /* roostd's Ed25519 signing key, served at /api/v1/keys/server */
+    /* Webhooks: the signer (sign_key and its kid) and what registrations may reach. */
+    struct webhooks_signer *hook_signer;
+    struct webhooks_net *hook_net;
     char base_url[80];
     bool draining;
     /* Held work: requests accepted and not yet answered, answers still being written while

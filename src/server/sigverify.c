@@ -48,6 +48,7 @@ struct sigcheck {
     char tenant_id[STORE_ID_MAX + 1];
     char agent_id[STORE_ID_MAX + 1]; /* "" on routes without an agent: producer keys only */
     char method[16];
+    char scheme[8]; /* "https" when this roostd serves TLS itself (tls.cert_file), else "http" */
     char *authority, *path, *query;
     struct httpsig_header headers[SIG_MAX_HEADERS];
     size_t n_headers;
@@ -184,8 +185,15 @@ static int copy_message(struct sigcheck *c, struct request *rq)
     struct evkeyvalq *in = evhttp_request_get_input_headers(req);
     /* @authority is the Host header as received: a proxy in front must preserve it. */
     const char *host = evhttp_find_header(in, "Host");
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     snprintf(c->method, sizeof c->method, "%s",
-             evhttp_request_get_command(req) == EVHTTP_REQ_GET ? "GET" : "POST");
+             cmd == EVHTTP_REQ_GET      ? "GET"
+             : cmd == EVHTTP_REQ_DELETE ? "DELETE"
+                                        : "POST");
+    /* @scheme and @target-uri are those of the connection the client made to us; behind a
+     * TLS-terminating proxy that is http, which a client signing https cannot match. */
+    snprintf(c->scheme, sizeof c->scheme, "%s",
+             rq->rt->cfg->tls_cert_file[0] != '\0' ? "https" : "http");
     c->path = strdup(path ? path : "/");
     c->authority = host ? strdup(host) : NULL;
     c->query = query ? strdup(query) : NULL;
@@ -362,7 +370,7 @@ static int run_check(struct job *job, struct store *st)
         rc = ROOST_EKEYWRONGAGENT;
     } else if ((rc = key_load(&sk, &key, &pkey, &secret)) == ROOST_OK) {
         struct httpsig_message m = {.method = c->method,
-                                    .scheme = "http",
+                                    .scheme = c->scheme,
                                     .authority = c->authority,
                                     .path = c->path,
                                     .query = c->query,

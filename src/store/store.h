@@ -330,7 +330,23 @@ struct store_options {
      * of the tenant): past it the call fails with ROOST_ESCANBUDGET instead of holding a
      * connection other tenants' reads wait for. 0 = no budget. */
     int admin_scan_ms;
+    /* MySQL URLs with several hosts (a Galera cluster): how long a statement may go unanswered
+     * before its node counts as failed, and how long a connection keeps looking for a usable node
+     * before the caller gets ROOST_EUNAVAILABLE. 0 = STORE_FAILOVER_TIMEOUT_S. */
+    int failover_timeout_s;
 };
+#define STORE_FAILOVER_TIMEOUT_S 10
+
+/* Where the writes of a store with several database hosts go (MySQL/Galera; see doc/MYSQL.md),
+ * one entry per distinct host list this process opened. No credentials. */
+struct store_ha_info {
+    char hosts[1024];   /* the URL's host list, "h1:3306,h2:3306,h3:3306" */
+    char writer[300];   /* the node writes go to now ("host:port"); "" while none is usable */
+    uint64_t failovers; /* times the writer moved to another node */
+    char why[256];      /* why it last moved (or why none is usable); "" before the first move */
+};
+/* Fills out[0..max) and returns how many entries exist (may exceed max). Thread-safe. */
+size_t store_ha_list(struct store_ha_info *out, size_t max);
 
 struct store_ops {
     const char *scheme; /* "sqlite", "mysql" */

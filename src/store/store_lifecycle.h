@@ -69,6 +69,17 @@ struct store_new_row {
     int64_t expires_at_ms; /* 0 = never */
 };
 
+/* A parameter of struct store_dialect's query: bound in order. */
+enum store_param_type { STORE_P_NULL, STORE_P_INT, STORE_P_TEXT };
+struct store_param {
+    enum store_param_type type;
+    int64_t i;
+    const char *s;
+};
+struct store_row;
+/* A row of a query, to the caller's callback; non-zero (an error code) stops the query. */
+typedef int (*store_row_fn)(void *arg, struct store_row *row);
+
 /* A backend's primitives. Each returns ROOST_OK or the store error of its statement
  * (ROOST_ERETRY, ROOST_ESTORE, ROOST_ENOMEM...), never a lifecycle answer: those are decided by
  * the caller. Limits arrive already bounded (store_limit). */
@@ -219,6 +230,14 @@ struct store_dialect {
      * agent_id is NULL). */
     int (*quarantine_delete)(struct store *st, const char *tenant_id, const char *agent_id,
                              const char *event_id, int64_t limit, size_t *purged);
+
+    /* ---- plain rows (store_webhooks.c) ---- */
+    /* Runs one statement of the caller's SQL text in this dialect, params bound in order
+     * (positional `?`); each result row goes to on_row (NULL: rows ignored); *changed (may be
+     * NULL) gets the rows it changed. For tables without a lifecycle, whose statements live
+     * beside the operation that runs them. */
+    int (*query)(struct store *st, const char *sql, const struct store_param *p, size_t np,
+                 store_row_fn on_row, void *arg, int64_t *changed);
 };
 
 /* The lifecycle rules, for the few places a backend needs one directly. */

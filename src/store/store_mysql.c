@@ -1153,6 +1153,7 @@ const struct store_dialect store_mysql_dialect = {
     .requeue_update = my_requeue_update,
     .quarantine_select = my_quarantine_select,
     .quarantine_delete = my_quarantine_delete,
+    .query = store_mysql_query,
 };
 
 /* ---- reads and admin views (no lifecycle decisions) ---- */

@@ -12,5 +12,7 @@ extern const struct store_ops store_mysql_ops;
 /* Detail of the last failed store_mysql_ops.open() on the calling thread ("" when none); valid
  * until the next open on this thread. */
 const char *store_mysql_open_error(void);
+/* store_ha_list for the MySQL backend (store_mysql_ha.c). */
+size_t store_mysql_ha_list(struct store_ha_info *out, size_t max);
 
 #endif

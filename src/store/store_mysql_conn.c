@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The MySQL/MariaDB backend's driver glue (mysql://USER:PASS@HOST:PORT/DB): the URL, one
- * connection per struct store with its session settings, reconnecting after a drop, the
- * prepared-statement cache and runner, migrations, and transactions with savepoints (every COMMIT
- * carries a commit marker, so a lost answer is resolved). Sessions run at READ COMMITTED with
- * autocommit on, except a writer's transactions, which run with it off (session_prefix); each
- * read outside a transaction is a single statement, so it sees one consistent snapshot.
- * Deadlocks, lock wait timeouts and lost connections become ROOST_ERETRY. */
+ * connection per struct store (opened on the chosen node by store_mysql_ha.c), reconnecting after
+ * a drop, the prepared-statement cache and runner, migrations, and transactions with savepoints
+ * (every COMMIT carries a commit marker, so a lost answer is resolved, on whichever node of a
+ * Galera cluster the reconnect lands). Sessions run at READ COMMITTED with autocommit on, except a
+ * writer's transactions, which run with it off (session_prefix); each read outside a transaction
+ * is a single statement, so it sees one consistent snapshot. Deadlocks, lock wait timeouts and
+ * lost connections become ROOST_ERETRY. */
 #include "store/store_mysql.h"
 #include "store/store_mysql_int.h"
 
@@ -15,6 +16,7 @@
 
 #include "common/ids.h"
 #include "common/limits.h"
+#include "common/log.h"
 #include "common/timeutil.h"
 #include "store/migrations.h"
 #include "store/store_lifecycle.h"
@@ -51,9 +53,12 @@ static bool conn_lost_code(unsigned e)
 }
 
 /* Records the failure detail and maps the server code: a deadlock (the server rolled the whole
- * transaction back) or lock wait timeout → ROOST_ERETRY, which the caller answers by rolling back
- * and replaying its transaction; a lost connection → ROOST_ERETRY too (the next statement
- * reconnects); out of memory → ROOST_ENOMEM; anything else → ROOST_ESTORE. */
+ * transaction back; on Galera also a failed certification) or lock wait timeout → ROOST_ERETRY,
+ * which the caller answers by rolling back and replaying its transaction; a lost connection →
+ * ROOST_ERETRY too (the next statement reconnects). So are the two ways a Galera node says it left
+ * the primary component: 1047 (WSREP has not yet prepared node for application use) and 1180
+ * (error during COMMIT, "not connected to Primary"): the session is dropped, and the reconnect
+ * goes to a usable node. Out of memory → ROOST_ENOMEM; anything else → ROOST_ESTORE. */
 static int fail_code(struct mysql_store *b, unsigned e, const char *msg, const char *what)
 {
     snprintf(b->err, sizeof b->err, "%s: %s (mysql %u)", what, msg, e);
@@ -67,7 +72,7 @@ static int fail_code(struct mysql_store *b, unsigned e, const char *msg, const c
     if (e == ER_LOCK_WAIT_TIMEOUT) {
         return ROOST_ERETRY;
     }
-    if (conn_lost_code(e)) {
+    if (conn_lost_code(e) || e == ER_UNKNOWN_COM_ERROR || e == ER_ERROR_DURING_COMMIT) {
         b->lost = true;
         return ROOST_ERETRY;
     }
@@ -92,47 +97,6 @@ static void close_stmts(struct mysql_store *b)
     }
 }
 
-/* Opens the connection with the session settings every statement here relies on. */
-static MYSQL *connect_db(const struct store_mysql_url *u, unsigned lock_wait_s, char *err,
-                         size_t errlen)
-{
-    MYSQL *db = mysql_init(NULL);
-    if (db == NULL) {
-        snprintf(err, errlen, "mysql_init: out of memory");
-        return NULL;
-    }
-    char init[512];
-    /* READ COMMITTED: no gap locks on the claim index (they block concurrent inserts), and
-     * locking reads after a row lock see the latest commit (the idempotency check). Measured with
-     * bench/mysql_isolation (2 producers, 2 claimers, one agent, MariaDB 10.11, 2 cores): on a
-     * drained queue REPEATABLE READ halved publish and claim throughput (825/s vs 1789/s) and
-     * doubled median publish latency; with a backlog its worst publish wait was 5x longer. */
-    snprintf(init, sizeof init,
-             "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,"
-             "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION',"
-             " SESSION tx_isolation = '%s', SESSION autocommit = 1,"
-             " SESSION innodb_lock_wait_timeout = %u",
-             u->repeatable_read ? "REPEATABLE-READ" : "READ-COMMITTED", lock_wait_s);
-    unsigned connect_s = 10, io_s = 60;
-    mysql_optionsv(db, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s);
-    mysql_optionsv(db, MYSQL_OPT_READ_TIMEOUT, &io_s);
-    mysql_optionsv(db, MYSQL_OPT_WRITE_TIMEOUT, &io_s);
-    mysql_optionsv(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-    mysql_optionsv(db, MYSQL_INIT_COMMAND, init);
-    bool sock = u->socket[0] != '\0';
-    /* CLIENT_FOUND_ROWS: affected rows count matched rows, as SQLite's changes() does.
-     * CLIENT_MULTI_STATEMENTS: the commit marker travels with its COMMIT (store_mysql_commit). */
-    if (mysql_real_connect(db, sock ? NULL : u->host, u->user, u->pass, u->db, u->port,
-                           sock ? u->socket : NULL,
-                           CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS) == NULL) {
-        snprintf(err, errlen, "connect to %.200s/%.64s: %.200s (mysql %u)",
-                 sock ? u->socket : u->host, u->db, mysql_error(db), mysql_errno(db));
-        mysql_close(db);
-        return NULL;
-    }
-    return db;
-}
-
 /* Reopens a dropped connection (outside a transaction only: the server already rolled an open
  * one back, and the caller must hear about that through ROOST_ERETRY). */
 static int conn_ready(struct mysql_store *b)
@@ -148,9 +112,9 @@ static int conn_ready(struct mysql_store *b)
         mysql_close(b->db);
         b->db = NULL;
     }
-    b->db = connect_db(&b->url, b->lock_wait_s, b->err, sizeof b->err);
-    if (b->db == NULL) {
-        return ROOST_EUNAVAILABLE;
+    int rc = store_mysql_connect(b, b->err, sizeof b->err);
+    if (rc != ROOST_OK) {
+        return rc;
     }
     b->connected_mono_ms = time_mono_ms();
     b->lost = false;
@@ -381,11 +345,12 @@ struct store_row store_mysql_row(const struct rows *rs, size_t r, int c0)
         .i64 = row_i64, .text = row_text, .src = (void *)rs, .r = r, .c0 = c0};
 }
 
-/* Prepares (once), binds, executes statement `id`; rows go to out when it is not NULL. Outside a
- * transaction a statement is its own unit of work, so a lost connection or deadlock is retried
- * here (after reconnecting); inside one the caller must replay the whole transaction. */
-int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, size_t np,
-                  struct rows *out)
+/* Prepares (once into *cache), binds, executes `sql`; rows go to out when it is not NULL. Outside
+ * a transaction a statement is its own unit of work, so a lost connection or deadlock is retried
+ * here (after reconnecting); inside one the caller must replay the whole transaction. A statement
+ * prepared for this call only (`once`) is closed before a retry: a reconnect invalidates it. */
+static int store_mysql_q_run(struct mysql_store *b, MYSQL_STMT **cache, bool once, const char *sql,
+                             const struct prm *p, size_t np, struct rows *out)
 {
     int rc = ROOST_OK;
     for (int attempt = 0; attempt < AUTOCOMMIT_TRIES; attempt++) {
@@ -398,20 +363,20 @@ int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, s
         if ((rc = begin_now(b)) != ROOST_OK) {
             goto retry;
         }
-        MYSQL_STMT *s = b->stmts[id];
+        MYSQL_STMT *s = *cache;
         if (s == NULL) {
             if ((s = mysql_stmt_init(b->db)) == NULL) {
                 return ROOST_ENOMEM;
             }
-            if (mysql_stmt_prepare(s, store_mysql_sql[id], strlen(store_mysql_sql[id])) != 0) {
-                rc = fail_code(b, mysql_stmt_errno(s), mysql_stmt_error(s), store_mysql_sql[id]);
+            if (mysql_stmt_prepare(s, sql, strlen(sql)) != 0) {
+                rc = fail_code(b, mysql_stmt_errno(s), mysql_stmt_error(s), sql);
                 mysql_stmt_close(s);
                 goto retry;
             }
-            b->stmts[id] = s;
+            *cache = s;
         }
         if (mysql_stmt_param_count(s) != np || np > PARAM_MAX) {
-            snprintf(b->err, sizeof b->err, "%s: %zu parameters bound", store_mysql_sql[id], np);
+            snprintf(b->err, sizeof b->err, "%s: %zu parameters bound", sql, np);
             return ROOST_EINTERNAL;
         }
         MYSQL_BIND bind[PARAM_MAX];
@@ -432,7 +397,7 @@ int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, s
             }
         }
         if ((np > 0 && mysql_stmt_bind_param(s, bind) != 0) || mysql_stmt_execute(s) != 0) {
-            rc = fail_code(b, mysql_stmt_errno(s), mysql_stmt_error(s), store_mysql_sql[id]);
+            rc = fail_code(b, mysql_stmt_errno(s), mysql_stmt_error(s), sql);
             goto retry;
         }
         b->affected = mysql_stmt_affected_rows(s);
@@ -452,6 +417,27 @@ int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, s
         if (rc != ROOST_ERETRY || b->in_tx) {
             return rc;
         }
+        if (once && *cache != NULL) {
+            mysql_stmt_close(*cache);
+            *cache = NULL;
+        }
+    }
+    return rc;
+}
+
+int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, size_t np,
+                  struct rows *out)
+{
+    return store_mysql_q_run(b, &b->stmts[id], false, store_mysql_sql[id], p, np, out);
+}
+
+int store_mysql_q_sql(struct mysql_store *b, MYSQL_STMT **cache, const char *sql,
+                      const struct prm *p, size_t np, struct rows *out)
+{
+    MYSQL_STMT *once = NULL;
+    int rc = store_mysql_q_run(b, cache != NULL ? cache : &once, cache == NULL, sql, p, np, out);
+    if (once != NULL) {
+        mysql_stmt_close(once);
     }
     return rc;
 }
@@ -470,17 +456,23 @@ int store_mysql_open(const char *url, const struct store_options *opt, struct st
     b->base.dialect = &store_mysql_dialect;
     if (store_mysql_url_parse(url, &b->url) != ROOST_OK) {
         snprintf(open_err, sizeof open_err,
-                 "expected mysql://USER[:PASS]@HOST[:PORT]/DB[?socket=PATH]");
+                 "expected mysql://USER[:PASS]@HOST[:PORT][,HOST[:PORT]...]/DB[?socket=PATH]");
         free(b);
         return ROOST_EINVAL;
     }
     b->origin = opt->origin;
     int wait_ms = opt->busy_timeout_ms > 0 ? opt->busy_timeout_ms : ROOST_BUSY_TIMEOUT_MS;
     b->lock_wait_s = (unsigned)(wait_ms + 999) / 1000;
-    b->db = connect_db(&b->url, b->lock_wait_s, open_err, sizeof open_err);
-    if (b->db == NULL) {
+    b->failover_timeout_s =
+        opt->failover_timeout_s > 0 ? opt->failover_timeout_s : STORE_FAILOVER_TIMEOUT_S;
+    int rc = store_mysql_cluster_acquire(&b->url, b->lock_wait_s, &b->cluster);
+    if (rc == ROOST_OK) {
+        rc = store_mysql_connect(b, open_err, sizeof open_err);
+    }
+    if (rc != ROOST_OK) {
+        store_mysql_cluster_release(b->cluster);
         free(b);
-        return ROOST_EUNAVAILABLE;
+        return rc;
     }
     b->connected_mono_ms = time_mono_ms();
     snprintf(b->err, sizeof b->err, "no error");
@@ -498,6 +490,7 @@ void store_mysql_close(struct store *st)
     if (b->db != NULL) {
         mysql_close(b->db);
     }
+    store_mysql_cluster_release(b->cluster);
     free(b->changes);
     free(b);
 }
@@ -513,6 +506,13 @@ bool store_mysql_ping(struct store *st)
     struct mysql_store *b = store_mysql_backend(st);
     if (!b->lost && mysql_ping(b->db) != 0) {
         fail_db(b, "ping");
+        b->lost = true;
+    }
+    /* A Galera node can answer and still refuse work (it left the primary component, or it is
+     * a donor): then this connection moves to a usable node. */
+    bool galera = false;
+    if (!b->lost && !b->in_tx && b->cluster != NULL &&
+        !store_mysql_node_usable(b->db, &galera, b->err, sizeof b->err)) {
         b->lost = true;
     }
     if (b->in_tx) {
@@ -651,6 +651,11 @@ int store_mysql_begin(struct store *st)
         return ROOST_EINTERNAL;
     }
     b->tx_aborted = false;
+    if (!b->lost && store_mysql_off_writer(b)) {
+        /* Another connection of this process moved the writes to another node: follow it, so
+         * two nodes never take this process's writes at once (certification conflicts). */
+        b->lost = true;
+    }
     int rc = conn_ready(b);
     if (rc == ROOST_OK) {
         b->in_tx = true;
@@ -866,6 +871,9 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
             if (!is_commit && !conn_lost_code(e)) {
                 return rc; /* the marker failed: COMMIT did not run */
             }
+            if (is_commit && e == ER_LOCK_DEADLOCK) {
+                return rc; /* Galera: certification failed, so it did not commit */
+            }
         } else {
             snprintf(b->err, sizeof b->err, "commit: no answer to COMMIT");
         }
@@ -893,9 +901,13 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
  * seconds, hence one second of slack: at worst another roostd session of this database, made by
  * a server that restarted within that second, loses its connection, which it survives. Failures
  * are ignored: the KILL only frees the old session's locks early. */
-static void kill_old(struct mysql_store *b, unsigned long old_id, int64_t old_connected_ms)
+static void kill_old(struct mysql_store *b, unsigned long old_id, int64_t old_connected_ms,
+                     size_t old_host)
 {
     char sql[512];
+    if (b->host_idx != old_host) {
+        return; /* another node of the cluster: the id names a session there, not ours */
+    }
     snprintf(sql, sizeof sql,
              "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %lu"
              " AND USER = SUBSTRING_INDEX(USER(), '@', 1) AND DB <=> DATABASE()"
@@ -916,20 +928,25 @@ static void kill_old(struct mysql_store *b, unsigned long old_id, int64_t old_co
  * ROOST_ERETRY it did not and never will, ROOST_EUNAVAILABLE the server stayed out of reach for
  * RESOLVE_MS, so nobody knows yet. */
 static int resolve_commit(struct mysql_store *b, unsigned long old_id, int64_t old_connected_ms,
-                          const char *hex)
+                          size_t old_host, const char *hex)
 {
     int64_t deadline = time_mono_ms() + RESOLVE_MS;
     long wait_ms = 20;
     bool killed = false;
-    char sql[160];
+    char sql[256];
     for (;;) {
         if (conn_ready(b) == ROOST_OK) {
             if (!killed) {
-                kill_old(b, old_id, old_connected_ms);
+                kill_old(b, old_id, old_connected_ms, old_host);
                 killed = true;
             }
+            /* On Galera the fence may run on another node than the COMMIT did: it first waits
+             * until this node has applied everything the cluster ordered (a COMMIT that failed
+             * with 1180 may have been), so the marker's row is there when it committed. A COMMIT
+             * ordered after the fence fails certification on the marker's key. */
             snprintf(sql, sizeof sql,
-                     "INSERT INTO roost_commit_markers (marker, fenced) VALUES (x'%s', 1)", hex);
+                     "%sINSERT INTO roost_commit_markers (marker, fenced) VALUES (x'%s', 1)",
+                     b->galera ? "SET STATEMENT wsrep_sync_wait = 15 FOR " : "", hex);
             if (!b->lost && mysql_real_query(b->db, sql, strlen(sql)) == 0) {
                 snprintf(b->err, sizeof b->err,
                          "commit: the connection dropped before it committed");
@@ -959,7 +976,7 @@ static int resolve_commit(struct mysql_store *b, unsigned long old_id, int64_t o
         wait_ms = wait_ms < 500 ? wait_ms * 2 : 1000;
     }
     char why[sizeof b->err];
-    snprintf(why, sizeof why, "%s", b->err);
+    snprintf(why, sizeof why, "%.190s", b->err);
     snprintf(b->err, sizeof b->err, "commit: answer lost, outcome unknown after %d s (%.400s)",
              RESOLVE_MS / 1000, why);
     return ROOST_EUNAVAILABLE;
@@ -1003,9 +1020,26 @@ int store_mysql_commit(struct store *st)
     /* A connection in an unknown state is never used again: the server rolls back whatever it
      * still holds when it goes. */
     unsigned long old_id = mysql_thread_id(b->db);
+    size_t old_host = b->host_idx;
+    char why[200];
+    snprintf(why, sizeof why, "%.190s", b->err);
     b->in_tx = false;
     b->lost = true;
-    return resolve_commit(b, old_id, b->connected_mono_ms, hex);
+    rc = resolve_commit(b, old_id, b->connected_mono_ms, old_host, hex);
+    /* Rare and worth knowing afterwards: which node, why, and what the fence found. */
+    char from[300], on[300];
+    store_mysql_host_label(&b->url.hosts[old_host], from, sizeof from);
+    store_mysql_host_label(&b->url.hosts[b->host_idx], on, sizeof on);
+    for (char *c = why; *c != '\0'; c++) {
+        *c = *c == '"' || *c == '\\' || *c == '\n' ? '\'' : *c;
+    }
+    log_warn("commit answer lost, outcome resolved",
+             "marker=%s node=%s fence_node=%s outcome=%s why=\"%s\"", hex, from, on,
+             rc == ROOST_OK       ? "committed"
+             : rc == ROOST_ERETRY ? "not_committed"
+                                  : "unknown",
+             why);
+    return rc;
 }
 
 int store_mysql_rollback(struct store *st)

@@ -92,6 +92,10 @@ struct mysql_store {
     MYSQL *db;
     MYSQL_STMT *stmts[S_COUNT];
     struct store_mysql_url url;
+    struct mysql_cluster *cluster; /* shared with this process's other connections; NULL: 1 host */
+    size_t host_idx;               /* the node of this connection (url.hosts[host_idx]) */
+    bool galera;                   /* that node runs Galera (wsrep_on) */
+    int failover_timeout_s;        /* store_options.failover_timeout_s */
     unsigned lock_wait_s;
     bool in_tx;                /* begun, no COMMIT/ROLLBACK yet */
     bool tx_aborted;           /* the server rolled the whole transaction back (deadlock) */
@@ -222,6 +226,10 @@ static inline int cell_dup(const struct rows *r, size_t row, size_t col, char **
  * (after reconnecting); inside one the caller must replay the whole transaction. */
 int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, size_t np,
                   struct rows *out);
+/* The same for SQL text outside the statement table: prepared into *cache once, or (cache NULL)
+ * for this call only. */
+int store_mysql_q_sql(struct mysql_store *b, MYSQL_STMT **cache, const char *sql,
+                      const struct prm *p, size_t np, struct rows *out);
 #define Q(b, id, params, out)                                                                      \
     store_mysql_q((b), (id), (params), sizeof(params) / sizeof((params)[0]), (out))
 /* Row r of rs from column c0 on, for the shared decoders of store_sql.h. */
@@ -247,6 +255,27 @@ int store_mysql_exec_sb_rows(struct mysql_store *b, struct dynbuf *sb, struct ro
  * agent: the highest head wins). Outside a transaction it is written at once. */
 int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char *agent_id,
                        int64_t head, int64_t at_ms);
+
+/* The dialect's query primitive (store_mysql_query.c). */
+struct store_param;
+int store_mysql_query(struct store *st, const char *sql, const struct store_param *p, size_t np,
+                      int (*on_row)(void *arg, struct store_row *row), void *arg, int64_t *changed);
+
+/* Choosing the node (store_mysql_ha.c). A cluster is shared by the connections of this process
+ * to one host list; acquire gives NULL for a URL with one host. */
+struct mysql_cluster;
+int store_mysql_cluster_acquire(const struct store_mysql_url *u, unsigned lock_wait_s,
+                                struct mysql_cluster **out);
+void store_mysql_cluster_release(struct mysql_cluster *c);
+/* Opens b->db (setting host_idx and galera): with one host, one attempt; with several, the
+ * writer or else the first usable node in list order, trying for b->failover_timeout_s.
+ * ROOST_EUNAVAILABLE with the reason in err when none could be had. */
+int store_mysql_connect(struct mysql_store *b, char *err, size_t errlen);
+/* The node behind db may take writes (see store_mysql_ha.c); *galera: it runs Galera. A usable
+ * Galera session is left with wsrep_sync_wait = 1. */
+bool store_mysql_node_usable(MYSQL *db, bool *galera, char *why, size_t whylen);
+/* True when b is connected to another node than the one this process writes to now. */
+bool store_mysql_off_writer(const struct mysql_store *b);
 
 /* The connection's vtable entries (store_mysql_conn.c) and the tailer (store_mysql_tail.c). */
 int store_mysql_open(const char *url, const struct store_options *opt, struct store **out);

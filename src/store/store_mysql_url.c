@@ -1,14 +1,62 @@
 /* SPDX-License-Identifier: MIT */
-/* Parsing mysql://USER[:PASS]@HOST[:PORT]/DB[?socket=PATH][&isolation=LEVEL] into its
- * percent-decoded parts. */
+/* Parsing mysql://USER[:PASS]@HOST[:PORT][,HOST[:PORT]...]/DB[?socket=PATH][&isolation=LEVEL]
+ * into its percent-decoded parts. */
 #include "store/store_mysql_url.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/strutil.h"
 #include "roost/roost_error.h"
 
 #include "common/banned.h"
+
+/* One list item [host, end): NAME, NAME:PORT, [V6] or [V6]:PORT. */
+static int parse_host(const char *host, const char *end, struct store_mysql_host *out)
+{
+    const char *name_end = end;
+    const char *port = NULL;
+    const char *name = host;
+    if (host < end && host[0] == '[') {
+        const char *close = memchr(host, ']', (size_t)(end - host));
+        if (close == NULL) {
+            return ROOST_EINVAL;
+        }
+        if (close + 1 < end && close[1] == ':') {
+            port = close + 2;
+        } else if (close + 1 != end) {
+            return ROOST_EINVAL;
+        }
+        name = host + 1;
+        name_end = close;
+    } else {
+        const char *colon = memchr(host, ':', (size_t)(end - host));
+        if (colon != NULL) {
+            port = colon + 1;
+            name_end = colon;
+        }
+    }
+    if (name == name_end) {
+        return ROOST_EINVAL; /* an empty host, in a list or before a port */
+    }
+    if (strutil_percent_decode(name, (size_t)(name_end - name), out->name, sizeof out->name) != 0) {
+        return ROOST_EINVAL;
+    }
+    out->port = 0;
+    if (port != NULL) {
+        unsigned long v = 0;
+        if (port == end) {
+            return ROOST_EINVAL;
+        }
+        for (const char *c = port; c < end; c++) {
+            if (*c < '0' || *c > '9' || (v = v * 10 + (unsigned long)(*c - '0')) > 65535) {
+                return ROOST_EINVAL;
+            }
+        }
+        out->port = (unsigned)v;
+    }
+    return ROOST_OK;
+}
 
 int store_mysql_url_parse(const char *url, struct store_mysql_url *out)
 {
@@ -44,44 +92,24 @@ int store_mysql_url_parse(const char *url, struct store_mysql_url *out)
     if (slash == NULL || slash + 1 >= end) {
         return ROOST_EINVAL; /* the database is required */
     }
-    const char *host_end = slash;
-    const char *port = NULL;
-    if (host[0] == '[') {
-        const char *close = memchr(host, ']', (size_t)(slash - host));
-        if (close == NULL) {
+    /* The host list: items separated by ',' (never inside an IPv6 address's brackets). */
+    const char *item = host;
+    while (item < slash) {
+        const char *c = item;
+        bool bracket = false;
+        while (c < slash && (bracket || *c != ',')) {
+            bracket = *c == '[' ? true : *c == ']' ? false : bracket;
+            c++;
+        }
+        if (out->n_hosts == STORE_MYSQL_HOSTS_MAX ||
+            parse_host(item, c, &out->hosts[out->n_hosts]) != ROOST_OK) {
             return ROOST_EINVAL;
         }
-        if (close + 1 < slash && close[1] == ':') {
-            port = close + 2;
-        } else if (close + 1 != slash) {
-            return ROOST_EINVAL;
+        out->n_hosts++;
+        if (c < slash && c + 1 == slash) {
+            return ROOST_EINVAL; /* a trailing ',' */
         }
-        if (strutil_percent_decode(host + 1, (size_t)(close - host - 1), out->host,
-                                   sizeof out->host) != 0) {
-            return ROOST_EINVAL;
-        }
-    } else {
-        const char *colon = memchr(host, ':', (size_t)(slash - host));
-        if (colon != NULL) {
-            port = colon + 1;
-            host_end = colon;
-        }
-        if (strutil_percent_decode(host, (size_t)(host_end - host), out->host, sizeof out->host) !=
-            0) {
-            return ROOST_EINVAL;
-        }
-    }
-    if (port != NULL) {
-        unsigned long v = 0;
-        if (port == slash) {
-            return ROOST_EINVAL;
-        }
-        for (const char *c = port; c < slash; c++) {
-            if (*c < '0' || *c > '9' || (v = v * 10 + (unsigned long)(*c - '0')) > 65535) {
-                return ROOST_EINVAL;
-            }
-        }
-        out->port = (unsigned)v;
+        item = c + 1;
     }
     if (strutil_percent_decode(slash + 1, (size_t)(end - slash - 1), out->db, sizeof out->db) !=
         0) {
@@ -109,8 +137,15 @@ int store_mysql_url_parse(const char *url, struct store_mysql_url *out)
         }
         query = amp;
     }
-    if (out->host[0] == '\0' && out->socket[0] == '\0') {
+    if (out->socket[0] == '\0' ? out->n_hosts == 0 : out->n_hosts > 1) {
         return ROOST_EINVAL;
     }
     return ROOST_OK;
+}
+
+void store_mysql_host_label(const struct store_mysql_host *h, char *out, size_t cap)
+{
+    bool v6 = strchr(h->name, ':') != NULL;
+    snprintf(out, cap, "%s%s%s:%u", v6 ? "[" : "", h->name, v6 ? "]" : "",
+             h->port != 0 ? h->port : 3306);
 }

@@ -60,6 +60,11 @@ int store_open(const char *url, const struct store_options *opt, struct store **
     return ROOST_EINVAL;
 }
 
+size_t store_ha_list(struct store_ha_info *out, size_t max)
+{
+    return store_mysql_ha_list(out, max); /* SQLite has one file and nothing to fail over */
+}
+
 void store_close(struct store *st)
 {
     if (st != NULL) {

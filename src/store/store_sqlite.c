@@ -848,6 +848,7 @@ const struct store_dialect store_sqlite_dialect = {
     .requeue_update = sq_requeue_update,
     .quarantine_select = sq_quarantine_select,
     .quarantine_delete = sq_quarantine_delete,
+    .query = store_sqlite_query,
 };
 
 /* ---- reads and admin views (no lifecycle decisions) ---- */

@@ -143,6 +143,12 @@ static inline int store_sqlite_push_row(sqlite3_stmt *s, struct store_events *li
 int store_sqlite_read_begin(struct sqlite_store *b, bool *opened);
 int store_sqlite_read_end(struct sqlite_store *b, bool opened, int rc);
 
+/* The dialect's query primitive (store_sqlite_query.c). */
+struct store_param;
+int store_sqlite_query(struct store *st, const char *sql, const struct store_param *p, size_t np,
+                       int (*on_row)(void *arg, struct store_row *row), void *arg,
+                       int64_t *changed);
+
 /* The connection's vtable entries (store_sqlite_conn.c). */
 int store_sqlite_open(const char *url, const struct store_options *opt, struct store **out);
 void store_sqlite_close(struct store *st);

@@ -44,6 +44,7 @@ struct tcp_proxy {
     pthread_mutex_t mu;
     enum tcp_proxy_cut cut;
     int times, cuts;
+    bool partitioned; /* tcp_proxy_partition; read by the thread under mu */
     struct pair pairs[MAX_PAIRS];
 };
 
@@ -224,7 +225,7 @@ static bool from_server(struct tcp_proxy *p, struct pair *pr, const unsigned cha
     return true;
 }
 
-static void accept_one(struct tcp_proxy *p)
+static void accept_one(struct tcp_proxy *p, bool partitioned)
 {
     int cfd = accept(p->lfd, NULL, NULL);
     if (cfd < 0) {
@@ -235,6 +236,13 @@ static void accept_one(struct tcp_proxy *p)
         if (p->pairs[i].cfd < 0 && p->pairs[i].sfd < 0) {
             pr = &p->pairs[i];
         }
+    }
+    if (partitioned && pr != NULL) {
+        /* Accepted (as the kernel would) and never answered: a connect that times out. */
+        memset(pr, 0, sizeof *pr);
+        pr->cfd = cfd;
+        pr->sfd = -1;
+        return;
     }
     int sfd = socket(AF_INET, SOCK_STREAM, 0);
     if (!pr || sfd < 0 ||
@@ -263,9 +271,12 @@ static void *proxy_main(void *arg)
         struct pollfd fds[2 + 2 * MAX_PAIRS];
         int who[2 + 2 * MAX_PAIRS]; /* pair index * 2 + (0 client, 1 server) */
         nfds_t n = 0;
+        pthread_mutex_lock(&p->mu);
+        bool partitioned = p->partitioned;
+        pthread_mutex_unlock(&p->mu);
         fds[n++] = (struct pollfd){.fd = p->wake[0], .events = POLLIN};
         fds[n++] = (struct pollfd){.fd = p->lfd, .events = POLLIN};
-        for (int i = 0; i < MAX_PAIRS; i++) {
+        for (int i = 0; i < MAX_PAIRS && !partitioned; i++) {
             struct pair *pr = &p->pairs[i];
             if (pr->cfd >= 0) {
                 who[n] = 2 * i;
@@ -280,10 +291,20 @@ static void *proxy_main(void *arg)
             continue;
         }
         if (fds[0].revents) {
-            return NULL;
+            char what = 'x';
+            if (read(p->wake[0], &what, 1) != 1 || what == 'x') {
+                return NULL;
+            }
+            if (!partitioned) {
+                continue; /* a partition began: nothing is read from now on */
+            }
+            for (int i = 0; i < MAX_PAIRS; i++) {
+                pair_close(&p->pairs[i], false); /* it healed: every connection is gone */
+            }
+            continue;
         }
         if (fds[1].revents & POLLIN) {
-            accept_one(p);
+            accept_one(p, partitioned);
         }
         for (nfds_t k = 2; k < n; k++) {
             if (!fds[k].revents) {
@@ -354,6 +375,16 @@ void tcp_proxy_arm(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times)
     p->cut = cut;
     p->times = times;
     pthread_mutex_unlock(&p->mu);
+}
+
+void tcp_proxy_partition(struct tcp_proxy *p, bool on)
+{
+    pthread_mutex_lock(&p->mu);
+    p->partitioned = on;
+    pthread_mutex_unlock(&p->mu);
+    if (write(p->wake[1], "p", 1) != 1) {
+        fprintf(stderr, "tcp_proxy: cannot wake the thread\n");
+    }
 }
 
 int tcp_proxy_cuts(struct tcp_proxy *p)

@@ -30,6 +30,10 @@ struct tcp_proxy *tcp_proxy_start(const char *host, int port, bool mysql);
 int tcp_proxy_port(const struct tcp_proxy *p);
 /* The next `times` matching points get `cut`; then the proxy passes again. */
 void tcp_proxy_arm(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times);
+/* A partition: while on, no byte passes either way and new connections are accepted but never
+ * answered (a network dropping every packet: peers notice only by their timeouts); turning it
+ * off closes every connection, old and new, and forwarding resumes for the next ones. */
+void tcp_proxy_partition(struct tcp_proxy *p, bool on);
 /* How many cuts happened since the start. */
 int tcp_proxy_cuts(struct tcp_proxy *p);
 /* Stops the thread and closes every connection. NULL is a no-op. */

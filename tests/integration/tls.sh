@@ -78,6 +78,28 @@ check "roost publish --cacert over TLS" sh -c "printf '%s' '$out' | grep -q '\"s
   >/dev/null 2>&1
 check "roost without --cacert refuses the test CA" test $? -ne 0
 
+# A request signature covering @scheme and @target-uri verifies over TLS: the signer (the npm
+# http-message-signatures package) sees https, so roostd must rebuild the base with https too.
+need node
+js_dir=$(cd "$(dirname "$0")/../js" && pwd)
+secret=$(head -c 32 /dev/urandom | base64 -w0)
+code=$(c -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" \
+  -H 'Content-Type: application/json' \
+  -d "{\"key_id\":\"tls-k\",\"agent_id\":\"tls.a\",\"alg\":\"hmac-sha256\",\"secret\":\"$secret\"}" \
+  "$url/api/v1/admin/keys")
+check "hmac key registered (201)" test "$code" = "201"
+now=$(date +%s)
+target="$url/api/v1/agents/tls.a/inbox?after_cursor=0"
+printf '{"alg":"hmac-sha256","keyid":"tls-k","secretB64":"%s","fields":["@method","@scheme","@target-uri","@authority","@path","@query","authorization"],"created":%s,"expires":%s,"nonce":"n-%s","message":{"method":"GET","url":"%s","headers":{"authorization":"Bearer %s"}}}' \
+  "$secret" "$now" "$((now + 60))" "$now" "$target" "$tok" >"$dir/sign.json"
+node "$js_dir/httpsig_sign_request.cjs" <"$dir/sign.json" >"$dir/sig.json"
+check "the npm signer signed the request" test -s "$dir/sig.json"
+sig_input=$(node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0)).signatureInput)' <"$dir/sig.json")
+sig=$(node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0)).signature)' <"$dir/sig.json")
+code=$(c -o "$dir/signed.json" -w '%{http_code}' -H "Authorization: Bearer $tok" \
+  -H "Signature-Input: $sig_input" -H "Signature: $sig" "$target")
+check "signature covering @scheme/@target-uri verifies over https (got $code)" test "$code" = "200"
+
 roostd_stop
 check "roostd exits 0 on SIGTERM (got $roostd_rc)" test "$roostd_rc" = 0
 check "no TLS errors logged" sh -c "! grep -qi 'level=error' '$dir/roostd.log'"

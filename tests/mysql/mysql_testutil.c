@@ -23,8 +23,8 @@ MYSQL *mysql_testutil_connect(const char *url)
         return NULL;
     }
     bool sock = u.socket[0] != '\0';
-    if (mysql_real_connect(db, sock ? NULL : u.host, u.user, u.pass, u.db[0] ? u.db : NULL, u.port,
-                           sock ? u.socket : NULL, 0) == NULL) {
+    if (mysql_real_connect(db, sock ? NULL : u.hosts[0].name, u.user, u.pass, u.db[0] ? u.db : NULL,
+                           u.hosts[0].port, sock ? u.socket : NULL, 0) == NULL) {
         printf("connect %s: %s\n", url, mysql_error(db));
         mysql_close(db);
         return NULL;

@@ -14,6 +14,7 @@
 
 #include "harness/check.h"
 #include "mysql/mysql_testutil.h"
+#include "store/conformance_webhooks.h"
 #include "store/store.h"
 
 #include "common/banned.h"
@@ -1737,6 +1738,20 @@ struct test {
     void (*fn)(struct fx *f);
 };
 
+/* The webhook part lives in conformance_webhooks.c; it needs only the fresh store. */
+static void test_store_webhooks_endpoints(struct fx *f)
+{
+    conformance_webhooks_endpoints(f->st);
+}
+static void test_store_webhooks_failure_run(struct fx *f)
+{
+    conformance_webhooks_failure_run(f->st);
+}
+static void test_store_webhooks_attempts(struct fx *f)
+{
+    conformance_webhooks_attempts(f->st);
+}
+
 #define TEST(fn)                                                                                   \
     {                                                                                              \
 #fn, fn                                                                                    \
@@ -1776,6 +1791,9 @@ static const struct test tests[] = {
     TEST(test_store_open_rejects_bad_urls),
     TEST(test_store_tail_reports_commits_of_other_connections),
     TEST(test_store_concurrent_publish_cursor_sees_every_seq_once),
+    TEST(test_store_webhooks_endpoints),
+    TEST(test_store_webhooks_failure_run),
+    TEST(test_store_webhooks_attempts),
 };
 
 int main(int argc, char **argv)

@@ -152,6 +152,15 @@ static void test_cli_table_names_every_command(void)
                                         "keys revoke",
                                         "agent run",
                                         "agent status",
+                                        "callbacks add",
+                                        "callbacks list",
+                                        "callbacks rm",
+                                        "admin endpoints list",
+                                        "admin endpoints inspect",
+                                        "admin endpoints disable",
+                                        "admin endpoints enable",
+                                        "admin endpoints attempts",
+                                        "admin endpoints replay",
                                         "completion"};
     CHECK_EQ(cli_n_commands, sizeof names / sizeof names[0]);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

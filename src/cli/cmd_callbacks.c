@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/* `roost callbacks add / list / rm`: an agent's webhook endpoint (consume scope), and
+ * `roost admin endpoints list / inspect / disable / enable / attempts / replay`: the tenant's
+ * endpoints (tenant:admin). Built on the SDK's roost_client_request (doc/API.md "Webhooks"). */
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/base64.h"
+
+#include "common/banned.h"
+
+/* A secret file holds at most this much (a whsec_ string is under 100 bytes). */
+#define SECRET_FILE_MAX 4096
+/* Random bytes of a secret the CLI makes (Standard Webhooks: 24..64). */
+#define SECRET_BYTES 32
+
+/* Ids that go into a path or query as they are: [A-Za-z0-9._:-]{1,128}. */
+static bool safe_id(const char *s)
+{
+    size_t n = s != NULL ? strlen(s) : 0;
+    if (n == 0 || n > 128) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-' || ch == ':';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Sends one request and prints the answer; `what` names it in errors. */
+static int call(struct cli_args *a, const char *method, const char *path, const char *body,
+                const char *what)
+{
+    struct roost_client *c = NULL;
+    int r = cli_connect(a, &c);
+    if (r != CLI_EXIT_OK) {
+        return r;
+    }
+    char *resp = NULL;
+    int rc = roost_client_request(c, method, path, body, NULL, &resp);
+    if (rc == ROOST_OK) {
+        r = cli_print_json(a, resp != NULL ? resp : "{}", resp != NULL ? strlen(resp) : 2);
+    } else {
+        r = cli_fail(a, c, rc, what);
+    }
+    roost_free(resp);
+    roost_client_free(c);
+    return r;
+}
+
+/* Appends "&name=value" (or "?name=value" first) when value is not NULL. */
+static void add_query(char *path, size_t cap, const char *name, const char *value)
+{
+    if (value == NULL) {
+        return;
+    }
+    size_t n = strlen(path);
+    snprintf(path + n, cap - n, "%c%s=%s", strchr(path, '?') != NULL ? '&' : '?', name, value);
+}
+
+static int check_ids(struct cli_args *a, const char *const *names)
+{
+    for (size_t i = 0; names[i] != NULL; i++) {
+        const char *v = cli_str(a, names[i]);
+        if (v != NULL && !safe_id(v)) {
+            return cli_usage_error(a, "--%s: expected [A-Za-z0-9._:-]{1,128}, got '%s'", names[i],
+                                   v);
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
+/* The secret: --secret, --secret-file, or a new random one (*made set). *out: caller frees. */
+static int secret_of(struct cli_args *a, char **out, bool *made)
+{
+    const char *given = cli_str(a, "secret"), *file = cli_str(a, "secret-file");
+    char err[512];
+    *out = NULL;
+    *made = false;
+    if (given != NULL && file != NULL) {
+        return cli_usage_error(a, "give at most one of --secret and --secret-file");
+    }
+    if (given != NULL) {
+        size_t n = strlen(given) + 1;
+        if ((*out = malloc(n)) != NULL) {
+            memcpy(*out, given, n);
+        }
+    } else if (file != NULL) {
+        size_t len = 0;
+        if (cli_read_file(file, SECRET_FILE_MAX, out, &len, err, sizeof err) != 0) {
+            fprintf(stderr, "roost: callbacks add: %s\n", err);
+            return CLI_EXIT_USAGE;
+        }
+        while (len > 0 &&
+               ((*out)[len - 1] == '\n' || (*out)[len - 1] == '\r' || (*out)[len - 1] == ' ')) {
+            (*out)[--len] = '\0';
+        }
+    } else {
+        unsigned char raw[SECRET_BYTES];
+        char *b64 = NULL;
+        if (RAND_bytes(raw, sizeof raw) == 1 &&
+            b64_encode(B64_STD, raw, sizeof raw, &b64, NULL) == 0) {
+            size_t n = strlen(b64) + 7;
+            if ((*out = malloc(n)) != NULL) {
+                snprintf(*out, n, "whsec_%s", b64);
+            }
+        }
+        OPENSSL_cleanse(raw, sizeof raw);
+        free(b64);
+        *made = true;
+    }
+    if (*out == NULL) {
+        fprintf(stderr, "roost: callbacks add: out of memory\n");
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+int cmd_callbacks_add(struct cli_args *a)
+{
+    static const char *const ids[] = {"agent", NULL};
+    int r = check_ids(a, ids);
+    char *secret = NULL;
+    bool made = false;
+    if (r != CLI_EXIT_OK || (r = secret_of(a, &secret, &made)) != CLI_EXIT_OK) {
+        return r;
+    }
+    json_t *body = json_pack("{s:s, s:s}", "url", cli_str(a, "url"), "secret", secret);
+    char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/agents/%s/callbacks", cli_str(a, "agent"));
+    struct roost_client *c = NULL;
+    if (text == NULL || (r = cli_connect(a, &c)) != CLI_EXIT_OK) {
+        r = text == NULL ? CLI_EXIT_USAGE : r;
+        goto out;
+    }
+    char *resp = NULL;
+    int rc = roost_client_request(c, "POST", path, text, NULL, &resp);
+    if (rc != ROOST_OK) {
+        r = cli_fail(a, c, rc, "callbacks add");
+    } else {
+        /* A secret made here is shown once, with the endpoint: roostd never shows it again. */
+        json_t *ep = json_loads(resp, 0, NULL);
+        if (ep != NULL && made) {
+            json_object_set_new(ep, "secret", json_string(secret));
+        }
+        char *shown = ep != NULL ? json_dumps(ep, JSON_COMPACT) : NULL;
+        r = cli_print_json(a, shown != NULL ? shown : resp, strlen(shown != NULL ? shown : resp));
+        free(shown);
+        json_decref(ep);
+    }
+    roost_free(resp);
+    roost_client_free(c);
+out:
+    if (text != NULL) {
+        OPENSSL_cleanse(text, strlen(text));
+    }
+    free(text);
+    OPENSSL_cleanse(secret, strlen(secret));
+    free(secret);
+    return r;
+}
+
+int cmd_callbacks_list(struct cli_args *a)
+{
+    static const char *const ids[] = {"agent", NULL};
+    int r = check_ids(a, ids);
+    if (r != CLI_EXIT_OK) {
+        return r;
+    }
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/agents/%s/callbacks", cli_str(a, "agent"));
+    return call(a, "GET", path, NULL, "callbacks list");
+}
+
+int cmd_callbacks_rm(struct cli_args *a)
+{
+    static const char *const ids[] = {"agent", NULL};
+    int r = check_ids(a, ids);
+    if (r != CLI_EXIT_OK) {
+        return r;
+    }
+    if (!safe_id(a->argv[0])) {
+        return cli_usage_error(a, "ENDPOINT_ID: expected an endpoint id, got '%s'", a->argv[0]);
+    }
+    char path[384];
+    snprintf(path, sizeof path, "/api/v1/agents/%s/callbacks/%s", cli_str(a, "agent"), a->argv[0]);
+    return call(a, "DELETE", path, NULL, "callbacks rm");
+}
+
+int cmd_admin_endpoints_list(struct cli_args *a)
+{
+    static const char *const ids[] = {"agent", "next", NULL};
+    int r = check_ids(a, ids);
+    if (r != CLI_EXIT_OK) {
+        return r;
+    }
+    char path[512] = "/api/v1/admin/endpoints", limit[24];
+    snprintf(limit, sizeof limit, "%lld", (long long)cli_num(a, "limit", 0));
+    add_query(path, sizeof path, "agent_id", cli_str(a, "agent"));
+    add_query(path, sizeof path, "limit", cli_given(a, "limit") ? limit : NULL);
+    add_query(path, sizeof path, "next", cli_str(a, "next"));
+    return call(a, "GET", path, NULL, "admin endpoints list");
+}
+
+/* The endpoint's own path plus `suffix`; a usage error when the id is not one. */
+static int endpoint_path(struct cli_args *a, const char *suffix, char *path, size_t cap)
+{
+    if (!safe_id(a->argv[0])) {
+        return cli_usage_error(a, "ENDPOINT_ID: expected an endpoint id, got '%s'", a->argv[0]);
+    }
+    snprintf(path, cap, "/api/v1/admin/endpoints/%s%s", a->argv[0], suffix);
+    return CLI_EXIT_OK;
+}
+
+int cmd_admin_endpoints_inspect(struct cli_args *a)
+{
+    char path[384];
+    int r = endpoint_path(a, "", path, sizeof path);
+    return r != CLI_EXIT_OK ? r : call(a, "GET", path, NULL, "admin endpoints inspect");
+}
+
+int cmd_admin_endpoints_disable(struct cli_args *a)
+{
+    char path[384];
+    int r = endpoint_path(a, "/disable", path, sizeof path);
+    return r != CLI_EXIT_OK ? r : call(a, "POST", path, "{}", "admin endpoints disable");
+}
+
+int cmd_admin_endpoints_enable(struct cli_args *a)
+{
+    char path[384];
+    int r = endpoint_path(a, "/enable", path, sizeof path);
+    return r != CLI_EXIT_OK ? r : call(a, "POST", path, "{}", "admin endpoints enable");
+}
+
+int cmd_admin_endpoints_attempts(struct cli_args *a)
+{
+    static const char *const ids[] = {"event-id", "next", NULL};
+    char path[512], limit[24];
+    int r = check_ids(a, ids);
+    if (r != CLI_EXIT_OK || (r = endpoint_path(a, "/attempts", path, 384)) != CLI_EXIT_OK) {
+        return r;
+    }
+    snprintf(limit, sizeof limit, "%lld", (long long)cli_num(a, "limit", 0));
+    add_query(path, sizeof path, "event_id", cli_str(a, "event-id"));
+    add_query(path, sizeof path, "limit", cli_given(a, "limit") ? limit : NULL);
+    add_query(path, sizeof path, "next", cli_str(a, "next"));
+    return call(a, "GET", path, NULL, "admin endpoints attempts");
+}
+
+int cmd_admin_endpoints_replay(struct cli_args *a)
+{
+    static const char *const ids[] = {"event-id", NULL};
+    const char *event_id = cli_str(a, "event-id"), *since = cli_str(a, "since");
+    char path[384];
+    int r = check_ids(a, ids);
+    if (r != CLI_EXIT_OK || (r = endpoint_path(a, "/replay", path, sizeof path)) != CLI_EXIT_OK) {
+        return r;
+    }
+    if ((event_id == NULL) == (since == NULL)) {
+        return cli_usage_error(a, "give exactly one of --event-id and --since");
+    }
+    json_t *body = event_id != NULL ? json_pack("{s:s}", "event_id", event_id)
+                                    : json_pack("{s:s}", "since", since);
+    char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (text == NULL) {
+        return cli_usage_error(a, "--since: not a string");
+    }
+    r = call(a, "POST", path, text, "admin endpoints replay");
+    free(text);
+    return r;
+}

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* The webhook settings that need more than a number: the retry schedule of
+ * webhooks.retry_schedule_s. A leaf, so the config validates it before anything starts. */
+#ifndef ROOST_SERVER_WEBHOOKS_CONFIG_H
+#define ROOST_SERVER_WEBHOOKS_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WEBHOOKS_SCHEDULE_MAX 32
+
+/* Parses "5,300,1800" (seconds, each 0..31536000, 1..WEBHOOKS_SCHEDULE_MAX entries). 0, or -1
+ * with "webhooks.retry_schedule_s: …" in err. */
+int webhooks_parse_schedule(const char *text, int64_t *out, size_t *n, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Two roostd nodes on one MariaDB deliver each webhook event once (issue 15, DESIGN §8.3: the
+# inbox lease is the only lock). `webhooks_two_nodes.sh ROOSTD ROOST_CLI MYSQL_URL` (the URL of
+# the ctest fixture's server; this test makes a database of its own). Both nodes run a
+# dispatcher; 60 events published through node 2 reach the HTTPS receiver (which verifies them
+# with the npm standardwebhooks and http-message-signatures packages) exactly once each, and
+# all end completed. Ends with "N passed, N failed".
+set -uo pipefail
+
+roostd=${1:?roostd binary}
+roost=${2:?roost binary}
+base_url=${3:?MariaDB URL}
+
+. "$(dirname "$0")/../harness/preamble.sh" webhooks-nodes
+need openssl curl node jq mariadb
+js_dir=$(cd "$(dirname "$0")/../js" && pwd)
+n1_pid=
+trap '[ -n "$n1_pid" ] && kill -9 "$n1_pid" 2>/dev/null; preamble_cleanup' EXIT
+
+# ---- a database of its own on the fixture's server ----
+rest=${base_url#mysql://}
+creds=${rest%%@*}
+hostpart=${rest#*@}
+hostport=${hostpart%%/*}
+user=${creds%%:*}
+pass=$(printf '%b' "$(printf '%s' "${creds#*:}" | sed 's/%\([0-9A-Fa-f][0-9A-Fa-f]\)/\\x\1/g')")
+db="roost_wh_nodes_$$"
+my() { mariadb -h "${hostport%%:*}" -P "${hostport##*:}" -u "$user" -p"$pass" "$@"; }
+my -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db CHARACTER SET utf8mb4 COLLATE utf8mb4_bin" ||
+  abort "cannot create the test database"
+trap '[ -n "$n1_pid" ] && kill -9 "$n1_pid" 2>/dev/null; my -e "DROP DATABASE IF EXISTS '"$db"'" 2>/dev/null; preamble_cleanup' EXIT
+store_url="mysql://$creds@$hostport/$db"
+
+ossl() { openssl "$@" 2>>"$dir/openssl.log"; }
+ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+  -subj "/CN=Roost Webhook Test CA" -keyout "$dir/ca.key" -out "$dir/ca.pem" \
+  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign &&
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+  -keyout "$dir/hook.key" -out "$dir/hook.csr" &&
+printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+  >"$dir/ext.cnf" &&
+ossl x509 -req -in "$dir/hook.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+  -days 2 -extfile "$dir/ext.cnf" -out "$dir/hook.pem"
+check "openssl made the receiver's certificate" test -s "$dir/hook.pem"
+
+# Each node has its own data dir; node 2 gets node 1's token and signing keys (one roostd
+# identity, as behind a load balancer).
+node_start() { # node_start DATA_DIR
+  roostd_start "$roostd" "$1" --set "store.url=$store_url" \
+    --set webhooks.allow_cidrs=127.0.0.1/32 --set "webhooks.ca_file=$dir/ca.pem" \
+    --set webhooks.poll_ms=20 --set webhooks.retry_schedule_s=1 --set webhooks.jitter_pct=0 \
+    --set webhooks.timeout_ms=5000 --set scavenger.interval_ms=200 --set tail.interval_ms=50
+}
+node_start "$dir/data" || abort "node 1 did not start: $(cat "$dir/roostd.log")"
+n1_pid=$roostd_pid
+url1=$url
+mkdir -p "$dir/data2" && chmod 700 "$dir/data2"
+cp -p "$dir/data/token_ed25519.pem" "$dir/data/signing_ed25519.pem" "$dir/data2/" ||
+  abort "node 1 wrote no keys"
+node_start "$dir/data2" || abort "node 2 did not start: $(cat "$dir/roostd.log")"
+url2=$url
+
+secret="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
+mkdir -p "$dir/rx"
+node "$js_dir/webhook_receiver.cjs" "$dir/hook.pem" "$dir/hook.key" "$secret" \
+  "$url1/api/v1/keys/server" "$dir/rx" 2>"$dir/rx/stderr" &
+client_pid=$!
+wait_until 10 test -s "$dir/rx/port" || abort "the receiver did not start"
+touch "$dir/rx/log"
+hook="https://127.0.0.1:$(cat "$dir/rx/port")"
+tok=$("$roost" token mint --data-dir "$dir/data" --tenant t1 \
+  --scope 'agent:*:consume agent:*:publish tenant:admin')
+
+c=$(curl -sS -o "$dir/out" -w '%{http_code}' -H "Authorization: Bearer $tok" \
+  -H 'Content-Type: application/json' -d "{\"url\":\"$hook/ok\",\"secret\":\"$secret\"}" \
+  "$url1/api/v1/agents/n.a/callbacks")
+check "endpoint registered on node 1 ($c)" test "$c" = 201
+
+events='{"events":['
+for i in $(seq 1 60); do
+  events="$events{\"recipients\":[\"n.a\"],\"payload\":{\"i\":$i}}"
+  [ "$i" -lt 60 ] && events="$events,"
+done
+events="$events]}"
+c=$(curl -sS -o "$dir/pub" -w '%{http_code}' -H "Authorization: Bearer $tok" \
+  -H 'Content-Type: application/json' -d "$events" "$url2/api/v1/events")
+check "60 events published through node 2 ($c)" test "$c" = 201
+
+deliveries() { jq -c 'select(.type == null)' "$dir/rx/log" | wc -l; }
+distinct() { jq -r 'select(.type == null) | .id' "$dir/rx/log" | sort -u | wc -l; }
+test_ge_60() { [ "$(distinct)" -ge 60 ]; }
+check "every event delivered" wait_until 30 test_ge_60
+# Leave time for a duplicate to show up (a lease taken twice would deliver twice at once).
+completed() {
+  [ "$(curl -sS -H "Authorization: Bearer $tok" "$url1/api/v1/admin/agents" |
+    jq '[.agents[] | select(.agent_id == "n.a") | .pending + .claimed + .scheduled] | add')" = 0 ]
+}
+check "none left pending, claimed or scheduled" wait_until 15 completed
+check "each event delivered exactly once ($(deliveries) deliveries of $(distinct) events)" \
+  test "$(deliveries)" = 60
+check "every delivery verified by both libraries" \
+  test "$(jq -c 'select(.type == null and (.sw and .sig | not))' "$dir/rx/log" | wc -l)" = 0
+
+roostd_stop
+check "node 2 exits 0 (got $roostd_rc)" test "$roostd_rc" = 0
+roostd_pid=$n1_pid
+n1_pid=
+roostd_stop
+check "node 1 exits 0 (got $roostd_rc)" test "$roostd_rc" = 0
+summary

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Webhooks end to end (issue 15): `webhooks.sh ROOSTD ROOST_CLI`. A local HTTPS receiver
+# (tests/js/webhook_receiver.cjs, certificate from a test CA made here) verifies every request
+# with the npm standardwebhooks and http-message-signatures packages. roostd runs with short
+# timers (poll 50 ms, retry schedule 1,1 s, no jitter) and webhooks.allow_cidrs=127.0.0.1/32.
+# Checks: registration refusals (https_required, destination_forbidden, invalid_secret, 422 on a
+# wrong challenge answer, nothing stored), signed deliveries verified and acked, 500 retried on
+# schedule then quarantined, replay (one event, or since a time) redelivers, 302 not followed and
+# counted, 410 disables, a hanging endpoint does not delay another, SIGKILL mid-delivery then
+# delivered after restart and acked once, the attempt log, per-endpoint metrics and the CLI.
+# Ends with "N passed, N failed".
+set -uo pipefail
+
+roostd=${1:?roostd binary}
+roost=${2:?roost binary}
+
+. "$(dirname "$0")/../harness/preamble.sh" webhooks
+need openssl curl node jq
+js_dir=$(cd "$(dirname "$0")/../js" && pwd)
+
+# ---- a test CA and a certificate for 127.0.0.1 ----
+ossl() { openssl "$@" 2>>"$dir/openssl.log"; }
+ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+  -subj "/CN=Roost Webhook Test CA" -keyout "$dir/ca.key" -out "$dir/ca.pem" \
+  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign &&
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+  -keyout "$dir/hook.key" -out "$dir/hook.csr" &&
+printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+  >"$dir/ext.cnf" &&
+ossl x509 -req -in "$dir/hook.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+  -days 2 -extfile "$dir/ext.cnf" -out "$dir/hook.pem"
+check "openssl made the receiver's certificate" test -s "$dir/hook.pem"
+
+start() {
+  roostd_start "$roostd" "$dir/data" --set store.synchronous=normal \
+    --set webhooks.allow_cidrs=127.0.0.1/32 --set "webhooks.ca_file=$dir/ca.pem" \
+    --set webhooks.poll_ms=50 --set webhooks.retry_schedule_s=1,1 --set webhooks.jitter_pct=0 \
+    --set webhooks.timeout_ms=5000 --set webhooks.connect_timeout_ms=5000 \
+    --set scavenger.interval_ms=100
+}
+start || abort "roostd did not start: $(cat "$dir/roostd.log")"
+
+secret="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
+mkdir -p "$dir/rx"
+node "$js_dir/webhook_receiver.cjs" "$dir/hook.pem" "$dir/hook.key" "$secret" \
+  "$url/api/v1/keys/server" "$dir/rx" 2>"$dir/rx/stderr" &
+client_pid=$!
+wait_until 10 test -s "$dir/rx/port" || abort "the receiver did not start: $(cat "$dir/rx/stderr")"
+hook="https://127.0.0.1:$(cat "$dir/rx/port")"
+touch "$dir/rx/log"
+
+tok=$("$roost" token mint --data-dir "$dir/data" --tenant t1 \
+  --scope 'agent:*:consume agent:*:publish agent:*:read tenant:admin')
+check "token minted" test -n "$tok"
+
+# api METHOD PATH [BODY]: the body to $dir/out, the status to stdout.
+api() {
+  curl -sS --max-time 30 -o "$dir/out" -w '%{http_code}' -X "$1" -H "Authorization: Bearer $tok" \
+    -H 'Content-Type: application/json' ${3:+-d "$3"} "$url$2"
+}
+code_is() { [ "$(jq -r .error.code "$dir/out")" = "$1" ]; }
+register() { # register AGENT PATH: prints the endpoint id (empty on failure)
+  local c
+  c=$(api POST "/api/v1/agents/$1/callbacks" "{\"url\":\"$hook$2\",\"secret\":\"$secret\"}")
+  [ "$c" = 201 ] && jq -r .endpoint_id "$dir/out"
+}
+publish() { # publish AGENT: prints the event id
+  api POST /api/v1/events "{\"recipients\":[\"$1\"],\"payload\":{\"n\":1}}" >/dev/null
+  jq -r '.events[0].event_id // .event_id' "$dir/out"
+}
+rx_count() { # rx_count JQ_FILTER: receiver log lines matching
+  jq -c "select($1)" "$dir/rx/log" | wc -l
+}
+rx_eq() { [ "$(rx_count "$2")" -eq "$1" ]; } # rx_eq N JQ_FILTER
+rx_ge() { [ "$(rx_count "$2")" -ge "$1" ]; } # rx_ge N JQ_FILTER
+status_is() { # status_is EVENT_ID STATUS: the event's status as the admin API shows it
+  [ "$(curl -sS --max-time 10 -H "Authorization: Bearer $tok" "$url/api/v1/admin/quarantine/$1" |
+    jq -r ".status // .error.status")" = "$2" ]
+}
+out_is() { # out_is STATUS JQ_EXPR: the last api call answered STATUS and the expression holds
+  [ "$c" = "$1" ] && jq -e "$2" "$dir/out" >/dev/null || { echo "got $c: $(head -c 600 "$dir/out")" >&2; false; }
+}
+get_ok() { # get_ok PATH JQ_EXPR: GET answers 200 and the expression holds
+  [ "$(api GET "$1")" = 200 ] && jq -e "$2" "$dir/out" >/dev/null
+}
+
+# ---- registration refusals: nothing is stored ----
+c=$(api POST /api/v1/agents/wh.a/callbacks "{\"url\":\"http://127.0.0.1:1/x\",\"secret\":\"$secret\"}")
+check "http:// is refused with https_required ($c)" out_is 400 '.error.code == "https_required"'
+c=$(api POST /api/v1/agents/wh.a/callbacks "{\"url\":\"https://169.254.169.254/x\",\"secret\":\"$secret\"}")
+check "the metadata address is destination_forbidden ($c)" out_is 400 '.error.code == "destination_forbidden"'
+c=$(api POST /api/v1/agents/wh.a/callbacks "{\"url\":\"https://127.0.0.2/x\",\"secret\":\"$secret\"}")
+check "loopback outside allow_cidrs is destination_forbidden ($c)" test "$c" = 400
+c=$(api POST /api/v1/agents/wh.a/callbacks "{\"url\":\"$hook/ok\",\"secret\":\"not-whsec\"}")
+check "a secret not in whsec_ form is invalid_secret ($c)" out_is 400 '.error.code == "invalid_secret"'
+c=$(api POST /api/v1/agents/wh.a/callbacks "{\"url\":\"$hook/badverify\",\"secret\":\"$secret\"}")
+check "a wrong challenge answer is 422 endpoint_verification_failed ($c)" out_is 422 '.error.code == "endpoint_verification_failed"'
+check "the challenge was signed (both libraries verified it)" \
+  sh -c "jq -e -s '[.[] | select(.type == \"endpoint.verification\" and .sw and .sig)] | length >= 1' '$dir/rx/log' >/dev/null || { cat '$dir/rx/log' >&2; false; }"
+c=$(api GET /api/v1/agents/wh.a/callbacks)
+check "nothing was stored" out_is 200 '.endpoints | length == 0'
+
+# ---- signed deliveries, verified by both libraries, acked ----
+ep_ok=$(register wh.ok /ok)
+check "endpoint registered (201)" test -n "$ep_ok"
+check "a second endpoint for the agent is 409" test "$(api POST /api/v1/agents/wh.ok/callbacks "{\"url\":\"$hook/ok\",\"secret\":\"$secret\"}")" = 409
+e1=$(publish wh.ok)
+e2=$(publish wh.ok)
+check "both deliveries arrived" wait_until 10 rx_ge 2 '.path == "/ok" and .type == null'
+check "standardwebhooks verified every delivery" test "$(rx_count '.path == "/ok" and (.sw | not)')" = 0
+check "http-message-signatures verified every delivery" test "$(rx_count '.path == "/ok" and (.sig | not)')" = 0
+check "webhook-id is the event id" test "$(rx_count ".id == \"$e1\"")" = 1
+check "the body is the event with its payload, without a lease token" \
+  test "$(rx_count ".id == \"$e1\" and .event_id == \"$e1\" and .payload.n == 1 and (.lease | not)")" = 1
+check "delivered events are completed" wait_until 10 status_is $e2 completed
+c=$(api GET "/api/v1/admin/endpoints/$ep_ok/attempts")
+check "the attempt log lists both, class ok" out_is 200 '[.attempts[] | select(.error_class == "ok" and .status_code == 200)] | length == 2'
+
+# ---- 500: retried on the schedule (1 s, 1 s), then quarantined; replay redelivers ----
+ep_flip=$(register wh.flip /flip)
+check "flip endpoint registered" test -n "$ep_flip"
+e3=$(publish wh.flip)
+check "three attempts (first + two retries)" wait_until 15 rx_eq 3 ".id == \"$e3\""
+check "the event is quarantined once the schedule is spent" wait_until 10 status_is $e3 quarantined
+gaps=$(jq -s "[.[] | select(.id == \"$e3\") | .at] | [.[1] - .[0], .[2] - .[1]] | min" "$dir/rx/log")
+check "retries waited the schedule (min gap ${gaps} ms >= 950)" test "$gaps" -ge 950
+c=$(api GET "/api/v1/admin/endpoints/$ep_flip/attempts?event_id=$e3")
+check "the attempt log shows three 500s" out_is 200 '[.attempts[] | select(.status_code == 500 and .error_class == "http_status" and .response_head == "boom")] | length == 3'
+touch "$dir/rx/flip"
+c=$(api POST "/api/v1/admin/endpoints/$ep_flip/replay" "{\"event_id\":\"$e3\"}")
+check "replay accepted ($c)" out_is 200 '.replayed == 1'
+check "replay redelivered and it was acked" wait_until 10 status_is $e3 completed
+check "the fourth delivery verified" test "$(rx_count ".id == \"$e3\" and .status == 200 and .sw and .sig")" = 1
+
+# ---- 302: not followed, counted as a failure ----
+ep_redir=$(register wh.redir /redirect)
+e4=$(publish wh.redir)
+check "the redirect answered" wait_until 10 rx_ge 1 ".id == \"$e4\""
+check "the attempt log counts it as redirect" wait_until 5 get_ok "/api/v1/admin/endpoints/$ep_redir/attempts" '[.attempts[] | select(.error_class == "redirect" and .status_code == 302)] | length >= 1'
+check "the redirect was never followed" test "$(rx_count ".path == \"/ok\" and .id == \"$e4\"")" = 0
+check "the redirected event is quarantined once the schedule is spent" wait_until 15 status_is "$e4" quarantined
+c=$(api POST "/api/v1/admin/endpoints/$ep_redir/replay" '{"since":"2000-01-01T00:00:00Z"}')
+check "replay since a time puts it back ($c)" out_is 200 '.replayed == 1'
+check "and it is delivered again" wait_until 10 rx_ge 4 ".id == \"$e4\""
+c=$(api POST "/api/v1/admin/endpoints/$ep_redir/replay" '{"since":"2999-01-01T00:00:00Z"}')
+check "replay since a later time replays nothing" out_is 200 '.replayed == 0'
+
+# ---- 410: the endpoint is disabled, the event goes back for the agent to pull ----
+ep_gone=$(register wh.gone /gone)
+e5=$(publish wh.gone)
+check "410 disables the endpoint" wait_until 10 get_ok "/api/v1/admin/endpoints/$ep_gone" '.status == "disabled" and .disabled_reason == "gone"'
+check "the event is pending again" wait_until 5 status_is $e5 pending
+check "a disabled endpoint gets nothing more" test "$(rx_count ".id == \"$e5\"")" = 1
+c=$(api POST "/api/v1/admin/endpoints/$ep_gone/enable" '{}')
+check "an operator enables it again" out_is 200 '.status == "active"'
+c=$(api POST "/api/v1/admin/endpoints/$ep_gone/disable" '{}')
+check "and disables it" out_is 200 '.status == "disabled" and .disabled_reason == "operator"'
+
+# ---- a hanging endpoint does not delay another ----
+ep_hang=$(register wh.hang /hang)
+for i in 1 2 3 4 5 6; do publish wh.hang >/dev/null; done
+check "the hanging endpoint holds its deliveries" wait_until 5 rx_ge 4 '.path == "/hang" and .type == null'
+t0=$(date +%s%3N)
+e6=$(publish wh.ok)
+check "another endpoint's delivery still arrives" wait_until 10 rx_eq 1 ".id == \"$e6\""
+t1=$(jq -s "[.[] | select(.id == \"$e6\") | .at] | .[0]" "$dir/rx/log")
+check "well before the 5 s timeout ($((t1 - t0)) ms)" test $((t1 - t0)) -lt 2500
+
+# ---- SIGKILL mid-delivery: delivered again after the restart, acked once ----
+ep_slow=$(register wh.slow /slowok)
+e7=$(publish wh.slow)
+check "the slow delivery arrived" wait_until 10 rx_eq 1 ".id == \"$e7\""
+kill -9 "$roostd_pid"
+wait "$roostd_pid" 2>/dev/null
+roostd_pid=
+start || abort "roostd did not restart: $(cat "$dir/roostd.log")"
+check "delivered again after the restart (lease expired)" wait_until 30 rx_eq 2 ".id == \"$e7\""
+check "then completed" wait_until 10 status_is $e7 completed
+c=$(api GET "/api/v1/admin/endpoints/$ep_slow/attempts?event_id=$e7")
+check "one attempt was logged and acked" out_is 200 '[.attempts[] | select(.error_class == "ok")] | length == 1'
+
+# ---- listing, metrics, delete ----
+c=$(api GET /api/v1/admin/endpoints)
+check "the operator lists every endpoint, no secrets" out_is 200 '(.endpoints | length) == 6 and ([.endpoints[] | has("secret")] | any | not)'
+curl -sS --max-time 10 -o "$dir/metrics" "$url/metrics"
+check "per-endpoint metrics" grep -q "roost_webhook_attempts_total{tenant=\"t1\",endpoint=\"$ep_slow\"}" "$dir/metrics"
+c=$(api DELETE "/api/v1/agents/wh.ok/callbacks/$ep_ok")
+check "the agent deletes its endpoint" test "$c" = 200
+c=$(api DELETE "/api/v1/agents/wh.ok/callbacks/$ep_ok")
+check "a second delete is 404" out_is 404 '.error.code == "endpoint_not_found"'
+
+# ---- the CLI ----
+r() { "$roost" "$@" --server "$url" --token "$tok" --compact; }
+out=$(r callbacks add --agent wh.cli --url "$hook/ok" --secret "$secret")
+ep_cli=$(printf '%s' "$out" | jq -r .endpoint_id)
+check "roost callbacks add registers ($out)" test "${ep_cli#ep_}" != "$ep_cli"
+check "roost callbacks list shows it" \
+  test "$(r callbacks list --agent wh.cli | jq -r '.endpoints[0].endpoint_id')" = "$ep_cli"
+check "roost admin endpoints attempts lists the replayed event's four" \
+  test "$(r admin endpoints attempts "$ep_flip" --event-id "$e3" | jq '.attempts | length')" = 4
+check "roost admin endpoints inspect" test "$(r admin endpoints inspect "$ep_gone" | jq -r .status)" = disabled
+check "roost admin endpoints list --agent" test "$(r admin endpoints list --agent wh.cli | jq '.endpoints | length')" = 1
+r admin endpoints replay "$ep_cli" >/dev/null 2>&1
+check "replay without --event-id/--since is a usage error (exit 2)" test $? = 2
+r callbacks rm --agent wh.cli "$ep_cli" >/dev/null
+check "roost callbacks rm" test $? = 0
+r callbacks rm --agent wh.cli "$ep_cli" >/dev/null 2>&1
+check "removing it again exits 3 (not found)" test $? = 3
+
+roostd_stop
+check "roostd exits 0 on SIGTERM (got $roostd_rc)" test "$roostd_rc" = 0
+summary
