@@ -425,7 +425,7 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     }
     if (auth_rc != ROOST_OK) {
         int64_t expired_ms = rq->principal.exp_ms;
-        memset(&rq->principal, 0, sizeof rq->principal);
+        auth_principal_clear(&rq->principal);
         reply_unauthenticated(rq, expired_ms);
         return;
     }
