@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The Roost operator dashboard (/ui): watches a tenant's agents (depth, oldest pending age,
 // claimed, quarantined, subscribers, last seen) through the operator API, refreshed every
-// POLL_MS, and fixes quarantines (inspect, requeue one or all, purge). Every request goes through
+// POLL_MS, and fixes quarantines (inspect, requeue one or all, purge). Webhook endpoints (state,
+// failure run, last attempt, recent attempts) every ENDPOINT_POLL_MS, with disable and enable.
+// Every request goes through
 // roost.js's client (Authorization header, token refresh); test events through Roost.publish.
 // Tokens are kept in memory (or sessionStorage when asked): never in localStorage, never in a URL.
 // All text goes into the page with textContent: nothing from the API is ever parsed as HTML.
@@ -13,6 +15,9 @@ const POLL_MS = 300;
 const HIDDEN_POLL_MS = 5000;
 const HISTORY = 400; // chart samples (two minutes at POLL_MS)
 const SESSION_KEY = 'roost.dashboard.tokens';
+// Endpoints cost one request each for their new attempts, so they are read less often.
+const ENDPOINT_POLL_MS = 2000;
+const RECENT_ATTEMPTS = 50; // kept per endpoint, shown newest first
 
 const $ = (id) => document.getElementById(id);
 
@@ -24,6 +29,14 @@ let selected = null; // agent id
 let view = 'inbox';
 let timer = null;
 let history = { depth: [], wait: [], agent: [] };
+// Webhook endpoints: the listing, and per endpoint id the attempts read so far. The attempt log
+// is oldest first and paged by attempt id, so each poll asks only for attempts after the last
+// one seen.
+let endpoints = [];
+/** @type {Map<string, {after: string, recent: object[]}>} */
+let attempts = new Map();
+let selectedEndpoint = null;
+let endpointsAt = 0; // when the endpoints were last read (0: read them at the next refresh)
 
 function tenantOf(token) {
   try {
@@ -122,8 +135,14 @@ function useTenant(i) {
   });
   selected = null;
   history = { depth: [], wait: [], agent: [] };
+  endpoints = [];
+  attempts = new Map();
+  selectedEndpoint = null;
+  endpointsAt = 0;
   $('agent').hidden = true;
+  $('endpoint').hidden = true;
   $('agents').tBodies[0].replaceChildren();
+  $('endpoints').tBodies[0].replaceChildren();
   $('live').textContent = '';
   refresh();
 }
@@ -158,6 +177,16 @@ async function refresh() {
     renderTotals(agents.agents, stats);
     if (selected) {
       await renderAgent(agents.agents.find((a) => a.agent_id === selected));
+    }
+    if (Date.now() - endpointsAt >= ENDPOINT_POLL_MS) {
+      const read = await loadEndpoints(c);
+      if (c !== client) {
+        throw new Error('tenant switched');
+      }
+      endpoints = read.list;
+      attempts = read.seen; // deleted endpoints drop out
+      endpointsAt = Date.now();
+      renderEndpoints();
     }
     $('live').textContent = `${current.tenant} · updated ${new Date().toLocaleTimeString()}`;
     showError(null);
@@ -378,6 +407,106 @@ function setView(v) {
   $('inbox-view').hidden = v !== 'inbox';
   $('quarantine-view').hidden = v !== 'quarantine';
   refresh();
+}
+
+// ---- webhook endpoints ----
+
+/** The tenant's endpoints, and their attempts with the new ones since the last read appended. */
+async function loadEndpoints(c) {
+  const list = [];
+  for (let next = null; ;) {
+    const r = await c.get(`/api/v1/admin/endpoints?limit=100${next ? `&next=${enc(next)}` : ''}`);
+    list.push(...r.endpoints);
+    if (!r.next) {
+      break;
+    }
+    next = r.next;
+  }
+  const seen = new Map();
+  for (const ep of list) {
+    const old = attempts.get(ep.endpoint_id);
+    const a = { after: old?.after ?? '', recent: old?.recent ?? [] }; // a copy: dropped on a switch
+    for (;;) {
+      const r = await c.get(`/api/v1/admin/endpoints/${enc(ep.endpoint_id)}/attempts?limit=100` +
+        (a.after ? `&next=${enc(a.after)}` : ''));
+      if (r.attempts.length > 0) {
+        a.after = r.attempts.at(-1).attempt_id;
+        a.recent = [...a.recent, ...r.attempts].slice(-RECENT_ATTEMPTS);
+      }
+      if (!r.next) {
+        break;
+      }
+    }
+    seen.set(ep.endpoint_id, a);
+  }
+  return { list, seen };
+}
+
+function attemptText(at) {
+  if (!at) {
+    return '–';
+  }
+  const code = at.status_code === 0 ? 'no answer' : at.status_code;
+  return at.error_class === 'ok' ? `${code}` : `${code} ${at.error_class}`;
+}
+
+function renderEndpoints() {
+  $('endpoints-note').textContent = endpoints.length === 0 ? 'No webhook endpoint in this tenant.' : '';
+  $('endpoints').tBodies[0].replaceChildren(...endpoints.map((ep) => {
+    const tr = el('tr');
+    tr.dataset.endpoint = ep.endpoint_id;
+    tr.dataset.status = ep.status;
+    if (ep.endpoint_id === selectedEndpoint) {
+      tr.className = 'sel';
+    }
+    const active = ep.status === 'active';
+    const state = active ? 'enabled' : `disabled${ep.disabled_reason ? ` (${ep.disabled_reason})` : ''}`;
+    const last = attempts.get(ep.endpoint_id)?.recent.at(-1);
+    const url = el('td', ep.url, 'url');
+    url.title = ep.url;
+    const b = el('button', active ? 'Disable' : 'Enable', active ? 'danger' : '');
+    b.dataset.action = active ? 'disable' : 'enable';
+    b.addEventListener('click', (e) => {
+      e.stopPropagation();
+      endpointsAt = 0; // show the new state at once
+      act(() => client.post(`/api/v1/admin/endpoints/${enc(ep.endpoint_id)}/${b.dataset.action}`, {}));
+    });
+    const td = el('td');
+    td.append(b);
+    tr.append(url, el('td', ep.agent_id), el('td', state, active ? '' : 'off'),
+      el('td', ep.failing_since ? age((Date.now() - Date.parse(ep.failing_since)) / 1000) : '–',
+        ep.failing_since ? 'q' : ''),
+      el('td', last ? `${attemptText(last)} · ${since(last.at)}` : 'none yet',
+        last && last.error_class !== 'ok' ? 'q' : ''),
+      td);
+    tr.addEventListener('click', () => selectEndpoint(ep.endpoint_id));
+    return tr;
+  }));
+  renderAttempts();
+}
+
+function selectEndpoint(id) {
+  selectedEndpoint = id;
+  renderEndpoints();
+}
+
+function renderAttempts() {
+  const ep = endpoints.find((e) => e.endpoint_id === selectedEndpoint);
+  $('endpoint').hidden = !ep;
+  if (!ep) {
+    return;
+  }
+  $('endpoint-name').textContent = `${ep.agent_id} (${ep.endpoint_id})`;
+  const recent = [...(attempts.get(ep.endpoint_id)?.recent ?? [])].reverse();
+  $('attempts').tBodies[0].replaceChildren(...recent.map((at) => {
+    const tr = el('tr');
+    tr.dataset.attempt = at.attempt_id;
+    tr.append(el('td', new Date(at.at).toLocaleTimeString()), el('td', at.event_id),
+      el('td', at.attempt), el('td', at.status_code === 0 ? '–' : at.status_code),
+      el('td', `${at.latency_ms} ms`), el('td', at.error_class, at.error_class === 'ok' ? '' : 'q'));
+    tr.title = at.response_head; // the first bytes of the answer
+    return tr;
+  }));
 }
 
 // ---- wiring ----

@@ -150,6 +150,31 @@ static void supervisor_on_term(int sig)
     }
 }
 
+/* Closes every descriptor from 3 up but `keep1` and `keep2` (async-signal-safe). Workers fork
+ * supervisors concurrently, and one that forks while another worker holds a command's pipes
+ * inherits them; O_CLOEXEC ends them only at exec, which a supervisor never does. Holding
+ * another command's stdin open, it would keep that command from ever reading end of input, and
+ * two supervisors holding each other's stdin deadlock both commands (found by tests/chaos). */
+static void close_inherited(int keep1, int keep2)
+{
+    unsigned lo = (unsigned)(keep1 < keep2 ? keep1 : keep2);
+    unsigned hi = (unsigned)(keep1 < keep2 ? keep2 : keep1);
+    unsigned from = 3;
+    if (lo >= from) {
+        if (lo > from) {
+            close_range(from, lo - 1, 0);
+        }
+        from = lo + 1;
+    }
+    if (hi >= from) {
+        if (hi > from) {
+            close_range(from, hi - 1, 0);
+        }
+        from = hi + 1;
+    }
+    close_range(from, ~0u, 0);
+}
+
 /* The process between the agent and the command (forked from a threaded process: only
  * async-signal-safe calls here). It leads a process group of its own, so terminal signals meant
  * for the agent do not reach the command and the command's descendants can be ended together; it
@@ -176,6 +201,7 @@ static _Noreturn void supervisor_main(pid_t agent_pid, int in_fd, int err_fd, in
     }
     close(parent_in);
     close(parent_err);
+    close_inherited(in_fd, err_fd);
     pid_t pid = fork();
     if (pid < 0) {
         _exit(127);

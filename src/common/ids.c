@@ -15,28 +15,77 @@ static pthread_mutex_t ulid_mu = PTHREAD_MUTEX_INITIALIZER;
 static int64_t ulid_last_ms = -1;
 static unsigned char ulid_last_rand[10];
 
+/* Small draws (request ids, lease tokens, the ULID's random part) come from a per-thread pool
+ * filled by one RAND_bytes call: each call costs thousands of instructions in OpenSSL 3 (a
+ * lock, a DRBG fetch), a per-request cost on the I/O loop thread. The bytes are the same
+ * CSPRNG output, each handed out once; a forked child drops its copy of the pool (fork_gen). */
+#define POOL_BYTES 512
+#define POOL_MAX_DRAW 32
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static volatile unsigned fork_gen;
+
+static void on_fork_child(void)
+{
+    fork_gen++;
+}
+
+static void register_fork(void)
+{
+    pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+struct rand_pool {
+    unsigned char bytes[POOL_BYTES];
+    size_t left; /* unused bytes at the end of `bytes` */
+    unsigned gen;
+};
+static _Thread_local struct rand_pool pool;
+
 int ids_random(void *buf, size_t len)
 {
-    return RAND_bytes(buf, (int)len) == 1 ? 0 : -1;
+    if (len > POOL_MAX_DRAW) {
+        return RAND_bytes(buf, (int)len) == 1 ? 0 : -1;
+    }
+    pthread_once(&fork_once, register_fork);
+    if (pool.gen != fork_gen) {
+        pool.left = 0;
+        pool.gen = fork_gen;
+    }
+    if (pool.left < len) {
+        if (RAND_bytes(pool.bytes, sizeof pool.bytes) != 1) {
+            pool.left = 0;
+            return -1;
+        }
+        pool.left = sizeof pool.bytes;
+    }
+    unsigned char *src = pool.bytes + sizeof pool.bytes - pool.left;
+    memcpy(buf, src, len);
+    memset(src, 0, len); /* handed out once; nothing stays behind to be read again */
+    pool.left -= len;
+    return 0;
 }
 
 /* Encodes 16 bytes (128 bits) as 26 base32 characters, most significant first (2 pad bits). */
 static void encode_128(const unsigned char in[16], char out[26])
 {
-    /* Treat the 128 bits as a big number; 26 × 5 = 130 bits, the top 2 are zero. */
+    uint64_t hi = 0, lo = 0;
+    for (int i = 0; i < 8; i++) {
+        hi = hi << 8 | in[i];
+        lo = lo << 8 | in[8 + i];
+    }
+    /* 26 × 5 = 130 bits: character i holds bits [pos, pos + 5) with the top 2 always zero. */
     for (int i = 0; i < 26; i++) {
-        int bit = 130 - 5 * (i + 1); /* position of the lowest bit of this char */
-        unsigned v = 0;
-        for (int b = 4; b >= 0; b--) {
-            int pos = bit + b; /* 0 = least significant bit of the 128 */
-            unsigned bitval = 0;
-            if (pos < 128) {
-                int byte = 15 - pos / 8;
-                bitval = (in[byte] >> (pos % 8)) & 1u;
-            }
-            v = (v << 1) | bitval;
+        int pos = 130 - 5 * (i + 1);
+        uint64_t v;
+        if (pos >= 64) {
+            v = hi >> (pos - 64);
+        } else if (pos + 5 <= 64) {
+            v = lo >> pos;
+        } else {
+            v = lo >> pos | hi << (64 - pos);
         }
-        out[i] = crockford[v];
+        out[i] = crockford[v & 31];
     }
 }
 

@@ -20,7 +20,8 @@
 int ids_event_id(int64_t now_ms, char *out);
 /* Writes "lt_" + 26 Crockford base32 chars of 128 random bits. Thread-safe. */
 int ids_lease_token(char *out);
-/* Fills buf with cryptographically random bytes (OpenSSL RAND_bytes). 0 on success. */
+/* Fills buf with cryptographically random bytes (OpenSSL RAND_bytes; draws of up to 32 bytes come
+ * from a per-thread pool refilled by one RAND_bytes call). 0 on success. */
 int ids_random(void *buf, size_t len);
 
 /* [A-Za-z0-9._-]{1,128} except "." and "..": agent ids and tenant ids. Input need not be

@@ -3,8 +3,10 @@
  * document is refused before jansson's recursive parser sees it. */
 #include "common/jsonutil.h"
 
+#include <stdint.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "roost/roost_error.h"
 
 #include "common/banned.h"
@@ -63,4 +65,73 @@ int jsonutil_parse_object(const char *buf, size_t len, size_t max_depth, json_t 
 char *jsonutil_dump(const json_t *v)
 {
     return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+void jsonutil_add_string(struct dynbuf *b, const char *s)
+{
+    if (s == NULL) {
+        dynbuf_add(b, "null", 4);
+        return;
+    }
+    static const char hex[] = "0123456789ABCDEF";
+    dynbuf_addc(b, '"');
+    const char *run = s; /* start of the bytes not yet appended */
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            continue;
+        }
+        dynbuf_add(b, run, (size_t)(s - run));
+        run = s + 1;
+        char esc[6] = {'\\', 0};
+        size_t n = 2;
+        switch (c) {
+        case '"':
+            esc[1] = '"';
+            break;
+        case '\\':
+            esc[1] = '\\';
+            break;
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 0xf];
+            n = 6;
+        }
+        dynbuf_add(b, esc, n);
+    }
+    dynbuf_add(b, run, (size_t)(s - run));
+    dynbuf_addc(b, '"');
+}
+
+void jsonutil_add_int(struct dynbuf *b, int64_t v)
+{
+    char buf[24];
+    char *p = buf + sizeof buf;
+    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0) {
+        *--p = '-';
+    }
+    dynbuf_add(b, p, (size_t)(buf + sizeof buf - p));
 }

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Parses buf[0..len) as one JSON object. Returns ROOST_OK and a new reference in *out, or
  * ROOST_EJSON (not JSON, bad UTF-8, duplicate key, NUL escape), ROOST_EJSONDEPTH (deeper than
@@ -14,6 +15,13 @@
 int jsonutil_parse_object(const char *buf, size_t len, size_t max_depth, json_t **out);
 /* Nesting depth of JSON text (brackets outside strings); stops counting past limit + 1. */
 size_t jsonutil_depth(const char *buf, size_t len, size_t limit);
+struct dynbuf;
+/* Appends s as a JSON string (quoted, escaped as jansson's compact dump escapes it: `"`, `\`,
+ * and control characters; other bytes as they are, so s must be valid UTF-8). s NULL appends
+ * null. */
+void jsonutil_add_string(struct dynbuf *b, const char *s);
+/* Appends v in decimal. */
+void jsonutil_add_int(struct dynbuf *b, int64_t v);
 /* Serialises compactly (keys in insertion order). Caller frees with free(). NULL on ENOMEM. */
 char *jsonutil_dump(const json_t *v);
 

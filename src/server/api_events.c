@@ -3,14 +3,17 @@
  * fanned out to every recipient. Everything is validated on the loop thread before the store sees
  * it, so a rejected batch writes nothing. */
 #include <event2/http.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/ids.h"
 #include "common/jsonutil.h"
 #include "common/timeutil.h"
 #include "server/api.h"
+#include "server/api_json.h"
 #include "server/config.h"
 #include "server/metrics.h"
 #include "server/ratelimit.h"
@@ -108,21 +111,27 @@ static void done_publish(struct job *job)
         return;
     }
     runtime_notify(rq->rt, &op->touches);
-    json_t *events = json_array();
+    /* Written as text: a publish to 10,000 recipients built 10,000 jansson objects on the I/O
+     * loop thread (~50 ms). */
+    struct dynbuf b = {.max = SIZE_MAX};
     bool all_duplicates = true;
     size_t written = 0;
+    dynbuf_add(&b, "{\"events\":[", 11);
     for (size_t i = 0; i < op->n_out; i++) {
-        all_duplicates = all_duplicates && op->out[i].duplicate;
-        written += op->out[i].duplicate ? 0 : 1;
-        json_t *e = json_pack("{s:s, s:s, s:I}", "event_id", op->out[i].event_id, "agent_id",
-                              op->out[i].agent_id, "sequence_number", (json_int_t)op->out[i].seq);
-        if (op->out[i].duplicate) {
-            json_object_set_new(e, "duplicate", json_true());
-        }
-        json_array_append_new(events, e);
+        const struct store_published *o = &op->out[i];
+        all_duplicates = all_duplicates && o->duplicate;
+        written += o->duplicate ? 0 : 1;
+        dynbuf_add(&b, i > 0 ? ",{\"event_id\":" : "{\"event_id\":", i > 0 ? 13 : 12);
+        jsonutil_add_string(&b, o->event_id);
+        dynbuf_add(&b, ",\"agent_id\":", 12);
+        jsonutil_add_string(&b, o->agent_id);
+        dynbuf_add(&b, ",\"sequence_number\":", 19);
+        jsonutil_add_int(&b, o->seq);
+        dynbuf_adds(&b, o->duplicate ? ",\"duplicate\":true}" : "}");
     }
+    dynbuf_add(&b, "]}", 2);
     metrics_published(rq->rt->metrics, written);
-    request_reply_json(rq, all_duplicates ? 200 : 201, json_pack("{s:o}", "events", events));
+    request_reply_json_text(rq, all_duplicates ? 200 : 201, json_text_take(&b));
 }
 
 /* Reads an optional RFC 3339 time field. */

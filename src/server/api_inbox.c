@@ -6,10 +6,13 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/ids.h"
+#include "common/jsonutil.h"
 #include "common/timeutil.h"
 #include "server/api.h"
 #include "server/api_json.h"
@@ -387,8 +390,11 @@ static void done_ack(struct job *job)
         return;
     }
     metrics_delivery(op->rq->rt->metrics, op->available_at_ms, time_now_ms());
-    request_reply_json(
-        op->rq, 200, json_pack("{s:s, s:s}", "event_id", op->rq->event_id, "status", "completed"));
+    struct dynbuf b = {.max = SIZE_MAX};
+    dynbuf_add(&b, "{\"event_id\":", 12);
+    jsonutil_add_string(&b, op->rq->event_id);
+    dynbuf_add(&b, ",\"status\":\"completed\"}", 22);
+    request_reply_json_text(op->rq, 200, json_text_take(&b));
 }
 
 void api_event_ack(struct request *rq)

@@ -9,7 +9,12 @@
 
 #include "store/store.h"
 
+struct dynbuf;
 struct evbuffer;
+
+/* A buffer holding the text of b without a copy (b is left empty), or NULL when b failed or out
+ * of memory (b is then freed). For request_reply_json_text. */
+struct evbuffer *json_text_take(struct dynbuf *b);
 
 /* An RFC 3339 UTC string (new reference), or JSON null when ms <= 0 (not set). */
 json_t *time_json(int64_t ms);

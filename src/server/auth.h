@@ -35,6 +35,9 @@ struct auth_principal {
     int64_t ticket_exp_ms;
 };
 
+/* Empties a principal (no tenant, no scopes) without writing its whole scope array. */
+void auth_principal_clear(struct auth_principal *p);
+
 struct auth;
 
 /* Loads the token key (cfg->auth_key_file, or DATA_DIR/token_ed25519.pem created with mode 0600 on

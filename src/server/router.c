@@ -425,7 +425,7 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     }
     if (auth_rc != ROOST_OK) {
         int64_t expired_ms = rq->principal.exp_ms;
-        memset(&rq->principal, 0, sizeof rq->principal);
+        auth_principal_clear(&rq->principal);
         reply_unauthenticated(rq, expired_ms);
         return;
     }
@@ -449,7 +449,10 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     }
     if (caps.key.p) {
         if (!ids_valid_name(caps.key.p, caps.key.len)) {
-            request_reply_error(rq, ROOST_EKEYID, NULL, NULL);
+            /* {key} is a signing key's id or, on the webhook routes, an endpoint's: an endpoint
+             * id that cannot exist is simply not found. */
+            bool key_route = strstr(rq->route->pattern, "/keys/") != NULL;
+            request_reply_error(rq, key_route ? ROOST_EKEYID : ROOST_EENDPOINTNOTFOUND, NULL, NULL);
             return;
         }
         memcpy(rq->key_id, caps.key.p, caps.key.len);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/timeutil.h"
 #include "store/store_lifecycle.h"
 #include "store/store_sql.h"
@@ -36,6 +37,10 @@ const char *const store_sqlite_sql[S_COUNT] = {
                     " ON CONFLICT (tenant_id, agent_id) DO UPDATE"
                     " SET next_seq = next_seq + 1, updated_at = excluded.updated_at"
                     " RETURNING next_seq - 1",
+    /* The same allocation when this connection's guess of next_seq holds: no upsert, no
+     * RETURNING (each buffers its row in a temporary B-tree); 0 rows changed = a wrong guess. */
+    [S_SEQ_NEXT] = "UPDATE agents SET next_seq = ?3 + 1, updated_at = ?4"
+                   " WHERE tenant_id = ?1 AND agent_id = ?2 AND next_seq = ?3",
     [S_INBOX_INSERT] = "INSERT INTO inbox (tenant_id, agent_id, seq, event_id, status, priority,"
                        " correlation_id, idempotency_key, payload, created_at, available_at,"
                        " expires_at)"
@@ -47,23 +52,26 @@ const char *const store_sqlite_sql[S_COUNT] = {
                      " WHERE tenant_id = ?1 AND agent_id = ?2",
     [S_READ] = "SELECT " EVCOLS " FROM inbox"
                " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4",
-    /* An exact-match walk of inbox_claim in claim order (no sort step). The payload is read only
-     * for its size (the byte budget); the walk stops at the first row over the budget. */
-    [S_CLAIM_SELECT] = "SELECT seq, payload FROM inbox"
+    /* An exact-match walk of inbox_claim in claim order (no sort step), whole rows: the claim's
+     * UPDATE then needs no RETURNING (each would buffer its rows in a temporary B-tree). The walk
+     * stops at the first row over the byte budget. */
+    [S_CLAIM_SELECT] = "SELECT " EVCOLS " FROM inbox"
                        " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_PENDING
                        " AND (expires_at IS NULL OR expires_at > ?3)"
                        " ORDER BY priority DESC, seq ASC LIMIT ?4",
     [S_CLAIM_UPDATE] =
         "UPDATE inbox SET status = " ST_CLAIMED ", lease_token = ?4, consumer = ?5,"
         " claimed_at = ?6, claim_expires_at = ?7, attempts = attempts + 1"
-        " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq = ?3 AND status = " ST_PENDING
-        " RETURNING " EVCOLS,
+        " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq = ?3 AND status = " ST_PENDING,
     [S_EVENT_FIND] = "SELECT seq, status, lease_token, attempts, claimed_at, claim_expires_at"
                      " FROM inbox WHERE event_id = ?3 AND tenant_id = ?1 AND agent_id = ?2",
     /* The lease token is kept on completion so a repeated ack can be recognised. */
     [S_ACK] = "UPDATE inbox SET status = " ST_COMPLETED ", payload = NULL, completed_at = ?5"
               " WHERE event_id = ?3 AND tenant_id = ?1 AND agent_id = ?2 AND status = " ST_CLAIMED
-              " AND lease_token = ?4 RETURNING available_at",
+              " AND lease_token = ?4",
+    /* After an ack changed its row: a point read is cheaper than RETURNING, which buffers its
+     * row in a temporary B-tree. */
+    [S_ACK_AVAILABLE] = "SELECT available_at FROM inbox WHERE event_id = ?2 AND tenant_id = ?1",
     [S_RELEASE_UPDATE] =
         "UPDATE inbox SET status = ?5, available_at = ?6, nacks = nacks + ?7,"
         " last_error = coalesce(?8, last_error), lease_token = NULL,"
@@ -240,12 +248,35 @@ static int sq_idem_find(struct store *st, const char *tenant_id, const char *age
     return ROOST_OK;
 }
 
+/* Tries the guess of the agent's next seq first (right whenever this connection made the last
+ * allocation for the agent and it committed, the steady state of one writer); a wrong or missing
+ * guess costs one UPDATE that changes nothing, then the upsert reads the truth. */
 static int sq_seq_alloc(struct store *st, const char *tenant_id, const char *agent_id,
                         int64_t now_ms, int64_t *seq)
 {
+    struct sqlite_store *b = store_sqlite_backend(st);
+    uint64_t key = hash_tenant_agent(tenant_id, agent_id);
+    struct sqlite_seq_guess *g = &b->seq_guess[key % SQLITE_SEQ_GUESSES];
     sqlite3_stmt *s;
-    int rc = stmt(st, S_SEQ_ALLOC, &s);
-    if (rc != ROOST_OK) {
+    int rc;
+    if (g->key == key && g->next_seq > 0) {
+        bool changed = false;
+        if ((rc = stmt(st, S_SEQ_NEXT, &s)) != ROOST_OK) {
+            return rc;
+        }
+        bind_text(s, 1, tenant_id);
+        bind_text(s, 2, agent_id);
+        sqlite3_bind_int64(s, 3, g->next_seq);
+        sqlite3_bind_int64(s, 4, now_ms);
+        if ((rc = run_one(st, s, &changed)) != ROOST_OK) {
+            return rc;
+        }
+        if (changed) {
+            *seq = g->next_seq++;
+            return ROOST_OK;
+        }
+    }
+    if ((rc = stmt(st, S_SEQ_ALLOC, &s)) != ROOST_OK) {
         return rc;
     }
     bind_text(s, 1, tenant_id);
@@ -260,6 +291,8 @@ static int sq_seq_alloc(struct store *st, const char *tenant_id, const char *age
     }
     *seq = sqlite3_column_int64(s, 0);
     sqlite3_reset(s);
+    g->key = key;
+    g->next_seq = *seq + 1;
     return ROOST_OK;
 }
 
@@ -306,7 +339,7 @@ static int sq_state_patch(struct store *st, const char *tenant_id, const char *a
     return ROOST_OK;
 }
 
-/* Seqs (and payload sizes for the budget); the claim's UPDATE … RETURNING reads each row. */
+/* Whole rows (EVCOLS; column 6 is the payload, counted against the byte budget). */
 static int sq_claim_select(struct store *st, const char *tenant_id, const char *agent_id,
                            int64_t now_ms, int64_t limit, size_t max_bytes,
                            struct store_events *cands, bool *cut)
@@ -322,23 +355,23 @@ static int sq_claim_select(struct store *st, const char *tenant_id, const char *
     sqlite3_bind_int64(s, 3, now_ms);
     sqlite3_bind_int64(s, 4, limit);
     while ((rc = step(st, s)) == 1) {
-        if (!store_budget_take(&used, cands->len, (size_t)sqlite3_column_bytes(s, 1), max_bytes)) {
+        if (!store_budget_take(&used, cands->len, (size_t)sqlite3_column_bytes(s, 6), max_bytes)) {
             *cut = true; /* the rest stays pending, untouched */
             break;
         }
-        struct store_event *ev = store_events_push(cands);
-        if (ev == NULL) {
-            return ROOST_ENOMEM;
+        if ((rc = store_sqlite_push_row(s, cands)) != ROOST_OK) {
+            sqlite3_reset(s);
+            return rc;
         }
-        ev->seq = sqlite3_column_int64(s, 0);
     }
     sqlite3_reset(s);
     return rc < 0 ? rc : ROOST_OK;
 }
 
-static int sq_claim_update(struct store *st, const char *tenant_id, const char *agent_id,
-                           struct store_event *ev, const char *token, const char *consumer,
-                           int64_t now_ms, int64_t claim_expires_at_ms, bool *claimed)
+/* Claims the row `seq` if still pending (*claimed). */
+static int claim_row(struct store *st, const char *tenant_id, const char *agent_id, int64_t seq,
+                     const char *token, const char *consumer, int64_t now_ms,
+                     int64_t claim_expires_at_ms, bool *claimed)
 {
     sqlite3_stmt *s;
     int rc = stmt(st, S_CLAIM_UPDATE, &s);
@@ -347,21 +380,48 @@ static int sq_claim_update(struct store *st, const char *tenant_id, const char *
     }
     bind_text(s, 1, tenant_id);
     bind_text(s, 2, agent_id);
-    sqlite3_bind_int64(s, 3, ev->seq);
+    sqlite3_bind_int64(s, 3, seq);
     bind_text(s, 4, token);
     bind_text(s, 5, consumer);
     sqlite3_bind_int64(s, 6, now_ms);
     sqlite3_bind_int64(s, 7, claim_expires_at_ms);
-    if ((rc = step(st, s)) != 1) {
-        return rc < 0 ? rc : ROOST_OK;
+    return run_one(st, s, claimed);
+}
+
+/* The claim fields are set on the selected row here (the UPDATE returns nothing). */
+static int sq_claim_update(struct store *st, const char *tenant_id, const char *agent_id,
+                           struct store_event *ev, const char *token, const char *consumer,
+                           int64_t now_ms, int64_t claim_expires_at_ms, bool *claimed)
+{
+    int rc = claim_row(st, tenant_id, agent_id, ev->seq, token, consumer, now_ms,
+                       claim_expires_at_ms, claimed);
+    if (rc == ROOST_OK && *claimed) {
+        store_event_claimed(ev, token, consumer, now_ms, claim_expires_at_ms);
     }
-    store_event_cleanup(ev);
-    memset(ev, 0, sizeof *ev);
-    if ((rc = store_sqlite_row_to_event(s, ev)) != ROOST_OK) {
-        return rc;
+    return rc;
+}
+
+/* The IMMEDIATE transaction that selected the candidates holds the one write lock, so every one
+ * is still pending: one prepared statement, rebound per row. The lifecycle sets the claim fields
+ * on the candidates. */
+static int sq_claim_update_all(struct store *st, const char *tenant_id, const char *agent_id,
+                               struct store_events *cands,
+                               const char (*tokens)[STORE_LEASE_TOKEN_LEN + 1],
+                               const char *consumer, int64_t now_ms, int64_t claim_expires_at_ms)
+{
+    for (size_t i = 0; i < cands->len; i++) {
+        bool claimed = false;
+        int rc = claim_row(st, tenant_id, agent_id, cands->items[i].seq, tokens[i], consumer,
+                           now_ms, claim_expires_at_ms, &claimed);
+        if (rc != ROOST_OK) {
+            return rc;
+        }
+        if (!claimed) {
+            sq_set_error(st, "claim: a selected row was no longer pending");
+            return ROOST_ESTORE;
+        }
     }
-    *claimed = true;
-    return store_sqlite_run(store_sqlite_backend(st), s);
+    return ROOST_OK;
 }
 
 static int sq_seen(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms)
@@ -417,14 +477,20 @@ static int sq_ack_update(struct store *st, const char *tenant_id, const char *ag
     bind_text(s, 3, event_id);
     bind_text(s, 4, token);
     sqlite3_bind_int64(s, 5, now_ms);
-    if ((rc = step(st, s)) != 1) {
-        return rc < 0 ? rc : ROOST_OK;
+    if ((rc = run_one(st, s, acked)) != ROOST_OK || !*acked || available_at_ms == NULL) {
+        return rc;
     }
-    *acked = true;
-    if (available_at_ms != NULL) {
-        *available_at_ms = sqlite3_column_int64(s, 0);
+    if ((rc = stmt(st, S_ACK_AVAILABLE, &s)) != ROOST_OK) {
+        return rc;
     }
-    return store_sqlite_run(store_sqlite_backend(st), s);
+    bind_text(s, 1, tenant_id);
+    bind_text(s, 2, event_id);
+    if ((rc = step(st, s)) < 0) {
+        return rc;
+    }
+    *available_at_ms = rc == 1 ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_reset(s);
+    return ROOST_OK;
 }
 
 static int sq_release_update(struct store *st, const char *tenant_id, const char *agent_id,
@@ -759,6 +825,7 @@ const struct store_dialect store_sqlite_dialect = {
     .state_patch = sq_state_patch,
     .claim_select = sq_claim_select,
     .claim_update = sq_claim_update,
+    .claim_update_all = sq_claim_update_all,
     .seen = sq_seen,
     .lease_find = sq_lease_find,
     .ack_update = sq_ack_update,

@@ -5,6 +5,7 @@
 #define ROOST_STORE_SQLITE_INT_H
 
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "store/store.h"
@@ -24,6 +25,7 @@ enum stmt_id {
     S_TENANT_ENSURE,
     S_IDEM_FIND,
     S_SEQ_ALLOC,
+    S_SEQ_NEXT,
     S_INBOX_INSERT,
     S_STATE_PATCH,
     S_AGENT_HEAD,
@@ -32,6 +34,7 @@ enum stmt_id {
     S_CLAIM_UPDATE,
     S_EVENT_FIND,
     S_ACK,
+    S_ACK_AVAILABLE,
     S_RELEASE_UPDATE,
     S_EXTEND_UPDATE,
     S_RELEASE_ALL,
@@ -75,10 +78,19 @@ enum stmt_id {
 /* The SQL of each statement (store_sqlite.c). */
 extern const char *const store_sqlite_sql[S_COUNT];
 
+/* An agent's next_seq as this connection last wrote it (hash_tenant_agent key; 0 = empty). */
+struct sqlite_seq_guess {
+    uint64_t key;
+    int64_t next_seq;
+};
+#define SQLITE_SEQ_GUESSES 256
+
 struct sqlite_store {
     struct store base; /* first: struct store * and struct sqlite_store * convert */
     sqlite3 *db;
     sqlite3_stmt *stmts[S_COUNT];
+    /* Guesses the conditional UPDATE of seq_alloc checks (store_sqlite.c): never trusted. */
+    struct sqlite_seq_guess seq_guess[SQLITE_SEQ_GUESSES];
     char err[512];
 };
 

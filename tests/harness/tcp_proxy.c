@@ -20,7 +20,7 @@
 
 #include "common/banned.h"
 
-#define MAX_PAIRS 64
+#define MAX_PAIRS 256
 
 struct buf {
     unsigned char *data;
@@ -39,12 +39,15 @@ struct tcp_proxy {
     int lfd, port;
     bool mysql; /* client bytes are MySQL packets (else forwarded as they come) */
     int wake[2];
+    int ctl[2]; /* a byte here makes the thread apply cut_all / block / stall */
     struct sockaddr_in target;
     pthread_t thread;
     pthread_mutex_t mu;
     enum tcp_proxy_cut cut;
     int times, cuts;
-    bool partitioned; /* tcp_proxy_partition; read by the thread under mu */
+    bool cut_all_pending, blocked, stalled; /* under mu */
+    bool drain_pending; /* under mu: close what waits in the listen backlog (partition healed) */
+    int open_conns;     /* under mu, written by the thread */
     struct pair pairs[MAX_PAIRS];
 };
 
@@ -225,10 +228,17 @@ static bool from_server(struct tcp_proxy *p, struct pair *pr, const unsigned cha
     return true;
 }
 
-static void accept_one(struct tcp_proxy *p, bool partitioned)
+static void accept_one(struct tcp_proxy *p)
 {
     int cfd = accept(p->lfd, NULL, NULL);
     if (cfd < 0) {
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    bool blocked = p->blocked;
+    pthread_mutex_unlock(&p->mu);
+    if (blocked) {
+        close(cfd);
         return;
     }
     struct pair *pr = NULL;
@@ -236,13 +246,6 @@ static void accept_one(struct tcp_proxy *p, bool partitioned)
         if (p->pairs[i].cfd < 0 && p->pairs[i].sfd < 0) {
             pr = &p->pairs[i];
         }
-    }
-    if (partitioned && pr != NULL) {
-        /* Accepted (as the kernel would) and never answered: a connect that times out. */
-        memset(pr, 0, sizeof *pr);
-        pr->cfd = cfd;
-        pr->sfd = -1;
-        return;
     }
     int sfd = socket(AF_INET, SOCK_STREAM, 0);
     if (!pr || sfd < 0 ||
@@ -268,15 +271,39 @@ static void *proxy_main(void *arg)
     struct tcp_proxy *p = arg;
     unsigned char chunk[65536];
     for (;;) {
-        struct pollfd fds[2 + 2 * MAX_PAIRS];
-        int who[2 + 2 * MAX_PAIRS]; /* pair index * 2 + (0 client, 1 server) */
+        struct pollfd fds[3 + 2 * MAX_PAIRS];
+        int who[3 + 2 * MAX_PAIRS]; /* pair index * 2 + (0 client, 1 server) */
         nfds_t n = 0;
         pthread_mutex_lock(&p->mu);
-        bool partitioned = p->partitioned;
+        bool cut_all = p->cut_all_pending || p->blocked;
+        bool stalled = p->stalled, drain = p->drain_pending;
+        p->cut_all_pending = p->drain_pending = false;
         pthread_mutex_unlock(&p->mu);
+        if (cut_all) {
+            for (int i = 0; i < MAX_PAIRS; i++) {
+                pair_close(&p->pairs[i], false);
+            }
+        }
+        struct pollfd lp = {.fd = p->lfd, .events = POLLIN};
+        while (drain && poll(&lp, 1, 0) == 1) {
+            int fd = accept(p->lfd, NULL, NULL);
+            if (fd < 0) {
+                break;
+            }
+            close(fd);
+        }
         fds[n++] = (struct pollfd){.fd = p->wake[0], .events = POLLIN};
-        fds[n++] = (struct pollfd){.fd = p->lfd, .events = POLLIN};
-        for (int i = 0; i < MAX_PAIRS && !partitioned; i++) {
+        fds[n++] = (struct pollfd){.fd = p->ctl[0], .events = POLLIN};
+        /* Stalled: the listening socket and every pair wait unread (the kernel buffers fill). */
+        fds[n++] = (struct pollfd){.fd = stalled ? -1 : p->lfd, .events = POLLIN};
+        int open_conns = 0;
+        for (int i = 0; i < MAX_PAIRS; i++) {
+            open_conns += p->pairs[i].cfd >= 0;
+        }
+        pthread_mutex_lock(&p->mu);
+        p->open_conns = open_conns;
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < MAX_PAIRS && !stalled; i++) {
             struct pair *pr = &p->pairs[i];
             if (pr->cfd >= 0) {
                 who[n] = 2 * i;
@@ -291,22 +318,18 @@ static void *proxy_main(void *arg)
             continue;
         }
         if (fds[0].revents) {
-            char what = 'x';
-            if (read(p->wake[0], &what, 1) != 1 || what == 'x') {
-                return NULL;
-            }
-            if (!partitioned) {
-                continue; /* a partition began: nothing is read from now on */
-            }
-            for (int i = 0; i < MAX_PAIRS; i++) {
-                pair_close(&p->pairs[i], false); /* it healed: every connection is gone */
-            }
-            continue;
+            return NULL;
         }
         if (fds[1].revents & POLLIN) {
-            accept_one(p, partitioned);
+            char c[64];
+            if (read(p->ctl[0], c, sizeof c) < 0) {
+                fprintf(stderr, "tcp_proxy: cannot read the control pipe\n");
+            }
         }
-        for (nfds_t k = 2; k < n; k++) {
+        if (fds[2].revents & POLLIN) {
+            accept_one(p);
+        }
+        for (nfds_t k = 3; k < n; k++) {
             if (!fds[k].revents) {
                 continue;
             }
@@ -349,7 +372,7 @@ struct tcp_proxy *tcp_proxy_start(const char *host, int port, bool mysql)
     socklen_t alen = sizeof a;
     inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
     if (inet_pton(AF_INET, host, &p->target.sin_addr) != 1 || pipe(p->wake) != 0 ||
-        (p->lfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+        pipe(p->ctl) != 0 || (p->lfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
         bind(p->lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(p->lfd, 64) != 0 ||
         getsockname(p->lfd, (struct sockaddr *)&a, &alen) != 0) {
         fprintf(stderr, "tcp_proxy: cannot listen (target %s:%d)\n", host, port);
@@ -377,16 +400,6 @@ void tcp_proxy_arm(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times)
     pthread_mutex_unlock(&p->mu);
 }
 
-void tcp_proxy_partition(struct tcp_proxy *p, bool on)
-{
-    pthread_mutex_lock(&p->mu);
-    p->partitioned = on;
-    pthread_mutex_unlock(&p->mu);
-    if (write(p->wake[1], "p", 1) != 1) {
-        fprintf(stderr, "tcp_proxy: cannot wake the thread\n");
-    }
-}
-
 int tcp_proxy_cuts(struct tcp_proxy *p)
 {
     pthread_mutex_lock(&p->mu);
@@ -410,6 +423,52 @@ void tcp_proxy_stop(struct tcp_proxy *p)
     close(p->lfd);
     close(p->wake[0]);
     close(p->wake[1]);
+    close(p->ctl[0]);
+    close(p->ctl[1]);
     pthread_mutex_destroy(&p->mu);
     free(p);
+}
+
+/* Sets a fault under the lock and wakes the thread to apply it. */
+static void set_fault(struct tcp_proxy *p, bool *flag, bool on)
+{
+    pthread_mutex_lock(&p->mu);
+    *flag = on;
+    pthread_mutex_unlock(&p->mu);
+    if (write(p->ctl[1], "c", 1) != 1) {
+        fprintf(stderr, "tcp_proxy: cannot wake the thread\n");
+    }
+}
+
+/* A partition is a stall (the kernel still completes handshakes into the listen backlog: connects
+ * that are never answered) whose end closes every connection, old and new. */
+void tcp_proxy_partition(struct tcp_proxy *p, bool on)
+{
+    pthread_mutex_lock(&p->mu);
+    p->drain_pending = p->cut_all_pending = !on;
+    pthread_mutex_unlock(&p->mu);
+    tcp_proxy_stall(p, on);
+}
+
+void tcp_proxy_cut_all(struct tcp_proxy *p)
+{
+    set_fault(p, &p->cut_all_pending, true);
+}
+
+void tcp_proxy_block(struct tcp_proxy *p, bool on)
+{
+    set_fault(p, &p->blocked, on);
+}
+
+void tcp_proxy_stall(struct tcp_proxy *p, bool on)
+{
+    set_fault(p, &p->stalled, on);
+}
+
+int tcp_proxy_conns(struct tcp_proxy *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int n = p->open_conns;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }

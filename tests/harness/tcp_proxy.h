@@ -36,6 +36,15 @@ void tcp_proxy_arm(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times);
 void tcp_proxy_partition(struct tcp_proxy *p, bool on);
 /* How many cuts happened since the start. */
 int tcp_proxy_cuts(struct tcp_proxy *p);
+/* Faults of the chaos runner (tests/chaos/chaos_proxy.c), for a time the caller decides.
+ * cut_all closes every connection now. block: every connection is cut and new ones are closed
+ * as soon as accepted (a refused path) until unblocked. stall: nothing is read, forwarded or
+ * accepted (connections stay open and silent: a black hole) until unstalled. */
+void tcp_proxy_cut_all(struct tcp_proxy *p);
+void tcp_proxy_block(struct tcp_proxy *p, bool on);
+void tcp_proxy_stall(struct tcp_proxy *p, bool on);
+/* How many client connections are open now (which of several database nodes a client uses). */
+int tcp_proxy_conns(struct tcp_proxy *p);
 /* Stops the thread and closes every connection. NULL is a no-op. */
 void tcp_proxy_stop(struct tcp_proxy *p);
 

@@ -459,6 +459,46 @@ static void test_agent_restart_ends_orphans(void)
     roostd_remove_dir(&d);
 }
 
+/* ---- 8. a command's supervisor holds no descriptor of the agent's ---- */
+
+/* Every command's supervisor (its parent) keeps only stdin, stdout and stderr: one that kept the
+ * agent's descriptors would hold the stdin pipes of commands other workers start at the same
+ * time, and two commands reading their stdin to the end then wait for each other forever (the
+ * chaos runner's agents hung so, tests/chaos). */
+static void test_agent_supervisor_closes_inherited_fds(void)
+{
+    struct roostd d;
+    if (roostd_start(&d, NULL, NULL) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct agent_proc ap;
+    agent_proc_dirs(&ap);
+    char *pre = h_fmt("cat >/dev/null; for n in $(ls /proc/$PPID/fd); do [ \"$n\" -gt 2 ] && "
+                      "echo \"$n $(readlink /proc/$PPID/fd/$n)\" >> '%s/extra.fds'; done; true;",
+                      ap.dir);
+    agent_proc_start(&ap, d.url, tok, "ag.fd", 4, pre);
+    h_publish_n(&d, tok, "ag.fd", 8, NULL);
+    bool ok;
+    H_WAIT_UNTIL(ok, 20000, agent_proc_out_lines(&ap) == 8);
+    CHECK(ok);
+    char *path = h_fmt("%s/extra.fds", ap.dir), *extra = NULL;
+    size_t extra_len = 0;
+    if (h_read_file(path, &extra, &extra_len) == 0) {
+        fprintf(stderr, "descriptors a supervisor kept:\n%s", extra);
+    }
+    CHECK(extra == NULL);
+    free(extra);
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    agent_proc_cleanup(&ap);
+    free(path);
+    free(pre);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
 int main(void)
 {
     h_init();
@@ -470,5 +510,6 @@ int main(void)
     RUN(test_agent_quarantine_has_reason);
     RUN(test_agent_sigkill_ends_handlers);
     RUN(test_agent_restart_ends_orphans);
+    RUN(test_agent_supervisor_closes_inherited_fds);
     return h_summary();
 }

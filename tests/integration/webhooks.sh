@@ -189,6 +189,8 @@ c=$(api DELETE "/api/v1/agents/wh.ok/callbacks/$ep_ok")
 check "the agent deletes its endpoint" test "$c" = 200
 c=$(api DELETE "/api/v1/agents/wh.ok/callbacks/$ep_ok")
 check "a second delete is 404" out_is 404 '.error.code == "endpoint_not_found"'
+c=$(api GET "/api/v1/admin/endpoints/no%20such%20id")
+check "an endpoint id that cannot exist is 404 endpoint_not_found" out_is 404 '.error.code == "endpoint_not_found"'
 
 # ---- the CLI ----
 r() { "$roost" "$@" --server "$url" --token "$tok" --compact; }

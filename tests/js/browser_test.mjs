@@ -9,16 +9,19 @@
 //   offline    the page offline for longer than the heartbeat, then online: it pulls everything
 //   token      getToken: a refused token is refreshed, a short-lived token's stream reconnects
 //   ticket     a subscribe ticket opens one EventSource once, and not after auth.ticket_ttl_s
-//   dashboard  /ui shows a publish within a second and requeues a quarantined event by clicking
+//   dashboard  /ui shows a publish within a second and requeues a quarantined event by clicking;
+//              it lists a webhook endpoint (a local HTTPS receiver) with its attempts, and its
+//              Disable button disables it
 // Test pages are served on roostd's own origin (Playwright answers /test/*), so they import
 // /sdk/roost.js from roostd and can share a SharedWorker. Ends with "N passed, N failed".
 // Env: ROOSTD (binary), CHROMIUM (default /usr/bin/chromium), ROOST_SCREENSHOTS (a directory:
 // the dashboard scenario writes its PNGs there).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPrivateKey } from 'node:crypto';
+import { createHmac, createPrivateKey, randomBytes } from 'node:crypto';
+import { createServer } from 'node:https';
 import { SignJWT } from 'jose';
 import { chromium } from 'playwright-core';
 
@@ -123,6 +126,43 @@ async function subscribers(d) {
   const text = await (await fetch(`${d.url}/metrics`)).text();
   const m = /^roost_sse_subscribers (\d+)$/m.exec(text);
   return m ? Number(m[1]) : -1;
+}
+
+// ---- a webhook receiver ----
+
+/** A self-signed certificate for 127.0.0.1 (roostd trusts it as webhooks.ca_file). */
+function makeCert() {
+  const dir = mkdtempSync(join(tmpdir(), 'roost-browser-tls-'));
+  const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt',
+    'ec_paramgen_curve:P-256', '-nodes', '-days', '2', '-subj', '/CN=127.0.0.1',
+    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'),
+    '-out', join(dir, 'cert.pem')], { encoding: 'utf8' });
+  if (r.status !== 0) {
+    throw new Error(`openssl: ${r.stderr}`);
+  }
+  return { dir, cert: join(dir, 'cert.pem'), key: join(dir, 'key.pem') };
+}
+
+/** HTTPS on 127.0.0.1: answers the verification challenge with HMAC-SHA256(secret, challenge)
+ * and every delivery with 200. (tests/integration/webhooks.sh verifies the signatures.) */
+async function startReceiver(tls, secret) {
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const server = createServer({ cert: readFileSync(tls.cert), key: readFileSync(tls.key) },
+    (req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        const doc = JSON.parse(body || '{}');
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(doc.type === 'endpoint.verification'
+          ? JSON.stringify({ challenge_response: createHmac('sha256', key).update(doc.challenge).digest('hex') })
+          : '{}');
+      });
+    });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `https://127.0.0.1:${server.address().port}`, close: () => server.close() };
 }
 
 // ---- the browser ----
@@ -400,7 +440,7 @@ async function scenarioTicket(d, b, admin) {
   check(!result.late.open && result.late.events === 0, 'a ticket after its ttl: refused');
 }
 
-async function scenarioDashboard(d, b, admin, producer) {
+async function scenarioDashboard(d, b, admin, producer, tls) {
   const operator = await mint(d, 'tenant:admin agent:*:read agent:*:publish agent:*:consume');
   const other = await mint(d, 'tenant:admin agent:*:read', 600, 't2');
   await publish(d, producer, 'd.alpha', { hello: 1 });
@@ -446,6 +486,43 @@ async function scenarioDashboard(d, b, admin, producer) {
   passed++;
   await page.click('#show-inbox');
   await page.waitForSelector(`#inbox tr[data-event="${evId}"]`);
+  // A webhook endpoint: listed with its delivered attempt; Disable disables it in roostd.
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const rx = await startReceiver(tls, secret);
+  try {
+    const reg = await api(d, 'POST', '/api/v1/agents/d.hook/callbacks', operator,
+      { url: `${rx.url}/hook`, secret });
+    check(reg.status === 201, `endpoint registered: ${reg.status} ${JSON.stringify(reg.json)}`);
+    const ep = reg.json?.endpoint_id;
+    const hookEv = await publish(d, producer, 'd.hook', { hook: 1 });
+    const row = `#endpoints tr[data-endpoint="${ep}"]`;
+    await page.waitForSelector(`${row}[data-status="active"]`, { timeout: 5000 });
+    check((await page.textContent(row)).includes(`${rx.url}/hook`), 'the endpoint row shows its url');
+    // The delivery shows as the last attempt (200) and in the endpoint's attempts.
+    check(await waitUntil(async () => /^200 /.test(await page.textContent(`${row} td:nth-child(5)`)),
+      8000, 'last attempt 200'), 'the last attempt is shown (200)');
+    await page.click(row);
+    await page.waitForFunction((id) => [...document.querySelectorAll('#attempts tbody tr')]
+      .some((tr) => tr.textContent.includes(id) && tr.textContent.includes('ok')), hookEv,
+    { timeout: 5000 });
+    passed++;
+    if (process.env.ROOST_SCREENSHOTS) {
+      await page.screenshot({ path: join(process.env.ROOST_SCREENSHOTS, 'dashboard-endpoints.png'), fullPage: true });
+    }
+    await page.click(`${row} button[data-action="disable"]`);
+    check(await waitUntil(async () => {
+      const r = await api(d, 'GET', `/api/v1/admin/endpoints/${ep}`, operator);
+      return r.json?.status === 'disabled' && r.json?.disabled_reason === 'operator';
+    }, 5000), 'the Disable click disabled the endpoint (operator)');
+    await page.waitForSelector(`${row}[data-status="disabled"] button[data-action="enable"]`, { timeout: 5000 });
+    await page.click(`${row} button[data-action="enable"]`);
+    check(await waitUntil(async () => (await api(d, 'GET', `/api/v1/admin/endpoints/${ep}`,
+      operator)).json?.status === 'active', 5000), 'the Enable click enabled it again');
+    await page.waitForSelector(`${row}[data-status="active"]`, { timeout: 5000 });
+    passed++;
+  } finally {
+    rx.close();
+  }
   // Tenant switch: t2 has no agents.
   await page.selectOption('#tenant', '1');
   await page.waitForFunction(() => document.getElementById('live').textContent.startsWith('t2'));
@@ -499,6 +576,11 @@ async function main() {
   if (scenario === 'offline') {
     sets.push('retention.completed_s=0', 'retention.interval_ms=100');
   }
+  const tls = scenario === 'dashboard' ? makeCert() : null;
+  if (tls) {
+    sets.push('webhooks.allow_cidrs=127.0.0.1/32', `webhooks.ca_file=${tls.cert}`,
+      'webhooks.poll_ms=50');
+  }
   const t0 = Date.now();
   const lap = (what) => process.env.ROOST_TEST_TIMING && console.error(`${what}: ${Date.now() - t0} ms`);
   const d = await startRoostd(sets);
@@ -520,7 +602,7 @@ async function main() {
         await scenarioLease(d, b, admin, producer);
         break;
       case 'ticket': await scenarioTicket(d, b, admin); break;
-      case 'dashboard': await scenarioDashboard(d, b, admin, producer); break;
+      case 'dashboard': await scenarioDashboard(d, b, admin, producer, tls); break;
       default: throw new Error(`unknown scenario ${scenario}`);
     }
   } finally {
@@ -530,6 +612,9 @@ async function main() {
     const code = await d.stop();
     lap('roostd stopped');
     check(code === 0, `roostd exited 0 (${code})`);
+    if (tls) {
+      rmSync(tls.dir, { recursive: true, force: true });
+    }
     if (failed > 0) {
       const path = join(tmpdir(), `roost-browser-${scenario}.log`);
       writeFileSync(path, d.log());

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of src/common/jsonutil.c: the depth pre-scan and the strict object parser. */
+/* Unit tests of src/common/jsonutil.c: the depth pre-scan, the strict object parser and the
+ * string writer. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/jsonutil.h"
 #include "harness/check.h"
 #include "roost/roost_error.h"
@@ -173,11 +175,47 @@ static void test_jsonutil_top_level_must_be_object(void)
     }
 }
 
+/* jsonutil_add_string writes what jansson's compact dump writes (jansson is the oracle). */
+static void test_jsonutil_add_string_matches_jansson(void)
+{
+    char ctl[40];
+    size_t n = 0;
+    for (int c = 1; c < 0x20; c++) {
+        ctl[n++] = (char)c;
+    }
+    ctl[n] = '\0';
+    const char *const cases[] = {"",
+                                 "plain",
+                                 "q\"uote",
+                                 "back\\slash",
+                                 "sl/ash",
+                                 "tab\tnl\n",
+                                 "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\xa6",
+                                 ctl,
+                                 "\x7f"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct dynbuf b = {.max = 4096};
+        jsonutil_add_string(&b, cases[i]);
+        json_t *v = json_string(cases[i]);
+        char *want = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        CHECK(b.err == DYNBUF_OK);
+        CHECK(want != NULL && b.s != NULL && strcmp(b.s, want) == 0);
+        free(want);
+        json_decref(v);
+        dynbuf_cleanup(&b);
+    }
+    struct dynbuf b = {.max = 16};
+    jsonutil_add_string(&b, NULL);
+    CHECK(b.s != NULL && strcmp(b.s, "null") == 0);
+    dynbuf_cleanup(&b);
+}
+
 int main(void)
 {
     RUN(test_jsonutil_depth_limit_before_parsing);
     RUN(test_jsonutil_accepts_objects);
     RUN(test_jsonutil_refuses_hostile_input);
     RUN(test_jsonutil_top_level_must_be_object);
+    RUN(test_jsonutil_add_string_matches_jansson);
     return check_summary();
 }
