@@ -47,6 +47,11 @@ struct mysql_cluster {
     pthread_cond_t stop_cv;
     bool monitor_started, stopping;
     bool autoinc_checked; /* warn_autoinc ran */
+    /* The node the monitor found usable at its last look (-1: none). Writes move back only when
+     * the same node is usable at two looks in a row: a Galera node resumed after SIGSTOP still
+     * reports Synced and Primary for a moment before it notices it was evicted, and a move in
+     * that moment sends writes to a node about to leave the cluster. */
+    int failback_seen;
 };
 
 /* Every cluster of the process, and their mutable parts except `writer`. */
@@ -83,6 +88,7 @@ int store_mysql_cluster_acquire(const struct store_mysql_url *u, unsigned lock_w
         c->url = *u;
         c->lock_wait_s = lock_wait_s;
         atomic_init(&c->writer, -1);
+        c->failback_seen = -1;
         pthread_cond_init(&c->stop_cv, NULL);
         /* Without the monitor, writes still fail over; they only do not come back by themselves. */
         c->monitor_started = pthread_create(&c->monitor, NULL, monitor_main, c) == 0;
@@ -434,6 +440,7 @@ static void *monitor_main(void *arg)
         pthread_cond_timedwait(&c->stop_cv, &clusters_mu, &until);
         int w = atomic_load(&c->writer);
         if (c->stopping || w <= 0) {
+            c->failback_seen = -1; /* a later failover starts counting afresh */
             continue;
         }
         int64_t now = time_mono_ms();
@@ -457,8 +464,10 @@ static void *monitor_main(void *arg)
             }
         }
         pthread_mutex_lock(&clusters_mu);
+        bool seen_before = back >= 0 && back == c->failback_seen;
+        c->failback_seen = back;
         int expected = w;
-        if (back >= 0 && !c->stopping &&
+        if (seen_before && !c->stopping &&
             atomic_compare_exchange_strong(&c->writer, &expected, back)) {
             /* Every connection of this process follows at its next transaction
              * (store_mysql_off_writer). */
