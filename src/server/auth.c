@@ -709,6 +709,10 @@ void auth_principal_clear(struct auth_principal *p)
     p->sub[0] = '\0';
     p->n_scopes = 0;
     p->exp_ms = 0;
+    /* Every field but the scope array: a stale ticket nonce would make a plain subscribe claim
+     * a nonce that is not its own. */
+    p->ticket_nonce[0] = '\0';
+    p->ticket_exp_ms = 0;
 }
 
 /* Copies the used part only: the whole struct is ~17 KiB, a token a few scopes. */
@@ -719,6 +723,8 @@ static void principal_copy(struct auth_principal *dst, const struct auth_princip
     memcpy(dst->scopes, src->scopes, src->n_scopes * sizeof src->scopes[0]);
     dst->n_scopes = src->n_scopes;
     dst->exp_ms = src->exp_ms;
+    memcpy(dst->ticket_nonce, src->ticket_nonce, sizeof dst->ticket_nonce);
+    dst->ticket_exp_ms = src->ticket_exp_ms;
 }
 
 int auth_authenticate(const struct auth *a, const char *authorization, int64_t now_ms,

@@ -35,7 +35,7 @@ struct auth_principal {
     int64_t ticket_exp_ms;
 };
 
-/* Empties a principal (no tenant, no scopes) without writing its whole scope array. */
+/* Empties a principal (no tenant, no scopes, no ticket) without writing its whole scope array. */
 void auth_principal_clear(struct auth_principal *p);
 
 struct auth;

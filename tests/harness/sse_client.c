@@ -370,6 +370,10 @@ bool subscribe(struct sse *s, const struct roostd *d, const char *tok, const cha
     char *path = h_fmt("/api/v1/agents/%s/subscribe", agent);
     int st = sse_open(s, d, path, tok, NULL, 0);
     free(path);
+    if (st != 200) {
+        fprintf(stderr, "  subscribe %s: status %d\n", agent, st);
+        return false;
+    }
     struct sse_ev ev;
-    return st == 200 && sse_next(s, &ev, 5000) == 1 && ev.has_retry && expect_ping(s, head, 5000);
+    return sse_next(s, &ev, 5000) == 1 && ev.has_retry && expect_ping(s, head, 5000);
 }
