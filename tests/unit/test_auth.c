@@ -201,6 +201,28 @@ static void test_auth_valid_token_fills_principal(void)
     CHECK_EQ(p.exp_ms, INT64_C(1700000300500));
 }
 
+/* roostd allocates a request without zeroing its principal (~17 KiB): authentication must leave
+ * no field from whatever the memory held before, above all no ticket nonce, which would make a
+ * plain subscribe claim a nonce that is not its own. Fresh and cached verification alike. */
+static void test_auth_principal_has_no_stale_fields(void)
+{
+    static const char claims[] = "{\"tenant\":\"t\",\"exp\":1700000300,"
+                                 "\"scope\":\"agent:stale.a:read\"}";
+    for (int pass = 0; pass < 2; pass++) {
+        struct auth_principal p;
+        memset(&p, 0xA5, sizeof p);
+        CHECK(auth_claims(claims, &p) == ROOST_OK);
+        CHECK_EQ(p.ticket_nonce[0], '\0');
+        CHECK_EQ(p.ticket_exp_ms, 0);
+        CHECK_EQ(p.n_scopes, 1);
+        memset(&p, 0xA5, sizeof p);
+        auth_principal_clear(&p);
+        CHECK_STREQ(p.tenant_id, "");
+        CHECK_EQ(p.ticket_nonce[0], '\0');
+        CHECK_EQ(p.ticket_exp_ms, 0);
+    }
+}
+
 static void test_auth_time_claims_with_skew(void)
 {
     /* exp: valid until exp + 60 s, exclusive. */
@@ -985,6 +1007,7 @@ int main(void)
     RUN(test_auth_load_key_errors);
     RUN(test_auth_key_creation_race);
     RUN(test_auth_valid_token_fills_principal);
+    RUN(test_auth_principal_has_no_stale_fields);
     RUN(test_auth_time_claims_with_skew);
     RUN(test_auth_cached_token_still_expires);
     RUN(test_auth_tenant_sub_scope_claims);
