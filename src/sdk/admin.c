@@ -186,6 +186,22 @@ int roost_admin_quarantine_inspect(struct roost_client *c, const char *event_id,
     return rc;
 }
 
+/* Reads a bulk answer {"<key>": N, "more": bool} into the caller's outputs. */
+static int count_more(struct roost_client *c, json_t *resp, const char *key, const char *what,
+                      int64_t *count_out, bool *more_out)
+{
+    json_t *n = json_object_get(resp, key);
+    if (!json_is_integer(n)) {
+        return sdk_shape_fail(c, ROOST_EPROTO, what);
+    }
+    if (count_out != NULL) {
+        *count_out = json_integer_value(n);
+    }
+    if (more_out != NULL) {
+        *more_out = json_is_true(json_object_get(resp, "more"));
+    }
+    return ROOST_OK;
+}
 int roost_admin_quarantine_purge(struct roost_client *c, const char *agent_id, const char *event_id,
                                  int limit, int64_t *purged_out, bool *more_out)
 {
@@ -232,17 +248,7 @@ int roost_admin_quarantine_purge(struct roost_client *c, const char *agent_id, c
     if ((rc = sdk_request_json(c, "POST", p.s, body, 0, &resp)) != ROOST_OK) {
         goto out;
     }
-    json_t *n = json_object_get(resp, "purged");
-    if (!json_is_integer(n)) {
-        rc = sdk_shape_fail(c, ROOST_EPROTO, "purge");
-        goto out;
-    }
-    if (purged_out != NULL) {
-        *purged_out = json_integer_value(n);
-    }
-    if (more_out != NULL) {
-        *more_out = json_is_true(json_object_get(resp, "more"));
-    }
+    rc = count_more(c, resp, "purged", "purge", purged_out, more_out);
 out:
     json_decref(body);
     json_decref(resp);
@@ -280,17 +286,7 @@ int roost_admin_quarantine_requeue_all(struct roost_client *c, const char *agent
         ROOST_OK) {
         goto out;
     }
-    json_t *n = json_object_get(resp, "requeued");
-    if (!json_is_integer(n)) {
-        rc = sdk_shape_fail(c, ROOST_EPROTO, "requeue");
-        goto out;
-    }
-    if (requeued_out != NULL) {
-        *requeued_out = json_integer_value(n);
-    }
-    if (more_out != NULL) {
-        *more_out = json_is_true(json_object_get(resp, "more"));
-    }
+    rc = count_more(c, resp, "requeued", "requeue", requeued_out, more_out);
 out:
     json_decref(body);
     json_decref(resp);

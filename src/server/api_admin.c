@@ -386,24 +386,35 @@ static void done_requeue_all(struct job *job)
         json_pack("{s:I, s:b}", "requeued", (json_int_t)op->requeued, "more", op->has_more));
 }
 
-void api_admin_requeue_all(struct request *rq)
+/* The body of the bulk operations, {"agent_id"?, "limit"?}: agent_id must be a valid agent id;
+ * limit (read only when with_limit) lies in 1..max, dflt when absent. False: answered already. */
+static bool body_agent_limit(struct request *rq, bool with_limit, int64_t max, int64_t dflt,
+                             const char **agent, int64_t *limit)
 {
     static const char *const allowed[] = {"agent_id", "limit", NULL};
     const char *bad = NULL;
     if (body_only_fields(rq->body, allowed, &bad) != ROOST_OK) {
         request_reply_error(rq, ROOST_EUNKNOWNFIELD, NULL, json_pack("{s:s}", "field", bad));
-        return;
+        return false;
     }
+    if (body_str(rq->body, "agent_id", STORE_ID_MAX, ROOST_EAGENTID, agent) != ROOST_OK ||
+        (*agent && !ids_valid_name(*agent, strlen(*agent)))) {
+        request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
+        return false;
+    }
+    int rc;
+    if (with_limit && (rc = body_int(rq->body, "limit", 1, max, dflt, ROOST_ELIMIT, limit))) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return false;
+    }
+    return true;
+}
+
+void api_admin_requeue_all(struct request *rq)
+{
     const char *agent = NULL;
     int64_t limit = 0;
-    int rc;
-    if ((rc = body_str(rq->body, "agent_id", STORE_ID_MAX, ROOST_EAGENTID, &agent)) ||
-        (agent && !ids_valid_name(agent, strlen(agent)))) {
-        request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
-        return;
-    }
-    if ((rc = body_int(rq->body, "limit", 1, ADMIN_MAX_LIMIT, 100, ROOST_ELIMIT, &limit))) {
-        request_reply_error(rq, rc, NULL, NULL);
+    if (!body_agent_limit(rq, true, ADMIN_MAX_LIMIT, 100, &agent, &limit)) {
         return;
     }
     struct admin_op *op = admin_op_new(rq);
@@ -485,27 +496,13 @@ static void done_purge(struct job *job)
 void api_admin_purge(struct request *rq)
 {
     bool one = rq->event_id[0] != '\0';
-    static const char *const allowed[] = {"agent_id", "limit", NULL};
-    const char *bad = NULL;
     if (one && json_object_size(rq->body) != 0) {
         request_reply_error(rq, ROOST_EUNKNOWNFIELD, "purge of one event takes no body", NULL);
         return;
     }
-    if (body_only_fields(rq->body, allowed, &bad) != ROOST_OK) {
-        request_reply_error(rq, ROOST_EUNKNOWNFIELD, NULL, json_pack("{s:s}", "field", bad));
-        return;
-    }
     const char *agent = NULL;
     int64_t limit = 1;
-    int rc;
-    if ((rc = body_str(rq->body, "agent_id", STORE_ID_MAX, ROOST_EAGENTID, &agent)) ||
-        (agent && !ids_valid_name(agent, strlen(agent)))) {
-        request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
-        return;
-    }
-    if (!one &&
-        (rc = body_int(rq->body, "limit", 1, PURGE_MAX_LIMIT, 1000, ROOST_ELIMIT, &limit))) {
-        request_reply_error(rq, rc, NULL, NULL);
+    if (!body_agent_limit(rq, !one, PURGE_MAX_LIMIT, 1000, &agent, &limit)) {
         return;
     }
     struct admin_op *op = admin_op_new(rq);

@@ -248,6 +248,13 @@ void api_callbacks_add(struct request *rq)
 
 /* ---- GET /agents/{agent}/callbacks and GET /admin/endpoints ---- */
 
+/* One page of a listing: {"<key>": items, "next": the last id when more follow, else null}. */
+static void reply_page(struct hook_op *op, const char *key, json_t *items, const char *last_id)
+{
+    json_t *next = op->has_more && last_id != NULL ? json_string(last_id) : json_null();
+    request_reply_json(op->rq, 200, json_pack("{s:o, s:o}", key, items, "next", next));
+}
+
 static int run_list(struct job *job, struct store *st)
 {
     struct hook_op *op = (struct hook_op *)job;
@@ -267,9 +274,7 @@ static void done_list(struct job *job)
     for (size_t i = 0; arr != NULL && i < op->n; i++) {
         json_array_append_new(arr, endpoint_json(&op->list[i]));
     }
-    json_t *next =
-        op->has_more && op->n > 0 ? json_string(op->list[op->n - 1].endpoint_id) : json_null();
-    request_reply_json(op->rq, 200, json_pack("{s:o, s:o}", "endpoints", arr, "next", next));
+    reply_page(op, "endpoints", arr, op->n > 0 ? op->list[op->n - 1].endpoint_id : NULL);
 }
 
 /* Lists the tenant's endpoints, of agent_id only when it is not NULL (event_id carries it). */
@@ -422,9 +427,7 @@ static void done_attempts(struct job *job)
     for (size_t i = 0; arr != NULL && i < op->n; i++) {
         json_array_append_new(arr, attempt_json(&op->attempts[i]));
     }
-    json_t *next =
-        op->has_more && op->n > 0 ? json_string(op->attempts[op->n - 1].attempt_id) : json_null();
-    request_reply_json(op->rq, 200, json_pack("{s:o, s:o}", "attempts", arr, "next", next));
+    reply_page(op, "attempts", arr, op->n > 0 ? op->attempts[op->n - 1].attempt_id : NULL);
 }
 
 void api_admin_endpoint_attempts(struct request *rq)
