@@ -62,9 +62,23 @@ static void hist_observe(struct hist *h, double v)
 
 /* The store ops a job can name; anything else is "other" (a fixed label set). */
 static const char *const store_ops[] = {
-    "publish",          "inbox_read",  "claim",  "ack",       "ack_batch", "release",
-    "extend",           "release_all", "state",  "scheduler", "retention", "admin",
-    "metrics_snapshot", "ready",       "commit", "other",
+    "publish",
+    "inbox_read",
+    "claim",
+    "ack",
+    "ack_batch",
+    "release",
+    "extend",
+    "release_all",
+    "state",
+    "scheduler",
+    "retention",
+    "admin",
+    "metrics_snapshot",
+    "ready",
+    "commit",
+    "webhook_dispatch",
+    "other",
 };
 #define N_STORE_OPS (sizeof store_ops / sizeof store_ops[0])
 
