@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The webhook dispatcher of one store (webhooks.h). A thread with its own store connection and a
- * libcurl multi handle: every webhooks.poll_ms it lists the active endpoints and, for each with
- * room (webhooks.max_in_flight, webhooks.max_per_s), claims that agent's events under a lease
- * and starts their POSTs; finished transfers are acked (2xx) or released with the retry
+ * libcurl multi handle that keeps the active endpoints in memory and waits for work (see run()):
+ * for an endpoint woken by an inbox change of its agent, with room (webhooks.max_in_flight,
+ * webhooks.max_per_s), it claims that agent's events under a lease and starts their POSTs;
+ * finished transfers are acked (2xx) or released with the retry
  * schedule, and every attempt is logged. Transfers run side by side in the multi handle, each
  * with its own timeout, so one slow endpoint never delays another. The inbox lease is the only
  * lock: any number of nodes run a dispatcher on the same store, and a delivery interrupted by a
@@ -29,7 +30,7 @@
 #include "common/banned.h"
 
 #define CONSUMER "roostd-webhooks"
-/* Endpoints listed per store round trip while polling. */
+/* Endpoints listed per store round trip while reading the list. */
 #define POLL_PAGE 64
 /* The attempt log is pruned this often, this many rows per statement. */
 #define PRUNE_EVERY_MS 60000
