@@ -509,6 +509,8 @@ static int64_t serve_dirty(struct webhooks *w, int64_t cap_ms)
         }
         if (s->retry_ms > now) {
             wait = s->retry_ms - now < wait ? s->retry_ms - now : wait;
+        } else if (ep_room(w, &w->eps[i]) > 0) {
+            wait = 0; /* the claim stopped at its byte budget: the rest at once */
         } else if (w->max_per_s > 0 && s->in_flight < w->max_in_flight) {
             /* Out of rate tokens: the next one comes within 1/max_per_s s. */
             int64_t t = 1000 / w->max_per_s + 1;
