@@ -22,7 +22,8 @@
     "i.claim_expires_at, i.attempts, i.timeouts, i.nacks, i.last_error, i.completed_at"
 
 /* The agents listing's counts through the state columns of migration 0007: inbox_open for
- * pending, scheduled and quarantined, inbox_lease for claimed. */
+ * pending, scheduled and quarantined, inbox_lease for claimed (or the agent's primary-key range,
+ * whichever the optimizer finds smaller). */
 #define MY_AGENT_STATS_COLS                                                                        \
     AGENT_STATS_COLS_BY("i.open_state = " ST_PENDING, "i.open_state = " ST_SCHEDULED,              \
                         "i.lease_expires_at IS NOT NULL", "i.open_state = " ST_QUARANTINED)
@@ -97,9 +98,10 @@ const char *const store_mysql_sql[S_COUNT] = {
     [S_EXTEND_UPDATE] = "UPDATE inbox SET claim_expires_at = ?"
                         " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_CLAIMED
                         " AND lease_token = ?",
-    /* tenant, agent, consumer: the leases are read without locks (inbox_lease holds every
-     * claimed row, of every agent: a locking walk would wait on other agents' claims), then
-     * released by primary key, each conditional on the lease read. */
+    /* tenant, agent, consumer: the leases are read without locks, then released by primary key,
+     * each conditional on the lease read. The read walks the smaller of the agent's primary-key
+     * range and inbox_lease (every claimed row, of every agent: a locking walk of it would wait
+     * on other agents' claims). */
     [S_RELEASE_ALL_SELECT] = "SELECT seq, lease_token FROM inbox WHERE lease_expires_at IS NOT NULL"
                              " AND tenant_id = ? AND agent_id = ? AND consumer = ?",
     /* tenant, agent */
@@ -166,7 +168,8 @@ const char *const store_mysql_sql[S_COUNT] = {
     /* low id, high id, cut */
     [S_CHANGES_PRUNE] = "DELETE FROM roost_changes WHERE id BETWEEN ? AND ? AND at_ms < ?",
     /* The quarantine through inbox_open: ready_priority is NULL on every quarantined row, so
-     * (agent_id, ready_priority DESC, seq) is (agent_id, seq) order with no sort step. */
+     * (agent_id, ready_priority DESC, seq) is (agent_id, seq) order with no sort step, and
+     * "ready_priority IS NULL" pins that key part for a range on seq. */
     /* tenant, after_agent, after_agent, after_seq, limit */
     [S_QLIST_ALL] =
         "SELECT " EVCOLS " FROM inbox"
@@ -176,7 +179,7 @@ const char *const store_mysql_sql[S_COUNT] = {
     [S_QLIST_AGENT] = "SELECT " EVCOLS " FROM inbox"
                       " WHERE open_state = " ST_QUARANTINED " AND tenant_id = ? AND agent_id = ?"
                       " AND ready_priority IS NULL AND seq > ?"
-                      " ORDER BY ready_priority DESC, seq LIMIT ?",
+                      " ORDER BY seq LIMIT ?",
     /* event_id, tenant */
     [S_REQ_FIND] = "SELECT agent_id, status FROM inbox WHERE event_id = ? AND tenant_id = ?",
     /* now, now, event_id, tenant: a requeued event whose TTL has passed would expire again at
