@@ -16,6 +16,7 @@
 #include "harness/check.h"
 #include "mysql/mysql_testutil.h"
 #include "store/store.h"
+#include "store/store_sql.h"
 
 #include "common/banned.h"
 
@@ -1048,29 +1049,31 @@ static void test_store_mysql_migration_0007_backfills(const char *url)
     CHECK(mysql_testutil_exec(db, "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at,"
                                   " updated_at) VALUES ('" TA "', 'bf', 8, 0, 0)") == 0);
     /* seq 1 completed, 2 pending, 3 pending at priority 5, 4 scheduled, 5 claimed (lease until
-     * T0 + 1000), 6 quarantined, 7 pending with a TTL (T0 + 500) */
+     * T0 + 1000), 6 quarantined, 7 pending with a TTL (T0 + 500). The statuses come from
+     * store_sql.h, so this also checks the numbers 0007's generated columns were written with. */
     CHECK(mysql_testutil_exec(
               db, "INSERT INTO inbox (tenant_id, agent_id, seq, event_id, status, priority,"
                   " created_at, available_at, expires_at, claimed_at, claim_expires_at,"
                   " lease_token, attempts) VALUES"
-                  " ('" TA "', 'bf', 1, 'evt_bf1', 3, 0, " T0_SQL ", " T0_SQL ", NULL, " T0_SQL
-                  ", " T0_SQL " + 1000, 'tok1', 1),"
-                  " ('" TA "', 'bf', 2, 'evt_bf2', 1, 0, " T0_SQL ", " T0_SQL
+                  " ('" TA "', 'bf', 1, 'evt_bf1', " ST_COMPLETED ", 0, " T0_SQL ", " T0_SQL
+                  ", NULL, " T0_SQL ", " T0_SQL " + 1000, 'tok1', 1),"
+                  " ('" TA "', 'bf', 2, 'evt_bf2', " ST_PENDING ", 0, " T0_SQL ", " T0_SQL
                   ", NULL, NULL, NULL, NULL, 0),"
-                  " ('" TA "', 'bf', 3, 'evt_bf3', 1, 5, " T0_SQL ", " T0_SQL
+                  " ('" TA "', 'bf', 3, 'evt_bf3', " ST_PENDING ", 5, " T0_SQL ", " T0_SQL
                   " + 1, NULL, NULL, NULL, NULL, 0),"
-                  " ('" TA "', 'bf', 4, 'evt_bf4', 0, 0, " T0_SQL ", " T0_SQL
+                  " ('" TA "', 'bf', 4, 'evt_bf4', " ST_SCHEDULED ", 0, " T0_SQL ", " T0_SQL
                   " + 60000, NULL, NULL, NULL, NULL, 0),"
-                  " ('" TA "', 'bf', 5, 'evt_bf5', 2, 0, " T0_SQL ", " T0_SQL ", NULL, " T0_SQL
-                  ", " T0_SQL " + 1000, 'tok5', 1),"
-                  " ('" TA "', 'bf', 6, 'evt_bf6', 4, 0, " T0_SQL ", " T0_SQL
+                  " ('" TA "', 'bf', 5, 'evt_bf5', " ST_CLAIMED ", 0, " T0_SQL ", " T0_SQL
+                  ", NULL, " T0_SQL ", " T0_SQL " + 1000, 'tok5', 1),"
+                  " ('" TA "', 'bf', 6, 'evt_bf6', " ST_QUARANTINED ", 0, " T0_SQL ", " T0_SQL
                   ", NULL, NULL, NULL, NULL, 3),"
-                  " ('" TA "', 'bf', 7, 'evt_bf7', 1, 0, " T0_SQL ", " T0_SQL ", " T0_SQL
-                  " + 500, NULL, NULL, NULL, 0)") == 0);
+                  " ('" TA "', 'bf', 7, 'evt_bf7', " ST_PENDING ", 0, " T0_SQL ", " T0_SQL
+                  ", " T0_SQL " + 500, NULL, NULL, NULL, 0)") == 0);
 
     /* Applied, then applied again as after an interruption: the same columns either way. */
-    static const char want[] = "1:-,-,-,-,-;2:1,0,-,-,-;3:1,5,-,-,-;4:0,-,-,60000,-;"
-                               "5:-,-,1000,-,-;6:4,-,-,-,-;7:1,0,-,-,500;";
+    static const char want[] = "1:-,-,-,-,-;2:" ST_PENDING ",0,-,-,-;3:" ST_PENDING ",5,-,-,-;"
+                               "4:" ST_SCHEDULED ",-,-,60000,-;5:-,-,1000,-,-;"
+                               "6:" ST_QUARANTINED ",-,-,-,-;7:" ST_PENDING ",0,-,-,500;";
     char got[512];
     CHECK_RC(st, st->ops->migrate(st), ROOST_OK);
     state_columns(db, got, sizeof got);
@@ -1118,8 +1121,8 @@ static void test_store_mysql_migration_0007_backfills(const char *url)
     CHECK_RC(st, st->ops->commit(st), ROOST_OK);
     store_touches_cleanup(&touched);
     state_columns(db, got, sizeof got);
-    CHECK_STREQ(got, "1:-,-,-,-,-;2:-,-,30100,-,-;3:-,-,30100,-,-;4:1,0,-,-,-;5:1,0,-,-,-;"
-                     "6:4,-,-,-,-;7:-,-,30100,-,-;");
+    CHECK_STREQ(got, "1:-,-,-,-,-;2:-,-,30100,-,-;3:-,-,30100,-,-;4:" ST_PENDING ",0,-,-,-;"
+                     "5:" ST_PENDING ",0,-,-,-;6:" ST_QUARANTINED ",-,-,-,-;7:-,-,30100,-,-;");
     mysql_close(db);
     store_close(st);
 }
