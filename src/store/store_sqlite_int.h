@@ -103,7 +103,8 @@ static inline struct sqlite_store *store_sqlite_backend(struct store *st)
 extern const struct store_dialect store_sqlite_dialect;
 
 /* Records the failure detail and maps the driver code: busy/locked → ROOST_ERETRY (the caller
- * retries the transaction), out of memory → ROOST_ENOMEM, anything else → ROOST_ESTORE. */
+ * retries the transaction), out of memory → ROOST_ENOMEM, an I/O error or a full disk →
+ * ROOST_EUNAVAILABLE (retryable; nothing was committed), anything else → ROOST_ESTORE. */
 int store_sqlite_fail(struct sqlite_store *b, int src, const char *what);
 /* Returns the cached statement `id`, reset and with its bindings cleared. */
 int store_sqlite_prep(struct sqlite_store *b, enum stmt_id id, sqlite3_stmt **out);
