@@ -25,6 +25,7 @@ enum stmt_id {
     S_TENANT_ENSURE,
     S_IDEM_FIND,
     S_SEQ_ALLOC,
+    S_SEQ_ALLOC_MANY,
     S_SEQ_NEXT,
     S_INBOX_INSERT,
     S_STATE_PATCH,
