@@ -79,8 +79,9 @@ for f in "$OUT"/cg.out.$PID.1-*; do
 done
 requests=$(grep -c 'msg="request"' "$OUT/roostd.log" || true)
 claims=$(grep -c 'route=claim status=200' "$OUT/roostd.log" || true)
+writes=$(sed -n 's/.*msg="store writes".* commits=\([0-9]*\) write_jobs=\([0-9]*\).*/commits=\1 write_jobs=\2/p' "$OUT/roostd.log" | tail -1)
 echo "$(sed -n 's/^RESULT //p;s/^fanout //p' "$OUT/load.txt")"
-echo "acked=$ACKED requests=$requests claims=$claims loop_ir=$loop writer_ir=$writer other_ir=$other"
+echo "acked=$ACKED requests=$requests claims=$claims $writes loop_ir=$loop writer_ir=$writer other_ir=$other"
 if [ "${ACKED:-0}" -gt 0 ]; then
     echo "per_cycle: loop=$((loop / ACKED)) writer=$((writer / ACKED)) other=$((other / ACKED))" \
         "all=$(((loop + writer + other) / ACKED))"

@@ -66,9 +66,9 @@ const char *const store_sqlite_sql[S_COUNT] = {
                      " WHERE tenant_id = ?1 AND agent_id = ?2",
     [S_READ] = "SELECT " EVCOLS " FROM inbox"
                " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4",
-    /* An exact-match walk of inbox_claim in claim order (no sort step), whole rows: the claim's
-     * UPDATE then needs no RETURNING (each would buffer its rows in a temporary B-tree). The walk
-     * stops at the first row over the byte budget. */
+    /* A walk of inbox_claim (pending rows only) in claim order (no sort step), whole rows: the
+     * claim's UPDATE then needs no RETURNING (each would buffer its rows in a temporary B-tree).
+     * The walk stops at the first row over the byte budget. */
     [S_CLAIM_SELECT] = "SELECT " EVCOLS " FROM inbox"
                        " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_PENDING
                        " AND (expires_at IS NULL OR expires_at > ?3)"
@@ -164,18 +164,18 @@ const char *const store_sqlite_sql[S_COUNT] = {
         " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_QUARANTINED " LIMIT ?3)",
     [S_PURGE_ALL] = "DELETE FROM inbox WHERE rowid IN (SELECT rowid FROM inbox"
                     " WHERE tenant_id = ?1 AND status = " ST_QUARANTINED " LIMIT ?3)",
-    /* Metrics: one walk per status over that status's partial index (0002 for pending), so the
-     * completed history is never read; INDEXED BY because the planner would rather walk
-     * inbox_claim, every row, to get tenant order for free. */
+    /* Metrics: one walk per status over that status's partial index (inbox_claim for pending,
+     * migration 0005), so the completed history is never read; INDEXED BY because the planner
+     * may rather walk the primary key, every row, to get tenant order for free. */
     [S_MET_PENDING] = "SELECT tenant_id, count(*), min(available_at) FROM inbox"
-                      " INDEXED BY inbox_pending WHERE status = " ST_PENDING " GROUP BY tenant_id",
+                      " INDEXED BY inbox_claim WHERE status = " ST_PENDING " GROUP BY tenant_id",
     [S_MET_SCHEDULED] = "SELECT tenant_id, count(*), 0 FROM inbox INDEXED BY inbox_due"
                         " WHERE status = " ST_SCHEDULED " GROUP BY tenant_id",
     [S_MET_CLAIMED] = "SELECT tenant_id, count(*), min(claimed_at) FROM inbox"
                       " INDEXED BY inbox_scavenge WHERE status = " ST_CLAIMED " GROUP BY tenant_id",
     [S_MET_QUARANTINED] = "SELECT tenant_id, count(*), 0 FROM inbox INDEXED BY inbox_quarantine"
                           " WHERE status = " ST_QUARANTINED " GROUP BY tenant_id",
-    [S_MET_AGENTS] = "SELECT tenant_id, agent_id, count(*) AS n FROM inbox INDEXED BY inbox_pending"
+    [S_MET_AGENTS] = "SELECT tenant_id, agent_id, count(*) AS n FROM inbox INDEXED BY inbox_claim"
                      " WHERE status = " ST_PENDING " GROUP BY tenant_id, agent_id"
                      " ORDER BY n DESC, tenant_id, agent_id LIMIT ?1",
     [S_KEY_ADD] = "INSERT INTO keys (tenant_id, key_id, agent_id, alg, material, created_at)"
@@ -1451,6 +1451,7 @@ const struct store_ops store_sqlite_ops = {
     .claim = store_lifecycle_claim,
     .ack = store_lifecycle_ack,
     .publish_batch = store_lifecycle_publish_batch,
+    .claim_batch = store_lifecycle_claim_batch,
     .release = store_lifecycle_release,
     .extend = store_lifecycle_extend,
     .release_all = store_lifecycle_release_all,
