@@ -8,6 +8,7 @@
 #
 #   scripts/callgrind_cycle.sh [BUILD_DIR] [OUT_DIR]
 #   CG_P, CG_C (2, 2), CG_RATE (200 events/s), CG_SECONDS (10), CG_ARGS (extra roostd flags),
+#   CG_LOAD_ARGS (extra roost_load flags, e.g. "--agents 1"),
 #   CG_FANOUT=N: instead of the cycle, one publish to N new recipients (the fan-out cost per
 #   recipient), with limits.max_recipients raised to N.
 set -eu
@@ -56,7 +57,7 @@ EOF
         --data-binary @"$OUT/body.json" "$URL/api/v1/events" | tee "$OUT/load.txt"
     ACKED=$FANOUT
 else
-    "$BIN/roost_load" --data-dir "$OUT/data" --producers "$P" --consumers "$C" --rate "$RATE" \
+    "$BIN/roost_load" --data-dir "$OUT/data" --producers "$P" --consumers "$C" ${CG_LOAD_ARGS:-} --rate "$RATE" \
         --seconds "$SECONDS_" --warmup 0 >"$OUT/load.txt" 2>&1
     ACKED=$(sed -n 's/^RESULT .* acked=\([0-9]*\) .*/\1/p' "$OUT/load.txt")
 fi
