@@ -3,7 +3,8 @@
  * long one durable commit takes in the directory under test, measured two ways, one after the
  * other, single-threaded: a 4 KiB write plus fdatasync of a preallocated file (the WAL once it
  * wraps), and a one-row SQLite transaction in WAL mode with synchronous=FULL (what roostd's writer
- * pays per group commit, less its statements). Prints commits/s, p50 and p99. */
+ * pays per group commit, less its statements). Prints one RESULT line: per second, p50 and p99 of
+ * each (fdatasync_*, commit_*). */
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -31,11 +32,16 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The keys of the one RESULT line, filled by each probe. */
+static char result[512];
+
 static void report(const char *what, double *lat, size_t n, double seconds)
 {
     qsort(lat, n, sizeof *lat, cmp_double);
-    printf("RESULT probe=%s commits=%zu per_s=%.0f p50_us=%.0f p99_us=%.0f\n", what, n,
-           (double)n / seconds, n ? lat[n / 2] * 1e6 : 0.0, n ? lat[n * 99 / 100] * 1e6 : 0.0);
+    size_t len = strlen(result);
+    snprintf(result + len, sizeof result - len, " %s_per_s=%.0f %s_p50_us=%.0f %s_p99_us=%.0f",
+             what, (double)n / seconds, what, n ? lat[n / 2] * 1e6 : 0.0, what,
+             n ? lat[n * 99 / 100] * 1e6 : 0.0);
 }
 
 static int probe_fdatasync(const char *dir, double seconds, double *lat)
@@ -71,7 +77,7 @@ static int probe_fdatasync(const char *dir, double seconds, double *lat)
     }
     close(fd);
     unlink(path);
-    report("fdatasync_4k", lat, n, seconds);
+    report("fdatasync", lat, n, seconds);
     return 0;
 }
 
@@ -114,7 +120,7 @@ static int probe_sqlite(const char *dir, double seconds, double *lat)
     unlink(side);
     snprintf(side, sizeof side, "%s-shm", path);
     unlink(side);
-    report("sqlite_full_commit", lat, n, seconds);
+    report("commit", lat, n, seconds);
     return rc == SQLITE_OK ? 0 : -1;
 }
 
@@ -132,5 +138,6 @@ int main(int argc, char **argv)
     int rc = probe_fdatasync(argv[1], seconds, lat);
     rc |= probe_sqlite(argv[1], seconds, lat);
     free(lat);
+    printf("RESULT tool=fsync_probe seconds=%.1f%s\n", seconds, result);
     return rc == 0 ? 0 : 1;
 }
