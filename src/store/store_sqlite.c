@@ -59,6 +59,13 @@ const char *const store_sqlite_sql[S_COUNT] = {
                        " correlation_id, idempotency_key, payload, created_at, available_at,"
                        " expires_at)"
                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    /* The rows of one item (everything but agent, seq and event id in common) in one statement:
+     * ?8 is [[agent, seq, event_id], …]; batch rows never carry an idempotency key. */
+    [S_INBOX_INSERT_MANY] =
+        "INSERT INTO inbox (tenant_id, agent_id, seq, event_id, status, priority,"
+        " correlation_id, payload, created_at, available_at, expires_at)"
+        " SELECT ?1, value ->> 0, value ->> 1, value ->> 2, ?2, ?3, ?4, ?5, ?6, ?7, ?9"
+        " FROM json_each(?8)",
     [S_STATE_PATCH] = "UPDATE agents SET state = json_patch(state, ?3), state_cursor = ?4,"
                       " updated_at = ?5 WHERE tenant_id = ?1 AND agent_id = ?2"
                       " RETURNING length(state)",
@@ -447,6 +454,94 @@ static int seq_take_many(struct store *st, struct store_new_row *rows, const str
     return rc < 0 ? rc : ROOST_OK;
 }
 
+/* Rows of the same item: equal in every column but agent, seq and event id (the lifecycle
+ * hands every row of an item the item's own strings, so pointers compare). A row with an
+ * idempotency key (never one of a batch today) is its own item. */
+static bool same_item(const struct store_new_row *a, const struct store_new_row *b)
+{
+    return a->idempotency_key == NULL && b->idempotency_key == NULL &&
+           a->tenant_id == b->tenant_id && a->payload == b->payload &&
+           a->correlation_id == b->correlation_id && a->status == b->status &&
+           a->priority == b->priority && a->created_at_ms == b->created_at_ms &&
+           a->available_at_ms == b->available_at_ms && a->expires_at_ms == b->expires_at_ms;
+}
+
+/* The rows of one item (rows[idx[0..n)]) in one statement. */
+static int insert_item(struct store *st, const struct store_new_row *rows, const size_t *idx,
+                       size_t n)
+{
+    struct dynbuf j = {.max = SIZE_MAX};
+    dynbuf_addc(&j, '[');
+    for (size_t k = 0; k < n; k++) {
+        const struct store_new_row *r = &rows[idx[k]];
+        dynbuf_adds(&j, k > 0 ? ",[" : "[");
+        jsonutil_add_string(&j, r->agent_id);
+        dynbuf_addf(&j, ",%lld,", (long long)r->seq);
+        jsonutil_add_string(&j, r->event_id);
+        dynbuf_addc(&j, ']');
+    }
+    dynbuf_addc(&j, ']');
+    sqlite3_stmt *s;
+    int rc = j.err != DYNBUF_OK ? ROOST_ENOMEM : stmt(st, S_INBOX_INSERT_MANY, &s);
+    if (rc == ROOST_OK) {
+        const struct store_new_row *r = &rows[idx[0]];
+        bind_text(s, 1, r->tenant_id);
+        sqlite3_bind_int(s, 2, r->status);
+        sqlite3_bind_int(s, 3, r->priority);
+        bind_text(s, 4, r->correlation_id);
+        bind_text(s, 5, r->payload);
+        sqlite3_bind_int64(s, 6, r->created_at_ms);
+        sqlite3_bind_int64(s, 7, r->available_at_ms);
+        sqlite3_bind_text(s, 8, j.s, (int)j.len, SQLITE_STATIC);
+        bind_i64_or_null(s, 9, r->expires_at_ms);
+        rc = store_sqlite_run(store_sqlite_backend(st), s);
+    }
+    dynbuf_cleanup(&j);
+    return rc;
+}
+
+/* Inserts the rows, one statement per item: an item's rows are found by comparing with the first
+ * row of each item seen so far (a batch holds few items; past ITEMS_MAX the rest go one by one).
+ * A lone row of an item takes the plain prepared insert. */
+#define ITEMS_MAX 16
+static int insert_by_item(struct store *st, const struct store_new_row *rows, size_t n)
+{
+    size_t first[ITEMS_MAX], count[ITEMS_MAX] = {0}, n_items = 0;
+    size_t *item_of = malloc((n ? n : 1) * sizeof *item_of);
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    int rc = item_of != NULL && idx != NULL ? ROOST_OK : ROOST_ENOMEM;
+    for (size_t i = 0; rc == ROOST_OK && i < n; i++) {
+        size_t it = 0;
+        while (it < n_items && !same_item(&rows[first[it]], &rows[i])) {
+            it++;
+        }
+        if (it == n_items && n_items < ITEMS_MAX) {
+            first[n_items++] = i;
+        }
+        item_of[i] = it; /* ITEMS_MAX: no item, inserted alone */
+        if (it < ITEMS_MAX) {
+            count[it]++;
+        }
+    }
+    for (size_t it = 0; rc == ROOST_OK && it < n_items; it++) {
+        size_t m = 0;
+        for (size_t i = first[it]; i < n && m < count[it]; i++) {
+            if (item_of[i] == it) {
+                idx[m++] = i;
+            }
+        }
+        rc = m >= 2 ? insert_item(st, rows, idx, m) : sq_inbox_insert(st, &rows[idx[0]]);
+    }
+    for (size_t i = 0; rc == ROOST_OK && i < n; i++) {
+        if (item_of[i] == ITEMS_MAX) {
+            rc = sq_inbox_insert(st, &rows[i]);
+        }
+    }
+    free(item_of);
+    free(idx);
+    return rc;
+}
+
 /* A batch of rows sorted by (tenant, agent): each tenant ensured once, each agent's seqs taken
  * in one statement (its guess; the agents without one share one upsert), then one prepared
  * insert per row. The single write lock of the transaction orders everything (DESIGN §4.2). */
@@ -495,10 +590,7 @@ static int sq_insert_rows(struct store *st, struct store_new_row *rows, size_t n
         rc = seq_take_many(st, rows, miss, n_miss, now_ms);
     }
     free(miss);
-    for (size_t i = 0; rc == ROOST_OK && i < n; i++) {
-        rc = sq_inbox_insert(st, &rows[i]);
-    }
-    return rc;
+    return rc == ROOST_OK ? insert_by_item(st, rows, n) : rc;
 }
 
 /* A request with more than one row (a fan-out, several items) takes the batch path, so its

@@ -28,6 +28,7 @@ enum stmt_id {
     S_SEQ_ALLOC_MANY,
     S_SEQ_NEXT,
     S_INBOX_INSERT,
+    S_INBOX_INSERT_MANY,
     S_STATE_PATCH,
     S_AGENT_HEAD,
     S_READ,
