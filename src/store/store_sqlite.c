@@ -34,8 +34,8 @@ const char *const store_sqlite_sql[S_COUNT] = {
     [S_TENANT_ENSURE] = "INSERT OR IGNORE INTO tenants (tenant_id, created_at) VALUES (?1, ?2)",
     [S_IDEM_FIND] = "SELECT event_id, seq FROM inbox"
                     " WHERE tenant_id = ?1 AND agent_id = ?2 AND idempotency_key = ?3",
-    /* Allocates the agent's next seq under the write lock of this transaction (DESIGN §4.2). */
-    /* ?4 consecutive seqs; the first is returned. */
+    /* Allocates ?4 consecutive seqs of the agent under the write lock of this transaction
+     * (DESIGN §4.2) and returns the first. */
     [S_SEQ_ALLOC] = "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at, updated_at)"
                     " VALUES (?1, ?2, 1 + ?4, ?3, ?3)"
                     " ON CONFLICT (tenant_id, agent_id) DO UPDATE"
