@@ -173,7 +173,47 @@ fsync_bound() {
     done | sort -g |
         awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit } m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f (%.2f–%.2f)\n", m, v[1], v[NR] }'
 }
+# The CPU bound of a ratio, per run, from the CPU per full cycle measured in the same windows
+# (/proc utime + stime of each process, all threads; bench_lib.sh bench_cpu_sample). On a
+# saturated machine cycles/s ≈ (CPU ms/s available) ÷ (CPU ms per cycle of everything that runs),
+# so when roostd and its peer are both CPU-bound their ratio is ≈ (driver + peer) / (driver +
+# roostd), whatever share of the cores the other jobs left. mode "ratio" is that; mode "cores"
+# is the ceiling of roostd with every core its own, nproc × 1000 / (driver + roostd), over the
+# peer's measured cycles/s: for a peer that waits on the disk (direct SQLite), whose CPU says
+# nothing of its rate. Either is an upper bound of the ratio, as it counts no disk and no wait.
+cpu_bound() { # ROOSTD_SCENARIO PEER_SCENARIO ratio|cores
+    local r a b
+    for r in $(seq 1 "$RUNS"); do
+        a=$(grep "^scenario=$1 run=$r " "$RAW" | head -1 || true)
+        b=$(grep "^scenario=$2 run=$r " "$RAW" | head -1 || true)
+        [ -n "$a" ] && [ -n "$b" ] || continue
+        awk -v mode="$3" -v cpus="$(nproc)" -v ls="$(kv "$a" load_cpu_ms_per_cycle)" \
+            -v ss="$(kv "$a" server_cpu_ms_per_cycle)" -v lp="$(kv "$b" load_cpu_ms_per_cycle)" \
+            -v sp="$(kv "$b" server_cpu_ms_per_cycle)" -v np="$(kv "$b" cycles_per_s)" 'BEGIN {
+            if (ls == "" || ss == "" || lp == "" || ls + ss <= 0) exit
+            if (mode == "ratio") printf "%.3f\n", (lp + sp) / (ls + ss)
+            else if (np > 0) printf "%.3f\n", cpus * 1000 / (ls + ss) / np }'
+    done | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit } m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f (%.2f–%.2f)\n", m, v[1], v[NR] }'
+}
+# One row of the CPU table: median CPU ms per full cycle of the server and of the load tool, their
+# sum, and the cores they kept busy (cycles/s × sum).
+cpu_row() { # scenario, description, server name
+    local s=$1
+    grep -q "^scenario=$s " "$RAW" || return 0
+    local ld cy
+    local sv=0 svs=none
+    [ -z "$3" ] || { sv=$(median "$s" server_cpu_ms_per_cycle); svs=$sv; }
+    ld=$(median "$s" load_cpu_ms_per_cycle)
+    cy=$(median "$s" cycles_per_s)
+    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" "$cy" "$svs" "$ld" \
+        "$(awk -v a="$sv" -v b="$ld" 'BEGIN { if (b == "-" || a == "-") print "-"; else printf "%.3f", a + b }')" \
+        "$(awk -v a="$sv" -v b="$ld" -v c="$cy" 'BEGIN { if (b == "-" || a == "-" || c == "-") print "-"; else printf "%.2f", (a + b) * c / 1000 }')"
+}
 R_BOUND=$(fsync_bound)
+C_SQL=$(cpu_bound roostd_p2c2 sqlite_p2c2 cores)
+C_NULL=$(cpu_bound roostd_p8c8 null_p8c8 ratio)
+C_NULL_B=$(cpu_bound roostd_p8c8_batch null_p8c8_batch ratio)
 R_SQL=$(ratio roostd_p2c2 sqlite_p2c2)
 R_NULL=$(ratio roostd_p8c8 null_p8c8)
 R_NULL_B=$(ratio roostd_p8c8_batch null_p8c8_batch)
@@ -211,13 +251,37 @@ PACED_RATE=$(median roostd_paced publish_per_s)
     echo "statements); retries: \`roost_store_write_retries_total\` (a busy store); all over the window,"
     echo "per event acknowledged in it (summed over runs for retries and errors)."
     echo
-    echo "| target (BENCHMARKS.md) | measured, median (min–max) of per-run ratios | |"
-    echo "|---|---|---|"
-    echo "| roostd P2C2 ≥ 2× direct SQLite | $R_SQL | $(check "$R_SQL" ">=" 2) |"
-    echo "| roostd P8C8 ≥ 0.5× null server | $R_NULL | $(check "$R_NULL" ">=" 0.5) |"
-    echo "| (batch ack) roostd P8C8 / null server | $R_NULL_B | |"
-    echo "| fsync bound of roostd P8C8 / null server (disk: $(median fsync commit_per_s) FULL commits/s, p50 $(median fsync commit_p50_us) µs) | $R_BOUND | an upper bound |"
-    echo "| p99 ≤ 5 ms at $RATE ev/s (P2C2) | p99 $P99 ms, p50 $P50 ms, achieved $PACED_RATE publishes/s | $(check "$P99" "<=" 5) |"
+    echo "CPU per full cycle (ms, utime + stime from /proc over the window, all threads; medians over runs):"
+    echo "server = roostd or the null server, load = roost_load, or for direct SQLite the sqlite_direct"
+    echo "process, which is driver and database in one; cores busy = cycles/s × (server + load) / 1000,"
+    echo "of $(nproc) shared with whatever else runs (load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)."
+    echo
+    echo "| scenario | what | full cycles/s | server ms/cycle | load ms/cycle | sum | cores busy |"
+    echo "|---|---|---|---|---|---|---|"
+    cpu_row roostd_p2c2 "roostd, P2 C2, ack each" roostd
+    cpu_row roostd_p2c2_batch "roostd, P2 C2, batch ack" roostd
+    cpu_row roostd_p8c8 "roostd, P8 C8, ack each" roostd
+    cpu_row roostd_p8c8_batch "roostd, P8 C8, batch ack" roostd
+    cpu_row sqlite_p2c2 "direct SQLite, 1 row/txn, P2 C2" ""
+    cpu_row sqlite_p2c2_batch "direct SQLite, P2 C2, batch done" ""
+    cpu_row null_p2c2 "null server, P2 C2" null
+    cpu_row null_p2c2_batch "null server, P2 C2, batch ack" null
+    cpu_row null_p8c8 "null server, P8 C8, ack each" null
+    cpu_row null_p8c8_batch "null server, P8 C8, batch ack" null
+    echo
+    echo "| target (BENCHMARKS.md) | measured, median (min–max) of per-run ratios | CPU bound | fsync bound | |"
+    echo "|---|---|---|---|---|"
+    echo "| roostd P2C2 ≥ 2× direct SQLite | $R_SQL | $C_SQL | - | $(check "$R_SQL" ">=" 2) |"
+    echo "| roostd P8C8 ≥ 0.5× null server | $R_NULL | $C_NULL | $R_BOUND | $(check "$R_NULL" ">=" 0.5) |"
+    echo "| (batch ack) roostd P8C8 / null server | $R_NULL_B | $C_NULL_B | | |"
+    echo "| p99 ≤ 5 ms at $RATE ev/s (P2C2) | p99 $P99 ms, p50 $P50 ms, achieved $PACED_RATE publishes/s | | | $(check "$P99" "<=" 5) |"
+    echo
+    echo "CPU bound: P8C8, (load + null server) / (load + roostd) CPU ms per cycle, the ratio when both"
+    echo "sides are CPU-bound; P2C2, $(nproc) × 1000 / (load + roostd) CPU ms per cycle (all cores for"
+    echo "roostd and its driver) over direct SQLite's measured cycles/s, which wait on the disk. fsync"
+    echo "bound: the disk's FULL commit rate ($(median fsync commit_per_s) commits/s, p50 $(median fsync commit_p50_us) µs, bench/fsync_probe)"
+    echo "× 16 write jobs per commit / (2 + 1/events per claim) over the null server's cycles/s. Both are"
+    echo "per-run upper bounds; a target above a bound is out of reach in that run whatever roostd does."
 } >"$RESULTS"
 echo
 cat "$RESULTS"

@@ -15,7 +15,8 @@
 # And the measurement and its statistics, over the raw file RAW (one "scenario=S run=N key=value …"
 # line per measurement) and RUNS:
 #   bench_measure SCENARIO RUN ARGV…  runs one load tool (roost_load, sqlite_direct, mysql_direct),
-#                                    samples the server's counters (bench_counters) as the tool's
+#                                    samples the server's counters (bench_counters) and the CPU of
+#                                    the tool and of SERVER_PID (bench_cpu_sample) as the tool's
 #                                    measurement window opens and closes, appends the tool's
 #                                    RESULT keys and the counters per full cycle to RAW
 #   kv LINE KEY, median S KEY, range S KEY, total S KEY, ratio A B, check V OP T
@@ -141,6 +142,23 @@ bench_counters() {
     echo
 }
 
+# bench_cpu_ticks PID: utime + stime of the process, all its threads, in clock ticks ("" when it
+# is gone). The fields are counted after the command name, which may hold spaces.
+bench_cpu_ticks() {
+    [ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 0
+    sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12 + $13 }'
+}
+
+# bench_cpu_sample LOAD_PID: the CPU of the load tool and of the server SERVER_PID (when one is
+# set) as keys for bench_counter_deltas.
+bench_cpu_sample() {
+    local t
+    t=$(bench_cpu_ticks "$1")
+    [ -z "$t" ] || printf "load_cpu_ticks=%d " "$t"
+    t=$(bench_cpu_ticks "$SERVER_PID")
+    [ -z "$t" ] || printf "server_cpu_ticks=%d " "$t"
+}
+
 # Per-cycle keys from two bench_counters lines and the acknowledged events of the window.
 bench_counter_deltas() { # BEFORE AFTER ACKED
     awk -v a="$1" -v b="$2" -v acked="$3" -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" 'BEGIN {
@@ -155,6 +173,10 @@ bench_counter_deltas() { # BEFORE AFTER ACKED
         tick = 1000 / (hz > 0 ? hz : 100)
         if ("db_cpu_ticks" in v1)
             printf "db_cpu_ms_per_cycle=%.3f ", (v1["db_cpu_ticks"] - v0["db_cpu_ticks"]) * tick / c
+        if ("load_cpu_ticks" in v0 && "load_cpu_ticks" in v1)
+            printf "load_cpu_ms_per_cycle=%.4f ", (v1["load_cpu_ticks"] - v0["load_cpu_ticks"]) * tick / c
+        if ("server_cpu_ticks" in v0 && "server_cpu_ticks" in v1)
+            printf "server_cpu_ms_per_cycle=%.4f ", (v1["server_cpu_ticks"] - v0["server_cpu_ticks"]) * tick / c
         if ("roostd_cpu_ticks" in v1)
             printf "roostd_cpu_ms_per_cycle=%.3f ", (v1["roostd_cpu_ticks"] - v0["roostd_cpu_ticks"]) * tick / c
         if ("roostd_retries" in v1 && !("roostd_unreadable" in v0) && !("roostd_unreadable" in v1))
@@ -193,9 +215,9 @@ bench_measure() {
     BENCH_WINDOW_FILE=$fifo "$@" >"$out" 2>"$err" &
     local load=$!
     if bench_wait_mark "$wfd" "$load" begin; then
-        s0=$(bench_counters)
+        s0="$(bench_cpu_sample "$load")$(bench_counters)"
         if bench_wait_mark "$wfd" "$load" end; then
-            s1=$(bench_counters)
+            s1="$(bench_cpu_sample "$load")$(bench_counters)"
         fi
     fi
     wait "$load" || lrc=$?
