@@ -93,19 +93,6 @@ const char *const store_sqlite_sql[S_COUNT] = {
     /* After an ack changed its row: a point read is cheaper than RETURNING, which buffers its
      * row in a temporary B-tree. */
     [S_ACK_AVAILABLE] = "SELECT available_at FROM inbox WHERE event_id = ?2 AND tenant_id = ?1",
-    /* A group's acks: ?1 is [[event_id, tenant, agent], …]; each row comes back with its
-     * entry's index (j.key) and its rowid. The json list drives the join (CROSS JOIN), one
-     * point read of the unique event_id index per entry. */
-    [S_ACK_ROWS_READ] =
-        "SELECT j.key, i.rowid, i.seq, i.status, i.lease_token, i.attempts, i.claimed_at,"
-        " i.claim_expires_at, i.available_at FROM json_each(?1) AS j CROSS JOIN inbox AS i"
-        " ON i.event_id = j.value ->> 0 AND i.tenant_id = j.value ->> 1"
-        " AND i.agent_id = j.value ->> 2",
-    /* The rows the read showed claimed under their entry's token, by rowid: ?1 is [rowid, …].
-     * The one write lock is held since the read, so the status guard only documents it. */
-    [S_ACK_ROWS_DONE] = "UPDATE inbox SET status = " ST_COMPLETED ", payload = NULL,"
-                        " completed_at = ?2 WHERE rowid IN (SELECT value FROM json_each(?1))"
-                        " AND status = " ST_CLAIMED,
     [S_RELEASE_UPDATE] =
         "UPDATE inbox SET status = ?5, available_at = ?6, nacks = nacks + ?7,"
         " last_error = coalesce(?8, last_error), lease_token = NULL,"
@@ -801,81 +788,6 @@ static int sq_ack_update(struct store *st, const char *tenant_id, const char *ag
     return ROOST_OK;
 }
 
-/* The group's rows read in one statement, then those claimed under their entry's token completed
- * in a second: two statements for the group instead of two per ack. The IMMEDIATE transaction
- * holds the one write lock, so nothing moves between the read and the update. */
-static int sq_ack_rows(struct store *st, const struct store_ack_entry *acks, size_t n,
-                       int64_t now_ms, struct store_lease_row *rows, int64_t *avail, bool *found,
-                       size_t *completed)
-{
-    struct dynbuf j = {.max = SIZE_MAX};
-    dynbuf_addc(&j, '[');
-    for (size_t i = 0; i < n; i++) {
-        dynbuf_adds(&j, i > 0 ? ",[" : "[");
-        jsonutil_add_string(&j, acks[i].event_id);
-        dynbuf_addc(&j, ',');
-        jsonutil_add_string(&j, acks[i].tenant_id);
-        dynbuf_addc(&j, ',');
-        jsonutil_add_string(&j, acks[i].agent_id);
-        dynbuf_addc(&j, ']');
-        found[i] = false;
-    }
-    dynbuf_addc(&j, ']');
-    *completed = 0;
-    int64_t *rowids = calloc(n ? n : 1, sizeof *rowids);
-    sqlite3_stmt *s;
-    int rc = j.err != DYNBUF_OK || rowids == NULL ? ROOST_ENOMEM : stmt(st, S_ACK_ROWS_READ, &s);
-    if (rc == ROOST_OK) {
-        sqlite3_bind_text(s, 1, j.s, (int)j.len, SQLITE_STATIC);
-        while ((rc = step(st, s)) == 1) {
-            int64_t i = sqlite3_column_int64(s, 0);
-            if (i < 0 || (size_t)i >= n) {
-                continue;
-            }
-            found[i] = true;
-            rowids[i] = sqlite3_column_int64(s, 1);
-            rows[i].seq = sqlite3_column_int64(s, 2);
-            rows[i].status = store_status_of(sqlite3_column_int(s, 3));
-            col_copy(s, 4, rows[i].lease_token, sizeof rows[i].lease_token);
-            rows[i].attempts = sqlite3_column_int(s, 5);
-            rows[i].claimed_at_ms = sqlite3_column_int64(s, 6);
-            rows[i].claim_expires_at_ms = sqlite3_column_int64(s, 7);
-            avail[i] = sqlite3_column_int64(s, 8);
-        }
-        sqlite3_reset(s);
-        rc = rc < 0 ? rc : ROOST_OK;
-    }
-    /* The update's list: each claimed row under its entry's token, once. */
-    size_t m = 0;
-    j.len = 0;
-    dynbuf_addc(&j, '[');
-    for (size_t i = 0; rc == ROOST_OK && i < n; i++) {
-        bool take = found[i] && rows[i].status == STORE_CLAIMED &&
-                    store_lease_token_eq(&rows[i], acks[i].lease_token);
-        for (size_t k = 0; take && k < i; k++) {
-            take = !(found[k] && rowids[k] == rowids[i]);
-        }
-        if (take) {
-            dynbuf_addf(&j, m++ > 0 ? ",%lld" : "%lld", (long long)rowids[i]);
-        }
-    }
-    dynbuf_addc(&j, ']');
-    if (rc == ROOST_OK && m > 0) {
-        rc = j.err != DYNBUF_OK ? ROOST_ENOMEM : stmt(st, S_ACK_ROWS_DONE, &s);
-        if (rc == ROOST_OK) {
-            sqlite3_bind_text(s, 1, j.s, (int)j.len, SQLITE_STATIC);
-            sqlite3_bind_int64(s, 2, now_ms);
-            struct sqlite_store *b = store_sqlite_backend(st);
-            if ((rc = store_sqlite_run(b, s)) == ROOST_OK) {
-                *completed = (size_t)sqlite3_changes(b->db);
-            }
-        }
-    }
-    free(rowids);
-    dynbuf_cleanup(&j);
-    return rc;
-}
-
 static int sq_release_update(struct store *st, const char *tenant_id, const char *agent_id,
                              int64_t seq, const char *token, enum store_status to,
                              int64_t available_at_ms, int nack, const char *error, bool *changed)
@@ -1213,7 +1125,6 @@ const struct store_dialect store_sqlite_dialect = {
     .seen = sq_seen,
     .lease_find = sq_lease_find,
     .ack_update = sq_ack_update,
-    .ack_rows = sq_ack_rows,
     .release_update = sq_release_update,
     .extend_update = sq_extend_update,
     .release_leases = sq_release_leases,
@@ -1632,7 +1543,6 @@ const struct store_ops store_sqlite_ops = {
     .claim = store_lifecycle_claim,
     .ack = store_lifecycle_ack,
     .publish_batch = store_lifecycle_publish_batch,
-    .ack_batch = store_lifecycle_ack_batch,
     .claim_batch = store_lifecycle_claim_batch,
     .release = store_lifecycle_release,
     .extend = store_lifecycle_extend,

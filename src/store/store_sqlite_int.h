@@ -37,8 +37,6 @@ enum stmt_id {
     S_EVENT_FIND,
     S_ACK,
     S_ACK_AVAILABLE,
-    S_ACK_ROWS_READ,
-    S_ACK_ROWS_DONE,
     S_RELEASE_UPDATE,
     S_EXTEND_UPDATE,
     S_RELEASE_ALL,
