@@ -6,7 +6,10 @@
 # batch acks and paced at BENCH_RATE events/s (P2C2); then the peers: bench/sqlite_direct P2C2
 # (direct SQLite, one row per transaction) and bench/null_server (in-memory, no durability)
 # driven by the same roost_load at P8C8 (and with batch acks). roostd's /metrics is sampled as
-# each window opens and closes (bench_lib.sh bench_measure): commits and retries per cycle.
+# each window opens and closes (bench_lib.sh bench_measure): commits and retries per cycle; and
+# /proc's utime + stime of the load tool and the server (roostd, null server) over the same
+# window: CPU per full cycle, and from it the CPU bound printed beside the fsync bound (a tool
+# that exits right after its window's end mark may miss its end sample: no figure then).
 # The sweep over P = C for both stores is scripts/bench_sweep.sh (make bench-sweep).
 #
 # Environment (all optional):
