@@ -9,10 +9,11 @@ DIR is a running cluster of scripts/galera.sh. Node 1 is the node that gets stop
   a: BEGIN; INSERT before the stop, COMMIT sent while stopped (answered after SIGCONT)
   b: BEGIN; INSERT before the stop, COMMIT sent right after SIGCONT
   c: a new connection right after SIGCONT: BEGIN; INSERT; COMMIT
+  d: BEGIN; INSERT, then COMMIT sent 0-3 ms before the stop (the writeset may be on the wire)
 After node 1 rejoined (Synced, cluster size 3 everywhere), each node is asked for the row.
 Prints one line per trial and a summary; exits 1 when some COMMIT answered OK lost its row.
 """
-import argparse, os, random, select, subprocess, sys, time
+import argparse, os, random, select, signal, subprocess, sys, time
 
 GALERA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "galera.sh")
 
@@ -70,6 +71,11 @@ class Session:
             self.p.wait()
 
 
+def dbg(msg):
+    if os.environ.get("PHANTOM_DEBUG"):
+        print(f"{time.time():.3f} {msg}", file=sys.stderr, flush=True)
+
+
 def q(d, n, sql):
     r = subprocess.run(["mariadb", "--no-defaults", "--protocol=socket", f"--socket={d}/n{n}/mysqld.sock",
                         "-uroot", "-N", "-B", "--connect-timeout=2", "roost_test", "-e", sql],
@@ -121,14 +127,22 @@ def trial(d, case, k, pause, with_load):
     t0 = time.time()
     notes = []
     sess = None
-    if case in "ab":
+    if case in "abd":
         sess = Session(d, 1)
         out = sess.run(f"BEGIN; INSERT INTO phantom (tag) VALUES ('{tag}')", timeout=20)
         if out:
             notes.append(f"insert: {out}")
-    galera(d, "pause", 1)
-    t_stop = time.time()
+    dbg(f"{tag}: stop node 1")
     mark = None
+    if case == "d":
+        pid = int(subprocess.run(["sh", GALERA, "pid", d, "1"], check=True, capture_output=True,
+                                 text=True).stdout)
+        mark = sess.send("COMMIT")
+        time.sleep(random.uniform(0, 0.003))
+        os.kill(pid, signal.SIGSTOP)
+    else:
+        galera(d, "pause", 1)
+    t_stop = time.time()
     if case == "a":
         time.sleep(0.2)
         mark = sess.send("COMMIT")
@@ -138,6 +152,7 @@ def trial(d, case, k, pause, with_load):
         lp = threading.Thread(target=load, args=(d, time.time() + pause))
         lp.start()
     time.sleep(max(0, pause - (time.time() - t_stop)))
+    dbg(f"{tag}: continue node 1")
     galera(d, "cont", 1)
     t_cont = time.time()
     if case == "b":
@@ -146,6 +161,7 @@ def trial(d, case, k, pause, with_load):
         sess = Session(d, 1)
         mark = sess.send(f"BEGIN; INSERT INTO phantom (tag) VALUES ('{tag}'); COMMIT")
     ans = sess.wait(mark, 40)
+    dbg(f"{tag}: answer {ans!r}")
     t_ans = time.time()
     st1 = None
     try:
@@ -155,6 +171,7 @@ def trial(d, case, k, pause, with_load):
     sess.close()
     if lp:
         lp.join()
+    dbg(f"{tag}: wait for the rejoin")
     rejoined = wait_rejoined(d)
     rows = {}
     for n in (1, 2, 3):
@@ -185,7 +202,7 @@ def main():
     q(a.dir, 1, "CREATE TABLE IF NOT EXISTS phantom_load (id BIGINT AUTO_INCREMENT PRIMARY KEY, tag VARCHAR(64))")
     if not wait_rejoined(a.dir):
         sys.exit("cluster not Synced with 3 nodes")
-    cases = "abc" if a.case == "all" else a.case
+    cases = "abcd" if a.case == "all" else a.case
     tally = {}
     for k in range(a.trials):
         for c in cases:
