@@ -14,7 +14,8 @@ multi-statement query as roostd sends them:
     INSERT INTO cs_markers (marker) VALUES (tag); COMMIT
 Every answer is recorded; afterwards every tag answered OK must have its row with its seq and
 its marker on every node. Exits 1 on any answered-but-missing tag. With --stop N, node N is
-SIGSTOPped for --stop-s seconds from 1/4 of the run on (then SIGCONTed); its workers see lost
+SIGSTOPped (--kill: SIGKILLed) for --stop-s seconds from 1/4 of the run on (then SIGCONTed,
+or restarted); its workers see lost
 connections, 1047 and 1180 and reconnect to it (outcomes they could not learn are counted apart).
 """
 import argparse, ctypes, os, random, signal, subprocess, sys, threading, time
@@ -144,6 +145,7 @@ def main():
     ap.add_argument("--nodes", default="1,2")
     ap.add_argument("--stop", type=int, default=0)
     ap.add_argument("--stop-s", type=float, default=8)
+    ap.add_argument("--kill", action="store_true", help="SIGKILL the --stop node, then restart it")
     a = ap.parse_args()
     c = Conn(a.dir, 1)
     for sql in ("DROP TABLE IF EXISTS cs_agents, cs_rows, cs_markers",
@@ -168,9 +170,13 @@ def main():
         time.sleep(a.seconds / 4)
         pid = int(subprocess.run(["sh", GALERA, "pid", a.dir, str(a.stop)], check=True,
                                  capture_output=True, text=True).stdout)
-        os.kill(pid, signal.SIGSTOP)
+        os.kill(pid, signal.SIGKILL if a.kill else signal.SIGSTOP)
         time.sleep(a.stop_s)
-        os.kill(pid, signal.SIGCONT)
+        if a.kill:
+            subprocess.run(["sh", GALERA, "restart", a.dir, str(a.stop)], check=True,
+                           capture_output=True)
+        else:
+            os.kill(pid, signal.SIGCONT)
         time.sleep(max(0, a.seconds * 3 / 4 - a.stop_s))
     else:
         time.sleep(a.seconds)
