@@ -9,7 +9,9 @@ Before the stop, one connection to node 1 and one to node 2 are opened; after SI
 polled every 50 ms for wsrep_ready, wsrep_local_state_comment, wsrep_cluster_status,
 wsrep_cluster_size and wsrep_cluster_conf_id until node 1 is Synced in the same view as node 2.
 Prints, per trial, how long node 1 kept claiming Synced/Primary in its old view (conf_id below
-node 2's) and how long until it was back for real.
+node 2's) and how long until it was back for real. Right after SIGCONT it also reads, on a node-1
+session opened before the stop, with wsrep_sync_wait = 1, a table node 2 inserted into during the
+stop: how long the read took and whether it saw node 2's rows.
 """
 import argparse, os, signal, subprocess, sys, time
 
@@ -45,13 +47,23 @@ def main():
     for t in range(a.trials):
         subprocess.run(["sh", GALERA, "wait", a.dir, "1"], check=True, capture_output=True)
         c1, c2 = Conn(a.dir, 1), Conn(a.dir, 2)
+        c2.q("CREATE TABLE IF NOT EXISTS gw (id INT AUTO_INCREMENT PRIMARY KEY)")
+        c1.q("SET SESSION wsrep_sync_wait = 1")
         before = status(c2)
         pid = int(subprocess.run(["sh", GALERA, "pid", a.dir, "1"], check=True,
                                  capture_output=True, text=True).stdout)
         os.kill(pid, signal.SIGSTOP)
-        time.sleep(a.pause)
+        time.sleep(a.pause / 2)
+        for _ in range(5):
+            c2.q("INSERT INTO gw VALUES ()")
+        time.sleep(a.pause / 2)
         os.kill(pid, signal.SIGCONT)
         t0 = time.time()
+        e, _, n1_rows = c1.q("SELECT COUNT(*) FROM gw")
+        read_s = time.time() - t0
+        _, _, n2_rows = c2.q("SELECT COUNT(*) FROM gw")
+        print(f"trial {t}: causal read on node 1 right after SIGCONT: {read_s:.2f}s, "
+              f"error {e}, rows {n1_rows} (node 2: {n2_rows})", flush=True)
         ghost_until, back_at, trace, last = None, None, [], None
         while time.time() - t0 < 60:
             s1 = status(c1)
