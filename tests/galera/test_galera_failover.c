@@ -6,9 +6,11 @@
  * row: the writer node SIGKILLed (then restarted), the writer SIGSTOPped past
  * store.failover_timeout_s (then SIGCONTed), the writer partitioned from roostd (the proxy drops
  * every byte, then heals); after each, work must flow again while the fault lasts, and the writes
- * must come back to node 1 once it is usable again. Then: every answered publish is one event and
- * every event was answered, every event completed and none under two leases, the agent's cursor
- * walk has no gap, and each roostd counted its failovers (/metrics) and logged who took over.
+ * must come back to node 1 once it is usable again, and not before it is in the cluster's view.
+ * Then: every answered publish is one event and every event was answered, every event completed
+ * and none under two leases, the agent's cursor walk has no gap, and each roostd counted its
+ * failovers (/metrics) and logged who took over. A second, shorter test stalls node 1 under one
+ * roostd for 14 s and checks the writes come back to it only in the cluster's view.
  * argv[1] is scripts/galera.sh, argv[2] the cluster's directory. */
 #include <pthread.h>
 #include <stdatomic.h>
