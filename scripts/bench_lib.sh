@@ -116,6 +116,18 @@ bench_counters() {
         bench_sql -e "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Handler_commit',
             'Com_commit', 'Innodb_deadlocks', 'Innodb_row_lock_waits')" |
             awk '{ printf "%s=%s ", $1, $2 }'
+        # mysqld's CPU (utime + stime, clock ticks) from /proc: what decides throughput on a
+        # saturated machine, and steady where cycles/s swings with the other jobs' load.
+        if [ -n "${BENCH_DB_PIDFILE:-}" ] && [ -r "/proc/$(cat "$BENCH_DB_PIDFILE" 2>/dev/null)/stat" ]; then
+            awk '{ printf "db_cpu_ticks=%d ", $14 + $15 }' "/proc/$(cat "$BENCH_DB_PIDFILE")/stat"
+        fi
+    fi
+    if [ -n "$COUNTERS_URLS" ] && [ ${#SERVER_PIDS[@]} -gt 0 ]; then
+        local p t=0
+        for p in "${SERVER_PIDS[@]}"; do
+            [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
+        done
+        printf "roostd_cpu_ticks=%d " "$t"
     fi
     if [ -n "$COUNTERS_URLS" ]; then
         local u
@@ -131,7 +143,7 @@ bench_counters() {
 
 # Per-cycle keys from two bench_counters lines and the acknowledged events of the window.
 bench_counter_deltas() { # BEFORE AFTER ACKED
-    awk -v a="$1" -v b="$2" -v acked="$3" 'BEGIN {
+    awk -v a="$1" -v b="$2" -v acked="$3" -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" 'BEGIN {
         n = split(a, x, " "); for (i = 1; i <= n; i++) { split(x[i], kvp, "="); v0[kvp[1]] = kvp[2] }
         n = split(b, y, " "); for (i = 1; i <= n; i++) { split(y[i], kvp, "="); v1[kvp[1]] = kvp[2] }
         c = acked > 0 ? acked : 1
@@ -140,6 +152,11 @@ bench_counter_deltas() { # BEFORE AFTER ACKED
                 (v1["Questions"] - v0["Questions"]) / c, (v1["Handler_commit"] - v0["Handler_commit"]) / c,
                 (v1["Com_commit"] - v0["Com_commit"]) / c, v1["Innodb_deadlocks"] - v0["Innodb_deadlocks"],
                 v1["Innodb_row_lock_waits"] - v0["Innodb_row_lock_waits"]
+        tick = 1000 / (hz > 0 ? hz : 100)
+        if ("db_cpu_ticks" in v1)
+            printf "db_cpu_ms_per_cycle=%.3f ", (v1["db_cpu_ticks"] - v0["db_cpu_ticks"]) * tick / c
+        if ("roostd_cpu_ticks" in v1)
+            printf "roostd_cpu_ms_per_cycle=%.3f ", (v1["roostd_cpu_ticks"] - v0["roostd_cpu_ticks"]) * tick / c
         if ("roostd_retries" in v1 && !("roostd_unreadable" in v0) && !("roostd_unreadable" in v1))
             printf "roostd_retries=%d roostd_commits_per_cycle=%.2f ", v1["roostd_retries"] - v0["roostd_retries"],
                 (v1["roostd_commits"] - v0["roostd_commits"]) / c

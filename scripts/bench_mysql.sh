@@ -83,6 +83,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 BENCH_DB_SOCKET=$DBDIR/mysqld.sock
+BENCH_DB_PIDFILE=$DBDIR/mysqld.pid
 COUNTERS_DB=1
 sql() { bench_sql "$@"; }
 

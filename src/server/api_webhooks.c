@@ -91,6 +91,13 @@ static void submit(struct hook_op *op, int (*run)(struct job *, struct store *),
     workers_submit(runtime_workers(op->rq->rt, op->rq->principal.tenant_id), &op->job);
 }
 
+/* The endpoints of the tenant's store changed: its dispatcher reads them again now rather than at
+ * its next sweep. */
+static void endpoints_changed(struct hook_op *op)
+{
+    webhooks_reload(runtime_shard(op->rq->rt, op->rq->principal.tenant_id)->webhooks);
+}
+
 static json_t *time_or_null(int64_t ms)
 {
     if (ms <= 0) {
@@ -141,6 +148,7 @@ static void done_add(struct job *job)
         request_reply_error(op->rq, job->rc, NULL, NULL);
         return;
     }
+    endpoints_changed(op);
     log_info("webhook endpoint registered", "req_id=%s tenant=%s agent=%s endpoint=%s", op->rq->id,
              op->ep.tenant_id, op->ep.agent_id, op->ep.endpoint_id);
     request_reply_json(op->rq, 201, endpoint_json(&op->ep));
@@ -331,6 +339,7 @@ static void done_delete(struct job *job)
         request_reply_error(op->rq, job->rc, NULL, NULL);
         return;
     }
+    endpoints_changed(op);
     request_reply_json(op->rq, 200,
                        json_pack("{s:s, s:b}", "endpoint_id", op->rq->key_id, "deleted", 1));
 }
@@ -379,6 +388,14 @@ static int run_status(struct job *job, struct store *st)
     return rc == ROOST_OK ? store_endpoint_get(st, tenant, op->rq->key_id, &op->ep) : rc;
 }
 
+static void done_status(struct job *job)
+{
+    if (job->rc == ROOST_OK) {
+        endpoints_changed((struct hook_op *)job);
+    }
+    done_get(job);
+}
+
 static void set_status(struct request *rq, bool enable)
 {
     if (json_object_size(rq->body) != 0) {
@@ -388,7 +405,7 @@ static void set_status(struct request *rq, bool enable)
     struct hook_op *op = hook_op_new(rq);
     if (op != NULL) {
         op->enable = enable;
-        submit(op, run_status, done_get, true);
+        submit(op, run_status, done_status, true);
     }
 }
 

@@ -62,9 +62,23 @@ static void hist_observe(struct hist *h, double v)
 
 /* The store ops a job can name; anything else is "other" (a fixed label set). */
 static const char *const store_ops[] = {
-    "publish",          "inbox_read",  "claim",  "ack",       "ack_batch", "release",
-    "extend",           "release_all", "state",  "scheduler", "retention", "admin",
-    "metrics_snapshot", "ready",       "commit", "other",
+    "publish",
+    "inbox_read",
+    "claim",
+    "ack",
+    "ack_batch",
+    "release",
+    "extend",
+    "release_all",
+    "state",
+    "scheduler",
+    "retention",
+    "admin",
+    "metrics_snapshot",
+    "ready",
+    "commit",
+    "webhook_dispatch",
+    "other",
 };
 #define N_STORE_OPS (sizeof store_ops / sizeof store_ops[0])
 
@@ -82,7 +96,7 @@ struct route_stats {
 struct webhook_stats;
 static struct webhook_stats *webhook_stats_new(void);
 static void webhook_stats_free(struct webhook_stats *ws);
-static void webhook_stats_render(struct webhook_stats *ws, struct evbuffer *out);
+static void webhook_stats_render(struct webhook_stats *ws, const char *mode, struct evbuffer *out);
 
 struct metrics {
     /* any thread */
@@ -675,7 +689,7 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
     evbuffer_add_printf(
         out, "roost_store_write_retries_total %llu\n",
         (unsigned long long)atomic_load_explicit(&m->write_retries, memory_order_relaxed));
-    webhook_stats_render(m->webhooks, out);
+    webhook_stats_render(m->webhooks, m->env.cfg->metrics_tenant_labels, out);
     render_store_ha(out);
     return 0;
 }
@@ -696,6 +710,8 @@ struct webhook_stats {
     pthread_mutex_t lock;
     struct webhook_series series[WEBHOOK_MAX_ENDPOINTS + 1]; /* the last one is "_other" */
     size_t n;
+    /* The series as a scrape shows them (metrics.tenant_labels); loop thread only. */
+    struct webhook_series view[WEBHOOK_MAX_ENDPOINTS + 1];
 };
 
 static struct webhook_stats *webhook_stats_new(void)
@@ -746,11 +762,56 @@ void metrics_webhook_attempt(struct metrics *m, const char *tenant_id, const cha
     pthread_mutex_unlock(&ws->lock);
 }
 
-static void webhook_stats_render(struct webhook_stats *ws, struct evbuffer *out)
+static void hist_add(struct hist *to, const struct hist *from)
 {
-    pthread_mutex_lock(&ws->lock);
-    size_t n = ws->n;
-    bool other = ws->series[WEBHOOK_MAX_ENDPOINTS].attempts > 0;
+    for (size_t i = 0; i <= from->n_bounds; i++) {
+        atomic_fetch_add_explicit(&to->counts[i],
+                                  atomic_load_explicit(&from->counts[i], memory_order_relaxed),
+                                  memory_order_relaxed);
+    }
+    atomic_fetch_add_explicit(&to->sum_units,
+                              atomic_load_explicit(&from->sum_units, memory_order_relaxed),
+                              memory_order_relaxed);
+}
+
+/* The series as metrics.tenant_labels shows them, into out[] (room for every series): "top" as
+ * kept (tenant and endpoint), "on" one per tenant with endpoint="_other", "off" one sum with no
+ * names (tenant_id ""). Returns how many. Under ws->lock. */
+static size_t webhook_series_view(const struct webhook_stats *ws, const char *mode,
+                                  struct webhook_series *out)
+{
+    bool off = strcmp(mode, "off") == 0, per_tenant = strcmp(mode, "on") == 0;
+    size_t n = 0;
+    for (size_t i = 0; i <= WEBHOOK_MAX_ENDPOINTS; i++) {
+        const struct webhook_series *s = &ws->series[i];
+        if (i >= ws->n && !(i == WEBHOOK_MAX_ENDPOINTS && s->attempts > 0)) {
+            continue;
+        }
+        size_t k = n;
+        if (off || per_tenant) {
+            k = 0;
+            while (k < n && !off && strcmp(out[k].tenant_id, s->tenant_id) != 0) {
+                k++;
+            }
+        }
+        if (k == n) {
+            struct webhook_series *t = &out[n++];
+            memset(t, 0, sizeof *t);
+            hist_init(&t->latency, delivery_bounds, NBOUNDS(delivery_bounds), 1e-3);
+            snprintf(t->tenant_id, sizeof t->tenant_id, "%s", off ? "" : s->tenant_id);
+            snprintf(t->endpoint_id, sizeof t->endpoint_id, "%s",
+                     off || per_tenant ? "_other" : s->endpoint_id);
+        }
+        out[k].attempts += s->attempts;
+        out[k].failures += s->failures;
+        out[k].disabled += s->disabled;
+        hist_add(&out[k].latency, &s->latency);
+    }
+    return n;
+}
+
+static void webhook_stats_render(struct webhook_stats *ws, const char *mode, struct evbuffer *out)
+{
     static const char *const names[] = {"roost_webhook_attempts_total",
                                         "roost_webhook_failures_total",
                                         "roost_webhook_disabled_total"};
@@ -758,28 +819,30 @@ static void webhook_stats_render(struct webhook_stats *ws, struct evbuffer *out)
                                        "Webhook delivery attempts that did not get a 2xx.",
                                        "Endpoints this node disabled (410, or failing for "
                                        "webhooks.disable_after_s)."};
+    pthread_mutex_lock(&ws->lock);
+    size_t n = webhook_series_view(ws, mode, ws->view);
+    pthread_mutex_unlock(&ws->lock);
     for (int f = 0; f < 3; f++) {
         family(out, names[f], "counter", help[f]);
-        for (size_t i = 0; i <= WEBHOOK_MAX_ENDPOINTS; i++) {
-            const struct webhook_series *s = &ws->series[i];
-            if (i >= n && !(i == WEBHOOK_MAX_ENDPOINTS && other)) {
-                continue;
-            }
+        for (size_t i = 0; i < n; i++) {
+            const struct webhook_series *s = &ws->view[i];
             uint64_t v = f == 0 ? s->attempts : f == 1 ? s->failures : s->disabled;
-            evbuffer_add_printf(out, "%s{tenant=\"%s\",endpoint=\"%s\"} %llu\n", names[f],
-                                s->tenant_id, s->endpoint_id, (unsigned long long)v);
+            if (s->tenant_id[0] == '\0') {
+                evbuffer_add_printf(out, "%s %llu\n", names[f], (unsigned long long)v);
+            } else {
+                evbuffer_add_printf(out, "%s{tenant=\"%s\",endpoint=\"%s\"} %llu\n", names[f],
+                                    s->tenant_id, s->endpoint_id, (unsigned long long)v);
+            }
         }
     }
     family(out, "roost_webhook_latency_seconds", "histogram",
            "From sending a webhook delivery to its answer (or failure), by endpoint.");
-    for (size_t i = 0; i <= WEBHOOK_MAX_ENDPOINTS; i++) {
-        if (i >= n && !(i == WEBHOOK_MAX_ENDPOINTS && other)) {
-            continue;
+    for (size_t i = 0; i < n; i++) {
+        char labels[2 * STORE_ID_MAX + 40] = "";
+        if (ws->view[i].tenant_id[0] != '\0') {
+            snprintf(labels, sizeof labels, "tenant=\"%s\",endpoint=\"%s\"", ws->view[i].tenant_id,
+                     ws->view[i].endpoint_id);
         }
-        char labels[2 * STORE_ID_MAX + 40];
-        snprintf(labels, sizeof labels, "tenant=\"%s\",endpoint=\"%s\"", ws->series[i].tenant_id,
-                 ws->series[i].endpoint_id);
-        hist_render(out, "roost_webhook_latency_seconds", labels, &ws->series[i].latency);
+        hist_render(out, "roost_webhook_latency_seconds", labels, &ws->view[i].latency);
     }
-    pthread_mutex_unlock(&ws->lock);
 }

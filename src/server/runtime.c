@@ -8,28 +8,35 @@
 
 #include "server/sse_hub.h"
 #include "server/waiters.h"
+#include "server/webhooks.h"
 #include "store/store.h"
 
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
-struct workers *runtime_workers(struct runtime *rt, const char *tenant_id)
+struct shard *runtime_shard(struct runtime *rt, const char *tenant_id)
 {
     /* Few shards (CONFIG_MAX_TENANT_STORES): a linear scan costs less than a hash lookup. */
     for (size_t i = 1; i < rt->n_shards; i++) {
         if (strcmp(rt->shards[i].tenant_id, tenant_id) == 0) {
-            return rt->shards[i].workers;
+            return &rt->shards[i];
         }
     }
-    return rt->shards[0].workers;
+    return &rt->shards[0];
+}
+
+struct workers *runtime_workers(struct runtime *rt, const char *tenant_id)
+{
+    return runtime_shard(rt, tenant_id)->workers;
 }
 
 void runtime_notify(struct runtime *rt, const struct store_touches *touches)
 {
     for (size_t i = 0; i < touches->len; i++) {
-        waiters_notify(rt->waiters, touches->items[i].tenant_id, touches->items[i].agent_id);
-        sse_hub_notify(rt->sse, touches->items[i].tenant_id, touches->items[i].agent_id,
-                       touches->items[i].head);
+        const struct store_touch *t = &touches->items[i];
+        waiters_notify(rt->waiters, t->tenant_id, t->agent_id);
+        sse_hub_notify(rt->sse, t->tenant_id, t->agent_id, t->head);
+        webhooks_notify(runtime_shard(rt, t->tenant_id)->webhooks, t->tenant_id, t->agent_id);
     }
 }
 

@@ -59,10 +59,13 @@ struct runtime {
     size_t inflight;
 };
 
+/* The store (shard) holding `tenant_id`'s data. */
+struct shard *runtime_shard(struct runtime *rt, const char *tenant_id);
 /* The workers of the store holding `tenant_id`'s data. */
 struct workers *runtime_workers(struct runtime *rt, const char *tenant_id);
 
-/* After COMMIT: wakes the long-pollers and pings the SSE subscribers of every touched agent. */
+/* After COMMIT: wakes the long-pollers, pings the SSE subscribers and wakes the webhook dispatcher
+ * of every touched agent. */
 void runtime_notify(struct runtime *rt, const struct store_touches *touches);
 
 /* Counts one piece of work a shutdown must wait for. */

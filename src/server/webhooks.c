@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The webhook dispatcher of one store (webhooks.h). A thread with its own store connection and a
- * libcurl multi handle: every webhooks.poll_ms it lists the active endpoints and, for each with
- * room (webhooks.max_in_flight, webhooks.max_per_s), claims that agent's events under a lease
- * and starts their POSTs; finished transfers are acked (2xx) or released with the retry
+ * libcurl multi handle that keeps the active endpoints in memory and waits for work (see run()):
+ * for an endpoint woken by an inbox change of its agent, with room (webhooks.max_in_flight,
+ * webhooks.max_per_s), it claims that agent's events under a lease and starts their POSTs;
+ * finished transfers are acked (2xx) or released with the retry
  * schedule, and every attempt is logged. Transfers run side by side in the multi handle, each
  * with its own timeout, so one slow endpoint never delays another. The inbox lease is the only
  * lock: any number of nodes run a dispatcher on the same store, and a delivery interrupted by a
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -28,7 +30,7 @@
 #include "common/banned.h"
 
 #define CONSUMER "roostd-webhooks"
-/* Endpoints listed per store round trip while polling. */
+/* Endpoints listed per store round trip while reading the list. */
 #define POLL_PAGE 64
 /* The attempt log is pruned this often, this many rows per statement. */
 #define PRUNE_EVERY_MS 60000
@@ -36,11 +38,17 @@
 /* The byte budget of one claim (the events of one endpoint's free slots). */
 #define CLAIM_MAX_BYTES (4u << 20)
 
-/* What this node knows of an endpoint between polls: its deliveries in flight and its rate
- * bucket. Entries of endpoints that disappeared stay (a few bytes each) until the stop. */
+/* What this node knows of an endpoint: its row as last read (secret included), whether it is
+ * active, whether it may have deliverable events (dirty), its deliveries in flight and its rate
+ * bucket. Entries of endpoints that disappeared stay, inactive, until the stop (deliveries in
+ * flight point at them by index). */
 struct ep_state {
-    char tenant_id[STORE_ID_MAX + 1];
-    char endpoint_id[STORE_ENDPOINT_ID_LEN + 1];
+    struct store_endpoint e;
+    uint64_t key;       /* hash_tenant_agent(e.tenant_id, e.agent_id): what a wake names */
+    bool active, dirty; /* dirty: serve it (claim) when it has room */
+    uint64_t seen;      /* the listing generation that last showed it active */
+    int64_t fetched_ms; /* monotonic time e was read */
+    int64_t retry_ms;   /* monotonic: not served before this (after a store error) */
     int in_flight;
     double tokens;
     int64_t refill_ms;
@@ -59,6 +67,10 @@ struct delivery {
     int64_t at_ms;
 };
 
+/* Wakes queued by the loop between two turns of the dispatcher; past this many it serves every
+ * endpoint instead (the flags are idempotent, so nothing is lost). */
+#define WAKE_MAX 256
+
 struct webhooks {
     pthread_t thread;
     bool started;
@@ -74,34 +86,107 @@ struct webhooks {
     int64_t max_in_flight, max_per_s, max_total;
     struct ep_state *eps;
     size_t n_eps, cap_eps;
+    uint32_t *slots; /* open addressing over eps by (tenant, endpoint): index + 1, 0 = empty */
+    size_t n_slots;  /* a power of two, at least twice cap_eps */
+    uint64_t generation;
     struct delivery *deliveries; /* in flight */
     int in_flight;
+    int64_t op_t0_us; /* the store call being timed (dispatcher thread) */
+
+    /* Shared with the loop thread (webhooks_notify, webhooks_reload), under lock. */
+    pthread_mutex_t lock;
+    uint64_t *watched; /* sorted keys of the active endpoints: which wakes are worth queueing */
+    size_t n_watched;
+    uint64_t wakes[WAKE_MAX];
+    size_t n_wakes;
+    bool wake_all, reload;
 };
 
-/* The index of the endpoint's state, created on first sight; SIZE_MAX when out of memory. */
+/* Every store call of the dispatcher is timed into roost_store_op_duration_seconds
+ * {op="webhook_dispatch"}, so what it costs the database (idle or not) shows in a scrape. */
+#define STORE_OP(w, expr) (op_start(w), op_done((w), (expr)))
+
+static void op_start(struct webhooks *w)
+{
+    w->op_t0_us = time_mono_us();
+}
+
+static int op_done(struct webhooks *w, int rc)
+{
+    if (w->metrics != NULL) {
+        metrics_store_op(w->metrics, "webhook_dispatch",
+                         (double)(time_mono_us() - w->op_t0_us) / 1e6);
+    }
+    return rc;
+}
+
+static uint64_t ep_hash(const char *tenant_id, const char *endpoint_id)
+{
+    return hash_fnv1a_str(hash_fnv1a(hash_fnv1a_str(HASH_FNV1A_INIT, tenant_id), "", 1),
+                          endpoint_id);
+}
+
+/* The slot of (tenant, endpoint): the one holding it, or the empty one where it would go. */
+static size_t ep_slot(const struct webhooks *w, const char *tenant_id, const char *endpoint_id)
+{
+    size_t mask = w->n_slots - 1;
+    size_t i = (size_t)ep_hash(tenant_id, endpoint_id) & mask;
+    while (w->slots[i] != 0) {
+        const struct store_endpoint *e = &w->eps[w->slots[i] - 1].e;
+        if (strcmp(e->endpoint_id, endpoint_id) == 0 && strcmp(e->tenant_id, tenant_id) == 0) {
+            break;
+        }
+        i = (i + 1) & mask;
+    }
+    return i;
+}
+
+/* Makes room for one more entry (array and index). false when out of memory. */
+static bool ep_grow(struct webhooks *w)
+{
+    if (w->n_eps < w->cap_eps) {
+        return true;
+    }
+    size_t cap = w->cap_eps ? w->cap_eps * 2 : 16;
+    struct ep_state *grown = realloc(w->eps, cap * sizeof *grown);
+    uint32_t *slots = calloc(cap * 2, sizeof *slots);
+    if (grown != NULL) {
+        w->eps = grown;
+    }
+    if (grown == NULL || slots == NULL || cap > UINT32_MAX / 2) {
+        free(slots);
+        return false;
+    }
+    free(w->slots);
+    w->slots = slots;
+    w->n_slots = cap * 2;
+    w->cap_eps = cap;
+    for (size_t k = 0; k < w->n_eps; k++) {
+        w->slots[ep_slot(w, w->eps[k].e.tenant_id, w->eps[k].e.endpoint_id)] = (uint32_t)k + 1;
+    }
+    return true;
+}
+
+/* The index of the endpoint's state, created (inactive) on first sight; SIZE_MAX when out of
+ * memory. */
 static size_t ep_state(struct webhooks *w, const struct store_endpoint *e)
 {
-    for (size_t i = 0; i < w->n_eps; i++) {
-        if (strcmp(w->eps[i].endpoint_id, e->endpoint_id) == 0 &&
-            strcmp(w->eps[i].tenant_id, e->tenant_id) == 0) {
-            return i;
+    if (w->n_slots > 0) {
+        size_t i = ep_slot(w, e->tenant_id, e->endpoint_id);
+        if (w->slots[i] != 0) {
+            return w->slots[i] - 1;
         }
     }
-    if (w->n_eps == w->cap_eps) {
-        size_t cap = w->cap_eps ? w->cap_eps * 2 : 16;
-        struct ep_state *grown = realloc(w->eps, cap * sizeof *grown);
-        if (grown == NULL) {
-            return SIZE_MAX;
-        }
-        w->eps = grown;
-        w->cap_eps = cap;
+    if (!ep_grow(w)) {
+        return SIZE_MAX;
     }
     struct ep_state *s = &w->eps[w->n_eps];
     memset(s, 0, sizeof *s);
-    snprintf(s->tenant_id, sizeof s->tenant_id, "%s", e->tenant_id);
-    snprintf(s->endpoint_id, sizeof s->endpoint_id, "%s", e->endpoint_id);
+    s->e = *e;
+    s->key = hash_tenant_agent(e->tenant_id, e->agent_id);
     s->tokens = (double)w->max_per_s;
     s->refill_ms = time_mono_ms();
+    w->slots[ep_slot(w, e->tenant_id, e->endpoint_id)] = (uint32_t)w->n_eps + 1;
     return w->n_eps++;
 }
 
@@ -130,14 +215,14 @@ static int tx_run(struct webhooks *w, int (*fn)(struct webhooks *w, void *arg), 
 {
     int rc = ROOST_ERETRY;
     for (int i = 0; i < TX_TRIES && rc == ROOST_ERETRY; i++) {
-        if ((rc = store_call0(w->st, begin)) != ROOST_OK) {
+        if ((rc = STORE_OP(w, store_call0(w->st, begin))) != ROOST_OK) {
             continue;
         }
         rc = fn(w, arg);
         if (rc == ROOST_OK) {
-            rc = store_call0(w->st, commit);
+            rc = STORE_OP(w, store_call0(w->st, commit));
         } else {
-            (void)store_call0(w->st, rollback);
+            (void)STORE_OP(w, store_call0(w->st, rollback));
         }
     }
     return rc;
@@ -148,6 +233,7 @@ struct claim_ctx {
     size_t room;
     int64_t lease_s;
     struct store_events evs;
+    bool more;
 };
 
 static int claim_tx(struct webhooks *w, void *arg)
@@ -155,8 +241,10 @@ static int claim_tx(struct webhooks *w, void *arg)
     struct claim_ctx *c = arg;
     store_events_cleanup(&c->evs);
     memset(&c->evs, 0, sizeof c->evs);
-    return store_call(w->st, claim, c->e->tenant_id, c->e->agent_id, c->room, CLAIM_MAX_BYTES,
-                      c->lease_s, CONSUMER, time_now_ms(), &c->evs, NULL);
+    c->more = false;
+    return STORE_OP(w, store_call(w->st, claim, c->e->tenant_id, c->e->agent_id, c->room,
+                                  CLAIM_MAX_BYTES, c->lease_s, CONSUMER, time_now_ms(), &c->evs,
+                                  &c->more));
 }
 
 /* How a finished delivery settles its lease. */
@@ -176,11 +264,12 @@ static int settle_tx(struct webhooks *w, void *arg)
     const struct delivery *d = c->d;
     int64_t now = time_now_ms();
     if (c->ack) {
-        return store_call(w->st, ack, d->tenant_id, d->agent_id, d->event_id, d->lease_token, now,
-                          NULL);
+        return STORE_OP(w, store_call(w->st, ack, d->tenant_id, d->agent_id, d->event_id,
+                                      d->lease_token, now, NULL));
     }
-    return store_call(w->st, release, d->tenant_id, d->agent_id, d->event_id, d->lease_token,
-                      c->reason, c->delay_s, c->why, c->max_attempts, now, NULL, &c->to);
+    return STORE_OP(w, store_call(w->st, release, d->tenant_id, d->agent_id, d->event_id,
+                                  d->lease_token, c->reason, c->delay_s, c->why, c->max_attempts,
+                                  now, NULL, &c->to));
 }
 
 /* The body of a delivery: the event object as an agent's inbox read shows it (no lease token),
@@ -250,43 +339,185 @@ static void start_one(struct webhooks *w, const struct store_endpoint *e, size_t
     }
 }
 
-/* Claims what the endpoint has room for and starts those deliveries. */
-static void serve_endpoint(struct webhooks *w, const struct store_endpoint *e)
+/* A store error leaves the work for later: an endpoint whose listing, read or claim failed is
+ * tried again after this. */
+#define RETRY_MS 1000
+/* A wake serves an endpoint as last read when that is this recent; older, it is read again first,
+ * so one disabled, deleted or changed through another node is not served for longer than this. */
+#define FRESH_MS 1000
+
+static int cmp_key(const void *a, const void *b)
 {
-    size_t ep = ep_state(w, e);
-    int room = ep != SIZE_MAX ? ep_room(w, &w->eps[ep]) : 0;
-    if (room == 0) {
-        return;
-    }
-    /* The lease outlives the transfer (timeout_ms) by a margin for the ack. */
-    struct claim_ctx c = {.e = e, .room = (size_t)room, .lease_s = w->timeout_ms / 1000 + 3};
-    int rc = tx_run(w, claim_tx, &c);
-    for (size_t i = 0; rc == ROOST_OK && i < c.evs.len; i++) {
-        start_one(w, e, ep, &c.evs.items[i]);
-    }
-    store_events_cleanup(&c.evs);
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
 }
 
-static void poll_endpoints(struct webhooks *w)
+/* Publishes the keys of the active endpoints to webhooks_notify (which wakes are worth one). */
+static void publish_watched(struct webhooks *w)
+{
+    uint64_t *keys = malloc((w->n_eps ? w->n_eps : 1) * sizeof *keys);
+    size_t n = 0;
+    if (keys == NULL) {
+        /* Out of memory: the old list stays, and the sweeps still find every endpoint. */
+        return;
+    }
+    for (size_t i = 0; i < w->n_eps; i++) {
+        if (w->eps[i].active) {
+            keys[n++] = w->eps[i].key;
+        }
+    }
+    qsort(keys, n, sizeof *keys, cmp_key);
+    pthread_mutex_lock(&w->lock);
+    uint64_t *old = w->watched;
+    w->watched = keys;
+    w->n_watched = n;
+    pthread_mutex_unlock(&w->lock);
+    free(old);
+}
+
+/* Reads the active endpoints of every tenant: the ones not seen active before are marked dirty
+ * (their events may predate them), and every one when `all` (a sweep); the ones no longer listed
+ * stop being served. false when the store failed (nothing is dropped then). */
+static bool load_endpoints(struct webhooks *w, bool all)
 {
     struct store_endpoint *page = calloc(POLL_PAGE, sizeof *page);
     char after_tenant[STORE_ID_MAX + 1] = "", after_id[STORE_ENDPOINT_ID_LEN + 1] = "";
     size_t n = POLL_PAGE;
-    while (page != NULL && n == POLL_PAGE && !atomic_load(&w->stop) &&
-           w->in_flight < w->max_total) {
-        if (store_endpoints_active(w->st, after_tenant, after_id, POLL_PAGE, page, &n) !=
-            ROOST_OK) {
-            break;
+    bool ok = page != NULL;
+    int64_t now = time_mono_ms();
+    uint64_t gen = ++w->generation;
+    while (ok && n == POLL_PAGE && !atomic_load(&w->stop)) {
+        ok = STORE_OP(w, store_endpoints_active(w->st, after_tenant, after_id, POLL_PAGE, page,
+                                                &n)) == ROOST_OK;
+        for (size_t i = 0; ok && i < n; i++) {
+            size_t k = ep_state(w, &page[i]);
+            if (k == SIZE_MAX) {
+                ok = false;
+                break;
+            }
+            struct ep_state *s = &w->eps[k];
+            s->dirty = s->dirty || all || !s->active;
+            s->e = page[i];
+            s->key = hash_tenant_agent(s->e.tenant_id, s->e.agent_id);
+            s->active = true;
+            s->seen = gen;
+            s->fetched_ms = now;
         }
-        for (size_t i = 0; i < n; i++) {
-            serve_endpoint(w, &page[i]);
-        }
-        if (n > 0) {
+        if (ok && n > 0) {
             snprintf(after_tenant, sizeof after_tenant, "%s", page[n - 1].tenant_id);
             snprintf(after_id, sizeof after_id, "%s", page[n - 1].endpoint_id);
         }
     }
     free(page);
+    if (!ok) {
+        return false;
+    }
+    for (size_t i = 0; i < w->n_eps; i++) {
+        if (w->eps[i].seen != gen) {
+            w->eps[i].active = w->eps[i].dirty = false;
+        }
+    }
+    publish_watched(w);
+    return true;
+}
+
+/* Reads the endpoint again when its copy is older than FRESH_MS. false when it is no longer
+ * active (or the store failed: then it is tried again after RETRY_MS). */
+static bool ep_fresh(struct webhooks *w, struct ep_state *s, int64_t now)
+{
+    if (now - s->fetched_ms < FRESH_MS) {
+        return true;
+    }
+    struct store_endpoint e;
+    int rc = STORE_OP(w, store_endpoint_get(w->st, s->e.tenant_id, s->e.endpoint_id, &e));
+    if (rc == ROOST_OK && e.status == STORE_ENDPOINT_ACTIVE) {
+        s->e = e;
+        s->fetched_ms = now;
+        return true;
+    }
+    if (rc == ROOST_OK || rc == ROOST_EENDPOINTNOTFOUND) {
+        /* Disabled or deleted elsewhere: served again once a listing shows it active. */
+        s->active = s->dirty = false;
+    } else {
+        s->retry_ms = now + RETRY_MS;
+    }
+    return false;
+}
+
+/* Claims what a dirty endpoint has room for and starts those deliveries. It stays dirty while
+ * the claim may have left events behind (no room, a full batch, a store error). */
+static void serve_endpoint(struct webhooks *w, size_t ep, int64_t now)
+{
+    struct ep_state *s = &w->eps[ep];
+    int room = ep_room(w, s);
+    if (room == 0 || now < s->retry_ms || !ep_fresh(w, s, now)) {
+        return;
+    }
+    /* The lease outlives the transfer (timeout_ms) by a margin for the ack. */
+    struct claim_ctx c = {.e = &s->e, .room = (size_t)room, .lease_s = w->timeout_ms / 1000 + 3};
+    int rc = tx_run(w, claim_tx, &c);
+    for (size_t i = 0; rc == ROOST_OK && i < c.evs.len; i++) {
+        start_one(w, &w->eps[ep].e, ep, &c.evs.items[i]);
+    }
+    store_events_cleanup(&c.evs);
+    s = &w->eps[ep];
+    s->dirty = rc != ROOST_OK || c.more;
+    if (rc != ROOST_OK) {
+        s->retry_ms = now + RETRY_MS;
+    }
+}
+
+/* Takes the wakes the loop queued and marks their endpoints dirty; true when the endpoint list
+ * must be read again (one was registered, enabled, disabled or deleted on this node). */
+static bool take_wakes(struct webhooks *w)
+{
+    uint64_t wakes[WAKE_MAX];
+    pthread_mutex_lock(&w->lock);
+    size_t n = w->n_wakes;
+    bool all = w->wake_all, reload = w->reload;
+    memcpy(wakes, w->wakes, n * sizeof *wakes);
+    w->n_wakes = 0;
+    w->wake_all = w->reload = false;
+    pthread_mutex_unlock(&w->lock);
+    if (n == 0 && !all) {
+        return reload;
+    }
+    qsort(wakes, n, sizeof *wakes, cmp_key);
+    for (size_t i = 0; i < w->n_eps; i++) {
+        struct ep_state *s = &w->eps[i];
+        if (s->active && (all || bsearch(&s->key, wakes, n, sizeof *wakes, cmp_key) != NULL)) {
+            s->dirty = true;
+        }
+    }
+    return reload;
+}
+
+/* Serves every dirty endpoint that has room; returns how long the dispatcher may sleep before one
+ * of them can be served again without a transfer finishing first (rate tokens, a retry), at most
+ * `cap_ms`. */
+static int64_t serve_dirty(struct webhooks *w, int64_t cap_ms)
+{
+    int64_t now = time_mono_ms(), wait = cap_ms;
+    for (size_t i = 0; i < w->n_eps && !atomic_load(&w->stop) && w->in_flight < w->max_total; i++) {
+        if (!w->eps[i].active || !w->eps[i].dirty) {
+            continue;
+        }
+        serve_endpoint(w, i, now);
+        const struct ep_state *s = &w->eps[i];
+        if (!s->active || !s->dirty) {
+            continue;
+        }
+        if (s->retry_ms > now) {
+            wait = s->retry_ms - now < wait ? s->retry_ms - now : wait;
+        } else if (ep_room(w, &w->eps[i]) > 0) {
+            wait = 0; /* the claim stopped at its byte budget: the rest at once */
+        } else if (w->max_per_s > 0 && s->in_flight < w->max_in_flight) {
+            /* Out of rate tokens: the next one comes within 1/max_per_s s. */
+            int64_t t = 1000 / w->max_per_s + 1;
+            wait = t < wait ? t : wait;
+        }
+    }
+    return wait;
 }
 
 /* The delay before the next try after failed attempt number `attempt` (1-based), jittered. */
@@ -320,7 +551,7 @@ static void finish(struct webhooks *w, struct delivery *d, int code)
     snprintf(a.error_class, sizeof a.error_class, "%s", r.error_class);
     snprintf(a.response_head, sizeof a.response_head, "%s", r.head);
     if (store_attempt_new_id(d->at_ms, a.attempt_id) == ROOST_OK) {
-        (void)store_attempt_add(w->st, d->tenant_id, &a);
+        (void)STORE_OP(w, store_attempt_add(w->st, d->tenant_id, &a));
     }
 
     bool disabled = false;
@@ -343,12 +574,20 @@ static void finish(struct webhooks *w, struct delivery *d, int code)
     int rc = tx_run(w, settle_tx, &c);
     enum store_status to = c.to;
     if (gone) {
-        disabled = store_endpoint_set_status(w->st, d->tenant_id, d->endpoint_id,
-                                             STORE_ENDPOINT_DISABLED, "gone", now) == ROOST_OK;
+        disabled = STORE_OP(w, store_endpoint_set_status(w->st, d->tenant_id, d->endpoint_id,
+                                                         STORE_ENDPOINT_DISABLED, "gone", now)) ==
+                   ROOST_OK;
     }
     if (!gone) {
-        (void)store_endpoint_result(w->st, d->tenant_id, d->endpoint_id, ok, now,
-                                    w->disable_after_ms, &disabled);
+        (void)STORE_OP(w, store_endpoint_result(w->st, d->tenant_id, d->endpoint_id, ok, now,
+                                                w->disable_after_ms, &disabled));
+    }
+    struct ep_state *s = &w->eps[d->ep];
+    if (disabled) {
+        s->active = s->dirty = false;
+    } else if (rc == ROOST_OK && !ok && to == STORE_PENDING) {
+        /* Back to pending at once (a 0 s retry delay): no commit of another wakes it. */
+        s->dirty = true;
     }
     log_info("webhook attempt",
              "tenant=%s endpoint=%s event=%s attempt=%d status=%ld class=%s latency_ms=%lld "
@@ -363,10 +602,12 @@ static void finish(struct webhooks *w, struct delivery *d, int code)
     webhooks_result_cleanup(&r);
 }
 
-static void reap(struct webhooks *w)
+/* Settles every finished transfer; returns how many. */
+static size_t reap(struct webhooks *w)
 {
     CURLMsg *m;
     int left;
+    size_t n = 0;
     while ((m = curl_multi_info_read(w->multi, &left)) != NULL) {
         if (m->msg != CURLMSG_DONE) {
             continue;
@@ -391,30 +632,53 @@ static void reap(struct webhooks *w)
         w->in_flight--;
         webhooks_call_free(d->call);
         free(d);
+        n++;
     }
+    return n;
 }
 
+/* The dispatcher waits for work: a wake from the loop (an inbox change of an agent with an
+ * endpoint, from this node's commits or, through the tailer, other nodes'), a transfer finishing,
+ * or the sweep every webhooks.poll_ms that lists the endpoints again and serves them all (what no
+ * wake announced: endpoints registered through another node, a change the tailer missed). Idle,
+ * it makes no store call between sweeps. */
 static void *run(void *arg)
 {
     struct webhooks *w = arg;
-    int64_t next_poll = 0, next_prune = 0;
+    int64_t next_sweep = 0, next_prune = 0, next_load = 0;
+    bool reload = false;
     while (!atomic_load(&w->stop)) {
+        reload = take_wakes(w) || reload;
         int64_t now = time_mono_ms();
-        if (now >= next_poll) {
-            poll_endpoints(w);
-            next_poll = now + w->poll_ms;
+        bool sweep = now >= next_sweep;
+        if (sweep || (reload && now >= next_load)) {
+            if (load_endpoints(w, sweep)) {
+                reload = false;
+                next_sweep = sweep ? now + w->poll_ms : next_sweep;
+            } else {
+                next_load = now + RETRY_MS;
+                next_sweep = sweep ? next_load : next_sweep;
+            }
         }
         if (now >= next_prune) {
             size_t count = 0;
-            (void)store_attempt_prune(w->st, time_now_ms() - w->retention_ms, PRUNE_BATCH, &count);
-            next_prune = now + (count == PRUNE_BATCH ? w->poll_ms : PRUNE_EVERY_MS);
+            (void)STORE_OP(w, store_attempt_prune(w->st, time_now_ms() - w->retention_ms,
+                                                  PRUNE_BATCH, &count));
+            next_prune = now + (count == PRUNE_BATCH ? 100 : PRUNE_EVERY_MS);
         }
+        int64_t wait = serve_dirty(w, 1000);
         int running = 0;
         curl_multi_perform(w->multi, &running);
-        reap(w);
-        int64_t wait = next_poll - time_mono_ms();
-        wait = wait < 1 ? 1 : wait > 1000 ? 1000 : wait;
-        curl_multi_poll(w->multi, NULL, 0, (int)wait, NULL);
+        if (reap(w) > 0) {
+            continue; /* room came free: serve what waits for it at once */
+        }
+        now = time_mono_ms();
+        int64_t until = (next_sweep < next_prune ? next_sweep : next_prune) - now;
+        if (reload) {
+            until = next_load - now < until ? next_load - now : until;
+        }
+        wait = until < wait ? until : wait;
+        curl_multi_poll(w->multi, NULL, 0, (int)(wait < 1 ? 1 : wait), NULL);
     }
     return NULL;
 }
@@ -434,6 +698,9 @@ static void webhooks_free(struct webhooks *w)
     }
     store_close(w->st);
     free(w->eps);
+    free(w->slots);
+    free(w->watched);
+    pthread_mutex_destroy(&w->lock);
     free(w);
 }
 
@@ -454,6 +721,7 @@ struct webhooks *webhooks_start(const struct config *cfg, const char *url,
         snprintf(err, errlen, "webhooks: out of memory");
         return NULL;
     }
+    pthread_mutex_init(&w->lock, NULL);
     w->signer = signer;
     w->metrics = metrics;
     w->jitter_pct = cfg->webhooks_jitter_pct;
@@ -485,6 +753,47 @@ struct webhooks *webhooks_start(const struct config *cfg, const char *url,
     }
     w->started = true;
     return w;
+}
+
+void webhooks_notify(struct webhooks *w, const char *tenant_id, const char *agent_id)
+{
+    if (w == NULL) {
+        return;
+    }
+    uint64_t key = hash_tenant_agent(tenant_id, agent_id);
+    bool wake = false;
+    pthread_mutex_lock(&w->lock);
+    if (w->n_watched > 0 && bsearch(&key, w->watched, w->n_watched, sizeof key, cmp_key) != NULL) {
+        wake = w->n_wakes == 0 && !w->wake_all && !w->reload;
+        size_t i = 0;
+        while (i < w->n_wakes && w->wakes[i] != key) {
+            i++;
+        }
+        if (i == w->n_wakes && i < WAKE_MAX) {
+            w->wakes[w->n_wakes++] = key;
+        } else if (i == WAKE_MAX) {
+            w->wake_all = true;
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (wake) {
+        /* Only the first wake of a turn: the dispatcher takes them all at once. */
+        curl_multi_wakeup(w->multi);
+    }
+}
+
+void webhooks_reload(struct webhooks *w)
+{
+    if (w == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&w->lock);
+    bool wake = w->n_wakes == 0 && !w->wake_all && !w->reload;
+    w->reload = true;
+    pthread_mutex_unlock(&w->lock);
+    if (wake) {
+        curl_multi_wakeup(w->multi);
+    }
 }
 
 void webhooks_stop(struct webhooks *w)

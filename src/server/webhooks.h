@@ -131,6 +131,13 @@ struct webhooks *webhooks_start(const struct config *cfg, const char *url,
                                 const struct store_options *opt,
                                 const struct webhooks_signer *signer, struct metrics *metrics,
                                 char *err, size_t errlen);
+/* Loop thread (any thread): a commit changed what the agent may claim (runtime_notify). Queues a
+ * wake of the dispatcher when the agent has an active endpoint it knows of; cheap otherwise (a
+ * lock and a binary search). NULL is a no-op. */
+void webhooks_notify(struct webhooks *w, const char *tenant_id, const char *agent_id);
+/* Any thread: an endpoint was registered, enabled, disabled or deleted through this node; the
+ * dispatcher reads the endpoint list again at once. NULL is a no-op. */
+void webhooks_reload(struct webhooks *w);
 /* Stops the thread (deliveries in flight are abandoned: their leases expire and they are
  * delivered again later), closes the connection. NULL is a no-op. */
 void webhooks_stop(struct webhooks *w);

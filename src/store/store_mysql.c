@@ -21,6 +21,13 @@
     "i.created_at, i.available_at, i.expires_at, i.lease_token, i.consumer, i.claimed_at, "        \
     "i.claim_expires_at, i.attempts, i.timeouts, i.nacks, i.last_error, i.completed_at"
 
+/* The agents listing's counts through the state columns of migration 0007: inbox_open for
+ * pending, scheduled and quarantined, inbox_lease for claimed (or the agent's primary-key range,
+ * whichever the optimizer finds smaller). */
+#define MY_AGENT_STATS_COLS                                                                        \
+    AGENT_STATS_COLS_BY("i.open_state = " ST_PENDING, "i.open_state = " ST_SCHEDULED,              \
+                        "i.lease_expires_at IS NOT NULL", "i.open_state = " ST_QUARANTINED)
+
 /* roost_changes rows older than this go with retention; a tailer is never this far behind. */
 #define CHANGES_KEEP_MS (10 * 60 * 1000)
 
@@ -60,12 +67,14 @@ const char *const store_mysql_sql[S_COUNT] = {
                " FROM agents a LEFT JOIN inbox i ON i.tenant_id = a.tenant_id"
                " AND i.agent_id = a.agent_id AND i.seq > ?"
                " WHERE a.tenant_id = ? AND a.agent_id = ? ORDER BY i.seq LIMIT ?",
-    /* tenant, agent, now, limit: an exact-match walk of inbox_claim in claim order; rows another
-     * claimer holds are skipped, not waited for. */
+    /* tenant, agent, now, limit: an exact-match walk of inbox_open in claim order (ready_priority
+     * is the priority of a pending row); rows another claimer holds are skipped, not waited for.
+     * An exact match, never a range: a locking read of a range would also lock, for an instant,
+     * the record past its end, which here is another agent's first pending row. */
     [S_CLAIM_SELECT] = "SELECT " EVCOLS " FROM inbox"
-                       " WHERE tenant_id = ? AND agent_id = ? AND status = " ST_PENDING
+                       " WHERE open_state = " ST_PENDING " AND tenant_id = ? AND agent_id = ?"
                        " AND (expires_at IS NULL OR expires_at > ?)"
-                       " ORDER BY priority DESC, seq ASC LIMIT ? FOR UPDATE SKIP LOCKED",
+                       " ORDER BY ready_priority DESC, seq ASC LIMIT ? FOR UPDATE SKIP LOCKED",
     /* token, consumer, now, claim_expires_at, tenant, agent, seq */
     [S_CLAIM_UPDATE] =
         "UPDATE inbox SET status = " ST_CLAIMED ", lease_token = ?, consumer = ?, claimed_at = ?,"
@@ -89,47 +98,47 @@ const char *const store_mysql_sql[S_COUNT] = {
     [S_EXTEND_UPDATE] = "UPDATE inbox SET claim_expires_at = ?"
                         " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_CLAIMED
                         " AND lease_token = ?",
-    /* tenant, agent, consumer: the leases are locked first and then released by primary key, so
-     * the update never takes locks on the claim index range. */
-    [S_RELEASE_ALL_SELECT] = "SELECT seq FROM inbox WHERE tenant_id = ? AND agent_id = ?"
-                             " AND status = " ST_CLAIMED " AND consumer = ? FOR UPDATE",
+    /* tenant, agent, consumer: the leases are read without locks, then released by primary key,
+     * each conditional on the lease read. The read walks the smaller of the agent's primary-key
+     * range and inbox_lease (every claimed row, of every agent: a locking walk of it would wait
+     * on other agents' claims). */
+    [S_RELEASE_ALL_SELECT] = "SELECT seq, lease_token FROM inbox WHERE lease_expires_at IS NOT NULL"
+                             " AND tenant_id = ? AND agent_id = ? AND consumer = ?",
     /* tenant, agent */
-    [S_RELEASE_ALL_ANY_SELECT] = "SELECT seq FROM inbox WHERE tenant_id = ? AND agent_id = ?"
-                                 " AND status = " ST_CLAIMED " FOR UPDATE",
-    /* tenant, agent, seq */
+    [S_RELEASE_ALL_ANY_SELECT] = "SELECT seq, lease_token FROM inbox"
+                                 " WHERE lease_expires_at IS NOT NULL AND tenant_id = ?"
+                                 " AND agent_id = ?",
+    /* tenant, agent, seq, token: an ack, release or scavenger that won the race keeps its row. */
     [S_RELEASE_ALL_UPDATE] =
         "UPDATE inbox SET status = " ST_PENDING ", lease_token = NULL,"
         " claim_expires_at = NULL"
-        " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_CLAIMED,
+        " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_CLAIMED
+        " AND lease_token = ?",
     /* tenant, agent */
     [S_STATE_GET] = "SELECT state, GREATEST(state_cursor, purged_through_seq) FROM agents"
                     " WHERE tenant_id = ? AND agent_id = ?",
-    /* now, limit */
+    /* now, limit: inbox_lease (lease_expires_at is claim_expires_at while claimed) */
     [S_SCAV_SELECT] = "SELECT tenant_id, agent_id, seq, lease_token, attempts FROM inbox"
-                      " WHERE status = " ST_CLAIMED " AND claim_expires_at <= ?"
-                      " ORDER BY claim_expires_at LIMIT ?",
+                      " WHERE lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?",
     /* status, tenant, agent, seq, token, now: conditional on the lease read, so an ack or release
      * that won the race is never overwritten. */
     [S_SCAV_UPDATE] = "UPDATE inbox SET status = ?, timeouts = timeouts + 1, lease_token = NULL,"
                       " claim_expires_at = NULL WHERE tenant_id = ? AND agent_id = ? AND seq = ?"
                       " AND status = " ST_CLAIMED " AND lease_token = ? AND claim_expires_at <= ?",
-    /* now, limit */
-    /* now, limit: a plain (non-locking) read. A locking read of this range would also lock,
-     * for an instant, the index record just past its end, which in inbox_due is the oldest
-     * pending row; a claim passing then would SKIP it and answer empty with work pending. The
-     * update below is conditional, so two nodes promoting at once cannot both count a row. */
+    /* now, limit: inbox_due_at (due_at is available_at while scheduled), a plain (non-locking)
+     * read: a locking read of a range also locks, for an instant, the record just past its end,
+     * and a claim must never SKIP a pending row for that. The update below is conditional, so two
+     * nodes promoting at once cannot both count a row. */
     [S_PROMOTE_SELECT] = "SELECT tenant_id, agent_id, seq FROM inbox"
-                         " WHERE status = " ST_SCHEDULED " AND available_at <= ?"
-                         " ORDER BY available_at LIMIT ?",
+                         " WHERE due_at <= ? ORDER BY due_at LIMIT ?",
     /* tenant, agent, seq */
     [S_PROMOTE_UPDATE] =
         "UPDATE inbox SET status = " ST_PENDING
         " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_SCHEDULED,
-    /* now, limit: non-locking for the same reason as S_PROMOTE_SELECT (the record past the
-     * scheduled range of inbox_expiry is a pending row without a TTL). */
-    [S_EXPIRE_SELECT] = "SELECT tenant_id, agent_id, seq FROM inbox"
-                        " WHERE status IN (" ST_SCHEDULED ", " ST_PENDING ") AND expires_at <= ?"
-                        " LIMIT ?",
+    /* now, limit: inbox_ttl (ttl_at is expires_at while scheduled or pending), non-locking for
+     * the same reason as S_PROMOTE_SELECT. */
+    [S_EXPIRE_SELECT] = "SELECT tenant_id, agent_id, seq FROM inbox WHERE ttl_at <= ?"
+                        " ORDER BY ttl_at LIMIT ?",
     /* now, tenant, agent, seq, now: conditional on the state read, so a claim that won the race
      * keeps its row. */
     [S_EXPIRE_UPDATE] = "UPDATE inbox SET status = " ST_EXPIRED ", completed_at = ?"
@@ -158,16 +167,19 @@ const char *const store_mysql_sql[S_COUNT] = {
                       " AS old",
     /* low id, high id, cut */
     [S_CHANGES_PRUNE] = "DELETE FROM roost_changes WHERE id BETWEEN ? AND ? AND at_ms < ?",
-    /* tenant, after_agent, after_seq, limit */
+    /* The quarantine through inbox_open: ready_priority is NULL on every quarantined row, so
+     * (agent_id, ready_priority DESC, seq) is (agent_id, seq) order with no sort step, and
+     * "ready_priority IS NULL" pins that key part for a range on seq. */
+    /* tenant, after_agent, after_agent, after_seq, limit */
     [S_QLIST_ALL] =
         "SELECT " EVCOLS " FROM inbox"
-        " WHERE tenant_id = ? AND status = " ST_QUARANTINED " AND (agent_id, seq) > (?, ?)"
-        " ORDER BY agent_id, seq LIMIT ?",
+        " WHERE open_state = " ST_QUARANTINED " AND tenant_id = ? AND agent_id >= ?"
+        " AND (agent_id > ? OR seq > ?) ORDER BY agent_id, ready_priority DESC, seq LIMIT ?",
     /* tenant, agent, seq bound, limit */
-    [S_QLIST_AGENT] =
-        "SELECT " EVCOLS " FROM inbox"
-        " WHERE tenant_id = ? AND status = " ST_QUARANTINED " AND agent_id = ? AND seq > ?"
-        " ORDER BY seq LIMIT ?",
+    [S_QLIST_AGENT] = "SELECT " EVCOLS " FROM inbox"
+                      " WHERE open_state = " ST_QUARANTINED " AND tenant_id = ? AND agent_id = ?"
+                      " AND ready_priority IS NULL AND seq > ?"
+                      " ORDER BY seq LIMIT ?",
     /* event_id, tenant */
     [S_REQ_FIND] = "SELECT agent_id, status FROM inbox WHERE event_id = ? AND tenant_id = ?",
     /* now, now, event_id, tenant: a requeued event whose TTL has passed would expire again at
@@ -179,13 +191,13 @@ const char *const store_mysql_sql[S_COUNT] = {
         " available_at = ? WHERE event_id = ? AND tenant_id = ? AND status IN (" ST_QUARANTINED
         ", " ST_EXPIRED ")",
     /* tenant, after_agent, limit */
-    [S_AGENTS_LIST] = "SELECT " AGENT_STATS_COLS " FROM agents a"
+    [S_AGENTS_LIST] = "SELECT " MY_AGENT_STATS_COLS " FROM agents a"
                       " WHERE a.tenant_id = ? AND a.agent_id > ? ORDER BY a.agent_id LIMIT ?",
     /* tenant, limit, offset */
-    [S_AGENTS_BY_DEPTH] = "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
+    [S_AGENTS_BY_DEPTH] = "SELECT " MY_AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
                           " ORDER BY pending DESC, a.agent_id LIMIT ? OFFSET ?",
     /* tenant, limit, offset */
-    [S_AGENTS_BY_AGE] = "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
+    [S_AGENTS_BY_AGE] = "SELECT " MY_AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
                         " ORDER BY oldest IS NULL, oldest, a.agent_id LIMIT ? OFFSET ?",
     /* event_id, tenant: the acked row's available_at, for the delivery-latency histogram */
     /* now, tenant, agent, now: at most one write a minute per agent */
@@ -197,25 +209,25 @@ const char *const store_mysql_sql[S_COUNT] = {
     [S_PURGE_ONE] =
         "DELETE FROM inbox WHERE tenant_id = ? AND event_id = ? AND status = " ST_QUARANTINED,
     /* tenant, agent, limit */
-    [S_PURGE_AGENT] =
-        "DELETE FROM inbox WHERE tenant_id = ? AND agent_id = ? AND status = " ST_QUARANTINED
-        " ORDER BY seq LIMIT ?",
+    [S_PURGE_AGENT] = "DELETE FROM inbox WHERE open_state = " ST_QUARANTINED
+                      " AND tenant_id = ? AND agent_id = ? ORDER BY ready_priority DESC, seq"
+                      " LIMIT ?",
     /* tenant, limit */
-    [S_PURGE_ALL] = "DELETE FROM inbox WHERE tenant_id = ? AND status = " ST_QUARANTINED
-                    " ORDER BY agent_id, seq LIMIT ?",
-    /* Metrics: each reads one status's rows through inbox_status_seq (migrations 0002, 0006),
-     * never the completed history. */
+    [S_PURGE_ALL] = "DELETE FROM inbox WHERE open_state = " ST_QUARANTINED " AND tenant_id = ?"
+                    " ORDER BY agent_id, ready_priority DESC, seq LIMIT ?",
+    /* Metrics: each reads one status's rows through the index that holds them (migration 0007:
+     * inbox_open and inbox_lease cover them), never the completed history. */
     [S_MET_PENDING] = "SELECT tenant_id, count(*), COALESCE(min(available_at), 0) FROM inbox"
-                      " WHERE status = " ST_PENDING " GROUP BY tenant_id",
-    [S_MET_SCHEDULED] = "SELECT tenant_id, count(*), 0 FROM inbox WHERE status = " ST_SCHEDULED
-                        " GROUP BY tenant_id",
+                      " WHERE open_state = " ST_PENDING " GROUP BY tenant_id",
+    [S_MET_SCHEDULED] = "SELECT tenant_id, count(*), 0 FROM inbox"
+                        " WHERE open_state = " ST_SCHEDULED " GROUP BY tenant_id",
     [S_MET_CLAIMED] = "SELECT tenant_id, count(*), COALESCE(min(claimed_at), 0) FROM inbox"
-                      " WHERE status = " ST_CLAIMED " GROUP BY tenant_id",
-    [S_MET_QUARANTINED] = "SELECT tenant_id, count(*), 0 FROM inbox WHERE status = " ST_QUARANTINED
-                          " GROUP BY tenant_id",
+                      " WHERE lease_expires_at IS NOT NULL GROUP BY tenant_id",
+    [S_MET_QUARANTINED] = "SELECT tenant_id, count(*), 0 FROM inbox"
+                          " WHERE open_state = " ST_QUARANTINED " GROUP BY tenant_id",
     /* limit */
     [S_MET_AGENTS] =
-        "SELECT tenant_id, agent_id, count(*) AS n FROM inbox WHERE status = " ST_PENDING
+        "SELECT tenant_id, agent_id, count(*) AS n FROM inbox WHERE open_state = " ST_PENDING
         " GROUP BY tenant_id, agent_id ORDER BY n DESC, tenant_id, agent_id LIMIT ?",
     /* tenant, key_id, agent, alg, material, now */
     [S_KEY_ADD] = "INSERT INTO `keys` (tenant_id, key_id, agent_id, alg, material, created_at)"
@@ -847,8 +859,8 @@ static int my_extend_update(struct store *st, const char *tenant_id, const char 
     return Q1(store_mysql_backend(st), S_EXTEND_UPDATE, p, changed);
 }
 
-/* The leases are locked first and then released by primary key, so the update never takes
- * locks on the claim index range. */
+/* The leases are read without locks, then released by primary key, each update conditional on
+ * the token read (S_RELEASE_ALL_SELECT). */
 static int my_release_leases(struct store *st, const char *tenant_id, const char *agent_id,
                              const char *consumer, size_t *released)
 {
@@ -863,7 +875,8 @@ static int my_release_leases(struct store *st, const char *tenant_id, const char
         rc = Q(b, S_RELEASE_ALL_ANY_SELECT, p, &rs);
     }
     for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
-        struct prm up[] = {PS(tenant_id), PS(agent_id), PI(cell_i64(&rs, r, 0))};
+        struct prm up[] = {PS(tenant_id), PS(agent_id), PI(cell_i64(&rs, r, 0)),
+                           PS(cell(&rs, r, 1))};
         if ((rc = Q(b, S_RELEASE_ALL_UPDATE, up, NULL)) == ROOST_OK) {
             *released += (size_t)b->affected;
         }
@@ -1085,7 +1098,8 @@ static int my_quarantine_select(struct store *st, const char *tenant_id, const c
         struct prm p[] = {PS(tenant_id), PS(agent_id), PI(after_seq), PI(limit)};
         rc = Q(b, S_QLIST_AGENT, p, &rs);
     } else {
-        struct prm p[] = {PS(tenant_id), PS(after_agent), PI(after_seq), PI(limit)};
+        struct prm p[] = {PS(tenant_id), PS(after_agent), PS(after_agent), PI(after_seq),
+                          PI(limit)};
         rc = Q(b, S_QLIST_ALL, p, &rs);
     }
     for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {

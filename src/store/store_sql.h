@@ -14,8 +14,9 @@
 #define STORE_SQL_STR_(x) #x
 #define STORE_SQL_STR(x) STORE_SQL_STR_(x)
 
-/* inbox.status as stored. The migrations' partial indexes (WHERE status = 1 …) use the same
- * numbers, so these never change; the asserts tie them to the enum. */
+/* inbox.status as stored. The migrations' partial indexes (SQLite: WHERE status = 1 …) and
+ * generated state columns (MySQL 0007: open_state, ready_priority, lease_expires_at, due_at,
+ * ttl_at) use the same numbers, so these never change; the asserts tie them to the enum. */
 #define STORE_N_SCHEDULED 0
 #define STORE_N_PENDING 1
 #define STORE_N_CLAIMED 2
@@ -47,20 +48,27 @@ _Static_assert(STORE_N_EXPIRED == STORE_EXPIRED, "inbox.status: expired");
     "available_at, expires_at, lease_token, consumer, claimed_at, claim_expires_at, attempts, "    \
     "timeouts, nacks, last_error, completed_at"
 
-/* The admin agents listing: the agent row and its per-status counts, in agents_list order. */
-#define AGENT_STATS_COLS                                                                           \
+/* The admin agents listing: the agent row and its per-status counts, in agents_list order. Each
+ * argument is the dialect's condition on `i` for one status (pending, scheduled, claimed,
+ * quarantined), written so that it walks an index of that dialect. */
+#define AGENT_STATS_COLS_BY(PENDING, SCHEDULED, CLAIMED, QUARANTINED)                              \
     "a.agent_id, a.next_seq - 1, a.purged_through_seq,"                                            \
     " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"                               \
-    "  AND i.agent_id = a.agent_id AND i.status = " ST_PENDING ") AS pending,"                     \
+    "  AND i.agent_id = a.agent_id AND " PENDING ") AS pending,"                                   \
     " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"                               \
-    "  AND i.agent_id = a.agent_id AND i.status = " ST_SCHEDULED "),"                              \
+    "  AND i.agent_id = a.agent_id AND " SCHEDULED "),"                                            \
     " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"                               \
-    "  AND i.agent_id = a.agent_id AND i.status = " ST_CLAIMED "),"                                \
+    "  AND i.agent_id = a.agent_id AND " CLAIMED "),"                                              \
     " (SELECT count(*) FROM inbox i WHERE i.tenant_id = a.tenant_id"                               \
-    "  AND i.agent_id = a.agent_id AND i.status = " ST_QUARANTINED "),"                            \
+    "  AND i.agent_id = a.agent_id AND " QUARANTINED "),"                                          \
     " (SELECT min(available_at) FROM inbox i WHERE i.tenant_id = a.tenant_id"                      \
-    "  AND i.agent_id = a.agent_id AND i.status = " ST_PENDING ") AS oldest,"                      \
+    "  AND i.agent_id = a.agent_id AND " PENDING ") AS oldest,"                                    \
     " COALESCE(a.last_seen_at, 0)"
+
+/* By status itself (SQLite's partial indexes). */
+#define AGENT_STATS_COLS                                                                           \
+    AGENT_STATS_COLS_BY("i.status = " ST_PENDING, "i.status = " ST_SCHEDULED,                      \
+                        "i.status = " ST_CLAIMED, "i.status = " ST_QUARANTINED)
 
 /* The columns of a key listing, in store_row_key() order (key_get adds material as column 5). */
 #define KEYCOLS "key_id, agent_id, alg, created_at, revoked_at"

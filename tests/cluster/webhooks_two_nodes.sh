@@ -5,7 +5,10 @@
 # the ctest fixture's server; this test makes a database of its own). Both nodes run a
 # dispatcher; 60 events published through node 2 reach the HTTPS receiver (which verifies them
 # with the npm standardwebhooks and http-message-signatures packages) exactly once each, and
-# all end completed. Ends with "N passed, N failed".
+# all end completed. Then a third node without a dispatcher (webhooks.enabled=false) publishes
+# one event: the other two learn of it only through their change-log tailers (their fallback
+# sweeps, webhooks.poll_ms, are 10 minutes away), and it arrives within 3 s.
+# Ends with "N passed, N failed".
 set -uo pipefail
 
 roostd=${1:?roostd binary}
@@ -16,7 +19,9 @@ base_url=${3:?MariaDB URL}
 need openssl curl node jq mariadb
 js_dir=$(cd "$(dirname "$0")/../js" && pwd)
 n1_pid=
-trap '[ -n "$n1_pid" ] && kill -9 "$n1_pid" 2>/dev/null; preamble_cleanup' EXIT
+n2_pid=
+kill_nodes() { for p in $n1_pid $n2_pid; do kill -9 "$p" 2>/dev/null; done; }
+trap 'kill_nodes; preamble_cleanup' EXIT
 
 # ---- a database of its own on the fixture's server ----
 rest=${base_url#mysql://}
@@ -29,7 +34,7 @@ db="roost_wh_nodes_$$"
 my() { mariadb -h "${hostport%%:*}" -P "${hostport##*:}" -u "$user" -p"$pass" "$@"; }
 my -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db CHARACTER SET utf8mb4 COLLATE utf8mb4_bin" ||
   abort "cannot create the test database"
-trap '[ -n "$n1_pid" ] && kill -9 "$n1_pid" 2>/dev/null; my -e "DROP DATABASE IF EXISTS '"$db"'" 2>/dev/null; preamble_cleanup' EXIT
+trap 'kill_nodes; my -e "DROP DATABASE IF EXISTS '"$db"'" 2>/dev/null; preamble_cleanup' EXIT
 store_url="mysql://$creds@$hostport/$db"
 
 ossl() { openssl "$@" 2>>"$dir/openssl.log"; }
@@ -46,20 +51,17 @@ check "openssl made the receiver's certificate" test -s "$dir/hook.pem"
 
 # Each node has its own data dir; node 2 gets node 1's token and signing keys (one roostd
 # identity, as behind a load balancer).
-node_start() { # node_start DATA_DIR
-  roostd_start "$roostd" "$1" --set "store.url=$store_url" \
+node_start() { # node_start DATA_DIR [ROOSTD_ARGS...]
+  local data=$1
+  shift
+  roostd_start "$roostd" "$data" --set "store.url=$store_url" \
     --set webhooks.allow_cidrs=127.0.0.1/32 --set "webhooks.ca_file=$dir/ca.pem" \
-    --set webhooks.poll_ms=20 --set webhooks.retry_schedule_s=1 --set webhooks.jitter_pct=0 \
-    --set webhooks.timeout_ms=5000 --set scavenger.interval_ms=200 --set tail.interval_ms=50
+    --set webhooks.poll_ms=600000 --set webhooks.retry_schedule_s=1 --set webhooks.jitter_pct=0 \
+    --set webhooks.timeout_ms=5000 --set scavenger.interval_ms=200 --set tail.interval_ms=50 "$@"
 }
 node_start "$dir/data" || abort "node 1 did not start: $(cat "$dir/roostd.log")"
 n1_pid=$roostd_pid
 url1=$url
-mkdir -p "$dir/data2" && chmod 700 "$dir/data2"
-cp -p "$dir/data/token_ed25519.pem" "$dir/data/signing_ed25519.pem" "$dir/data2/" ||
-  abort "node 1 wrote no keys"
-node_start "$dir/data2" || abort "node 2 did not start: $(cat "$dir/roostd.log")"
-url2=$url
 
 secret="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
 mkdir -p "$dir/rx"
@@ -76,6 +78,17 @@ c=$(curl -sS -o "$dir/out" -w '%{http_code}' -H "Authorization: Bearer $tok" \
   -H 'Content-Type: application/json' -d "{\"url\":\"$hook/ok\",\"secret\":\"$secret\"}" \
   "$url1/api/v1/agents/n.a/callbacks")
 check "endpoint registered on node 1 ($c)" test "$c" = 201
+
+# Node 2 starts after the registration, so its dispatcher knows the endpoint from its first
+# listing and both nodes deliver.
+node_copy() { # node_copy DATA_DIR: a data dir with node 1's keys
+  mkdir -p "$1" && chmod 700 "$1" &&
+    cp -p "$dir/data/token_ed25519.pem" "$dir/data/signing_ed25519.pem" "$1/"
+}
+node_copy "$dir/data2" || abort "node 1 wrote no keys"
+node_start "$dir/data2" || abort "node 2 did not start: $(cat "$dir/roostd.log")"
+n2_pid=$roostd_pid
+url2=$url
 
 events='{"events":['
 for i in $(seq 1 60); do
@@ -102,10 +115,26 @@ check "each event delivered exactly once ($(deliveries) deliveries of $(distinct
 check "every delivery verified by both libraries" \
   test "$(jq -c 'select(.type == null and (.sw and .sig | not))' "$dir/rx/log" | wc -l)" = 0
 
+# ---- work published through a node without a dispatcher: delivered through the tailers ----
+node_copy "$dir/data3" || abort "cannot make node 3's data dir"
+node_start "$dir/data3" --set webhooks.enabled=false || abort "node 3 did not start"
+t0=$(date +%s%3N)
+c=$(curl -sS -o "$dir/pub" -w '%{http_code}' -H "Authorization: Bearer $tok" \
+  -H 'Content-Type: application/json' -d '{"recipients":["n.a"],"payload":{"late":1}}' \
+  "$url/api/v1/events")
+check "one event published through node 3 ($c)" test "$c" = 201
+e_late=$(jq -r '.events[0].event_id // .event_id' "$dir/pub")
+arrived() { [ "$(jq -c "select(.id == \"$e_late\")" "$dir/rx/log" | wc -l)" -ge 1 ]; }
+check "it arrives within 3 s through node 1's or node 2's tailer" wait_until 3 arrived
+t1=$(jq -s "[.[] | select(.id == \"$e_late\") | .at] | .[0] // 0" "$dir/rx/log")
+echo "published on node 3, delivered by another node after $((t1 - t0)) ms"
 roostd_stop
-check "node 2 exits 0 (got $roostd_rc)" test "$roostd_rc" = 0
-roostd_pid=$n1_pid
-n1_pid=
-roostd_stop
-check "node 1 exits 0 (got $roostd_rc)" test "$roostd_rc" = 0
+check "node 3 exits 0 (got $roostd_rc)" test "$roostd_rc" = 0
+
+for n in 2 1; do
+  eval "roostd_pid=\$n${n}_pid"
+  eval "n${n}_pid="
+  roostd_stop
+  check "node $n exits 0 (got $roostd_rc)" test "$roostd_rc" = 0
+done
 summary

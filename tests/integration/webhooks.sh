@@ -3,12 +3,17 @@
 # Webhooks end to end (issue 15): `webhooks.sh ROOSTD ROOST_CLI`. A local HTTPS receiver
 # (tests/js/webhook_receiver.cjs, certificate from a test CA made here) verifies every request
 # with the npm standardwebhooks and http-message-signatures packages. roostd runs with short
-# timers (poll 50 ms, retry schedule 1,1 s, no jitter) and webhooks.allow_cidrs=127.0.0.1/32.
+# timers (retry schedule 1,1 s, no jitter) and webhooks.allow_cidrs=127.0.0.1/32, and with the
+# dispatcher's fallback sweep (webhooks.poll_ms) at 10 minutes: every delivery here comes from a
+# wake (a commit touching the agent) or from the sweep at start.
 # Checks: registration refusals (https_required, destination_forbidden, invalid_secret, 422 on a
 # wrong challenge answer, nothing stored), signed deliveries verified and acked, 500 retried on
 # schedule then quarantined, replay (one event, or since a time) redelivers, 302 not followed and
 # counted, 410 disables, a hanging endpoint does not delay another, SIGKILL mid-delivery then
-# delivered after restart and acked once, the attempt log, per-endpoint metrics and the CLI.
+# delivered after restart and acked once, the attempt log, per-endpoint metrics (and how
+# metrics.tenant_labels, reloaded by SIGHUP, names them) and the CLI; an idle dispatcher with six
+# endpoints makes (close to) no store call over 3 s, and an event published then still arrives
+# within 3 s.
 # Ends with "N passed, N failed".
 set -uo pipefail
 
@@ -32,10 +37,12 @@ ossl x509 -req -in "$dir/hook.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcre
   -days 2 -extfile "$dir/ext.cnf" -out "$dir/hook.pem"
 check "openssl made the receiver's certificate" test -s "$dir/hook.pem"
 
+# metrics.tenant_labels lives in the config file, so a SIGHUP can change it.
+echo 'metrics.tenant_labels = top' >"$dir/roostd.conf"
 start() {
-  roostd_start "$roostd" "$dir/data" --set store.synchronous=normal \
+  roostd_start "$roostd" "$dir/data" --config "$dir/roostd.conf" --set store.synchronous=normal \
     --set webhooks.allow_cidrs=127.0.0.1/32 --set "webhooks.ca_file=$dir/ca.pem" \
-    --set webhooks.poll_ms=50 --set webhooks.retry_schedule_s=1,1 --set webhooks.jitter_pct=0 \
+    --set webhooks.poll_ms=600000 --set webhooks.retry_schedule_s=1,1 --set webhooks.jitter_pct=0 \
     --set webhooks.timeout_ms=5000 --set webhooks.connect_timeout_ms=5000 \
     --set scavenger.interval_ms=100
 }
@@ -117,6 +124,30 @@ check "delivered events are completed" wait_until 10 status_is $e2 completed
 c=$(api GET "/api/v1/admin/endpoints/$ep_ok/attempts")
 check "the attempt log lists both, class ok" out_is 200 '[.attempts[] | select(.error_class == "ok" and .status_code == 200)] | length == 2'
 
+# ---- an idle dispatcher waits for work: no store calls, and a publish still arrives at once ----
+for i in 1 2 3 4 5; do
+  check "idle endpoint $i registered" test -n "$(register wh.idle$i /ok)"
+done
+dispatch_calls() { # the dispatcher's store calls so far
+  curl -sS --max-time 10 "$url/metrics" |
+    awk '$1 == "roost_store_op_duration_seconds_count{op=\"webhook_dispatch\"}" { print $2 }'
+}
+settled() { # no dispatcher store call for 500 ms (the registrations' reloads are over)
+  local a b
+  a=$(dispatch_calls) && sleep 0.5 && b=$(dispatch_calls) && [ -n "$a" ] && [ "$a" = "$b" ]
+}
+check "the dispatcher settles after the registrations" wait_until 10 settled
+calls0=$(dispatch_calls)
+sleep 3 # the behaviour under test: three idle seconds
+calls1=$(dispatch_calls)
+check "an idle dispatcher with 6 endpoints made $((calls1 - calls0)) store calls in 3 s (<= 2)" \
+  test $((calls1 - calls0)) -le 2
+t0=$(date +%s%3N)
+e_idle=$(publish wh.ok)
+check "an event published to the idle dispatcher arrives within 3 s" wait_until 3 rx_eq 1 ".id == \"$e_idle\""
+t1=$(jq -s "[.[] | select(.id == \"$e_idle\") | .at] | .[0] // 0" "$dir/rx/log")
+echo "idle dispatcher: $((calls1 - calls0)) store calls in 3 s; publish to delivery $((t1 - t0)) ms"
+
 # ---- 500: retried on the schedule (1 s, 1 s), then quarantined; replay redelivers ----
 ep_flip=$(register wh.flip /flip)
 check "flip endpoint registered" test -n "$ep_flip"
@@ -182,9 +213,36 @@ check "one attempt was logged and acked" out_is 200 '[.attempts[] | select(.erro
 
 # ---- listing, metrics, delete ----
 c=$(api GET /api/v1/admin/endpoints)
-check "the operator lists every endpoint, no secrets" out_is 200 '(.endpoints | length) == 6 and ([.endpoints[] | has("secret")] | any | not)'
+check "the operator lists every endpoint, no secrets" out_is 200 '(.endpoints | length) == 11 and ([.endpoints[] | has("secret")] | any | not)'
 curl -sS --max-time 10 -o "$dir/metrics" "$url/metrics"
 check "per-endpoint metrics" grep -q "roost_webhook_attempts_total{tenant=\"t1\",endpoint=\"$ep_slow\"}" "$dir/metrics"
+# metrics.tenant_labels: "on" keeps the tenant and folds its endpoints into endpoint="_other",
+# "off" names neither (one sum), like the other series.
+relabel() { # relabel MODE: rewrites the config, SIGHUP, waits for the reload, scrapes
+  local before
+  before=$(grep -c 'config reloaded' "$dir/roostd.log")
+  echo "metrics.tenant_labels = $1" >"$dir/roostd.conf"
+  kill -HUP "$roostd_pid"
+  wait_until 10 eval '[ "$(grep -c "config reloaded" "$dir/roostd.log")" -gt "$before" ]' &&
+    curl -sS --max-time 10 -o "$dir/metrics" "$url/metrics"
+}
+relabel on
+check "tenant_labels=on: one series per tenant, endpoint=\"_other\"" \
+  grep -q '^roost_webhook_attempts_total{tenant="t1",endpoint="_other"} [1-9]' "$dir/metrics"
+check "tenant_labels=on: no endpoint id in the webhook series" \
+  test "$(grep -c '^roost_webhook.*endpoint="ep_' "$dir/metrics")" = 0
+check "tenant_labels=on: the latency histogram per tenant" \
+  grep -q '^roost_webhook_latency_seconds_count{tenant="t1",endpoint="_other"} [1-9]' "$dir/metrics"
+relabel off
+check "tenant_labels=off: the webhook series are sums without labels" \
+  grep -q '^roost_webhook_attempts_total [1-9]' "$dir/metrics"
+check "tenant_labels=off: no tenant or endpoint in the webhook series" \
+  test "$(grep -c '^roost_webhook.*\(tenant\|endpoint\)=' "$dir/metrics")" = 0
+check "tenant_labels=off: the latency histogram without labels" \
+  grep -q '^roost_webhook_latency_seconds_bucket{le="+Inf"} [1-9]' "$dir/metrics"
+relabel top
+check "tenant_labels=top: per endpoint again" \
+  grep -q "^roost_webhook_attempts_total{tenant=\"t1\",endpoint=\"$ep_slow\"}" "$dir/metrics"
 c=$(api DELETE "/api/v1/agents/wh.ok/callbacks/$ep_ok")
 check "the agent deletes its endpoint" test "$c" = 200
 c=$(api DELETE "/api/v1/agents/wh.ok/callbacks/$ep_ok")

@@ -16,6 +16,7 @@
 #include "harness/check.h"
 #include "mysql/mysql_testutil.h"
 #include "store/store.h"
+#include "store/store_sql.h"
 
 #include "common/banned.h"
 
@@ -997,6 +998,135 @@ static void test_store_mysql_concurrent_migrate_applies_once(const char *url)
     mysql_testutil_drop_db(fresh);
 }
 
+/* ---- migration 0007 fills the state columns of existing rows, and runs again cleanly ---- */
+
+#define T0_SQL "1700000000000" /* T0 in SQL */
+
+/* The state columns of every row of agent "bf", "seq:open_state,ready_priority,lease_expires_at,
+ * due_at,ttl_at;" in seq order (NULL as "-"), into out. */
+static void state_columns(MYSQL *db, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (mysql_query(db, "SELECT seq, open_state, ready_priority, lease_expires_at - " T0_SQL
+                        ", due_at - " T0_SQL ", ttl_at - " T0_SQL
+                        " FROM inbox WHERE agent_id = 'bf' ORDER BY seq") != 0) {
+        printf("state columns: %s\n", mysql_error(db));
+        return;
+    }
+    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_ROW row;
+    size_t len = 0;
+    while (res != NULL && (row = mysql_fetch_row(res)) != NULL) {
+        len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s:%s,%s,%s,%s,%s;", row[0],
+                                row[1] ? row[1] : "-", row[2] ? row[2] : "-", row[3] ? row[3] : "-",
+                                row[4] ? row[4] : "-", row[5] ? row[5] : "-");
+    }
+    if (res != NULL) {
+        mysql_free_result(res);
+    }
+}
+
+static void test_store_mysql_migration_0007_backfills(const char *url)
+{
+    struct store *st = open_conn(url);
+    MYSQL *db = mysql_testutil_connect(url);
+    CHECK(st != NULL && db != NULL);
+    if (st == NULL || db == NULL) {
+        store_close(st);
+        if (db != NULL) {
+            mysql_close(db);
+        }
+        return;
+    }
+    /* The schema as 0006 left it (with the claim index), rows in every state, 0007 not applied. */
+    CHECK(mysql_testutil_exec(
+              db, "ALTER TABLE inbox DROP INDEX inbox_open, DROP INDEX inbox_lease,"
+                  " DROP INDEX inbox_due_at, DROP INDEX inbox_ttl, DROP COLUMN open_state,"
+                  " DROP COLUMN ready_priority, DROP COLUMN lease_expires_at, DROP COLUMN due_at,"
+                  " DROP COLUMN ttl_at,"
+                  " ADD INDEX inbox_claim (tenant_id, agent_id, status, priority DESC, seq)") == 0);
+    CHECK(mysql_testutil_exec(db, "DELETE FROM schema_migrations WHERE version = 7") == 0);
+    CHECK(mysql_testutil_exec(db, "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at,"
+                                  " updated_at) VALUES ('" TA "', 'bf', 8, 0, 0)") == 0);
+    /* seq 1 completed, 2 pending, 3 pending at priority 5, 4 scheduled, 5 claimed (lease until
+     * T0 + 1000), 6 quarantined, 7 pending with a TTL (T0 + 500). The statuses come from
+     * store_sql.h, so this also checks the numbers 0007's generated columns were written with. */
+    CHECK(mysql_testutil_exec(
+              db, "INSERT INTO inbox (tenant_id, agent_id, seq, event_id, status, priority,"
+                  " created_at, available_at, expires_at, claimed_at, claim_expires_at,"
+                  " lease_token, attempts) VALUES"
+                  " ('" TA "', 'bf', 1, 'evt_bf1', " ST_COMPLETED ", 0, " T0_SQL ", " T0_SQL
+                  ", NULL, " T0_SQL ", " T0_SQL " + 1000, 'tok1', 1),"
+                  " ('" TA "', 'bf', 2, 'evt_bf2', " ST_PENDING ", 0, " T0_SQL ", " T0_SQL
+                  ", NULL, NULL, NULL, NULL, 0),"
+                  " ('" TA "', 'bf', 3, 'evt_bf3', " ST_PENDING ", 5, " T0_SQL ", " T0_SQL
+                  " + 1, NULL, NULL, NULL, NULL, 0),"
+                  " ('" TA "', 'bf', 4, 'evt_bf4', " ST_SCHEDULED ", 0, " T0_SQL ", " T0_SQL
+                  " + 60000, NULL, NULL, NULL, NULL, 0),"
+                  " ('" TA "', 'bf', 5, 'evt_bf5', " ST_CLAIMED ", 0, " T0_SQL ", " T0_SQL
+                  ", NULL, " T0_SQL ", " T0_SQL " + 1000, 'tok5', 1),"
+                  " ('" TA "', 'bf', 6, 'evt_bf6', " ST_QUARANTINED ", 0, " T0_SQL ", " T0_SQL
+                  ", NULL, NULL, NULL, NULL, 3),"
+                  " ('" TA "', 'bf', 7, 'evt_bf7', " ST_PENDING ", 0, " T0_SQL ", " T0_SQL
+                  ", " T0_SQL " + 500, NULL, NULL, NULL, 0)") == 0);
+
+    /* Applied, then applied again as after an interruption: the same columns either way. */
+    static const char want[] = "1:-,-,-,-,-;2:" ST_PENDING ",0,-,-,-;3:" ST_PENDING ",5,-,-,-;"
+                               "4:" ST_SCHEDULED ",-,-,60000,-;5:-,-,1000,-,-;"
+                               "6:" ST_QUARANTINED ",-,-,-,-;7:" ST_PENDING ",0,-,-,500;";
+    char got[512];
+    CHECK_RC(st, st->ops->migrate(st), ROOST_OK);
+    state_columns(db, got, sizeof got);
+    CHECK_STREQ(got, want);
+    CHECK(mysql_testutil_exec(db, "DELETE FROM schema_migrations WHERE version = 7") == 0);
+    CHECK_RC(st, st->ops->migrate(st), ROOST_OK);
+    state_columns(db, got, sizeof got);
+    CHECK_STREQ(got, want);
+    CHECK(mysql_query(db,
+                      "SELECT count(*) FROM information_schema.statistics WHERE table_schema ="
+                      " DATABASE() AND table_name = 'inbox' AND index_name IN ('inbox_claim',"
+                      " 'inbox_scavenge', 'inbox_due', 'inbox_expiry', 'inbox_status_seq')") == 0);
+    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+    CHECK(row != NULL && strcmp(row[0], "0") == 0);
+    if (res != NULL) {
+        mysql_free_result(res);
+    }
+
+    /* Every reader finds the old rows through the new indexes. */
+    struct store_metrics_tenant tenants[2];
+    struct store_metrics_snapshot snap = {.tenants = tenants, .max_tenants = 2};
+    CHECK_RC(st, st->ops->metrics_snapshot(st, T0, &snap), ROOST_OK);
+    CHECK(snap.n_tenants == 1);
+    if (snap.n_tenants == 1) {
+        CHECK(tenants[0].pending == 3 && tenants[0].scheduled == 1 && tenants[0].claimed == 1 &&
+              tenants[0].quarantined == 1 && tenants[0].oldest_pending_ms == T0 &&
+              tenants[0].oldest_claimed_ms == T0);
+    }
+    struct store_events evs = {0};
+    bool more = false;
+    CHECK_RC(st, st->ops->quarantine_list(st, TA, NULL, "", 0, 10, &evs, &more), ROOST_OK);
+    CHECK(evs.len == 1 && evs.items[0].seq == 6);
+    store_events_cleanup(&evs);
+    size_t n = 0, q = 0;
+    CHECK_RC(st, st->ops->begin(st), ROOST_OK);
+    CHECK_RC(st, st->ops->claim(st, TA, "bf", 10, 0, 30, "c", T0 + 100, &evs, &more), ROOST_OK);
+    CHECK(evs.len == 3 && evs.items[0].seq == 3 && evs.items[1].seq == 2 && evs.items[2].seq == 7);
+    store_events_cleanup(&evs);
+    struct store_touches touched = {0};
+    CHECK_RC(st, st->ops->scavenge(st, T0 + 2000, 10, 10, &n, &q, &touched), ROOST_OK);
+    CHECK(n == 1 && q == 0); /* seq 5's lease; the three just claimed run to T0 + 30100 */
+    CHECK_RC(st, st->ops->promote_due(st, T0 + 60000, 10, &n, &touched), ROOST_OK);
+    CHECK(n == 1);
+    CHECK_RC(st, st->ops->commit(st), ROOST_OK);
+    store_touches_cleanup(&touched);
+    state_columns(db, got, sizeof got);
+    CHECK_STREQ(got, "1:-,-,-,-,-;2:-,-,30100,-,-;3:-,-,30100,-,-;4:" ST_PENDING ",0,-,-,-;"
+                     "5:" ST_PENDING ",0,-,-,-;6:" ST_QUARANTINED ",-,-,-,-;7:-,-,30100,-,-;");
+    mysql_close(db);
+    store_close(st);
+}
+
 /* ---- runner ---- */
 
 struct test {
@@ -1071,6 +1201,7 @@ static const struct test tests[] = {
     TEST(test_store_mysql_deadlock_surfaces_as_retry),
     TEST(test_store_mysql_server_down_ping_false),
     TEST(test_store_mysql_concurrent_migrate_applies_once),
+    TEST(test_store_mysql_migration_0007_backfills),
     TEST(test_store_mysql_concurrent_retention_archives_once),
 };
 
