@@ -11,9 +11,10 @@ DIR is a running cluster of scripts/galera.sh. Node 1 is the node that gets stop
   c: a new connection right after SIGCONT: BEGIN; INSERT; COMMIT
   d: BEGIN; INSERT, then COMMIT sent 0-3 ms before the stop (the writeset may be on the wire)
 After node 1 rejoined (Synced, cluster size 3 everywhere), each node is asked for the row.
-Prints one line per trial and a summary; exits 1 when some COMMIT answered OK lost its row.
+Prints one line per trial and a summary; exits 1 when some COMMIT answered OK lost its row, or
+the nodes disagree about a row.
 """
-import argparse, os, random, select, signal, subprocess, sys, time
+import argparse, os, random, select, signal, subprocess, sys, threading, time
 
 GALERA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "galera.sh")
 
@@ -124,7 +125,6 @@ def load(d, stop_at):
 
 def trial(d, case, k, pause, with_load):
     tag = f"{case}{k}-{int(time.time()*1000)}"
-    t0 = time.time()
     notes = []
     sess = None
     if case in "abd":
@@ -148,7 +148,6 @@ def trial(d, case, k, pause, with_load):
         mark = sess.send("COMMIT")
     lp = None
     if with_load:
-        import threading
         lp = threading.Thread(target=load, args=(d, time.time() + pause))
         lp.start()
     time.sleep(max(0, pause - (time.time() - t_stop)))
@@ -210,7 +209,8 @@ def main():
             tally.setdefault(c, {}).setdefault(v, 0)
             tally[c][v] += 1
     print("summary:", tally)
-    sys.exit(1 if any("PHANTOM" in t for t in tally.values()) else 0)
+    bad = ("PHANTOM", "error-partial")  # an OK that is lost, or nodes that disagree
+    sys.exit(1 if any(v in t for t in tally.values() for v in bad) else 0)
 
 
 if __name__ == "__main__":
