@@ -17,6 +17,7 @@ the tail of a transaction whose head was undone.
 """
 import argparse, ctypes, os, sys, time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cert_stress import Conn, lib  # noqa: E402
 

@@ -15,6 +15,7 @@ stop: how long the read took and whether it saw node 2's rows.
 """
 import argparse, os, signal, subprocess, sys, time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cert_stress import Conn, GALERA, lib  # noqa: E402
 
