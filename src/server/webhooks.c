@@ -342,6 +342,10 @@ static void start_one(struct webhooks *w, const struct store_endpoint *e, size_t
 /* A store error leaves the work for later: an endpoint whose listing, read or claim failed is
  * tried again after this. */
 #define RETRY_MS 1000
+/* The endpoint list is read again this often between sweeps (one paged listing, no claims), so
+ * an endpoint registered or enabled through another node is served within this, not at the next
+ * sweep. */
+#define LIST_EVERY_MS 5000
 /* A wake serves an endpoint as last read when that is this recent; older, it is read again first,
  * so one disabled, deleted or changed through another node is not served for longer than this. */
 #define FRESH_MS 1000
@@ -639,24 +643,25 @@ static size_t reap(struct webhooks *w)
 
 /* The dispatcher waits for work: a wake from the loop (an inbox change of an agent with an
  * endpoint, from this node's commits or, through the tailer, other nodes'), a transfer finishing,
- * or the sweep every webhooks.poll_ms that lists the endpoints again and serves them all (what no
- * wake announced: endpoints registered through another node, a change the tailer missed). Idle,
- * it makes no store call between sweeps. */
+ * the endpoint list read again every LIST_EVERY_MS (endpoints registered or enabled through
+ * another node), or the sweep every webhooks.poll_ms that serves them all (what no wake
+ * announced: a change the tailer missed). Idle, it makes one listing every LIST_EVERY_MS. */
 static void *run(void *arg)
 {
     struct webhooks *w = arg;
-    int64_t next_sweep = 0, next_prune = 0, next_load = 0;
+    int64_t next_sweep = 0, next_prune = 0, next_load = 0, next_list = 0;
     bool reload = false;
     while (!atomic_load(&w->stop)) {
         reload = take_wakes(w) || reload;
         int64_t now = time_mono_ms();
         bool sweep = now >= next_sweep;
-        if (sweep || (reload && now >= next_load)) {
+        if (sweep || now >= next_list || (reload && now >= next_load)) {
             if (load_endpoints(w, sweep)) {
                 reload = false;
+                next_list = now + LIST_EVERY_MS;
                 next_sweep = sweep ? now + w->poll_ms : next_sweep;
             } else {
-                next_load = now + RETRY_MS;
+                next_load = next_list = now + RETRY_MS;
                 next_sweep = sweep ? next_load : next_sweep;
             }
         }
@@ -674,6 +679,7 @@ static void *run(void *arg)
         }
         now = time_mono_ms();
         int64_t until = (next_sweep < next_prune ? next_sweep : next_prune) - now;
+        until = next_list - now < until ? next_list - now : until;
         if (reload) {
             until = next_load - now < until ? next_load - now : until;
         }

@@ -376,6 +376,8 @@ int store_lifecycle_publish_batch(struct store *st, struct store_publish_entry *
         }
         if (rc == ROOST_OK && n_rows > 0) {
             for (size_t r = 0; r < n_rows; r++) {
+                /* The sort moved the rows, not their event_id pointers: point each at its own. */
+                rows[r].row.event_id = rows[r].event_id;
                 plain[r] = rows[r].row;
             }
             rc = d->insert_rows(st, plain, n_rows, now_ms);

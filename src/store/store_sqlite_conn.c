@@ -34,6 +34,12 @@ int store_sqlite_fail(struct sqlite_store *b, int src, const char *what)
         return ROOST_ERETRY;
     case SQLITE_NOMEM:
         return ROOST_ENOMEM;
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+        /* The disk failed us (a failing fsync, a full disk): retryable, 503. A COMMIT that ends
+         * here did not commit: WAL frames become visible only once the wal-index header is
+         * updated, which SQLite does after the fsync succeeded. */
+        return ROOST_EUNAVAILABLE;
     default:
         return ROOST_ESTORE;
     }

@@ -25,8 +25,10 @@ enum stmt_id {
     S_TENANT_ENSURE,
     S_IDEM_FIND,
     S_SEQ_ALLOC,
+    S_SEQ_ALLOC_MANY,
     S_SEQ_NEXT,
     S_INBOX_INSERT,
+    S_INBOX_INSERT_MANY,
     S_STATE_PATCH,
     S_AGENT_HEAD,
     S_READ,
@@ -103,7 +105,8 @@ static inline struct sqlite_store *store_sqlite_backend(struct store *st)
 extern const struct store_dialect store_sqlite_dialect;
 
 /* Records the failure detail and maps the driver code: busy/locked → ROOST_ERETRY (the caller
- * retries the transaction), out of memory → ROOST_ENOMEM, anything else → ROOST_ESTORE. */
+ * retries the transaction), out of memory → ROOST_ENOMEM, an I/O error or a full disk →
+ * ROOST_EUNAVAILABLE (retryable; nothing was committed), anything else → ROOST_ESTORE. */
 int store_sqlite_fail(struct sqlite_store *b, int src, const char *what);
 /* Returns the cached statement `id`, reset and with its bindings cleared. */
 int store_sqlite_prep(struct sqlite_store *b, enum stmt_id id, sqlite3_stmt **out);

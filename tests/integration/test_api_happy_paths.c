@@ -80,6 +80,31 @@ static void test_api_publish_batch(void)
     json_decref(res);
 }
 
+/* Two items whose recipients interleave (b, a then a, c): the rows are written in agent order,
+ * not request order, and each row keeps the event id and payload its answer names. */
+static void test_api_publish_items_interleaved(void)
+{
+    json_t *res = NULL;
+    json_t *body =
+        json_pack("{s:[{s:[s,s],s:{s:i}},{s:[s,s],s:{s:i}}]}", "events", "recipients", "mix.b",
+                  "mix.a", "payload", "i", 0, "recipients", "mix.a", "mix.c", "payload", "i", 1);
+    CHECK_EQ(h_callj(d.http, "POST", tok, body, &res, "/api/v1/events"), 201);
+    json_t *evs = json_object_get(res, "events");
+    CHECK_EQ(json_array_size(evs), 4);
+    for (size_t k = 0; k < json_array_size(evs); k++) {
+        json_t *e = h_at(evs, k);
+        long st = 0;
+        json_t *page = h_inbox(d.http, tok, h_str(e, "agent_id"), 0, 10, &st);
+        CHECK_EQ(st, 200);
+        json_t *row =
+            h_at(json_object_get(page, "events"), (size_t)h_int(e, "sequence_number") - 1);
+        CHECK_STREQ(h_str(row, "event_id"), h_str(e, "event_id"));
+        CHECK_EQ(h_int(json_object_get(row, "payload"), "i"), (json_int_t)(k / 2));
+        json_decref(page);
+    }
+    json_decref(res);
+}
+
 static void test_api_publish_fanout(void)
 {
     json_t *res = NULL;
@@ -796,6 +821,7 @@ int main(void)
     RUN(test_api_healthz);
     RUN(test_api_publish_single);
     RUN(test_api_publish_batch);
+    RUN(test_api_publish_items_interleaved);
     RUN(test_api_publish_fanout);
     RUN(test_api_idempotency_key_repeat);
     RUN(test_api_cursor_paging);
