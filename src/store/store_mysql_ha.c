@@ -48,9 +48,8 @@ struct mysql_cluster {
     bool monitor_started, stopping;
     bool autoinc_checked; /* warn_autoinc ran */
     /* The node the monitor found usable at its last look (-1: none). Writes move back only when
-     * the same node is usable at two looks in a row: a Galera node resumed after SIGSTOP still
-     * reports Synced and Primary for a moment before it notices it was evicted, and a move in
-     * that moment sends writes to a node about to leave the cluster. */
+     * the same node is usable at two looks in a row and, on Galera, in the writer's view of the
+     * cluster (same_view). */
     int failback_seen;
 };
 
@@ -428,6 +427,45 @@ int store_mysql_connect(struct mysql_store *b, char *err, size_t errlen)
     return ROOST_EUNAVAILABLE;
 }
 
+/* The wsrep_cluster_conf_id of the node behind db (the number of the cluster view it is in), or
+ * -1 when it does not answer or is in no primary view. */
+static int64_t conf_id(MYSQL *db)
+{
+    static const char sql[] = "SHOW GLOBAL STATUS LIKE 'wsrep_cluster_conf_id'";
+    if (mysql_real_query(db, sql, sizeof sql - 1) != 0) {
+        return -1;
+    }
+    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+    /* Outside a primary view it says 18446744073709551615 (-1 as unsigned): no view. */
+    int64_t id = row != NULL && row[1] != NULL ? (int64_t)strtoull(row[1], NULL, 10) : -1;
+    if (res != NULL) {
+        mysql_free_result(res);
+    }
+    return id;
+}
+
+/* Whether the candidate node behind cand is in the same cluster view as the writer node w. A
+ * Galera node resumed after a SIGSTOP longer than evs.suspect_timeout has been evicted but does not
+ * know it yet: measured here (tests/galera/ghost_window.py), for 3 to 4 s after SIGCONT it says
+ * wsrep_ready=ON, Synced, Primary and the old cluster size, with the conf_id of the view it was
+ * stopped in, below the cluster's; then it goes non-Primary and rejoins (a new view, the same
+ * conf_id everywhere). Two probes 2 s apart both fit in that window; the conf_id tells it. Writes
+ * moved there would fail with 1180 (unknown outcomes to resolve, then a failover back). */
+static bool same_view(struct mysql_cluster *c, MYSQL *cand, int w)
+{
+    char err[256];
+    int64_t mine = conf_id(cand);
+    MYSQL *db = mine >= 0 ? connect_db(&c->url, (size_t)w, c->lock_wait_s, FAILBACK_CONNECT_S,
+                                       FAILBACK_CONNECT_S, err, sizeof err)
+                          : NULL;
+    int64_t theirs = db != NULL ? conf_id(db) : -1;
+    if (db != NULL) {
+        mysql_close(db);
+    }
+    return mine >= 0 && mine == theirs;
+}
+
 /* The fail-back monitor (see the top of this file). It holds clusters_mu except while probing. */
 static void *monitor_main(void *arg)
 {
@@ -456,7 +494,8 @@ static void *monitor_main(void *arg)
             MYSQL *db = skip[i] ? NULL
                                 : connect_db(&c->url, (size_t)i, c->lock_wait_s, FAILBACK_CONNECT_S,
                                              FAILBACK_CONNECT_S, err, sizeof err);
-            if (db != NULL && store_mysql_node_usable(db, &galera, err, sizeof err)) {
+            if (db != NULL && store_mysql_node_usable(db, &galera, err, sizeof err) &&
+                (!galera || same_view(c, db, w))) {
                 back = i;
             }
             if (db != NULL) {

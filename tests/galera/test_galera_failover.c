@@ -6,9 +6,11 @@
  * row: the writer node SIGKILLed (then restarted), the writer SIGSTOPped past
  * store.failover_timeout_s (then SIGCONTed), the writer partitioned from roostd (the proxy drops
  * every byte, then heals); after each, work must flow again while the fault lasts, and the writes
- * must come back to node 1 once it is usable again. Then: every answered publish is one event and
- * every event was answered, every event completed and none under two leases, the agent's cursor
- * walk has no gap, and each roostd counted its failovers (/metrics) and logged who took over.
+ * must come back to node 1 once it is usable again, and not before it is in the cluster's view.
+ * Then: every answered publish is one event and every event was answered, every event completed
+ * and none under two leases, the agent's cursor walk has no gap, and each roostd counted its
+ * failovers (/metrics) and logged who took over. A second, shorter test stalls node 1 under one
+ * roostd for 14 s and checks the writes come back to it only in the cluster's view.
  * argv[1] is scripts/galera.sh, argv[2] the cluster's directory. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -282,6 +284,56 @@ static void print_ready(struct roostd *n1, struct roostd *n2)
     }
 }
 
+/* Node n's wsrep_cluster_conf_id (the number of the cluster view it is in), asked directly; -1
+ * when it does not answer, or is in no primary view. */
+static int64_t conf_id(int n)
+{
+    char url[512];
+    if (galera("node-url", n, url, sizeof url) != 0) {
+        return -1;
+    }
+    MYSQL *db = mysql_testutil_connect(url);
+    int64_t id = -1;
+    if (db != NULL && mysql_query(db, "SHOW GLOBAL STATUS LIKE 'wsrep_cluster_conf_id'") == 0) {
+        MYSQL_RES *res = mysql_store_result(db);
+        MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+        id = row != NULL && row[1] != NULL ? (int64_t)strtoull(row[1], NULL, 10) : -1;
+        if (res != NULL) {
+            mysql_free_result(res);
+        }
+    }
+    if (db != NULL) {
+        mysql_close(db);
+    }
+    return id;
+}
+
+/* After SIGCONT of node 1 (evicted during its stop), until it is back in the cluster's view:
+ * neither roostd may write to it while it is still in its old view (for 3-4 s it says Synced
+ * and Primary; doc/MYSQL.md). Each look reads the writers first, then the views, so a move that
+ * happened before a look at mismatching views was a move into the old view. Returns the number of
+ * such looks. */
+static int moved_into_old_view(struct roostd *n1, struct roostd *n2,
+                               struct tcp_proxy *const *proxies)
+{
+    int bad = 0;
+    int64_t deadline = h_now_ms() + 30000;
+    while (h_now_ms() < deadline) {
+        bool on1 = writer_node(n1, proxies) == 1 || writer_node(n2, proxies) == 1;
+        int64_t c1 = conf_id(1), c2 = conf_id(2);
+        if (c1 >= 0 && c1 == c2) {
+            break; /* node 1 rejoined: the same view as node 2 */
+        }
+        if (on1) {
+            printf("    writes on node 1 while its view is %lld and node 2's %lld\n", (long long)c1,
+                   (long long)c2);
+            bad++;
+        }
+        h_sleep_ms(100);
+    }
+    return bad;
+}
+
 /* Waits until both roostd write to node 1 again: the first of the list is usable again, and
  * each process's monitor moves the writes back to it. */
 static bool failed_back(struct roostd *n1, struct roostd *n2, struct tcp_proxy *const *proxies)
@@ -395,6 +447,7 @@ static void test_galera_writer_killed_stalled_partitioned(void)
         h_sleep_ms((int)left); /* the fault's length, not a synchronisation */
     }
     CHECK_EQ(galera("cont", 1, NULL, 0), 0);
+    CHECK_EQ(moved_into_old_view(&n1, &n2, proxies), 0);
     CHECK_EQ(galera("wait", 1, NULL, 0), 0); /* the stalled node rejoined */
     CHECK(failed_back(&n1, &n2, proxies));
 
@@ -570,6 +623,83 @@ out:
     }
 }
 
+/* The writer's SQL port by roostd d's /metrics label, or -1. */
+static int writer_port(struct roostd *d)
+{
+    char w[128];
+    if (metric(d, "roost_store_writer{", "writer", w, sizeof w) < 0) {
+        return -1;
+    }
+    const char *colon = strrchr(w, ':');
+    return colon != NULL ? (int)strtol(colon + 1, NULL, 10) : -1;
+}
+
+/* One roostd straight on the nodes (no proxies). Node 1 is SIGSTOPped long enough (14 s) that it
+ * is evicted and the hold-down of a failed node (5 s) has run out before SIGCONT: then only the
+ * monitor decides when writes move back. For 3-4 s after SIGCONT node 1 says Synced and Primary
+ * in its old view (doc/MYSQL.md); two probes 2 s apart fit in that window, so writes must not
+ * move back until node 1 is in the writer's view, and must move back once it is. */
+static void test_galera_no_failback_into_old_view(void)
+{
+    char base[512], port[16];
+    CHECK_EQ(galera("url", 0, base, sizeof base), 0);
+    setenv("ROOST_TEST_MYSQL_URL", base, 1);
+    int ports[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(galera("port", i + 1, port, sizeof port), 0);
+        ports[i] = (int)strtol(port, NULL, 10);
+    }
+    const char *sets[] = {"store.failover_timeout_s=3", NULL};
+    struct roostd n;
+    if (roostd_start(&n, NULL, sets) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&n, "t1", "agent:*:consume agent:*:publish");
+    struct h_client *http = h_client_new(n.url);
+    char id[32];
+    CHECK(h_publish(http, tok, "work", NULL, NULL, id) > 0);
+    CHECK_EQ(writer_port(&n), ports[0]);
+    int64_t t0 = h_now_ms();
+    CHECK_EQ(galera("pause", 1, NULL, 0), 0);
+    int64_t seq = -1;
+    while (seq < 0 && h_now_ms() - t0 < 12000) {
+        seq = h_publish(http, tok, "work", NULL, NULL, id); /* the failover happens here */
+    }
+    CHECK(seq > 0);
+    CHECK_EQ(writer_port(&n), ports[1]);
+    int64_t left = t0 + 14000 - h_now_ms();
+    if (left > 0) {
+        h_sleep_ms((int)left); /* the fault's length, not a synchronisation */
+    }
+    CHECK_EQ(galera("cont", 1, NULL, 0), 0);
+    printf("(d) node 1 continued after a 14 s stop\n");
+    int bad = 0;
+    int64_t deadline = h_now_ms() + 30000;
+    while (h_now_ms() < deadline) {
+        bool on1 = writer_port(&n) == ports[0]; /* the writer first, then the views */
+        int64_t c1 = conf_id(1), c2 = conf_id(2);
+        if (c1 >= 0 && c1 == c2) {
+            break;
+        }
+        if (on1) {
+            printf("    writes on node 1 while its view is %lld and node 2's %lld\n", (long long)c1,
+                   (long long)c2);
+            bad++;
+        }
+        h_sleep_ms(100);
+    }
+    CHECK_EQ(bad, 0);
+    bool back;
+    H_WAIT_UNTIL(back, 20000, writer_port(&n) == ports[0]);
+    CHECK(back);
+    CHECK(h_publish(http, tok, "work", NULL, NULL, id) > 0);
+    h_client_free(http);
+    free(tok);
+    CHECK_EQ(roostd_stop(&n), 0);
+    roostd_remove_dir(&n);
+}
+
 int main(int argc, char **argv)
 {
     h_init();
@@ -580,5 +710,6 @@ int main(int argc, char **argv)
     galera_sh = argv[1];
     galera_dir = argv[2];
     RUN(test_galera_writer_killed_stalled_partitioned);
+    RUN(test_galera_no_failback_into_old_view);
     return h_summary();
 }
