@@ -45,6 +45,7 @@ struct hook_op {
     int64_t limit;
     char after[STORE_ATTEMPT_ID_LEN + 1];
     char event_id[STORE_EVENT_ID_LEN + 1]; /* attempts: one event; replay: that event */
+    char agent_id[STORE_ID_MAX + 1];       /* endpoint listing: one agent's */
     int64_t since_ms;                      /* replay: quarantined events created since */
     bool enable;
     size_t replayed;
@@ -267,7 +268,7 @@ static int run_list(struct job *job, struct store *st)
 {
     struct hook_op *op = (struct hook_op *)job;
     const struct request *rq = op->rq;
-    return store_endpoint_list(st, rq->principal.tenant_id, op->event_id[0] ? op->event_id : NULL,
+    return store_endpoint_list(st, rq->principal.tenant_id, op->agent_id[0] ? op->agent_id : NULL,
                                op->after, (size_t)op->limit, op->list, &op->n, &op->has_more);
 }
 
@@ -285,7 +286,25 @@ static void done_list(struct job *job)
     reply_page(op, "endpoints", arr, op->n > 0 ? op->list[op->n - 1].endpoint_id : NULL);
 }
 
-/* Lists the tenant's endpoints, of agent_id only when it is not NULL (event_id carries it). */
+/* A listing's op: its limit, its cursor and a zeroed page of `limit` items of `size` bytes in
+ * *page; NULL (answered) when out of memory. */
+static struct hook_op *page_op_new(struct request *rq, int64_t limit, const char *after,
+                                   size_t size, void **page)
+{
+    struct hook_op *op = hook_op_new(rq);
+    if (op == NULL) {
+        return NULL;
+    }
+    op->limit = limit;
+    snprintf(op->after, sizeof op->after, "%s", after != NULL ? after : "");
+    if ((*page = calloc((size_t)limit, size)) == NULL) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return NULL;
+    }
+    return op;
+}
+
+/* Lists the tenant's endpoints, of agent_id only when it is not NULL. */
 static void list_endpoints(struct request *rq, const char *agent_id)
 {
     int64_t limit;
@@ -300,17 +319,13 @@ static void list_endpoints(struct request *rq, const char *agent_id)
         request_reply_error(rq, rc != ROOST_OK ? rc : ROOST_EPAGE, NULL, NULL);
         return;
     }
-    struct hook_op *op = hook_op_new(rq);
+    struct store_endpoint *page = NULL;
+    struct hook_op *op = page_op_new(rq, limit, after, sizeof *page, (void **)&page);
     if (op == NULL) {
         return;
     }
-    op->limit = limit;
-    snprintf(op->after, sizeof op->after, "%s", after != NULL ? after : "");
-    snprintf(op->event_id, sizeof op->event_id, "%s", agent_id != NULL ? agent_id : "");
-    if ((op->list = calloc((size_t)limit, sizeof *op->list)) == NULL) {
-        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
-        return;
-    }
+    op->list = page;
+    snprintf(op->agent_id, sizeof op->agent_id, "%s", agent_id != NULL ? agent_id : "");
     submit(op, run_list, done_list, false);
 }
 
@@ -462,17 +477,13 @@ void api_admin_endpoint_attempts(struct request *rq)
         request_reply_error(rq, ROOST_EEVENTID, NULL, NULL);
         return;
     }
-    struct hook_op *op = hook_op_new(rq);
+    struct store_attempt *page = NULL;
+    struct hook_op *op = page_op_new(rq, limit, after, sizeof *page, (void **)&page);
     if (op == NULL) {
         return;
     }
-    op->limit = limit;
-    snprintf(op->after, sizeof op->after, "%s", after != NULL ? after : "");
+    op->attempts = page;
     snprintf(op->event_id, sizeof op->event_id, "%s", event_id != NULL ? event_id : "");
-    if ((op->attempts = calloc((size_t)limit, sizeof *op->attempts)) == NULL) {
-        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
-        return;
-    }
     submit(op, run_attempts, done_attempts, false);
 }
 

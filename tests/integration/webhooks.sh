@@ -112,6 +112,13 @@ check "nothing was stored" out_is 200 '.endpoints | length == 0'
 ep_ok=$(register wh.ok /ok)
 check "endpoint registered (201)" test -n "$ep_ok"
 check "a second endpoint for the agent is 409" test "$(api POST /api/v1/agents/wh.ok/callbacks "{\"url\":\"$hook/ok\",\"secret\":\"$secret\"}")" = 409
+# An agent id longer than an event id is listed by its whole id (it was once cut to 30 bytes).
+long=wh.an-agent-id-much-longer-than-an-event-id
+ep_long=$(register $long /ok)
+c=$(api GET "/api/v1/agents/$long/callbacks")
+check "an agent with a long id lists its endpoint" \
+  out_is 200 "(.endpoints | length) == 1 and .endpoints[0].endpoint_id == \"$ep_long\""
+check "and deletes it" test "$(api DELETE "/api/v1/agents/$long/callbacks/$ep_long")" = 200
 e1=$(publish wh.ok)
 e2=$(publish wh.ok)
 check "both deliveries arrived" wait_until 10 rx_ge 2 '.path == "/ok" and .type == null'
