@@ -173,8 +173,8 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       0, "the endpoint must answer the verification challenge within this")                        \
     X("webhooks.poll_ms", webhooks_poll_ms, CONFIG_INT, "30000", 10, 3600000, 0,                   \
       "the dispatcher waits for inbox changes of agents with an endpoint; this often it also "     \
-      "reads every active endpoint and claims for each (the fallback: endpoints registered "       \
-      "through another node, a missed change)")                                                    \
+      "reads every active endpoint and claims for each (the fallback for a missed change; the "    \
+      "endpoint list itself is read every 5 s)")                                                   \
     X("webhooks.max_in_flight", webhooks_max_in_flight, CONFIG_INT, "4", 1, 1000, 0,               \
       "concurrent deliveries per endpoint on this node")                                           \
     X("webhooks.max_per_s", webhooks_max_per_s, CONFIG_INT, "0", 0, 1000000, 0,                    \
