@@ -202,6 +202,34 @@ const char *request_route_name(const struct request *rq)
     return rq->route_name ? rq->route_name : "-";
 }
 
+/* The access log line's pieces: key and value (at most 128 bytes each, as every id here). */
+static size_t put_str(char *f, size_t n, const char *key, const char *value)
+{
+    size_t k = strlen(key), v = strnlen(value, 128);
+    memcpy(f + n, key, k);
+    memcpy(f + n + k, value, v);
+    return n + k + v;
+}
+
+/* v in decimal with at least `width` digits (zeros in front); a '-' first when negative. */
+static size_t put_int(char *f, size_t n, int64_t v, int width)
+{
+    char d[24];
+    int i = 0;
+    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    do {
+        d[i++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0 || i < width);
+    if (v < 0) {
+        f[n++] = '-';
+    }
+    while (i > 0) {
+        f[n++] = d[--i];
+    }
+    return n;
+}
+
 /* Counts the answer and writes the access log line: never the query string (it may carry an
  * access_token), never a body. */
 static void request_account(struct request *rq, int status)
@@ -214,14 +242,24 @@ static void request_account(struct request *rq, int status)
     if (rq->pseudo_route && status < 400) {
         return; /* health checks and scrapes would drown the log */
     }
-    /* The duration as integer milliseconds and microseconds: the same text as %.3f of
-     * dur_us / 1000, without the floating-point conversion (~750 instructions per request). */
-    log_line(status >= 500 ? LOG_ERROR : LOG_INFO, "request",
-             "req_id=%s method=%s route=%s status=%d duration_ms=%lld.%03lld tenant=%s agent=%s",
-             rq->id, method_name(evhttp_request_get_command(rq->req)), route, status,
-             (long long)(dur_us / 1000), (long long)(dur_us % 1000),
-             rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-",
-             rq->agent_id[0] ? rq->agent_id : "-");
+    /* Written without printf (~3k instructions per request): the same text as "req_id=%s
+     * method=%s route=%s status=%d duration_ms=%lld.%03lld tenant=%s agent=%s", the duration
+     * being %.3f of dur_us / 1000. Every part is bounded (ids are at most 128 bytes). */
+    char f[640];
+    size_t n = 0;
+    n = put_str(f, n, "req_id=", rq->id);
+    n = put_str(f, n, " method=", method_name(evhttp_request_get_command(rq->req)));
+    n = put_str(f, n, " route=", route);
+    n = put_str(f, n, " status=", "");
+    n = put_int(f, n, status, 1);
+    n = put_str(f, n, " duration_ms=", "");
+    n = put_int(f, n, dur_us / 1000, 1);
+    f[n++] = '.';
+    n = put_int(f, n, dur_us % 1000, 3);
+    n = put_str(f, n, " tenant=", rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-");
+    n = put_str(f, n, " agent=", rq->agent_id[0] ? rq->agent_id : "-");
+    f[n] = '\0';
+    log_line_text(status >= 500 ? LOG_ERROR : LOG_INFO, "request", f, n);
 }
 
 /* evhttp frees a "Connection: close" connection once its answer is written: only then may a
