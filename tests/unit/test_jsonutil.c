@@ -210,6 +210,71 @@ static void test_jsonutil_add_string_matches_jansson(void)
     dynbuf_cleanup(&b);
 }
 
+/* jsonutil_dump writes what json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes, whether it
+ * writes the text itself or leaves it to jansson (reals, non-ASCII, deep values). */
+static void test_jsonutil_dump_matches_jansson(void)
+{
+    static const char *const texts[] = {
+        "{}",
+        "[]",
+        "{\"a\":{},\"b\":[],\"c\":[{}],\"d\":[[],[[]]]}",
+        "{\"t\":1733327000123456789,\"p\":\"abcdefghijklmnopqrstuvwxyz\"}",
+        "{\"max\":9223372036854775807,\"min\":-9223372036854775808,\"z\":-0,\"o\":0}",
+        "{\"b\":true,\"f\":false,\"n\":null,\"s\":\"\"}",
+        "{\"q\\\"k\":\"q\\\"v\\\\\\/\\b\\f\\n\\r\\t\\u0001\\u001f\\u007f\"}",
+        "{\"nul\":\"a\\u0000b\"}",
+        "{\"r\":1.5,\"e\":1e300,\"i\":[1,2.0]}",
+        "{\"u\":\"caf\u00e9 \\ud83d\\ude00\"}",
+        "{\"z\":1,\"a\":2,\"m\":{\"y\":[1,\"2\",{\"x\":null}],\"b\":false}}",
+        "[1,\"two\",[3],{\"four\":4}]",
+        "\"scalar\"",
+        "42",
+        "-7",
+        "true",
+        "null",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        json_error_t err;
+        json_t *v = json_loads(texts[i], JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+        if (v == NULL) {
+            fprintf(stderr, "case %zu does not parse: %s\n", i, err.text);
+        }
+        CHECK(v != NULL);
+        char *got = jsonutil_dump(v);
+        char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        CHECK(got != NULL && want != NULL);
+        if (got != NULL && want != NULL && strcmp(got, want) != 0) {
+            fprintf(stderr, "case %zu: got %s want %s\n", i, got, want);
+        }
+        CHECK(got != NULL && want != NULL && strcmp(got, want) == 0);
+        free(got);
+        free(want);
+        json_decref(v);
+    }
+    /* Insertion order survives deletes and replacements; depth past the own writer's limit. */
+    json_t *o = json_object();
+    json_object_set_new(o, "c", json_integer(3));
+    json_object_set_new(o, "a", json_integer(1));
+    json_object_set_new(o, "b", json_integer(2));
+    json_object_del(o, "a");
+    json_object_set_new(o, "c", json_string("again"));
+    json_object_set_new(o, "a", json_true());
+    json_t *deep = json_array();
+    json_t *at = deep;
+    for (int d = 0; d < 100; d++) {
+        json_t *inner = json_array();
+        json_array_append_new(at, inner);
+        at = inner;
+    }
+    json_object_set_new(o, "deep", deep);
+    char *got = jsonutil_dump(o);
+    char *want = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY);
+    CHECK(got != NULL && want != NULL && strcmp(got, want) == 0);
+    free(got);
+    free(want);
+    json_decref(o);
+}
+
 int main(void)
 {
     RUN(test_jsonutil_depth_limit_before_parsing);
@@ -217,5 +282,6 @@ int main(void)
     RUN(test_jsonutil_refuses_hostile_input);
     RUN(test_jsonutil_top_level_must_be_object);
     RUN(test_jsonutil_add_string_matches_jansson);
+    RUN(test_jsonutil_dump_matches_jansson);
     return check_summary();
 }
