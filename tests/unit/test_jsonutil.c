@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of src/common/jsonutil.c: the depth pre-scan, the strict object parser and the
  * string writer. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,6 +277,125 @@ static void test_jsonutil_dump_matches_jansson(void)
     json_decref(o);
 }
 
+static bool same_value(const json_t *a, const json_t *b)
+{
+    char *da = json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *db = json_dumps(b, JSON_COMPACT | JSON_ENCODE_ANY);
+    bool same = da != NULL && db != NULL && strcmp(da, db) == 0 && json_equal(a, b);
+    free(da);
+    free(db);
+    return same;
+}
+
+/* jsonutil_parse_plain reads what jansson reads (same values, same key order) and gives up on
+ * the rest: checked on typical bodies and on ~60k random edits of them, where it must never
+ * accept a text jansson refuses nor read one differently. */
+static void test_jsonutil_parse_plain_agrees_with_jansson(void)
+{
+    static const char *const plain[] = {
+        "{\"recipients\":[\"bench-agent-1\"],\"payload\":{\"t\":1733327000123456789,\"p\":"
+        "\"abcdefghijklmnopqrstuvwxyz\"}}",
+        "{\"limit\":10,\"lease_s\":60,\"wait_s\":5}",
+        "{\"lease_token\":\"01JEXAMPLE.token-123\"}",
+        "{\"acks\":[{\"event_id\":\"e1\",\"lease_token\":\"t1\"},{\"event_id\":\"e2\","
+        "\"lease_token\":\"t2\"}]}",
+        " {\"a\" : [ 1 , -2 , 0 , -0 , true , false , null , \"\" , { } , [ ] ] }\r\n",
+        "{\"esc\":\"q\\\"b\\\\s\\/b\\bf\\fn\\nr\\rt\\t\",\"del\":\"\x7f\"}",
+        "{\"max\":9223372036854775807,\"min\":-9223372036854775808}",
+        "{\"\":1,\"z\":2,\"a\":{\"z\":3,\"a\":4}}",
+        "[1,[2,[3,[4]]]]",
+        "\"top\"",
+        "7",
+        "null",
+    };
+    size_t n_plain = sizeof plain / sizeof plain[0];
+    for (size_t i = 0; i < n_plain; i++) {
+        json_error_t err;
+        json_t *want =
+            json_loadb(plain[i], strlen(plain[i]), JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+        json_t *got = jsonutil_parse_plain(plain[i], strlen(plain[i]));
+        if (got == NULL || want == NULL || !same_value(got, want)) {
+            fprintf(stderr, "plain case %zu read differently\n", i);
+        }
+        CHECK(got != NULL && want != NULL && same_value(got, want));
+        json_decref(got);
+        json_decref(want);
+    }
+    /* Not plain: left to jansson, whether it accepts them or not. */
+    static const char *const not_plain[] = {
+        "{\"r\":1.5}",
+        "{\"e\":1e3}",
+        "{\"u\":\"\\u0041\"}",
+        "{\"k\\n\":1}",
+        "{\"c\":\"caf\xc3\xa9\"}",
+        "{\"a\":1,\"a\":2}",
+        "{\"a\":01}",
+        "{\"a\":1,}",
+        "{\"a\":truex}",
+        "{\"a\":1} x",
+        "",
+        "{\"a\":9223372036854775808}",
+    };
+    for (size_t i = 0; i < sizeof not_plain / sizeof not_plain[0]; i++) {
+        json_t *got = jsonutil_parse_plain(not_plain[i], strlen(not_plain[i]));
+        CHECK(got == NULL);
+        json_decref(got);
+    }
+    static const char alphabet[] =
+        "{}[]:,\"\\ -0123456789.eE+trufalsnx/bu\t\n\r\x00\x1f\x7f\x80\xc3";
+    uint64_t rng = 0x9e3779b97f4a7c15ULL;
+    size_t taken = 0, agreed = 0, runs = 60000;
+    for (size_t k = 0; k < runs; k++) {
+        char text[512];
+        const char *seed = plain[k % n_plain];
+        size_t len = strlen(seed);
+        memcpy(text, seed, len);
+        int edits = 1 + (int)(k % 3);
+        for (int e = 0; e < edits; e++) {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            size_t at = len ? (size_t)(rng % len) : 0;
+            char c = alphabet[(rng >> 32) % (sizeof alphabet - 1)];
+            switch ((rng >> 48) % 3) {
+            case 0: /* replace */
+                if (len > 0) {
+                    text[at] = c;
+                }
+                break;
+            case 1: /* insert */
+                if (len + 1 < sizeof text) {
+                    memmove(text + at + 1, text + at, len - at);
+                    text[at] = c;
+                    len++;
+                }
+                break;
+            default: /* delete */
+                if (len > 0) {
+                    memmove(text + at, text + at + 1, len - at - 1);
+                    len--;
+                }
+            }
+        }
+        json_error_t err;
+        json_t *got = jsonutil_parse_plain(text, len);
+        if (got == NULL) {
+            continue;
+        }
+        taken++;
+        json_t *want = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+        if (want != NULL && same_value(got, want)) {
+            agreed++;
+        } else {
+            fprintf(stderr, "disagreement on '%.*s'\n", (int)len, text);
+        }
+        json_decref(got);
+        json_decref(want);
+    }
+    CHECK_EQ(agreed, taken);
+    CHECK(taken > runs / 10); /* the edits leave many texts plain and valid */
+}
+
 int main(void)
 {
     RUN(test_jsonutil_depth_limit_before_parsing);
@@ -283,5 +404,6 @@ int main(void)
     RUN(test_jsonutil_top_level_must_be_object);
     RUN(test_jsonutil_add_string_matches_jansson);
     RUN(test_jsonutil_dump_matches_jansson);
+    RUN(test_jsonutil_parse_plain_agrees_with_jansson);
     return check_summary();
 }
