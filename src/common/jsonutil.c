@@ -58,6 +58,7 @@ struct plain {
     char *scratch; /* unescaped string values */
     size_t scratch_cap;
     int depth;
+    int max_depth; /* the deepest nesting seen */
 };
 
 static void plain_ws(struct plain *r)
@@ -288,6 +289,9 @@ static json_t *plain_value(struct plain *r)
         if (++r->depth > PLAIN_MAX_DEPTH) {
             return NULL;
         }
+        if (r->depth > r->max_depth) {
+            r->max_depth = r->depth;
+        }
         v = *r->p == '{' ? plain_object(r) : plain_array(r);
         r->depth--;
         return v;
@@ -315,7 +319,8 @@ static json_t *plain_value(struct plain *r)
     return v;
 }
 
-json_t *jsonutil_parse_plain(const char *buf, size_t len)
+/* *depth: the nesting of the value read (what jsonutil_depth counts in valid JSON). */
+static json_t *parse_plain(const char *buf, size_t len, int *depth)
 {
     struct plain r = {.p = buf, .end = buf + len};
     plain_ws(&r);
@@ -326,13 +331,28 @@ json_t *jsonutil_parse_plain(const char *buf, size_t len)
         v = NULL;
     }
     free(r.scratch);
+    *depth = r.max_depth;
     return v;
+}
+
+json_t *jsonutil_parse_plain(const char *buf, size_t len)
+{
+    int depth;
+    return parse_plain(buf, len, &depth);
 }
 
 int jsonutil_parse_object(const char *buf, size_t len, size_t max_depth, json_t **out)
 {
     *out = NULL;
-    if (jsonutil_depth(buf, len, max_depth) > max_depth) {
+    /* Plain text first: it is valid JSON when read, so its nesting is what the pre-scan below
+     * would count, and the pre-scan is needed only for the rest. */
+    int depth;
+    json_t *v = parse_plain(buf, len, &depth);
+    if (v != NULL && (size_t)depth > max_depth) {
+        json_decref(v);
+        return ROOST_EJSONDEPTH;
+    }
+    if (v == NULL && jsonutil_depth(buf, len, max_depth) > max_depth) {
         return ROOST_EJSONDEPTH;
     }
     json_error_t err;
@@ -340,7 +360,6 @@ int jsonutil_parse_object(const char *buf, size_t len, size_t max_depth, json_t 
      * Without JSON_ALLOW_NUL, "\u0000" inside strings is refused too. JSON_DECODE_ANY lets a
      * valid scalar through so it is reported as ROOST_EBODY (valid JSON, not an object), as the
      * header promises, rather than as ROOST_EJSON. */
-    json_t *v = jsonutil_parse_plain(buf, len);
     if (v == NULL) {
         v = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
     }
