@@ -124,20 +124,28 @@ static bool pattern_match(const char *pattern, const char *path, struct capture 
 int router_match(enum evhttp_cmd_type method, const char *path, const struct route **route,
                  struct route_captures *caps)
 {
-    bool path_known = false;
     *route = NULL;
+    /* The routes of this method first (the first of them that matches is the answer); the
+     * others only tell a wrong method (405) from an unknown path (404). */
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         /* A failed match may have set the placeholders: only the chosen route's count. */
         *caps = (struct route_captures){0};
-        if (pattern_match(routes[i].pattern, path, &caps->agent, &caps->event, &caps->key)) {
-            path_known = true;
-            if (routes[i].method == method) {
-                *route = &routes[i];
-                return ROOST_OK;
-            }
+        if (routes[i].method == method &&
+            pattern_match(routes[i].pattern, path, &caps->agent, &caps->event, &caps->key)) {
+            *route = &routes[i];
+            return ROOST_OK;
         }
     }
-    return path_known ? ROOST_EMETHOD : ROOST_ENOTFOUND;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        *caps = (struct route_captures){0};
+        if (routes[i].method != method &&
+            pattern_match(routes[i].pattern, path, &caps->agent, &caps->event, &caps->key)) {
+            *caps = (struct route_captures){0};
+            return ROOST_EMETHOD;
+        }
+    }
+    *caps = (struct route_captures){0};
+    return ROOST_ENOTFOUND;
 }
 
 static const char *method_token(enum evhttp_cmd_type m)
