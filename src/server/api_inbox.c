@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/dynbuf.h"
+#include "common/hash.h"
 #include "common/ids.h"
 #include "common/jsonutil.h"
 #include "common/timeutil.h"
@@ -100,6 +101,7 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
     op->job.done = done;
     op->job.write = write;
     op->job.name = request_route_name(op->rq);
+    op->job.affinity = hash_tenant_agent(op->rq->principal.tenant_id, op->rq->agent_id);
     if (op->deadline_ms) {
         op->serial =
             waiters_serial(op->rq->rt->waiters, op->rq->principal.tenant_id, op->rq->agent_id);
