@@ -307,7 +307,9 @@ static void done_claim(struct job *job)
      * expire and the events come back. */
     size_t n = 0;
     struct evbuffer *out = events_json_new(&op->events, true, false, 0, &n);
-    if (out && evbuffer_add_printf(out, ",\"has_more\":%s}", op->has_more ? "true" : "false") < 0) {
+    static const char more[] = ",\"has_more\":true}", last[] = ",\"has_more\":false}";
+    if (out && (op->has_more ? evbuffer_add(out, more, sizeof more - 1)
+                             : evbuffer_add(out, last, sizeof last - 1)) != 0) {
         evbuffer_free(out);
         out = NULL;
     }
