@@ -374,12 +374,31 @@ int jsonutil_parse_object(const char *buf, size_t len, size_t max_depth, json_t 
     return ROOST_OK;
 }
 
+/* The JSON escape of c (`"`, `\` or a control character) into esc, as jansson writes it: the
+ * short form where there is one, else \u00XX. Returns its length. */
+static size_t escape_char(unsigned char c, char esc[6])
+{
+    static const char hex[] = "0123456789ABCDEF";
+    static const char short_of[] = {['"'] = '"',  ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f',
+                                    ['\n'] = 'n', ['\r'] = 'r',  ['\t'] = 't'};
+    esc[0] = '\\';
+    if (c < sizeof short_of && short_of[c] != 0) {
+        esc[1] = short_of[c];
+        return 2;
+    }
+    esc[1] = 'u';
+    esc[2] = '0';
+    esc[3] = '0';
+    esc[4] = hex[c >> 4];
+    esc[5] = hex[c & 0xf];
+    return 6;
+}
+
 /* A string as jansson's compact dump writes it: `"`, `\` and control characters escaped (NUL
  * included, as \u0000), other bytes as they are. -1 for a byte >= 0x80: jansson checks the
  * UTF-8 of those (and fails the dump on a bad one), so they are left to it. */
 static int dump_string(struct dynbuf *b, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789ABCDEF";
     dynbuf_addc(b, '"');
     size_t run = 0; /* start of the bytes not yet appended */
     for (size_t i = 0; i < n; i++) {
@@ -392,39 +411,8 @@ static int dump_string(struct dynbuf *b, const char *s, size_t n)
         }
         dynbuf_add(b, s + run, i - run);
         run = i + 1;
-        char esc[6] = {'\\', 0};
-        size_t k = 2;
-        switch (c) {
-        case '"':
-            esc[1] = '"';
-            break;
-        case '\\':
-            esc[1] = '\\';
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 0xf];
-            k = 6;
-        }
-        dynbuf_add(b, esc, k);
+        char esc[6];
+        dynbuf_add(b, esc, escape_char(c, esc));
     }
     dynbuf_add(b, s + run, n - run);
     dynbuf_addc(b, '"');
@@ -514,7 +502,6 @@ void jsonutil_add_string(struct dynbuf *b, const char *s)
         dynbuf_add(b, "null", 4);
         return;
     }
-    static const char hex[] = "0123456789ABCDEF";
     dynbuf_addc(b, '"');
     const char *run = s; /* start of the bytes not yet appended */
     for (; *s != '\0'; s++) {
@@ -524,39 +511,8 @@ void jsonutil_add_string(struct dynbuf *b, const char *s)
         }
         dynbuf_add(b, run, (size_t)(s - run));
         run = s + 1;
-        char esc[6] = {'\\', 0};
-        size_t n = 2;
-        switch (c) {
-        case '"':
-            esc[1] = '"';
-            break;
-        case '\\':
-            esc[1] = '\\';
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 0xf];
-            n = 6;
-        }
-        dynbuf_add(b, esc, n);
+        char esc[6];
+        dynbuf_add(b, esc, escape_char(c, esc));
     }
     dynbuf_add(b, run, (size_t)(s - run));
     dynbuf_addc(b, '"');
