@@ -551,9 +551,10 @@ static void test_galera_writer_killed_stalled_partitioned(void)
                               id, (int)strcspn(json_string_value(v), " "), json_string_value(v));
             print_query_nodes(roostd_store_url(&n1), proxies, sql);
             free(sql);
+            /* The value reads "KEY SEQ at MS ms". */
             const char *seq = strchr(json_string_value(v), ' ');
-            sql = h_fmt("SELECT event_id, idempotency_key, status FROM inbox WHERE seq = %s",
-                        seq != NULL ? seq + 1 : "0");
+            sql = h_fmt("SELECT event_id, idempotency_key, status FROM inbox WHERE seq = %lld",
+                        seq != NULL ? strtoll(seq + 1, NULL, 10) : 0LL);
             print_query_nodes(roostd_store_url(&n1), proxies, sql);
             free(sql);
         }
