@@ -946,9 +946,10 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
         *unknown = true;
         return ROOST_EUNAVAILABLE;
     }
+    int64_t kept = 1;
     if (b->tx_marker[0] != '\0') {
         /* Galera: COMMIT answered OK; it committed this transaction only if its marker is in. */
-        int64_t kept = -1;
+        kept = -1;
         if (mysql_next_result(b->db) == 0) {
             MYSQL_RES *res = mysql_store_result(b->db);
             MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
@@ -962,11 +963,8 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
             *unknown = true; /* the fence looks for the marker */
             return ROOST_EUNAVAILABLE;
         }
-        if (kept == 0) {
-            return torn(b);
-        }
     }
-    /* Committed. Whatever follows is the prune: drain it; a lost connection shows next time. */
+    /* Whatever follows is the prune: drain it; a lost connection shows next time. */
     while (mysql_more_results(b->db)) {
         int next = mysql_next_result(b->db);
         if (next > 0) {
@@ -978,7 +976,7 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
             mysql_free_result(res);
         }
     }
-    return ROOST_OK;
+    return kept == 0 ? torn(b) : ROOST_OK;
 }
 
 /* KILLs the connection whose commit answer was lost, when it is still there as a session of our
