@@ -13,6 +13,10 @@
  * ROOST_EJSON (not JSON, bad UTF-8, duplicate key, NUL escape), ROOST_EJSONDEPTH (deeper than
  * max_depth), ROOST_EBODY (valid JSON but not an object), ROOST_ENOMEM. */
 int jsonutil_parse_object(const char *buf, size_t len, size_t max_depth, json_t **out);
+/* The fast path of jsonutil_parse_object: the value jansson would read from buf[0..len) (with
+ * JSON_REJECT_DUPLICATES | JSON_DECODE_ANY) when the text is plain (ASCII, integers, no \u
+ * escape, escape-free keys, shallow), else NULL, including for every text jansson refuses. */
+json_t *jsonutil_parse_plain(const char *buf, size_t len);
 /* Nesting depth of JSON text (brackets outside strings); stops counting past limit + 1. */
 size_t jsonutil_depth(const char *buf, size_t len, size_t limit);
 struct dynbuf;

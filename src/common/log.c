@@ -138,32 +138,40 @@ static size_t fields_to_json(char *line, size_t n, size_t cap, const char *f)
     return n;
 }
 
-void log_line(enum log_level level, const char *msg, const char *fields_fmt, ...)
+/* Copies s (NUL-terminated) to line at n, as far as cap allows. */
+static size_t put(char *line, size_t n, size_t cap, const char *s)
 {
-    if (!log_enabled(level)) {
-        return;
+    size_t k = strlen(s);
+    if (k > cap - n) {
+        k = cap - n;
     }
-    char fields[2048] = "";
-    if (fields_fmt && *fields_fmt) {
-        va_list ap;
-        va_start(ap, fields_fmt);
-        vsnprintf(fields, sizeof fields, fields_fmt, ap);
-        va_end(ap);
-    }
+    memcpy(line + n, s, k);
+    return n + k;
+}
+
+static void emit(enum log_level level, const char *msg, const char *fields, size_t k)
+{
     char line[4096];
     char ts[TIME_RFC3339_LEN + 1];
     time_format_rfc3339(time_now_ms(), ts);
     size_t n;
     if (atomic_load(&json_format)) {
-        n = (size_t)snprintf(line, sizeof line, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"", ts,
-                             names[level]);
+        n = put(line, 0, sizeof line, "{\"ts\":\"");
+        n = put(line, n, sizeof line, ts);
+        n = put(line, n, sizeof line, "\",\"level\":\"");
+        n = put(line, n, sizeof line, names[level]);
+        n = put(line, n, sizeof line, "\",\"msg\":\"");
         n = json_escape(line, n, sizeof line - 16, msg, strlen(msg));
         line[n++] = '"';
         n = fields_to_json(line, n, sizeof line - 4, fields);
         line[n++] = '}';
         line[n++] = '\n';
     } else {
-        n = (size_t)snprintf(line, sizeof line, "ts=%s level=%s msg=\"", ts, names[level]);
+        n = put(line, 0, sizeof line, "ts=");
+        n = put(line, n, sizeof line, ts);
+        n = put(line, n, sizeof line, " level=");
+        n = put(line, n, sizeof line, names[level]);
+        n = put(line, n, sizeof line, " msg=\"");
         for (const char *p = msg; *p && n < sizeof line - 8; p++) {
             if (*p == '"' || *p == '\\') {
                 line[n++] = '\\';
@@ -171,7 +179,6 @@ void log_line(enum log_level level, const char *msg, const char *fields_fmt, ...
             line[n++] = (*p == '\n') ? ' ' : *p;
         }
         line[n++] = '"';
-        size_t k = strlen(fields);
         if (k > 0) {
             if (k > sizeof line - n - 2) {
                 k = sizeof line - n - 2;
@@ -184,4 +191,28 @@ void log_line(enum log_level level, const char *msg, const char *fields_fmt, ...
     }
     ssize_t w = write(STDERR_FILENO, line, n);
     (void)w;
+}
+
+void log_line(enum log_level level, const char *msg, const char *fields_fmt, ...)
+{
+    if (!log_enabled(level)) {
+        return;
+    }
+    char fields[2048];
+    fields[0] = '\0';
+    if (fields_fmt && *fields_fmt) {
+        va_list ap;
+        va_start(ap, fields_fmt);
+        vsnprintf(fields, sizeof fields, fields_fmt, ap);
+        va_end(ap);
+    }
+    emit(level, msg, fields, strlen(fields));
+}
+
+void log_line_text(enum log_level level, const char *msg, const char *fields, size_t len)
+{
+    if (!log_enabled(level)) {
+        return;
+    }
+    emit(level, msg, fields, len);
 }

@@ -5,6 +5,7 @@
 #define ROOST_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR };
 
@@ -18,6 +19,9 @@ bool log_enabled(enum log_level level);
 /* `fields` is preformatted logfmt (may be NULL); msg is quoted and escaped. */
 void log_line(enum log_level level, const char *msg, const char *fields_fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with the fields already formatted: `fields` is logfmt of `len` bytes, NUL-terminated
+ * (for the lines of every request, where printf-style formatting is most of the cost). */
+void log_line_text(enum log_level level, const char *msg, const char *fields, size_t len);
 
 #define log_info(msg, ...) log_line(LOG_INFO, msg, __VA_ARGS__)
 #define log_warn(msg, ...) log_line(LOG_WARN, msg, __VA_ARGS__)

@@ -67,7 +67,33 @@ static void split(int64_t ms, int64_t *y, unsigned *mo, unsigned *d, int *h, int
     *s = (int)(rem % 60);
 }
 
+static void format_rfc3339(int64_t ms, char *out);
+
 void time_format_rfc3339(int64_t ms, char *out)
+{
+    /* The text up to the seconds is kept for the last second formatted on this thread: most
+     * calls (the log line of every request, the times of an answer) fall in the same second. */
+    static _Thread_local int64_t last_s = -1;
+    static _Thread_local char last[TIME_RFC3339_LEN + 1];
+    if (ms < 0 || ms >= 253402300800000LL) { /* before 1970 or after 9999 */
+        format_rfc3339(ms, out);
+        return;
+    }
+    int64_t secs = ms / 1000;
+    int msec = (int)(ms % 1000);
+    if (secs != last_s) {
+        format_rfc3339(ms, last);
+        last_s = secs;
+    }
+    memcpy(out, last, 20); /* "YYYY-MM-DDTHH:MM:SS." */
+    out[20] = (char)('0' + msec / 100);
+    out[21] = (char)('0' + msec / 10 % 10);
+    out[22] = (char)('0' + msec % 10);
+    out[23] = 'Z';
+    out[24] = '\0';
+}
+
+static void format_rfc3339(int64_t ms, char *out)
 {
     int64_t y;
     unsigned mo, d;

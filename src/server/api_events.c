@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/dynbuf.h"
+#include "common/hash.h"
 #include "common/ids.h"
 #include "common/jsonutil.h"
 #include "common/timeutil.h"
@@ -364,5 +365,7 @@ void api_publish(struct request *rq)
     op->job.write = true;
     op->job.name = "publish";
     op->job.batch = &publish_batch;
+    /* With several writers, one agent's publishes stay on one connection (see struct job). */
+    op->job.affinity = hash_tenant_agent(rq->principal.tenant_id, op->recipients[0]);
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }

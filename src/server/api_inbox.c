@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/dynbuf.h"
+#include "common/hash.h"
 #include "common/ids.h"
 #include "common/jsonutil.h"
 #include "common/timeutil.h"
@@ -100,6 +101,7 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
     op->job.done = done;
     op->job.write = write;
     op->job.name = request_route_name(op->rq);
+    op->job.affinity = hash_tenant_agent(op->rq->principal.tenant_id, op->rq->agent_id);
     if (op->deadline_ms) {
         op->serial =
             waiters_serial(op->rq->rt->waiters, op->rq->principal.tenant_id, op->rq->agent_id);
@@ -305,7 +307,9 @@ static void done_claim(struct job *job)
      * expire and the events come back. */
     size_t n = 0;
     struct evbuffer *out = events_json_new(&op->events, true, false, 0, &n);
-    if (out && evbuffer_add_printf(out, ",\"has_more\":%s}", op->has_more ? "true" : "false") < 0) {
+    static const char more[] = ",\"has_more\":true}", last[] = ",\"has_more\":false}";
+    if (out && (op->has_more ? evbuffer_add(out, more, sizeof more - 1)
+                             : evbuffer_add(out, last, sizeof last - 1)) != 0) {
         evbuffer_free(out);
         out = NULL;
     }

@@ -230,9 +230,11 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
         sh->tenant_id = i == 0 ? NULL : cfg->tenant_stores[i - 1].tenant_id;
         sh->url = i == 0 ? cfg->store_url : cfg->tenant_stores[i - 1].url;
         rt->n_shards++;
-        /* SQLite has one writer at a time: more threads would only wait on its lock. */
+        /* SQLite has one writer at a time: more threads would only wait on its lock. On MySQL
+         * a second writer overlaps one agent's statements with another's COMMIT (P2 C2 on
+         * MariaDB: +35 % full cycles, doc/BENCHMARKS.md). */
         bool single_writer = strncmp(sh->url, "sqlite:", 7) == 0;
-        int writers = single_writer ? 1 : cfg->store_writers > 0 ? (int)cfg->store_writers : 1;
+        int writers = single_writer ? 1 : cfg->store_writers > 0 ? (int)cfg->store_writers : 2;
         if (workers_new(rt->base, sh->url, &opt, (int)cfg->store_readers, writers,
                         (int)cfg->store_group_commit_max, &sh->workers, err, errlen) != ROOST_OK) {
             if (sh->tenant_id != NULL) {

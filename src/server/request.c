@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
+#include <time.h>
 
 #include "common/ids.h"
 #include "common/jsonutil.h"
@@ -82,10 +84,29 @@ static void refusal_range(int rc, const char *param, int64_t min, int64_t max)
 
 /* ---- request lifecycle ---- */
 
+/* Ended requests kept for the next ones, per thread (requests live on the loop thread). A request
+ * is ~17 KiB: malloc serves that from its large bins, and every such allocation first
+ * consolidates the small freed chunks of the last request (~3k instructions). REQUEST_SPARE
+ * covers the requests a busy loop has in flight at once; more are allocated and freed. */
+#define REQUEST_SPARE 32
+/* Under AddressSanitizer every request is freed, so a use after its end is still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define REQUEST_RECYCLE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define REQUEST_RECYCLE 0
+#endif
+#endif
+#ifndef REQUEST_RECYCLE
+#define REQUEST_RECYCLE 1
+#endif
+static _Thread_local struct request *spare[REQUEST_SPARE];
+static _Thread_local size_t n_spare;
+
 struct request *request_new(struct runtime *rt, struct evhttp_request *req)
 {
     /* All zero but the principal's scope array (~17 KiB of it): auth fills what it uses. */
-    struct request *rq = malloc(sizeof *rq);
+    struct request *rq = n_spare > 0 ? spare[--n_spare] : malloc(sizeof *rq);
     if (!rq) {
         return NULL;
     }
@@ -127,7 +148,11 @@ static void request_free(struct request *rq)
         evhttp_clear_headers(rq->query);
         free(rq->query);
     }
-    free(rq);
+    if (REQUEST_RECYCLE && n_spare < REQUEST_SPARE) {
+        spare[n_spare++] = rq;
+    } else {
+        free(rq);
+    }
 }
 
 static const char *method_name(enum evhttp_cmd_type m)
@@ -179,6 +204,34 @@ const char *request_route_name(const struct request *rq)
     return rq->route_name ? rq->route_name : "-";
 }
 
+/* The access log line's pieces: key and value (at most 128 bytes each, as every id here). */
+static size_t put_str(char *f, size_t n, const char *key, const char *value)
+{
+    size_t k = strlen(key), v = strnlen(value, 128);
+    memcpy(f + n, key, k);
+    memcpy(f + n + k, value, v);
+    return n + k + v;
+}
+
+/* v in decimal with at least `width` digits (zeros in front); a '-' first when negative. */
+static size_t put_int(char *f, size_t n, int64_t v, int width)
+{
+    char d[24];
+    int i = 0;
+    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    do {
+        d[i++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0 || i < width);
+    if (v < 0) {
+        f[n++] = '-';
+    }
+    while (i > 0) {
+        f[n++] = d[--i];
+    }
+    return n;
+}
+
 /* Counts the answer and writes the access log line: never the query string (it may carry an
  * access_token), never a body. */
 static void request_account(struct request *rq, int status)
@@ -191,14 +244,24 @@ static void request_account(struct request *rq, int status)
     if (rq->pseudo_route && status < 400) {
         return; /* health checks and scrapes would drown the log */
     }
-    /* The duration as integer milliseconds and microseconds: the same text as %.3f of
-     * dur_us / 1000, without the floating-point conversion (~750 instructions per request). */
-    log_line(status >= 500 ? LOG_ERROR : LOG_INFO, "request",
-             "req_id=%s method=%s route=%s status=%d duration_ms=%lld.%03lld tenant=%s agent=%s",
-             rq->id, method_name(evhttp_request_get_command(rq->req)), route, status,
-             (long long)(dur_us / 1000), (long long)(dur_us % 1000),
-             rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-",
-             rq->agent_id[0] ? rq->agent_id : "-");
+    /* Written without printf (~3k instructions per request): the same text as "req_id=%s
+     * method=%s route=%s status=%d duration_ms=%lld.%03lld tenant=%s agent=%s", the duration
+     * being %.3f of dur_us / 1000. Every part is bounded (ids are at most 128 bytes). */
+    char f[640];
+    size_t n = 0;
+    n = put_str(f, n, "req_id=", rq->id);
+    n = put_str(f, n, " method=", method_name(evhttp_request_get_command(rq->req)));
+    n = put_str(f, n, " route=", route);
+    n = put_str(f, n, " status=", "");
+    n = put_int(f, n, status, 1);
+    n = put_str(f, n, " duration_ms=", "");
+    n = put_int(f, n, dur_us / 1000, 1);
+    f[n++] = '.';
+    n = put_int(f, n, dur_us % 1000, 3);
+    n = put_str(f, n, " tenant=", rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-");
+    n = put_str(f, n, " agent=", rq->agent_id[0] ? rq->agent_id : "-");
+    f[n] = '\0';
+    log_line_text(status >= 500 ? LOG_ERROR : LOG_INFO, "request", f, n);
 }
 
 /* evhttp frees a "Connection: close" connection once its answer is written: only then may a
@@ -235,6 +298,27 @@ void request_detach(struct request *rq)
     request_end(rq);
 }
 
+/* The Date header evhttp would add to an HTTP/1.1 answer (last, after ours), from text made
+ * once a second instead of once per answer (~3k instructions: gmtime and a snprintf). No
+ * handler sets a Date of its own. */
+static void add_date(const struct evhttp_request *req, struct evkeyvalq *out)
+{
+    static _Thread_local time_t date_s = -1;
+    static _Thread_local char date[64];
+    if (req->major != 1 || req->minor < 1) {
+        return;
+    }
+    time_t now = time(NULL);
+    if (now != date_s) {
+        struct tm tm;
+        if (gmtime_r(&now, &tm) == NULL || evutil_date_rfc1123(date, sizeof date, &tm) < 0) {
+            return; /* evhttp adds its own */
+        }
+        date_s = now;
+    }
+    evhttp_add_header(out, "Date", date);
+}
+
 /* Every reply goes through here: the common headers, the body (borrowed, may be NULL), the
  * access log line and the drain bookkeeping. The caller set Content-Type (and any other
  * header of its own). */
@@ -245,6 +329,7 @@ static void send_reply(struct request *rq, int status, struct evbuffer *body, bo
     if (close_conn || rq->rt->draining) {
         evhttp_add_header(out, "Connection", "close");
     }
+    add_date(rq->req, out);
     watch_drain_close(rq);
     evhttp_send_reply(rq->req, status, NULL, body);
     request_account(rq, status);

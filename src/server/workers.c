@@ -47,13 +47,6 @@ static struct job *queue_pop(struct job_queue *q)
     return job;
 }
 
-/* A writer other than the first (store.writers > 1) takes a group only when at least this many
- * writes are queued: with few requests in flight (P2 C2) a second writer would split them into
- * more, smaller transactions (more COMMITs and statements per request, and lock waits between
- * the two: 8.1 statements per cycle against 6.4), while under load it overlaps its statements
- * with the first writer's COMMIT. Measured in doc/BENCHMARKS.md (MariaDB). */
-#define WRITER_SPILL_MIN 4
-
 struct thread_slot {
     struct workers *w;
     pthread_t thread;
@@ -61,12 +54,17 @@ struct thread_slot {
     bool writer;
     bool started;
     int index; /* among the writers (0 = the first) */
+    /* Writers only, under workers.mu: their queue, signalled on cv, and the group they run. */
+    pthread_cond_t cv;
+    struct job_queue writes;
+    struct job **running;
+    size_t n_running;
 };
 
 struct workers {
     pthread_mutex_t mu;
-    pthread_cond_t read_cv, write_cv;
-    struct job_queue reads, writes;
+    pthread_cond_t read_cv;
+    struct job_queue reads;
     bool stopping;
     int group_max;
 
@@ -332,22 +330,23 @@ static void *writer_main(void *arg)
     if (!g.jobs || !g.skip || !g.ran || !g.batch) {
         group_free(&g);
     }
-    size_t need = slot->index == 0 ? 1 : WRITER_SPILL_MIN;
     for (;;) {
         pthread_mutex_lock(&w->mu);
-        while (w->writes.len < need && !w->stopping) {
-            pthread_cond_wait(&w->write_cv, &w->mu);
+        while (slot->writes.len == 0 && !w->stopping) {
+            pthread_cond_wait(&slot->cv, &w->mu);
         }
         size_t n = 0;
-        while (g.jobs && n < max && w->writes.len > 0) {
-            g.jobs[n++] = queue_pop(&w->writes);
+        while (g.jobs && n < max && slot->writes.len > 0) {
+            g.jobs[n++] = queue_pop(&slot->writes);
         }
+        slot->running = g.jobs;
+        slot->n_running = n;
         pthread_mutex_unlock(&w->mu);
         if (n == 0) {
             if (!g.jobs) {
                 /* Out of memory at start: fail whatever arrives, one by one. */
                 pthread_mutex_lock(&w->mu);
-                struct job *job = queue_pop(&w->writes);
+                struct job *job = queue_pop(&slot->writes);
                 bool stop = w->stopping && job == NULL;
                 pthread_mutex_unlock(&w->mu);
                 if (job) {
@@ -400,6 +399,9 @@ static void *writer_main(void *arg)
             }
         }
         pthread_mutex_unlock(&w->stats_mu);
+        pthread_mutex_lock(&w->mu);
+        slot->n_running = 0;
+        pthread_mutex_unlock(&w->mu);
         for (size_t i = 0; i < n; i++) {
             complete(w, g.jobs[i]);
         }
@@ -422,7 +424,6 @@ int workers_new(struct event_base *base, const char *url, const struct store_opt
     pthread_mutex_init(&w->done_mu, NULL);
     pthread_mutex_init(&w->stats_mu, NULL);
     pthread_cond_init(&w->read_cv, NULL);
-    pthread_cond_init(&w->write_cv, NULL);
     w->group_max = group_max > 0 ? group_max : 1;
     writers = writers > 0 ? writers : 1;
     w->n_slots = readers + writers;
@@ -432,6 +433,9 @@ int workers_new(struct event_base *base, const char *url, const struct store_opt
     if (!w->slots || !w->wake_ev) {
         snprintf(err, errlen, "out of memory");
         goto fail;
+    }
+    for (int i = 0; i < w->n_slots; i++) {
+        pthread_cond_init(&w->slots[i].cv, NULL);
     }
     for (int i = 0; i < w->n_slots; i++) {
         struct thread_slot *slot = &w->slots[i];
@@ -470,18 +474,41 @@ fail:
     return rc;
 }
 
+/* The writer for a write job (under w->mu): the one that has a job of the same affinity queued
+ * or running, so one agent's writes never wait on each other's row locks across connections;
+ * otherwise the least busy, so agents spread over the writers as they come and go. */
+static struct thread_slot *writer_for(struct workers *w, uint64_t affinity)
+{
+    struct thread_slot *best = &w->slots[0];
+    size_t best_load = SIZE_MAX;
+    for (int i = 0; i < w->n_writers && w->n_writers > 1; i++) {
+        struct thread_slot *slot = &w->slots[i];
+        for (struct job *j = slot->writes.head; affinity != 0 && j != NULL; j = j->next) {
+            if (j->affinity == affinity) {
+                return slot;
+            }
+        }
+        for (size_t k = 0; affinity != 0 && k < slot->n_running; k++) {
+            if (slot->running[k]->affinity == affinity) {
+                return slot;
+            }
+        }
+        size_t load = slot->writes.len + slot->n_running;
+        if (load < best_load) {
+            best = slot;
+            best_load = load;
+        }
+    }
+    return best;
+}
+
 void workers_submit(struct workers *w, struct job *job)
 {
     pthread_mutex_lock(&w->mu);
     if (job->write) {
-        queue_push(&w->writes, job);
-        /* Writers wait for different queue lengths (WRITER_SPILL_MIN): wake them all, or the
-         * one woken might be one whose wait goes on. */
-        if (w->n_writers > 1) {
-            pthread_cond_broadcast(&w->write_cv);
-        } else {
-            pthread_cond_signal(&w->write_cv);
-        }
+        struct thread_slot *slot = writer_for(w, job->affinity);
+        queue_push(&slot->writes, job);
+        pthread_cond_signal(&slot->cv);
     } else {
         queue_push(&w->reads, job);
         pthread_cond_signal(&w->read_cv);
@@ -497,7 +524,9 @@ void workers_free(struct workers *w)
     pthread_mutex_lock(&w->mu);
     w->stopping = true;
     pthread_cond_broadcast(&w->read_cv);
-    pthread_cond_broadcast(&w->write_cv);
+    for (int i = 0; w->slots && i < w->n_slots; i++) {
+        pthread_cond_broadcast(&w->slots[i].cv);
+    }
     pthread_mutex_unlock(&w->mu);
     for (int i = 0; w->slots && i < w->n_slots; i++) {
         if (w->slots[i].started) {
@@ -506,6 +535,7 @@ void workers_free(struct workers *w)
         if (w->slots[i].st) {
             store_close(w->slots[i].st);
         }
+        pthread_cond_destroy(&w->slots[i].cv);
     }
     /* Completions that the loop did not pick up yet still get their done(). */
     if (w->wake_ev) {
@@ -517,7 +547,6 @@ void workers_free(struct workers *w)
     pthread_mutex_destroy(&w->done_mu);
     pthread_mutex_destroy(&w->stats_mu);
     pthread_cond_destroy(&w->read_cv);
-    pthread_cond_destroy(&w->write_cv);
     free(w);
 }
 

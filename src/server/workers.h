@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct event_base;
 struct store;
@@ -43,6 +44,9 @@ struct job {
     /* Write jobs only: their batch kind, or NULL to always run alone. A job of a kind still has
      * its own run(), used when it runs alone. */
     const struct job_batch *batch;
+    /* Write jobs only, with store.writers > 1: jobs of one affinity (an agent's
+     * hash_tenant_agent) in flight together run on one writer; 0 = none. */
+    uint64_t affinity;
     int rc; /* set by the pool before done() */
     struct job *next;
 };

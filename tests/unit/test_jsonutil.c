@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of src/common/jsonutil.c: the depth pre-scan, the strict object parser and the
  * string writer. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,6 +212,190 @@ static void test_jsonutil_add_string_matches_jansson(void)
     dynbuf_cleanup(&b);
 }
 
+/* jsonutil_dump writes what json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes, whether it
+ * writes the text itself or leaves it to jansson (reals, non-ASCII, deep values). */
+static void test_jsonutil_dump_matches_jansson(void)
+{
+    static const char *const texts[] = {
+        "{}",
+        "[]",
+        "{\"a\":{},\"b\":[],\"c\":[{}],\"d\":[[],[[]]]}",
+        "{\"t\":1733327000123456789,\"p\":\"abcdefghijklmnopqrstuvwxyz\"}",
+        "{\"max\":9223372036854775807,\"min\":-9223372036854775808,\"z\":-0,\"o\":0}",
+        "{\"b\":true,\"f\":false,\"n\":null,\"s\":\"\"}",
+        "{\"q\\\"k\":\"q\\\"v\\\\\\/\\b\\f\\n\\r\\t\\u0001\\u001f\\u007f\"}",
+        "{\"nul\":\"a\\u0000b\"}",
+        "{\"r\":1.5,\"e\":1e300,\"i\":[1,2.0]}",
+        "{\"u\":\"caf\u00e9 \\ud83d\\ude00\"}",
+        "{\"z\":1,\"a\":2,\"m\":{\"y\":[1,\"2\",{\"x\":null}],\"b\":false}}",
+        "[1,\"two\",[3],{\"four\":4}]",
+        "\"scalar\"",
+        "42",
+        "-7",
+        "true",
+        "null",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        json_error_t err;
+        json_t *v = json_loads(texts[i], JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+        if (v == NULL) {
+            fprintf(stderr, "case %zu does not parse: %s\n", i, err.text);
+        }
+        CHECK(v != NULL);
+        char *got = jsonutil_dump(v);
+        char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        CHECK(got != NULL && want != NULL);
+        if (got != NULL && want != NULL && strcmp(got, want) != 0) {
+            fprintf(stderr, "case %zu: got %s want %s\n", i, got, want);
+        }
+        CHECK(got != NULL && want != NULL && strcmp(got, want) == 0);
+        free(got);
+        free(want);
+        json_decref(v);
+    }
+    /* Insertion order survives deletes and replacements; depth past the own writer's limit. */
+    json_t *o = json_object();
+    json_object_set_new(o, "c", json_integer(3));
+    json_object_set_new(o, "a", json_integer(1));
+    json_object_set_new(o, "b", json_integer(2));
+    json_object_del(o, "a");
+    json_object_set_new(o, "c", json_string("again"));
+    json_object_set_new(o, "a", json_true());
+    json_t *deep = json_array();
+    json_t *at = deep;
+    for (int d = 0; d < 100; d++) {
+        json_t *inner = json_array();
+        json_array_append_new(at, inner);
+        at = inner;
+    }
+    json_object_set_new(o, "deep", deep);
+    char *got = jsonutil_dump(o);
+    char *want = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY);
+    CHECK(got != NULL && want != NULL && strcmp(got, want) == 0);
+    free(got);
+    free(want);
+    json_decref(o);
+}
+
+static bool same_value(const json_t *a, const json_t *b)
+{
+    char *da = json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *db = json_dumps(b, JSON_COMPACT | JSON_ENCODE_ANY);
+    bool same = da != NULL && db != NULL && strcmp(da, db) == 0 && json_equal(a, b);
+    free(da);
+    free(db);
+    return same;
+}
+
+/* jsonutil_parse_plain reads what jansson reads (same values, same key order) and gives up on
+ * the rest: checked on typical bodies and on ~60k random edits of them, where it must never
+ * accept a text jansson refuses nor read one differently. */
+static void test_jsonutil_parse_plain_agrees_with_jansson(void)
+{
+    static const char *const plain[] = {
+        "{\"recipients\":[\"bench-agent-1\"],\"payload\":{\"t\":1733327000123456789,\"p\":"
+        "\"abcdefghijklmnopqrstuvwxyz\"}}",
+        "{\"limit\":10,\"lease_s\":60,\"wait_s\":5}",
+        "{\"lease_token\":\"01JEXAMPLE.token-123\"}",
+        "{\"acks\":[{\"event_id\":\"e1\",\"lease_token\":\"t1\"},{\"event_id\":\"e2\","
+        "\"lease_token\":\"t2\"}]}",
+        " {\"a\" : [ 1 , -2 , 0 , -0 , true , false , null , \"\" , { } , [ ] ] }\r\n",
+        "{\"esc\":\"q\\\"b\\\\s\\/b\\bf\\fn\\nr\\rt\\t\",\"del\":\"\x7f\"}",
+        "{\"max\":9223372036854775807,\"min\":-9223372036854775808}",
+        "{\"\":1,\"z\":2,\"a\":{\"z\":3,\"a\":4}}",
+        "[1,[2,[3,[4]]]]",
+        "\"top\"",
+        "7",
+        "null",
+    };
+    size_t n_plain = sizeof plain / sizeof plain[0];
+    for (size_t i = 0; i < n_plain; i++) {
+        json_error_t err;
+        json_t *want =
+            json_loadb(plain[i], strlen(plain[i]), JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+        json_t *got = jsonutil_parse_plain(plain[i], strlen(plain[i]));
+        if (got == NULL || want == NULL || !same_value(got, want)) {
+            fprintf(stderr, "plain case %zu read differently\n", i);
+        }
+        CHECK(got != NULL && want != NULL && same_value(got, want));
+        json_decref(got);
+        json_decref(want);
+    }
+    /* Not plain: left to jansson, whether it accepts them or not. */
+    static const char *const not_plain[] = {
+        "{\"r\":1.5}",
+        "{\"e\":1e3}",
+        "{\"u\":\"\\u0041\"}",
+        "{\"k\\n\":1}",
+        "{\"c\":\"caf\xc3\xa9\"}",
+        "{\"a\":1,\"a\":2}",
+        "{\"a\":01}",
+        "{\"a\":1,}",
+        "{\"a\":truex}",
+        "{\"a\":1} x",
+        "",
+        "{\"a\":9223372036854775808}",
+    };
+    for (size_t i = 0; i < sizeof not_plain / sizeof not_plain[0]; i++) {
+        json_t *got = jsonutil_parse_plain(not_plain[i], strlen(not_plain[i]));
+        CHECK(got == NULL);
+        json_decref(got);
+    }
+    static const char alphabet[] =
+        "{}[]:,\"\\ -0123456789.eE+trufalsnx/bu\t\n\r\x00\x1f\x7f\x80\xc3";
+    uint64_t rng = 0x9e3779b97f4a7c15ULL;
+    size_t taken = 0, agreed = 0, runs = 60000;
+    for (size_t k = 0; k < runs; k++) {
+        char text[512];
+        const char *seed = plain[k % n_plain];
+        size_t len = strlen(seed);
+        memcpy(text, seed, len);
+        int edits = 1 + (int)(k % 3);
+        for (int e = 0; e < edits; e++) {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            size_t at = len ? (size_t)(rng % len) : 0;
+            char c = alphabet[(rng >> 32) % (sizeof alphabet - 1)];
+            switch ((rng >> 48) % 3) {
+            case 0: /* replace */
+                if (len > 0) {
+                    text[at] = c;
+                }
+                break;
+            case 1: /* insert */
+                if (len + 1 < sizeof text) {
+                    memmove(text + at + 1, text + at, len - at);
+                    text[at] = c;
+                    len++;
+                }
+                break;
+            default: /* delete */
+                if (len > 0) {
+                    memmove(text + at, text + at + 1, len - at - 1);
+                    len--;
+                }
+            }
+        }
+        json_error_t err;
+        json_t *got = jsonutil_parse_plain(text, len);
+        if (got == NULL) {
+            continue;
+        }
+        taken++;
+        json_t *want = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+        if (want != NULL && same_value(got, want)) {
+            agreed++;
+        } else {
+            fprintf(stderr, "disagreement on '%.*s'\n", (int)len, text);
+        }
+        json_decref(got);
+        json_decref(want);
+    }
+    CHECK_EQ(agreed, taken);
+    CHECK(taken > runs / 10); /* the edits leave many texts plain and valid */
+}
+
 int main(void)
 {
     RUN(test_jsonutil_depth_limit_before_parsing);
@@ -217,5 +403,7 @@ int main(void)
     RUN(test_jsonutil_refuses_hostile_input);
     RUN(test_jsonutil_top_level_must_be_object);
     RUN(test_jsonutil_add_string_matches_jansson);
+    RUN(test_jsonutil_dump_matches_jansson);
+    RUN(test_jsonutil_parse_plain_agrees_with_jansson);
     return check_summary();
 }

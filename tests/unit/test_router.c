@@ -243,6 +243,40 @@ static void test_framing_header_names_values_and_count(void)
     CHECK_STREQ(why, "too many header fields");
 }
 
+/* The value check goes eight bytes at a time: a control byte at every position of a long value
+ * is found, tabs anywhere are not one, and neither are DEL and bytes >= 0x80. */
+static void test_framing_control_byte_at_any_position(void)
+{
+    struct headers h;
+    const char *why;
+    headers_init(&h);
+    char v[41];
+    for (size_t at = 0; at < sizeof v - 1; at++) {
+        static const unsigned char bad[] = {0x01, 0x08, 0x0b, 0x1f};
+        for (size_t k = 0; k < sizeof bad; k++) {
+            memset(v, 'a', sizeof v - 1);
+            v[sizeof v - 1] = '\0';
+            v[at] = (char)bad[k];
+            if (at > 0) {
+                v[at - 1] = '\t'; /* a tab before it must not hide it */
+            }
+            headers_add(&h, "Host", "a");
+            headers_add(&h, "X-Ctl", v);
+            CHECK_EQ(framing(&h, 1, 1, "/", &why), 400);
+            CHECK_STREQ(why, "control character in a header value");
+        }
+        memset(v, 'a', sizeof v - 1);
+        v[at] = '\t';
+        v[(at + 7) % (sizeof v - 1)] = (char)0x7f;
+        v[(at + 13) % (sizeof v - 1)] = (char)0x80;
+        v[(at + 21) % (sizeof v - 1)] = (char)0xff;
+        v[(at + 29) % (sizeof v - 1)] = ' ';
+        headers_add(&h, "Host", "a");
+        headers_add(&h, "X-Ok", v);
+        CHECK_EQ(framing(&h, 1, 1, "/", &why), 0);
+    }
+}
+
 static void test_framing_origin_form_only(void)
 {
     struct headers h;
@@ -280,6 +314,7 @@ int main(void)
     RUN(test_framing_host_rules);
     RUN(test_framing_body_length_rules);
     RUN(test_framing_header_names_values_and_count);
+    RUN(test_framing_control_byte_at_any_position);
     RUN(test_framing_origin_form_only);
     RUN(test_request_json_media_type);
     return check_summary();

@@ -65,6 +65,32 @@ static void test_timeutil_round_trip(void)
     CHECK_EQ(bad, 0);
 }
 
+/* The per-second text kept between calls: the same second with other milliseconds, the next
+ * second, the one before, and back, each read back to the value formatted. */
+static void test_timeutil_format_same_and_other_seconds(void)
+{
+    static const int64_t values[] = {
+        INT64_C(1700000000123), INT64_C(1700000000999), INT64_C(1700000000000),
+        INT64_C(1700000001000), INT64_C(1699999999999), INT64_C(1700000000500),
+        INT64_C(1700000000500), INT64_C(86399999),      INT64_C(86400000),
+        INT64_C(1700000000001),
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        char out[TIME_RFC3339_LEN + 1];
+        int64_t back = 0;
+        time_format_rfc3339(values[i], out);
+        bad += strlen(out) != TIME_RFC3339_LEN || parse(out, &back) != 0 || back != values[i];
+    }
+    CHECK_EQ(bad, 0);
+    char out[TIME_RFC3339_LEN + 1];
+    time_format_rfc3339(INT64_C(1700000000123), out);
+    time_format_rfc3339(INT64_C(1700000000456), out);
+    CHECK_STREQ(out, "2023-11-14T22:13:20.456Z");
+    time_format_rfc3339(-1, out);
+    CHECK_STREQ(out, "1969-12-31T23:59:59.999Z");
+}
+
 static void test_timeutil_offsets_and_fractions(void)
 {
     int64_t ms = -1;
@@ -156,6 +182,7 @@ int main(void)
 {
     RUN(test_timeutil_format_known_values);
     RUN(test_timeutil_round_trip);
+    RUN(test_timeutil_format_same_and_other_seconds);
     RUN(test_timeutil_offsets_and_fractions);
     RUN(test_timeutil_rejects_invalid);
     RUN(test_timeutil_clocks);
