@@ -38,6 +38,8 @@
 
 static _Thread_local char open_err[512];
 
+static int marker_hex(int64_t ms, bool random, char hex[2 * MARKER_LEN + 1]);
+
 const char *store_mysql_open_error(void)
 {
     return open_err;
@@ -201,11 +203,16 @@ static const char *session_prefix(struct mysql_store *b)
 {
     if (b->begin_pending) {
         b->begin_pending = false;
-        if (!b->autocommit_off) {
-            b->autocommit_off = true;
-            return "SET autocommit = 0";
+        bool set = !b->autocommit_off;
+        b->autocommit_off = true;
+        if (b->tx_marker[0] == '\0') {
+            return set ? "SET autocommit = 0" : NULL;
         }
-        return NULL;
+        /* Galera: the transaction's first write is its marker (store_mysql_commit). */
+        snprintf(b->prefix, sizeof b->prefix,
+                 "%sINSERT INTO roost_commit_markers (marker) VALUES (x'%s')",
+                 set ? "SET autocommit = 0; " : "", b->tx_marker);
+        return b->prefix;
     }
     if (!b->in_tx && b->autocommit_off) {
         b->autocommit_off = false;
@@ -657,6 +664,11 @@ int store_mysql_begin(struct store *st)
         b->lost = true;
     }
     int rc = conn_ready(b);
+    b->tx_marker[0] = '\0';
+    if (rc == ROOST_OK && b->galera && marker_hex(time_now_ms(), true, b->tx_marker) != ROOST_OK) {
+        snprintf(b->err, sizeof b->err, "begin: no random bytes for the marker");
+        return ROOST_EINTERNAL;
+    }
     if (rc == ROOST_OK) {
         b->in_tx = true;
         b->begin_pending = true;
@@ -717,7 +729,28 @@ int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char 
  * While the old session still holds its marker uncommitted, the fence waits for that row lock, so
  * it never races the old session. The old connection is KILLed first so that its locks go at
  * once rather than when the server notices the drop (the fence, not the KILL, is what makes the
- * answer right). Cost: no round trip, one small insert into an append-ordered key per commit. */
+ * answer right). Cost: no round trip, one small insert into an append-ordered key per commit.
+ *
+ * On Galera a transaction can be rolled back mid-way without the session hearing of it: when
+ * another node's commit conflicts with its locks and the brute-force abort lands while one of
+ * its statements runs, that statement answers OK, the transaction is gone, and the statements
+ * after it run in a new one that COMMIT then commits (measured with
+ * tests/galera/bf_abort_multi.py --race: 4 of 600 aborts raced against a SELECT; issue 16). The
+ * group would be told OK for work that was undone: a publish answered 201 whose row and seq are
+ * gone, an ack answered 200 whose event is claimed again. So on Galera the marker
+ * is the transaction's first write (with its first statement, session_prefix), and the COMMIT
+ * goes out as
+ *
+ *     INSERT INTO roost_commit_markers (marker) VALUES ((SELECT x'<C>' FROM roost_commit_markers
+ *         WHERE marker = x'<S>')); COMMIT;
+ *     SET STATEMENT wsrep_sync_wait = 0 FOR SELECT COUNT(*) FROM roost_commit_markers
+ *         WHERE marker = x'<S>'
+ *
+ * The first statement fails (NULL into the key) when the transaction's own marker S is gone, so
+ * a tail in a new transaction is never committed; the count after COMMIT catches an abort that
+ * landed in that statement itself (the tail then holds nothing but C). S, not C, is what the
+ * fence looks for. Cost: one more small insert per commit, and one round trip per transaction
+ * whose first statement is a prepared one. */
 
 /* Writes the marker (6 bytes of `ms` big-endian, then 10 random bytes, or zeros when `random` is
  * false: the lowest marker of that millisecond) as 32 hex digits. */
@@ -806,6 +839,23 @@ int store_mysql_exec_sb_rows(struct mysql_store *b, struct dynbuf *sb, struct ro
     return rc;
 }
 
+/* Galera rolled the transaction back mid-way (see above): nothing of it committed, and whatever
+ * ran after the abort (at most marker C once COMMIT ran) is not the group's work. */
+static int torn(struct mysql_store *b)
+{
+    /* Rare and worth knowing afterwards (the group replays). */
+    char node[300];
+    store_mysql_host_label(&b->url.hosts[b->host_idx], node, sizeof node);
+    log_warn("Galera rolled a transaction back mid-way; its group replays", "node=%s marker=%s",
+             node, b->tx_marker);
+    snprintf(b->err, sizeof b->err,
+             "commit: Galera rolled the transaction back while a statement ran (its marker is "
+             "gone)");
+    b->last_errno = ER_LOCK_DEADLOCK;
+    b->tx_aborted = true;
+    return ROOST_ERETRY;
+}
+
 /* Sends [the transaction's change-log rows;] marker; COMMIT in one round trip (every
  * MARKER_PRUNE_EVERY-th time also the prune of old markers, which runs after the COMMIT in
  * autocommit and whose result does not matter). ROOST_OK: committed. *unknown: the outcome must
@@ -814,7 +864,7 @@ int store_mysql_exec_sb_rows(struct mysql_store *b, struct dynbuf *sb, struct ro
 static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
 {
     struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX};
-    char tmp[256];
+    char tmp[512];
     int before_commit = 1; /* results before the COMMIT's */
     if (b->n_changes > 0) {
         dynbuf_adds(&sb,
@@ -832,8 +882,18 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
         dynbuf_adds(&sb, "; ");
         before_commit = 2;
     }
-    int n = snprintf(tmp, sizeof tmp,
+    int n;
+    if (b->tx_marker[0] != '\0') {
+        n = snprintf(tmp, sizeof tmp,
+                     "INSERT INTO roost_commit_markers (marker) VALUES ((SELECT x'%s' FROM"
+                     " roost_commit_markers WHERE marker = x'%s')); COMMIT; SET STATEMENT"
+                     " wsrep_sync_wait = 0 FOR SELECT COUNT(*) FROM roost_commit_markers"
+                     " WHERE marker = x'%s'",
+                     hex, b->tx_marker, b->tx_marker);
+    } else {
+        n = snprintf(tmp, sizeof tmp,
                      "INSERT INTO roost_commit_markers (marker) VALUES (x'%s'); COMMIT", hex);
+    }
     dynbuf_add(&sb, tmp, (size_t)n);
     if (++b->commits % MARKER_PRUNE_EVERY == 0) {
         char cut[2 * MARKER_LEN + 1];
@@ -855,6 +915,9 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
     if (q != 0) {
         unsigned e = mysql_errno(b->db);
         int rc = fail_db(b, before_commit > 1 ? "change log" : "commit marker");
+        if (before_commit == 1 && e == ER_BAD_NULL_ERROR && b->tx_marker[0] != '\0') {
+            return torn(b); /* the marker's check: COMMIT did not run */
+        }
         /* Lost while sending or before the first answer: the server may have run it all. */
         *unknown = conn_lost_code(e);
         return rc;
@@ -868,6 +931,9 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
         if (next > 0) {
             unsigned e = mysql_errno(b->db);
             int rc = fail_db(b, is_commit ? "commit" : "commit marker");
+            if (!is_commit && e == ER_BAD_NULL_ERROR && b->tx_marker[0] != '\0') {
+                return torn(b); /* the marker's check: COMMIT did not run */
+            }
             if (!is_commit && !conn_lost_code(e)) {
                 return rc; /* the marker failed: COMMIT did not run */
             }
@@ -880,7 +946,25 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
         *unknown = true;
         return ROOST_EUNAVAILABLE;
     }
-    /* Committed. Whatever follows is the prune: drain it; a lost connection shows next time. */
+    int64_t kept = 1;
+    if (b->tx_marker[0] != '\0') {
+        /* Galera: COMMIT answered OK; it committed this transaction only if its marker is in. */
+        kept = -1;
+        if (mysql_next_result(b->db) == 0) {
+            MYSQL_RES *res = mysql_store_result(b->db);
+            MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+            kept = row != NULL && row[0] != NULL ? strtoll(row[0], NULL, 10) : -1;
+            if (res != NULL) {
+                mysql_free_result(res);
+            }
+        }
+        if (kept < 0) {
+            fail_db(b, "commit marker check");
+            *unknown = true; /* the fence looks for the marker */
+            return ROOST_EUNAVAILABLE;
+        }
+    }
+    /* Whatever follows is the prune: drain it; a lost connection shows next time. */
     while (mysql_more_results(b->db)) {
         int next = mysql_next_result(b->db);
         if (next > 0) {
@@ -892,7 +976,7 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
             mysql_free_result(res);
         }
     }
-    return ROOST_OK;
+    return kept == 0 ? torn(b) : ROOST_OK;
 }
 
 /* KILLs the connection whose commit answer was lost, when it is still there as a session of our
@@ -1025,7 +1109,10 @@ int store_mysql_commit(struct store *st)
     snprintf(why, sizeof why, "%.190s", b->err);
     b->in_tx = false;
     b->lost = true;
-    rc = resolve_commit(b, old_id, b->connected_mono_ms, old_host, hex);
+    /* On Galera the transaction's first write is the marker that tells (see above). */
+    char fence[2 * MARKER_LEN + 1];
+    snprintf(fence, sizeof fence, "%s", b->tx_marker[0] != '\0' ? b->tx_marker : hex);
+    rc = resolve_commit(b, old_id, b->connected_mono_ms, old_host, fence);
     /* Rare and worth knowing afterwards: which node, why, and what the fence found. */
     char from[300], on[300];
     store_mysql_host_label(&b->url.hosts[old_host], from, sizeof from);
@@ -1034,7 +1121,7 @@ int store_mysql_commit(struct store *st)
         *c = *c == '"' || *c == '\\' || *c == '\n' ? '\'' : *c;
     }
     log_warn("commit answer lost, outcome resolved",
-             "marker=%s node=%s fence_node=%s outcome=%s why=\"%s\"", hex, from, on,
+             "marker=%s node=%s fence_node=%s outcome=%s why=\"%s\"", fence, from, on,
              rc == ROOST_OK       ? "committed"
              : rc == ROOST_ERETRY ? "not_committed"
                                   : "unknown",

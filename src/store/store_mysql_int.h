@@ -106,6 +106,10 @@ struct mysql_store {
      * autocommit off, implicitly; see session_prefix in store_mysql_conn.c). */
     bool begin_pending;
     bool autocommit_off; /* this session runs with autocommit = 0 (session_prefix) */
+    /* Galera: the marker the transaction writes first (hex, "" elsewhere), and the text that
+     * writes it (see store_mysql_commit: a transaction Galera rolled back mid-way). */
+    char tx_marker[33];
+    char prefix[160];
     /* The change-log rows of this transaction (store_mysql_change), written by one multi-row
      * INSERT in the COMMIT's round trip; the marks let a rolled-back savepoint drop its own. */
     struct change_row {

@@ -11,7 +11,8 @@
  * and none under two leases, the agent's cursor walk has no gap, and each roostd counted its
  * failovers (/metrics) and logged who took over. A second, shorter test stalls node 1 under one
  * roostd for 14 s and checks the writes come back to it only in the cluster's view.
- * argv[1] is scripts/galera.sh, argv[2] the cluster's directory. */
+ * argv[1] is scripts/galera.sh, argv[2] the cluster's directory. With ROOST_GALERA_KEEP_DIR set,
+ * both roostd logs and the answered, acked and walked events of the first test go there. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -550,9 +551,10 @@ static void test_galera_writer_killed_stalled_partitioned(void)
                               id, (int)strcspn(json_string_value(v), " "), json_string_value(v));
             print_query_nodes(roostd_store_url(&n1), proxies, sql);
             free(sql);
+            /* The value reads "KEY SEQ at MS ms". */
             const char *seq = strchr(json_string_value(v), ' ');
-            sql = h_fmt("SELECT event_id, idempotency_key, status FROM inbox WHERE seq = %s",
-                        seq != NULL ? seq + 1 : "0");
+            sql = h_fmt("SELECT event_id, idempotency_key, status FROM inbox WHERE seq = %lld",
+                        seq != NULL ? strtoll(seq + 1, NULL, 10) : 0LL);
             print_query_nodes(roostd_store_url(&n1), proxies, sql);
             free(sql);
         }
@@ -564,6 +566,23 @@ static void test_galera_writer_killed_stalled_partitioned(void)
     json_object_foreach(sh.acks, id, v)
     {
         doubled += json_array_size(v) > 1; /* completed under two leases */
+    }
+    const char *keep = getenv("ROOST_GALERA_KEEP_DIR");
+    if (keep != NULL) {
+        /* Every run's evidence, for a hunt that needs the runs that passed too. */
+        for (int i = 0; i < 2; i++) {
+            char *cp = h_fmt("cp '%s/roostd.log' '%s/roostd%d.log'", (i == 0 ? &n1 : &n2)->dir,
+                             keep, i + 1);
+            CHECK_EQ(system(cp), 0);
+            free(cp);
+        }
+        const char *names[] = {"answered", "acks", "walk"};
+        json_t *maps[] = {sh.answered, sh.acks, walk};
+        for (int i = 0; i < 3; i++) {
+            char *path = h_fmt("%s/%s.json", keep, names[i]);
+            CHECK_EQ(json_dump_file(maps[i], path, JSON_INDENT(0)), 0);
+            free(path);
+        }
     }
     if (missing > 0) {
         /* Keep both roostd logs for the diagnosis: the directories go below. */
