@@ -68,6 +68,23 @@ static void plain_ws(struct plain *r)
     }
 }
 
+/* After a member of an object or array: 0 past `close` (the container ends), 1 past ',' and the
+ * whitespace after it (the next member follows), -1 for anything else. */
+static int plain_after_member(struct plain *r, char close)
+{
+    plain_ws(r);
+    if (r->p < r->end && *r->p == close) {
+        r->p++;
+        return 0;
+    }
+    if (r->p < r->end && *r->p == ',') {
+        r->p++;
+        plain_ws(r);
+        return 1;
+    }
+    return -1;
+}
+
 static bool plain_byte(unsigned char c)
 {
     return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
@@ -228,17 +245,13 @@ static json_t *plain_object(struct plain *r)
         if (v == NULL || json_object_setn_new_nocheck(o, key, n, v) != 0) {
             break;
         }
-        plain_ws(r);
-        if (r->p < r->end && *r->p == ',') {
-            r->p++;
-            plain_ws(r);
-            continue;
-        }
-        if (r->p < r->end && *r->p == '}') {
-            r->p++;
+        int more = plain_after_member(r, '}');
+        if (more == 0) {
             return o;
         }
-        break;
+        if (more < 0) {
+            break;
+        }
     }
     json_decref(o);
     return NULL;
@@ -261,17 +274,13 @@ static json_t *plain_array(struct plain *r)
         if (v == NULL || json_array_append_new(a, v) != 0) {
             break;
         }
-        plain_ws(r);
-        if (r->p < r->end && *r->p == ',') {
-            r->p++;
-            plain_ws(r);
-            continue;
-        }
-        if (r->p < r->end && *r->p == ']') {
-            r->p++;
+        int more = plain_after_member(r, ']');
+        if (more == 0) {
             return a;
         }
-        break;
+        if (more < 0) {
+            break;
+        }
     }
     json_decref(a);
     return NULL;
