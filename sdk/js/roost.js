@@ -809,6 +809,7 @@ export class Agent extends EventTarget {
       }
     }
     let claimed = 0;
+    let lastSeq = 0; // the highest sequence number claimed in this sync
     for (;;) {
       const free = this.opts.concurrency - this.running.size;
       if (free <= 0) {
@@ -822,6 +823,7 @@ export class Agent extends EventTarget {
         { limit: free, lease_s: this.opts.lease_s, consumer: this.consumer });
       for (const ev of r.events) {
         claimed++;
+        lastSeq = Math.max(lastSeq, ev.sequence_number ?? 0);
         const p = this.runEvent(ev).finally(() => {
           this.running.delete(ev.event_id);
           this.kick(); // a slot is free: claim again
@@ -833,6 +835,12 @@ export class Agent extends EventTarget {
       }
     }
     this.idleRounds = claimed > 0 ? 0 : this.idleRounds + 1;
+    // What this sync claimed is behind the cursor too: otherwise retention, deleting the rows
+    // this page itself just completed, would answer the next sync 410 and force a needless
+    // second resync (onState) while the cursor still named the head learned before the claims.
+    if (head !== undefined && lastSeq > head) {
+      head = lastSeq;
+    }
     if (head !== undefined && head !== this.cursor) {
       this.cursor = head;
       await this.record.update((v) => ({ ...v, cursor: head }));
