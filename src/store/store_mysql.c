@@ -70,8 +70,10 @@ const char *const store_mysql_sql[S_COUNT] = {
     /* tenant, agent, now, limit: an exact-match walk of inbox_open in claim order (ready_priority
      * is the priority of a pending row); rows another claimer holds are skipped, not waited for.
      * An exact match, never a range: a locking read of a range would also lock, for an instant,
-     * the record past its end, which here is another agent's first pending row. */
-    [S_CLAIM_SELECT] = "SELECT " EVCOLS " FROM inbox"
+     * the record past its end, which here is another agent's first pending row. FORCE INDEX
+     * spares the optimizer the agent's primary-key and idempotency-key ranges (see S_ACK): 71 →
+     * 61 µs per execution. */
+    [S_CLAIM_SELECT] = "SELECT " EVCOLS " FROM inbox FORCE INDEX (inbox_open)"
                        " WHERE open_state = " ST_PENDING " AND tenant_id = ? AND agent_id = ?"
                        " AND (expires_at IS NULL OR expires_at > ?)"
                        " ORDER BY ready_priority DESC, seq ASC LIMIT ? FOR UPDATE SKIP LOCKED",
@@ -80,13 +82,19 @@ const char *const store_mysql_sql[S_COUNT] = {
         "UPDATE inbox SET status = " ST_CLAIMED ", lease_token = ?, consumer = ?, claimed_at = ?,"
         " claim_expires_at = ?, attempts = attempts + 1"
         " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_PENDING,
-    /* event_id, tenant, agent */
+    /* event_id, tenant, agent. FORCE INDEX: see S_ACK. */
     [S_EVENT_FIND] = "SELECT seq, status, lease_token, attempts, claimed_at, claim_expires_at"
-                     " FROM inbox WHERE event_id = ? AND tenant_id = ? AND agent_id = ?",
+                     " FROM inbox FORCE INDEX (inbox_event)"
+                     " WHERE event_id = ? AND tenant_id = ? AND agent_id = ?",
     /* now, event_id, tenant, agent, token: LAST_INSERT_ID(available_at) hands the row's
      * available_at back as the statement's insert id (MariaDB has no UPDATE … RETURNING), so the
-     * delivery-latency histogram costs no second statement. */
-    [S_ACK] = "UPDATE inbox SET status = " ST_COMPLETED ", payload = NULL, completed_at = ?,"
+     * delivery-latency histogram costs no second statement. FORCE INDEX: without it the range
+     * optimizer, which runs again at every execution of a prepared statement, also estimates the
+     * agent's whole primary-key and idempotency-key ranges (their tenant, agent prefix) before it
+     * picks the one-row unique key anyway: 43 → 36 µs of server time per ack (MariaDB 10.11,
+     * 20,000 rows per agent, medians of 4 alternated runs of 500). */
+    [S_ACK] = "UPDATE inbox FORCE INDEX (inbox_event) SET status = " ST_COMPLETED
+              ", payload = NULL, completed_at = ?,"
               " available_at = LAST_INSERT_ID(available_at) WHERE event_id = ? AND tenant_id = ? "
               "AND agent_id = ? AND status = " ST_CLAIMED " AND lease_token = ?",
     /* status, available_at, nack, error, tenant, agent, seq, token */
