@@ -211,7 +211,6 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
     struct store_options opt = {
         .busy_timeout_ms = ROOST_BUSY_TIMEOUT_MS,
         .synchronous_full = strcmp(cfg->store_synchronous, "full") == 0,
-        .sync_apart = true, /* the pool's syncer syncs the WAL (SQLite; workers.h) */
         .admin_scan_ms = (int)cfg->limits_admin_scan_ms,
         .failover_timeout_s = (int)cfg->store_failover_timeout_s,
     };

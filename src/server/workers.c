@@ -2,17 +2,13 @@
 /* Store worker threads and group commit (see workers.h). */
 #include "server/workers.h"
 
-#include <errno.h>
 #include <event2/event.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "common/log.h"
 #include "common/timeutil.h"
 #include "roost/roost_error.h"
 #include "store/store.h"
@@ -65,27 +61,6 @@ struct thread_slot {
     size_t n_running;
 };
 
-/* The syncer (stores opened with sync_apart, that is SQLite, one writer): COMMIT returns before
- * the WAL is on disk, and this thread's fdatasync makes it so. Commits are numbered: `begun`
- * counts COMMITs sent, `ended` those that returned (in order: one writer), `synced` those an
- * fdatasync covered. A job leaves the pool only once every commit it could have seen is synced:
- * a write job's group waits in `held`; a read waits for `synced` to reach the `begun` it saw. */
-struct syncer {
-    pthread_mutex_t mu;
-    pthread_cond_t work_cv;   /* want > synced, or stopping */
-    pthread_cond_t synced_cv; /* synced moved */
-    uint64_t begun, ended, synced;
-    uint64_t synced_ok;    /* the last commit a sync that succeeded covered */
-    uint64_t want;         /* the highest commit a held job or a read waits to see synced */
-    bool syncing;          /* an fdatasync is in flight (the syncer's, or a writer's own) */
-    struct job_queue held; /* write jobs answered once synced >= their sync_gen, in order */
-    unsigned long long syncs, failures;
-    char *path; /* the file to fdatasync (the -wal) */
-    int fd;
-    pthread_t thread;
-    bool started, stopping;
-};
-
 struct workers {
     pthread_mutex_t mu;
     pthread_cond_t read_cv;
@@ -100,7 +75,6 @@ struct workers {
 
     struct thread_slot *slots;
     int n_slots, n_writers;
-    struct syncer *sync; /* NULL: each COMMIT is durable when it returns */
 
     pthread_mutex_t stats_mu;
     struct workers_stats stats;
@@ -145,231 +119,6 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* ---- the syncer ---- */
-
-/* Queued jobs it takes for a writer to hand its group's sync to the syncer (sync_release). */
-#define SYNC_HANDOFF_MIN 2
-
-/* One fdatasync, by whichever thread claims it (under s->mu, held again on return): covers
- * every commit that ended before it, and moves the write jobs it covered to `ready` (which may
- * hold jobs already). A failed sync settles them too, as 503s: their commits are made and others
- * may have read them, but whether they reached the disk is unknown, like a MySQL COMMIT whose
- * answer was lost; a retry with the same idempotency key finds the event if it exists. */
-static void sync_now(struct workers *w, struct job_queue *ready)
-{
-    struct syncer *s = w->sync;
-    uint64_t target = s->ended;
-    s->syncing = true;
-    pthread_mutex_unlock(&s->mu);
-    int err = fdatasync(s->fd) == 0 ? 0 : errno;
-    if (err != 0) {
-        log_error("fdatasync of the store's WAL failed; the writes it covered answer 503",
-                  "path=\"%s\" error=\"%s\"", s->path, strerror(err));
-    }
-    pthread_mutex_lock(&s->mu);
-    s->syncing = false;
-    s->synced = target;
-    if (err == 0) {
-        s->synced_ok = target;
-        s->syncs++;
-    } else {
-        s->failures++;
-    }
-    pthread_cond_broadcast(&s->synced_cv);
-    while (s->held.head != NULL && s->held.head->sync_gen <= target) {
-        queue_push(ready, queue_pop(&s->held));
-    }
-    for (struct job *job = ready->head; err != 0 && job != NULL; job = job->next) {
-        job->rc = job->rc == ROOST_OK ? ROOST_EUNAVAILABLE : job->rc;
-    }
-}
-
-static void complete_all(struct workers *w, struct job_queue *q)
-{
-    struct job *job;
-    while ((job = queue_pop(q)) != NULL) {
-        complete(w, job);
-    }
-}
-
-/* A write job's COMMIT is about to be sent (run_group). It waits for the sync in flight first:
- * a group's statements overlap the last group's sync, but its COMMIT does not, so the jobs that
- * came meanwhile share one commit (SQLite writes every page a commit dirtied into the WAL, so
- * smaller groups would write the hot pages again and again) and the sync never races the WAL
- * writes of the next commit. */
-static void sync_begin(struct workers *w)
-{
-    struct syncer *s = w->sync;
-    if (s != NULL) {
-        pthread_mutex_lock(&s->mu);
-        if (s->synced < s->ended && s->want < s->ended) {
-            s->want = s->ended; /* a commit that failed and replays: nobody asked for its sync */
-            pthread_cond_signal(&s->work_cv);
-        }
-        while (s->synced < s->ended) {
-            pthread_cond_wait(&s->synced_cv, &s->mu);
-        }
-        s->begun++;
-        pthread_mutex_unlock(&s->mu);
-    }
-}
-
-/* That COMMIT returned, committed or not (syncing one that failed costs only the sync). */
-static void sync_end(struct workers *w)
-{
-    struct syncer *s = w->sync;
-    if (s != NULL) {
-        pthread_mutex_lock(&s->mu);
-        s->ended = s->begun;
-        if (s->want > s->synced) {
-            pthread_cond_signal(&s->work_cv); /* a read waits for this commit */
-        }
-        pthread_mutex_unlock(&s->mu);
-    }
-}
-
-/* A writer's group is done: its jobs leave once every commit so far is synced. Its failed jobs
- * wait too, since their answers may rest on what an earlier, unsynced commit wrote. With fewer
- * than two jobs queued the writer syncs itself: there is too little to overlap, and a handoff
- * to the syncer would add a thread wake-up to every answer (P2 C2 was 10 % slower with it);
- * with more queued it hands the sync over and runs the next group meanwhile. */
-static void sync_release(struct workers *w, struct thread_slot *slot, struct job **jobs, size_t n)
-{
-    struct syncer *s = w->sync;
-    struct job_queue ready = {0};
-    for (size_t i = 0; i < n; i++) {
-        queue_push(&ready, jobs[i]);
-    }
-    if (s != NULL) {
-        pthread_mutex_lock(&w->mu);
-        bool idle = slot->writes.len < SYNC_HANDOFF_MIN;
-        pthread_mutex_unlock(&w->mu);
-        pthread_mutex_lock(&s->mu);
-        if (s->synced < s->ended) {
-            if (idle && !s->syncing) {
-                sync_now(w, &ready);
-            } else {
-                for (struct job *job = ready.head; job != NULL; job = job->next) {
-                    job->sync_gen = s->ended;
-                }
-                if (s->held.tail != NULL) {
-                    s->held.tail->next = ready.head;
-                } else {
-                    s->held.head = ready.head;
-                }
-                s->held.tail = ready.tail;
-                s->held.len += ready.len;
-                memset(&ready, 0, sizeof ready);
-                s->want = s->ended;
-                pthread_cond_signal(&s->work_cv);
-            }
-        }
-        pthread_mutex_unlock(&s->mu);
-    }
-    complete_all(w, &ready);
-}
-
-/* A read ran: it may have seen any commit begun by now, so it waits for that one's sync (a
- * pull must never show an event a power cut could still take back). ROOST_EUNAVAILABLE when
- * that sync failed. */
-static int sync_wait_read(struct workers *w)
-{
-    struct syncer *s = w->sync;
-    int rc = ROOST_OK;
-    if (s != NULL) {
-        pthread_mutex_lock(&s->mu);
-        uint64_t gen = s->begun;
-        if (s->synced < gen) {
-            s->want = s->want > gen ? s->want : gen;
-            pthread_cond_signal(&s->work_cv);
-            while (s->synced < gen) {
-                pthread_cond_wait(&s->synced_cv, &s->mu);
-            }
-            rc = s->synced_ok >= gen ? ROOST_OK : ROOST_EUNAVAILABLE;
-        }
-        pthread_mutex_unlock(&s->mu);
-    }
-    return rc;
-}
-
-/* Syncs whenever someone waits on a commit that ended and no sync is in flight. */
-static void *syncer_main(void *arg)
-{
-    struct workers *w = arg;
-    struct syncer *s = w->sync;
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        bool work = s->want > s->synced && s->ended > s->synced && !s->syncing;
-        if (!work && s->stopping) {
-            break; /* the writers and readers are gone, and nothing waits */
-        }
-        if (!work) {
-            pthread_cond_wait(&s->work_cv, &s->mu);
-            continue;
-        }
-        struct job_queue ready = {0};
-        sync_now(w, &ready);
-        pthread_mutex_unlock(&s->mu);
-        complete_all(w, &ready);
-        pthread_mutex_lock(&s->mu);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
-}
-
-/* Sets up the syncer when the first writer's store syncs apart (store_options.sync_apart). The
- * WAL is never replaced while the pool's connections are open (SQLite deletes it with the last
- * one), so one descriptor serves for good. */
-static int syncer_new(struct workers *w, const char *path, char *err, size_t errlen)
-{
-    struct syncer *s = calloc(1, sizeof *s);
-    if (s == NULL || (s->path = strdup(path)) == NULL) {
-        free(s);
-        snprintf(err, errlen, "out of memory");
-        return ROOST_ENOMEM;
-    }
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->work_cv, NULL);
-    pthread_cond_init(&s->synced_cv, NULL);
-    w->sync = s;
-    s->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (s->fd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return ROOST_ESTORE;
-    }
-    if (pthread_create(&s->thread, NULL, syncer_main, w) != 0) {
-        snprintf(err, errlen, "cannot start the syncer thread");
-        return ROOST_EINTERNAL;
-    }
-    s->started = true;
-    return ROOST_OK;
-}
-
-/* After the writers and readers are gone: syncs what is left, answers what it held. */
-static void syncer_free(struct workers *w)
-{
-    struct syncer *s = w->sync;
-    if (s == NULL) {
-        return;
-    }
-    if (s->started) {
-        pthread_mutex_lock(&s->mu);
-        s->stopping = true;
-        pthread_cond_signal(&s->work_cv);
-        pthread_mutex_unlock(&s->mu);
-        pthread_join(s->thread, NULL);
-    }
-    if (s->fd >= 0) {
-        close(s->fd);
-    }
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->work_cv);
-    pthread_cond_destroy(&s->synced_cv);
-    free(s->path);
-    free(s);
-    w->sync = NULL;
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -397,8 +146,7 @@ static void *reader_main(void *arg)
             }
             rc = run_job(w, job, slot->st);
         }
-        int synced = sync_wait_read(w);
-        job->rc = rc == ROOST_OK ? synced : rc;
+        job->rc = rc;
         complete(w, job);
     }
     return NULL;
@@ -544,13 +292,11 @@ static int run_group(struct workers *w, struct store *st, struct group *g, bool 
         }
     }
     int64_t t0 = time_mono_us();
-    sync_begin(w);
     /* A COMMIT whose answer was lost is resolved inside the store (MySQL: the commit marker):
      * ROOST_OK means it committed, ROOST_ERETRY that it did not and never will (the group
      * replays), ROOST_EUNAVAILABLE that nobody could tell yet (every job answers 503; a client
      * retrying with its idempotency key finds its events if they were made). */
     rc = store_call0(st, commit);
-    sync_end(w);
     if (w->obs.job_ran != NULL) {
         w->obs.job_ran(w->obs.arg, "commit", (double)(time_mono_us() - t0) / 1e6);
     }
@@ -656,7 +402,9 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&w->mu);
         slot->n_running = 0;
         pthread_mutex_unlock(&w->mu);
-        sync_release(w, slot, g.jobs, n);
+        for (size_t i = 0; i < n; i++) {
+            complete(w, g.jobs[i]);
+        }
     }
     group_free(&g);
     return NULL;
@@ -707,19 +455,6 @@ int workers_new(struct event_base *base, const char *url, const struct store_opt
                 snprintf(err, errlen, "migrations failed: %s", slot->st->ops->errmsg(slot->st));
                 goto fail;
             }
-        }
-    }
-    const char *(*sync_path)(struct store *) = w->slots[0].st->ops->sync_path;
-    const char *path = sync_path != NULL ? sync_path(w->slots[0].st) : NULL;
-    if (path != NULL) {
-        /* Commits are numbered in the order they end, which takes a single writer. */
-        if (writers != 1) {
-            snprintf(err, errlen, "a store synced apart takes one writer, not %d", writers);
-            rc = ROOST_EINVAL;
-            goto fail;
-        }
-        if ((rc = syncer_new(w, path, err, errlen)) != ROOST_OK) {
-            goto fail;
         }
     }
     for (int i = 0; i < w->n_slots; i++) {
@@ -797,9 +532,6 @@ void workers_free(struct workers *w)
         if (w->slots[i].started) {
             pthread_join(w->slots[i].thread, NULL);
         }
-    }
-    syncer_free(w); /* before the connections close: the last one's close removes the WAL */
-    for (int i = 0; w->slots && i < w->n_slots; i++) {
         if (w->slots[i].st) {
             store_close(w->slots[i].st);
         }
@@ -828,13 +560,6 @@ void workers_get_stats(struct workers *w, struct workers_stats *out)
     pthread_mutex_lock(&w->stats_mu);
     *out = w->stats;
     pthread_mutex_unlock(&w->stats_mu);
-    if (w->sync != NULL) {
-        pthread_mutex_lock(&w->sync->mu);
-        out->syncs = w->sync->syncs;
-        out->sync_failures = w->sync->failures;
-        out->synced_commits = w->sync->synced;
-        pthread_mutex_unlock(&w->sync->mu);
-    }
 }
 
 const struct store_ops *workers_store_ops(const struct workers *w)

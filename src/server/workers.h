@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The store worker pool. Reads run on reader threads, each with its own connection. Writes run on
- * writer threads (store.writers), each with its own queue (one agent's writes go to one writer);
- * each group of queued writes runs in one transaction with one commit (group commit). Jobs of one
- * batch kind in a group run together, sharing statements (one multi-row insert for a group's
- * publishes, one update for its acks). A failing job rolls back only itself: the group runs again
- * without it, each job then in its own savepoint. No job completes before its commit is durable:
- * on MySQL when COMMIT returns; on SQLite (store_options.sync_apart) when the pool's syncer
- * thread has synced the WAL after it, so the writer runs the next group meanwhile, and reads
- * wait for the sync of every commit they could have seen. Completed jobs come back to the event
- * loop through a mutex-protected queue and event_active(), the only libevent call made off the
- * loop thread; their `done` runs on the loop thread. */
+ * writer threads (store.writers) taking groups from one queue; each group of queued writes runs
+ * in one transaction with one commit (group commit). Jobs of one batch kind in a group run
+ * together, sharing statements (one multi-row insert for a group's publishes, one update for its
+ * acks). A failing job rolls back only itself: the group runs again without it, each job then in
+ * its own savepoint. No job completes before the COMMIT that made it durable has returned.
+ * Completed jobs come back to the event loop through a mutex-protected queue and event_active(),
+ * the only libevent call made off the loop thread; their `done` runs on the loop thread. */
 #ifndef ROOST_WORKERS_H
 #define ROOST_WORKERS_H
 
@@ -50,8 +47,7 @@ struct job {
     /* Write jobs only, with store.writers > 1: jobs of one affinity (an agent's
      * hash_tenant_agent) in flight together run on one writer; 0 = none. */
     uint64_t affinity;
-    int rc;            /* set by the pool before done() */
-    uint64_t sync_gen; /* the pool's: the commits a held write job waits to see synced */
+    int rc; /* set by the pool before done() */
     struct job *next;
 };
 
@@ -62,18 +58,14 @@ struct workers_stats {
     unsigned long long retries;      /* transactions retried after ROOST_ERETRY */
     unsigned long long batches;      /* batches run (several jobs of one kind sharing statements) */
     unsigned long long batched_jobs; /* jobs that ran in them */
-    unsigned long long syncs;        /* fdatasyncs of the syncer (0 without one) */
-    unsigned long long synced_commits; /* COMMITs (tried) that a sync has covered */
-    unsigned long long sync_failures;  /* fdatasyncs that failed (their jobs answered 503) */
 };
 
 struct workers;
 
 /* Opens one connection per thread (readers + writers) on `url`; the first writer's connection
- * runs the migrations first. With several writers (MySQL, where each commit is a round trip the
- * others need not wait for) groups commit in parallel; SQLite has one writer at a time anyway,
- * and a store opened with sync_apart must have one. Returns ROOST_OK, or an error with a reason
- * in err. */
+ * runs the migrations first. Writers take groups from one queue, so with several (MySQL, where
+ * each commit is a round trip the others need not wait for) groups commit in parallel; SQLite
+ * has one writer at a time anyway. Returns ROOST_OK, or an error with a reason in err. */
 int workers_new(struct event_base *base, const char *url, const struct store_options *opt,
                 int readers, int writers, int group_max, struct workers **out, char *err,
                 size_t errlen);

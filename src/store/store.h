@@ -323,11 +323,6 @@ struct store;
 struct store_options {
     int busy_timeout_ms; /* how long to wait for a lock (MySQL: innodb_lock_wait_timeout, >= 1 s) */
     bool synchronous_full; /* SQLite: synchronous=FULL (default) or NORMAL */
-    /* SQLite with synchronous_full: the connection runs synchronous=NORMAL, and whoever commits
-     * on it makes its commits durable with an fdatasync of ops->sync_path() before answering
-     * (the worker pool does, on a thread of its own, so one group's sync overlaps the next
-     * group's statements). The WAL is the same file either way; only who waits for it moves. */
-    bool sync_apart;
     /* MySQL: this process's mark on the change log; its tailer skips the rows it wrote itself
      * (their pings went out at commit). 0 = report every row. */
     int64_t origin;
@@ -362,10 +357,6 @@ struct store_ops {
     /* Detail of the last failure on this connection (never NULL). */
     const char *(*errmsg)(struct store *st);
     bool (*ping)(struct store *st);
-    /* Opened with opt->sync_apart: the file whose fdatasync makes every commit made on this
-     * connection so far durable (SQLite: the -wal file). NULL when each COMMIT is durable when
-     * it returns (MySQL; SQLite without sync_apart or in memory). Optional. */
-    const char *(*sync_path)(struct store *st);
 
     int (*begin)(struct store *st);
     /* ROOST_OK: committed. ROOST_ERETRY: not committed, certainly (the caller replays the

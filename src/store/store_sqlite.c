@@ -1532,7 +1532,6 @@ const struct store_ops store_sqlite_ops = {
     .migrate = store_sqlite_migrate,
     .errmsg = store_sqlite_errmsg,
     .ping = store_sqlite_ping,
-    .sync_path = store_sqlite_sync_path,
     .begin = store_sqlite_begin,
     .commit = store_sqlite_commit,
     .rollback = store_sqlite_rollback,

@@ -186,13 +186,12 @@ int store_sqlite_open(const char *url, const struct store_options *opt, struct s
     sqlite3_busy_timeout(b->db,
                          opt->busy_timeout_ms > 0 ? opt->busy_timeout_ms : ROOST_BUSY_TIMEOUT_MS);
     if ((rc = exec_pragma(b->db, "PRAGMA journal_mode=WAL")) != SQLITE_OK ||
-        (rc = exec_pragma(b->db, opt->synchronous_full && !opt->sync_apart
-                                     ? "PRAGMA synchronous=FULL"
-                                     : "PRAGMA synchronous=NORMAL")) != SQLITE_OK ||
+        (rc = exec_pragma(b->db, opt->synchronous_full ? "PRAGMA synchronous=FULL"
+                                                       : "PRAGMA synchronous=NORMAL")) !=
+            SQLITE_OK ||
         (rc = exec_pragma(b->db, "PRAGMA foreign_keys=OFF")) != SQLITE_OK) {
         goto fail;
     }
-    b->sync_apart = opt->synchronous_full && opt->sync_apart;
     snprintf(b->err, sizeof b->err, "no error");
     *out = &b->base;
     return ROOST_OK;
@@ -223,20 +222,6 @@ const char *store_sqlite_errmsg(struct store *st)
 bool store_sqlite_ping(struct store *st)
 {
     return sqlite3_exec(store_sqlite_backend(st)->db, "SELECT 1", NULL, NULL, NULL) == SQLITE_OK;
-}
-
-/* In WAL mode a commit is durable once the -wal file is: with synchronous=NORMAL SQLite writes
- * the frames at COMMIT and syncs the file only before a checkpoint copies them into the database
- * (and the database after), and it restarts the WAL from its start only after such a checkpoint
- * completed. So an fdatasync of this file covers every commit before it. */
-const char *store_sqlite_sync_path(struct store *st)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    const char *db = sqlite3_db_filename(b->db, "main");
-    if (!b->sync_apart || db == NULL || db[0] == '\0') {
-        return NULL;
-    }
-    return sqlite3_filename_wal(db);
 }
 
 static int exec_sql(struct sqlite_store *b, const char *sql, const char *what)

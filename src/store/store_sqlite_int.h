@@ -93,7 +93,6 @@ struct sqlite_store {
     sqlite3_stmt *stmts[S_COUNT];
     /* Guesses the conditional UPDATE of seq_alloc checks (store_sqlite.c): never trusted. */
     struct sqlite_seq_guess seq_guess[SQLITE_SEQ_GUESSES];
-    bool sync_apart; /* opened with store_options.sync_apart (the WAL is synced by the caller) */
     char err[512];
 };
 
@@ -158,7 +157,6 @@ int store_sqlite_open(const char *url, const struct store_options *opt, struct s
 void store_sqlite_close(struct store *st);
 const char *store_sqlite_errmsg(struct store *st);
 bool store_sqlite_ping(struct store *st);
-const char *store_sqlite_sync_path(struct store *st);
 int store_sqlite_migrate(struct store *st);
 int store_sqlite_begin(struct store *st);
 int store_sqlite_commit(struct store *st);

@@ -25,9 +25,7 @@
 
 static char tmpdir[256];
 static char url[320];
-/* As roostd opens its stores: on SQLite the pool's syncer makes commits durable. */
-static const struct store_options store_opt = {
-    .busy_timeout_ms = 5000, .synchronous_full = true, .sync_apart = true};
+static const struct store_options store_opt = {.busy_timeout_ms = 5000, .synchronous_full = true};
 static struct event_base *base;
 static pthread_t loop_thread;
 
@@ -1043,102 +1041,6 @@ static void remove_dir(void)
     rmdir(tmpdir);
 }
 
-/* ---- answers wait for the sync of the WAL (SQLite: store_options.sync_apart) ---- */
-
-static struct workers *synced_pool;
-
-struct synced_job {
-    struct job job;
-    /* groups the pool had committed when a write began, or when a read ended */
-    unsigned long long commits_before;
-    unsigned long long synced_at_done; /* COMMITs a sync had covered when done() ran */
-};
-
-static int run_synced(struct job *job, struct store *st)
-{
-    struct synced_job *j = (struct synced_job *)job;
-    struct workers_stats stats;
-    workers_get_stats(synced_pool, &stats);
-    j->commits_before = stats.commits;
-    if (job->write) {
-        return publish_one(st, "synced", "{}");
-    }
-    struct store_inbox_page page;
-    memset(&page, 0, sizeof page);
-    int rc = store_call(st, inbox_read, TENANT, "synced", 0, 1, 0, &page);
-    store_events_cleanup(&page.events);
-    /* Stricter than the read needs: commits counted now include some it could not see. */
-    workers_get_stats(synced_pool, &stats);
-    j->commits_before = stats.commits;
-    return rc;
-}
-
-static void done_synced(struct job *job)
-{
-    struct synced_job *j = (struct synced_job *)job;
-    struct workers_stats stats;
-    workers_get_stats(synced_pool, &stats);
-    j->synced_at_done = stats.synced_commits;
-    note_done();
-}
-
-#define N_SYNCED 300
-
-static void *submit_synced(void *arg)
-{
-    struct synced_job *jobs = arg;
-    for (int i = 0; i < N_SYNCED; i++) {
-        workers_submit(synced_pool, &jobs[i].job);
-        usleep(50);
-    }
-    return NULL;
-}
-
-/* A write is answered only after a sync covered its own commit (the commits before its group
- * plus its own); a read only after every commit it could have seen was synced. Groups share
- * syncs, and the writer runs the next group while the syncer syncs the last. */
-static void test_workers_answers_after_sync(void)
-{
-    struct workers *w = synced_pool = new_workers(2, 8);
-    if (!w) {
-        return;
-    }
-    static struct synced_job jobs[N_SYNCED];
-    int base_done = completed;
-    for (int i = 0; i < N_SYNCED; i++) {
-        memset(&jobs[i], 0, sizeof jobs[i]);
-        jobs[i].job.run = run_synced;
-        jobs[i].job.done = done_synced;
-        jobs[i].job.write = i % 3 != 2;
-    }
-    /* Submitted while the loop runs, so each done() comes as soon as the pool lets it go. */
-    pthread_t submitter;
-    CHECK_EQ(pthread_create(&submitter, NULL, submit_synced, jobs), 0);
-    CHECK(loop_until(base_done + N_SYNCED));
-    pthread_join(submitter, NULL);
-    int early_writes = 0, early_reads = 0, failed = 0;
-    for (int i = 0; i < N_SYNCED; i++) {
-        struct synced_job *j = &jobs[i];
-        failed += j->job.rc != ROOST_OK;
-        if (j->job.write) {
-            early_writes += j->synced_at_done < j->commits_before + 1;
-        } else {
-            early_reads += j->synced_at_done < j->commits_before;
-        }
-    }
-    CHECK_EQ(failed, 0);
-    CHECK_EQ(early_writes, 0);
-    CHECK_EQ(early_reads, 0);
-    struct workers_stats stats;
-    workers_get_stats(w, &stats);
-    CHECK(stats.syncs > 0);
-    CHECK(stats.syncs <= stats.synced_commits);
-    CHECK(stats.synced_commits >= stats.commits);
-    workers_free(w);
-    synced_pool = NULL;
-    CHECK_EQ(head_of("synced"), 200);
-}
-
 int main(int argc, char **argv)
 {
     const char *tmp = getenv("TMPDIR");
@@ -1167,9 +1069,6 @@ int main(int argc, char **argv)
     RUN(test_workers_free_drains_after_loop);
     RUN(test_workers_retry_bounded);
     RUN(test_workers_mixed_group_one_fails);
-    if (argc == 1) {
-        RUN(test_workers_answers_after_sync);
-    }
     if (argc > 1) {
         /* SQLite has one writer at a time: a second writer would wait on the gate's lock. */
         RUN(test_workers_writer_affinity);
