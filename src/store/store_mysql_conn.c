@@ -27,10 +27,10 @@
 #define PARAM_MAX 16
 /* Attempts for one statement outside a transaction (a lost connection, a deadlock). */
 #define AUTOCOMMIT_TRIES 3
-/* Commit markers (store_mysql_commit): kept an hour (a resolution takes seconds), pruned by each
- * connection every MARKER_PRUNE_EVERY commits, at most MARKER_PRUNE_LIMIT rows at a time; a lost
- * commit answer is resolved for at most RESOLVE_MS before it is reported as unknown. */
-#define MARKER_LEN 16
+/* Commit markers (store_mysql_commit, MARKER_LEN bytes): kept an hour (a resolution takes
+ * seconds), pruned by each connection every MARKER_PRUNE_EVERY commits, at most
+ * MARKER_PRUNE_LIMIT rows at a time; a lost commit answer is resolved for at most RESOLVE_MS
+ * before it is reported as unknown. */
 #define MARKER_KEEP_MS (60 * 60 * 1000)
 #define MARKER_PRUNE_EVERY 1024
 #define MARKER_PRUNE_LIMIT 4096

@@ -87,6 +87,9 @@ enum stmt_id {
 /* The SQL of each statement (store_mysql.c); its comment lists the parameters in order. */
 extern const char *const store_mysql_sql[S_COUNT];
 
+/* Bytes of a commit marker (roost_commit_markers.marker, BINARY(16)). */
+#define MARKER_LEN 16
+
 struct mysql_store {
     struct store base; /* first: struct store * and struct mysql_store * convert */
     MYSQL *db;
@@ -108,7 +111,7 @@ struct mysql_store {
     bool autocommit_off; /* this session runs with autocommit = 0 (session_prefix) */
     /* Galera: the marker the transaction writes first (hex, "" elsewhere), and the text that
      * writes it (see store_mysql_commit: a transaction Galera rolled back mid-way). */
-    char tx_marker[33];
+    char tx_marker[2 * MARKER_LEN + 1];
     char prefix[160];
     /* The change-log rows of this transaction (store_mysql_change), written by one multi-row
      * INSERT in the COMMIT's round trip; the marks let a rolled-back savepoint drop its own. */

@@ -22,6 +22,7 @@ import argparse, os, random, sys, threading, time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bf_abort_idle import rows  # noqa: E402  (the tags left in bf_rows, then emptied)
 from cert_stress import Conn, lib  # noqa: E402
 
 
@@ -44,20 +45,6 @@ def each(c, sql):
             out.append(lib.mysql_errno(c.db))
             return out, last
         out.append(0)
-
-
-def rows(d):
-    c = Conn(d, 2)
-    c.q("SET SESSION wsrep_sync_wait = 15")
-    sql = b"SELECT GROUP_CONCAT(tag ORDER BY id) FROM bf_rows"
-    lib.mysql_real_query(c.db, sql, len(sql))
-    res = lib.mysql_store_result(c.db)
-    row = lib.mysql_fetch_row(res)
-    tags = row[0].decode() if row and row[0] else ""
-    lib.mysql_free_result(res)
-    c.q("DELETE FROM bf_rows")
-    c.close()
-    return tags
 
 
 def node1(d, marker):
