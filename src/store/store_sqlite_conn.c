@@ -141,11 +141,15 @@ static int exec_pragma(sqlite3 *db, const char *sql)
     return rc;
 }
 
+/* The VFS of synchronous=FULL connections (store_sqlite_walbuf.c); NULL: the default one. */
+static const char *walbuf_vfs;
+
 /* Process-wide settings, before SQLite initialises: no global memory statistics (every malloc
- * would take a process-wide mutex; roostd reads none of them). */
+ * would take a process-wide mutex; roostd reads none of them), and the WAL-gathering VFS. */
 static void sqlite_configure(void)
 {
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    walbuf_vfs = store_sqlite_walbuf_register();
 }
 
 int store_sqlite_open(const char *url, const struct store_options *opt, struct store **out)
@@ -175,8 +179,9 @@ int store_sqlite_open(const char *url, const struct store_options *opt, struct s
             close(fd);
         }
     }
-    int rc = sqlite3_open_v2(
-        path, &b->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    int rc = sqlite3_open_v2(path, &b->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             opt->synchronous_full ? walbuf_vfs : NULL);
     if (rc != SQLITE_OK) {
         snprintf(open_err, sizeof open_err, "%s: %s", path,
                  b->db != NULL ? sqlite3_errmsg(b->db) : sqlite3_errstr(rc));

@@ -11,6 +11,10 @@
 #include "store/store.h"
 #include "store/store_sql.h"
 
+/* Registers the VFS that writes a transaction's WAL frames in one call (store_sqlite_walbuf.c) and
+ * returns its name, or NULL (then the default VFS serves). */
+const char *store_sqlite_walbuf_register(void);
+
 enum stmt_id {
     S_BEGIN,
     S_BEGIN_READ,

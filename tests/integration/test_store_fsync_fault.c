@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* A failing fsync on the SQLite store (libfiu's POSIX preload, switched on and off with
- * fiu-ctrl, as the chaos suite does): publishes and acks answer 503 `unavailable` (retryable,
- * never 500), nothing they carried was written, the store recovers once fsync works again, and
- * every request answered 2xx is there after a restart. SQLite only (the fault is in roostd's
- * own file I/O); label noasan (an LD_PRELOAD library cannot come before the ASan runtime). */
+/* A failing fsync, then a failing write (a full disk), on the SQLite store (libfiu's POSIX
+ * preload, switched on and off with fiu-ctrl, as the chaos suite does): publishes and acks answer
+ * 503 `unavailable` (retryable, never 500), nothing they carried was written, the store recovers
+ * once the disk works again, and every request answered 2xx is there after a restart. The write
+ * fault hits the one write of a commit's WAL frames (store_sqlite_walbuf.c). SQLite only (the fault
+ * is in roostd's own file I/O); label noasan (an LD_PRELOAD library cannot come before the ASan
+ * runtime). */
 #include <stdlib.h>
 
 #include "harness/harness.h"
@@ -15,13 +17,28 @@
 
 static char fiu_prefix[300];
 
-/* Switches both sync failure points of roostd on or off; false when fiu-ctrl failed. */
-static bool fsync_fault(const struct roostd *d, bool on)
+/* A disk fault: libfiu failure points (SQLite writes with pwrite64 only, which libfiu counts as
+ * pwrite; roostd's other writes, to sockets and its wake-up eventfd, keep working), and what they
+ * fail with (failinfo: the errno; libfiu picks
+ * one at random without it, EINTR among them for writes, which SQLite retries forever). */
+struct disk_fault {
+    const char *points[2];
+    const char *enable_args; /* after "enable name=POINT" */
+};
+
+static const struct disk_fault fsync_fails = {{"posix/io/sync/fsync", "posix/io/sync/fdatasync"},
+                                              ""};
+static const struct disk_fault write_fails = {{"posix/io/rw/pwrite", NULL},
+                                              ",failinfo=28" /* ENOSPC */};
+
+/* Switches the fault's points in roostd on or off; false when fiu-ctrl failed. */
+static bool set_fault(const struct roostd *d, const struct disk_fault *f, bool on)
 {
-    static const char *const points[] = {"posix/io/sync/fsync", "posix/io/sync/fdatasync"};
-    for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
-        char *cmd = h_fmt("fiu-ctrl -f '%s' -c '%s name=%s' %d", fiu_prefix,
-                          on ? "enable" : "disable", points[i], (int)d->pid);
+    for (size_t i = 0; i < sizeof f->points / sizeof f->points[0] && f->points[i] != NULL; i++) {
+        char *what = on ? h_fmt("enable name=%s%s", f->points[i], f->enable_args)
+                        : h_fmt("disable name=%s", f->points[i]);
+        char *cmd = h_fmt("fiu-ctrl -f '%s' -c '%s' %d", fiu_prefix, what, (int)d->pid);
+        free(what);
         int rc = system(cmd);
         free(cmd);
         if (rc != 0) {
@@ -60,7 +77,7 @@ static long publish_keyed(struct roostd *d, const char *tok, const char *key, ch
     return st;
 }
 
-static void test_store_fsync_fault_answers_503_and_recovers(void)
+static void fault_answers_503_and_recovers(const struct disk_fault *fault)
 {
     char tmpl[] = "/tmp/roost-fsync-XXXXXX";
     if (mkdtemp(tmpl) == NULL) {
@@ -83,8 +100,9 @@ static void test_store_fsync_fault_answers_503_and_recovers(void)
     json_t *claimed = h_claim(d.http, tok, "fs.a", 2, 600, "c1");
     CHECK_EQ(json_array_size(claimed), 2);
 
-    /* Every write commits with an fsync of the WAL (synchronous=FULL): each one fails now. */
-    CHECK(fsync_fault(&d, true));
+    /* Every write commits with a write and an fsync of the WAL (synchronous=FULL): each one
+     * fails now. */
+    CHECK(set_fault(&d, fault, true));
     int n503 = 0;
     bool answered[N_FAULTED] = {0};
     for (int i = 0; i < N_FAULTED; i++) {
@@ -103,7 +121,7 @@ static void test_store_fsync_fault_answers_503_and_recovers(void)
     long ack_st = h_ack(d.http, tok, "fs.a", h_str(h_at(claimed, 0), "event_id"),
                         h_str(h_at(claimed, 0), "lease_token"));
     CHECK_EQ(ack_st, 503);
-    CHECK(fsync_fault(&d, false));
+    CHECK(set_fault(&d, fault, false));
 
     /* The store recovers: the next write commits. */
     bool ok = false;
@@ -150,9 +168,20 @@ static void test_store_fsync_fault_answers_503_and_recovers(void)
     roostd_remove_dir(&d);
 }
 
+static void test_store_fsync_fault_answers_503_and_recovers(void)
+{
+    fault_answers_503_and_recovers(&fsync_fails);
+}
+
+static void test_store_write_fault_answers_503_and_recovers(void)
+{
+    fault_answers_503_and_recovers(&write_fails);
+}
+
 int main(void)
 {
     h_init();
     test_store_fsync_fault_answers_503_and_recovers();
+    test_store_write_fault_answers_503_and_recovers();
     return h_summary();
 }
