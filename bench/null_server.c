@@ -12,12 +12,17 @@
  * expire, the bearer token is not checked. Bodies are parsed and answers built with jansson, as
  * roostd does, so the difference to roostd is the store, durability and bookkeeping, not JSON.
  *
- * usage: null_server [--listen HOST:PORT] [--ready-file FILE]; SIGTERM/SIGINT stop it. */
+ * With --durable (null_durable.h) every answer waits for a group write that makes it durable:
+ * the bound of a durable server with this HTTP front and no store work.
+ *
+ * usage: null_server [--listen HOST:PORT] [--ready-file FILE] [--durable SHAPE:TARGET]
+ *                    [--syncers N]; SIGTERM/SIGINT stop it. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <netinet/in.h>
@@ -35,6 +40,7 @@
 #include "common/fsutil.h"
 #include "common/hash.h"
 #include "common/strutil.h"
+#include "null_durable.h"
 
 #include "common/banned.h"
 
@@ -153,6 +159,9 @@ static void reply(struct evhttp_request *req, int status, json_t *body)
     }
     free(text);
     json_decref(body);
+    if (buf && null_durable_hold(req, status, buf)) {
+        return;
+    }
     evhttp_send_reply(req, status, NULL, buf);
     if (buf) {
         evbuffer_free(buf);
@@ -503,14 +512,19 @@ static int write_ready(const char *path, int port)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"ready-file", required_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"listen", required_argument, NULL, 'l'},  {"ready-file", required_argument, NULL, 'r'},
+        {"durable", required_argument, NULL, 'd'}, {"syncers", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
-    const char *listen = "127.0.0.1:0", *ready = NULL;
+    static const char usage[] =
+        "usage: null_server [--listen HOST:PORT] [--ready-file FILE] [--durable SHAPE:TARGET]\n"
+        "                   [--syncers N]\n"
+        "  --durable inline:FILE | thread:FILE | mysql:URL   answer only once durable\n"
+        "  --syncers N   syncer threads (connections) for mysql:URL (default 1)\n";
+    const char *listen = "127.0.0.1:0", *ready = NULL, *durable = NULL;
+    int64_t syncers = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "l:r:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "l:r:d:s:h", opts, NULL)) != -1) {
         switch (c) {
         case 'l':
             listen = optarg;
@@ -518,11 +532,20 @@ int main(int argc, char **argv)
         case 'r':
             ready = optarg;
             break;
+        case 'd':
+            durable = optarg;
+            break;
+        case 's':
+            if (strutil_parse_i64(optarg, strlen(optarg), 1, 64, &syncers) != 0) {
+                fprintf(stderr, "null_server: --syncers 1..64\n");
+                return 2;
+            }
+            break;
         case 'h':
-            printf("usage: null_server [--listen HOST:PORT] [--ready-file FILE]\n");
+            printf("%s", usage);
             return 0;
         default:
-            fprintf(stderr, "usage: null_server [--listen HOST:PORT] [--ready-file FILE]\n");
+            fprintf(stderr, "%s", usage);
             return 2;
         }
     }
@@ -541,11 +564,19 @@ int main(int argc, char **argv)
     }
 
     signal(SIGPIPE, SIG_IGN);
+    if (durable && strncmp(durable, "inline:", 7) != 0) {
+        evthread_use_pthreads(); /* syncer threads wake the loop */
+    }
     g_base = event_base_new();
     struct evhttp *http = g_base ? evhttp_new(g_base) : NULL;
     if (!http) {
         fprintf(stderr, "null_server: libevent setup failed\n");
         return 1;
+    }
+    char err[256];
+    if (durable && null_durable_start(g_base, durable, (int)syncers, err, sizeof err) != 0) {
+        fprintf(stderr, "null_server: %s\n", err);
+        return 2;
     }
     evhttp_set_allowed_methods(http, EVHTTP_REQ_POST | EVHTTP_REQ_GET);
     evhttp_set_gencb(http, on_request, NULL);
@@ -569,6 +600,7 @@ int main(int argc, char **argv)
     event_add(sigterm, NULL);
     event_add(sigint, NULL);
     event_base_dispatch(g_base);
+    null_durable_report();
     event_free(sigterm);
     event_free(sigint);
     evhttp_free(http);
