@@ -16,7 +16,7 @@
 # then the medians over the rounds and of the per-round ratios to the reference.
 #
 #   scripts/bench_ideal.sh [BUILD_DIR]   (default build)
-#   ROUNDS=3 SECONDS_RUN=6 MYSQL=0 BENCH_DIR=BUILD_DIR/bench-ideal (on the disk under test)
+#   ROUNDS=3 SECONDS_RUN=6 WARMUP=1 MYSQL=0 BENCH_DIR=BUILD_DIR/bench-ideal (on the disk under test)
 #
 # Nothing else may run: every side here shares the same two cores and the same disk.
 set -euo pipefail
@@ -26,6 +26,7 @@ BUILD=${1:-$ROOT/build}
 BIN=$BUILD/bin
 ROUNDS=${ROUNDS:-3}
 SECS=${SECONDS_RUN:-6}
+WARMUP=${WARMUP:-1}
 MYSQL=${MYSQL:-0}
 WORK=${BENCH_DIR:-$BUILD/bench-ideal}
 for b in roostd roost_load null_server sqlite_direct mysql_direct; do
@@ -67,7 +68,7 @@ server_run() {
     start_server "$WORK/run/ready" "$WORK/run/$name.log" "$@" --ready-file "$WORK/run/ready"
     local to=(--url "$(head -n 1 "$WORK/run/ready")")
     [ ! -e "$WORK/run/token_ed25519.pem" ] || to=(--data-dir "$WORK/run")
-    out=$("$BIN/roost_load" "${to[@]}" --target "$name" --seconds "$SECS" --warmup 1 \
+    out=$("$BIN/roost_load" "${to[@]}" --target "$name" --seconds "$SECS" --warmup "$WARMUP" \
         --producers "$p" --consumers "$p" 2>&1)
     stop_server "$name" "$WORK/run/$name.log"
     record "$round" "P${p}C$p" "$name" "$out"
@@ -76,7 +77,7 @@ server_run() {
 for round in $(seq 1 "$ROUNDS"); do
     rm -rf "$WORK/run" && mkdir -p "$WORK/run"
     record "$round" P2C2 sqlite_direct "$("$BIN/sqlite_direct" --db "$WORK/run/direct.db" --fresh \
-        --synchronous full --seconds "$SECS" --warmup 1 --producers 2 --consumers 2 2>&1)"
+        --synchronous full --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2 2>&1)"
     server_run "$round" 2 ideal_inline "$BIN/null_server" --listen 127.0.0.1:0 \
         --durable "inline:$WORK/run/durable"
     server_run "$round" 2 ideal_thread "$BIN/null_server" --listen 127.0.0.1:0 \
@@ -91,7 +92,7 @@ for round in $(seq 1 "$ROUNDS"); do
     if [ "$MYSQL" = 1 ]; then
         murl=$(fresh_db "ideal_loop_$round")
         record "$round" P2C2 mysql_loop "$("$BIN/mysql_direct" --url "$murl" --fresh \
-            --seconds "$SECS" --warmup 1 --producers 2 --consumers 2 2>&1)"
+            --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2 2>&1)"
         murl=$(fresh_db "ideal_null_$round")
         server_run "$round" 2 mysql_ideal "$BIN/null_server" --listen 127.0.0.1:0 \
             --durable "mysql:$murl" --syncers 2

@@ -10,6 +10,9 @@
 #    the TSV alone.
 #  * scripts/bench_mysql.sh with one loop and one 2-node roostd point: its table has the
 #    retries and the × loop ratio.
+#  * bench/null_server --durable, the ideal durable server: in each shape (inline:FILE,
+#    thread:FILE, mysql:URL) an answer comes only once its bytes are in the file or the table,
+#    and groups of answers share a write; scripts/bench_ideal.sh gives every line of its table.
 # Starts its own private MariaDB (as the scripts do). Ends with the line "N passed, N failed".
 set -uo pipefail
 
@@ -72,5 +75,56 @@ check "bench_mysql.sh: and a retries count" \
   sh -c "echo '$row' | awk -F' [|] ' '{ exit !(\$14 ~ /^[0-9]+\$/) }'"
 check "bench_mysql.sh: the loop's statements per cycle" \
   sh -c "grep '^| mysql_p8c8 ' '$bm/results.md' | awk -F' [|] ' '{ exit !(\$9 + 0 > 0) }'"
+
+# The ideal durable server: an answer only once its own bytes are durable.
+ns_start() { # ns_start ARGS...: a null_server on a free port; sets ns_pid and ns_url
+  rm -f "$dir/ns.ready"
+  "$build/bin/null_server" --listen 127.0.0.1:0 --ready-file "$dir/ns.ready" "$@" \
+    2>"$dir/ns.log" &
+  ns_pid=$!
+  wait_until 10 test -s "$dir/ns.ready" || abort "null_server did not start: $(cat "$dir/ns.log")"
+  ns_url=$(head -n 1 "$dir/ns.ready")
+}
+publish_id() { # publish_id → the event id of one publish's 201 answer
+  curl -sf -X POST -H 'Content-Type: application/json' \
+    -d '{"recipients":["a1"],"payload":{"n":1}}' "$ns_url/api/v1/events" |
+    grep -o '"event_id":"[^"]*"' | cut -d'"' -f4
+}
+for shape in inline thread; do
+  ns_start --durable "$shape:$dir/durable.$shape"
+  id=$(publish_id)
+  check "$shape: the publish is answered with an event id" test -n "$id"
+  check "$shape: its answer is in the file when it arrives" grep -qa "$id" "$dir/durable.$shape"
+  "$build/bin/roost_load" --url "$ns_url" --target null --seconds 0.5 --warmup 0.1 \
+    --producers 2 --consumers 2 >"$dir/ns.load" 2>&1
+  check "$shape: roost_load runs against it" grep -q 'errors=0' "$dir/ns.load"
+  kill "$ns_pid" && wait "$ns_pid"
+  read -r answers writes < <(sed -n 's/.* \([0-9]*\) answers in \([0-9]*\) durable writes/\1 \2/p' \
+    "$dir/ns.log")
+  check "$shape: every answer went through a durable write" test "${writes:-0}" -gt 0
+  check "$shape: and writes were shared ($answers answers, $writes writes)" \
+    test "${answers:-0}" -gt "${writes:-0}"
+done
+check "--syncers is for mysql:URL only" \
+  sh -c "! '$build/bin/null_server' --durable thread:$dir/x --syncers 2 2>/dev/null"
+db=$dir/db
+url=$("$src/scripts/mariadb_test.sh" start "$db") || abort "cannot start MariaDB"
+ns_start --durable "mysql:$url" --syncers 2
+id=$(publish_id)
+rows=$(mariadb --no-defaults --protocol=socket --socket="$db/mysqld.sock" -uroot -N -B roost_test \
+  -e "SELECT COUNT(*) FROM null_durable WHERE LOCATE('$id', body) > 0" 2>&1)
+check "mysql: the publish is answered with an event id" test -n "$id"
+check "mysql: its answer is in the table when it arrives" test "$rows" = 1
+kill "$ns_pid" && wait "$ns_pid"
+"$src/scripts/mariadb_test.sh" stop "$db" >/dev/null 2>&1
+
+BUILD_DIR=$build BENCH_DIR=$dir/ideal ROUNDS=1 SECONDS_RUN=0.5 WARMUP=0.2 MYSQL=1 \
+  "$src/scripts/bench_ideal.sh" "$build" >"$dir/ideal.log" 2>&1
+check "bench_ideal.sh exits 0 ($dir/ideal.log)" test $? -eq 0
+for line in "P2C2 ideal_inline" "P2C2 ideal_thread" "P2C2 roostd" "P8C8 ideal_thread" \
+  "P8C8 roostd" "P2C2 mysql_ideal" "P2C2 mysql_roostd"; do
+  check "bench_ideal.sh: $line has cycles/s and a ratio" \
+    sh -c "grep -qE '^  ${line% *} +${line#* } +[1-9][0-9]* cycles/s +× [a-z_]+ [0-9.]+\$' '$dir/ideal.log'"
+done
 
 summary
