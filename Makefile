@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps deps-run configure build install run test test-asan bench bench-sse bench-mysql bench-sweep chaos clean format fuzz
+.PHONY: all deps deps-run configure build install run test test-asan bench bench-sse bench-mysql bench-sweep bench-ideal chaos clean format fuzz
 
 all: build
 
@@ -61,6 +61,12 @@ bench-mysql: deps build
 # the plot (doc/BENCHMARKS.md, "The sweep"); BENCH_WRITE_DOC=1 puts them into doc/.
 bench-sweep: deps build
 	@scripts/bench_sweep.sh
+
+# The ideal durable server (null_server --durable: roostd's HTTP front, no store) beside roostd,
+# direct SQLite, the null server and, on a private MariaDB, the plain loop: the bound each target
+# sits under; 3 rounds, about 6 minutes (doc/BENCHMARKS.md, "The ideal durable server").
+bench-ideal: deps build
+	@MYSQL=$${MYSQL:-1} scripts/bench_ideal.sh
 
 # The chaos matrix (doc/RELIABILITY.md): SQLite, a private MariaDB and a 3-node Galera cluster
 # (scripts/galera.sh), each CHAOS_MINUTES of seeded faults (CHAOS_SEED), then the invariant
