@@ -475,12 +475,16 @@ static void test_agent_supervisor_closes_inherited_fds(void)
     char *tok = h_token(&d, "t1", SCOPE);
     struct agent_proc ap;
     agent_proc_dirs(&ap);
-    /* A descriptor gone by the time readlink looks (empty target) was transient, not held: under
-     * ASan the supervisor's runtime opens and closes some of its own around fork. */
-    char *pre = h_fmt("cat >/dev/null; for n in $(ls /proc/$PPID/fd); do [ \"$n\" -gt 2 ] && "
-                      "t=$(readlink /proc/$PPID/fd/$n) && [ -n \"$t\" ] && "
-                      "echo \"$n $t\" >> '%s/extra.fds'; done; true;",
-                      ap.dir);
+    /* A held descriptor is there the whole time; under ASan the supervisor's runtime opens and
+     * closes some of its own (a pipe it probes memory with), which a single look can catch. So a
+     * descriptor counts only when two looks 100 ms apart find it with the same target. */
+    char *pre =
+        h_fmt("cat >/dev/null; look() { for n in $(ls /proc/$PPID/fd); do "
+              "[ \"$n\" -gt 2 ] && t=$(readlink /proc/$PPID/fd/$n) && [ -n \"$t\" ] && "
+              "echo \"$n $t\"; done; }; a=$(look); sleep 0.1; b=$(look); "
+              "echo \"$a\" | while read -r x; do [ -n \"$x\" ] && "
+              "echo \"$b\" | grep -qxF \"$x\" && echo \"$x\" >> '%s/extra.fds'; done; true;",
+              ap.dir);
     agent_proc_start(&ap, d.url, tok, "ag.fd", 4, pre);
     h_publish_n(&d, tok, "ag.fd", 8, NULL);
     bool ok;
