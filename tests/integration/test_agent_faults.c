@@ -475,9 +475,9 @@ static void test_agent_supervisor_closes_inherited_fds(void)
     char *tok = h_token(&d, "t1", SCOPE);
     struct agent_proc ap;
     agent_proc_dirs(&ap);
-    /* A held descriptor is there the whole time; under ASan the supervisor's runtime opens and
-     * closes some of its own (a pipe it probes memory with), which a single look can catch. So a
-     * descriptor counts only when two looks 100 ms apart find it with the same target. */
+    /* A held descriptor is there the whole time. Under ASan the supervisor's runtime opens and
+     * closes some of its own for a moment (CI once caught a pipe so), which a single look can
+     * see. So a descriptor counts only when two looks 100 ms apart find it with the same target. */
     char *pre =
         h_fmt("cat >/dev/null; look() { for n in $(ls /proc/$PPID/fd); do "
               "[ \"$n\" -gt 2 ] && t=$(readlink /proc/$PPID/fd/$n) && [ -n \"$t\" ] && "
