@@ -5,14 +5,20 @@
 #include <errno.h>
 #include <jansson.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "proto/jwt.h"
 
@@ -97,4 +103,206 @@ char *bench_mint_token(const char *tool, const char *key_file, const char *sub, 
     json_decref(claims);
     EVP_PKEY_free(key);
     return token;
+}
+
+/* ---- a minimal keep-alive HTTP/1.1 client ---- */
+
+static int grow(char **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap) {
+        return 0;
+    }
+    size_t n = *cap ? *cap : 4096;
+    while (n < need) {
+        n *= 2;
+    }
+    char *p = realloc(*buf, n);
+    if (!p) {
+        return -1;
+    }
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
+void bench_conn_close(struct bench_conn *c)
+{
+    if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+}
+
+static int conn_connect(struct bench_conn *c)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    if (getaddrinfo(c->node->host, c->node->port, &hints, &res) != 0) {
+        errno = EHOSTUNREACH;
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+            break;
+        }
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        return -1; /* errno tells why; the caller reports it */
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval tv = {.tv_sec = c->timeout_s, .tv_usec = 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    c->fd = fd;
+    return 0;
+}
+
+static const char *find_crlfcrlf(const char *p, size_t len)
+{
+    for (size_t i = 0; i + 3 < len; i++) {
+        if (p[i] == '\r' && p[i + 1] == '\n' && p[i + 2] == '\r' && p[i + 3] == '\n') {
+            return p + i;
+        }
+    }
+    return NULL;
+}
+
+int bench_http_post(struct bench_conn *c, const char *path, const char *body, size_t body_len,
+                    int *status, const char **resp, size_t *resp_len)
+{
+    if (c->fd < 0 && conn_connect(c) != 0) {
+        return -1;
+    }
+    const char *host_header = c->node->host_header;
+    size_t need = strlen(path) + strlen(host_header) + strlen(c->auth_header) + body_len + 200;
+    if (grow(&c->req, &c->req_cap, need) != 0) {
+        return -1;
+    }
+    int n = snprintf(c->req, c->req_cap,
+                     "POST %s HTTP/1.1\r\n%s%sContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n",
+                     path, host_header, c->auth_header, body_len);
+    if (n < 0 || (size_t)n + body_len > c->req_cap) {
+        return -1;
+    }
+    memcpy(c->req + n, body, body_len);
+    size_t total = (size_t)n + body_len, sent = 0;
+    while (sent < total) {
+        ssize_t w = send(c->fd, c->req + sent, total - sent, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            bench_conn_close(c);
+            return -1;
+        }
+        sent += (size_t)w;
+    }
+
+    size_t len = 0, header_len = 0, content_len = 0;
+    bool have_header = false, close_after = false;
+    for (;;) {
+        if (have_header && len >= header_len + content_len) {
+            break;
+        }
+        if (grow(&c->buf, &c->cap, len + 4096 + (have_header ? header_len + content_len : 0)) !=
+            0) {
+            bench_conn_close(c);
+            return -1;
+        }
+        ssize_t r = recv(c->fd, c->buf + len, c->cap - len - 1, 0);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            if (r == 0) {
+                errno = ECONNRESET; /* closed by the server */
+            }
+            bench_conn_close(c);
+            return -1;
+        }
+        len += (size_t)r;
+        if (have_header) {
+            continue;
+        }
+        const char *end = find_crlfcrlf(c->buf, len);
+        if (!end) {
+            continue;
+        }
+        have_header = true;
+        header_len = (size_t)(end - c->buf) + 4;
+        c->buf[header_len - 2] = '\0'; /* header block as a string, for parsing */
+        if (strncmp(c->buf, "HTTP/1.", 7) != 0 || strlen(c->buf) < 12) {
+            bench_conn_close(c);
+            return -1;
+        }
+        *status = (int)strtol(c->buf + 9, NULL, 10);
+        bool have_length = false;
+        for (char *line = strstr(c->buf, "\r\n"); line && line[2];
+             line = strstr(line + 2, "\r\n")) {
+            char *h = line + 2;
+            if (strncasecmp(h, "Content-Length:", 15) == 0) {
+                content_len = (size_t)strtoull(h + 15, NULL, 10);
+                have_length = true;
+            } else if (strncasecmp(h, "Connection:", 11) == 0) {
+                const char *v = h + 11;
+                while (*v == ' ') {
+                    v++;
+                }
+                close_after = strncasecmp(v, "close", 5) == 0;
+            } else if (strncasecmp(h, "Transfer-Encoding:", 18) == 0) {
+                fprintf(stderr, "bench: chunked responses are not supported\n");
+                bench_conn_close(c);
+                return -1;
+            }
+        }
+        if (!have_length) {
+            fprintf(stderr, "bench: response without Content-Length\n");
+            bench_conn_close(c);
+            return -1;
+        }
+    }
+    c->buf[header_len + content_len] = '\0';
+    *resp = c->buf + header_len;
+    *resp_len = content_len;
+    if (close_after) {
+        bench_conn_close(c);
+    }
+    return 0;
+}
+
+void bench_conn_init(struct bench_conn *c, const struct bench_node *node, const char *auth_header,
+                     int timeout_s)
+{
+    memset(c, 0, sizeof *c);
+    c->node = node;
+    c->auth_header = auth_header ? auth_header : "";
+    c->timeout_s = timeout_s;
+    c->fd = -1;
+}
+
+void bench_conn_free(struct bench_conn *c)
+{
+    bench_conn_close(c);
+    free(c->buf);
+    free(c->req);
+    c->buf = c->req = NULL;
+    c->cap = c->req_cap = 0;
+}
+
+int bench_node_parse(const char *url, struct bench_node *n)
+{
+    if (bench_parse_url(url, n->host, sizeof n->host, n->port, sizeof n->port, NULL) != 0) {
+        return -1;
+    }
+    int len = snprintf(n->host_header, sizeof n->host_header, "Host: %s:%s\r\n", n->host, n->port);
+    return len > 0 && (size_t)len < sizeof n->host_header ? 0 : -1;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* What the HTTP load tools share: the server URL from a ready file, its parts, and a bearer
- * token signed with roostd's own key. */
+/* What the HTTP load tools share: the server URL from a ready file, its parts, a bearer token
+ * signed with roostd's own key, and a minimal keep-alive HTTP/1.1 client. */
 #ifndef ROOST_BENCH_HTTP_H
 #define ROOST_BENCH_HTTP_H
 
@@ -16,5 +16,37 @@ int bench_parse_url(const char *url, char *host, size_t host_len, char *port, si
  * a throw-away key when key_file is NULL (a same-sized token for servers that do not check).
  * Errors go to stderr prefixed with `tool`; NULL then. Caller frees. */
 char *bench_mint_token(const char *tool, const char *key_file, const char *sub, const char *scope);
+
+/* A server: its host, port and Host header line ("Host: h:p\r\n"). */
+struct bench_node {
+    char host[256];
+    char port[16];
+    char host_header[300];
+};
+
+/* "http://HOST:PORT[/…]" into a node. 0 or -1. */
+int bench_node_parse(const char *url, struct bench_node *n);
+
+/* One keep-alive connection to a node; connects on first use and again after an error. */
+struct bench_conn {
+    const struct bench_node *node;
+    const char *auth_header; /* a whole header line ("Authorization: …\r\n") or "" */
+    int timeout_s;           /* receive timeout: beyond it the server counts as hung */
+    int fd;
+    char *buf; /* response bytes */
+    size_t cap;
+    char *req; /* request bytes */
+    size_t req_cap;
+};
+
+void bench_conn_init(struct bench_conn *c, const struct bench_node *node, const char *auth_header,
+                     int timeout_s);
+/* Sends one POST and reads the whole response. On success *status, *resp and *resp_len are set
+ * (the body lives in the connection's buffer until the next call) and 0 is returned; -1 on an
+ * I/O or framing error (the connection is closed and reopened by the next call). */
+int bench_http_post(struct bench_conn *c, const char *path, const char *body, size_t body_len,
+                    int *status, const char **resp, size_t *resp_len);
+void bench_conn_close(struct bench_conn *c);
+void bench_conn_free(struct bench_conn *c);
 
 #endif

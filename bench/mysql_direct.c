@@ -17,6 +17,11 @@
  *
  *   mysql_direct --url mysql://USER:PASS@HOST:PORT/DB [options]
  *
+ * With --hop URL every statement group (an insert, a claim transaction, an ack) first makes one
+ * HTTP round trip to the server at URL (bench/null_server: a publish answered from memory): the
+ * loop with an HTTP front's hop in front of each request, the least a server between the clients
+ * and this loop adds (doc/BENCHMARKS.md, "The ideal durable server").
+ *
  * Latency is publish start → ack commit, from the time stored in the payload. Output: one
  * "RESULT key=value …" line, the same keys as roost_load and sqlite_direct. Creates the table
  * bench_direct_queue in DB (dropped first with --fresh). */
@@ -33,6 +38,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_http.h"
 #include "bench_peer.h"
 #include "store/store_mysql.h"
 
@@ -58,6 +64,26 @@ struct opts {
 
 static struct opts g;
 static struct store_mysql_url g_url;
+static struct bench_node g_hop; /* --hop: host[0] is '\0' without it */
+
+/* One hop: a publish to the --hop server, answered 201. 0, or -1 (counted as an error). */
+static int hop(struct bench_conn *c)
+{
+    static const char body[] = "{\"recipients\":[\"hop\"],\"payload\":{\"n\":1}}";
+    int status = 0;
+    const char *resp;
+    size_t resp_len;
+    if (g_hop.host[0] == '\0') {
+        return 0;
+    }
+    if (bench_http_post(c, "/api/v1/events", body, sizeof body - 1, &status, &resp, &resp_len) !=
+            0 ||
+        status != 201) {
+        fprintf(stderr, "mysql_direct: hop: %s\n", status ? "not 201" : strerror(errno));
+        return -1;
+    }
+    return 0;
+}
 static atomic_ulong g_deadlocks, g_lock_timeouts;
 
 static const char *schema[] = {
@@ -158,9 +184,16 @@ static void *producer_main(void *arg)
     if (mysql_stmt_bind_param(ins, b) != 0) {
         die_stmt(ins, "bind insert");
     }
+    struct bench_conn hc;
+    bench_conn_init(&hc, &g_hop, NULL, 30);
     for (uint64_t k = 0; !atomic_load_explicit(&bench_stop, memory_order_relaxed); k++) {
         struct bench_agent *a = &bench_agents[((uint64_t)w->idx + k) % (uint64_t)g.agents];
         int64_t s = bench_now_ns();
+        if (hop(&hc) != 0) {
+            w->res.errors++;
+            usleep(10000);
+            continue;
+        }
         int plen = bench_payload(payload, sizeof payload, s, (size_t)g.payload_bytes);
         agent_len = (unsigned long)snprintf(agent, sizeof agent, "%s", a->name);
         payload_len = (unsigned long)plen;
@@ -184,6 +217,7 @@ static void *producer_main(void *arg)
             hist_add(&w->res.publish_rtt, e - s);
         }
     }
+    bench_conn_free(&hc);
     mysql_stmt_close(ins);
     mysql_close(db);
     mysql_thread_end();
@@ -357,12 +391,14 @@ static void *consumer_main(void *arg)
     s.done = prepare(db, "UPDATE bench_direct_queue SET status = 2, done_at = ? "
                          "WHERE id = ? AND status = 1");
     int64_t ids[MAX_LIMIT], ts[MAX_LIMIT];
+    struct bench_conn hc;
+    bench_conn_init(&hc, &g_hop, NULL, 30);
     while (!atomic_load_explicit(&bench_stop, memory_order_relaxed)) {
         pthread_mutex_lock(&a->mu);
         uint64_t seen = a->version;
         pthread_mutex_unlock(&a->mu);
 
-        int n = claim_batch(db, &s, a->name, ids, ts);
+        int n = hop(&hc) == 0 ? claim_batch(db, &s, a->name, ids, ts) : -2;
         if (n == -1) {
             continue; /* deadlock / lock wait timeout: counted, retry */
         }
@@ -381,7 +417,11 @@ static void *consumer_main(void *arg)
         if (g.batch_ack) {
             int64_t st = bench_now_ns();
             bool ok;
-            int rc;
+            int rc = hop(&hc);
+            if (rc != 0) {
+                w->res.errors++;
+                continue;
+            }
             do {
                 ok = mysql_query(db, "BEGIN") == 0;
                 rc = ok ? 0 : -2;
@@ -410,8 +450,9 @@ static void *consumer_main(void *arg)
         } else {
             for (int i = 0; i < n; i++) {
                 int64_t st = bench_now_ns();
-                int rc;
-                while ((rc = ack_one(s.done, ids[i])) == -1 && !atomic_load(&bench_stop)) {
+                int rc = hop(&hc) == 0 ? -1 : -2;
+                while (rc == -1 && (rc = ack_one(s.done, ids[i])) == -1 &&
+                       !atomic_load(&bench_stop)) {
                 }
                 int64_t e = bench_now_ns();
                 if (rc != 0) {
@@ -426,6 +467,7 @@ static void *consumer_main(void *arg)
             }
         }
     }
+    bench_conn_free(&hc);
     mysql_stmt_close(s.select);
     mysql_stmt_close(s.claim);
     mysql_stmt_close(s.done);
@@ -454,6 +496,7 @@ static void usage(FILE *out)
     fprintf(out, "usage: mysql_direct --url mysql://USER:PASS@HOST[:PORT]/DB [options]\n"
                  "  --url URL             server and database (?socket=PATH for a unix socket)\n"
                  "  --fresh               drop the table bench_direct_queue first\n"
+                 "  --hop URL             one HTTP round trip to URL before each request\n"
                  "  --producers P         inserting threads (default 2)\n"
                  "  --consumers C         claiming threads (default 2)\n"
                  "  --agents A            agents shared by both sides (default C)\n"
@@ -467,9 +510,23 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-    enum { O_URL = 256, O_FRESH, O_P, O_C, O_A, O_SEC, O_WARM, O_BATCH, O_LIMIT, O_PAYLOAD, O_ISO };
+    enum {
+        O_URL = 256,
+        O_FRESH,
+        O_P,
+        O_C,
+        O_A,
+        O_SEC,
+        O_WARM,
+        O_BATCH,
+        O_LIMIT,
+        O_PAYLOAD,
+        O_ISO,
+        O_HOP
+    };
     static const struct option opts[] = {
         {"url", required_argument, NULL, O_URL},
+        {"hop", required_argument, NULL, O_HOP},
         {"fresh", no_argument, NULL, O_FRESH},
         {"producers", required_argument, NULL, O_P},
         {"consumers", required_argument, NULL, O_C},
@@ -493,6 +550,12 @@ int main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
+        case O_HOP:
+            if (bench_node_parse(optarg, &g_hop) != 0) {
+                fprintf(stderr, "mysql_direct: --hop http://HOST:PORT\n");
+                return 2;
+            }
+            break;
         case O_URL:
             g.url = optarg;
             break;

@@ -50,12 +50,6 @@
 #define ID_MAX 64
 #define MAX_NODES 64
 
-struct node {
-    char host[256];
-    char port[16];
-    char host_header[300];
-};
-
 struct opts {
     char urls[MAX_NODES][256];
     int n_urls;
@@ -80,203 +74,16 @@ static struct opts g;
 static atomic_bool g_stop;
 static int64_t g_start_ns, g_win_start_ns, g_win_end_ns;
 static char *g_auth_header; /* "Authorization: Bearer …\r\n" */
-static struct node g_nodes[MAX_NODES];
+static struct bench_node g_nodes[MAX_NODES];
 static int g_n_nodes;
 static atomic_int g_error_reports;
-
-/* ---- minimal keep-alive HTTP/1.1 client ---- */
-
-struct conn {
-    const struct node *node; /* the server of this connection */
-    int fd;
-    char *buf; /* response bytes */
-    size_t cap;
-    char *req; /* request bytes */
-    size_t req_cap;
-};
-
-static int grow(char **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap) {
-        return 0;
-    }
-    size_t n = *cap ? *cap : 4096;
-    while (n < need) {
-        n *= 2;
-    }
-    char *p = realloc(*buf, n);
-    if (!p) {
-        return -1;
-    }
-    *buf = p;
-    *cap = n;
-    return 0;
-}
-
-static void conn_close(struct conn *c)
-{
-    if (c->fd >= 0) {
-        close(c->fd);
-        c->fd = -1;
-    }
-}
-
-static int conn_connect(struct conn *c)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *res = NULL;
-    if (getaddrinfo(c->node->host, c->node->port, &hints, &res) != 0) {
-        errno = EHOSTUNREACH;
-        return -1;
-    }
-    int fd = -1;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0) {
-            continue;
-        }
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-            break;
-        }
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd < 0) {
-        return -1; /* errno tells why; the caller reports it */
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    /* Long polls wait at most wait_s; anything far beyond that is a hung server. */
-    struct timeval tv = {.tv_sec = 30 + g.wait_s, .tv_usec = 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    c->fd = fd;
-    return 0;
-}
-
-static const char *find_crlfcrlf(const char *p, size_t len)
-{
-    for (size_t i = 0; i + 3 < len; i++) {
-        if (p[i] == '\r' && p[i + 1] == '\n' && p[i + 2] == '\r' && p[i + 3] == '\n') {
-            return p + i;
-        }
-    }
-    return NULL;
-}
-
-/* Sends one POST and reads the whole response. On success *status, *body and *body_len are set
- * (the body lives in c->buf until the next call) and 0 is returned; -1 on an I/O or framing error
- * (the connection is closed and reopened by the next call). */
-static int http_post(struct conn *c, const char *path, const char *body, size_t body_len,
-                     int *status, const char **resp, size_t *resp_len)
-{
-    if (c->fd < 0 && conn_connect(c) != 0) {
-        return -1;
-    }
-    const char *host_header = c->node->host_header;
-    size_t need = strlen(path) + strlen(host_header) + strlen(g_auth_header) + body_len + 200;
-    if (grow(&c->req, &c->req_cap, need) != 0) {
-        return -1;
-    }
-    int n = snprintf(c->req, c->req_cap,
-                     "POST %s HTTP/1.1\r\n%s%sContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\n\r\n",
-                     path, host_header, g_auth_header, body_len);
-    if (n < 0 || (size_t)n + body_len > c->req_cap) {
-        return -1;
-    }
-    memcpy(c->req + n, body, body_len);
-    size_t total = (size_t)n + body_len, sent = 0;
-    while (sent < total) {
-        ssize_t w = send(c->fd, c->req + sent, total - sent, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w <= 0) {
-            conn_close(c);
-            return -1;
-        }
-        sent += (size_t)w;
-    }
-
-    size_t len = 0, header_len = 0, content_len = 0;
-    bool have_header = false, close_after = false;
-    for (;;) {
-        if (have_header && len >= header_len + content_len) {
-            break;
-        }
-        if (grow(&c->buf, &c->cap, len + 4096 + (have_header ? header_len + content_len : 0)) !=
-            0) {
-            conn_close(c);
-            return -1;
-        }
-        ssize_t r = recv(c->fd, c->buf + len, c->cap - len - 1, 0);
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r <= 0) {
-            if (r == 0) {
-                errno = ECONNRESET; /* closed by the server */
-            }
-            conn_close(c);
-            return -1;
-        }
-        len += (size_t)r;
-        if (have_header) {
-            continue;
-        }
-        const char *end = find_crlfcrlf(c->buf, len);
-        if (!end) {
-            continue;
-        }
-        have_header = true;
-        header_len = (size_t)(end - c->buf) + 4;
-        c->buf[header_len - 2] = '\0'; /* header block as a string, for parsing */
-        if (strncmp(c->buf, "HTTP/1.", 7) != 0 || strlen(c->buf) < 12) {
-            conn_close(c);
-            return -1;
-        }
-        *status = (int)strtol(c->buf + 9, NULL, 10);
-        bool have_length = false;
-        for (char *line = strstr(c->buf, "\r\n"); line && line[2];
-             line = strstr(line + 2, "\r\n")) {
-            char *h = line + 2;
-            if (strncasecmp(h, "Content-Length:", 15) == 0) {
-                content_len = (size_t)strtoull(h + 15, NULL, 10);
-                have_length = true;
-            } else if (strncasecmp(h, "Connection:", 11) == 0) {
-                const char *v = h + 11;
-                while (*v == ' ') {
-                    v++;
-                }
-                close_after = strncasecmp(v, "close", 5) == 0;
-            } else if (strncasecmp(h, "Transfer-Encoding:", 18) == 0) {
-                fprintf(stderr, "roost_load: chunked responses are not supported\n");
-                conn_close(c);
-                return -1;
-            }
-        }
-        if (!have_length) {
-            fprintf(stderr, "roost_load: response without Content-Length\n");
-            conn_close(c);
-            return -1;
-        }
-    }
-    c->buf[header_len + content_len] = '\0';
-    *resp = c->buf + header_len;
-    *resp_len = content_len;
-    if (close_after) {
-        conn_close(c);
-    }
-    return 0;
-}
 
 /* ---- workers ---- */
 
 struct worker {
     pthread_t thread;
     int idx;
-    struct conn conn;
+    struct bench_conn conn;
     struct bench_result res;
 };
 
@@ -335,8 +142,8 @@ static void *producer_main(void *arg)
         const char *resp = NULL;
         size_t resp_len = 0;
         int64_t s = bench_now_ns();
-        int rc =
-            http_post(&w->conn, "/api/v1/events", body, (size_t)blen, &status, &resp, &resp_len);
+        int rc = bench_http_post(&w->conn, "/api/v1/events", body, (size_t)blen, &status, &resp,
+                                 &resp_len);
         int64_t e = bench_now_ns();
         if (rc == 0 && status == 201) {
             if (in_window(e)) {
@@ -425,8 +232,8 @@ static void *consumer_main(void *arg)
         int status = 0;
         const char *resp = NULL;
         size_t resp_len = 0;
-        int rc = http_post(&w->conn, claim_path, claim_body, (size_t)claim_len, &status, &resp,
-                           &resp_len);
+        int rc = bench_http_post(&w->conn, claim_path, claim_body, (size_t)claim_len, &status,
+                                 &resp, &resp_len);
         if (rc != 0 || status != 200) {
             report_error(w, "claim", claim_path, rc, status, resp, resp_len);
             usleep(10000);
@@ -453,7 +260,7 @@ static void *consumer_main(void *arg)
             off += (size_t)snprintf(batch_body + off, batch_cap - off, "]}");
             snprintf(ack_path, sizeof ack_path, "/api/v1/agents/%s/inbox/ack", agent);
             int64_t s = bench_now_ns();
-            rc = http_post(&w->conn, ack_path, batch_body, off, &status, &resp, &resp_len);
+            rc = bench_http_post(&w->conn, ack_path, batch_body, off, &status, &resp, &resp_len);
             int64_t e = bench_now_ns();
             if (rc != 0 || status != 200) {
                 report_error(w, "batch ack", ack_path, rc, status, resp, resp_len);
@@ -487,8 +294,8 @@ static void *consumer_main(void *arg)
                 int blen = snprintf(single_body, sizeof single_body, "{\"lease_token\":\"%s\"}",
                                     evs[i].lease_token);
                 int64_t s = bench_now_ns();
-                rc = http_post(&w->conn, ack_path, single_body, (size_t)blen, &status, &resp,
-                               &resp_len);
+                rc = bench_http_post(&w->conn, ack_path, single_body, (size_t)blen, &status, &resp,
+                                     &resp_len);
                 int64_t e = bench_now_ns();
                 if (rc == 0 && status == 200) {
                     if (in_window(e)) {
@@ -540,13 +347,10 @@ static int parse_url(const char *url)
     if (g_n_nodes >= MAX_NODES) {
         return -1;
     }
-    struct node *n = &g_nodes[g_n_nodes];
-    if (bench_parse_url(url, n->host, sizeof n->host, n->port, sizeof n->port, NULL) != 0) {
+    struct bench_node *n = &g_nodes[g_n_nodes];
+    if (bench_node_parse(url, n) != 0) {
         return -1;
     }
-    char hh[sizeof n->host_header];
-    snprintf(hh, sizeof hh, "Host: %s:%s\r\n", n->host, n->port);
-    memcpy(n->host_header, hh, sizeof hh);
     g_n_nodes++;
     return 0;
 }
@@ -739,8 +543,8 @@ int main(int argc, char **argv)
     g_win_end_ns = g_win_start_ns + (int64_t)(g.seconds * 1e9);
     for (int i = 0; i < nw; i++) {
         ws[i].idx = i < g.producers ? i : i - g.producers;
-        ws[i].conn.fd = -1;
-        ws[i].conn.node = &g_nodes[ws[i].idx % g_n_nodes];
+        /* Long polls wait at most wait_s; anything far beyond that is a hung server. */
+        bench_conn_init(&ws[i].conn, &g_nodes[ws[i].idx % g_n_nodes], g_auth_header, 30 + g.wait_s);
         if (pthread_create(&ws[i].thread, NULL, i < g.producers ? producer_main : consumer_main,
                            &ws[i]) != 0) {
             fprintf(stderr, "roost_load: cannot start thread %d\n", i);
@@ -756,9 +560,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nw; i++) {
         pthread_join(ws[i].thread, NULL);
         bench_result_merge(total, &ws[i].res);
-        conn_close(&ws[i].conn);
-        free(ws[i].conn.buf);
-        free(ws[i].conn.req);
+        bench_conn_free(&ws[i].conn);
     }
     char extra[32];
     snprintf(extra, sizeof extra, "nodes=%d", g_n_nodes);

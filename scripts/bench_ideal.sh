@@ -10,8 +10,9 @@
 #          roostd (store.synchronous=full)
 #   P8 C8: null_server (no durability: the ceiling), null_server --durable thread:FILE, roostd
 #   MYSQL=1, P2 C2 on a private MariaDB (scripts/mariadb_test.sh): mysql_direct (the plain
-#          loop), null_server --durable mysql:URL --syncers 2 (one autocommit row per group),
-#          roostd on MySQL (defaults)
+#          loop), mysql_direct --hop (the loop with one HTTP round trip to a null_server before
+#          each request: the loop's own work behind this HTTP front), null_server --durable
+#          mysql:URL --syncers 2 (one autocommit row per group), roostd on MySQL (defaults)
 #
 # then the medians over the rounds and of the per-round ratios to the reference.
 #
@@ -93,6 +94,14 @@ for round in $(seq 1 "$ROUNDS"); do
         murl=$(fresh_db "ideal_loop_$round")
         record "$round" P2C2 mysql_loop "$("$BIN/mysql_direct" --url "$murl" --fresh \
             --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2 2>&1)"
+        murl=$(fresh_db "ideal_hop_$round")
+        rm -rf "$WORK/run" && mkdir -p "$WORK/run"
+        start_server "$WORK/run/ready" "$WORK/run/hop.log" "$BIN/null_server" --listen 127.0.0.1:0 \
+            --ready-file "$WORK/run/ready"
+        out=$("$BIN/mysql_direct" --url "$murl" --fresh --hop "$(head -n 1 "$WORK/run/ready")" \
+            --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2 2>&1)
+        stop_server null_server "$WORK/run/hop.log"
+        record "$round" P2C2 mysql_loop_hop "$out"
         murl=$(fresh_db "ideal_null_$round")
         server_run "$round" 2 mysql_ideal "$BIN/null_server" --listen 127.0.0.1:0 \
             --durable "mysql:$murl" --syncers 2
@@ -120,6 +129,7 @@ show P2C2 roostd sqlite_direct
 show P8C8 ideal_thread null
 show P8C8 roostd null
 if [ "$MYSQL" = 1 ]; then
+    show P2C2 mysql_loop_hop mysql_loop
     show P2C2 mysql_ideal mysql_loop
     show P2C2 mysql_roostd mysql_loop
 fi

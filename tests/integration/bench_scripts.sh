@@ -12,7 +12,8 @@
 #    retries and the × loop ratio.
 #  * bench/null_server --durable, the ideal durable server: in each shape (inline:FILE,
 #    thread:FILE, mysql:URL) an answer comes only once its bytes are in the file or the table,
-#    and groups of answers share a write; scripts/bench_ideal.sh gives every line of its table.
+#    and groups of answers share a write; mysql_direct --hop sends its hops; scripts/bench_ideal.sh
+#    gives every line of its table.
 # Starts its own private MariaDB (as the scripts do). Ends with the line "N passed, N failed".
 set -uo pipefail
 
@@ -116,13 +117,26 @@ rows=$(mariadb --no-defaults --protocol=socket --socket="$db/mysqld.sock" -uroot
 check "mysql: the publish is answered with an event id" test -n "$id"
 check "mysql: its answer is in the table when it arrives" test "$rows" = 1
 kill "$ns_pid" && wait "$ns_pid"
+# mysql_direct --hop: every request of the loop first goes to the HTTP server.
+ns_start
+"$build/bin/mysql_direct" --url "$url" --fresh --hop "$ns_url" --seconds 0.5 --warmup 0.1 \
+  --producers 1 --consumers 1 >"$dir/hop.out" 2>&1
+check "mysql_direct --hop runs without errors" grep -q 'errors=0' "$dir/hop.out"
+hops=$(curl -sf -X POST -H 'Content-Type: application/json' -d '{"limit":1000}' \
+  "$ns_url/api/v1/agents/hop/inbox/claim" | grep -o '"event_id"' | wc -l)
+acked=$(sed -n 's/.* acked=\([0-9]*\) .*/\1/p' "$dir/hop.out")
+# (one claim answers at most 1000; every publish, claim and ack of the loop made a hop)
+want=$((${acked:-0} < 1000 ? ${acked:-0} : 1000))
+check "and the HTTP server saw its hops ($hops, for $acked acks)" \
+  test "$hops" -gt 0 -a "$hops" -ge "$want"
+kill "$ns_pid" && wait "$ns_pid"
 "$src/scripts/mariadb_test.sh" stop "$db" >/dev/null 2>&1
 
 BUILD_DIR=$build BENCH_DIR=$dir/ideal ROUNDS=1 SECONDS_RUN=0.5 WARMUP=0.2 MYSQL=1 \
   "$src/scripts/bench_ideal.sh" "$build" >"$dir/ideal.log" 2>&1
 check "bench_ideal.sh exits 0 ($dir/ideal.log)" test $? -eq 0
 for line in "P2C2 ideal_inline" "P2C2 ideal_thread" "P2C2 roostd" "P8C8 ideal_thread" \
-  "P8C8 roostd" "P2C2 mysql_ideal" "P2C2 mysql_roostd"; do
+  "P8C8 roostd" "P2C2 mysql_loop_hop" "P2C2 mysql_ideal" "P2C2 mysql_roostd"; do
   check "bench_ideal.sh: $line has cycles/s and a ratio" \
     sh -c "grep -qE '^  ${line% *} +${line#* } +[1-9][0-9]* cycles/s +× [a-z_]+ [0-9.]+\$' '$dir/ideal.log'"
 done
