@@ -61,6 +61,8 @@ static void list_append(struct held_list *l, struct held_list *more)
     }
 }
 
+/* A client that went away meanwhile is still there for evhttp (it does not read while a request
+ * waits for its answer), so the send fails and evhttp frees the connection then. */
 static void send_all(struct held *h)
 {
     while (h) {
@@ -233,20 +235,19 @@ bool null_durable_hold(struct evhttp_request *req, int status, struct evbuffer *
     h->status = status;
     h->buf = buf;
     struct held_list one = {h, &h->next};
-    if (g.shape == INLINE) {
-        bool first = g.waiting.head == NULL;
-        evbuffer_add(g.bytes, evbuffer_pullup(buf, -1), evbuffer_get_length(buf));
-        list_append(&g.waiting, &one);
-        if (first) {
-            event_active(g.ready_ev, 0, 0);
-        }
-        return true;
+    bool threads = g.shape != INLINE;
+    if (threads) {
+        pthread_mutex_lock(&g.mu);
     }
-    pthread_mutex_lock(&g.mu);
+    bool first = g.waiting.head == NULL;
     evbuffer_add(g.bytes, evbuffer_pullup(buf, -1), evbuffer_get_length(buf));
     list_append(&g.waiting, &one);
-    pthread_cond_signal(&g.cv);
-    pthread_mutex_unlock(&g.mu);
+    if (threads) {
+        pthread_cond_signal(&g.cv);
+        pthread_mutex_unlock(&g.mu);
+    } else if (first) {
+        event_active(g.ready_ev, 0, 0); /* the write, once the pass is over */
+    }
     return true;
 }
 

@@ -116,6 +116,14 @@ rows=$(mariadb --no-defaults --protocol=socket --socket="$db/mysqld.sock" -uroot
   -e "SELECT COUNT(*) FROM null_durable WHERE LOCATE('$id', body) > 0" 2>&1)
 check "mysql: the publish is answered with an event id" test -n "$id"
 check "mysql: its answer is in the table when it arrives" test "$rows" = 1
+# A client that gives up while its answer waits for the database: the server drops that answer
+# and goes on (the database stopped with SIGSTOP, so the write hangs until SIGCONT).
+kill -STOP "$(cat "$db/mysqld.pid")"
+curl -s -m 1 -o /dev/null -X POST -H 'Content-Type: application/json' \
+  -d '{"recipients":["a1"],"payload":{"n":2}}' "$ns_url/api/v1/events"
+kill -CONT "$(cat "$db/mysqld.pid")"
+id=$(publish_id)
+check "mysql: after a client gave up on a held answer, the next publish is answered" test -n "$id"
 kill "$ns_pid" && wait "$ns_pid"
 # mysql_direct --hop: every request of the loop first goes to the HTTP server.
 ns_start
