@@ -84,6 +84,7 @@ static int hop(struct bench_conn *c)
     }
     return 0;
 }
+
 static atomic_ulong g_deadlocks, g_lock_timeouts;
 
 static const char *schema[] = {
@@ -450,9 +451,10 @@ static void *consumer_main(void *arg)
         } else {
             for (int i = 0; i < n; i++) {
                 int64_t st = bench_now_ns();
-                int rc = hop(&hc) == 0 ? -1 : -2;
-                while (rc == -1 && (rc = ack_one(s.done, ids[i])) == -1 &&
-                       !atomic_load(&bench_stop)) {
+                int rc = hop(&hc) == 0 ? 0 : -2;
+                if (rc == 0) {
+                    while ((rc = ack_one(s.done, ids[i])) == -1 && !atomic_load(&bench_stop)) {
+                    }
                 }
                 int64_t e = bench_now_ns();
                 if (rc != 0) {
