@@ -114,7 +114,7 @@ launch() {
         fi
     fi
     # Short EVS timeouts so a stalled or killed node leaves the primary component in seconds.
-    "$MARIADBD" --no-defaults $user_opt --datadir="$d/data" --tmpdir="$d/tmp" \
+    TMPDIR="$d/tmp" "$MARIADBD" --no-defaults $user_opt --datadir="$d/data" --tmpdir="$d/tmp" \
         --socket="$d/mysqld.sock" --pid-file="$d/mysqld.pid" --log-error="$d/error.log" \
         --skip-networking=0 --bind-address=127.0.0.1 --port="$(cat "$d/port")" \
         --innodb-flush-log-at-trx-commit=1 --innodb-buffer-pool-size=64M \
@@ -209,8 +209,10 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))')
         chmod 755 "$dir"
         chown -R mysql:mysql "$dir/n1" "$dir/n2" "$dir/n3"
     fi
-    if ! "$INSTALL_DB" --no-defaults --datadir="$dir/n1/data" \
-        --auth-root-authentication-method=normal --skip-test-db $user_opt \
+    # The bootstrap server gets node 1's private tmp: never the shared /tmp, where another
+    # instance installing at the same moment can take or remove its temporary tables.
+    if ! TMPDIR="$dir/n1/tmp" "$INSTALL_DB" --no-defaults --datadir="$dir/n1/data" \
+        --tmpdir="$dir/n1/tmp" --auth-root-authentication-method=normal --skip-test-db $user_opt \
         >"$dir/install.log" 2>&1; then
         echo "galera.sh: mariadb-install-db failed:" >&2
         cat "$dir/install.log" >&2

@@ -61,8 +61,10 @@ launch() {
     if [ "$(id -u)" = 0 ]; then
         user_opt=--user=root
     fi
-    # Lock waits are short so a test that deadlocks fails fast instead of hanging.
-    "$MARIADBD" --no-defaults $user_opt --datadir="$dir/data" --tmpdir="$dir/tmp" \
+    # Lock waits are short so a test that deadlocks fails fast instead of hanging. Temporary
+    # files go to the instance's own tmp (--tmpdir and TMPDIR): never the shared /tmp, where
+    # another instance starting at the same moment can take or remove them.
+    TMPDIR="$dir/tmp" "$MARIADBD" --no-defaults $user_opt --datadir="$dir/data" --tmpdir="$dir/tmp" \
         --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" --log-error="$dir/error.log" \
         --skip-networking=0 --bind-address=127.0.0.1 --port="$port" \
         --innodb-flush-log-at-trx-commit=1 --innodb-buffer-pool-size=128M \
@@ -119,8 +121,11 @@ start)
     if [ "$(id -u)" = 0 ]; then
         user_opt=--user=root
     fi
-    if ! "$INSTALL_DB" --no-defaults --datadir="$dir/data" --auth-root-authentication-method=normal \
-        --skip-test-db $user_opt >"$dir/install.log" 2>&1; then
+    # The bootstrap server gets the private tmp too: with the shared /tmp, two installs at once
+    # failed with "Could not remove temporary table '/tmp/#sql-temptable-…'".
+    if ! TMPDIR="$dir/tmp" "$INSTALL_DB" --no-defaults --datadir="$dir/data" \
+        --tmpdir="$dir/tmp" --auth-root-authentication-method=normal --skip-test-db $user_opt \
+        >"$dir/install.log" 2>&1; then
         echo "mariadb_test.sh: mariadb-install-db failed:" >&2
         cat "$dir/install.log" >&2
         exit 1
