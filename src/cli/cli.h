@@ -264,6 +264,7 @@ int cmd_admin_agents(struct cli_args *a);
 int cmd_admin_stats(struct cli_args *a);
 int cmd_agent_run(struct cli_args *a);
 int cmd_agent_status(struct cli_args *a);
+int cmd_mcp(struct cli_args *a);
 int cmd_keys_add(struct cli_args *a);
 int cmd_keys_generate(struct cli_args *a);
 int cmd_whoami(struct cli_args *a);

@@ -422,6 +422,20 @@ static const struct cli_option agent_run_opts[] = {
     END,
 };
 
+static const struct cli_option mcp_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent whose inbox the MCP client works"),
+    {.name = "state-dir",
+     .kind = CLI_STRING,
+     .arg = "DIR",
+     .help = "record acked event ids and a stable consumer id in DIR (one per session):\n"
+             "a restart releases what a crashed session held, and an event acked\n"
+             "before is acked again, never handed out"},
+    {.name = "channel",
+     .kind = CLI_FLAG,
+     .help = "also send the experimental notifications/claude/channel on every wake-up"},
+    END,
+};
+
 static const struct cli_option agent_status_opts[] = {
     {.name = "state-dir",
      .kind = CLI_STRING,
@@ -802,6 +816,19 @@ const struct cli_command cli_commands[] = {
          "logged on stderr.",
      .options = agent_run_opts,
      .common = CLI_COMMON_ALL},
+    {.name = "mcp",
+     .run = cmd_mcp,
+     .summary = "serve the agent's inbox to an MCP client over stdio",
+     .description =
+         "A Model Context Protocol server on stdin/stdout (newline-delimited JSON-RPC 2.0; "
+         "logs on stderr) for an MCP client such as a coding agent: the tools claim, ack, "
+         "release, extend, read_inbox, publish and get_state act on agent A's inbox, and the "
+         "resource roost://agents/A/inbox (subscribable) says when work arrives, from "
+         "roostd's SSE wake-ups. Every lease handed out is extended at half-life until the "
+         "client acks or releases it; at end of input or on SIGTERM the session releases what "
+         "it holds and exits 0. doc/MCP.md has the client configuration.",
+     .options = mcp_opts,
+     .common = CLI_COMMON_CONNECT | CLI_COMMON_SIGN},
     {.name = "agent status",
      .run = cmd_agent_status,
      .summary = "show the state of an agent run from its state dir",
