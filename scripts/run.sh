@@ -44,5 +44,11 @@ Try it:
   curl -s "\$ROOST_SERVER/api/v1/agents/agent-1/inbox?after_cursor=0" -H "Authorization: Bearer \$ROOST_TOKEN"
   build/bin/roost claim --agent agent-1
 
+A web app served from another origin (a dev server such as Vite's) must be allowed (CORS, exact
+origins, comma-separated; doc/BROWSER.md). Now: ${ROOST_HTTP_CORS_ORIGINS:-none (same-origin pages only)}.
+
+  ROOST_HTTP_CORS_ORIGINS=http://localhost:5173 make run
+  # or: build/bin/roostd ... --set http.cors_origins=http://localhost:5173
+
 EOT
 wait $pid

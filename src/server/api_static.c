@@ -87,8 +87,11 @@ void api_static(struct request *rq)
         evhttp_add_header(out, "Content-Security-Policy", UI_CSP);
         evhttp_add_header(out, "Referrer-Policy", "no-referrer");
     } else {
-        /* roost.js may be imported by a web app on another origin. */
-        evhttp_add_header(out, "Access-Control-Allow-Origin", "*");
+        /* roost.js may be imported by a web app on another origin: any origin, unless the
+         * router already echoed a listed one (http.cors_origins; two would void both). */
+        if (evhttp_find_header(out, "Access-Control-Allow-Origin") == NULL) {
+            evhttp_add_header(out, "Access-Control-Allow-Origin", "*");
+        }
     }
     const char *inm =
         evhttp_find_header(evhttp_request_get_input_headers(rq->req), "If-None-Match");

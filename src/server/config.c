@@ -13,6 +13,7 @@
 
 #include "common/ids.h"
 #include "common/strutil.h"
+#include "server/cors.h"
 #include "server/ssrf.h"
 #include "server/webhooks_config.h"
 
@@ -550,6 +551,9 @@ int config_finalize(struct config *cfg, char *err, size_t errlen)
     if ((cfg->tls_cert_file[0] == '\0') != (cfg->tls_key_file[0] == '\0')) {
         snprintf(err, errlen, "%s: tls.cert_file and tls.key_file go together",
                  cfg->tls_cert_file[0] ? "tls.key_file" : "tls.cert_file");
+        return -1;
+    }
+    if (cors_validate(cfg->http_cors_origins, err, errlen) != 0) {
         return -1;
     }
     struct ssrf_filter allow;

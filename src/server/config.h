@@ -101,6 +101,9 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       CONFIG_RELOADABLE,                                                                           \
       "open connections from one client address (SSE streams included); "                          \
       "more are closed at once; 0 = no limit")                                                     \
+    X("http.cors_origins", http_cors_origins, CONFIG_STR, "", 0, 0, CONFIG_RELOADABLE,             \
+      "origins (comma-separated, exact: https://app.example,http://localhost:5173) whose pages "   \
+      "may call the API and read its answers (CORS); empty means same-origin pages only")          \
     X("sse.heartbeat_s", sse_heartbeat_s, CONFIG_INT, "30", 1, 3600, CONFIG_RELOADABLE,            \
       "heartbeat interval of SSE streams (carries the head; keeps proxies from timing out)")       \
     X("sse.retry_ms", sse_retry_ms, CONFIG_INT, "3000", 100, 600000, CONFIG_RELOADABLE,            \

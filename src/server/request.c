@@ -144,6 +144,7 @@ static void request_free(struct request *rq)
         rq->sig_free(rq->sig);
     }
     json_decref(rq->body);
+    json_decref(rq->reply_filter_arg);
     if (rq->query) {
         evhttp_clear_headers(rq->query);
         free(rq->query);
@@ -367,6 +368,11 @@ static void reply_render_failed(struct request *rq, bool close_conn)
 /* Sends `buf` (a complete JSON text, taken over; NULL = it could not be built) and a newline. */
 static void reply_json_text(struct request *rq, int status, struct evbuffer *buf, bool close_conn)
 {
+    if (rq->reply_filter != NULL && buf != NULL) {
+        struct evbuffer *(*filter)(struct request *, int *, struct evbuffer *) = rq->reply_filter;
+        rq->reply_filter = NULL;
+        buf = filter(rq, &status, buf);
+    }
     if (buf == NULL || evbuffer_add(buf, "\n", 1) != 0) {
         if (buf) {
             evbuffer_free(buf);
@@ -473,6 +479,11 @@ void request_reply_text(struct request *rq, int status, const char *text)
     if (buf) {
         evbuffer_free(buf);
     }
+}
+
+void request_reply_empty(struct request *rq, int status)
+{
+    send_reply(rq, status, NULL, false);
 }
 
 void request_reply_buffer(struct request *rq, int status, const char *content_type,

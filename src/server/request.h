@@ -40,6 +40,12 @@ struct request {
     struct evkeyvalq *query;
     void *op;                  /* the handler's state while a job is in flight */
     void (*op_free)(void *op); /* frees op when the request ends */
+    /* roostd's /mcp runs a REST handler for a tool call (api_mcp.c): when set, the request's
+     * JSON answer (its status and complete text, taken over) goes through reply_filter once,
+     * which returns the text to send instead (NULL: it could not be built) and may change the
+     * status. reply_filter_arg is its argument (released with json_decref at request end). */
+    struct evbuffer *(*reply_filter)(struct request *rq, int *status, struct evbuffer *body);
+    json_t *reply_filter_arg;
 };
 
 /* A new request for evhttp's `req`, with its id and start time, held in rt's in-flight count
@@ -80,6 +86,9 @@ void request_explain(int rc, json_t *detail, const char *fmt, ...)
 void request_reply_text(struct request *rq, int status, const char *text);
 /* Sends `body` (borrowed; drained) as `content_type`, not cached unless the handler set a
  * Cache-Control of its own, and ends the request. */
+/* An answer without a body (204: a CORS preflight). */
+void request_reply_empty(struct request *rq, int status);
+
 void request_reply_buffer(struct request *rq, int status, const char *content_type,
                           struct evbuffer *body);
 

@@ -16,6 +16,8 @@
 #include "common/ids.h"
 #include "common/timeutil.h"
 #include "server/api.h"
+#include "server/config.h"
+#include "server/cors.h"
 #include "server/request.h"
 #include "server/runtime.h"
 #include "server/sigverify.h"
@@ -87,6 +89,10 @@ static const struct route routes[] = {
      AUTH_ADMIN, BODY_NONE, api_admin_endpoint_attempts},
     {EVHTTP_REQ_POST, "/api/v1/admin/endpoints/{key}/replay", "admin_endpoint_replay", AUTH_ADMIN,
      BODY_REQUIRED, api_admin_endpoint_replay},
+    /* MCP over Streamable HTTP: the agent is a tool argument, so the scope is checked per tool
+     * (as publish checks its recipients) and a signature, under the policy, is a producer key's.
+     * The body is JSON-RPC, read by the handler. */
+    {EVHTTP_REQ_POST, "/mcp", "mcp", AUTH_PUBLISH, BODY_NONE, api_mcp},
 };
 
 /* ---- routing ---- */
@@ -386,6 +392,14 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
         return;
     }
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
+    /* CORS first (http.cors_origins): a preflight carries no credentials, and every answer
+     * below, errors included, must be readable by a listed origin's page. */
+    if (cors_apply(rt->cfg->http_cors_origins, method, evhttp_request_get_input_headers(req),
+                   evhttp_request_get_output_headers(req))) {
+        set_pseudo_route(rq, "preflight");
+        request_reply_empty(rq, 204);
+        return;
+    }
     if (strcmp(path, "/healthz") == 0) {
         set_pseudo_route(rq, "healthz");
         api_healthz(rq);

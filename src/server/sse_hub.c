@@ -667,9 +667,12 @@ int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *re
     evhttp_add_header(out, "Content-Type", "text/event-stream");
     evhttp_add_header(out, "Cache-Control", "no-cache");
     evhttp_add_header(out, "X-Accel-Buffering", "no");
-    /* Browsers' EventSource on another origin (a web app): auth is the bearer token, never a
-     * cookie, so any origin may read the stream. */
-    evhttp_add_header(out, "Access-Control-Allow-Origin", "*");
+    /* Browsers' EventSource on another origin (a web app): auth is the ticket or token, never a
+     * cookie, so without an allow-list any origin may read the stream. With http.cors_origins
+     * set, the router already echoed a listed origin and an unlisted one gets nothing. */
+    if (cfg->http_cors_origins == NULL || cfg->http_cors_origins[0] == '\0') {
+        evhttp_add_header(out, "Access-Control-Allow-Origin", "*");
+    }
     evhttp_add_header(out, "X-Request-Id", req_id);
     /* One stream per connection: when the stream ends, the connection closes with it. */
     evhttp_add_header(out, "Connection", "close");
