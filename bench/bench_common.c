@@ -2,11 +2,15 @@
 #include "bench_common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/banned.h"
 
@@ -24,6 +28,50 @@ void bench_sleep_until(int64_t deadline_ns)
     }
 }
 
+/* The window [start, end) on the bench_now_ns() clock. start stays INT64_MAX until the window
+ * opens, so nothing counts while the script samples its counters. */
+static _Atomic int64_t win_start_ns = INT64_MAX;
+static _Atomic int64_t win_end_ns = INT64_MAX;
+static int64_t plan_start_ns, plan_len_ns, win_len_ns;
+
+/* Waits for one line on the FIFO named by BENCH_WINDOW_ACK: the script's "sampled". */
+static void window_ack(const char *what)
+{
+    const char *path = getenv("BENCH_WINDOW_ACK");
+    if (path == NULL || *path == '\0') {
+        return;
+    }
+    /* The script holds the FIFO open read-write, so this open never blocks. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "bench: cannot open BENCH_WINDOW_ACK %s: %s\n", path, strerror(errno));
+        return;
+    }
+    int64_t deadline = bench_now_ns() + (int64_t)300 * 1000000000;
+    for (;;) {
+        char c;
+        ssize_t n = read(fd, &c, 1); /* byte by byte: the next mark's line stays in the FIFO */
+        if (n == 1 && c == '\n') {
+            break;
+        }
+        if (n == 1) {
+            continue;
+        }
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            fprintf(stderr, "bench: reading BENCH_WINDOW_ACK: %s\n", strerror(errno));
+            break;
+        }
+        int64_t left_ms = (deadline - bench_now_ns()) / 1000000;
+        if (left_ms <= 0) {
+            fprintf(stderr, "bench: no answer to \"%s\" on BENCH_WINDOW_ACK in 300 s\n", what);
+            break;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        (void)poll(&p, 1, left_ms > 1000 ? 1000 : (int)left_ms);
+    }
+    close(fd);
+}
+
 static void window_mark(const char *what)
 {
     const char *path = getenv("BENCH_WINDOW_FILE");
@@ -37,14 +85,46 @@ static void window_mark(const char *what)
     }
     fprintf(f, "%s\n", what);
     fclose(f);
+    window_ack(what);
 }
 
-void bench_window_sleep(int64_t start_ns, int64_t end_ns)
+void bench_window_plan(double warmup_s, double seconds)
 {
-    bench_sleep_until(start_ns);
+    plan_start_ns = bench_now_ns() + (int64_t)(warmup_s * 1e9);
+    plan_len_ns = (int64_t)(seconds * 1e9);
+    win_len_ns = 0;
+    atomic_store(&win_start_ns, INT64_MAX);
+    atomic_store(&win_end_ns, plan_start_ns + plan_len_ns);
+}
+
+void bench_window_run(void)
+{
+    bench_sleep_until(plan_start_ns);
     window_mark("begin");
-    bench_sleep_until(end_ns);
+    int64_t start = bench_now_ns();
+    atomic_store(&win_end_ns, start + plan_len_ns);
+    atomic_store(&win_start_ns, start);
+    bench_sleep_until(start + plan_len_ns);
     window_mark("end");
+    int64_t end = bench_now_ns();
+    atomic_store(&win_end_ns, end);
+    win_len_ns = end - start;
+}
+
+bool bench_in_window(int64_t t)
+{
+    return t >= atomic_load_explicit(&win_start_ns, memory_order_relaxed) &&
+           t < atomic_load_explicit(&win_end_ns, memory_order_relaxed);
+}
+
+int64_t bench_window_end_ns(void)
+{
+    return atomic_load_explicit(&win_end_ns, memory_order_relaxed);
+}
+
+double bench_window_seconds(double planned_s)
+{
+    return win_len_ns > 0 ? (double)win_len_ns / 1e9 : planned_s;
 }
 
 static size_t hist_index(int64_t v)
@@ -184,15 +264,15 @@ void bench_print_result(const char *tool, const char *target, const char *extra,
                         int consumers, int agents, bool batch_ack, double rate, double warmup_s,
                         double seconds, const struct bench_result *r)
 {
+    double secs = bench_window_seconds(seconds);
     printf("RESULT tool=%s target=%s%s%s producers=%d consumers=%d agents=%d batch_ack=%d "
            "rate=%.0f warmup_s=%.1f seconds=%.1f published=%" PRIu64 " acked=%" PRIu64
            " cycles_per_s=%.0f publish_per_s=%.0f events_per_claim=%.2f lat_p50_ms=%.3f "
            "lat_p99_ms=%.3f lat_max_ms=%.3f publish_p50_ms=%.3f publish_p99_ms=%.3f "
            "ack_p50_ms=%.3f ack_p99_ms=%.3f errors=%" PRIu64 "\n",
            tool, target, extra ? " " : "", extra ? extra : "", producers, consumers, agents,
-           batch_ack ? 1 : 0, rate, warmup_s, seconds, r->published, r->acked,
-           (double)r->acked / seconds, (double)r->published / seconds,
-           r->claims ? (double)r->acked / (double)r->claims : 0.0,
+           batch_ack ? 1 : 0, rate, warmup_s, secs, r->published, r->acked, (double)r->acked / secs,
+           (double)r->published / secs, r->claims ? (double)r->acked / (double)r->claims : 0.0,
            ms(hist_quantile(&r->latency, 0.50)), ms(hist_quantile(&r->latency, 0.99)),
            ms(r->latency.max), ms(hist_quantile(&r->publish_rtt, 0.50)),
            ms(hist_quantile(&r->publish_rtt, 0.99)), ms(hist_quantile(&r->ack_rtt, 0.50)),

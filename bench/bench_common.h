@@ -13,11 +13,24 @@
 int64_t bench_now_ns(void);
 /* Sleeps until `deadline_ns` (bench_now_ns() clock). */
 void bench_sleep_until(int64_t deadline_ns);
-/* Sleeps through the warm-up and the measurement window [start_ns, end_ns). When the environment
- * names a file in BENCH_WINDOW_FILE, appends "begin" to it as the window opens and "end" as it
- * closes, so a script can sample server counters (SHOW GLOBAL STATUS, /metrics) over the very
- * window the tool counts cycles in. */
-void bench_window_sleep(int64_t start_ns, int64_t end_ns);
+/* The measurement window. bench_window_plan sets it to open `warmup_s` from now and last
+ * `seconds`; bench_window_run (on one thread) sleeps through it while the workers ask
+ * bench_in_window about the times of their events. When the environment names a file in
+ * BENCH_WINDOW_FILE, "begin" is appended to it as the window opens and "end" as it closes, so a
+ * script can sample server counters (SHOW GLOBAL STATUS, /metrics) over the very window the tool
+ * counts cycles in. When it also names a FIFO in BENCH_WINDOW_ACK, the tool waits after each
+ * mark for one line on it (at most 300 s): the window opens only once the script has taken its
+ * first sample and closes only once it has taken its second, however long a sample takes on a
+ * busy machine, so both cover the same stretch of the load (the window is then longer than
+ * `seconds` by the second sample's time, and the rates are over its real length). */
+void bench_window_plan(double warmup_s, double seconds);
+void bench_window_run(void);
+/* Is time t (bench_now_ns) inside the measurement window? Thread-safe. */
+bool bench_in_window(int64_t t);
+/* Where the window ends as planned, or once closed, where it ended. Thread-safe. */
+int64_t bench_window_end_ns(void);
+/* The window's real length once bench_window_run returned, else `planned_s`. */
+double bench_window_seconds(double planned_s);
 
 /* Values 0…127 are exact, larger ones keep 7 significant bits: 64 buckets per power of two. */
 #define HIST_BUCKETS (64 * 64)
@@ -56,7 +69,8 @@ void bench_result_merge(struct bench_result *into, const struct bench_result *fr
 
 /* Prints the machine-readable result line:
  *   RESULT tool=… target=… <extra> producers=P consumers=C … cycles_per_s=… lat_p99_ms=…
- * `extra` (may be NULL) is inserted verbatim after target. */
+ * `extra` (may be NULL) is inserted verbatim after target. seconds= and the rates are over the
+ * window's real length (bench_window_seconds(seconds)). */
 void bench_print_result(const char *tool, const char *target, const char *extra, int producers,
                         int consumers, int agents, bool batch_ack, double rate, double warmup_s,
                         double seconds, const struct bench_result *r);

@@ -10,12 +10,6 @@
 struct bench_agent *bench_agents;
 int bench_n_agents;
 atomic_bool bench_stop;
-static int64_t win_start_ns, win_end_ns;
-
-bool bench_in_window(int64_t t)
-{
-    return t >= win_start_ns && t < win_end_ns;
-}
 
 int bench_peer_run(const char *tool, int producers, int consumers, int agents, double warmup_s,
                    double seconds, void *(*producer)(void *), void *(*consumer)(void *),
@@ -34,8 +28,7 @@ int bench_peer_run(const char *tool, int producers, int consumers, int agents, d
         pthread_cond_init(&bench_agents[i].cond, NULL);
         snprintf(bench_agents[i].name, sizeof bench_agents[i].name, "bench-agent-%d", i);
     }
-    win_start_ns = bench_now_ns() + (int64_t)(warmup_s * 1e9);
-    win_end_ns = win_start_ns + (int64_t)(seconds * 1e9);
+    bench_window_plan(warmup_s, seconds);
     for (int i = 0; i < nw; i++) {
         ws[i].idx = i < producers ? i : i - producers;
         if (pthread_create(&ws[i].thread, NULL, i < producers ? producer : consumer, &ws[i]) != 0) {
@@ -43,7 +36,7 @@ int bench_peer_run(const char *tool, int producers, int consumers, int agents, d
             return -1;
         }
     }
-    bench_window_sleep(win_start_ns, win_end_ns);
+    bench_window_run();
     atomic_store(&bench_stop, true);
     /* Consumers waiting for a commit would otherwise sleep on. */
     for (int i = 0; i < agents; i++) {

@@ -31,9 +31,6 @@ extern struct bench_agent *bench_agents;
 extern int bench_n_agents;
 extern atomic_bool bench_stop;
 
-/* Is time t (bench_now_ns) inside the measurement window? */
-bool bench_in_window(int64_t t);
-
 /* Starts the threads, waits out warm-up + window, stops and joins them, merges their results
  * into *total. 0, or -1 with a message naming `tool`. */
 int bench_peer_run(const char *tool, int producers, int consumers, int agents, double warmup_s,

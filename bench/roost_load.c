@@ -17,7 +17,8 @@
  *
  * Counts are taken inside the measurement window only (after --warmup, for --seconds); with
  * BENCH_WINDOW_FILE set, "begin" and "end" are written to it as the window opens and closes
- * (bench_window_sleep). Output: one "RESULT key=value …" line on stdout; diagnostics on stderr. */
+ * (bench_window_run, with BENCH_WINDOW_ACK's handshake). Output: one "RESULT key=value …" line
+ * on stdout; diagnostics on stderr. */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -66,7 +67,7 @@ struct opts {
 
 static struct opts g;
 static atomic_bool g_stop;
-static int64_t g_start_ns, g_win_start_ns, g_win_end_ns;
+static int64_t g_start_ns;
 static char *g_auth_header; /* "Authorization: Bearer …\r\n" */
 static struct bench_node g_nodes[MAX_NODES];
 static int g_n_nodes;
@@ -80,11 +81,6 @@ struct worker {
     struct bench_conn conn;
     struct bench_result res;
 };
-
-static bool in_window(int64_t t)
-{
-    return t >= g_win_start_ns && t < g_win_end_ns;
-}
 
 static void report_error(struct worker *w, const char *what, const char *path, int rc, int status,
                          const char *body, size_t body_len)
@@ -119,7 +115,8 @@ static void *producer_main(void *arg)
     for (uint64_t k = 0; !atomic_load_explicit(&g_stop, memory_order_relaxed); k++) {
         int64_t t0;
         if (period) {
-            bench_sleep_until(next < g_win_end_ns ? next : g_win_end_ns);
+            int64_t end = bench_window_end_ns();
+            bench_sleep_until(next < end ? next : end);
             if (atomic_load_explicit(&g_stop, memory_order_relaxed)) {
                 break;
             }
@@ -140,7 +137,7 @@ static void *producer_main(void *arg)
                                  &resp_len);
         int64_t e = bench_now_ns();
         if (rc == 0 && status == 201) {
-            if (in_window(e)) {
+            if (bench_in_window(e)) {
                 w->res.published++;
                 hist_add(&w->res.publish_rtt, e - s);
             }
@@ -200,7 +197,7 @@ static int parse_claim(const char *resp, size_t len, struct claimed *out, int ma
 
 static void record_ack(struct worker *w, const struct claimed *ev, int64_t now)
 {
-    if (in_window(now)) {
+    if (bench_in_window(now)) {
         w->res.acked++;
         hist_add(&w->res.latency, now - ev->t_ns);
     }
@@ -241,7 +238,7 @@ static void *consumer_main(void *arg)
         if (n == 0) {
             continue;
         }
-        if (in_window(bench_now_ns())) {
+        if (bench_in_window(bench_now_ns())) {
             w->res.claims++;
         }
         if (g.batch_ack) {
@@ -260,7 +257,7 @@ static void *consumer_main(void *arg)
                 report_error(w, "batch ack", ack_path, rc, status, resp, resp_len);
                 continue;
             }
-            if (in_window(e)) {
+            if (bench_in_window(e)) {
                 hist_add(&w->res.ack_rtt, e - s);
             }
             json_t *root = json_loadb(resp, resp_len, 0, NULL);
@@ -292,7 +289,7 @@ static void *consumer_main(void *arg)
                                      &resp_len);
                 int64_t e = bench_now_ns();
                 if (rc == 0 && status == 200) {
-                    if (in_window(e)) {
+                    if (bench_in_window(e)) {
                         hist_add(&w->res.ack_rtt, e - s);
                     }
                     record_ack(w, &evs[i], e);
@@ -533,8 +530,7 @@ int main(int argc, char **argv)
         return 1;
     }
     g_start_ns = bench_now_ns();
-    g_win_start_ns = g_start_ns + (int64_t)(g.warmup * 1e9);
-    g_win_end_ns = g_win_start_ns + (int64_t)(g.seconds * 1e9);
+    bench_window_plan(g.warmup, g.seconds);
     for (int i = 0; i < nw; i++) {
         ws[i].idx = i < g.producers ? i : i - g.producers;
         /* Long polls wait at most wait_s; anything far beyond that is a hung server. */
@@ -545,7 +541,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    bench_window_sleep(g_win_start_ns, g_win_end_ns);
+    bench_window_run();
     atomic_store(&g_stop, true);
     struct bench_result *total = calloc(1, sizeof *total);
     if (!total) {

@@ -201,28 +201,35 @@ bench_wait_mark() {
 }
 
 # bench_measure SCENARIO RUN ARGV…: the tool writes "begin" and "end" into a FIFO
-# (BENCH_WINDOW_FILE) as its window opens and closes; the counters are sampled right then, so
-# they cover the window the tool counts its cycles in (give or take the ~20-50 ms a sample
-# takes). Prints one summary line; a tool without a RESULT line is reported and skipped.
+# (BENCH_WINDOW_FILE) as its window is due to open and close, and waits for a line on a second
+# FIFO (BENCH_WINDOW_ACK) before it opens or closes it: the counters are sampled in between, so
+# they cover the window the tool counts its cycles in however long a sample takes (a sample is
+# several processes and an HTTP request: 0.3 s of a 0.5 s window on a busy 2-core machine, where
+# without the wait the first sample once came after the window and counted no commit at all).
+# Prints one summary line; a tool without a RESULT line is reported and skipped.
 bench_measure() {
     local scenario=$1 run=$2
     shift 2
     local err=$WORK/runs/$scenario.$run.err out=$WORK/runs/$scenario.$run.out
-    local fifo=$WORK/runs/$scenario.$run.window mark s0="" s1="" lrc=0
-    rm -f "$fifo"
-    mkfifo "$fifo"
+    local fifo=$WORK/runs/$scenario.$run.window ack=$WORK/runs/$scenario.$run.ack
+    local mark s0="" s1="" lrc=0
+    rm -f "$fifo" "$ack"
+    mkfifo "$fifo" "$ack"
     exec {wfd}<>"$fifo" # read-write: the tool's open never blocks, the reads wait for its marks
-    BENCH_WINDOW_FILE=$fifo "$@" >"$out" 2>"$err" &
+    exec {afd}<>"$ack"  # read-write: our answers wait in the FIFO until the tool reads them
+    BENCH_WINDOW_FILE=$fifo BENCH_WINDOW_ACK=$ack "$@" >"$out" 2>"$err" &
     local load=$!
     if bench_wait_mark "$wfd" "$load" begin; then
         s0="$(bench_cpu_sample "$load")$(bench_counters)"
+        echo sampled >&"$afd"
         if bench_wait_mark "$wfd" "$load" end; then
             s1="$(bench_cpu_sample "$load")$(bench_counters)"
+            echo sampled >&"$afd"
         fi
     fi
     wait "$load" || lrc=$?
-    exec {wfd}<&-
-    rm -f "$fifo"
+    exec {wfd}<&- {afd}<&-
+    rm -f "$fifo" "$ack"
     local line
     line=$(grep '^RESULT ' "$out" | head -1 || true)
     if [ -z "$line" ]; then
