@@ -13,6 +13,7 @@
 #include "server/config.h"
 #include "server/metrics.h"
 #include "server/runtime.h"
+#include "server/webhooks_config.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -24,6 +25,7 @@ struct tick_job {
     bool retention;
     /* inputs, copied from the config on the loop thread (SIGHUP may change it meanwhile) */
     int64_t batch, max_attempts, completed_s, max_age_s;
+    int webhook_attempts; /* webhooks.retry_schedule_s's deliveries (webhooks_config.h) */
     const char *data_dir; /* not reloadable: stable */
     /* outputs */
     struct store_touches touches;
@@ -72,8 +74,13 @@ static int run_tick(struct job *job, struct store *st)
     t->due = t->scavenged = t->quarantined = t->expired = t->nonces = 0;
     int rc = store_call(st, promote_due, now, batch, &t->due, &t->touches);
     if (rc == ROOST_OK) {
-        rc = store_call(st, scavenge, now, (int)t->max_attempts, batch, &t->scavenged,
-                        &t->quarantined, &t->touches);
+        /* A delivery whose lease ran out (roostd killed or stalled mid-POST) counts as one
+         * attempt of the webhook schedule, never of claim.max_attempts. */
+        const struct store_scavenge_limits lim = {.max_attempts = (int)t->max_attempts,
+                                                  .consumer = WEBHOOKS_CONSUMER,
+                                                  .consumer_max_attempts = t->webhook_attempts};
+        rc =
+            store_call(st, scavenge, now, &lim, batch, &t->scavenged, &t->quarantined, &t->touches);
     }
     if (rc == ROOST_OK) {
         rc = store_call(st, expire, now, batch, &t->expired);
@@ -155,6 +162,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     const struct config *cfg = s->rt->cfg;
     t->batch = t->retention ? cfg->retention_batch : cfg->scavenger_batch;
     t->max_attempts = cfg->claim_max_attempts;
+    t->webhook_attempts = webhooks_schedule_attempts(cfg->webhooks_retry_schedule_s);
     t->completed_s = cfg->retention_completed_s;
     t->max_age_s = cfg->retention_max_age_s;
     t->data_dir = cfg->data_dir;

@@ -29,7 +29,7 @@
 
 #include "common/banned.h"
 
-#define CONSUMER "roostd-webhooks"
+#define CONSUMER WEBHOOKS_CONSUMER
 /* Endpoints listed per store round trip while reading the list. */
 #define POLL_PAGE 64
 /* The attempt log is pruned this often, this many rows per statement. */

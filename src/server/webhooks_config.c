@@ -42,3 +42,14 @@ int webhooks_parse_schedule(const char *text, int64_t *out, size_t *n, char *err
     }
     return 0;
 }
+
+int webhooks_schedule_attempts(const char *text)
+{
+    int64_t schedule[WEBHOOKS_SCHEDULE_MAX];
+    size_t n = 0;
+    char err[128];
+    if (webhooks_parse_schedule(text, schedule, &n, err, sizeof err) != 0) {
+        return 0;
+    }
+    return (int)n + 1;
+}

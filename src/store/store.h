@@ -87,6 +87,17 @@ struct store_touch {
     char agent_id[STORE_ID_MAX + 1];
     int64_t head;
 };
+/* When the scavenger quarantines an expired lease instead of returning it to pending: once its
+ * event has had max_attempts claims (claim.max_attempts; 0 = never), or, for a lease held by
+ * `consumer` (NULL = no such consumer), consumer_max_attempts claims. The webhook dispatcher's
+ * leases (consumer "roostd-webhooks") follow webhooks.retry_schedule_s this way: a delivery cut
+ * short by a crash or a stall counts as one attempt of that schedule, like a failed one. */
+struct store_scavenge_limits {
+    int max_attempts;
+    const char *consumer;
+    int consumer_max_attempts;
+};
+
 struct store_touches {
     struct store_touch *items;
     size_t len, cap;
@@ -454,10 +465,12 @@ struct store_ops {
     int (*head)(struct store *st, const char *tenant_id, const char *agent_id, int64_t *head);
 
     /* Scheduler: returns at most `limit` expired leases (status claimed, claim_expires_at <= now)
-     * to pending (timeouts+1), or quarantines them when attempts >= max_attempts. Every update is
-     * conditional on the lease token read. *count = rows changed. */
-    int (*scavenge)(struct store *st, int64_t now_ms, int max_attempts, size_t limit, size_t *count,
-                    size_t *quarantined, struct store_touches *touches);
+     * to pending (timeouts+1), or quarantines them when their attempts are used up
+     * (struct store_scavenge_limits). Every update is conditional on the lease token read.
+     * *count = rows changed. */
+    int (*scavenge)(struct store *st, int64_t now_ms, const struct store_scavenge_limits *lim,
+                    size_t limit, size_t *count, size_t *quarantined,
+                    struct store_touches *touches);
     /* Scheduler: scheduled events with available_at <= now become pending (at most `limit`). */
     int (*promote_due)(struct store *st, int64_t now_ms, size_t limit, size_t *count,
                        struct store_touches *touches);

@@ -822,8 +822,19 @@ static int touch_all(struct store *st, const struct store_touches *agents, int64
     return rc;
 }
 
-int store_lifecycle_scavenge(struct store *st, int64_t now_ms, int max_attempts, size_t limit,
-                             size_t *count, size_t *quarantined, struct store_touches *touches)
+/* The attempts an expired lease may have used before it quarantines (store_scavenge_limits). */
+static int scavenge_max_attempts(const struct store_scavenge_limits *lim,
+                                 const struct store_lease_ref *r)
+{
+    if (lim->consumer != NULL && strcmp(r->consumer, lim->consumer) == 0) {
+        return lim->consumer_max_attempts;
+    }
+    return lim->max_attempts;
+}
+
+int store_lifecycle_scavenge(struct store *st, int64_t now_ms,
+                             const struct store_scavenge_limits *lim, size_t limit, size_t *count,
+                             size_t *quarantined, struct store_touches *touches)
 {
     const struct store_dialect *d = dialect(st);
     struct store_lease_refs rows = {0};
@@ -838,8 +849,9 @@ int store_lifecycle_scavenge(struct store *st, int64_t now_ms, int max_attempts,
         const struct store_lease_ref *r = &rows.items[i];
         /* attempts only moves with a new claim, which changes the token the update is
          * conditional on: the target decided from this read holds if the update matches. */
-        enum store_status to =
-            store_lease_exhausted(r->attempts, max_attempts) ? STORE_QUARANTINED : STORE_PENDING;
+        enum store_status to = store_lease_exhausted(r->attempts, scavenge_max_attempts(lim, r))
+                                   ? STORE_QUARANTINED
+                                   : STORE_PENDING;
         bool changed = false;
         if ((rc = d->scavenge_update(st, r, to, now_ms, &changed)) != ROOST_OK || !changed) {
             continue; /* the lease moved on since we read it */

@@ -32,6 +32,7 @@ struct store_lease_ref {
     int64_t seq;
     char lease_token[STORE_LEASE_TOKEN_LEN + 1];
     int attempts;
+    char consumer[STORE_ID_MAX + 1]; /* who holds the lease, "" when claimed without one */
 };
 struct store_lease_refs {
     struct store_lease_ref *items;
@@ -280,8 +281,9 @@ int store_lifecycle_release_all(struct store *st, const char *tenant_id, const c
                                 struct store_touches *touches);
 int store_lifecycle_head(struct store *st, const char *tenant_id, const char *agent_id,
                          int64_t *head);
-int store_lifecycle_scavenge(struct store *st, int64_t now_ms, int max_attempts, size_t limit,
-                             size_t *count, size_t *quarantined, struct store_touches *touches);
+int store_lifecycle_scavenge(struct store *st, int64_t now_ms,
+                             const struct store_scavenge_limits *lim, size_t limit, size_t *count,
+                             size_t *quarantined, struct store_touches *touches);
 int store_lifecycle_promote_due(struct store *st, int64_t now_ms, size_t limit, size_t *count,
                                 struct store_touches *touches);
 int store_lifecycle_expire(struct store *st, int64_t now_ms, size_t limit, size_t *count);

@@ -126,7 +126,7 @@ const char *const store_mysql_sql[S_COUNT] = {
     [S_STATE_GET] = "SELECT state, GREATEST(state_cursor, purged_through_seq) FROM agents"
                     " WHERE tenant_id = ? AND agent_id = ?",
     /* now, limit: inbox_lease (lease_expires_at is claim_expires_at while claimed) */
-    [S_SCAV_SELECT] = "SELECT tenant_id, agent_id, seq, lease_token, attempts FROM inbox"
+    [S_SCAV_SELECT] = "SELECT tenant_id, agent_id, seq, lease_token, attempts, consumer FROM inbox"
                       " WHERE lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?",
     /* status, tenant, agent, seq, token, now: conditional on the lease read, so an ack or release
      * that won the race is never overwritten. */
@@ -913,6 +913,7 @@ static int my_scavenge_select(struct store *st, int64_t now_ms, int64_t limit,
         ref->seq = cell_i64(&rs, r, 2);
         cell_copy(&rs, r, 3, ref->lease_token, sizeof ref->lease_token);
         ref->attempts = (int)cell_i64(&rs, r, 4);
+        cell_copy(&rs, r, 5, ref->consumer, sizeof ref->consumer);
     }
     rows_free(&rs);
     return rc;

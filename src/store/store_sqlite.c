@@ -113,7 +113,7 @@ const char *const store_sqlite_sql[S_COUNT] = {
      * those a reader can continue from without 410 is max(state_cursor, purged_through_seq). */
     [S_STATE_GET] = "SELECT state, max(state_cursor, purged_through_seq) FROM agents"
                     " WHERE tenant_id = ?1 AND agent_id = ?2",
-    [S_SCAV_SELECT] = "SELECT tenant_id, agent_id, seq, lease_token, attempts FROM inbox"
+    [S_SCAV_SELECT] = "SELECT tenant_id, agent_id, seq, lease_token, attempts, consumer FROM inbox"
                       " WHERE status = " ST_CLAIMED " AND claim_expires_at <= ?1"
                       " ORDER BY claim_expires_at LIMIT ?2",
     /* Conditional on the lease read: an ack or release that won the race is never overwritten. */
@@ -861,6 +861,7 @@ static int sq_scavenge_select(struct store *st, int64_t now_ms, int64_t limit,
         r->seq = sqlite3_column_int64(s, 2);
         col_copy(s, 3, r->lease_token, sizeof r->lease_token);
         r->attempts = sqlite3_column_int(s, 4);
+        col_copy(s, 5, r->consumer, sizeof r->consumer);
     }
     sqlite3_reset(s);
     return rc < 0 ? rc : ROOST_OK;

@@ -9,8 +9,10 @@
 //   {"path","id","sw":true|false,"sig":true|false,"type","event_id","status","at","lease","payload"}
 // What a path answers: its first segment names the behaviour: /ok → 200, /s500 → 500,
 // /redirect → 302 to /ok, /gone → 410, /hang → never answers, /slowok → 200 after 1.5 s,
-// /flip → 500 until the file STATE_DIR/flip exists, then 200. The verification challenge is answered correctly on every
-// path but /badverify.
+// /flip → 500 until the file STATE_DIR/flip exists, then 200, /stall/N → 500 to an event's first
+// N - 1 deliveries, never answers its Nth, 200 from then on (counted per webhook-id for the life
+// of the receiver, so across roostd restarts). The verification challenge is answered correctly
+// on every path but /badverify.
 'use strict';
 const fs = require('fs');
 const https = require('https');
@@ -33,6 +35,8 @@ function fetchJwks() {
     }).on('error', reject);
   });
 }
+
+const deliveries = new Map(); // webhook-id → deliveries seen (for /stall/N)
 
 let sigError = null;
 async function verifySig(req, body) {
@@ -99,11 +103,22 @@ const server = https.createServer({ cert: fs.readFileSync(cert), key: fs.readFil
         status = fs.existsSync(`${stateDir}/flip`) ? 200 : 500;
         answer = status === 500 ? 'boom' : answer;
       }
+      let stall = false;
+      if (behaviour === 'stall' && !(doc && doc.type === 'endpoint.verification')) {
+        const n = Number(req.url.split('/')[2]);
+        const id = req.headers['webhook-id'] || '';
+        const k = (deliveries.get(id) || 0) + 1;
+        deliveries.set(id, k);
+        if (k < n) {
+          status = 500; answer = 'boom';
+        }
+        stall = k === n;
+      }
       const line = { path: req.url, id: req.headers['webhook-id'] || null, sw, sig,
         type: doc && doc.type ? doc.type : null, event_id: doc && doc.event_id ? doc.event_id : null,
         status, at: Date.now(), sw_error: swError, sig_error: why,
         lease: !!(doc && ('lease_token' in doc)), payload: doc && doc.payload ? doc.payload : null };
-      if (behaviour === 'hang' && !(doc && doc.type === 'endpoint.verification')) {
+      if (stall || (behaviour === 'hang' && !(doc && doc.type === 'endpoint.verification'))) {
         fs.appendFileSync(`${stateDir}/log`, JSON.stringify({ ...line, status: 0 }) + '\n');
         return; // never answers: roostd's timeout ends it
       }

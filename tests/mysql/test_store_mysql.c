@@ -1114,7 +1114,8 @@ static void test_store_mysql_migration_0007_backfills(const char *url)
     CHECK(evs.len == 3 && evs.items[0].seq == 3 && evs.items[1].seq == 2 && evs.items[2].seq == 7);
     store_events_cleanup(&evs);
     struct store_touches touched = {0};
-    CHECK_RC(st, st->ops->scavenge(st, T0 + 2000, 10, 10, &n, &q, &touched), ROOST_OK);
+    const struct store_scavenge_limits lim = {.max_attempts = 10};
+    CHECK_RC(st, st->ops->scavenge(st, T0 + 2000, &lim, 10, &n, &q, &touched), ROOST_OK);
     CHECK(n == 1 && q == 0); /* seq 5's lease; the three just claimed run to T0 + 30100 */
     CHECK_RC(st, st->ops->promote_due(st, T0 + 60000, 10, &n, &touched), ROOST_OK);
     CHECK(n == 1);

@@ -222,10 +222,17 @@ static int release(struct store *st, const char *tenant, const char *agent,
                                       delay_s, error, max_attempts, now, touches, NULL));
 }
 
+static int scavenge_lim(struct store *st, int64_t now, const struct store_scavenge_limits *lim,
+                        size_t *count, size_t *quarantined, struct store_touches *touches)
+{
+    return IN_TX(st, st->ops->scavenge(st, now, lim, 1000, count, quarantined, touches));
+}
+
 static int scavenge(struct store *st, int64_t now, int max_attempts, size_t *count,
                     size_t *quarantined, struct store_touches *touches)
 {
-    return IN_TX(st, st->ops->scavenge(st, now, max_attempts, 1000, count, quarantined, touches));
+    const struct store_scavenge_limits lim = {.max_attempts = max_attempts};
+    return scavenge_lim(st, now, &lim, count, quarantined, touches);
 }
 
 /* Reads one event (by seq) of an agent, whatever its status; 0 when found. */
@@ -747,6 +754,42 @@ static void test_store_scavenger_returns_and_quarantines(struct fx *f)
     store_event_cleanup(&ev);
     store_events_cleanup(&evs);
     store_touches_cleanup(&touches);
+}
+
+/* Leases of one consumer (the webhook dispatcher's) run out against their own limit, the
+ * others' against max_attempts. */
+static void test_store_scavenger_follows_a_consumer_limit(struct fx *f)
+{
+    struct store *st = f->st;
+    struct store_events evs = {0};
+    size_t count, quarantined;
+    const struct store_scavenge_limits lim = {
+        .max_attempts = 1, .consumer = "hooks", .consumer_max_attempts = 3};
+    pub1(st, TA, "w", "{}", NULL, T0, NULL);
+    pub1(st, TA, "g", "{}", NULL, T0, NULL);
+    CHECK_RC(claim(st, TA, "w", 1, 10, "hooks", T0, &evs), ROOST_OK);
+    CHECK_RC(claim(st, TA, "g", 1, 10, "hooks-not", T0, &evs), ROOST_OK);
+    CHECK(evs.len == 2);
+    /* First expiry: the general limit (1) quarantines g; w has 2 of its 3 attempts left. */
+    CHECK_RC(scavenge_lim(st, T0 + 10000, &lim, &count, &quarantined, NULL), ROOST_OK);
+    CHECK(count == 2 && quarantined == 1);
+    CHECK(status_of(st, TA, "g", 1) == STORE_QUARANTINED);
+    CHECK(status_of(st, TA, "w", 1) == STORE_PENDING);
+    /* Second claim and expiry: still under its own limit. */
+    store_events_cleanup(&evs);
+    CHECK_RC(claim(st, TA, "w", 1, 10, "hooks", T0 + 10001, &evs), ROOST_OK);
+    CHECK(evs.len == 1 && evs.items[0].attempts == 2);
+    CHECK_RC(scavenge_lim(st, T0 + 20001, &lim, &count, &quarantined, NULL), ROOST_OK);
+    CHECK(count == 1 && quarantined == 0);
+    CHECK(status_of(st, TA, "w", 1) == STORE_PENDING);
+    /* Third: its limit reached, it is quarantined. */
+    store_events_cleanup(&evs);
+    CHECK_RC(claim(st, TA, "w", 1, 10, "hooks", T0 + 20002, &evs), ROOST_OK);
+    CHECK(evs.len == 1 && evs.items[0].attempts == 3);
+    CHECK_RC(scavenge_lim(st, T0 + 30002, &lim, &count, &quarantined, NULL), ROOST_OK);
+    CHECK(count == 1 && quarantined == 1);
+    CHECK(status_of(st, TA, "w", 1) == STORE_QUARANTINED);
+    store_events_cleanup(&evs);
 }
 
 static void test_store_scavenger_never_overwrites_an_ack(struct fx *f)
@@ -1770,6 +1813,7 @@ static const struct test tests[] = {
     TEST(test_store_extend_cap_and_expired_lease),
     TEST(test_store_release_all_only_that_consumer),
     TEST(test_store_scavenger_returns_and_quarantines),
+    TEST(test_store_scavenger_follows_a_consumer_limit),
     TEST(test_store_scavenger_never_overwrites_an_ack),
     TEST(test_store_expire_marks_expired),
     TEST(test_store_requeue_keeps_id_and_seq),
