@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "common/timeutil.h"
 
 #include "common/banned.h"
 
@@ -132,13 +133,13 @@ int cmd_inbox_tail(struct cli_args *a)
             return cli_exit_code(rc, true);
         }
         /* Stream down: long-poll reads until it is time to try the stream again. */
-        int64_t until = (int64_t)time(NULL) * 1000 + backoff_ms;
+        int64_t until = time_mono_ms() + backoff_ms;
         do {
             rc = pull(&t, 25 < backoff_ms / 1000 ? 25 : (int)(backoff_ms / 1000) + 1);
             if (rc == ROOST_ECONNECT) {
                 sleep_ms(backoff_ms < 5000 ? backoff_ms : 5000);
             }
-        } while (!fatal(rc) && (int64_t)time(NULL) * 1000 < until);
+        } while (!fatal(rc) && time_mono_ms() < until);
         backoff_ms = backoff_ms * 2 < 30000 ? backoff_ms * 2 : 30000;
     }
     r = cli_fail(a, t.reader, rc, "inbox tail");

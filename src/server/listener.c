@@ -122,7 +122,7 @@ static void accept_failed(struct evconnlistener *listener, void *arg)
     int err = EVUTIL_SOCKET_ERROR();
     struct listener *l = accept_owner;
     static int64_t last_warn_ms;
-    int64_t now = time_now_ms();
+    int64_t now = time_mono_ms();
     if (now - last_warn_ms >= 1000) {
         last_warn_ms = now;
         log_warn("accept failed, pausing new connections", "error=\"%s\" pause_ms=%d",
@@ -315,7 +315,7 @@ static void conn_shutdown(struct conn *c)
 static void head_timeout(struct conn *c)
 {
     static int64_t last_log_ms;
-    int64_t now = time_now_ms();
+    int64_t now = time_mono_ms();
     if (now - last_log_ms >= 1000) {
         last_log_ms = now;
         log_info("connection closed: request head too slow", "header_timeout_s=%lld",
@@ -491,7 +491,7 @@ static void conn_attach(struct conn *c)
     struct addr_count *a = addr_key(c->fd, key) ? addr_get(l, key) : NULL;
     if (a != NULL && cap > 0 && (int64_t)a->n >= cap) {
         static int64_t last_log_ms;
-        int64_t now = time_now_ms();
+        int64_t now = time_mono_ms();
         if (now - last_log_ms >= 1000) {
             last_log_ms = now;
             log_warn("connection refused: too many from one address",

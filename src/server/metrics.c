@@ -115,7 +115,7 @@ struct metrics {
     struct event *timer;
     bool busy, stopped;
     struct store_metrics_snapshot snap; /* the last good one; arrays owned */
-    int64_t snap_ms;                    /* wall clock of snap, 0 = none yet */
+    int64_t snap_ms;                    /* monotonic clock of snap, 0 = none yet */
     uint64_t snap_failures;
     struct webhook_stats *webhooks; /* per endpoint; any thread, under its own mutex */
 };
@@ -350,7 +350,7 @@ static void done_snap(struct job *job)
         snapshot_free(&m->snap);
         m->snap = j->acc; /* moves the arrays */
         memset(&j->acc, 0, sizeof j->acc);
-        m->snap_ms = time_now_ms();
+        m->snap_ms = time_mono_ms();
     } else if (job->rc != ROOST_OK) {
         m->snap_failures++;
         log_warn("metrics snapshot failed", "error=%s", roost_err_code(job->rc));
@@ -445,7 +445,7 @@ bool metrics_snapshot_info(const struct metrics *m, int64_t *age_ms, bool *trunc
     if (m->snap_ms == 0) {
         return false;
     }
-    int64_t age = time_now_ms() - m->snap_ms;
+    int64_t age = time_mono_ms() - m->snap_ms;
     *age_ms = age > 0 ? age : 0;
     *truncated = m->snap.truncated;
     return true;
@@ -625,7 +625,7 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
            "Age of the store snapshot behind the inbox gauges (refreshed every "
            "metrics.refresh_ms).");
     evbuffer_add_printf(out, "roost_metrics_snapshot_age_seconds %.3f\n",
-                        m->snap_ms ? age_s(now, m->snap_ms) : 0.0);
+                        m->snap_ms ? age_s(time_mono_ms(), m->snap_ms) : 0.0);
     family(out, "roost_metrics_snapshot_failures_total", "counter",
            "Store snapshots for the gauges that failed.");
     evbuffer_add_printf(out, "roost_metrics_snapshot_failures_total %llu\n",

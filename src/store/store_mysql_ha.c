@@ -88,7 +88,12 @@ int store_mysql_cluster_acquire(const struct store_mysql_url *u, unsigned lock_w
         c->lock_wait_s = lock_wait_s;
         atomic_init(&c->writer, -1);
         c->failback_seen = -1;
-        pthread_cond_init(&c->stop_cv, NULL);
+        /* Its waits are durations: on the monotonic clock, deaf to steps of the wall clock. */
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&c->stop_cv, &ca);
+        pthread_condattr_destroy(&ca);
         /* Without the monitor, writes still fail over; they only do not come back by themselves. */
         c->monitor_started = pthread_create(&c->monitor, NULL, monitor_main, c) == 0;
         c->next = clusters;
@@ -473,7 +478,7 @@ static void *monitor_main(void *arg)
     pthread_mutex_lock(&clusters_mu);
     while (!c->stopping) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += FAILBACK_EVERY_MS / 1000;
         pthread_cond_timedwait(&c->stop_cv, &clusters_mu, &until);
         int w = atomic_load(&c->writer);

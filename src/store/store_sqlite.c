@@ -1243,7 +1243,7 @@ struct scan_deadline {
 static int scan_progress(void *arg)
 {
     struct scan_deadline *d = arg;
-    d->hit = time_now_ms() > d->at_ms;
+    d->hit = time_mono_ms() > d->at_ms;
     return d->hit;
 }
 
@@ -1271,7 +1271,7 @@ static int sq_agents_list(struct store *st, const char *tenant_id, enum store_ag
     }
     sqlite3_bind_int64(s, 3, store_limit_page(limit));
     /* A ranking reads every agent of the tenant: bounded in time (checked every 1000 VM steps). */
-    struct scan_deadline dl = {.at_ms = time_now_ms() + st->admin_scan_ms};
+    struct scan_deadline dl = {.at_ms = time_mono_ms() + st->admin_scan_ms};
     bool budget = id != S_AGENTS_LIST && st->admin_scan_ms > 0;
     if (budget) {
         sqlite3_progress_handler(b->db, 1000, scan_progress, &dl);
