@@ -228,6 +228,437 @@ export async function publish(conn, event) {
   }
 }
 
+// ---- the agent logic, one copy for every platform ----
+
+/**
+ * Thrown (or returned) by a handler: try this event again later without counting a failure,
+ * after `retryAfterS` seconds (default: 1 s doubling per attempt up to 300 s). From attempt
+ * `tempfailMax` (10) on it counts as a failure, so a handler that only ever says "later" ends
+ * quarantined (the C agent's ROOST_AGENT_RETRY_LATER).
+ */
+export class RetryLater extends Error {
+  /**
+   * @param {string} [message]
+   * @param {{retryAfterS?: number}} [opts]
+   */
+  constructor(message = 'retry later', opts = {}) {
+    super(message);
+    this.name = 'RetryLater';
+    this.retryAfterS = opts.retryAfterS;
+  }
+}
+
+/** Thrown (or returned) by a handler: never retry this event; roostd quarantines it now. */
+export class Quarantine extends Error {
+  /** @param {string} [message] */
+  constructor(message = 'quarantined by the handler') {
+    super(message);
+    this.name = 'Quarantine';
+  }
+}
+
+/**
+ * The agent logic shared by every platform (one copy): pull before trusting the stream, claim
+ * up to `concurrency`, run the handler with its lease extended at half-life, record the id as
+ * processed before the ack (batched), release on failure (backoff, retry-later, quarantine),
+ * 410 → onState. The platform adapter gives it a store ({load, update}: the cursor, processed
+ * ids and, where the store keeps them, outstanding leases), tells it when the stream is up and
+ * kicks it on wake signals; the engine tells the adapter its state, syncs and errors.
+ * @internal
+ */
+export class AgentEngine {
+  /**
+   * @param {object} p
+   * @param {Client} p.client
+   * @param {string} p.agentId
+   * @param {string} p.consumer
+   * @param {Required<Pick<AgentOptions, 'concurrency'|'lease_s'|'handler'>> & AgentOptions} p.opts
+   * @param {{load: () => Promise<any>, update: (fn: (v: any) => any) => Promise<void>,
+   *   tracksLeases?: boolean}} p.store
+   * @param {(state: AgentState) => void} p.onState
+   * @param {(cursor: number, lastSync: Date) => void} p.onSync
+   * @param {(err: unknown) => void} p.onError
+   * @param {number} [p.longPoll_s] wait_s of claims while the stream is down (0: sleep-poll)
+   * @param {number} [p.ackDelayMs] how long an ack waits for others to share its request
+   */
+  constructor(p) {
+    Object.assign(this, p);
+    this.longPoll_s ??= 0;
+    this.ackDelayMs ??= 0;
+    this.cursor = 0;
+    this.processed = new Set();
+    this.running = new Map(); // event_id -> promise
+    this.streamUp = false;
+    this.kicked = false;
+    this.kickWaiter = null;
+    this.idleRounds = 0;
+    this.active = false;
+    this.lastSync = null;
+    this.ackQueue = [];
+    this.ackTimer = null;
+  }
+
+  path(suffix) {
+    return `/api/v1/agents/${encodeURIComponent(this.agentId)}${suffix}`;
+  }
+
+  kick() {
+    this.kicked = true;
+    const w = this.kickWaiter;
+    this.kickWaiter = null;
+    w?.();
+  }
+
+  /** Waits for a kick, or ms (Infinity: only a kick). */
+  waitKick(ms) {
+    if (this.kicked) {
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const t = Number.isFinite(ms) ? setTimeout(resolve, ms) : null;
+      this.kickWaiter = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
+
+  setStreamUp(up) {
+    this.streamUp = up;
+    if (up) {
+      this.idleRounds = 0;
+    }
+    this.kick();
+  }
+
+  /** Loads the durable record: call before run(). */
+  async load() {
+    const rec = await this.store.load();
+    this.cursor = rec.cursor ?? 0;
+    this.processed = new Set(rec.processed ?? []);
+    return rec;
+  }
+
+  /**
+   * Leases a previous process left (a store that keeps them): a processed event is acked with
+   * its old lease (its ack was lost), any other released at once (reason shutdown, no attempt
+   * counted) instead of waiting for the lease to expire.
+   */
+  async recover(leases) {
+    for (const [eventId, leaseToken] of Object.entries(leases ?? {})) {
+      const id = encodeURIComponent(eventId);
+      const route = this.processed.has(eventId) ? 'ack' : 'release';
+      const body = route === 'ack' ? { lease_token: leaseToken }
+        : { lease_token: leaseToken, reason: 'shutdown' };
+      try {
+        await this.client.post(this.path(`/inbox/${id}/${route}`), body);
+      } catch (err) {
+        if (!(err instanceof RoostError && (err.status === 409 || err.status === 404))) {
+          throw err; // network: keep them for the next try
+        }
+      }
+      await this.store.update((v) => {
+        const l = { ...(v.leases ?? {}) };
+        delete l[eventId];
+        return { ...v, leases: l };
+      });
+    }
+  }
+
+  /** The leader's loop: runs until stop(). */
+  async run() {
+    this.active = true;
+    let failures = 0;
+    while (this.active) {
+      this.kicked = false;
+      try {
+        await this.syncOnce();
+        failures = 0;
+        this.onState(this.streamUp ? 'streaming' : 'polling');
+      } catch (err) {
+        failures++;
+        if (err instanceof RoostError && err.status === 0) {
+          this.onState('offline');
+        } else {
+          this.onError(err);
+        }
+      }
+      if (!this.active) {
+        break;
+      }
+      // Streaming: a ping or another wake signal says when (the heartbeat watchdog covers a
+      // silent stream). Otherwise poll (a long poll where the platform asks for it), backing
+      // off while nothing comes and on failures.
+      if (failures === 0 && !this.streamUp && this.longPoll_s > 0) {
+        try {
+          await this.longPoll();
+        } catch (err) {
+          failures++;
+          this.onState(err instanceof RoostError && err.status === 0 ? 'offline' : 'polling');
+        }
+        if (failures === 0) {
+          continue;
+        }
+      }
+      const idle = Math.min(this.idleRounds, 5);
+      const wait = failures > 0
+        ? Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(failures, 6))
+        : this.streamUp ? Infinity : Math.min(MAX_BACKOFF_MS, 1000 * 2 ** idle);
+      await this.waitKick(wait);
+    }
+  }
+
+  stop() {
+    this.active = false;
+    this.kick();
+  }
+
+  /** One claim with wait_s (the stream is down): what it brings runs like a pull's. */
+  async longPoll() {
+    while (this.running.size >= this.opts.concurrency && this.active) {
+      await Promise.race(this.running.values());
+    }
+    if (!this.active || this.kicked) {
+      return;
+    }
+    const free = this.opts.concurrency - this.running.size;
+    const r = await this.client.post(this.path('/inbox/claim'), {
+      limit: free, lease_s: this.opts.lease_s, consumer: this.consumer, wait_s: this.longPoll_s,
+    });
+    await this.started(r.events);
+  }
+
+  /** Starts the handlers of claimed events (or, after stop(), gives them back at once). */
+  async started(events) {
+    if (events.length === 0) {
+      return;
+    }
+    if (this.store.tracksLeases) {
+      await this.store.update((v) => {
+        const l = { ...(v.leases ?? {}) };
+        for (const ev of events) {
+          l[ev.event_id] = ev.lease_token;
+        }
+        return { ...v, leases: l };
+      });
+    }
+    for (const ev of events) {
+      if (!this.active) {
+        await this.release(ev, { reason: 'shutdown' });
+        continue;
+      }
+      const p = this.runEvent(ev).finally(() => {
+        this.running.delete(ev.event_id);
+        this.kick(); // a slot is free: claim again
+      });
+      this.running.set(ev.event_id, p);
+    }
+  }
+
+  /** One pull: learn the head (410 → state), then claim until nothing is claimable. */
+  async syncOnce() {
+    let head;
+    try {
+      const r = await this.client.get(this.path(`/inbox?after_cursor=${this.cursor}&limit=1`));
+      head = r.head;
+    } catch (err) {
+      if (err instanceof RoostError && err.status === 410) {
+        const st = await this.client.get(this.path('/state'));
+        this.opts.onState?.(st.state, st.cursor);
+        head = st.cursor;
+      } else if (err instanceof RoostError && err.code === 'invalid_cursor') {
+        head = err.body?.error?.head ?? 0; // the store went back in time: start again
+      } else {
+        throw err;
+      }
+    }
+    let claimed = 0;
+    let lastSeq = 0; // the highest sequence number claimed in this sync
+    for (;;) {
+      const free = this.opts.concurrency - this.running.size;
+      if (free <= 0) {
+        await Promise.race(this.running.values());
+        continue;
+      }
+      if (!this.active) {
+        return;
+      }
+      const r = await this.client.post(this.path('/inbox/claim'),
+        { limit: free, lease_s: this.opts.lease_s, consumer: this.consumer });
+      for (const ev of r.events) {
+        claimed++;
+        lastSeq = Math.max(lastSeq, ev.sequence_number ?? 0);
+      }
+      await this.started(r.events);
+      if (r.events.length === 0 || (!r.has_more && r.events.length < free)) {
+        break;
+      }
+    }
+    this.idleRounds = claimed > 0 ? 0 : this.idleRounds + 1;
+    // What this sync claimed is behind the cursor too: otherwise retention, deleting the rows
+    // this agent itself just completed, would answer the next sync 410 and force a needless
+    // second resync (onState) while the cursor still named the head learned before the claims.
+    if (head !== undefined && lastSeq > head) {
+      head = lastSeq;
+    }
+    if (head !== undefined && head !== this.cursor) {
+      this.cursor = head;
+      await this.store.update((v) => ({ ...v, cursor: head }));
+    }
+    this.lastSync = new Date();
+    this.onSync(this.cursor, this.lastSync);
+  }
+
+  /** Runs the handler for one claimed event (or acks one whose handler already finished). */
+  async runEvent(ev) {
+    const known = (await this.store.load()).processed ?? [];
+    if (this.processed.has(ev.event_id) || known.includes(ev.event_id)) {
+      await this.ack(ev);
+      return;
+    }
+    const id = encodeURIComponent(ev.event_id);
+    // Lease extension at half-life while the handler runs.
+    const halfMs = Math.max(500, (this.opts.lease_s * 1000) / 2);
+    let extender = null;
+    const extend = () => {
+      extender = setTimeout(() => {
+        this.client.post(this.path(`/inbox/${id}/extend`),
+          { lease_token: ev.lease_token, lease_s: this.opts.lease_s })
+          .then(extend, (err) => {
+            if (!(err instanceof RoostError && err.status === 409)) {
+              extend(); // transient: try again at the next half-life
+            }
+          });
+      }, halfMs);
+    };
+    extend();
+    let result;
+    let failure = null;
+    try {
+      result = await this.opts.handler(ev);
+    } catch (err) {
+      failure = err;
+    } finally {
+      clearTimeout(extender);
+    }
+    if (failure === null && (result instanceof RetryLater || result instanceof Quarantine)) {
+      failure = result; // returned instead of thrown: the same
+    }
+    if (failure === null) {
+      // Done, durably, before the ack: if the ack is lost (or this agent stopped and released
+      // the lease meanwhile), whoever claims the event next acks it without running it again.
+      this.processed.add(ev.event_id);
+      await this.store.update((v) => ({
+        ...v, processed: [...(v.processed ?? []), ev.event_id].slice(-PROCESSED_KEEP),
+      }));
+      if (this.active) {
+        await this.ack(ev);
+      }
+      return;
+    }
+    if (!this.active) {
+      return; // stopping: release-all gives it back
+    }
+    const attempts = ev.attempts ?? 1;
+    const message = String(failure?.message ?? failure).slice(0, 4096);
+    if (failure instanceof Quarantine) {
+      await this.release(ev, { reason: 'poison', error: message });
+    } else if (failure instanceof RetryLater) {
+      const delay_s = failure.retryAfterS ?? Math.min(300, 2 ** Math.min(attempts - 1, 9));
+      const counts = attempts >= (this.opts.tempfailMax ?? 10);
+      await this.release(ev, { reason: counts ? 'transient' : 'shutdown', delay_s, error: message });
+    } else {
+      this.onError(failure);
+      const delay_s = Math.min(300, 2 ** Math.min(attempts, 8));
+      await this.release(ev, { reason: 'transient', delay_s, error: message });
+    }
+  }
+
+  async forgetLease(eventIds) {
+    if (this.store.tracksLeases && eventIds.length > 0) {
+      await this.store.update((v) => {
+        const l = { ...(v.leases ?? {}) };
+        for (const id of eventIds) {
+          delete l[id];
+        }
+        return { ...v, leases: l };
+      });
+    }
+  }
+
+  async release(ev, body) {
+    try {
+      await this.client.post(this.path(`/inbox/${encodeURIComponent(ev.event_id)}/release`),
+        { lease_token: ev.lease_token, ...body });
+    } catch (err) {
+      if (!(err instanceof RoostError && err.status === 409)) {
+        this.onError(err);
+        return; // the lease expires on its own; a store that keeps it releases it at restart
+      }
+    }
+    await this.forgetLease([ev.event_id]);
+  }
+
+  /**
+   * Acks one event: acks finishing within ackDelayMs of each other share one request (the batch
+   * route). Retried while the answer does not come (a lost answer: a repeated ack with the same
+   * lease is 200); 409 means the lease was lost, and the processed id covers it.
+   */
+  ack(ev) {
+    return new Promise((resolve) => {
+      this.ackQueue.push({ ev, resolve });
+      if (this.ackTimer === null) {
+        this.ackTimer = setTimeout(() => this.flushAcks(), this.ackDelayMs);
+      }
+    });
+  }
+
+  async flushAcks() {
+    this.ackTimer = null;
+    const batch = this.ackQueue.splice(0, 100);
+    if (this.ackQueue.length > 0) {
+      this.ackTimer = setTimeout(() => this.flushAcks(), 0);
+    }
+    const done = [];
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (batch.length === 1) {
+          const ev = batch[0].ev;
+          await this.client.post(this.path(`/inbox/${encodeURIComponent(ev.event_id)}/ack`),
+            { lease_token: ev.lease_token });
+        } else {
+          const r = await this.client.post(this.path('/inbox/ack'),
+            { acks: batch.map(({ ev }) => ({ event_id: ev.event_id, lease_token: ev.lease_token })) });
+          for (const res of r.results ?? []) {
+            if (res.error && res.error.code !== 'lease_mismatch') {
+              this.onError(new RoostError(409, res.error.code, res.error.message, res));
+            }
+          }
+        }
+        done.push(...batch.map(({ ev }) => ev.event_id));
+        break;
+      } catch (err) {
+        const transient = err instanceof RoostError && (err.status === 0 || err.status >= 500 ||
+          err.status === 429);
+        if (transient && attempt < 5 && this.active) {
+          await sleep(Math.min(MAX_BACKOFF_MS, 250 * 2 ** attempt));
+          continue;
+        }
+        if (err instanceof RoostError && err.status === 409) {
+          done.push(...batch.map(({ ev }) => ev.event_id));
+        } else {
+          this.onError(err);
+        }
+        break;
+      }
+    }
+    await this.forgetLease(done).catch((err) => this.onError(err));
+    for (const { resolve } of batch) {
+      resolve();
+    }
+  }
+}
+
 // ---- IndexedDB: cursor and processed ids, shared by the tabs of the origin ----
 
 const DB_NAME = 'roost';
@@ -507,16 +938,29 @@ export class Agent extends EventTarget {
     this.mode = null;
     /** The consumer id of this tab's claims. */
     this.consumer = randomId('tab-');
-    this.cursor = 0;
-    this.running = new Map(); // event_id -> promise
-    this.streamUp = false;
-    this.kicked = false;
-    this.kickWaiter = null;
-    this.idleRounds = 0;
     const key = `${this.opts.server || location.origin}|${this.agentId}`;
     this.name = `roost:${key}`;
     this.record = new AgentRecord(key);
-    this.processed = new Set();
+    this.engine = new AgentEngine({
+      client: this.client, agentId: this.agentId, consumer: this.consumer, opts: this.opts,
+      store: this.record,
+      onState: (state) => this.setState(state),
+      onSync: (cursor, lastSync) => {
+        this.lastSync = lastSync;
+        this.bc?.postMessage({ type: 'sync', cursor, lastSync: lastSync.getTime() });
+        this.dispatchEvent(new CustomEvent('sync', { detail: { cursor, lastSync } }));
+      },
+      onError: (err) => this.error(err),
+    });
+  }
+
+  /** The cursor of the last complete pull (the leader's). */
+  get cursor() {
+    return this.engine.cursor;
+  }
+
+  kick() {
+    this.engine.kick();
   }
 
   setState(state) {
@@ -538,7 +982,7 @@ export class Agent extends EventTarget {
   /** Joins the agent's tabs; resolves at once (leadership comes when the lock is granted). */
   start() {
     if (this.abort) {
-      return;
+      return Promise.resolve();
     }
     this.abort = new AbortController();
     const signal = this.abort.signal;
@@ -588,6 +1032,7 @@ export class Agent extends EventTarget {
     } else {
       this.lead(); // no Web Locks: this tab acts alone
     }
+    return Promise.resolve();
   }
 
   /** Stops this tab: gives up leadership (releasing its claims) and closes the stream. */
@@ -611,7 +1056,7 @@ export class Agent extends EventTarget {
     this.abort.abort();
     this.abort = null;
     this.isLeader = false;
-    this.kick();
+    this.engine.stop();
     this.hub?.stop();
     this.hub = null;
     this.port?.postMessage({ type: 'bye' });
@@ -686,11 +1131,7 @@ export class Agent extends EventTarget {
   /** Messages of the stream (from the worker or the tab's own hub). */
   onStream(msg) {
     if (msg.type === 'stream') {
-      this.streamUp = msg.up;
-      if (msg.up) {
-        this.idleRounds = 0;
-      }
-      this.kick();
+      this.engine.setStreamUp(msg.up);
     } else if (msg.type === 'ping' || msg.type === 'wake') {
       // A heartbeat whose head we have already is no news.
       if (msg.kind !== 'heartbeat' || !(msg.head <= this.cursor)) {
@@ -722,27 +1163,6 @@ export class Agent extends EventTarget {
     return r.ticket;
   }
 
-  kick() {
-    this.kicked = true;
-    const w = this.kickWaiter;
-    this.kickWaiter = null;
-    w?.();
-  }
-
-  /** Waits for a kick, or ms (Infinity: only a kick). */
-  waitKick(ms) {
-    if (this.kicked) {
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const t = Number.isFinite(ms) ? setTimeout(resolve, ms) : null;
-      this.kickWaiter = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
-  }
-
   /** The leader's life: holds the Web Lock until this tab stops or closes. */
   async lead() {
     if (!this.abort) {
@@ -751,9 +1171,7 @@ export class Agent extends EventTarget {
     this.isLeader = true;
     /** When this tab became the leader (ms since the epoch). */
     this.leaderSince = Date.now();
-    const rec = await this.record.load();
-    this.cursor = rec.cursor;
-    this.processed = new Set(rec.processed);
+    await this.engine.load();
     if (!this.abort) {
       return; // stopped while the record loaded
     }
@@ -762,157 +1180,7 @@ export class Agent extends EventTarget {
     } else {
       this.startHub();
     }
-    let failures = 0;
-    while (this.abort) {
-      this.kicked = false;
-      try {
-        await this.syncOnce();
-        failures = 0;
-        this.setState(this.streamUp ? 'streaming' : 'polling');
-      } catch (err) {
-        failures++;
-        if (err instanceof RoostError && err.status === 0) {
-          this.setState('offline');
-        } else {
-          this.error(err);
-        }
-      }
-      // Streaming: a ping or another wake signal says when (the heartbeat watchdog covers a
-      // silent stream). Otherwise poll, backing off while nothing comes and on failures.
-      const idle = Math.min(this.idleRounds, 5);
-      const wait = failures > 0
-        ? Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(failures, 6))
-        : this.streamUp ? Infinity : Math.min(MAX_BACKOFF_MS, 1000 * 2 ** idle);
-      await this.waitKick(wait);
-    }
-  }
-
-  path(suffix) {
-    return `/api/v1/agents/${encodeURIComponent(this.agentId)}${suffix}`;
-  }
-
-  /** One pull: learn the head (410 → state), then claim until nothing is claimable. */
-  async syncOnce() {
-    let head;
-    try {
-      const r = await this.client.get(this.path(`/inbox?after_cursor=${this.cursor}&limit=1`));
-      head = r.head;
-    } catch (err) {
-      if (err instanceof RoostError && err.status === 410) {
-        const st = await this.client.get(this.path('/state'));
-        this.opts.onState?.(st.state, st.cursor);
-        head = st.cursor;
-      } else if (err instanceof RoostError && err.code === 'invalid_cursor') {
-        head = err.body?.error?.head ?? 0; // the store went back in time: start again
-      } else {
-        throw err;
-      }
-    }
-    let claimed = 0;
-    let lastSeq = 0; // the highest sequence number claimed in this sync
-    for (;;) {
-      const free = this.opts.concurrency - this.running.size;
-      if (free <= 0) {
-        await Promise.race(this.running.values());
-        continue;
-      }
-      if (!this.abort) {
-        return;
-      }
-      const r = await this.client.post(this.path('/inbox/claim'),
-        { limit: free, lease_s: this.opts.lease_s, consumer: this.consumer });
-      for (const ev of r.events) {
-        claimed++;
-        lastSeq = Math.max(lastSeq, ev.sequence_number ?? 0);
-        const p = this.runEvent(ev).finally(() => {
-          this.running.delete(ev.event_id);
-          this.kick(); // a slot is free: claim again
-        });
-        this.running.set(ev.event_id, p);
-      }
-      if (r.events.length === 0 || (!r.has_more && r.events.length < free)) {
-        break;
-      }
-    }
-    this.idleRounds = claimed > 0 ? 0 : this.idleRounds + 1;
-    // What this sync claimed is behind the cursor too: otherwise retention, deleting the rows
-    // this page itself just completed, would answer the next sync 410 and force a needless
-    // second resync (onState) while the cursor still named the head learned before the claims.
-    if (head !== undefined && lastSeq > head) {
-      head = lastSeq;
-    }
-    if (head !== undefined && head !== this.cursor) {
-      this.cursor = head;
-      await this.record.update((v) => ({ ...v, cursor: head }));
-    }
-    this.lastSync = new Date();
-    this.bc?.postMessage({ type: 'sync', cursor: this.cursor, lastSync: this.lastSync.getTime() });
-    this.dispatchEvent(new CustomEvent('sync', { detail: { cursor: this.cursor,
-      lastSync: this.lastSync } }));
-  }
-
-  /** Runs the handler for one claimed event (or acks one whose handler already finished). */
-  async runEvent(ev) {
-    const lease = { lease_token: ev.lease_token };
-    const id = encodeURIComponent(ev.event_id);
-    const known = (await this.record.load()).processed;
-    if (this.processed.has(ev.event_id) || known.includes(ev.event_id)) {
-      await this.ack(id, lease);
-      return;
-    }
-    // Lease extension at half-life while the handler runs.
-    const halfMs = Math.max(500, (this.opts.lease_s * 1000) / 2);
-    let extender = null;
-    const extend = () => {
-      extender = setTimeout(() => {
-        this.client.post(this.path(`/inbox/${id}/extend`), { ...lease, lease_s: this.opts.lease_s })
-          .then(extend, (err) => {
-            if (!(err instanceof RoostError && err.status === 409)) {
-              extend(); // transient: try again at the next half-life
-            }
-          });
-      }, halfMs);
-    };
-    extend();
-    let ok = false;
-    let failure = null;
-    try {
-      await this.opts.handler(ev);
-      ok = true;
-    } catch (err) {
-      failure = err;
-    } finally {
-      clearTimeout(extender);
-    }
-    if (ok) {
-      // Done, durably, before the ack: if the ack is lost (or this tab stopped and released the
-      // lease meanwhile), whoever claims the event next acks it without running it again.
-      this.processed.add(ev.event_id);
-      await this.record.update((v) => ({
-        ...v, processed: [...(v.processed ?? []), ev.event_id].slice(-PROCESSED_KEEP),
-      }));
-      if (this.abort) {
-        await this.ack(id, lease);
-      }
-    } else if (this.abort) {
-      const delay_s = Math.min(300, 2 ** Math.min(ev.attempts ?? 1, 8));
-      this.error(failure);
-      await this.client.post(this.path(`/inbox/${id}/release`), {
-        ...lease, delay_s, reason: 'transient', error: String(failure?.message ?? failure).slice(0, 4096),
-      }).catch((err) => this.error(err));
-    }
-  }
-
-  async ack(id, lease) {
-    try {
-      await this.client.post(this.path(`/inbox/${id}/ack`), lease);
-    } catch (err) {
-      // 409: our lease was lost (expired, released): the event is someone else's now; its id is
-      // in the processed set, so whoever claims it acks it without running the handler again.
-      if (!(err instanceof RoostError && err.status === 409)) {
-        this.error(err);
-      }
-    }
+    await this.engine.run();
   }
 }
 
@@ -934,5 +1202,5 @@ export function client(opts) {
   return new Client(opts);
 }
 
-const Roost = { VERSION, agent, publish, client, Agent, Client, RoostError };
+const Roost = { VERSION, agent, publish, client, Agent, Client, RoostError, RetryLater, Quarantine };
 export default Roost;
