@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/base64.h"
@@ -126,6 +127,24 @@ static int secret_of(struct cli_args *a, char **out, bool *made)
     return CLI_EXIT_OK;
 }
 
+/* What to do about a refused registration. */
+static void hint(int rc, bool made)
+{
+    if (rc == ROOST_EDESTFORBIDDEN) {
+        fprintf(stderr, "roost: roostd connects to no loopback, private or otherwise special "
+                        "address (doc/WEBHOOKS.md); an operator allows a range with "
+                        "webhooks.allow_cidrs\n");
+    } else if (rc == ROOST_EVERIFYFAILED) {
+        fprintf(stderr, "roost: the endpoint must answer roostd's challenge with "
+                        "HMAC-SHA256(secret, challenge) within 10 s (doc/WEBHOOKS.md); a "
+                        "certificate of a private CA needs webhooks.ca_file on roostd\n");
+        if (made) {
+            fprintf(stderr, "roost: the secret was made here, so the endpoint could not know "
+                            "it: give it one first and pass it with --secret-file\n");
+        }
+    }
+}
+
 int cmd_callbacks_add(struct cli_args *a)
 {
     static const char *const ids[] = {"agent", NULL};
@@ -145,10 +164,24 @@ int cmd_callbacks_add(struct cli_args *a)
         r = text == NULL ? CLI_EXIT_USAGE : r;
         goto out;
     }
+    if (made) {
+        /* The endpoint must know the secret before roostd's challenge reaches it: shown now. */
+        fprintf(stderr,
+                "roost: callbacks add: a new secret; the endpoint must answer the challenge "
+                "with it:\n%s\n",
+                secret);
+        if (isatty(STDIN_FILENO)) {
+            fprintf(stderr, "roost: press Enter once the endpoint has it\n");
+            int ch;
+            while ((ch = getchar()) != EOF && ch != '\n') {
+            }
+        }
+    }
     char *resp = NULL;
     int rc = roost_client_request(c, "POST", path, text, NULL, &resp);
     if (rc != ROOST_OK) {
         r = cli_fail(a, c, rc, "callbacks add");
+        hint(rc, made);
     } else {
         /* A secret made here is shown once, with the endpoint: roostd never shows it again. */
         json_t *ep = json_loads(resp, 0, NULL);

@@ -514,7 +514,7 @@ static const struct cli_option callbacks_add_opts[] = {
      .kind = CLI_STRING,
      .arg = "S",
      .help = "the signing secret, whsec_ + base64 of 24..64 bytes (default: a new one,\n"
-             "printed once with the answer)"},
+             "shown on stderr before the registration and with the answer)"},
     {.name = "secret-file", .kind = CLI_STRING, .arg = "F", .help = "read the secret from file F"},
     {0},
 };
@@ -847,10 +847,14 @@ const struct cli_command cli_commands[] = {
          "Registers an HTTPS endpoint that receives the agent's events as signed POSTs "
          "(doc/WEBHOOKS.md). roostd resolves the host (every address must pass its destination "
          "filter) and sends a verification challenge the endpoint must answer within 10 s; "
-         "then it stores the endpoint and prints it. Without --secret/--secret-file a new "
-         "secret is made and printed once with the answer. Refusals: https_required, "
-         "destination_forbidden (exit 3), endpoint_verification_failed (422), endpoint_exists "
-         "(the agent has one). The token needs consume scope for the agent.",
+         "then it stores the endpoint and prints it. Give the secret the endpoint answers "
+         "with (--secret-file, e.g. made by 'echo whsec_$(openssl rand -base64 32)'); "
+         "without one a new secret is made and shown on stderr before the registration (on "
+         "a terminal, after Enter) and again with the answer. Refusals exit 1 with the "
+         "server's detail: https_required, destination_forbidden (the address it resolved "
+         "to; webhooks.allow_cidrs allows a range), endpoint_verification_failed (a private "
+         "CA needs webhooks.ca_file); endpoint_exists (the agent has one) exits 3. The token "
+         "needs consume scope for the agent.",
      .options = callbacks_add_opts,
      .common = CLI_COMMON_ALL},
     {.name = "callbacks list",

@@ -186,6 +186,29 @@ int cli_exit_code(int rc, bool sent)
     }
 }
 
+/* The server's error.detail, when its answer has one: what exactly was refused, e.g.
+ * "internal.test resolves to 10.0.0.1 (10.0.0.0/8)". */
+static void print_detail(struct roost_client *c)
+{
+    size_t len = 0;
+    const char *body = c != NULL ? roost_client_last_body(c, &len) : "";
+    if (len == 0 || roost_client_http_status(c) < 400) {
+        return;
+    }
+    json_t *doc = json_loadb(body, len, 0, NULL);
+    json_t *detail = json_object_get(json_object_get(doc, "error"), "detail");
+    if (json_is_string(detail)) {
+        fprintf(stderr, "roost: detail: %s\n", json_string_value(detail));
+    } else if (json_is_object(detail) || json_is_array(detail)) {
+        char *text = json_dumps(detail, JSON_COMPACT);
+        if (text != NULL) {
+            fprintf(stderr, "roost: detail: %s\n", text);
+        }
+        free(text);
+    }
+    json_decref(doc);
+}
+
 int cli_fail(const struct cli_args *a, struct roost_client *c, int rc, const char *what)
 {
     const char *msg = c != NULL ? roost_client_errmsg(c) : "";
@@ -197,6 +220,7 @@ int cli_fail(const struct cli_args *a, struct roost_client *c, int rc, const cha
         code = roost_err_code(rc);
     }
     fprintf(stderr, "roost: %s: %s (%s)\n", what != NULL ? what : a->cmd->name, msg, code);
+    print_detail(c);
     if (rc == ROOST_EGONE && c != NULL && roost_client_oldest_cursor(c) >= 0) {
         fprintf(stderr, "roost: the oldest cursor kept is %lld; resync with 'roost state'\n",
                 (long long)roost_client_oldest_cursor(c));

@@ -275,6 +275,48 @@ check "roost callbacks rm" test $? = 0
 r callbacks rm --agent wh.cli "$ep_cli" >/dev/null 2>&1
 check "removing it again exits 3 (not found)" test $? = 3
 
+# ---- doc/WEBHOOKS.md's registration, its lines run as they are (the agent, URL and CLI path
+# substituted), against a receiver that reads the secret they made ----
+sed -n '/<!-- webhooks:register/,$p' "$(dirname "$0")/../../doc/WEBHOOKS.md" |
+  awk 'NR > 1 && /^```$/ { n++; next } n == 1 { print }' >"$dir/doc.lines"
+check "the doc's registration is two lines" test "$(wc -l <"$dir/doc.lines")" = 2
+mkdir -p "$dir/doc" "$dir/rx2"
+export ROOST_SERVER=$url ROOST_TOKEN=$tok
+(
+  cd "$dir/doc" || exit 1
+  sed -n 1p "$dir/doc.lines" | sh
+  test -s hook.secret || exit 1
+  node "$js_dir/webhook_receiver.cjs" "$dir/hook.pem" "$dir/hook.key" "$(cat hook.secret)" \
+    "$url/api/v1/keys/server" "$dir/rx2" 2>"$dir/rx2/stderr" &
+  echo $! >"$dir/rx2/pid"
+  wait_until 30 test -s "$dir/rx2/port" || exit 1
+  sed -n 2p "$dir/doc.lines" |
+    sed -e "s|^roost |'$roost' |" \
+      -e "s|https://hooks.example.com/roost|https://127.0.0.1:$(cat "$dir/rx2/port")/ok|" \
+      -e 's|billing.worker|wh.doc|' | sh >"$dir/doc.out"
+)
+check "the doc's lines register an endpoint ($(cat "$dir/doc.out" 2>/dev/null))" \
+  test "$(jq -r .endpoint_id "$dir/doc.out" 2>/dev/null | cut -c1-3)" = ep_
+kill "$(cat "$dir/rx2/pid")" 2>/dev/null
+unset ROOST_SERVER ROOST_TOKEN
+
+# ---- refusals: the server's detail, a hint, the documented exit code ----
+r callbacks add --agent wh.bad --url https://127.0.0.2/x --secret "$secret" >/dev/null 2>"$dir/err"
+check "a forbidden address exits 1, as the help says" test $? = 1
+check "and shows the address it resolved to" grep -q '^roost: detail: 127.0.0.2 resolves to 127.0.0.2' "$dir/err"
+check "and points at webhooks.allow_cidrs" grep -q 'webhooks.allow_cidrs' "$dir/err"
+r callbacks add --agent wh.bad --url "$hook/badverify" </dev/null >/dev/null 2>"$dir/err"
+check "a failed challenge exits 1" test $? = 1
+secret_first() { # the whsec_ line comes before the refusal in $dir/err
+  local at_secret at_error
+  at_secret=$(grep -n '^whsec_' "$dir/err" | head -1 | cut -d: -f1)
+  at_error=$(grep -n endpoint_verification_failed "$dir/err" | head -1 | cut -d: -f1)
+  [ -n "$at_secret" ] && [ -n "$at_error" ] && [ "$at_secret" -lt "$at_error" ]
+}
+check "a secret made by the CLI is shown before the registration" secret_first
+check "and the failure says how to give the endpoint the secret" grep -q -- '--secret-file' "$dir/err"
+check "and points at webhooks.ca_file" grep -q 'webhooks.ca_file' "$dir/err"
+
 roostd_stop
 check "roostd exits 0 on SIGTERM (got $roostd_rc)" test "$roostd_rc" = 0
 summary
