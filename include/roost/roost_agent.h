@@ -178,11 +178,13 @@ struct roost_agent_status {
     int64_t processed_ids;      /* size of the processed-id set */
     int64_t handled;            /* handler runs in this process (0 from roost_agent_status_read) */
     int64_t acked;              /* acks confirmed by the server in this process (idem) */
-    int64_t released;           /* releases confirmed in this process (idem) */
-    int64_t pid;                /* process that last ran the agent */
-    bool running;               /* that process still holds the state dir's lock */
+    int64_t released; /* releases confirmed in this process, quarantines excluded (idem) */
+    int64_t pid;      /* process that last ran the agent */
+    bool running;     /* that process still holds the state dir's lock */
     char agent_id[129];
     char consumer[129];
+    int64_t quarantined; /* releases the server answered "quarantined" in this process: a
+                          * handler's quarantine, or a failure that used the last attempt (idem) */
 };
 
 /* Fills *out from a live agent. Thread-safe. Returns ROOST_OK or ROOST_EINVAL. */

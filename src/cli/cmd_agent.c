@@ -644,8 +644,11 @@ static int run_agent(struct cli_args *a, const struct roost_agent_options *po, s
     struct roost_agent_status st;
     roost_agent_status(agent, &st);
     if (!x->quiet) {
-        fprintf(stderr, "roost agent: stopped: %lld handled, %lld acked, %lld released\n",
-                (long long)st.handled, (long long)st.acked, (long long)st.released);
+        fprintf(stderr,
+                "roost agent: stopped: %lld handled, %lld acked, %lld released, %lld "
+                "quarantined\n",
+                (long long)st.handled, (long long)st.acked, (long long)st.released,
+                (long long)st.quarantined);
     }
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/strutil.h"
 
 #include "common/banned.h"
 
@@ -45,7 +46,11 @@ static char *cell_text(const json_t *v)
     if (v == NULL || json_is_null(v)) {
         s = strdup("-");
     } else if (json_is_string(v)) {
-        s = strdup(json_string_value(v));
+        /* Text of several lines (a handler's error) shows its last: where the reason is. */
+        const char *t = json_string_value(v);
+        size_t at = 0,
+               n = strchr(t, '\n') != NULL ? strutil_last_line(t, strlen(t), &at) : strlen(t);
+        s = strndup(t + at, n);
     } else if (json_is_real(v)) {
         char num[64]; /* ages in seconds: a tenth is enough for people */
         snprintf(num, sizeof num, "%.1f", json_real_value(v));

@@ -102,3 +102,29 @@ int strutil_percent_decode(const char *src, size_t len, char *dst, size_t cap)
     dst[o] = '\0';
     return 0;
 }
+
+size_t strutil_last_line(const char *s, size_t len, size_t *start)
+{
+    size_t end = len;
+    *start = 0;
+    while (end > 0) {
+        size_t b = end;
+        while (b > 0 && s[b - 1] != '\n') {
+            b--;
+        }
+        size_t e = end;
+        while (e > b && (s[e - 1] == '\r' || s[e - 1] == ' ' || s[e - 1] == '\t')) {
+            e--;
+        }
+        size_t f = b;
+        while (f < e && (s[f] == ' ' || s[f] == '\t')) {
+            f++;
+        }
+        if (f < e) {
+            *start = b;
+            return e - b;
+        }
+        end = b > 0 ? b - 1 : 0;
+    }
+    return 0;
+}

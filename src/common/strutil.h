@@ -25,4 +25,9 @@ int strutil_hex_decode(const char *hex, size_t len, unsigned char *out, size_t c
  * 0, or -1 (malformed, too long for cap). */
 int strutil_percent_decode(const char *src, size_t len, char *dst, size_t cap);
 
+/* The last line of s[0..len) with text in it (not only blanks), without its line end: where an
+ * error's reason is (a Python traceback ends with the exception, a shell with the failing
+ * command's message). *start gets its offset; returns its length (0 when s has no such line). */
+size_t strutil_last_line(const char *s, size_t len, size_t *start);
+
 #endif

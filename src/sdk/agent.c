@@ -423,6 +423,7 @@ int roost_agent_status(struct roost_agent *a, struct roost_agent_status *out)
     out->handled = a->handled;
     out->acked = a->acked;
     out->released = a->released;
+    out->quarantined = a->quarantined;
     out->outstanding_leases = a->outstanding;
     out->running = a->run_called && a->conn != ROOST_AGENT_CONN_STOPPED;
     pthread_mutex_unlock(&a->mu);

@@ -74,7 +74,7 @@ struct roost_agent {
     int64_t cursor;
     int64_t last_sync_ms;
     int64_t last_meta_sync_ms; /* last_sync_ms value last written to the state file */
-    int64_t handled, acked, released, outstanding;
+    int64_t handled, acked, released, quarantined, outstanding;
 
     /* callbacks are serialised by cb_mu; conn_notified is what on_conn last heard */
     pthread_mutex_t cb_mu;

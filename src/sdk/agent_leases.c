@@ -30,6 +30,8 @@ struct action {
     enum roost_release_reason reason;
     int tries;
     int64_t not_before_ms; /* monotonic */
+    int attempts;          /* > 0: log the release's outcome (agent_leases_push) */
+    bool quarantined;      /* the server answered the release with status quarantined */
 };
 
 /* A lease to extend, copied out of its slot (the slot may be freed meanwhile). */
@@ -40,7 +42,7 @@ struct extend_job {
 
 void agent_leases_push(struct roost_agent *a, enum agent_action_kind kind, char *event_id,
                        char *lease_token, int64_t delay_s, enum roost_release_reason reason,
-                       char *error)
+                       char *error, int attempts)
 {
     struct action *x = calloc(1, sizeof *x);
     if (x == NULL) {
@@ -56,6 +58,7 @@ void agent_leases_push(struct roost_agent *a, enum agent_action_kind kind, char 
     x->lease_token = lease_token;
     x->delay_s = delay_s;
     x->reason = reason;
+    x->attempts = attempts;
     if (a->act_tail != NULL) {
         a->act_tail->next = x;
     } else {
@@ -98,6 +101,8 @@ static bool action_settle(struct roost_agent *a, struct action *x, int rc, int64
     if (rc == ROOST_OK) {
         if (x->kind == AGENT_ACT_ACK) {
             a->acked++;
+        } else if (x->quarantined) {
+            a->quarantined++;
         } else {
             a->released++;
         }
@@ -106,6 +111,32 @@ static bool action_settle(struct roost_agent *a, struct action *x, int rc, int64
         a->outstanding--;
     }
     return true;
+}
+
+/* Reads what the server made of a release (its answer's status) and logs a failure's outcome:
+ * the last attempt of an event is quarantined, not retried, and says so. */
+static void release_outcome(struct roost_agent *a, struct roost_client *c, struct action *x)
+{
+    size_t len = 0;
+    const char *body = roost_client_last_body(c, &len);
+    json_t *doc = json_loadb(body, len, 0, NULL);
+    const char *status = json_string_value(json_object_get(doc, "status"));
+    x->quarantined = status != NULL && strcmp(status, "quarantined") == 0;
+    json_decref(doc);
+    if (x->attempts <= 0) {
+        return;
+    }
+    if (x->quarantined) {
+        agent_log(a, "event %s attempt %d: quarantined, not retried (%s)", x->event_id, x->attempts,
+                  x->reason == ROOST_RELEASE_POISON ? "the handler asked for it"
+                                                    : "its attempts are used up: the server's "
+                                                      "claim.max_attempts");
+    } else if (x->delay_s > 0) {
+        agent_log(a, "event %s attempt %d: released, retry in %" PRId64 " s", x->event_id,
+                  x->attempts, x->delay_s);
+    } else {
+        agent_log(a, "event %s attempt %d: released", x->event_id, x->attempts);
+    }
 }
 
 void *agent_leases_keeper_main(void *arg)
@@ -224,6 +255,9 @@ void *agent_leases_keeper_main(void *arg)
             rel_rc[i] = roost_event_release(c, a->agent_id, x->event_id, x->lease_token, x->delay_s,
                                             x->reason, x->error);
             agent_note_request(a, rel_rc[i]);
+            if (rel_rc[i] == ROOST_OK) {
+                release_outcome(a, c, x);
+            }
             if (rel_rc[i] != ROOST_OK && !agent_transient_rc(rel_rc[i])) {
                 agent_log(a, "release of %s refused: %s", x->event_id, roost_err_code(rel_rc[i]));
             }

@@ -13,11 +13,13 @@
 enum agent_action_kind { AGENT_ACT_ACK, AGENT_ACT_RELEASE };
 
 /* Queues an outcome for the keeper; takes the strings (freed, and the lease left to expire, when
- * out of memory). error (may be NULL): a release's error text, the event's last_error. Call with
+ * out of memory). error (may be NULL): a release's error text, the event's last_error. attempts:
+ * the event's, for the line the keeper logs once the server has said what a failure's release
+ * did (released with its delay, or quarantined, its attempts used up); 0 logs nothing. Call with
  * mu held. */
 void agent_leases_push(struct roost_agent *a, enum agent_action_kind kind, char *event_id,
                        char *lease_token, int64_t delay_s, enum roost_release_reason reason,
-                       char *error);
+                       char *error, int attempts);
 /* Frees the queue (roost_agent_free). */
 void agent_leases_free_queue(struct roost_agent *a);
 

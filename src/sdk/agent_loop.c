@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/strutil.h"
 #include "common/timeutil.h"
 #include "sdk/agent_int.h"
 #include "sdk/agent_leases.h"
@@ -136,7 +137,7 @@ static struct disposition dispose(const struct roost_agent *a, int result, int a
         break;
     default:
         d.delay_s = delay;
-        d.what = "failed, released";
+        d.what = "failed";
         break;
     }
     return d;
@@ -193,16 +194,19 @@ static void *worker_main(void *arg)
         char *err = oc->error[0] != '\0' ? error_text_clean(oc->error) : NULL;
         if (ran) {
             /* One line per event: what ran, how long, what came of it, and why (the error's
-             * first line; the whole text goes to the server as last_error). */
+             * last line; the whole text goes to the server as last_error). A failure's release
+             * is logged by the keeper once the server has answered: released with its delay,
+             * or quarantined when that was its last attempt. */
             char delay[48] = "";
-            if (d.delay_s > 0) {
+            if (d.delay_s > 0 && d.reason != ROOST_RELEASE_TRANSIENT) {
                 snprintf(delay, sizeof delay, ", retry in %" PRId64 " s", d.delay_s);
             }
             const char *why = err != NULL ? err : "";
-            int why_len = (int)strcspn(why, "\n");
+            size_t at = 0;
+            int why_len = (int)strutil_last_line(why, strlen(why), &at);
             agent_log(a, "event %s attempt %d: %s%s after %" PRId64 " ms%s%.*s", ev->event_id,
                       ev->attempts, d.what, delay, time_mono_ms() - t0, why_len > 0 ? ": " : "",
-                      why_len > 300 ? 300 : why_len, why);
+                      why_len > 300 ? 300 : why_len, why + at);
         }
 
         pthread_mutex_lock(&a->mu);
@@ -210,7 +214,10 @@ static void *worker_main(void *arg)
             a->handled++;
         }
         agent_leases_push(a, d.kind, ev->event_id, ev->lease_token, d.delay_s, d.reason,
-                          d.kind == AGENT_ACT_RELEASE ? err : NULL);
+                          d.kind == AGENT_ACT_RELEASE ? err : NULL,
+                          ran && d.kind == AGENT_ACT_RELEASE && d.reason == ROOST_RELEASE_TRANSIENT
+                              ? ev->attempts
+                              : 0);
         if (d.kind == AGENT_ACT_ACK) {
             free(err);
         }
@@ -230,7 +237,7 @@ static void *worker_main(void *arg)
 static void slot_release_unstarted(struct roost_agent *a, struct slot *s)
 {
     agent_leases_push(a, AGENT_ACT_RELEASE, s->ev->event_id, s->ev->lease_token, 0,
-                      ROOST_RELEASE_SHUTDOWN, NULL);
+                      ROOST_RELEASE_SHUTDOWN, NULL, 0);
     s->ev->event_id = NULL;
     s->ev->lease_token = NULL;
     sdk_event_free(s->ev);
@@ -501,7 +508,7 @@ static int claim_into_slots(struct roost_agent *a, struct roost_client *c, int f
     for (; k < evs->count; k++) {
         struct roost_event *ev = evs->items[k];
         agent_leases_push(a, AGENT_ACT_RELEASE, ev->event_id, ev->lease_token, 0,
-                          ROOST_RELEASE_SHUTDOWN, NULL);
+                          ROOST_RELEASE_SHUTDOWN, NULL, 0);
         ev->event_id = NULL;
         ev->lease_token = NULL;
         a->outstanding++;

@@ -361,6 +361,50 @@ static void test_agent_quarantine_has_reason(void)
     roostd_remove_dir(&d);
 }
 
+/* ---- 6b. the attempt that quarantines is logged and counted as such; a traceback's reason is
+ * its last line ---- */
+
+static void test_agent_last_attempt_logged_quarantined(void)
+{
+    static const char *const sets[] = {"claim.max_attempts=2", NULL};
+    struct roostd d;
+    if (roostd_start(&d, NULL, sets) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok = h_token(&d, "t1", SCOPE);
+    struct agent_proc ap;
+    agent_proc_dirs(&ap);
+    /* What a Python handler prints when it raises. */
+    agent_proc_start(&ap, d.url, tok, "ag.tb", 1,
+                     "printf 'Traceback (most recent call last):\\n  File \"h.py\", line 3, in "
+                     "<module>\\n    main()\\nValueError: bad input\\n' >&2; exit 1;");
+    char id[31];
+    CHECK(h_publish(d.http, tok, "ag.tb", NULL, NULL, id) > 0);
+    bool ok;
+    H_WAIT_UNTIL(ok, 30000, status_eq(&d, tok, "ag.tb", id, "quarantined"));
+    CHECK(ok);
+    /* The keeper logs the server's answer to each failure's release. */
+    char *rel = h_fmt("event %s attempt 1: released, retry in ", id);
+    char *quar =
+        h_fmt("event %s attempt 2: quarantined, not retried (its attempts are used up", id);
+    H_WAIT_UNTIL(ok, 10000, agent_proc_log_contains(&ap, quar));
+    CHECK(ok);
+    CHECK(agent_proc_log_contains(&ap, rel));
+    CHECK(!agent_proc_log_contains(&ap, "attempt 2: released"));
+    /* The reason shown is the exception, not the traceback's first line. */
+    CHECK(agent_proc_log_contains(&ap, " ms: ValueError: bad input"));
+    CHECK(!agent_proc_log_contains(&ap, " ms: exit 1; stderr: Traceback"));
+    CHECK_EQ(agent_proc_term(&ap), 0);
+    CHECK(agent_proc_log_contains(&ap, "2 handled, 0 acked, 1 released, 1 quarantined"));
+    free(rel);
+    free(quar);
+    agent_proc_cleanup(&ap);
+    free(tok);
+    CHECK_EQ(roostd_stop(&d), 0);
+    roostd_remove_dir(&d);
+}
+
 /* ---- 7. handlers die with their agent ---- */
 
 /* The handler records its shell's pid, its parent's (the agent's supervisor process) and, on
@@ -515,6 +559,7 @@ int main(void)
     RUN(test_agent_tempfail_is_bounded);
     RUN(test_agent_tempfail_retry_after);
     RUN(test_agent_quarantine_has_reason);
+    RUN(test_agent_last_attempt_logged_quarantined);
     RUN(test_agent_sigkill_ends_handlers);
     RUN(test_agent_restart_ends_orphans);
     RUN(test_agent_supervisor_closes_inherited_fds);

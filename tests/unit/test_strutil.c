@@ -90,11 +90,26 @@ static void test_strutil_percent_decode_is_strict(void)
     CHECK(strutil_percent_decode("", 0, out, 0) == -1);
 }
 
+static void test_strutil_last_line_is_the_reason(void)
+{
+    size_t at = 99;
+    const char *tb = "Traceback (most recent call last):\n  File \"h.py\", line 3, in <module>\n"
+                     "    main()\nValueError: bad input\n\n";
+    size_t n = strutil_last_line(tb, strlen(tb), &at);
+    CHECK(n == strlen("ValueError: bad input") &&
+          strncmp(tb + at, "ValueError: bad input", n) == 0);
+    CHECK(strutil_last_line("one line", 8, &at) == 8 && at == 0);
+    CHECK(strutil_last_line("a\r\n  \n\t\n", 8, &at) == 1 && at == 0);
+    CHECK(strutil_last_line("", 0, &at) == 0);
+    CHECK(strutil_last_line(" \n\n", 3, &at) == 0);
+}
+
 int main(void)
 {
     RUN(test_strutil_parse_i64_accepts_whole_decimals_in_range);
     RUN(test_strutil_parse_i64_rejects_garbage_overflow_and_range);
     RUN(test_strutil_hex_decodes_both_cases);
     RUN(test_strutil_percent_decode_is_strict);
+    RUN(test_strutil_last_line_is_the_reason);
     return check_summary();
 }
