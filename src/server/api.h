@@ -22,6 +22,10 @@ void api_event_extend(struct request *rq);
 void api_release_all(struct request *rq);
 void api_state_get(struct request *rq);
 
+/* api_mcp.c: POST /mcp, the MCP tools over Streamable HTTP (stateless), each run by the REST
+ * handler above that serves its route. */
+void api_mcp(struct request *rq);
+
 /* api_subscribe.c */
 void api_subscribe(struct request *rq);
 /* POST /api/v1/agents/{agent}/subscribe/ticket: a single-use ticket for ?ticket= (auth.h). */
