@@ -294,6 +294,24 @@ async function tools(d, admin) {
     }
     await m.client.close();
   }
+  // --channel: the experimental notifications/claude/channel on a wake-up, after initialized.
+  const token = await mint(d, 'agent:chan:consume');
+  const c = await stdioClient(d, token, 'chan', ['--channel']);
+  check(c.client.getServerCapabilities().experimental?.['claude/channel'] !== undefined,
+    'channel: the experimental capability is declared');
+  const pings = [];
+  c.client.fallbackNotificationHandler = async (n) => {
+    if (n.method === 'notifications/claude/channel') {
+      pings.push(n.params);
+    }
+  };
+  const before = pings.length;
+  await publishRest(d, admin, 'chan', { task: 'wake' });
+  // The first event of the inbox: head 1 (a ping on connect says head 0).
+  check(await waitUntil(() => pings.length > before && pings.some((p) => p.meta?.agent === 'chan' &&
+    p.meta?.head === '1' && typeof p.content === 'string'), 15000),
+  'channel: a publish wakes the session');
+  await c.client.close();
 }
 
 async function leases(d, admin) {
