@@ -13,12 +13,14 @@
 //            roost mcp: claimable only after the lease
 //   restart  roostd restarted under a live stdio session and between HTTP calls: the next tool
 //            call works
+//   statedir --state-dir: a crashed session's leases released by the next one at start, an
+//            event recorded as acked is acked again and never handed out, one session per dir
 //   scopes   a token limited to one agent cannot claim another's work through either transport
 //   hostile  malformed, huge, deep, wrong-typed, unknown-method and batch messages on stdin and
 //            on /mcp: JSON-RPC errors, the server still answers, stdin EOF ends it with 0
 // Env: ROOSTD, ROOST (binaries), ROOST_TEST_MYSQL_URL (optional). Ends with "N passed, N failed".
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPrivateKey } from 'node:crypto';
@@ -377,6 +379,44 @@ async function kill(d, admin) {
   await m.client.close().catch(() => {});
 }
 
+async function statedir(d, admin, dir) {
+  const agent = 'stated';
+  const token = await mint(d, 'agent:stated:consume');
+  const sdir = join(dir, 'mcp-state');
+  // A session that dies with a lease: the next session of its state dir releases it at start.
+  const id1 = await publishRest(d, admin, agent, { task: 'crash' });
+  const a = await stdioClient(d, token, agent, ['--state-dir', sdir]);
+  let r = await call(a, 'claim', { lease_s: 600 });
+  check(r.structuredContent.events[0]?.event_id === id1, 'state-dir: claimed');
+  process.kill(a.transport.pid, 'SIGKILL');
+  await a.client.close().catch(() => {});
+  const b = await stdioClient(d, token, agent, ['--state-dir', sdir]);
+  const x = await api(d, 'POST', `/api/v1/agents/${agent}/inbox/claim`, admin, { lease_s: 60 });
+  check(x.json.events.length === 1 && x.json.events[0].event_id === id1 &&
+    x.json.events[0].attempts === 2, 'state-dir: a crashed session\'s lease released at the next start');
+  await api(d, 'POST', `/api/v1/agents/${agent}/inbox/${id1}/ack`, admin,
+    { lease_token: x.json.events[0].lease_token });
+  // An ack recorded but never answered (the crash between the two): the id is in DIR/processed,
+  // so the event, delivered again, is acked and not handed out.
+  const id2 = await publishRest(d, admin, agent, { task: 'done-before' });
+  await b.client.close();
+  appendFileSync(join(sdir, 'processed'), `${id2}\n`);
+  const c = await stdioClient(d, token, agent, ['--state-dir', sdir]);
+  r = await call(c, 'claim', { lease_s: 60 });
+  check(!r.isError && r.structuredContent.events.length === 0, 'state-dir: a processed event is not handed out');
+  check((await readEvent(d, admin, agent, id2)).status === 'completed', 'state-dir: ... it is acked');
+  // Two sessions cannot share one state dir.
+  let refused = false;
+  try {
+    const e = await stdioClient(d, token, agent, ['--state-dir', sdir]);
+    await e.client.close();
+  } catch {
+    refused = true;
+  }
+  check(refused, 'state-dir: a second session of the same dir is refused');
+  await c.client.close();
+}
+
 async function holder() {
   const [url, token, agent] = process.argv.slice(3);
   const m = await stdioClient({ url }, token, agent);
@@ -527,6 +567,8 @@ async function main() {
       await kill(d, admin);
     } else if (scenario === 'restart') {
       d = await restart(d, admin, dir);
+    } else if (scenario === 'statedir') {
+      await statedir(d, admin, dir);
     } else if (scenario === 'scopes') {
       await scopes(d, admin);
     } else if (scenario === 'hostile') {
