@@ -15,6 +15,8 @@
 //            call works
 //   statedir --state-dir: a crashed session's leases released by the next one at start, an
 //            event recorded as acked is acked again and never handed out, one session per dir
+//   signed   under signatures.require=all: roost mcp --key-file/--key-id works, unsigned it gets
+//            signature_missing as a tool error, an unsigned POST /mcp is 401
 //   scopes   a token limited to one agent cannot claim another's work through either transport
 //   hostile  malformed, huge, deep, wrong-typed, unknown-method and batch messages on stdin and
 //            on /mcp: JSON-RPC errors, the server still answers, stdin EOF ends it with 0
@@ -82,12 +84,15 @@ function mysqlStore() {
   return u.toString();
 }
 
-async function startRoostd(dir, listen = '127.0.0.1:0', storeUrl = '') {
+async function startRoostd(dir, listen = '127.0.0.1:0', storeUrl = '', sets = []) {
   const ready = join(dir, 'ready');
   rmSync(ready, { force: true });
   const args = ['--data-dir', join(dir, 'data'), '--listen', listen, '--ready-file', ready];
   if (storeUrl) {
     args.push('--set', `store.url=${storeUrl}`);
+  }
+  for (const x of sets) {
+    args.push('--set', x);
   }
   const proc = spawn(roostdBin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
@@ -417,6 +422,37 @@ async function statedir(d, admin, dir) {
   await c.client.close();
 }
 
+async function signed(d, admin, dir) {
+  // roostd requires a signature on every agent route and publish (and so on /mcp).
+  const agent = 'sig';
+  const keyFile = join(dir, 'sig.pem');
+  let r = spawnSync(roostBin, ['keys', 'generate', '--out', keyFile], { encoding: 'utf8' });
+  check(r.status === 0, `signed: keys generate: ${r.stderr}`);
+  r = spawnSync(roostBin, ['keys', 'add', '--server', d.url, '--token', admin, '--key-id', 'sig-1',
+    '--agent', agent, '--alg', 'ed25519', '--public-key-file', `${keyFile}.pub`], { encoding: 'utf8' });
+  check(r.status === 0, `signed: keys add: ${r.stderr}`);
+  const token = await mint(d, 'agent:sig:consume');
+  const pub = await api(d, 'POST', '/api/v1/events', admin, { recipients: [agent] });
+  check(pub.status === 401, 'signed: an unsigned REST publish is refused');
+  const m = await stdioClient(d, token, agent, ['--key-file', keyFile, '--key-id', 'sig-1']);
+  let t = await call(m, 'read_inbox', {});
+  check(!t.isError, `signed: a signed read works: ${JSON.stringify(t.structuredContent)}`);
+  t = await call(m, 'claim', {});
+  check(!t.isError && t.structuredContent.events.length === 0, 'signed: a signed claim works');
+  await m.client.close();
+  const u = await stdioClient(d, token, agent);
+  t = await call(u, 'claim', {});
+  check(t.isError && t.structuredContent.error.code === 'signature_missing',
+    `signed: an unsigned roost mcp gets signature_missing: ${JSON.stringify(t.structuredContent)}`);
+  await u.client.close();
+  const res = await fetch(`${d.url}/mcp`, { method: 'POST',
+    body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' } });
+  const body = await res.json();
+  check(res.status === 401 && body.error.code === 'signature_missing',
+    `signed: an unsigned POST /mcp is 401 signature_missing (${res.status})`);
+}
+
 async function holder() {
   const [url, token, agent] = process.argv.slice(3);
   const m = await stdioClient({ url }, token, agent);
@@ -556,7 +592,8 @@ async function main() {
     return;
   }
   const dir = mkdtempSync(join(tmpdir(), `roost-mcp-${scenario}-`));
-  let d = await startRoostd(dir, '127.0.0.1:0', mysqlStore());
+  let d = await startRoostd(dir, '127.0.0.1:0', mysqlStore(),
+    scenario === 'signed' ? ['signatures.require=all'] : []);
   const admin = await mint(d, 'agent:*:consume agent:*:publish tenant:admin');
   try {
     if (scenario === 'tools') {
@@ -567,6 +604,8 @@ async function main() {
       await kill(d, admin);
     } else if (scenario === 'restart') {
       d = await restart(d, admin, dir);
+    } else if (scenario === 'signed') {
+      await signed(d, admin, dir);
     } else if (scenario === 'statedir') {
       await statedir(d, admin, dir);
     } else if (scenario === 'scopes') {
