@@ -151,6 +151,7 @@ static void test_cli_table_names_every_command(void)
                                         "keys list",
                                         "keys revoke",
                                         "agent run",
+                                        "mcp",
                                         "agent status",
                                         "callbacks add",
                                         "callbacks list",
