@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # `make run`: starts roostd in the foreground on an embedded SQLite data dir, then prints an admin
-# token and a working curl example. Ctrl-C stops it (gracefully).
+# token and a working curl example. Ctrl-C stops it (gracefully). BUILD_DIR (default build) names
+# the build whose binaries it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bin="${BUILD_DIR:-build}/bin"
 listen="${1:-127.0.0.1:8080}"
 data_dir="${2:-./var}"
 mkdir -p -m 700 "$data_dir" # it holds payloads and keys: roostd warns when others can read it
 ready="$data_dir/roostd.ready"
 rm -f "$ready"
 
-build/bin/roostd --data-dir "$data_dir" --listen "$listen" --ready-file "$ready" &
+"$bin/roostd" --data-dir "$data_dir" --listen "$listen" --ready-file "$ready" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null || true' INT TERM
 for _ in $(seq 1 200); do
@@ -24,8 +26,8 @@ for _ in $(seq 1 200); do
 done
 [ -s "$ready" ] || { echo "roostd did not become ready" >&2; kill $pid; exit 1; }
 url=$(cat "$ready")
-token=$(build/bin/roost token mint --data-dir "$data_dir" --tenant default --sub admin \
-          --scope "tenant:admin agent:*:publish agent:*:consume" --ttl 24h)
+token=$("$bin/roost" token mint --data-dir "$data_dir" --tenant default --sub admin \
+          --scope "tenant:admin agent:*:read agent:*:publish agent:*:consume" --ttl 24h)
 
 cat <<EOT
 
@@ -35,6 +37,10 @@ An admin token for tenant "default", valid 24 h (make another with build/bin/roo
 
   export ROOST_SERVER=$url
   export ROOST_TOKEN=$token
+
+The operator dashboard: open $url/ui and sign in with that token. It needs tenant:admin (agents,
+quarantine, webhook endpoints), agent:*:read (inboxes) and agent:*:publish (test events); this
+token has them all (doc/BROWSER.md).
 
 Try it:
 

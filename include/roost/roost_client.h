@@ -156,6 +156,10 @@ ROOST_EXPORT int roost_client_http_status(const struct roost_client *c);
  * Borrowed, never NULL. */
 ROOST_EXPORT const char *roost_client_request_id(const struct roost_client *c);
 
+/* roostd's version as the last response gave it (X-Roost-Version), "" when it did not. Borrowed,
+ * never NULL. */
+ROOST_EXPORT const char *roost_client_server_version(const struct roost_client *c);
+
 /* Raw body of the last response (success or error), NUL-terminated; *len_out (optional) gets its
  * length. "" when there was none. Borrowed: valid until the next call on this client. */
 ROOST_EXPORT const char *roost_client_last_body(const struct roost_client *c, size_t *len_out);

@@ -59,6 +59,23 @@ static int call(struct cli_args *a, const char *method, const char *path, const 
     return r;
 }
 
+/* Sends one GET of a list and prints it as --output asks (a table or the server's JSON). */
+static int call_list(struct cli_args *a, const char *path, const char *what, const char *key,
+                     const char *const *columns)
+{
+    struct roost_client *c = NULL;
+    int r = cli_connect(a, &c);
+    if (r != CLI_EXIT_OK) {
+        return r;
+    }
+    char *resp = NULL;
+    int rc = roost_client_request(c, "GET", path, NULL, NULL, &resp);
+    r = rc == ROOST_OK ? cli_print_list(a, c, key, columns) : cli_fail(a, c, rc, what);
+    roost_free(resp);
+    roost_client_free(c);
+    return r;
+}
+
 /* Appends "&name=value" (or "?name=value" first) when value is not NULL. */
 static void add_query(char *path, size_t cap, const char *name, const char *value)
 {
@@ -244,7 +261,10 @@ int cmd_admin_endpoints_list(struct cli_args *a)
     add_query(path, sizeof path, "agent_id", cli_str(a, "agent"));
     add_query(path, sizeof path, "limit", cli_given(a, "limit") ? limit : NULL);
     add_query(path, sizeof path, "next", cli_str(a, "next"));
-    return call(a, "GET", path, NULL, "admin endpoints list");
+    static const char *const columns[] = {"endpoint_id", "agent_id:AGENT",         "url",
+                                          "status",      "disabled_reason:REASON", "failing_since",
+                                          NULL};
+    return call_list(a, path, "admin endpoints list", "endpoints", columns);
 }
 
 /* The endpoint's own path plus `suffix`; a usage error when the id is not one. */
@@ -290,7 +310,9 @@ int cmd_admin_endpoints_attempts(struct cli_args *a)
     add_query(path, sizeof path, "event_id", cli_str(a, "event-id"));
     add_query(path, sizeof path, "limit", cli_given(a, "limit") ? limit : NULL);
     add_query(path, sizeof path, "next", cli_str(a, "next"));
-    return call(a, "GET", path, NULL, "admin endpoints attempts");
+    static const char *const columns[] = {"at",         "event_id",    "attempt", "status_code",
+                                          "latency_ms", "error_class", NULL};
+    return call_list(a, path, "admin endpoints attempts", "attempts", columns);
 }
 
 int cmd_admin_endpoints_replay(struct cli_args *a)

@@ -528,6 +528,7 @@ static const struct cli_option endpoints_list_opts[] = {
     AGENT(0, "only this agent's endpoint"),
     LIMIT("endpoints per page (default 100)"),
     NEXT_PAGE,
+    OUTPUT,
     {0},
 };
 
@@ -535,6 +536,7 @@ static const struct cli_option endpoints_attempts_opts[] = {
     {.name = "event-id", .kind = CLI_STRING, .arg = "E", .help = "only the attempts of event E"},
     LIMIT("attempts per page (default 100)"),
     NEXT_PAGE,
+    OUTPUT,
     {0},
 };
 

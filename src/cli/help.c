@@ -24,7 +24,8 @@ void cli_print_help(FILE *out)
         fprintf(out, "  %-26s %s\n", cli_commands[i].name, cli_commands[i].summary);
     }
     fputs("  help [COMMAND]             this help, or a command's\n"
-          "  version, --version         print the version\n"
+          "  version, --version         print the version (and, with --server URL or\n"
+          "                             ROOST_SERVER, the roostd answering there)\n"
           "\n"
           "Environment:\n",
           out);

@@ -4,6 +4,7 @@
  * (--list-commands, --list-options) that the man page test reads. */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -36,6 +37,41 @@ static int help_command(int argc, char **argv)
     return CLI_EXIT_USAGE;
 }
 
+/* `roost version` with a server configured (--server URL after it, or ROOST_SERVER) also shows
+ * the roostd that answers there: its X-Roost-Version on GET /healthz, which needs no token. */
+static int server_version(int argc, char **argv)
+{
+    const char *url = getenv("ROOST_SERVER");
+    for (int i = 2; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--server") == 0) {
+            url = argv[i + 1];
+        }
+    }
+    if (url == NULL || *url == '\0') {
+        return CLI_EXIT_OK;
+    }
+    struct roost_client *c = NULL;
+    char *resp = NULL;
+    int rc = roost_client_new(&c, url, NULL);
+    if (rc == ROOST_OK) {
+        rc = roost_client_request(c, "GET", "/healthz", NULL, NULL, &resp);
+    }
+    int r = CLI_EXIT_OK;
+    if (rc == ROOST_OK && roost_client_server_version(c)[0] != '\0') {
+        printf("roostd %s at %s\n", roost_client_server_version(c), url);
+    } else if (rc == ROOST_OK) {
+        printf("roostd (version not given) at %s\n", url);
+    } else {
+        fprintf(stderr, "roost: version: %s: %s\n", url,
+                c != NULL && roost_client_errmsg(c)[0] != '\0' ? roost_client_errmsg(c)
+                                                               : roost_strerror(rc));
+        r = cli_exit_code(rc, c != NULL && roost_client_http_status(c) != 0);
+    }
+    roost_free(resp);
+    roost_client_free(c);
+    return r;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -49,7 +85,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(first, "--version") == 0 || strcmp(first, "version") == 0) {
         printf("roost %s (libroost %s)\n", ROOST_VERSION, roost_version());
-        return CLI_EXIT_OK;
+        return server_version(argc, argv);
     }
     if (strcmp(first, "--list-commands") == 0) {
         cli_list_commands(stdout);

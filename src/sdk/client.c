@@ -211,6 +211,7 @@ void sdk_reset(struct roost_client *c)
     c->oldest_cursor = -1;
     c->retry_after_s = -1;
     c->request_id[0] = '\0';
+    c->server_version[0] = '\0';
     c->errcode[0] = '\0';
     c->errmsg[0] = '\0';
     c->curl_err[0] = '\0';
@@ -247,6 +248,11 @@ int roost_client_http_status(const struct roost_client *c)
 const char *roost_client_request_id(const struct roost_client *c)
 {
     return c != NULL ? c->request_id : "";
+}
+
+const char *roost_client_server_version(const struct roost_client *c)
+{
+    return c != NULL ? c->server_version : "";
 }
 
 const char *roost_client_last_body(const struct roost_client *c, size_t *len_out)

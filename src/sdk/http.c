@@ -137,7 +137,15 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
     if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
         /* A new response (after 100 Continue, say): forget the previous one's headers. */
         c->request_id[0] = '\0';
+        c->server_version[0] = '\0';
         c->retry_after_s = -1;
+    } else if (header_is(ptr, n, "X-Roost-Version", &v, &vlen)) {
+        if (vlen >= sizeof c->server_version) {
+            vlen = sizeof c->server_version - 1;
+        }
+        memcpy(c->server_version, v, vlen);
+        c->server_version[vlen] = '\0';
+        copy_printable(c->server_version, sizeof c->server_version, c->server_version);
     } else if (header_is(ptr, n, "X-Request-Id", &v, &vlen)) {
         if (vlen >= sizeof c->request_id) {
             vlen = sizeof c->request_id - 1;

@@ -69,6 +69,7 @@ struct roost_client {
     int64_t oldest_cursor;
     int64_t retry_after_s;
     char request_id[128];
+    char server_version[64]; /* X-Roost-Version of the last response */
     char errcode[64];
     char errmsg[1024];
     char curl_err[CURL_ERROR_SIZE];

@@ -327,6 +327,10 @@ static void send_reply(struct request *rq, int status, struct evbuffer *body, bo
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(rq->req);
     evhttp_add_header(out, "X-Request-Id", rq->id);
+    /* Which roostd answered: `roost version` shows it beside the client's. */
+    if (evhttp_find_header(out, "X-Roost-Version") == NULL) {
+        evhttp_add_header(out, "X-Roost-Version", ROOST_VERSION);
+    }
     if (close_conn || rq->rt->draining) {
         evhttp_add_header(out, "Connection", "close");
     }

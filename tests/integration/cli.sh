@@ -185,4 +185,39 @@ done
 "$roost" claim --agent a --key-alg bogus --key-file /dev/null --key-id k 2>"$dir/err"
 check "an unknown --key-alg exits 2" test $? -eq 2
 
+# ---- issue 33's rough edges: roost version names the server's too; the endpoint listings take
+# --output; make run (scripts/run.sh) points at /ui with a token that has the dashboard's scopes ----
+check "roost version shows the client" sh -c "'$roost' version | grep -q '^roost [0-9]'"
+check "and, with --server, the roostd answering there" \
+  sh -c "'$roost' version --server '$url' | grep -q '^roostd [0-9][^ ]* at $url'"
+check "or with ROOST_SERVER" sh -c "ROOST_SERVER='$url' '$roost' version | grep -q '^roostd [0-9]'"
+"$roost" version --server http://127.0.0.1:1 >/dev/null 2>&1
+check "an unreachable server exits 4" test $? = 4
+for o in table json; do
+  "$roost" admin endpoints list --output $o --server "$url" --token "$tok" >"$dir/ep.$o" 2>"$dir/err"
+  check "admin endpoints list --output $o ($(head -c 200 "$dir/err"))" test $? = 0
+done
+check "the table has its header" grep -q '^ENDPOINT ID  AGENT  URL' "$dir/ep.table"
+"$roost" admin endpoints attempts ep_none --output table --server "$url" --token "$tok" \
+  >/dev/null 2>"$dir/err"
+check "admin endpoints attempts takes --output (exit 3 for an unknown endpoint, not 2)" test $? = 3
+mkdir -p "$dir/run"
+BUILD_DIR=$(cd "$(dirname "$roostd")/.." && pwd) "$src/scripts/run.sh" 127.0.0.1:0 "$dir/run/var" \
+  >"$dir/run/out" 2>&1 &
+run_pid=$!
+check "make run prints its help" wait_until 60 grep -q '^Try it' "$dir/run/out"
+check "and points at the dashboard" grep -q 'open http://127.0.0.1:[0-9]*/ui ' "$dir/run/out"
+run_url=$(sed -n 's/^  export ROOST_SERVER=//p' "$dir/run/out")
+run_tok=$(sed -n 's/^  export ROOST_TOKEN=//p' "$dir/run/out")
+dash_ok() { # the dashboard's calls answer 200 with make run's token
+  local p
+  for p in /api/v1/admin/agents /api/v1/agents/agent-1/inbox; do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $run_tok" "$run_url$p")" = 200 ] ||
+      return 1
+  done
+}
+check "its token reads the agents list and an inbox, as the dashboard does" dash_ok
+kill -INT "$run_pid" 2>/dev/null
+wait_until 30 eval '! kill -0 "$run_pid" 2>/dev/null'
+
 summary
