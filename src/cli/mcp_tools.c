@@ -166,7 +166,9 @@ static json_t *tool_claim(struct mcp_session *s, const json_t *args)
             return mcp_tool_ok(json_pack("{s:o, s:b}", "events", arr, "has_more", has_more));
         }
         json_decref(arr);
-        if (atomic_load(&s->sse_up) && !wait_ping(s, left_ms)) {
+        /* The stream wakes us (or, while it is down and less than a second is left, the
+         * listener's reconnect or the deadline): never a busy loop of claims. */
+        if (poll_s == 0 && !wait_ping(s, left_ms)) {
             return mcp_tool_ok(json_pack("{s:[], s:b}", "events", "has_more", 0));
         }
     }
