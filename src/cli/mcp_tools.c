@@ -407,9 +407,13 @@ static struct mcp_lease *lease_find(struct mcp_session *s, const char *event_id)
     return NULL;
 }
 
+/* When to extend a lease next: at half its length, and for short leases early enough to leave
+ * 2 s for the extension's round trip on a busy server (at least every 250 ms). */
 static int64_t half_life_ms(int lease_s)
 {
-    return (int64_t)lease_s * 500;
+    int64_t half = (int64_t)lease_s * 500, slack = (int64_t)lease_s * 1000 - 2000;
+    int64_t next = half < slack ? half : slack;
+    return next > 250 ? next : 250;
 }
 
 void mcp_leases_add(struct mcp_session *s, const char *event_id, const char *token, int lease_s)
