@@ -160,6 +160,10 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "(private, loopback...); the only way to private destinations; empty means none")            \
     X("webhooks.ca_file", webhooks_ca_file, CONFIG_STR, "", 0, 0, 0,                               \
       "PEM file of CAs trusted for webhook endpoints besides the system ones (private CAs)")       \
+    X("webhooks.signing_key_file", webhooks_signing_key_file, CONFIG_STR, "", 0, 0, 0,             \
+      "Ed25519 private key (PEM) signing webhook deliveries, served at /api/v1/keys/server; give " \
+      "every node the same file (it must exist); empty means DATA_DIR/" ROOST_SIGNING_KEY_FILE     \
+      ", made at first start")                                                                     \
     X("webhooks.retry_schedule_s", webhooks_retry_schedule_s, CONFIG_STR,                          \
       "5,300,1800,7200,18000,36000,36000", 0, 0, 0,                                                \
       "delays (seconds, comma-separated) before each retry of a failed delivery, jittered; "       \

@@ -298,7 +298,8 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     char desc[512];
     auth_describe(rt->auth, desc, sizeof desc);
     log_info("auth keys loaded", "%s", desc);
-    if (server_key_load(&rt->sign_key, cfg->data_dir, err, errlen) != 0) {
+    if (server_key_load(&rt->sign_key, cfg->webhooks_signing_key_file, cfg->data_dir, err,
+                        errlen) != 0) {
         return -1;
     }
     if (shards_open(rt, err, errlen) != 0) {

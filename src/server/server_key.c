@@ -6,6 +6,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,15 +16,23 @@
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
-int server_key_load(struct server_key *k, const char *data_dir, char *err, size_t errlen)
+int server_key_load(struct server_key *k, const char *key_file, const char *data_dir, char *err,
+                    size_t errlen)
 {
     const char *dir = data_dir && data_dir[0] ? data_dir : ".";
+    bool shared = key_file != NULL && key_file[0] != '\0';
     char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, ROOST_SIGNING_KEY_FILE) >= sizeof path) {
-        snprintf(err, errlen, "data_dir: path too long");
-        return -1;
+    const char *at = key_file;
+    if (!shared) {
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, ROOST_SIGNING_KEY_FILE) >=
+            sizeof path) {
+            snprintf(err, errlen, "data_dir: path too long");
+            return -1;
+        }
+        at = path;
     }
-    k->key = auth_load_key(path, true, err, errlen);
+    /* A shared key is never made here: each node would make its own. */
+    k->key = auth_load_key(at, !shared, err, errlen);
     if (k->key == NULL) {
         return -1;
     }
@@ -34,7 +43,7 @@ int server_key_load(struct server_key *k, const char *data_dir, char *err, size_
     if (EVP_PKEY_get_raw_public_key(k->key, raw, &raw_len) != 1 || raw_len != 32 ||
         jwt_b64url_encode(raw, raw_len, &x) != 0) {
         ERR_clear_error();
-        snprintf(err, errlen, "%s: not an Ed25519 key", path);
+        snprintf(err, errlen, "%s: not an Ed25519 key", at);
         goto out;
     }
     /* RFC 7638 thumbprint: SHA-256 over the required members in lexicographic order. */

@@ -37,10 +37,16 @@ ossl x509 -req -in "$dir/hook.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcre
   -days 2 -extfile "$dir/ext.cnf" -out "$dir/hook.pem"
 check "openssl made the receiver's certificate" test -s "$dir/hook.pem"
 
+# The signing key every node would share (webhooks.signing_key_file): every delivery below is
+# verified against the JWK Set of /api/v1/keys/server, so they are signed with this key.
+ossl genpkey -algorithm ed25519 -out "$dir/shared_signing.pem"
+check "openssl made a shared signing key" test -s "$dir/shared_signing.pem"
+
 # metrics.tenant_labels lives in the config file, so a SIGHUP can change it.
 echo 'metrics.tenant_labels = top' >"$dir/roostd.conf"
 start() {
   roostd_start "$roostd" "$dir/data" --config "$dir/roostd.conf" --set store.synchronous=normal \
+    --set "webhooks.signing_key_file=$dir/shared_signing.pem" \
     --set webhooks.allow_cidrs=127.0.0.1/32 --set "webhooks.ca_file=$dir/ca.pem" \
     --set webhooks.poll_ms=600000 --set webhooks.retry_schedule_s=1,1 --set webhooks.jitter_pct=0 \
     --set webhooks.timeout_ms=5000 --set webhooks.connect_timeout_ms=5000 \
@@ -316,6 +322,27 @@ secret_first() { # the whsec_ line comes before the refusal in $dir/err
 check "a secret made by the CLI is shown before the registration" secret_first
 check "and the failure says how to give the endpoint the secret" grep -q -- '--secret-file' "$dir/err"
 check "and points at webhooks.ca_file" grep -q 'webhooks.ca_file' "$dir/err"
+
+# ---- webhooks.signing_key_file: another node with the same file serves the same key set ----
+jwks() { curl -sS --max-time 10 "$1/api/v1/keys/server" | jq -c .; }
+other() { # other DATA_DIR [ARGS...]: a second roostd; prints its URL (empty when it did not start)
+  local d=$1
+  shift
+  rm -f "$d.ready"
+  "$roostd" --data-dir "$d" --listen 127.0.0.1:0 --ready-file "$d.ready" "$@" >>"$d.log" 2>&1 &
+  echo $! >"$d.pid"
+  wait_until 15 test -s "$d.ready" && head -n1 "$d.ready"
+}
+url2=$(other "$dir/node2" --set "webhooks.signing_key_file=$dir/shared_signing.pem")
+check "a node sharing the key file serves the same JWK Set" \
+  test -n "$url2" -a "$(jwks "$url2")" = "$(jwks "$url")"
+kill "$(cat "$dir/node2.pid")"
+url3=$(other "$dir/node3")
+check "a node without it serves its own key" test -n "$url3" -a "$(jwks "$url3")" != "$(jwks "$url")"
+kill "$(cat "$dir/node3.pid")"
+other "$dir/node4" --set "webhooks.signing_key_file=$dir/no-such.pem" >/dev/null
+check "a missing shared key file stops roostd at start (never a key of its own)" \
+  sh -c "! kill -0 \$(cat '$dir/node4.pid') 2>/dev/null && grep -q 'no-such.pem' '$dir/node4.log'"
 
 roostd_stop
 check "roostd exits 0 on SIGTERM (got $roostd_rc)" test "$roostd_rc" = 0
