@@ -168,6 +168,26 @@ static void check_nofile(const struct config *cfg)
                  "sse_max_total=%lld nofile=%llu hint=\"raise LimitNOFILE or lower sse.max_total\"",
                  (long long)cfg->sse_max_total, (unsigned long long)rl.rlim_cur);
     }
+    /* One address holding every descriptor shuts everyone else out: its cap must leave room. */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (cfg->http_max_conns_per_addr == 0 ||
+         (rlim_t)cfg->http_max_conns_per_addr > rl.rlim_cur / 2)) {
+        log_warn("http.max_conns_per_addr lets one address take most descriptors",
+                 "http_max_conns_per_addr=%lld nofile=%llu hint=\"set it to at most %llu, or raise "
+                 "LimitNOFILE\"",
+                 (long long)cfg->http_max_conns_per_addr, (unsigned long long)rl.rlim_cur,
+                 (unsigned long long)(rl.rlim_cur / 4));
+    }
+}
+
+/* Defaults that leave a tenant unbounded: said once at start, so an operator chooses. */
+static void check_limits(const struct config *cfg)
+{
+    if (cfg->limits_publish_rows_per_s == 0) {
+        log_warn("limits.publish_rows_per_s is 0: one tenant may publish without bound",
+                 "hint=\"set limits.publish_rows_per_s (inbox rows per second per tenant) on a "
+                 "shared server\"");
+    }
 }
 
 /* The data dir holds the database (payloads, tenants' HMAC secrets) and the token signing key.
@@ -287,6 +307,7 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     signal(SIGPIPE, SIG_IGN);
     event_set_log_callback(libevent_log);
     check_nofile(cfg);
+    check_limits(cfg);
     /* Must precede event_base_new: event_active() from worker threads needs the locks. */
     if (evthread_use_pthreads() != 0 || !(rt->base = event_base_new())) {
         snprintf(err, errlen, "cannot create the event loop");

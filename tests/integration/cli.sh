@@ -220,4 +220,18 @@ check "its token reads the agents list and an inbox, as the dashboard does" dash
 kill -INT "$run_pid" 2>/dev/null
 wait_until 30 eval '! kill -0 "$run_pid" 2>/dev/null'
 
+# ---- defaults that leave a tenant unbounded are said at start ----
+check "roostd warns that limits.publish_rows_per_s is 0" \
+  grep -q 'limits.publish_rows_per_s is 0' "$dir/roostd.log"
+(
+  ulimit -n 512 || exit 1
+  exec "$roostd" --data-dir "$dir/lowfd" --listen 127.0.0.1:0 --ready-file "$dir/lowfd.ready"
+) >"$dir/lowfd.log" 2>&1 &
+lowfd_pid=$!
+wait_until 15 test -s "$dir/lowfd.ready"
+check "under 512 descriptors, the 1024 per-address cap is called out" \
+  grep -q 'http.max_conns_per_addr lets one address take most descriptors' "$dir/lowfd.log"
+kill "$lowfd_pid" 2>/dev/null
+wait "$lowfd_pid" 2>/dev/null
+
 summary
