@@ -853,10 +853,10 @@ const struct cli_command cli_commands[] = {
          "with (--secret-file, e.g. made by 'echo whsec_$(openssl rand -base64 32)'); "
          "without one a new secret is made and shown on stderr before the registration (on "
          "a terminal, after Enter) and again with the answer. Refusals exit 1 with the "
-         "server's detail: https_required, destination_forbidden (the address it resolved "
-         "to; webhooks.allow_cidrs allows a range), endpoint_verification_failed (a private "
-         "CA needs webhooks.ca_file); endpoint_exists (the agent has one) exits 3. The token "
-         "needs consume scope for the agent.",
+         "server's detail: https_required, destination_forbidden (webhooks.allow_cidrs "
+         "allows a range; the server's log names the address), endpoint_verification_failed "
+         "(a private CA needs webhooks.ca_file); endpoint_exists (the agent has one) exits 3. "
+         "The token needs consume scope for the agent.",
      .options = callbacks_add_opts,
      .common = CLI_COMMON_ALL},
     {.name = "callbacks list",

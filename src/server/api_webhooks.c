@@ -166,8 +166,17 @@ static void on_verified(evutil_socket_t fd, short what, void *arg)
         log_info("webhook endpoint refused", "req_id=%s tenant=%s agent=%s code=%s why=\"%s\"",
                  op->rq->id, op->ep.tenant_id, op->ep.agent_id, roost_err_code(op->verify_rc),
                  op->why);
-        json_t *extra = op->why[0] ? json_pack("{s:s}", "detail", op->why) : NULL;
-        request_reply_error(op->rq, op->verify_rc, NULL, extra);
+        /* The tenant gets a generic detail: the address a name resolved to, or a closed port
+         * told from a TLS failure from an HTTP status, would make registration a free DNS and
+         * port scanner of roostd's network. The operator finds why in the log, by request id. */
+        char detail[256];
+        snprintf(detail, sizeof detail, "%s (the server's log says why: request %s)",
+                 op->verify_rc == ROOST_EDESTFORBIDDEN
+                     ? "the host resolves to an address this server may not connect to; an "
+                       "operator allows ranges with webhooks.allow_cidrs"
+                     : "the endpoint did not answer the challenge as required",
+                 op->rq->id);
+        request_reply_error(op->rq, op->verify_rc, NULL, json_pack("{s:s}", "detail", detail));
         return;
     }
     submit(op, run_add, done_add, true);

@@ -309,7 +309,9 @@ unset ROOST_SERVER ROOST_TOKEN
 # ---- refusals: the server's detail, a hint, the documented exit code ----
 r callbacks add --agent wh.bad --url https://127.0.0.2/x --secret "$secret" >/dev/null 2>"$dir/err"
 check "a forbidden address exits 1, as the help says" test $? = 1
-check "and shows the address it resolved to" grep -q '^roost: detail: 127.0.0.2 resolves to 127.0.0.2' "$dir/err"
+check "and shows the server's detail, which names no address (no DNS oracle)" \
+  sh -c "grep -q '^roost: detail: the host resolves to an address this server may not connect to' '$dir/err' && ! grep -q '127.0.0.2 resolves' '$dir/err'"
+check "the server's log has the address" grep -q 'why="127.0.0.2 resolves to 127.0.0.2' "$dir/roostd.log"
 check "and points at webhooks.allow_cidrs" grep -q 'webhooks.allow_cidrs' "$dir/err"
 r callbacks add --agent wh.bad --url "$hook/badverify" </dev/null >/dev/null 2>"$dir/err"
 check "a failed challenge exits 1" test $? = 1
