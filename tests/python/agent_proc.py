@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import logging
 import os
+import signal
 import sys
 import time
 from typing import Any
@@ -35,8 +37,10 @@ def main() -> int:
     ap.add_argument("--long-poll", type=int, default=25)
     ap.add_argument("--consumer")
     a = ap.parse_args()
+    faulthandler.register(signal.SIGUSR1)  # a test that times out can ask for the stacks
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     fd = os.open(a.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     def note(what: str, ev: roost.Event) -> None:

@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
@@ -239,6 +239,7 @@ class HttpProxy:
         self.refuse: Callable[[str, str], bool] = lambda m, p: False
         self.drop_reply: Callable[[str, str], bool] = lambda m, p: False
         self.dropped: List[str] = []
+        self.requests: List[Tuple[str, str]] = []
         self.refused = 0
         self._lock = threading.Lock()
         self._srv = socket.socket()
@@ -297,6 +298,8 @@ class HttpProxy:
                 method, target = head.split(b" ", 2)[:2]
                 path = target.decode("latin-1").split("?", 1)[0]
                 m = method.decode("latin-1")
+                with self._lock:
+                    self.requests.append((m, path))
                 if self.refuse(m, path):
                     with self._lock:
                         self.refused += 1
@@ -381,12 +384,15 @@ class AgentProc:
     """``tests/python/agent_proc.py`` as a child process: a roost.Agent whose handler appends
     ``start ID`` and ``end ID`` lines to a log (O_APPEND, one write each)."""
 
+    _n = 0
+
     def __init__(self, url: str, token_file: str, agent_id: str, state_dir: str,
                  log_path: str, *, concurrency: int = 1, handler_ms: int = 0,
                  mode: str = "sync", lease_s: int = 60, extra: Sequence[str] = ()) -> None:
         self.log_path = log_path
         self.state_dir = state_dir
-        self.stderr_path = log_path + ".stderr"
+        AgentProc._n += 1
+        self.stderr_path = f"{log_path}.{AgentProc._n}.stderr"
         argv = [sys.executable, AGENT_SCRIPT, "--url", url, "--token-file", token_file,
                 "--agent", agent_id, "--state-dir", state_dir, "--log", log_path,
                 "--concurrency", str(concurrency), "--handler-ms", str(handler_ms),
@@ -399,7 +405,7 @@ class AgentProc:
     def stderr(self) -> str:
         try:
             with open(self.stderr_path, "rb") as f:
-                return f.read()[-6000:].decode("utf-8", "replace")
+                return f.read().decode("utf-8", "replace")
         except OSError:
             return ""
 
@@ -411,7 +417,13 @@ class AgentProc:
     def terminate(self, timeout_s: float = 60) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=timeout_s * SLOW)
+        try:
+            return self.proc.wait(timeout=timeout_s * SLOW)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGUSR1)  # agent_proc.py dumps its stacks
+            time.sleep(1)
+            self.kill()
+            raise AssertionError("the agent did not stop after SIGTERM:\n" + self.stderr())
 
 
 def read_log(path: str) -> List[tuple]:

@@ -30,7 +30,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import (
     Any,
-    Awaitable,
     Callable,
     Dict,
     List,
@@ -339,7 +338,6 @@ class Agent:
         installed = self._install_signals()
         if self._stop_requested.is_set():
             self._stopping.set()
-        stream: Optional["asyncio.Task[None]"] = None
         keeper: Optional["asyncio.Task[None]"] = None
         try:
             self._set_conn("starting")
@@ -348,10 +346,11 @@ class Agent:
                 self._state.set_meta("consumer", self._consumer)
                 self._state.set_meta("pid", os.getpid())
                 keeper = asyncio.ensure_future(self._keeper())
-                stream = asyncio.ensure_future(self._stream())
+                threading.Thread(target=self._stream_thread, name="roost-stream",
+                                 daemon=True).start()
                 await self._main()
         finally:
-            await self._shutdown(stream, keeper)
+            await self._shutdown(keeper)
             for sig in installed:
                 self._loop.remove_signal_handler(sig)
             self._running = False
@@ -375,6 +374,8 @@ class Agent:
         return done
 
     def _on_stop(self) -> None:
+        if not self._stop_requested.is_set():
+            log.info("agent %s: stopping", self.agent_id)
         self._stop_requested.set()
         self._stopping.set()
         self._kick.set()
@@ -409,23 +410,6 @@ class Agent:
             await asyncio.wait_for(waiter.wait(), timeout=max(0.0, delay_s))
         except asyncio.TimeoutError:
             pass
-
-    async def _until_stopped(self, aw: Awaitable[Any]) -> Tuple[bool, Any]:
-        """Runs ``aw`` unless stop comes first (then it is cancelled): (finished, result)."""
-        task = asyncio.ensure_future(aw)
-        stop = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-        if task.done():
-            return True, task.result()
-        task.cancel()
-        try:
-            await task
-        except (asyncio.CancelledError, Exception):
-            pass
-        return False, None
 
     # ---- 1. recovery ---------------------------------------------------------------------------
 
@@ -485,25 +469,29 @@ class Agent:
                     self._need_sync = True
                 continue
             self._need_sync = False
-            free = self.concurrency - len(self._tasks)
             try:
                 await self._sync_cursor()
+                free = self.concurrency - len(self._tasks)  # after the await: handlers end
                 if free <= 0:
                     self._more = True
-                    self._kick.clear()
+                    self._kick.clear()  # no await between the check and the clear
                     await self._kick.wait()  # a handler finishing, a ping or stop
                     self._need_sync = True
                     continue
                 streaming = self._streaming
                 wait_s = 0 if streaming else max(1, min(long_poll, self.lease_s // 2))
                 sent = time.monotonic()
-                finished, events = await self._until_stopped(self._client.claim(
-                    self.agent_id, limit=free, lease_s=self.lease_s, wait_s=wait_s or None,
-                    consumer=self._consumer))
-                if not finished:
-                    return
+                if wait_s:
+                    finished, events = await self._long_poll(
+                        limit=free, lease_s=self.lease_s, wait_s=wait_s, consumer=self._consumer)
+                    if not finished:
+                        return
+                else:
+                    events = await self._client.claim(self.agent_id, limit=free,
+                                                      lease_s=self.lease_s,
+                                                      consumer=self._consumer)
                 self._synced()
-                if not streaming:
+                if not self._streaming:
                     self._set_conn("polling")
                 fail_delay = 1.0
                 self._start(events, sent)
@@ -567,42 +555,105 @@ class Agent:
 
     # ---- 3. the stream -----------------------------------------------------------------------
 
-    async def _stream(self) -> None:
+    def _stream_thread(self) -> None:
+        """The wake-up stream, read on a daemon thread with a blocking client.
+
+        A thread, not a task: stopping must never cancel an httpx request in flight (httpcore
+        0.16, which Debian 12 ships, can leave its pool stuck after such a cancellation), and
+        a daemon thread blocked in a read is simply left behind at exit. Every ping is handed
+        to the loop with ``call_soon_threadsafe``."""
+        from ._client import Client
         from ._sse import StreamBackoff
 
+        loop = self._loop
+        assert loop is not None
         backoff = StreamBackoff()
-        while not self._stopping.is_set():
-            try:
-                async for ping in self._client.subscribe(self.agent_id, reconnect=False):
-                    if not self._streaming:
-                        self._streaming = True
-                        self._set_conn("streaming")
-                    backoff.reset()
-                    self._synced()
-                    if ping.event == "inbox_updated" or ping.cursor_hint != self._head:
-                        self._head = ping.cursor_hint
-                        self._need_sync = True
-                        self._kick.set()  # also cancels a failure backoff
+        with Client(max_retries=0, **self._client_args) as client:
+            while not self._stop_requested.is_set():
                 err: Optional[RoostError] = None
-            except (Unauthorized, Forbidden) as e:
-                self._fatal = e  # a refused token or signature: retrying cannot help
-                self._on_stop()
-                return
-            except RoostError as e:
-                err = e
-            except asyncio.CancelledError:
-                raise
-            if self._streaming:
-                self._streaming = False
-                self._set_conn("polling")
-            self._kick.set()  # the run loop switches to long polls
-            if err is not None:
-                log.info("agent %s: stream: %s", self.agent_id, err)
-            delay = backoff.next_delay(None)
+                try:
+                    for ping in client.subscribe(self.agent_id, reconnect=False):
+                        if self._stop_requested.is_set():
+                            return
+                        backoff.reset()
+                        self._post(self._on_ping, ping)
+                except (Unauthorized, Forbidden) as e:
+                    self._post(self._on_stream_fatal, e)
+                    return
+                except RoostError as e:
+                    err = e
+                except Exception as e:  # a broken stream of any kind: reconnect
+                    err = RoostError(f"{type(e).__name__}: {e}", code="stream_error")
+                self._post(self._on_stream_down, err)
+                self._stop_requested.wait(backoff.next_delay(None))
+
+    def _post(self, fn: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
             try:
-                await asyncio.wait_for(self._stopping.wait(), timeout=delay)
-            except asyncio.TimeoutError:
-                pass
+                loop.call_soon_threadsafe(fn, *args)
+            except RuntimeError:
+                pass  # the loop closed meanwhile
+
+    def _on_ping(self, ping: Any) -> None:
+        if not self._running:
+            return
+        if not self._streaming:
+            self._streaming = True
+            self._set_conn("streaming")
+        self._synced()
+        if ping.event == "inbox_updated" or ping.cursor_hint != self._head:
+            self._head = ping.cursor_hint
+            self._need_sync = True
+            self._kick.set()  # also cancels a failure backoff
+
+    def _on_stream_down(self, err: Optional[RoostError]) -> None:
+        if not self._running:
+            return
+        if self._streaming:
+            self._streaming = False
+            self._set_conn("polling")
+        self._kick.set()  # the run loop switches to long polls
+        if err is not None:
+            log.info("agent %s: stream: %s", self.agent_id, err)
+
+    def _on_stream_fatal(self, err: RoostError) -> None:
+        if self._running:
+            self._fatal = err  # a refused token or signature: retrying cannot help
+            self._on_stop()
+
+    async def _long_poll(self, **kw: Any) -> Tuple[bool, Any]:
+        """A long-poll claim on a daemon thread with a blocking client, so that stop never
+        cancels it (see :meth:`_stream_thread`): (finished, events). Stop returns at once;
+        an abandoned poll that still claims something leaves leases that expire, or that
+        the next start's recovery releases (``release-all`` of this consumer)."""
+        from ._client import Client
+
+        loop = asyncio.get_running_loop()
+        fut: "asyncio.Future[Any]" = loop.create_future()
+
+        def deliver(ok: bool, value: Any) -> None:
+            if not fut.done():
+                (fut.set_result if ok else fut.set_exception)(value)
+
+        def work() -> None:
+            try:
+                with Client(max_retries=0, **self._client_args) as c:
+                    r: Any = c.claim(self.agent_id, **kw)
+                ok = True
+            except BaseException as e:  # handed to the loop, raised there
+                r, ok = e, False
+            self._post(deliver, ok, r)
+
+        threading.Thread(target=work, name="roost-long-poll", daemon=True).start()
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({fut, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if not fut.done():
+            return False, None
+        return True, fut.result()
 
     # ---- 4. handlers -------------------------------------------------------------------------
 
@@ -782,18 +833,13 @@ class Agent:
 
     # ---- 6. stop ---------------------------------------------------------------------------------
 
-    async def _shutdown(self, stream: Optional["asyncio.Task[None]"],
-                        keeper: Optional["asyncio.Task[None]"]) -> None:
+    async def _shutdown(self, keeper: Optional["asyncio.Task[None]"]) -> None:
         self._on_stop()
-        if stream is not None:
-            stream.cancel()
-            try:
-                await stream
-            except (asyncio.CancelledError, Exception):
-                pass
         # Running handlers are waited for (without a deadline, as libroost).
+        log.debug("shutdown: %d handler(s)", len(self._tasks))
         while self._tasks:
             await asyncio.wait(set(self._tasks))
+        log.debug("shutdown: keeper")
         if keeper is not None:
             try:
                 await asyncio.wait_for(keeper, timeout=FLUSH_DEADLINE_S)
