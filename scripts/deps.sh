@@ -16,7 +16,9 @@ if [ "$what" != run ]; then
          mariadb-server mariadb-client galera-4 rsync
          gnuplot-nox fiu-utils faketime nftables iproute2 jq util-linux
          clang libclang-rt-14-dev
-         clang-format python3 git)
+         clang-format python3 git
+         python3-httpx python3-cryptography python3-pytest mypy python3-build python3-setuptools
+         python3-wheel python3-venv)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
