@@ -379,3 +379,41 @@ def test_handler_longer_than_its_lease(server: Roostd, tmp_dir: str) -> None:
         agent.stop()
         t.join(60)
     assert runs == [1]
+
+
+@pytest.mark.skipif(not os.environ.get("ROOST_TEST_MYSQL_URL"),
+                    reason="the MariaDB run only (on SQLite the store restarts with roostd)")
+def test_database_restart_under_a_running_agent(tmp_dir: str) -> None:
+    """roostd's MariaDB stopped and started again under a running agent (a private server of
+    its own: the fixture's is shared by the tests beside this one); work published afterwards
+    runs, each event once."""
+    import subprocess
+
+    from harness import REPO
+
+    script = os.path.join(REPO, "scripts", "mariadb_test.sh")
+    mdir = os.path.join(tmp_dir, "mdb")
+    base = subprocess.run([script, "start", mdir], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    saved = os.environ["ROOST_TEST_MYSQL_URL"]
+    os.environ["ROOST_TEST_MYSQL_URL"] = base
+    try:
+        d = Roostd(name="dbrst").start()
+    finally:
+        os.environ["ROOST_TEST_MYSQL_URL"] = saved
+    a = agent_name("dbrst")
+    log = os.path.join(tmp_dir, "log")
+    p = AgentProc(d.url, d.token_file(tmp_dir), a, os.path.join(tmp_dir, "st"), log)
+    try:
+        with roost.Client(d.url, token=d.token()) as c:
+            e1 = c.publish(a, {}).events[0].event_id
+            wait_until(lambda: e1 in ends(log), 60, "the first event")
+            subprocess.run([script, "pause", mdir], check=True, capture_output=True)
+            subprocess.run([script, "resume", mdir], check=True, capture_output=True)
+            later = [c.publish(a, {"i": i}).events[0].event_id for i in range(3)]
+            wait_until(lambda: set(ends(log)) >= set(later), 60, "work after the DB restart")
+    finally:
+        p.terminate()
+        d.cleanup()
+        subprocess.run([script, "stop", mdir], capture_output=True)
+    assert all(n == 1 for n in starts(log).values())
