@@ -45,6 +45,7 @@ from ._models import (
 from ._signing import SigningKey
 from ._sse import SSEParser, StreamBackoff, ping_of
 from ._tokens import TokenLike
+from ._transport import async_transport, sync_transport
 
 __all__ = ["Client", "AsyncClient"]
 
@@ -111,7 +112,7 @@ class Client(_Base):
                  signing_key: Optional[SigningKey] = None, timeout_s: float = 30.0,
                  max_retries: int = 5, http: Optional[httpx.Client] = None) -> None:
         super().__init__(base_url, token, signing_key, timeout_s, max_retries)
-        self._http = http or httpx.Client()
+        self._http = http or httpx.Client(transport=sync_transport())
         self._own_http = http is None
 
     @classmethod
@@ -456,7 +457,7 @@ class AsyncClient(_Base):
                  signing_key: Optional[SigningKey] = None, timeout_s: float = 30.0,
                  max_retries: int = 5, http: Optional[httpx.AsyncClient] = None) -> None:
         super().__init__(base_url, token, signing_key, timeout_s, max_retries)
-        self._http = http or httpx.AsyncClient()
+        self._http = http or httpx.AsyncClient(transport=async_transport())
         self._own_http = http is None
 
     @classmethod
