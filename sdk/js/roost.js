@@ -279,11 +279,13 @@ export class AgentEngine {
    * @param {(cursor: number, lastSync: Date) => void} p.onSync
    * @param {(err: unknown) => void} p.onError
    * @param {number} [p.longPoll_s] wait_s of claims while the stream is down (0: sleep-poll)
+   * @param {number} [p.longPollAfterMs] how long the stream must have been down first (3000)
    * @param {number} [p.ackDelayMs] how long an ack waits for others to share its request
    */
   constructor(p) {
     Object.assign(this, p);
     this.longPoll_s ??= 0;
+    this.longPollAfterMs ??= 3000;
     this.ackDelayMs ??= 0;
     this.cursor = 0;
     this.processed = new Set();
@@ -324,6 +326,9 @@ export class AgentEngine {
   }
 
   setStreamUp(up) {
+    if (!up && this.streamUp) {
+      this.streamDownSince = Date.now();
+    }
     this.streamUp = up;
     if (up) {
       this.idleRounds = 0;
@@ -368,6 +373,7 @@ export class AgentEngine {
   /** The leader's loop: runs until stop(). */
   async run() {
     this.active = true;
+    this.streamDownSince = Date.now();
     let failures = 0;
     while (this.active) {
       this.kicked = false;
@@ -389,10 +395,16 @@ export class AgentEngine {
       // Streaming: a ping or another wake signal says when (the heartbeat watchdog covers a
       // silent stream). Otherwise poll (a long poll where the platform asks for it), backing
       // off while nothing comes and on failures.
-      if (failures === 0 && !this.streamUp && this.longPoll_s > 0) {
+      // Long polls only once the stream has had its chance (a stream about to come up would
+      // leave a long poll waiting in flight for nothing).
+      if (failures === 0 && !this.streamUp && this.longPoll_s > 0 &&
+          Date.now() - this.streamDownSince > this.longPollAfterMs) {
         try {
           await this.longPoll();
         } catch (err) {
+          if (!this.active) {
+            break; // stopped: the long poll was aborted
+          }
           failures++;
           this.onState(err instanceof RoostError && err.status === 0 ? 'offline' : 'polling');
         }
@@ -410,6 +422,7 @@ export class AgentEngine {
 
   stop() {
     this.active = false;
+    this.pollCtrl?.abort(); // what it may still claim comes back through the caller's release-all
     this.kick();
   }
 
@@ -422,10 +435,15 @@ export class AgentEngine {
       return;
     }
     const free = this.opts.concurrency - this.running.size;
-    const r = await this.client.post(this.path('/inbox/claim'), {
-      limit: free, lease_s: this.opts.lease_s, consumer: this.consumer, wait_s: this.longPoll_s,
-    });
-    await this.started(r.events);
+    this.pollCtrl = new AbortController();
+    try {
+      const r = await this.client.post(this.path('/inbox/claim'), {
+        limit: free, lease_s: this.opts.lease_s, consumer: this.consumer, wait_s: this.longPoll_s,
+      }, { signal: this.pollCtrl.signal });
+      await this.started(r.events);
+    } finally {
+      this.pollCtrl = null;
+    }
   }
 
   /** Starts the handlers of claimed events (or, after stop(), gives them back at once). */

@@ -307,7 +307,9 @@ scenario('cors', async () => {
     // An origin not listed: no data, the handler never runs, the event stays pending.
     const [ghost] = [await pub('c.other', {})];
     const o = await open(other.origin, 'o0');
-    await sleep(3000); // a negative: give it every chance (polls come every second or two)
+    // Its pull fails in the browser (no CORS answer): the agent says offline, and keeps trying.
+    await until(async () => (await o.evaluate(() => window.agent.state)) === 'offline', 20000,
+      'the unlisted page offline');
     assert.equal(starts.has(ghost), false, 'an unlisted origin handles nothing');
     assert.equal((await status('c.other')).get(ghost), 'pending');
     const state = await o.evaluate(() => window.agent.state);
