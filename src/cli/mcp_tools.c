@@ -619,8 +619,9 @@ static int consumer_settle(struct mcp_session *s)
         bool ok = fgets(buf, sizeof buf, f) != NULL;
         fclose(f);
         buf[strcspn(buf, "\r\n")] = '\0';
-        if (ok && buf[0] != '\0' && strlen(buf) < sizeof s->consumer) {
-            snprintf(s->consumer, sizeof s->consumer, "%s", buf);
+        size_t len = strlen(buf);
+        if (ok && len > 0 && len < sizeof s->consumer) {
+            memcpy(s->consumer, buf, len + 1);
             return 0;
         }
     }
