@@ -416,6 +416,12 @@ struct store_ops {
                       int64_t after_cursor, size_t limit, size_t max_bytes,
                       struct store_inbox_page *page);
 
+    /* The event the next claim would take (the claim's rule: pending and unexpired, highest
+     * priority, then lowest seq), payload included, nothing changed; *found false (and *out
+     * zeroed) when none. The caller cleans *out up with store_event_cleanup. */
+    int (*inbox_peek)(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
+                      struct store_event *out, bool *found);
+
     /* Claims up to `limit` pending, unexpired events: highest priority first, then lowest seq.
      * Each gets status claimed, a fresh lease token, attempts+1, claim_expires_at = now+lease_s,
      * claimed_at = now, consumer recorded ("" allowed). Sets agents.last_seen_at = now when it is

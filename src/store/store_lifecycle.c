@@ -88,7 +88,7 @@ static int touch(struct store *st, const char *tenant_id, const char *agent_id, 
 {
     const struct store_dialect *d = dialect(st);
     int64_t head, purged;
-    if (touches == NULL && !d->change_log) {
+    if (touches == NULL && !store_dialect_has(d, STORE_CAP_CHANGE_LOG)) {
         return ROOST_OK;
     }
     int rc = d->agent_head(st, tenant_id, agent_id, &head, &purged);

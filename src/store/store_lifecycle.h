@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "store/store_stmt.h"
 
 /* The lease columns of one inbox row, as fencing needs them. */
 struct store_lease_row {
@@ -70,16 +71,23 @@ struct store_new_row {
     int64_t expires_at_ms; /* 0 = never */
 };
 
-/* A parameter of struct store_dialect's query: bound in order. */
-enum store_param_type { STORE_P_NULL, STORE_P_INT, STORE_P_TEXT };
-struct store_param {
-    enum store_param_type type;
-    int64_t i;
-    const char *s;
+/* Named capabilities of a dialect (struct store_dialect.caps). */
+enum store_cap {
+    /* One writer process has the whole database (SQLite): every commit is pinged by the process
+     * that made it, so there is no tailer, and nothing else takes an agent's rows. */
+    STORE_CAP_SINGLE_WRITER = 1u << 0,
+    /* changed() writes a change log other nodes read (MySQL): an agent is then touched even when
+     * the caller collects no touches. */
+    STORE_CAP_CHANGE_LOG = 1u << 1,
 };
-struct store_row;
-/* A row of a query, to the caller's callback; non-zero (an error code) stops the query. */
-typedef int (*store_row_fn)(void *arg, struct store_row *row);
+
+/* Runs a descriptor's statement through the store's dialect (struct store_dialect.run). */
+#define store_run(st, stmt, params, on_row, arg, changed)                                          \
+    ((st)->dialect->run((st), &(stmt), (params), sizeof(params) / sizeof((params)[0]), (on_row),   \
+                        (arg), (changed)))
+/* The same, for a statement without parameters. */
+#define store_run0(st, stmt, on_row, arg, changed)                                                 \
+    ((st)->dialect->run((st), &(stmt), NULL, 0, (on_row), (arg), (changed)))
 
 /* A backend's primitives. Each returns ROOST_OK or the store error of its statement
  * (ROOST_ERETRY, ROOST_ESTORE, ROOST_ENOMEM...), never a lifecycle answer: those are decided by
@@ -90,9 +98,17 @@ struct store_dialect {
     void (*done)(struct store *st);
     /* Records the detail of a failure the lifecycle found (store_errmsg shows it). */
     void (*set_error)(struct store *st, const char *msg);
-    /* True when changed() writes a change log other nodes read: an agent is then touched even
-     * when the caller collects no touches. */
-    bool change_log;
+    /* The dialect's column of every statement descriptor (store_stmt.h). */
+    enum store_sql_col sql_col;
+    /* What the dialect can do or is (enum store_cap), for an operation to ask instead of testing
+     * which backend it runs on. */
+    unsigned caps;
+    /* Runs statement `stmt` (its SQL in this dialect's column), prepared once per connection and
+     * reused: params bound in order; each result row goes to on_row (NULL: rows ignored);
+     * *changed (may be NULL) gets the rows it changed. The statement is reset when it returns (no
+     * snapshot stays pinned). ROOST_EINTERNAL when the descriptor has no SQL for this dialect. */
+    int (*run)(struct store *st, const struct store_stmt *stmt, const struct store_param *p,
+               size_t np, store_row_fn on_row, void *arg, int64_t *changed);
 
     /* ---- agents and touches ---- */
     /* The agent's head and watermark, both 0 for an agent without a row. */
@@ -231,15 +247,13 @@ struct store_dialect {
      * agent_id is NULL). */
     int (*quarantine_delete)(struct store *st, const char *tenant_id, const char *agent_id,
                              const char *event_id, int64_t limit, size_t *purged);
-
-    /* ---- plain rows (store_webhooks.c) ---- */
-    /* Runs one statement of the caller's SQL text in this dialect, params bound in order
-     * (positional `?`); each result row goes to on_row (NULL: rows ignored); *changed (may be
-     * NULL) gets the rows it changed. For tables without a lifecycle, whose statements live
-     * beside the operation that runs them. */
-    int (*query)(struct store *st, const char *sql, const struct store_param *p, size_t np,
-                 store_row_fn on_row, void *arg, int64_t *changed);
 };
+
+/* True when the dialect has every capability in `caps`. */
+static inline bool store_dialect_has(const struct store_dialect *d, unsigned caps)
+{
+    return (d->caps & caps) == caps;
+}
 
 /* The lifecycle rules, for the few places a backend needs one directly. */
 

@@ -12,6 +12,7 @@
 
 #include "common/hash.h"
 #include "store/store_lifecycle.h"
+#include "store/store_ops.h"
 #include "store/store_sql.h"
 
 #include "common/banned.h"
@@ -1143,7 +1144,8 @@ static int my_quarantine_delete(struct store *st, const char *tenant_id, const c
 const struct store_dialect store_mysql_dialect = {
     .done = NULL,
     .set_error = my_error_set,
-    .change_log = true,
+    .sql_col = STORE_SQL_MYSQL,
+    .caps = STORE_CAP_CHANGE_LOG,
     .agent_head = my_agent_head,
     .changed = my_changed,
     .publish_begin = my_publish_begin,
@@ -1179,7 +1181,7 @@ const struct store_dialect store_mysql_dialect = {
     .requeue_update = my_requeue_update,
     .quarantine_select = my_quarantine_select,
     .quarantine_delete = my_quarantine_delete,
-    .query = store_mysql_query,
+    .run = store_mysql_run_stmt,
 };
 
 /* ---- reads and admin views (no lifecycle decisions) ---- */
@@ -1399,6 +1401,7 @@ const struct store_ops store_mysql_ops = {
     .ack_batch = store_lifecycle_ack_batch,
     .claim_batch = store_lifecycle_claim_batch,
     .inbox_read = my_inbox_read,
+    .inbox_peek = store_inbox_peek,
     .claim = store_lifecycle_claim,
     .ack = store_lifecycle_ack,
     .release = store_lifecycle_release,

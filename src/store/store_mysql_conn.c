@@ -97,6 +97,12 @@ static void close_stmts(struct mysql_store *b)
             b->stmts[i] = NULL;
         }
     }
+    for (size_t i = 0; i < b->n_run; i++) {
+        if (b->run[i] != NULL) {
+            mysql_stmt_close(b->run[i]);
+            b->run[i] = NULL;
+        }
+    }
 }
 
 /* Reopens a dropped connection (outside a transaction only: the server already rolled an open
@@ -494,6 +500,8 @@ void store_mysql_close(struct store *st)
         return;
     }
     close_stmts(b);
+    free(b->run);
+    store_stmt_cache_free(&b->cache);
     if (b->db != NULL) {
         mysql_close(b->db);
     }

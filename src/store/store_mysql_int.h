@@ -15,6 +15,7 @@
 #include "store/store.h"
 #include "store/store_mysql_url.h"
 #include "store/store_sql.h"
+#include "store/store_stmt.h"
 
 enum stmt_id {
     S_TENANT_FIND,
@@ -94,6 +95,11 @@ struct mysql_store {
     struct store base; /* first: struct store * and struct mysql_store * convert */
     MYSQL *db;
     MYSQL_STMT *stmts[S_COUNT];
+    /* The statements of descriptors (store_stmt.h) this connection ran: cache maps each to its
+     * index in run[0..n_run) (NULL until prepared, and again after a reconnect). */
+    struct store_stmt_cache cache;
+    MYSQL_STMT **run;
+    size_t n_run;
     struct store_mysql_url url;
     struct mysql_cluster *cluster; /* shared with this process's other connections; NULL: 1 host */
     size_t host_idx;               /* the node of this connection (url.hosts[host_idx]) */
@@ -263,10 +269,9 @@ int store_mysql_exec_sb_rows(struct mysql_store *b, struct dynbuf *sb, struct ro
 int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char *agent_id,
                        int64_t head, int64_t at_ms);
 
-/* The dialect's query primitive (store_mysql_query.c). */
-struct store_param;
-int store_mysql_query(struct store *st, const char *sql, const struct store_param *p, size_t np,
-                      int (*on_row)(void *arg, struct store_row *row), void *arg, int64_t *changed);
+/* The dialect's statement runner (store_mysql_query.c): struct store_dialect.run. */
+int store_mysql_run_stmt(struct store *st, const struct store_stmt *d, const struct store_param *p,
+                         size_t np, store_row_fn on_row, void *arg, int64_t *changed);
 
 /* Choosing the node (store_mysql_ha.c). A cluster is shared by the connections of this process
  * to one host list; acquire gives NULL for a URL with one host. */

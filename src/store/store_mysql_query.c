@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The MySQL dialect's query primitive (store_lifecycle.h): one statement of SQL text the caller
- * owns, prepared for the call, for the plain-row tables of store_webhooks.c. */
+/* The MySQL dialect's statement runner (struct store_dialect.run): a descriptor's MySQL text,
+ * prepared once per connection into the connection's cache (closed and prepared again after a
+ * reconnect), run through the statement runner of store_mysql_conn.c. */
 #include "store/store_mysql.h"
 #include "store/store_mysql_int.h"
 
@@ -8,19 +9,56 @@
 
 #include "common/banned.h"
 
-#define QUERY_PARAMS_MAX 16
+#define RUN_PARAMS_MAX 16
 
-int store_mysql_query(struct store *st, const char *sql, const struct store_param *p, size_t np,
-                      int (*on_row)(void *arg, struct store_row *row), void *arg, int64_t *changed)
+/* The cache slot of descriptor d on this connection. */
+static int cached(struct mysql_store *b, const struct store_stmt *d, MYSQL_STMT ***slot)
+{
+    size_t idx;
+    bool fresh;
+    if (store_stmt_cache_find(&b->cache, d, &idx, &fresh) != ROOST_OK) {
+        return ROOST_ENOMEM;
+    }
+    if (idx >= b->n_run) {
+        size_t n = b->n_run == 0 ? 64 : b->n_run * 2;
+        while (n <= idx) {
+            n *= 2;
+        }
+        MYSQL_STMT **grown = realloc(b->run, n * sizeof *grown);
+        if (grown == NULL) {
+            return ROOST_ENOMEM;
+        }
+        for (size_t i = b->n_run; i < n; i++) {
+            grown[i] = NULL;
+        }
+        b->run = grown;
+        b->n_run = n;
+    }
+    *slot = &b->run[idx];
+    return ROOST_OK;
+}
+
+int store_mysql_run_stmt(struct store *st, const struct store_stmt *d, const struct store_param *p,
+                         size_t np, store_row_fn on_row, void *arg, int64_t *changed)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    struct prm prms[QUERY_PARAMS_MAX];
+    struct prm prms[RUN_PARAMS_MAX];
+    MYSQL_STMT **slot;
     if (changed != NULL) {
         *changed = 0;
     }
-    if (np > QUERY_PARAMS_MAX) {
-        snprintf(b->err, sizeof b->err, "%s: too many parameters", sql);
+    const char *sql = store_stmt_sql(d, STORE_SQL_MYSQL);
+    if (sql == NULL) {
+        snprintf(b->err, sizeof b->err, "statement %s has no MySQL SQL", d->name);
         return ROOST_EINTERNAL;
+    }
+    if (np > RUN_PARAMS_MAX) {
+        snprintf(b->err, sizeof b->err, "%s: too many parameters", d->name);
+        return ROOST_EINTERNAL;
+    }
+    int rc = cached(b, d, &slot);
+    if (rc != ROOST_OK) {
+        return rc;
     }
     for (size_t i = 0; i < np; i++) {
         prms[i].type = p[i].type == STORE_P_INT    ? P_INT
@@ -30,7 +68,7 @@ int store_mysql_query(struct store *st, const char *sql, const struct store_para
         prms[i].s = p[i].s;
     }
     struct rows rs = {0};
-    int rc = store_mysql_q_sql(b, NULL, sql, prms, np, on_row != NULL ? &rs : NULL);
+    rc = store_mysql_q_sql(b, slot, sql, prms, np, on_row != NULL ? &rs : NULL);
     for (size_t r = 0; rc == ROOST_OK && on_row != NULL && r < rs.n; r++) {
         struct store_row row = store_mysql_row(&rs, r, 0);
         rc = on_row(arg, &row);

@@ -15,6 +15,7 @@
 #include "common/jsonutil.h"
 #include "common/timeutil.h"
 #include "store/store_lifecycle.h"
+#include "store/store_ops.h"
 #include "store/store_sql.h"
 
 #include "common/banned.h"
@@ -1111,7 +1112,8 @@ static int sq_quarantine_delete(struct store *st, const char *tenant_id, const c
 const struct store_dialect store_sqlite_dialect = {
     .done = sq_done,
     .set_error = sq_set_error,
-    .change_log = false,
+    .sql_col = STORE_SQL_SQLITE,
+    .caps = STORE_CAP_SINGLE_WRITER,
     .agent_head = sq_agent_head,
     .changed = sq_changed,
     .publish_begin = sq_publish_begin,
@@ -1145,7 +1147,7 @@ const struct store_dialect store_sqlite_dialect = {
     .requeue_update = sq_requeue_update,
     .quarantine_select = sq_quarantine_select,
     .quarantine_delete = sq_quarantine_delete,
-    .query = store_sqlite_query,
+    .run = store_sqlite_run_stmt,
 };
 
 /* ---- reads and admin views (no lifecycle decisions) ---- */
@@ -1541,6 +1543,7 @@ const struct store_ops store_sqlite_ops = {
     .savepoint_rollback = store_sqlite_savepoint_rollback,
     .publish = sq_publish,
     .inbox_read = sq_inbox_read,
+    .inbox_peek = store_inbox_peek,
     .claim = store_lifecycle_claim,
     .ack = store_lifecycle_ack,
     .publish_batch = store_lifecycle_publish_batch,

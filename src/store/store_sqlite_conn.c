@@ -215,6 +215,7 @@ void store_sqlite_close(struct store *st)
     for (int i = 0; i < S_COUNT; i++) {
         sqlite3_finalize(b->stmts[i]);
     }
+    store_sqlite_run_close(b);
     sqlite3_close(b->db);
     free(b);
 }

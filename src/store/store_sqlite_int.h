@@ -10,6 +10,7 @@
 
 #include "store/store.h"
 #include "store/store_sql.h"
+#include "store/store_stmt.h"
 
 /* Registers the VFS that writes a transaction's WAL frames in one call (store_sqlite_walbuf.c) and
  * returns its name, or NULL (then the default VFS serves). */
@@ -95,6 +96,11 @@ struct sqlite_store {
     struct store base; /* first: struct store * and struct sqlite_store * convert */
     sqlite3 *db;
     sqlite3_stmt *stmts[S_COUNT];
+    /* The statements of descriptors (store_stmt.h) this connection ran: cache maps each to its
+     * index in run[0..n_run). */
+    struct store_stmt_cache cache;
+    sqlite3_stmt **run;
+    size_t n_run;
     /* Guesses the conditional UPDATE of seq_alloc checks (store_sqlite.c): never trusted. */
     struct sqlite_seq_guess seq_guess[SQLITE_SEQ_GUESSES];
     char err[512];
@@ -150,11 +156,11 @@ static inline int store_sqlite_push_row(sqlite3_stmt *s, struct store_events *li
 int store_sqlite_read_begin(struct sqlite_store *b, bool *opened);
 int store_sqlite_read_end(struct sqlite_store *b, bool opened, int rc);
 
-/* The dialect's query primitive (store_sqlite_query.c). */
-struct store_param;
-int store_sqlite_query(struct store *st, const char *sql, const struct store_param *p, size_t np,
-                       int (*on_row)(void *arg, struct store_row *row), void *arg,
-                       int64_t *changed);
+/* The dialect's statement runner (store_sqlite_query.c): struct store_dialect.run, and the
+ * close that finalizes what it prepared. */
+int store_sqlite_run_stmt(struct store *st, const struct store_stmt *d, const struct store_param *p,
+                          size_t np, store_row_fn on_row, void *arg, int64_t *changed);
+void store_sqlite_run_close(struct sqlite_store *b);
 
 /* The connection's vtable entries (store_sqlite_conn.c). */
 int store_sqlite_open(const char *url, const struct store_options *opt, struct store **out);

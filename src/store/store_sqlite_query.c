@@ -1,24 +1,66 @@
 /* SPDX-License-Identifier: MIT */
-/* The SQLite dialect's query primitive (store_lifecycle.h): one statement of SQL text the caller
- * owns, prepared for the call, for the plain-row tables of store_webhooks.c. */
+/* The SQLite dialect's statement runner (struct store_dialect.run): a descriptor's SQLite text,
+ * prepared once per connection (SQLITE_PREPARE_PERSISTENT) into the connection's cache, rebound
+ * and reset on every call. */
 #include "store/store_sqlite.h"
 #include "store/store_sqlite_int.h"
+
+#include <stdlib.h>
 
 #include "store/store_lifecycle.h"
 
 #include "common/banned.h"
 
-int store_sqlite_query(struct store *st, const char *sql, const struct store_param *p, size_t np,
-                       int (*on_row)(void *arg, struct store_row *row), void *arg, int64_t *changed)
+/* The prepared statement of descriptor d on this connection, prepared on first use. */
+static int cached(struct sqlite_store *b, const struct store_stmt *d, sqlite3_stmt **out)
+{
+    size_t idx;
+    bool fresh;
+    *out = NULL;
+    if (store_stmt_cache_find(&b->cache, d, &idx, &fresh) != ROOST_OK) {
+        return ROOST_ENOMEM;
+    }
+    if (idx >= b->n_run) {
+        size_t n = b->n_run == 0 ? 64 : b->n_run * 2;
+        while (n <= idx) {
+            n *= 2;
+        }
+        sqlite3_stmt **grown = realloc(b->run, n * sizeof *grown);
+        if (grown == NULL) {
+            return ROOST_ENOMEM;
+        }
+        for (size_t i = b->n_run; i < n; i++) {
+            grown[i] = NULL;
+        }
+        b->run = grown;
+        b->n_run = n;
+    }
+    if (b->run[idx] == NULL) {
+        const char *sql = store_stmt_sql(d, STORE_SQL_SQLITE);
+        if (sql == NULL) {
+            snprintf(b->err, sizeof b->err, "statement %s has no SQLite SQL", d->name);
+            return ROOST_EINTERNAL;
+        }
+        int src = sqlite3_prepare_v3(b->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &b->run[idx], NULL);
+        if (src != SQLITE_OK) {
+            return store_sqlite_fail(b, src, sql);
+        }
+    }
+    *out = b->run[idx];
+    return ROOST_OK;
+}
+
+int store_sqlite_run_stmt(struct store *st, const struct store_stmt *d, const struct store_param *p,
+                          size_t np, store_row_fn on_row, void *arg, int64_t *changed)
 {
     struct sqlite_store *b = store_sqlite_backend(st);
-    sqlite3_stmt *s = NULL;
+    sqlite3_stmt *s;
     if (changed != NULL) {
         *changed = 0;
     }
-    int src = sqlite3_prepare_v2(b->db, sql, -1, &s, NULL);
-    if (src != SQLITE_OK) {
-        return store_sqlite_fail(b, src, sql);
+    int rc = cached(b, d, &s);
+    if (rc != ROOST_OK) {
+        return rc;
     }
     for (size_t i = 0; i < np; i++) {
         int col = (int)i + 1;
@@ -30,7 +72,6 @@ int store_sqlite_query(struct store *st, const char *sql, const struct store_par
             sqlite3_bind_null(s, col);
         }
     }
-    int rc;
     while ((rc = store_sqlite_step(b, s)) == 1) {
         if (on_row == NULL) {
             continue;
@@ -47,6 +88,19 @@ int store_sqlite_query(struct store *st, const char *sql, const struct store_par
     if (rc == ROOST_OK && changed != NULL) {
         *changed = sqlite3_changes(b->db);
     }
-    sqlite3_finalize(s);
+    /* Reset, so no read snapshot stays pinned; the bindings point at the caller's text. */
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
     return rc;
+}
+
+void store_sqlite_run_close(struct sqlite_store *b)
+{
+    for (size_t i = 0; i < b->n_run; i++) {
+        sqlite3_finalize(b->run[i]);
+    }
+    free(b->run);
+    b->run = NULL;
+    b->n_run = 0;
+    store_stmt_cache_free(&b->cache);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Webhook endpoints and the attempt log (store_webhooks.h), once for every backend: each
- * operation here, its statement beside it in both dialects ({SQLite, MySQL}), run through the
- * dialect's query primitive. */
+ * operation here, its statements beside it in every dialect (store_stmt.h), run through the
+ * dialect's prepared-statement cache. */
 #include "store/store_webhooks.h"
 
 #include <stdio.h>
@@ -13,14 +13,6 @@
 
 #include "common/banned.h"
 
-struct sql2 {
-    const char *sqlite, *mysql;
-};
-#define SAME(text)                                                                                 \
-    {                                                                                              \
-        text, text                                                                                 \
-    }
-
 #define EPCOLS                                                                                     \
     "tenant_id, endpoint_id, agent_id, url, status, coalesce(disabled_reason, ''), created_at,"    \
     " updated_at, coalesce(failing_since, 0)"
@@ -29,78 +21,56 @@ struct sql2 {
     " error_class, coalesce(response_head, '')"
 
 /* An agent has one endpoint (the unique key endpoints_agent): the insert then changes nothing. */
-static const struct sql2 EP_ADD = {
+STORE_STMT(
+    EP_ADD,
     "INSERT INTO endpoints (tenant_id, endpoint_id, agent_id, url, secret, status, created_at,"
     " updated_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING",
     "INSERT IGNORE INTO endpoints (tenant_id, endpoint_id, agent_id, url, secret, status,"
-    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?)"};
-static const struct sql2 EP_GET =
-    SAME("SELECT " EPCOLS ", secret FROM endpoints WHERE tenant_id = ? AND endpoint_id = ?");
-static const struct sql2 EP_LIST =
-    SAME("SELECT " EPCOLS " FROM endpoints WHERE tenant_id = ? AND endpoint_id > ?"
-         " ORDER BY endpoint_id LIMIT ?");
-static const struct sql2 EP_LIST_AGENT =
-    SAME("SELECT " EPCOLS " FROM endpoints WHERE tenant_id = ? AND agent_id = ?"
-         " AND endpoint_id > ? ORDER BY endpoint_id LIMIT ?");
-static const struct sql2 EP_DELETE =
-    SAME("DELETE FROM endpoints WHERE tenant_id = ? AND endpoint_id = ?");
-static const struct sql2 EP_DELETE_AGENT =
-    SAME("DELETE FROM endpoints WHERE tenant_id = ? AND endpoint_id = ? AND agent_id = ?");
-static const struct sql2 AT_DELETE_ENDPOINT =
-    SAME("DELETE FROM webhook_attempts WHERE tenant_id = ? AND endpoint_id = ?");
-static const struct sql2 EP_SET_STATUS =
-    SAME("UPDATE endpoints SET status = ?, disabled_reason = ?, updated_at = ?,"
-         " failing_since = CASE WHEN ? = 0 THEN NULL ELSE failing_since END"
-         " WHERE tenant_id = ? AND endpoint_id = ?");
-static const struct sql2 EP_ACTIVE =
-    SAME("SELECT " EPCOLS ", secret FROM endpoints WHERE status = 0"
-         " AND (tenant_id, endpoint_id) > (?, ?) ORDER BY tenant_id, endpoint_id LIMIT ?");
-static const struct sql2 EP_OK =
-    SAME("UPDATE endpoints SET failing_since = NULL WHERE tenant_id = ? AND endpoint_id = ?"
-         " AND failing_since IS NOT NULL");
-static const struct sql2 EP_FAIL =
-    SAME("UPDATE endpoints SET failing_since = ? WHERE tenant_id = ? AND endpoint_id = ?"
-         " AND failing_since IS NULL");
+    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?)");
+STORE_STMT_SAME(EP_GET,
+                "SELECT " EPCOLS ", secret FROM endpoints WHERE tenant_id = ? AND endpoint_id = ?");
+STORE_STMT_SAME(EP_LIST, "SELECT " EPCOLS " FROM endpoints WHERE tenant_id = ? AND endpoint_id > ?"
+                         " ORDER BY endpoint_id LIMIT ?");
+STORE_STMT_SAME(EP_LIST_AGENT,
+                "SELECT " EPCOLS " FROM endpoints WHERE tenant_id = ? AND agent_id = ?"
+                " AND endpoint_id > ? ORDER BY endpoint_id LIMIT ?");
+STORE_STMT_SAME(EP_DELETE, "DELETE FROM endpoints WHERE tenant_id = ? AND endpoint_id = ?");
+STORE_STMT_SAME(EP_DELETE_AGENT,
+                "DELETE FROM endpoints WHERE tenant_id = ? AND endpoint_id = ? AND agent_id = ?");
+STORE_STMT_SAME(AT_DELETE_ENDPOINT,
+                "DELETE FROM webhook_attempts WHERE tenant_id = ? AND endpoint_id = ?");
+STORE_STMT_SAME(EP_SET_STATUS,
+                "UPDATE endpoints SET status = ?, disabled_reason = ?, updated_at = ?,"
+                " failing_since = CASE WHEN ? = 0 THEN NULL ELSE failing_since END"
+                " WHERE tenant_id = ? AND endpoint_id = ?");
+STORE_STMT_SAME(EP_ACTIVE,
+                "SELECT " EPCOLS ", secret FROM endpoints WHERE status = 0"
+                " AND (tenant_id, endpoint_id) > (?, ?) ORDER BY tenant_id, endpoint_id LIMIT ?");
+STORE_STMT_SAME(EP_OK,
+                "UPDATE endpoints SET failing_since = NULL WHERE tenant_id = ? AND endpoint_id = ?"
+                " AND failing_since IS NOT NULL");
+STORE_STMT_SAME(EP_FAIL,
+                "UPDATE endpoints SET failing_since = ? WHERE tenant_id = ? AND endpoint_id = ?"
+                " AND failing_since IS NULL");
 /* Conditional on the run having lasted long enough, so concurrent nodes disable it once. */
-static const struct sql2 EP_FAIL_DISABLE =
-    SAME("UPDATE endpoints SET status = 1, disabled_reason = 'failing', updated_at = ?"
-         " WHERE tenant_id = ? AND endpoint_id = ? AND status = 0 AND failing_since <= ?");
-static const struct sql2 AT_ADD =
-    SAME("INSERT INTO webhook_attempts (tenant_id, endpoint_id, attempt_id, agent_id, event_id,"
-         " at, attempt, status_code, latency_ms, error_class, response_head)"
-         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-static const struct sql2 AT_LIST =
-    SAME("SELECT " ATCOLS " FROM webhook_attempts WHERE tenant_id = ? AND endpoint_id = ?"
-         " AND attempt_id > ? ORDER BY attempt_id LIMIT ?");
-static const struct sql2 AT_LIST_EVENT =
-    SAME("SELECT " ATCOLS " FROM webhook_attempts WHERE tenant_id = ? AND event_id = ?"
-         " AND endpoint_id = ? AND attempt_id > ? ORDER BY attempt_id LIMIT ?");
-static const struct sql2 AT_PRUNE = {
+STORE_STMT_SAME(EP_FAIL_DISABLE,
+                "UPDATE endpoints SET status = 1, disabled_reason = 'failing', updated_at = ?"
+                " WHERE tenant_id = ? AND endpoint_id = ? AND status = 0 AND failing_since <= ?");
+STORE_STMT_SAME(
+    AT_ADD, "INSERT INTO webhook_attempts (tenant_id, endpoint_id, attempt_id, agent_id, event_id,"
+            " at, attempt, status_code, latency_ms, error_class, response_head)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+STORE_STMT_SAME(AT_LIST,
+                "SELECT " ATCOLS " FROM webhook_attempts WHERE tenant_id = ? AND endpoint_id = ?"
+                " AND attempt_id > ? ORDER BY attempt_id LIMIT ?");
+STORE_STMT_SAME(AT_LIST_EVENT,
+                "SELECT " ATCOLS " FROM webhook_attempts WHERE tenant_id = ? AND event_id = ?"
+                " AND endpoint_id = ? AND attempt_id > ? ORDER BY attempt_id LIMIT ?");
+STORE_STMT(
+    AT_PRUNE,
     "DELETE FROM webhook_attempts WHERE (tenant_id, endpoint_id, attempt_id) IN"
     " (SELECT tenant_id, endpoint_id, attempt_id FROM webhook_attempts WHERE at < ? LIMIT ?)",
-    "DELETE FROM webhook_attempts WHERE at < ? ORDER BY at LIMIT ?"};
-
-#define PT(v)                                                                                      \
-    {                                                                                              \
-        .type = (v) != NULL ? STORE_P_TEXT : STORE_P_NULL, .s = (v)                                \
-    }
-#define PI(v)                                                                                      \
-    {                                                                                              \
-        .type = STORE_P_INT, .i = (v)                                                              \
-    }
-
-static int query(struct store *st, const struct sql2 *sql, const struct store_param *p, size_t np,
-                 store_row_fn on_row, void *arg, int64_t *changed)
-{
-    const char *text = strcmp(st->ops->scheme, "mysql") == 0 ? sql->mysql : sql->sqlite;
-    int rc = st->dialect->query(st, text, p, np, on_row, arg, changed);
-    if (st->dialect->done != NULL) {
-        st->dialect->done(st);
-    }
-    return rc;
-}
-#define Q(st, sql, params, on_row, arg, changed)                                                   \
-    query((st), &(sql), (params), sizeof(params) / sizeof((params)[0]), (on_row), (arg), (changed))
+    "DELETE FROM webhook_attempts WHERE at < ? ORDER BY at LIMIT ?");
 
 static void copy_col(struct store_row *row, int col, char *dst, size_t cap)
 {
@@ -191,10 +161,11 @@ int store_attempt_new_id(int64_t now_ms, char out[STORE_ATTEMPT_ID_LEN + 1])
 
 int store_endpoint_add(struct store *st, const struct store_endpoint *e, int64_t now_ms)
 {
-    struct store_param p[] = {PT(e->tenant_id), PT(e->endpoint_id), PT(e->agent_id), PT(e->url),
-                              PT(e->secret),    PI(now_ms),         PI(now_ms)};
+    struct store_param p[] = {ARG_T(e->tenant_id), ARG_T(e->endpoint_id), ARG_T(e->agent_id),
+                              ARG_T(e->url),       ARG_T(e->secret),      ARG_I(now_ms),
+                              ARG_I(now_ms)};
     int64_t changed = 0;
-    int rc = Q(st, EP_ADD, p, NULL, NULL, &changed);
+    int rc = store_run(st, EP_ADD, p, NULL, NULL, &changed);
     return rc == ROOST_OK && changed == 0 ? ROOST_EENDPOINTEXISTS : rc;
 }
 
@@ -202,9 +173,9 @@ int store_endpoint_get(struct store *st, const char *tenant_id, const char *endp
                        struct store_endpoint *out)
 {
     struct page pg = {.out = out, .limit = 1, .with_secret = true};
-    struct store_param p[] = {PT(tenant_id), PT(endpoint_id)};
+    struct store_param p[] = {ARG_T(tenant_id), ARG_T(endpoint_id)};
     memset(out, 0, sizeof *out);
-    int rc = Q(st, EP_GET, p, on_endpoint, &pg, NULL);
+    int rc = store_run(st, EP_GET, p, on_endpoint, &pg, NULL);
     return rc == ROOST_OK && pg.n == 0 ? ROOST_EENDPOINTNOTFOUND : rc;
 }
 
@@ -216,12 +187,12 @@ int store_endpoint_list(struct store *st, const char *tenant_id, const char *age
     const char *from = after != NULL ? after : "";
     int rc = ROOST_OK;
     if (limit > 0 && agent_id != NULL) {
-        struct store_param p[] = {PT(tenant_id), PT(agent_id), PT(from),
-                                  PI(store_limit_page(limit))};
-        rc = Q(st, EP_LIST_AGENT, p, on_endpoint, &pg, NULL);
+        struct store_param p[] = {ARG_T(tenant_id), ARG_T(agent_id), ARG_T(from),
+                                  ARG_I(store_limit_page(limit))};
+        rc = store_run(st, EP_LIST_AGENT, p, on_endpoint, &pg, NULL);
     } else if (limit > 0) {
-        struct store_param p[] = {PT(tenant_id), PT(from), PI(store_limit_page(limit))};
-        rc = Q(st, EP_LIST, p, on_endpoint, &pg, NULL);
+        struct store_param p[] = {ARG_T(tenant_id), ARG_T(from), ARG_I(store_limit_page(limit))};
+        rc = store_run(st, EP_LIST, p, on_endpoint, &pg, NULL);
     }
     *n = pg.n;
     *has_more = pg.has_more;
@@ -234,11 +205,11 @@ int store_endpoint_delete(struct store *st, const char *tenant_id, const char *a
     int64_t changed = 0;
     int rc;
     if (agent_id != NULL) {
-        struct store_param p[] = {PT(tenant_id), PT(endpoint_id), PT(agent_id)};
-        rc = Q(st, EP_DELETE_AGENT, p, NULL, NULL, &changed);
+        struct store_param p[] = {ARG_T(tenant_id), ARG_T(endpoint_id), ARG_T(agent_id)};
+        rc = store_run(st, EP_DELETE_AGENT, p, NULL, NULL, &changed);
     } else {
-        struct store_param p[] = {PT(tenant_id), PT(endpoint_id)};
-        rc = Q(st, EP_DELETE, p, NULL, NULL, &changed);
+        struct store_param p[] = {ARG_T(tenant_id), ARG_T(endpoint_id)};
+        rc = store_run(st, EP_DELETE, p, NULL, NULL, &changed);
     }
     if (rc != ROOST_OK) {
         return rc;
@@ -246,8 +217,8 @@ int store_endpoint_delete(struct store *st, const char *tenant_id, const char *a
     if (changed == 0) {
         return ROOST_EENDPOINTNOTFOUND;
     }
-    struct store_param p[] = {PT(tenant_id), PT(endpoint_id)};
-    return Q(st, AT_DELETE_ENDPOINT, p, NULL, NULL, NULL);
+    struct store_param p[] = {ARG_T(tenant_id), ARG_T(endpoint_id)};
+    return store_run(st, AT_DELETE_ENDPOINT, p, NULL, NULL, NULL);
 }
 
 int store_endpoint_set_status(struct store *st, const char *tenant_id, const char *endpoint_id,
@@ -256,10 +227,11 @@ int store_endpoint_set_status(struct store *st, const char *tenant_id, const cha
     char why[STORE_WH_REASON_MAX + 1];
     snprintf(why, sizeof why, "%s", reason != NULL ? reason : "");
     bool active = status == STORE_ENDPOINT_ACTIVE;
-    struct store_param p[] = {PI(active ? 0 : 1), PT(active ? NULL : why), PI(now_ms),
-                              PI(active ? 0 : 1), PT(tenant_id),           PT(endpoint_id)};
+    struct store_param p[] = {ARG_I(active ? 0 : 1), ARG_T(active ? NULL : why),
+                              ARG_I(now_ms),         ARG_I(active ? 0 : 1),
+                              ARG_T(tenant_id),      ARG_T(endpoint_id)};
     int64_t changed = 0;
-    int rc = Q(st, EP_SET_STATUS, p, NULL, NULL, &changed);
+    int rc = store_run(st, EP_SET_STATUS, p, NULL, NULL, &changed);
     return rc == ROOST_OK && changed == 0 ? ROOST_EENDPOINTNOTFOUND : rc;
 }
 
@@ -269,9 +241,10 @@ int store_endpoints_active(struct store *st, const char *after_tenant, const cha
     struct page pg = {.out = out, .limit = limit, .with_secret = true};
     int rc = ROOST_OK;
     if (limit > 0) {
-        struct store_param p[] = {PT(after_tenant != NULL ? after_tenant : ""),
-                                  PT(after_id != NULL ? after_id : ""), PI(store_limit(limit))};
-        rc = Q(st, EP_ACTIVE, p, on_endpoint, &pg, NULL);
+        struct store_param p[] = {ARG_T(after_tenant != NULL ? after_tenant : ""),
+                                  ARG_T(after_id != NULL ? after_id : ""),
+                                  ARG_I(store_limit(limit))};
+        rc = store_run(st, EP_ACTIVE, p, on_endpoint, &pg, NULL);
     }
     *n = pg.n;
     return rc;
@@ -286,16 +259,16 @@ int store_endpoint_result(struct store *st, const char *tenant_id, const char *e
         *disabled = false;
     }
     if (ok) {
-        struct store_param p[] = {PT(tenant_id), PT(endpoint_id)};
-        return Q(st, EP_OK, p, NULL, NULL, NULL);
+        struct store_param p[] = {ARG_T(tenant_id), ARG_T(endpoint_id)};
+        return store_run(st, EP_OK, p, NULL, NULL, NULL);
     }
-    struct store_param f[] = {PI(now_ms), PT(tenant_id), PT(endpoint_id)};
-    if ((rc = Q(st, EP_FAIL, f, NULL, NULL, NULL)) != ROOST_OK || disable_after_ms <= 0) {
+    struct store_param f[] = {ARG_I(now_ms), ARG_T(tenant_id), ARG_T(endpoint_id)};
+    if ((rc = store_run(st, EP_FAIL, f, NULL, NULL, NULL)) != ROOST_OK || disable_after_ms <= 0) {
         return rc;
     }
-    struct store_param d[] = {PI(now_ms), PT(tenant_id), PT(endpoint_id),
-                              PI(now_ms - disable_after_ms)};
-    rc = Q(st, EP_FAIL_DISABLE, d, NULL, NULL, &changed);
+    struct store_param d[] = {ARG_I(now_ms), ARG_T(tenant_id), ARG_T(endpoint_id),
+                              ARG_I(now_ms - disable_after_ms)};
+    rc = store_run(st, EP_FAIL_DISABLE, d, NULL, NULL, &changed);
     if (rc == ROOST_OK && disabled != NULL) {
         *disabled = changed > 0;
     }
@@ -304,18 +277,18 @@ int store_endpoint_result(struct store *st, const char *tenant_id, const char *e
 
 int store_attempt_add(struct store *st, const char *tenant_id, const struct store_attempt *a)
 {
-    struct store_param p[] = {PT(tenant_id),
-                              PT(a->endpoint_id),
-                              PT(a->attempt_id),
-                              PT(a->agent_id),
-                              PT(a->event_id),
-                              PI(a->at_ms),
-                              PI(a->attempt),
-                              PI(a->status_code),
-                              PI(a->latency_ms),
-                              PT(a->error_class),
-                              PT(a->response_head[0] != '\0' ? a->response_head : NULL)};
-    return Q(st, AT_ADD, p, NULL, NULL, NULL);
+    struct store_param p[] = {ARG_T(tenant_id),
+                              ARG_T(a->endpoint_id),
+                              ARG_T(a->attempt_id),
+                              ARG_T(a->agent_id),
+                              ARG_T(a->event_id),
+                              ARG_I(a->at_ms),
+                              ARG_I(a->attempt),
+                              ARG_I(a->status_code),
+                              ARG_I(a->latency_ms),
+                              ARG_T(a->error_class),
+                              ARG_T(a->response_head[0] != '\0' ? a->response_head : NULL)};
+    return store_run(st, AT_ADD, p, NULL, NULL, NULL);
 }
 
 int store_attempt_list(struct store *st, const char *tenant_id, const char *endpoint_id,
@@ -326,13 +299,13 @@ int store_attempt_list(struct store *st, const char *tenant_id, const char *endp
     const char *from = after != NULL ? after : "";
     int rc = ROOST_OK;
     if (limit > 0 && event_id != NULL) {
-        struct store_param p[] = {PT(tenant_id), PT(event_id), PT(endpoint_id), PT(from),
-                                  PI(store_limit_page(limit))};
-        rc = Q(st, AT_LIST_EVENT, p, on_attempt, &pg, NULL);
+        struct store_param p[] = {ARG_T(tenant_id), ARG_T(event_id), ARG_T(endpoint_id),
+                                  ARG_T(from), ARG_I(store_limit_page(limit))};
+        rc = store_run(st, AT_LIST_EVENT, p, on_attempt, &pg, NULL);
     } else if (limit > 0) {
-        struct store_param p[] = {PT(tenant_id), PT(endpoint_id), PT(from),
-                                  PI(store_limit_page(limit))};
-        rc = Q(st, AT_LIST, p, on_attempt, &pg, NULL);
+        struct store_param p[] = {ARG_T(tenant_id), ARG_T(endpoint_id), ARG_T(from),
+                                  ARG_I(store_limit_page(limit))};
+        rc = store_run(st, AT_LIST, p, on_attempt, &pg, NULL);
     }
     *n = pg.n;
     *has_more = pg.has_more;
@@ -346,8 +319,8 @@ int store_attempt_prune(struct store *st, int64_t before_ms, size_t limit, size_
     if (limit == 0) {
         return ROOST_OK;
     }
-    struct store_param p[] = {PI(before_ms), PI(store_limit(limit))};
-    int rc = Q(st, AT_PRUNE, p, NULL, NULL, &changed);
+    struct store_param p[] = {ARG_I(before_ms), ARG_I(store_limit(limit))};
+    int rc = store_run(st, AT_PRUNE, p, NULL, NULL, &changed);
     if (rc == ROOST_OK) {
         *count = (size_t)changed;
     }

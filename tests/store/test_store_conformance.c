@@ -491,6 +491,61 @@ static void test_store_claim_order_priority_then_seq(struct fx *f)
     CHECK(evs.len == 0);
 }
 
+/* Peek: the event the next claim takes, by the claim's rule, and nothing changes. */
+static void test_store_inbox_peek_is_the_next_claim(struct fx *f)
+{
+    struct store *st = f->st;
+    struct store_events evs = {0};
+    struct store_event ev;
+    bool found = true;
+    CHECK_RC(store_call(st, inbox_peek, TA, "a", T0, &ev, &found), ROOST_OK);
+    CHECK(!found && ev.payload == NULL && ev.seq == 0); /* unknown agent: none */
+    int prio[] = {0, 5, 0, 5, -1};
+    for (int i = 0; i < 5; i++) {
+        struct pubopt o = {.priority = prio[i], .corr = "c-1"};
+        char payload[32];
+        snprintf(payload, sizeof payload, "{\"n\":%d}", i + 1);
+        CHECK(pub1(st, TA, "a", payload, &o, T0, NULL) == i + 1);
+    }
+    /* Highest priority, then lowest seq, payload included; a second peek sees the same. */
+    for (int round = 0; round < 2; round++) {
+        found = false;
+        CHECK_RC(store_call(st, inbox_peek, TA, "a", T0 + 1, &ev, &found), ROOST_OK);
+        CHECK(found && ev.seq == 2 && ev.status == STORE_PENDING && ev.priority == 5);
+        CHECK(ev.payload != NULL && strcmp(ev.payload, "{\"n\":2}") == 0);
+        CHECK(ev.correlation_id != NULL && strcmp(ev.correlation_id, "c-1") == 0);
+        CHECK(ev.attempts == 0 && ev.lease_token[0] == '\0' && strcmp(ev.agent_id, "a") == 0);
+        CHECK(strncmp(ev.event_id, "evt_", 4) == 0);
+        store_event_cleanup(&ev);
+    }
+    CHECK(status_of(st, TA, "a", 2) == STORE_PENDING);
+    /* The claim takes what peek showed; peek then shows the claim after it. */
+    CHECK_RC(claim(st, TA, "a", 1, 30, "w", T0 + 2, &evs), ROOST_OK);
+    CHECK(evs.len == 1 && evs.items[0].seq == 2);
+    store_events_cleanup(&evs);
+    CHECK_RC(store_call(st, inbox_peek, TA, "a", T0 + 3, &ev, &found), ROOST_OK);
+    CHECK(found && ev.seq == 4);
+    store_event_cleanup(&ev);
+    CHECK_RC(claim(st, TA, "a", 10, 30, "w", T0 + 4, &evs), ROOST_OK);
+    CHECK(evs.len == 4 && evs.items[0].seq == 4);
+    store_events_cleanup(&evs);
+    CHECK_RC(store_call(st, inbox_peek, TA, "a", T0 + 5, &ev, &found), ROOST_OK);
+    CHECK(!found); /* every event claimed */
+
+    /* Neither a scheduled event, nor one past its expires_at, nor another tenant's. */
+    struct pubopt later = {.available_at = T0 + 60000};
+    struct pubopt ttl = {.expires_at = T0 + 1000};
+    pub1(st, TA, "b", "{}", &later, T0, NULL);
+    pub1(st, TA, "b", "{\"ttl\":1}", &ttl, T0, NULL);
+    CHECK_RC(store_call(st, inbox_peek, TA, "b", T0 + 999, &ev, &found), ROOST_OK);
+    CHECK(found && ev.seq == 2);
+    store_event_cleanup(&ev);
+    CHECK_RC(store_call(st, inbox_peek, TA, "b", T0 + 1000, &ev, &found), ROOST_OK);
+    CHECK(!found);
+    CHECK_RC(store_call(st, inbox_peek, TB, "b", T0, &ev, &found), ROOST_OK);
+    CHECK(!found);
+}
+
 static void test_store_ack_fencing(struct fx *f)
 {
     struct store *st = f->st;
@@ -1806,6 +1861,7 @@ static const struct test tests[] = {
     TEST(test_store_idempotency_key_dedups),
     TEST(test_store_delayed_event_scheduled_then_promoted),
     TEST(test_store_claim_order_priority_then_seq),
+    TEST(test_store_inbox_peek_is_the_next_claim),
     TEST(test_store_ack_fencing),
     TEST(test_store_late_ack_after_reclaim_is_rejected),
     TEST(test_store_release_counters_and_quarantine),

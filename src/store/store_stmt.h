@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* A store statement written once: a static descriptor holding its SQL in every dialect, run
+ * through the dialect's prepared-statement cache (struct store_dialect's run: prepared once per
+ * connection on first use, keyed by the descriptor, reset and rebound on every later call).
+ *
+ *     STORE_STMT(PEEK,
+ *                "SELECT ... ORDER BY priority DESC, seq LIMIT 1",        -- SQLite
+ *                "SELECT ... ORDER BY ready_priority DESC, seq LIMIT 1"); -- MySQL/MariaDB
+ *
+ * STORE_STMT takes one SQL argument per dialect (a missing one does not compile) and each must be
+ * a non-empty string literal (checked at compile time); store_stmt_sql() checks again when the
+ * statement is first prepared, so a descriptor built by hand with a NULL column fails there with
+ * ROOST_EINTERNAL instead of running. Parameters are positional (`?`, bound in order); SQLite
+ * text may number them (`?1`) to use one twice. Internal to src/store/. */
+#ifndef ROOST_STORE_STMT_H
+#define ROOST_STORE_STMT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The SQL columns of a descriptor: one per dialect. A new dialect adds a column here and an
+ * argument to STORE_STMT, and the compiler lists every statement still missing its SQL. */
+enum store_sql_col { STORE_SQL_SQLITE = 0, STORE_SQL_MYSQL, STORE_SQL_COLS };
+
+struct store_stmt {
+    const char *name; /* for error messages: the descriptor's identifier */
+    const char *sql[STORE_SQL_COLS];
+};
+
+#define STORE_STMT(var, sqlite_sql, mysql_sql)                                                     \
+    _Static_assert(sizeof("" sqlite_sql) > 1, #var ": SQLite SQL is empty");                       \
+    _Static_assert(sizeof("" mysql_sql) > 1, #var ": MySQL SQL is empty");                         \
+    static const struct store_stmt var = {                                                         \
+        #var, {[STORE_SQL_SQLITE] = "" sqlite_sql, [STORE_SQL_MYSQL] = "" mysql_sql}}
+/* A statement whose text every dialect shares. */
+#define STORE_STMT_SAME(var, sql) STORE_STMT(var, sql, sql)
+
+/* The descriptor's SQL in dialect column `col`, or NULL when it has none (a failed completeness
+ * check: the caller reports ROOST_EINTERNAL naming the statement). */
+const char *store_stmt_sql(const struct store_stmt *d, enum store_sql_col col);
+
+/* ---- parameters and rows ---- */
+
+/* A parameter of a statement: bound in order. */
+enum store_param_type { STORE_P_NULL, STORE_P_INT, STORE_P_TEXT };
+struct store_param {
+    enum store_param_type type;
+    int64_t i;
+    const char *s;
+};
+/* A text parameter; a NULL pointer binds SQL NULL. */
+#define ARG_T(v)                                                                                   \
+    {                                                                                              \
+        .type = (v) != NULL ? STORE_P_TEXT : STORE_P_NULL, .s = (v)                                \
+    }
+#define ARG_I(v)                                                                                   \
+    {                                                                                              \
+        .type = STORE_P_INT, .i = (v)                                                              \
+    }
+/* An integer where 0 means "none" (SQL NULL), as expires_at. */
+#define ARG_IN(v)                                                                                  \
+    {                                                                                              \
+        .type = (v) != 0 ? STORE_P_INT : STORE_P_NULL, .i = (v)                                    \
+    }
+
+struct store_row;
+/* A row of a statement, to the caller's callback; non-zero (an error code) stops the statement.
+ */
+typedef int (*store_row_fn)(void *arg, struct store_row *row);
+
+/* ---- the per-connection cache the dialects keep their prepared statements in ---- */
+
+/* Maps each descriptor a connection ran to a small index (0, 1, 2... in order of first use) into
+ * the dialect's own array of prepared handles. Open addressing on the descriptor's address. */
+struct store_stmt_cache {
+    const struct store_stmt **keys; /* cap slots, NULL = empty */
+    uint32_t *idx;                  /* the index of keys[i] */
+    size_t cap, n;
+};
+/* *idx gets the descriptor's index; *fresh is set when it was seen for the first time (the
+ * dialect then prepares it into slot *idx, which is always n - 1). ROOST_ENOMEM. */
+int store_stmt_cache_find(struct store_stmt_cache *c, const struct store_stmt *d, size_t *idx,
+                          bool *fresh);
+/* Forgets every descriptor (the dialect finalized its handles). */
+void store_stmt_cache_free(struct store_stmt_cache *c);
+
+#endif
