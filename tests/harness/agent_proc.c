@@ -85,7 +85,7 @@ int agent_proc_term(struct agent_proc *ap)
     }
     kill(ap->pid, SIGTERM);
     int st = 0;
-    int64_t deadline = h_now_ms() + 20000;
+    int64_t deadline = h_now_ms() + h_patience(20000);
     while (waitpid(ap->pid, &st, WNOHANG) == 0) {
         if (h_now_ms() > deadline) {
             kill(ap->pid, SIGKILL);

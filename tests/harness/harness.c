@@ -34,8 +34,17 @@
 
 /* ---- basics ---- */
 
+/* ROOST_TEST_PATIENCE, read by h_init() before any test thread starts. */
+static int patience_factor = 6;
+
 void h_init(void)
 {
+    const char *patience = getenv("ROOST_TEST_PATIENCE");
+    char *end = NULL;
+    long factor = patience != NULL ? strtol(patience, &end, 10) : 0;
+    if (patience != NULL && end != patience && *end == '\0' && factor >= 1 && factor <= 100) {
+        patience_factor = (int)factor;
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGPIPE, SIG_IGN);
     struct rlimit rl;
@@ -60,6 +69,11 @@ int64_t h_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t h_patience(int64_t timeout_ms)
+{
+    return timeout_ms * patience_factor;
 }
 
 void h_sleep_ms(int ms)
@@ -390,7 +404,7 @@ int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets
     d->pid = pid;
 
     /* Poll for the ready file (written with rename, so complete once it exists). */
-    int64_t deadline = h_now_ms() + 15000;
+    int64_t deadline = h_now_ms() + h_patience(15000);
     char *url = NULL;
     size_t url_len = 0;
     for (;;) {
@@ -403,7 +417,7 @@ int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets
             break;
         }
         if (h_now_ms() > deadline) {
-            fprintf(stderr, "roostd not ready within 15 s\n");
+            fprintf(stderr, "roostd not ready within %lld s\n", (long long)h_patience(15));
             roostd_print_log(d);
             kill(d->pid, SIGKILL);
             waitpid(d->pid, NULL, 0);
@@ -466,7 +480,7 @@ int roostd_stop(struct roostd *d)
         return -1;
     }
     kill(d->pid, SIGTERM);
-    int64_t deadline = h_now_ms() + 20000;
+    int64_t deadline = h_now_ms() + h_patience(20000);
     int st = 0;
     for (;;) {
         pid_t r = waitpid(d->pid, &st, WNOHANG);
@@ -474,7 +488,7 @@ int roostd_stop(struct roostd *d)
             break;
         }
         if (h_now_ms() > deadline) {
-            fprintf(stderr, "roostd did not exit within 20 s of SIGTERM\n");
+            fprintf(stderr, "roostd did not exit within %lld s of SIGTERM\n", (long long)h_patience(20));
             roostd_print_log(d);
             kill(d->pid, SIGKILL);
             waitpid(d->pid, NULL, 0);

@@ -16,11 +16,14 @@
 
 #include "harness/check.h"
 
-/* Polls `cond` every 10 ms until it holds or `timeout_ms` passed; `ok` tells which. A deadline
- * for a condition, never a sleep standing in for synchronisation. */
+/* Polls `cond` every 10 ms until it holds or the deadline passed; `ok` tells which. A deadline
+ * for a condition that must come true, never a sleep standing in for synchronisation, so it is
+ * stretched by h_patience(): `timeout_ms` is what an idle machine needs, and a loaded one (the
+ * suite at -j4 on 2 cores beside other work) may need several times that. Passing runs are not
+ * slowed; only a failure takes longer to report. */
 #define H_WAIT_UNTIL(ok, timeout_ms, cond)                                                         \
     do {                                                                                           \
-        int64_t h_deadline_ = h_now_ms() + (timeout_ms);                                           \
+        int64_t h_deadline_ = h_now_ms() + h_patience(timeout_ms);                                 \
         (ok) = false;                                                                              \
         for (;;) {                                                                                 \
             if (cond) {                                                                            \
@@ -40,6 +43,8 @@ void h_init(void);
 int h_summary(void);
 
 int64_t h_now_ms(void); /* monotonic */
+/* timeout_ms × ROOST_TEST_PATIENCE (an integer 1..100 from the environment, default 6). */
+int64_t h_patience(int64_t timeout_ms);
 void h_sleep_ms(int ms);
 
 /* malloc'd printf; never NULL (aborts on OOM: a test cannot continue without memory). */

@@ -221,7 +221,7 @@ int sse_open(struct sse *s, const struct roostd *d, const char *path, const char
     if (sse_connect(s, d, path, token, extra, rcvbuf) != 0) {
         return -1;
     }
-    int64_t deadline = h_now_ms() + 10000;
+    int64_t deadline = h_now_ms() + h_patience(10000);
     while (!s->headers && h_now_ms() < deadline) {
         if (sse_fill(s, (int)(deadline - h_now_ms())) < 0) {
             break;
