@@ -45,6 +45,7 @@ struct admin_op {
     size_t purged;
     bool purge_one;
     size_t requeued;
+    struct evbuffer *out; /* the quarantine page, rendered on the worker */
 };
 
 static void admin_op_free(void *p)
@@ -54,6 +55,9 @@ static void admin_op_free(void *p)
     store_touches_cleanup(&op->touches);
     store_event_cleanup(&op->event);
     free(op->agents);
+    if (op->out) {
+        evbuffer_free(op->out);
+    }
     free(op);
 }
 
@@ -67,6 +71,8 @@ static struct admin_op *admin_op_new(struct request *rq)
     op->rq = rq;
     rq->op = op;
     rq->op_free = admin_op_free;
+    /* Every admin job serves the caller's tenant (its share of the readers, workers.h). */
+    op->job.tenant = workers_tenant_key(rq->principal.tenant_id);
     return op;
 }
 
@@ -234,19 +240,51 @@ void api_admin_agents(struct request *rq)
         request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
         return;
     }
-    op->job = (struct job){.run = run_agents, .done = done_agents, .write = false, .name = "admin"};
+    /* A scan (it may rank every agent of the tenant, up to limits.admin_scan_ms): the scan
+     * readers run it, never those serving inbox reads. */
+    op->job = (struct job){.run = run_agents,
+                           .done = done_agents,
+                           .write = false,
+                           .name = "admin",
+                           .tenant = op->job.tenant,
+                           .scan = true};
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
 /* ---- GET /admin/quarantine ---- */
 
+/* Renders the page on the worker, so a large one (up to limits.max_response_bytes) never holds
+ * the loop thread. The byte budget may end the page before the store's limit did: the next page
+ * then starts after the last event shown. */
+static int render_quarantine(struct admin_op *op)
+{
+    size_t n = 0;
+    op->out = events_json_new(&op->events, false, true, op->max_bytes, &n);
+    bool more = op->has_more || n < op->events.len;
+    const struct store_event *last = n ? &op->events.items[n - 1] : NULL;
+    json_t *next = more && last ? page_token(last->agent_id, last->seq, true) : json_null();
+    char *next_text = next ? json_dumps(next, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    json_decref(next);
+    if (op->out && (!next_text || evbuffer_add_printf(op->out, ",\"next\":%s}", next_text) < 0)) {
+        evbuffer_free(op->out);
+        op->out = NULL;
+    }
+    free(next_text);
+    return op->out ? ROOST_OK : ROOST_ENOMEM;
+}
+
 static int run_quarantine(struct job *job, struct store *st)
 {
     struct admin_op *op = (struct admin_op *)job;
     store_events_cleanup(&op->events);
-    return store_call(st, quarantine_list, op->rq->principal.tenant_id,
-                      op->agent_filter[0] ? op->agent_filter : NULL, op->after_agent, op->after_seq,
-                      (size_t)op->limit, &op->events, &op->has_more);
+    if (op->out) {
+        evbuffer_free(op->out);
+        op->out = NULL;
+    }
+    int rc = store_call(st, quarantine_list, op->rq->principal.tenant_id,
+                        op->agent_filter[0] ? op->agent_filter : NULL, op->after_agent,
+                        op->after_seq, (size_t)op->limit, &op->events, &op->has_more);
+    return rc == ROOST_OK ? render_quarantine(op) : rc;
 }
 
 static void done_quarantine(struct job *job)
@@ -256,21 +294,8 @@ static void done_quarantine(struct job *job)
         request_reply_error(op->rq, job->rc, NULL, NULL);
         return;
     }
-    /* The byte budget may end the page before the store's limit did: the next page then starts
-     * after the last event shown. The store still reads up to `limit` rows (an operator route;
-     * issue 13 item 4 bounds admin scans). */
-    size_t n = 0;
-    struct evbuffer *out = events_json_new(&op->events, false, true, op->max_bytes, &n);
-    bool more = op->has_more || n < op->events.len;
-    const struct store_event *last = n ? &op->events.items[n - 1] : NULL;
-    json_t *next = more && last ? page_token(last->agent_id, last->seq, true) : json_null();
-    char *next_text = next ? json_dumps(next, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    json_decref(next);
-    if (out && (!next_text || evbuffer_add_printf(out, ",\"next\":%s}", next_text) < 0)) {
-        evbuffer_free(out);
-        out = NULL;
-    }
-    free(next_text);
+    struct evbuffer *out = op->out;
+    op->out = NULL;
     request_reply_json_text(op->rq, 200, out);
 }
 
@@ -303,8 +328,12 @@ void api_admin_quarantine(struct request *rq)
     }
     snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
     op->limit = limit;
-    op->job = (struct job){
-        .run = run_quarantine, .done = done_quarantine, .write = false, .name = "admin"};
+    op->job = (struct job){.run = run_quarantine,
+                           .done = done_quarantine,
+                           .write = false,
+                           .name = "admin",
+                           .tenant = op->job.tenant,
+                           .scan = true};
     op->max_bytes = (size_t)rq->rt->cfg->limits_max_response_bytes;
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
@@ -340,7 +369,7 @@ void api_admin_requeue(struct request *rq)
     struct admin_op *op = admin_op_new(rq);
     if (op) {
         op->job =
-            (struct job){.run = run_requeue, .done = done_requeue, .write = true, .name = "admin"};
+            (struct job){.run = run_requeue, .done = done_requeue, .write = true, .name = "admin", .tenant = op->job.tenant};
         workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
     }
 }
@@ -464,7 +493,7 @@ void api_admin_quarantine_inspect(struct request *rq)
     struct admin_op *op = admin_op_new(rq);
     if (op) {
         op->job =
-            (struct job){.run = run_inspect, .done = done_inspect, .write = false, .name = "admin"};
+            (struct job){.run = run_inspect, .done = done_inspect, .write = false, .name = "admin", .tenant = op->job.tenant};
         workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
     }
 }

@@ -66,6 +66,7 @@ struct inbox_op {
     size_t released;
     char *state;
     int64_t cursor;
+    struct evbuffer *out; /* a read's page, rendered on the worker (NULL: none, or no memory) */
 };
 
 static void op_free(void *p)
@@ -78,6 +79,9 @@ static void op_free(void *p)
     free(op->state);
     free(op->error_text);
     free(op->acks);
+    if (op->out) {
+        evbuffer_free(op->out);
+    }
     free(op);
 }
 
@@ -102,6 +106,7 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
     op->job.write = write;
     op->job.name = request_route_name(op->rq);
     op->job.affinity = hash_tenant_agent(op->rq->principal.tenant_id, op->rq->agent_id);
+    op->job.tenant = workers_tenant_key(op->rq->principal.tenant_id);
     if (op->deadline_ms) {
         op->serial =
             waiters_serial(op->rq->rt->waiters, op->rq->principal.tenant_id, op->rq->agent_id);
@@ -165,13 +170,38 @@ static void on_waiter_fire(struct waiter *w, bool timed_out)
 
 /* ---- GET /inbox ---- */
 
+/* The page's answer, built on the worker so a large page (up to limits.max_response_bytes) never
+ * holds the loop thread. The store held the page to the byte budget; next_cursor is its last
+ * event. NULL when out of memory. */
+static struct evbuffer *render_read(const struct inbox_op *op)
+{
+    size_t n = 0;
+    struct evbuffer *out = events_json_new(&op->page.events, false, false, 0, &n);
+    if (out &&
+        evbuffer_add_printf(out, ",\"next_cursor\":%lld,\"has_more\":%s,\"head\":%lld}",
+                            (long long)op->page.next_cursor, op->page.has_more ? "true" : "false",
+                            (long long)op->page.head) < 0) {
+        evbuffer_free(out);
+        out = NULL;
+    }
+    return out;
+}
+
 static int run_read(struct job *job, struct store *st)
 {
     struct inbox_op *op = (struct inbox_op *)job;
     store_events_cleanup(&op->page.events);
     memset(&op->page, 0, sizeof op->page);
-    return store_call(st, inbox_read, op->rq->principal.tenant_id, op->rq->agent_id,
-                      op->after_cursor, (size_t)op->limit, op->max_bytes, &op->page);
+    if (op->out) {
+        evbuffer_free(op->out);
+        op->out = NULL;
+    }
+    int rc = store_call(st, inbox_read, op->rq->principal.tenant_id, op->rq->agent_id,
+                        op->after_cursor, (size_t)op->limit, op->max_bytes, &op->page);
+    if (rc == ROOST_OK && op->page.events.len > 0 && op->after_cursor <= op->page.head) {
+        op->out = render_read(op); /* NULL: done_read answers out_of_memory */
+    }
+    return rc;
 }
 
 static void done_read(struct job *job)
@@ -201,16 +231,8 @@ static void done_read(struct job *job)
     if (op->page.events.len == 0 && park_or_rerun(op)) {
         return;
     }
-    /* The store held the page to the byte budget; next_cursor is its last event. */
-    size_t n = 0;
-    struct evbuffer *out = events_json_new(&op->page.events, false, false, 0, &n);
-    if (out &&
-        evbuffer_add_printf(out, ",\"next_cursor\":%lld,\"has_more\":%s,\"head\":%lld}",
-                            (long long)op->page.next_cursor, op->page.has_more ? "true" : "false",
-                            (long long)op->page.head) < 0) {
-        evbuffer_free(out);
-        out = NULL;
-    }
+    struct evbuffer *out = op->page.events.len > 0 ? op->out : render_read(op);
+    op->out = NULL;
     request_reply_json_text(rq, 200, out);
 }
 

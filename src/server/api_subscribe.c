@@ -12,6 +12,7 @@
 #include "server/api.h"
 #include "server/auth.h"
 #include "server/config.h"
+#include "server/ratelimit.h"
 #include "server/request.h"
 #include "server/runtime.h"
 #include "server/sse_hub.h"
@@ -135,6 +136,18 @@ void api_subscribe_ticket(struct request *rq)
     }
     if (body_only_fields(rq->body, none, &bad) != ROOST_OK) {
         request_reply_error(rq, ROOST_EUNKNOWNFIELD, NULL, json_pack("{s:s}", "field", bad));
+        return;
+    }
+    /* Minting costs a signature and leaves a nonce to remember: a tenant gets its rate. */
+    double rate = (double)rq->rt->cfg->limits_tickets_per_s;
+    int64_t wait_s =
+        ratelimit_take(rq->rt->ticket_rl, rq->principal.tenant_id, rate, 2 * rate, 1, time_mono_ms());
+    if (wait_s > 0) {
+        char after[24];
+        snprintf(after, sizeof after, "%lld", (long long)wait_s);
+        evhttp_add_header(evhttp_request_get_output_headers(rq->req), "Retry-After", after);
+        request_reply_error(rq, ROOST_ERATELIMIT,
+                            "this tenant mints tickets faster than limits.tickets_per_s", NULL);
         return;
     }
     int64_t now_ms = time_now_ms();

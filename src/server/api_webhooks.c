@@ -88,7 +88,14 @@ static struct hook_op *hook_op_new(struct request *rq)
 static void submit(struct hook_op *op, int (*run)(struct job *, struct store *),
                    void (*done)(struct job *), bool write)
 {
-    op->job = (struct job){.run = run, .done = done, .write = write, .name = "webhooks"};
+    /* Reads of the tenant's endpoints and attempt log are listings: the scan readers run them
+     * (workers.h), in the tenant's turn. */
+    op->job = (struct job){.run = run,
+                           .done = done,
+                           .write = write,
+                           .name = "webhooks",
+                           .tenant = workers_tenant_key(op->rq->principal.tenant_id),
+                           .scan = !write};
     workers_submit(runtime_workers(op->rq->rt, op->rq->principal.tenant_id), &op->job);
 }
 

@@ -30,7 +30,11 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("store.synchronous", store_synchronous, CONFIG_STR, "full", 0, 0, 0,                         \
       "SQLite durability: full (fsync every commit) or normal (WAL, fsync at checkpoints)")        \
     X("store.readers", store_readers, CONFIG_INT, "2", 1, 64, 0,                                   \
-      "store worker threads for reads (each owns one connection)")                                 \
+      "store worker threads for inbox reads (each owns one connection); one tenant runs on all "   \
+      "but one of them at a time")                                                                 \
+    X("store.scan_readers", store_scan_readers, CONFIG_INT, "1", 1, 64, 0,                         \
+      "store worker threads for admin listings (agents, quarantine, endpoints), each with its own " \
+      "connection: a scan never holds a reader an inbox read needs")                               \
     X("store.writers", store_writers, CONFIG_INT, "0", 0, 64, 0,                                   \
       "write threads, each with its own transaction: 0 = 2 on MySQL; SQLite has 1")                \
     X("store.group_commit_max", store_group_commit_max, CONFIG_INT, "256", 1, 10000, 0,            \
@@ -133,6 +137,10 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "when set, the aud of those tokens (string or array) must contain this value")               \
     X("auth.ticket_ttl_s", auth_ticket_ttl_s, CONFIG_INT, "60", 1, 3600, CONFIG_RELOADABLE,        \
       "lifetime of a subscribe ticket (POST .../subscribe/ticket); each is single-use")            \
+    X("limits.tickets_per_s", limits_tickets_per_s, CONFIG_INT, "50", 0, 1000000,                  \
+      CONFIG_RELOADABLE,                                                                           \
+      "subscribe tickets one tenant may mint per second on this node, with bursts of two "         \
+      "seconds' worth; more get 429 with Retry-After; 0 = no limit")                               \
     X("signatures.require", signatures_require, CONFIG_STR, "off", 0, 0, CONFIG_RELOADABLE,        \
       "RFC 9421 request signatures required on agent routes and publish: off, mutations (every "   \
       "method but GET/HEAD) or all; a Signature sent anyway is always verified")                   \

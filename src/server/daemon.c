@@ -255,7 +255,8 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
          * MariaDB: +35 % full cycles, doc/BENCHMARKS.md). */
         bool single_writer = strncmp(sh->url, "sqlite:", 7) == 0;
         int writers = single_writer ? 1 : cfg->store_writers > 0 ? (int)cfg->store_writers : 2;
-        if (workers_new(rt->base, sh->url, &opt, (int)cfg->store_readers, writers,
+        if (workers_new(rt->base, sh->url, &opt, (int)cfg->store_readers,
+                        (int)cfg->store_scan_readers, writers,
                         (int)cfg->store_group_commit_max, &sh->workers, err, errlen) != ROOST_OK) {
             if (sh->tenant_id != NULL) {
                 size_t used = strlen(err);
@@ -337,7 +338,8 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     rt->waiters = waiters_new(rt->base);
     rt->sse = sse_hub_new(rt->base, rt->cfg, rt->metrics, hub_stream_closed, rt);
     rt->publish_rl = ratelimit_new();
-    if (!rt->waiters || !rt->sse || !rt->publish_rl) {
+    rt->ticket_rl = ratelimit_new();
+    if (!rt->waiters || !rt->sse || !rt->publish_rl || !rt->ticket_rl) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -422,9 +424,10 @@ void daemon_cleanup(struct daemon *d)
             struct workers_stats ws;
             workers_get_stats(sh->workers, &ws);
             log_info("store writes",
-                     "tenant_store=%s commits=%llu write_jobs=%llu max_group=%llu retries=%llu",
+                     "tenant_store=%s commits=%llu write_jobs=%llu max_group=%llu retries=%llu "
+                     "scans=%llu reads_deferred=%llu",
                      sh->tenant_id ? sh->tenant_id : "default", ws.commits, ws.write_jobs,
-                     ws.max_group, ws.retries);
+                     ws.max_group, ws.retries, ws.scans, ws.reads_deferred);
         }
         workers_free(sh->workers);
         sh->workers = NULL;
@@ -438,6 +441,8 @@ void daemon_cleanup(struct daemon *d)
     sse_hub_free(rt->sse); /* after the listener: closing connections unlinks their streams */
     ratelimit_free(rt->publish_rl);
     rt->publish_rl = NULL;
+    ratelimit_free(rt->ticket_rl);
+    rt->ticket_rl = NULL;
     rt->sse = NULL;
     for (size_t i = 0; i < rt->n_shards; i++) {
         scheduler_free(rt->shards[i].sched);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/hash.h"
 #include "common/timeutil.h"
 #include "roost/roost_error.h"
 #include "store/store.h"
@@ -47,12 +48,40 @@ static struct job *queue_pop(struct job_queue *q)
     return job;
 }
 
+/* Removes job, which follows prev (NULL: job is the head), from q. */
+static void queue_unlink(struct job_queue *q, struct job *prev, struct job *job)
+{
+    if (prev) {
+        prev->next = job->next;
+    } else {
+        q->head = job->next;
+    }
+    if (q->tail == job) {
+        q->tail = prev;
+    }
+    q->len--;
+    job->next = NULL;
+}
+
+/* Readers of one kind (inbox reads, or scans) and their queue, under workers.mu. */
+struct lane {
+    struct job_queue q;
+    pthread_cond_t cv;
+    int readers;          /* threads serving it */
+    int share;            /* most of them one tenant's jobs may hold at once */
+    uint64_t last_tenant; /* the tenant of the job taken last (round robin) */
+};
+
 struct thread_slot {
     struct workers *w;
     pthread_t thread;
     struct store *st;
     bool writer;
     bool started;
+    /* Readers only: their lane, and under workers.mu the tenant of the job running (busy). */
+    struct lane *lane;
+    bool busy;
+    uint64_t running_tenant;
     int index; /* among the writers (0 = the first) */
     /* Writers only, under workers.mu: their queue, signalled on cv, and the group they run. */
     pthread_cond_t cv;
@@ -63,8 +92,7 @@ struct thread_slot {
 
 struct workers {
     pthread_mutex_t mu;
-    pthread_cond_t read_cv;
-    struct job_queue reads;
+    struct lane reads, scans;
     bool stopping;
     int group_max;
 
@@ -125,19 +153,74 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* How many of lane's readers run a job of tenant (under w->mu). */
+static int lane_running(const struct workers *w, const struct lane *l, uint64_t tenant)
+{
+    int n = 0;
+    for (int i = 0; i < w->n_slots; i++) {
+        const struct thread_slot *s = &w->slots[i];
+        n += s->lane == l && s->busy && s->running_tenant == tenant;
+    }
+    return n;
+}
+
+/* The job a free reader of lane l takes (under w->mu), unlinked from the queue, or NULL when
+ * every queued job's tenant holds its share: the first job of a tenant other than the last one
+ * served when there is one, else the first that fits the share. */
+static struct job *lane_take(struct workers *w, struct lane *l)
+{
+    struct job *pick = NULL, *pick_prev = NULL, *prev = NULL;
+    bool deferred = false;
+    for (struct job *j = l->q.head; j != NULL; prev = j, j = j->next) {
+        if (j->tenant != 0 && lane_running(w, l, j->tenant) >= l->share) {
+            deferred = true;
+            continue;
+        }
+        if (pick == NULL) {
+            pick = j;
+            pick_prev = prev;
+        }
+        if (j->tenant == 0 || j->tenant != l->last_tenant) {
+            pick = j;
+            pick_prev = prev;
+            break;
+        }
+    }
+    if (deferred) {
+        pthread_mutex_lock(&w->stats_mu);
+        w->stats.reads_deferred++;
+        pthread_mutex_unlock(&w->stats_mu);
+    }
+    if (pick != NULL) {
+        queue_unlink(&l->q, pick_prev, pick);
+        l->last_tenant = pick->tenant;
+    }
+    return pick;
+}
+
 static void *reader_main(void *arg)
 {
     struct thread_slot *slot = arg;
     struct workers *w = slot->w;
+    struct lane *l = slot->lane;
     for (;;) {
         pthread_mutex_lock(&w->mu);
-        while (w->reads.len == 0 && !w->stopping) {
-            pthread_cond_wait(&w->read_cv, &w->mu);
+        struct job *job;
+        while ((job = lane_take(w, l)) == NULL && !(w->stopping && l->q.len == 0)) {
+            pthread_cond_wait(&l->cv, &w->mu);
         }
-        struct job *job = queue_pop(&w->reads);
+        if (job) {
+            slot->busy = true;
+            slot->running_tenant = job->tenant;
+        }
         pthread_mutex_unlock(&w->mu);
         if (!job) {
             break; /* stopping and drained */
+        }
+        if (l == &w->scans) {
+            pthread_mutex_lock(&w->stats_mu);
+            w->stats.scans++;
+            pthread_mutex_unlock(&w->stats_mu);
         }
         int rc = ROOST_ERETRY;
         for (int attempt = 0; attempt < 5 && rc == ROOST_ERETRY; attempt++) {
@@ -147,6 +230,13 @@ static void *reader_main(void *arg)
             rc = run_job(w, job, slot->st);
         }
         job->rc = rc;
+        pthread_mutex_lock(&w->mu);
+        slot->busy = false;
+        if (l->q.len > 0) {
+            /* A job passed over for its tenant's share may fit now, on any free reader. */
+            pthread_cond_broadcast(&l->cv);
+        }
+        pthread_mutex_unlock(&w->mu);
         complete(w, job);
     }
     return NULL;
@@ -410,9 +500,25 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+uint64_t workers_tenant_key(const char *tenant_id)
+{
+    if (tenant_id == NULL || tenant_id[0] == '\0') {
+        return 0;
+    }
+    uint64_t h = hash_fnv1a_str(HASH_FNV1A_INIT, tenant_id);
+    return h != 0 ? h : 1;
+}
+
+static void lane_init(struct lane *l, int readers)
+{
+    pthread_cond_init(&l->cv, NULL);
+    l->readers = readers;
+    l->share = readers > 1 ? readers - 1 : 1;
+}
+
 int workers_new(struct event_base *base, const char *url, const struct store_options *opt,
-                int readers, int writers, int group_max, struct workers **out, char *err,
-                size_t errlen)
+                int readers, int scan_readers, int writers, int group_max, struct workers **out,
+                char *err, size_t errlen)
 {
     int rc = ROOST_ENOMEM;
     struct workers *w = calloc(1, sizeof *w);
@@ -423,10 +529,13 @@ int workers_new(struct event_base *base, const char *url, const struct store_opt
     pthread_mutex_init(&w->mu, NULL);
     pthread_mutex_init(&w->done_mu, NULL);
     pthread_mutex_init(&w->stats_mu, NULL);
-    pthread_cond_init(&w->read_cv, NULL);
+    readers = readers > 0 ? readers : 1;
+    scan_readers = scan_readers > 0 ? scan_readers : 1;
+    lane_init(&w->reads, readers);
+    lane_init(&w->scans, scan_readers);
     w->group_max = group_max > 0 ? group_max : 1;
     writers = writers > 0 ? writers : 1;
-    w->n_slots = readers + writers;
+    w->n_slots = readers + scan_readers + writers;
     w->n_writers = writers;
     w->slots = calloc((size_t)w->n_slots, sizeof *w->slots);
     w->wake_ev = event_new(base, -1, 0, on_wake, w);
@@ -442,6 +551,7 @@ int workers_new(struct event_base *base, const char *url, const struct store_opt
         slot->w = w;
         slot->writer = i < writers;
         slot->index = i;
+        slot->lane = slot->writer ? NULL : i < writers + readers ? &w->reads : &w->scans;
         const char *why = NULL;
         rc = store_open(url, opt, &slot->st, &why);
         if (rc != ROOST_OK) {
@@ -510,8 +620,9 @@ void workers_submit(struct workers *w, struct job *job)
         queue_push(&slot->writes, job);
         pthread_cond_signal(&slot->cv);
     } else {
-        queue_push(&w->reads, job);
-        pthread_cond_signal(&w->read_cv);
+        struct lane *l = job->scan ? &w->scans : &w->reads;
+        queue_push(&l->q, job);
+        pthread_cond_signal(&l->cv);
     }
     pthread_mutex_unlock(&w->mu);
 }
@@ -523,7 +634,8 @@ void workers_free(struct workers *w)
     }
     pthread_mutex_lock(&w->mu);
     w->stopping = true;
-    pthread_cond_broadcast(&w->read_cv);
+    pthread_cond_broadcast(&w->reads.cv);
+    pthread_cond_broadcast(&w->scans.cv);
     for (int i = 0; w->slots && i < w->n_slots; i++) {
         pthread_cond_broadcast(&w->slots[i].cv);
     }
@@ -546,7 +658,8 @@ void workers_free(struct workers *w)
     pthread_mutex_destroy(&w->mu);
     pthread_mutex_destroy(&w->done_mu);
     pthread_mutex_destroy(&w->stats_mu);
-    pthread_cond_destroy(&w->read_cv);
+    pthread_cond_destroy(&w->reads.cv);
+    pthread_cond_destroy(&w->scans.cv);
     free(w);
 }
 

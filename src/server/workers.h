@@ -6,7 +6,14 @@
  * acks). A failing job rolls back only itself: the group runs again without it, each job then in
  * its own savepoint. No job completes before the COMMIT that made it durable has returned.
  * Completed jobs come back to the event loop through a mutex-protected queue and event_active(),
- * the only libevent call made off the loop thread; their `done` runs on the loop thread. */
+ * the only libevent call made off the loop thread; their `done` runs on the loop thread.
+ * One tenant never takes every reader (DESIGN §6.4): reads run on two lanes of readers, the
+ * readers (inbox reads, state, lists) and the scan readers (admin listings that may rank every
+ * agent of a tenant for up to limits.admin_scan_ms), so a scan never holds a connection an inbox
+ * read needs. In each lane a tenant runs on at most all its readers but one (its share; a lane of
+ * one reader has a share of one), and a free reader takes the first queued job of a tenant other
+ * than the one it served last when there is one (round robin); jobs of one tenant keep their
+ * order. Jobs of no tenant (the node's own: health, metrics, scheduler) have no share. */
 #ifndef ROOST_WORKERS_H
 #define ROOST_WORKERS_H
 
@@ -47,6 +54,12 @@ struct job {
     /* Write jobs only, with store.writers > 1: jobs of one affinity (an agent's
      * hash_tenant_agent) in flight together run on one writer; 0 = none. */
     uint64_t affinity;
+    /* Read jobs only: the tenant served (workers_tenant_key), 0 = none (the node's own jobs),
+     * which no share limits. */
+    uint64_t tenant;
+    /* Read jobs only: a scan (an admin listing ranking or walking many agents or events): it runs
+     * on the scan readers, never on the readers that serve inbox reads. */
+    bool scan;
     int rc; /* set by the pool before done() */
     struct job *next;
 };
@@ -58,16 +71,22 @@ struct workers_stats {
     unsigned long long retries;      /* transactions retried after ROOST_ERETRY */
     unsigned long long batches;      /* batches run (several jobs of one kind sharing statements) */
     unsigned long long batched_jobs; /* jobs that ran in them */
+    unsigned long long reads_deferred; /* a free reader passed a queued read over: its tenant held
+                                          its share of the lane */
+    unsigned long long scans;          /* jobs run on the scan readers */
 };
 
 struct workers;
 
-/* Opens one connection per thread (readers + writers) on `url`; the first writer's connection
- * runs the migrations first. Writers take groups from one queue, so with several (MySQL, where
+/* The key of a tenant for struct job's `tenant` (never 0; NULL or "" gives 0: no tenant). */
+uint64_t workers_tenant_key(const char *tenant_id);
+
+/* Opens one connection per thread (readers + scan_readers + writers, scan_readers >= 1) on `url`;
+ * the first writer's connection runs the migrations first. Writers take groups from one queue, so with several (MySQL, where
  * each commit is a round trip the others need not wait for) groups commit in parallel; SQLite
  * has one writer at a time anyway. Returns ROOST_OK, or an error with a reason in err. */
 int workers_new(struct event_base *base, const char *url, const struct store_options *opt,
-                int readers, int writers, int group_max, struct workers **out, char *err,
+                int readers, int scan_readers, int writers, int group_max, struct workers **out, char *err,
                 size_t errlen);
 /* Queues a job (any thread). */
 void workers_submit(struct workers *w, struct job *job);

@@ -218,6 +218,49 @@ static void test_ticket_single_use_across_nodes(void)
     free(same_db);
 }
 
+/* Minting is rate-limited per tenant (limits.tickets_per_s = 1: bursts of 2): a tenant minting
+ * in a loop soon gets 429 too_many_requests with a Retry-After, while another tenant still gets
+ * its ticket at once. Two hundred mints would have to take over three minutes to never meet
+ * the limit, so the 429 does not depend on the machine's speed. */
+static void test_ticket_minting_rate_limited(void)
+{
+    static const char *const sets[] = {"limits.tickets_per_s=1", NULL};
+    struct roostd n;
+    if (roostd_start(&n, NULL, sets) != 0) {
+        CHECK(!"roostd started");
+        return;
+    }
+    char *tok_a = h_token(&n, "ta", "agent:tk.*:read");
+    char *tok_b = h_token(&n, "tb", "agent:tk.*:read");
+    struct h_response r = {0};
+    int minted = 0;
+    for (int i = 0; i < 200; i++) {
+        h_response_cleanup(&r);
+        memset(&r, 0, sizeof r);
+        if (h_request(n.http, "POST", "/api/v1/agents/tk.a/subscribe/ticket", tok_a, NULL, 0, NULL,
+                      &r) != 0 ||
+            r.status != 201) {
+            break;
+        }
+        minted++;
+    }
+    CHECK(minted >= 2); /* the burst */
+    CHECK_EQ(r.status, 429);
+    CHECK(h_error_code(r.json) != NULL && strcmp(h_error_code(r.json), "too_many_requests") == 0);
+    char after[32];
+    const char *ra = h_header(&r, "Retry-After", after, sizeof after);
+    CHECK(ra != NULL && strtol(ra, NULL, 10) >= 1);
+    h_response_cleanup(&r);
+    long st = 0;
+    char *ticket = ticket_for(&n, tok_b, "tk.a", &st, NULL);
+    CHECK_EQ(st, 201); /* another tenant's bucket is its own */
+    free(ticket);
+    free(tok_a);
+    free(tok_b);
+    CHECK_EQ(roostd_stop(&n), 0);
+    roostd_remove_dir(&n);
+}
+
 int main(void)
 {
     h_init();
@@ -233,6 +276,7 @@ int main(void)
     RUN(test_ticket_expires);
     RUN(test_ticket_stream_ends_with_the_token);
     RUN(test_ticket_single_use_across_nodes);
+    RUN(test_ticket_minting_rate_limited);
     free(TOK);
     CHECK_EQ(roostd_stop(&D), 0);
     roostd_remove_dir(&D);

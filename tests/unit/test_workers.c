@@ -254,16 +254,22 @@ static void read_init(struct read_job *r, const char *agent)
 
 /* ---- helpers ---- */
 
-static struct workers *new_workers_w(int readers, int writers, int group_max)
+static struct workers *new_workers_s(int readers, int scan_readers, int writers, int group_max)
 {
     struct workers *w = NULL;
     char err[256] = "";
-    int rc = workers_new(base, url, &store_opt, readers, writers, group_max, &w, err, sizeof err);
+    int rc = workers_new(base, url, &store_opt, readers, scan_readers, writers, group_max, &w, err,
+                         sizeof err);
     CHECK_EQ(rc, ROOST_OK);
     if (rc != ROOST_OK) {
         fprintf(stderr, "workers_new: %s\n", err);
     }
     return w;
+}
+
+static struct workers *new_workers_w(int readers, int writers, int group_max)
+{
+    return new_workers_s(readers, 1, writers, group_max);
 }
 
 static struct workers *new_workers(int readers, int group_max)
@@ -511,6 +517,103 @@ static void test_workers_reads_beside_open_write(void)
     CHECK_EQ(r2.n_events, 1);
     workers_free(w);
     gate_destroy(&gate);
+}
+
+/* A read gate of `tenant` (a scan when scan): blocks its reader until opened. */
+static void read_gate_init(struct gate *g, const char *tenant, bool scan)
+{
+    gate_init(g, NULL);
+    g->job.write = false;
+    g->job.tenant = workers_tenant_key(tenant);
+    g->job.scan = scan;
+}
+
+static bool gate_entered(struct gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    bool entered = g->entered;
+    pthread_mutex_unlock(&g->mu);
+    return entered;
+}
+
+/* One tenant never holds every reader: with two readers, tenant A's first read holds one and its
+ * second waits for it, so tenant B's read runs on the other although it came after A's. */
+static void test_workers_tenant_share_of_readers(void)
+{
+    struct workers *w = new_workers(2, 64);
+    if (!w) {
+        return;
+    }
+    struct gate a1, a2;
+    read_gate_init(&a1, "tenant-a", false);
+    read_gate_init(&a2, "tenant-a", false);
+    int base_done = completed;
+    gate_close(w, &a1);
+    workers_submit(w, &a2.job);
+    struct read_job b;
+    read_init(&b, "share");
+    b.job.tenant = workers_tenant_key("tenant-b");
+    workers_submit(w, &b.job);
+    CHECK(loop_until(base_done + 1));
+    CHECK_EQ(b.done_calls, 1);
+    CHECK_EQ(b.job.rc, ROOST_OK);
+    CHECK(!gate_entered(&a2)); /* A's second read still waits for A's first */
+    struct workers_stats ws;
+    workers_get_stats(w, &ws);
+    CHECK(ws.reads_deferred >= 1);
+    gate_open(&a2);
+    gate_open(&a1);
+    CHECK(loop_until(base_done + 3));
+    CHECK_EQ(a1.done_calls, 1);
+    CHECK_EQ(a2.done_calls, 1);
+    workers_free(w);
+    gate_destroy(&a1);
+    gate_destroy(&a2);
+}
+
+/* A scan runs on the scan reader: while one is held, inbox reads of every tenant (the scanning
+ * one's too) still run on the one reader; and the scan lane takes tenants in turn, so B's scan
+ * queued behind A's second one runs first once A's first ends. */
+static void test_workers_scans_off_the_readers(void)
+{
+    struct workers *w = new_workers_s(1, 1, 1, 64);
+    if (!w) {
+        return;
+    }
+    struct gate s1, s2, sb;
+    read_gate_init(&s1, "tenant-a", true);
+    read_gate_init(&s2, "tenant-a", true);
+    read_gate_init(&sb, "tenant-b", true);
+    int base_done = completed;
+    gate_close(w, &s1);
+    workers_submit(w, &s2.job);
+    workers_submit(w, &sb.job);
+    struct read_job ra, rb;
+    read_init(&ra, "scan");
+    ra.job.tenant = workers_tenant_key("tenant-a");
+    read_init(&rb, "scan");
+    rb.job.tenant = workers_tenant_key("tenant-b");
+    workers_submit(w, &ra.job);
+    workers_submit(w, &rb.job);
+    CHECK(loop_until(base_done + 2));
+    CHECK_EQ(ra.done_calls, 1);
+    CHECK_EQ(rb.done_calls, 1);
+    CHECK_EQ(s1.done_calls, 0);
+    /* Round robin: with s1 done, B's scan is taken before A's second. */
+    gate_open(&sb);
+    gate_open(&s1);
+    CHECK(loop_until(base_done + 4));
+    CHECK_EQ(sb.done_calls, 1);
+    CHECK_EQ(s2.done_calls, 0);
+    gate_open(&s2);
+    CHECK(loop_until(base_done + 5));
+    struct workers_stats ws;
+    workers_get_stats(w, &ws);
+    CHECK_EQ(ws.scans, 3);
+    workers_free(w);
+    gate_destroy(&s1);
+    gate_destroy(&s2);
+    gate_destroy(&sb);
 }
 
 #define N_MIX 120
@@ -1069,6 +1172,8 @@ int main(int argc, char **argv)
     RUN(test_workers_free_drains_after_loop);
     RUN(test_workers_retry_bounded);
     RUN(test_workers_mixed_group_one_fails);
+    RUN(test_workers_tenant_share_of_readers);
+    RUN(test_workers_scans_off_the_readers);
     if (argc > 1) {
         /* SQLite has one writer at a time: a second writer would wait on the gate's lock. */
         RUN(test_workers_writer_affinity);
