@@ -276,6 +276,15 @@ ROOST_EXPORT int roost_inbox_read(struct roost_client *c, const char *agent_id,
                                   int64_t after_cursor, int limit, int wait_s,
                                   struct roost_events **out);
 
+/* Peek: the event the next roost_inbox_claim() of `agent_id` would take (highest priority, then
+ * lowest sequence_number; pending, available, unexpired), payload included, without claiming it:
+ * no lease, no attempt counted, nothing changed, so another consumer may claim it first. Needs
+ * the agent's read scope. On success *out holds that one event (count 1, no lease fields) or
+ * none (count 0) when nothing is claimable; free it with roost_events_free(). Errors: see the
+ * conventions (ROOST_EAGENTID, ROOST_EFORBIDDEN, ...). */
+ROOST_EXPORT int roost_inbox_peek(struct roost_client *c, const char *agent_id,
+                                  struct roost_events **out);
+
 /* Claims up to `limit` events (0: server default 10) under a lease of lease_s seconds (0: server
  * default, lease.default_s), waiting up to wait_s seconds when none is available (0: answer at
  * once). `consumer` (optional, [A-Za-z0-9._:-]{1,128}) names this process so that

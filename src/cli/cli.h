@@ -249,6 +249,7 @@ int cli_read_file(const char *path, size_t max_bytes, char **out, size_t *len, c
 int cmd_token_mint(struct cli_args *a);
 int cmd_publish(struct cli_args *a);
 int cmd_inbox_read(struct cli_args *a);
+int cmd_inbox_peek(struct cli_args *a);
 int cmd_inbox_tail(struct cli_args *a);
 int cmd_claim(struct cli_args *a);
 int cmd_ack(struct cli_args *a);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* `roost inbox read`: the read-only cursor sync of one agent's inbox. */
+/* `roost inbox read`: the read-only cursor sync of one agent's inbox; `roost inbox peek`: the
+ * event the next claim would take, claimed by nobody. */
 #include <stdio.h>
 
 #include "cli/cli.h"
@@ -27,6 +28,21 @@ int cmd_inbox_read(struct cli_args *a)
             "sequence_number:SEQ", "event_id", "status", "priority", "created_at", "payload", NULL};
         r = cli_print_list(a, c, "events", columns);
     }
+    roost_events_free(evs);
+    roost_client_free(c);
+    return r;
+}
+
+int cmd_inbox_peek(struct cli_args *a)
+{
+    struct roost_client *c = NULL;
+    int r;
+    if ((r = cli_connect(a, &c)) != CLI_EXIT_OK) {
+        return r;
+    }
+    struct roost_events *evs = NULL;
+    int rc = roost_inbox_peek(c, cli_str(a, "agent"), &evs);
+    r = rc == ROOST_OK ? cli_print_last_body(a, c) : cli_fail(a, c, rc, "inbox peek");
     roost_events_free(evs);
     roost_client_free(c);
     return r;

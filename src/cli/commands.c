@@ -244,6 +244,11 @@ static const struct cli_option inbox_read_opts[] = {
     END,
 };
 
+static const struct cli_option inbox_peek_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent"),
+    END,
+};
+
 static const struct cli_option inbox_tail_opts[] = {
     AGENT(CLI_REQUIRED, "the agent"),
     {.name = "from",
@@ -596,6 +601,17 @@ const struct cli_command cli_commands[] = {
          "next time. A cursor older than retention fails with cursor_expired (exit 3): "
          "resync with 'roost state'.",
      .options = inbox_read_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "inbox peek",
+     .run = cmd_inbox_peek,
+     .summary = "show the event the next claim would take, without claiming it",
+     .description =
+         "Prints the event a claim would take now (highest priority first, then oldest; "
+         "pending, not scheduled, not expired), payload included, as the server answers: "
+         "{\"event\":{...}}, or {\"event\":null} when nothing is claimable. Claims nothing: "
+         "no lease, no attempt counted, so another consumer may claim it first. Needs the "
+         "agent's read scope.",
+     .options = inbox_peek_opts,
      .common = CLI_COMMON_ALL},
     {.name = "inbox tail",
      .run = cmd_inbox_tail,

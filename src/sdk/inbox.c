@@ -67,6 +67,57 @@ out:
     return rc;
 }
 
+int roost_inbox_peek(struct roost_client *c, const char *agent_id, struct roost_events **out)
+{
+    if (out != NULL) {
+        *out = NULL;
+    }
+    if (c == NULL || out == NULL) {
+        return ROOST_EINVAL;
+    }
+    sdk_reset(c);
+    json_t *resp = NULL;
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
+    int rc = sdk_path_agent(&p, agent_id, "/inbox/peek");
+    if (rc != ROOST_OK || (rc = sdk_buf_rc(&p)) != ROOST_OK) {
+        rc = sdk_path_fail(c, rc);
+        goto out;
+    }
+    if ((rc = sdk_request(c, "GET", p.s, NULL, 0, 0, &resp)) != ROOST_OK) {
+        goto out;
+    }
+    /* {"event":{…}} or {"event":null}: a list of one or none. */
+    json_t *ev = json_object_get(resp, "event");
+    if (ev == NULL || !(json_is_null(ev) || json_is_object(ev))) {
+        rc = sdk_shape_fail(c, ROOST_EPROTO, "inbox peek");
+        goto out;
+    }
+    struct roost_events *evs = calloc(1, sizeof *evs);
+    if (evs == NULL) {
+        rc = sdk_fail(c, ROOST_ENOMEM, "out of memory");
+        goto out;
+    }
+    evs->head = -1;
+    if (json_is_object(ev)) {
+        if ((evs->items = calloc(1, sizeof *evs->items)) == NULL) {
+            rc = ROOST_ENOMEM;
+        } else if ((rc = sdk_event_from_json(ev, &evs->items[0])) == ROOST_OK) {
+            evs->count = 1;
+        }
+        if (rc != ROOST_OK) {
+            roost_events_free(evs);
+            rc = sdk_shape_fail(c, rc, "inbox peek");
+            goto out;
+        }
+    }
+    *out = evs;
+out:
+    json_decref(resp);
+    dynbuf_cleanup(&p);
+    return rc;
+}
+
 int roost_inbox_claim(struct roost_client *c, const char *agent_id, int limit, int lease_s,
                       int wait_s, const char *consumer, struct roost_events **out)
 {

@@ -14,6 +14,7 @@ void api_publish(struct request *rq);
 
 /* api_inbox.c */
 void api_inbox_read(struct request *rq);
+void api_inbox_peek(struct request *rq);
 void api_inbox_claim(struct request *rq);
 void api_event_ack(struct request *rq);
 void api_events_ack(struct request *rq);

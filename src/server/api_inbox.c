@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The agent routes: cursor read, claim, ack (single and batch), release, extend, release-all and
- * state. Each handler validates its input on the loop thread, runs one store job on a worker, and
- * answers from the job's done() on the loop thread. Reads and claims may long-poll (wait_s). */
+/* The agent routes: cursor read, peek, claim, ack (single and batch), release, extend, release-all
+ * and state. Each handler validates its input on the loop thread, runs one store job on a worker,
+ * and answers from the job's done() on the loop thread. Reads and claims may long-poll (wait_s). */
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -269,6 +269,68 @@ void api_inbox_read(struct request *rq)
     op->max_bytes = (size_t)cfg->limits_max_response_bytes;
     op->deadline_ms = wait_s > 0 ? rq->start_ms + wait_s * 1000 : 0;
     submit(op, run_read, done_read, false);
+}
+
+/* ---- GET /inbox/peek ---- */
+
+/* The event the next claim would take (highest priority, then lowest seq; pending and
+ * unexpired), read on a reader connection: nothing is claimed, counted or leased. The answer is
+ * rendered on the worker, as a read's page is (its payload may be limits.max_payload_bytes):
+ * {"event":{…}} in the inbox read's shape (payload, no lease), or {"event":null} when nothing is
+ * claimable (like an empty claim or read, an answer with a body). */
+static int run_peek(struct job *job, struct store *st)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    struct store_event ev = {0};
+    bool found = false;
+    if (op->out) {
+        evbuffer_free(op->out);
+        op->out = NULL;
+    }
+    int rc = store_call(st, inbox_peek, op->rq->principal.tenant_id, op->rq->agent_id,
+                        time_now_ms(), &ev, &found);
+    if (rc == ROOST_OK) {
+        static const char head[] = "{\"event\":", none[] = "{\"event\":null}";
+        struct evbuffer *out = evbuffer_new();
+        if (out && (found ? evbuffer_add(out, head, sizeof head - 1) != 0 ||
+                                event_json_append(out, &ev, false, false) != ROOST_OK ||
+                                evbuffer_add(out, "}", 1) != 0
+                          : evbuffer_add(out, none, sizeof none - 1) != 0)) {
+            evbuffer_free(out);
+            out = NULL;
+        }
+        op->out = out; /* NULL: done_peek answers out_of_memory */
+    }
+    if (found) {
+        store_event_cleanup(&ev);
+    }
+    return rc;
+}
+
+static void done_peek(struct job *job)
+{
+    struct inbox_op *op = (struct inbox_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    struct evbuffer *out = op->out;
+    op->out = NULL;
+    request_reply_json_text(op->rq, 200, out);
+}
+
+void api_inbox_peek(struct request *rq)
+{
+    if (rq->query != NULL && rq->query->tqh_first != NULL) {
+        request_reply_error(rq, ROOST_EQUERY, "unknown query parameter",
+                            json_pack("{s:s}", "param", rq->query->tqh_first->key));
+        return;
+    }
+    struct inbox_op *op = op_new(rq);
+    if (!op) {
+        return;
+    }
+    submit(op, run_peek, done_peek, false);
 }
 
 /* ---- POST /inbox/claim ---- */

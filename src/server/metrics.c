@@ -22,7 +22,7 @@
 #include "common/banned.h"
 
 #define HIST_MAX_BUCKETS 16
-#define HTTP_MAX_ROUTES 40
+#define HTTP_MAX_ROUTES 48
 #define HTTP_MAX_STATUSES 16
 
 static const double latency_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -64,6 +64,7 @@ static void hist_observe(struct hist *h, double v)
 static const char *const store_ops[] = {
     "publish",
     "inbox_read",
+    "inbox_peek",
     "claim",
     "ack",
     "ack_batch",

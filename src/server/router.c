@@ -31,6 +31,8 @@ static const struct route routes[] = {
     {EVHTTP_REQ_POST, "/api/v1/events", "publish", AUTH_PUBLISH, BODY_REQUIRED, api_publish},
     {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/inbox", "inbox_read", AUTH_READ, BODY_NONE,
      api_inbox_read},
+    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/inbox/peek", "inbox_peek", AUTH_READ, BODY_NONE,
+     api_inbox_peek},
     {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/claim", "claim", AUTH_CONSUME, BODY_REQUIRED,
      api_inbox_claim},
     {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/ack", "ack_batch", AUTH_CONSUME, BODY_REQUIRED,

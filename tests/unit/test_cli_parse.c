@@ -132,6 +132,7 @@ static void test_cli_table_names_every_command(void)
     static const char *const names[] = {"token mint",
                                         "publish",
                                         "inbox read",
+                                        "inbox peek",
                                         "inbox tail",
                                         "claim",
                                         "ack",
