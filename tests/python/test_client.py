@@ -47,6 +47,31 @@ def test_publish_one_and_batch(server: Roostd, client_factory: Callable[..., Any
     assert delayed.status == "scheduled"
 
 
+def test_peek_is_what_the_next_claim_takes(server: Roostd,
+                                           client_factory: Callable[..., Any]) -> None:
+    c = client_factory(server.url, token=server.token())
+    a = agent_name("peek")
+    assert c.peek(a) is None
+    c.publish(a, {"n": 1})
+    c.publish(a, {"n": 2}, priority=5)
+    c.publish(a, {"n": 3}, priority=9, delay_s=3600)  # scheduled: passed over
+    p = c.peek(a)
+    assert p is not None and p.payload == {"n": 2} and p.status == "pending"
+    assert p.lease_token is None and p.claim_expires_at is None and p.attempts == 0
+    assert c.peek(a) == p  # nothing changed
+    got = c.claim(a, limit=1)
+    assert [e.event_id for e in got] == [p.event_id] and got[0].attempts == 1
+    nxt = c.peek(a)
+    assert nxt is not None and nxt.payload == {"n": 1}
+    reader = client_factory(server.url, token=server.token(scope=f"agent:{a}:read"))
+    assert reader.peek(a) == nxt  # the read scope is enough
+    with pytest.raises(roost.Forbidden) as ef:
+        reader.peek(agent_name("other"))
+    assert ef.value.required_scope.endswith(":read")
+    assert [e.event_id for e in c.claim(a, limit=5)] == [nxt.event_id]
+    assert c.peek(a) is None
+
+
 def test_publish_same_key_is_one_event(server: Roostd, client_factory: Callable[..., Any]) -> None:
     c = client_factory(server.url, token=server.token())
     a = agent_name("idem")

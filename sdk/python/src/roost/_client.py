@@ -249,6 +249,14 @@ class Client(_Base):
         """
         return self._send(self._core.inbox(agent_id, after_cursor, limit, wait_s))
 
+    def peek(self, agent_id: str) -> Optional[Event]:
+        """The event the next :meth:`claim` would take (highest priority, then oldest; pending,
+        not scheduled, not expired), payload included, without claiming it (``GET
+        .../inbox/peek``): no lease, no attempt counted, so another consumer may claim it first.
+        ``None`` when nothing is claimable. Needs the agent's read scope.
+        """
+        return self._send(self._core.peek(agent_id))
+
     def state(self, agent_id: str) -> AgentState:
         """The agent's state document and the cursor it is consistent with (``GET .../state``)."""
         return self._send(self._core.state(agent_id))
@@ -590,6 +598,14 @@ class AsyncClient(_Base):
         (410) when the cursor is behind retention.
         """
         return await self._send(self._core.inbox(agent_id, after_cursor, limit, wait_s))
+
+    async def peek(self, agent_id: str) -> Optional[Event]:
+        """The event the next :meth:`claim` would take (highest priority, then oldest; pending,
+        not scheduled, not expired), payload included, without claiming it (``GET
+        .../inbox/peek``): no lease, no attempt counted, so another consumer may claim it first.
+        ``None`` when nothing is claimable. Needs the agent's read scope.
+        """
+        return await self._send(self._core.peek(agent_id))
 
     async def state(self, agent_id: str) -> AgentState:
         """The agent's state document and the cursor it is consistent with (``GET .../state``)."""

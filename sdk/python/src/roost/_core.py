@@ -266,6 +266,14 @@ class ClientCore:
                     query={"after_cursor": after_cursor, "limit": limit, "wait_s": wait_s},
                     retry=True, timeout_s=self._poll_timeout(wait_s))
 
+    def peek(self, agent_id: str) -> Call[Optional[Event]]:
+        def parse(st: int, b: Any) -> Optional[Event]:
+            d = _empty(st, b)
+            if "event" not in d or not (d["event"] is None or isinstance(d["event"], dict)):
+                raise ProtocolError("the peek answer has no event member", code="protocol_error")
+            return Event.from_json(d["event"]) if d["event"] is not None else None
+        return Call("GET", self._agent(agent_id, "/inbox/peek"), parse, retry=True)
+
     def state(self, agent_id: str) -> Call[AgentState]:
         return Call("GET", self._agent(agent_id, "/state"),
                     lambda st, b: AgentState.from_json(b), retry=True)
