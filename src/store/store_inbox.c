@@ -51,3 +51,37 @@ int store_inbox_peek(struct store *st, const char *tenant_id, const char *agent_
     *found = one.found;
     return rc;
 }
+
+/* The state document is the same for every cursor in [state_cursor, head]; the lowest of those a
+ * reader can continue from without 410 is max(state_cursor, purged_through_seq). */
+STORE_STMT(STATE_GET,
+           "SELECT state, max(state_cursor, purged_through_seq) FROM agents"
+           " WHERE tenant_id = ? AND agent_id = ?",
+           "SELECT state, GREATEST(state_cursor, purged_through_seq) FROM agents"
+           " WHERE tenant_id = ? AND agent_id = ?");
+
+struct state_row {
+    char **state;
+    int64_t *cursor;
+};
+
+static int on_state(void *arg, struct store_row *row)
+{
+    struct state_row *sr = arg;
+    *sr->cursor = row->i64(row, 1);
+    return store_row_dup(row, 0, sr->state);
+}
+
+int store_inbox_state_get(struct store *st, const char *tenant_id, const char *agent_id,
+                          char **state, int64_t *cursor)
+{
+    struct state_row sr = {.state = state, .cursor = cursor};
+    struct store_param p[] = {ARG_T(tenant_id), ARG_T(agent_id)};
+    *state = NULL;
+    *cursor = 0;
+    int rc = store_run(st, STATE_GET, p, on_state, &sr, NULL);
+    if (rc == ROOST_OK && *state == NULL && (*state = strdup("{}")) == NULL) {
+        rc = ROOST_ENOMEM;
+    }
+    return rc;
+}

@@ -79,6 +79,9 @@ enum store_cap {
     /* changed() writes a change log other nodes read (MySQL): an agent is then touched even when
      * the caller collects no touches. */
     STORE_CAP_CHANGE_LOG = 1u << 1,
+    /* INSERT … ON CONFLICT DO UPDATE … WHERE (SQLite): a conditional upsert in one statement,
+     * which changes no row when the condition fails. */
+    STORE_CAP_UPSERT_WHERE = 1u << 2,
 };
 
 /* Runs a descriptor's statement through the store's dialect (struct store_dialect.run). */
@@ -103,6 +106,9 @@ struct store_dialect {
     /* What the dialect can do or is (enum store_cap), for an operation to ask instead of testing
      * which backend it runs on. */
     unsigned caps;
+    /* Error classification: the last statement failed (ROOST_ESTORE) on a unique key, which
+     * some operations take as their answer (a duplicate key id, a replayed nonce). */
+    bool (*dup_key)(struct store *st);
     /* Runs statement `stmt` (its SQL in this dialect's column), prepared once per connection and
      * reused: params bound in order; each result row goes to on_row (NULL: rows ignored);
      * *changed (may be NULL) gets the rows it changed. The statement is reset when it returns (no

@@ -123,9 +123,6 @@ const char *const store_mysql_sql[S_COUNT] = {
         " claim_expires_at = NULL"
         " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_CLAIMED
         " AND lease_token = ?",
-    /* tenant, agent */
-    [S_STATE_GET] = "SELECT state, GREATEST(state_cursor, purged_through_seq) FROM agents"
-                    " WHERE tenant_id = ? AND agent_id = ?",
     /* now, limit: inbox_lease (lease_expires_at is claim_expires_at while claimed) */
     [S_SCAV_SELECT] = "SELECT tenant_id, agent_id, seq, lease_token, attempts, consumer FROM inbox"
                       " WHERE lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?",
@@ -213,8 +210,6 @@ const char *const store_mysql_sql[S_COUNT] = {
     [S_SEEN] = "UPDATE agents SET last_seen_at = ? WHERE tenant_id = ? AND agent_id = ?"
                " AND (last_seen_at IS NULL OR last_seen_at <= ? - " STORE_SEEN_EVERY_SQL ")",
     /* tenant, event_id */
-    [S_EVENT_GET] = "SELECT " EVCOLS " FROM inbox WHERE tenant_id = ? AND event_id = ?",
-    /* tenant, event_id */
     [S_PURGE_ONE] =
         "DELETE FROM inbox WHERE tenant_id = ? AND event_id = ? AND status = " ST_QUARANTINED,
     /* tenant, agent, limit */
@@ -238,26 +233,6 @@ const char *const store_mysql_sql[S_COUNT] = {
     [S_MET_AGENTS] =
         "SELECT tenant_id, agent_id, count(*) AS n FROM inbox WHERE open_state = " ST_PENDING
         " GROUP BY tenant_id, agent_id ORDER BY n DESC, tenant_id, agent_id LIMIT ?",
-    /* tenant, key_id, agent, alg, material, now */
-    [S_KEY_ADD] = "INSERT INTO `keys` (tenant_id, key_id, agent_id, alg, material, created_at)"
-                  " VALUES (?, ?, ?, ?, ?, ?)",
-    /* tenant, key_id */
-    [S_KEY_GET] = "SELECT " KEYCOLS ", material FROM `keys`"
-                  " WHERE tenant_id = ? AND key_id = ?",
-    /* tenant, after, limit */
-    [S_KEY_LIST] = "SELECT " KEYCOLS " FROM `keys`"
-                   " WHERE tenant_id = ? AND key_id > ? ORDER BY key_id LIMIT ?",
-    /* now, tenant, key_id (CLIENT_FOUND_ROWS: an already revoked key still counts as matched) */
-    [S_KEY_REVOKE] = "UPDATE `keys` SET revoked_at = COALESCE(revoked_at, ?)"
-                     " WHERE tenant_id = ? AND key_id = ?",
-    /* tenant, key_id, nonce, now */
-    [S_NONCE_EXPIRED_DELETE] = "DELETE FROM nonces WHERE tenant_id = ? AND key_id = ?"
-                               " AND nonce = ? AND expires_at <= ?",
-    /* tenant, key_id, nonce, expires_at */
-    [S_NONCE_INSERT] = "INSERT INTO nonces (tenant_id, key_id, nonce, expires_at)"
-                       " VALUES (?, ?, ?, ?)",
-    /* now, limit */
-    [S_NONCE_PRUNE] = "DELETE FROM nonces WHERE expires_at <= ? LIMIT ?",
     /* version */
     [S_MIG_CHECK] = "SELECT 1 FROM schema_migrations WHERE version = ?",
     /* version, name */
@@ -1141,11 +1116,19 @@ static int my_quarantine_delete(struct store *st, const char *tenant_id, const c
     return rc;
 }
 
+/* A unique key refused the last statement (ER_DUP_ENTRY; InnoDB rolled back only that
+ * statement). */
+static bool my_dup_key(struct store *st)
+{
+    return store_mysql_backend(st)->last_errno == ER_DUP_ENTRY;
+}
+
 const struct store_dialect store_mysql_dialect = {
     .done = NULL,
     .set_error = my_error_set,
     .sql_col = STORE_SQL_MYSQL,
     .caps = STORE_CAP_CHANGE_LOG,
+    .dup_key = my_dup_key,
     .agent_head = my_agent_head,
     .changed = my_changed,
     .publish_begin = my_publish_begin,
@@ -1252,26 +1235,6 @@ out:
     return rc;
 }
 
-static int my_state_get(struct store *st, const char *tenant_id, const char *agent_id, char **state,
-                        int64_t *cursor)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    struct rows rs = {0};
-    *state = NULL;
-    *cursor = 0;
-    struct prm p[] = {PS(tenant_id), PS(agent_id)};
-    int rc = Q(b, S_STATE_GET, p, &rs);
-    if (rc == ROOST_OK && rs.n > 0) {
-        *cursor = cell_i64(&rs, 0, 1);
-        rc = cell_dup(&rs, 0, 0, state);
-    }
-    if (rc == ROOST_OK && *state == NULL && (*state = strdup("{}")) == NULL) {
-        rc = ROOST_ENOMEM;
-    }
-    rows_free(&rs);
-    return rc;
-}
-
 static int my_agents_list(struct store *st, const char *tenant_id, enum store_agents_sort sort,
                           const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
                           struct store_agent_stats *out, size_t *n, bool *has_more)
@@ -1316,26 +1279,6 @@ static int my_agents_list(struct store *st, const char *tenant_id, enum store_ag
         struct store_row row = store_mysql_row(&rs, r, 0);
         store_row_agent_stats(&row, &out[(*n)++]);
     }
-    rows_free(&rs);
-    return rc;
-}
-
-static int my_event_get(struct store *st, const char *tenant_id, const char *event_id,
-                        struct store_event *out)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    struct rows rs = {0};
-    struct store_events one = {0};
-    struct prm p[] = {PS(tenant_id), PS(event_id)};
-    int rc = Q(b, S_EVENT_GET, p, &rs);
-    if (rc == ROOST_OK && rs.n == 0) {
-        rc = ROOST_EEVENTNOTFOUND;
-    }
-    if (rc == ROOST_OK && (rc = push_row(&rs, 0, 0, &one)) == ROOST_OK) {
-        *out = one.items[0]; /* moves the heap members */
-        one.len = 0;
-    }
-    store_events_cleanup(&one);
     rows_free(&rs);
     return rc;
 }
@@ -1407,7 +1350,7 @@ const struct store_ops store_mysql_ops = {
     .release = store_lifecycle_release,
     .extend = store_lifecycle_extend,
     .release_all = store_lifecycle_release_all,
-    .state_get = my_state_get,
+    .state_get = store_inbox_state_get,
     .head = store_lifecycle_head,
     .scavenge = store_lifecycle_scavenge,
     .promote_due = store_lifecycle_promote_due,
@@ -1416,14 +1359,14 @@ const struct store_ops store_mysql_ops = {
     .quarantine_list = store_lifecycle_quarantine_list,
     .requeue = store_lifecycle_requeue,
     .agents_list = my_agents_list,
-    .event_get = my_event_get,
+    .event_get = store_admin_event_get,
     .quarantine_purge = store_lifecycle_quarantine_purge,
     .metrics_snapshot = my_metrics_snapshot,
     .tail = store_mysql_tail,
-    .key_add = store_mysql_key_add,
-    .key_get = store_mysql_key_get,
-    .key_list = store_mysql_key_list,
-    .key_revoke = store_mysql_key_revoke,
-    .nonce_claim = store_mysql_nonce_claim,
-    .nonce_prune = store_mysql_nonce_prune,
+    .key_add = store_keys_add,
+    .key_get = store_keys_get,
+    .key_list = store_keys_list,
+    .key_revoke = store_keys_revoke,
+    .nonce_claim = store_keys_nonce_claim,
+    .nonce_prune = store_keys_nonce_prune,
 };

@@ -38,7 +38,6 @@ enum stmt_id {
     S_RELEASE_ALL_SELECT,
     S_RELEASE_ALL_ANY_SELECT,
     S_RELEASE_ALL_UPDATE,
-    S_STATE_GET,
     S_SCAV_SELECT,
     S_SCAV_UPDATE,
     S_PROMOTE_SELECT,
@@ -55,7 +54,6 @@ enum stmt_id {
     S_SEEN,
     S_AGENTS_BY_DEPTH,
     S_AGENTS_BY_AGE,
-    S_EVENT_GET,
     S_PURGE_ONE,
     S_PURGE_AGENT,
     S_PURGE_ALL,
@@ -70,13 +68,6 @@ enum stmt_id {
     S_REQ_FIND,
     S_REQ_UPDATE,
     S_AGENTS_LIST,
-    S_KEY_ADD,
-    S_KEY_GET,
-    S_KEY_LIST,
-    S_KEY_REVOKE,
-    S_NONCE_EXPIRED_DELETE,
-    S_NONCE_INSERT,
-    S_NONCE_PRUNE,
     S_MIG_CHECK,
     S_MIG_RECORD,
     S_TAIL_MAX,
@@ -303,18 +294,5 @@ int store_mysql_savepoint_release(struct store *st);
 int store_mysql_savepoint_rollback(struct store *st);
 int store_mysql_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
                      struct store_touches *touches);
-
-/* Signature keys and nonces (store_mysql_keys.c): the vtable entries of the same names. */
-int store_mysql_key_add(struct store *st, const char *tenant_id, const struct store_key *key,
-                        int64_t now_ms);
-int store_mysql_key_get(struct store *st, const char *tenant_id, const char *key_id,
-                        struct store_key *out);
-int store_mysql_key_list(struct store *st, const char *tenant_id, const char *after_key,
-                         size_t limit, struct store_key *out, size_t *n, bool *has_more);
-int store_mysql_key_revoke(struct store *st, const char *tenant_id, const char *key_id,
-                           int64_t now_ms);
-int store_mysql_nonce_claim(struct store *st, const char *tenant_id, const char *key_id,
-                            const char *nonce, int64_t expires_at_ms, int64_t now_ms);
-int store_mysql_nonce_prune(struct store *st, int64_t now_ms, size_t limit, size_t *count);
 
 #endif

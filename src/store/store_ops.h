@@ -7,6 +7,7 @@
 #define ROOST_STORE_OPS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store/store.h"
@@ -14,5 +15,23 @@
 /* ---- inbox and cursor reads (store_inbox.c) ---- */
 int store_inbox_peek(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
                      struct store_event *out, bool *found);
+int store_inbox_state_get(struct store *st, const char *tenant_id, const char *agent_id,
+                          char **state, int64_t *cursor);
+
+/* ---- admin and stats (store_admin.c) ---- */
+int store_admin_event_get(struct store *st, const char *tenant_id, const char *event_id,
+                          struct store_event *out);
+
+/* ---- signature keys and nonces (store_keys.c) ---- */
+int store_keys_add(struct store *st, const char *tenant_id, const struct store_key *key,
+                   int64_t now_ms);
+int store_keys_get(struct store *st, const char *tenant_id, const char *key_id,
+                   struct store_key *out);
+int store_keys_list(struct store *st, const char *tenant_id, const char *after_key, size_t limit,
+                    struct store_key *out, size_t *n, bool *has_more);
+int store_keys_revoke(struct store *st, const char *tenant_id, const char *key_id, int64_t now_ms);
+int store_keys_nonce_claim(struct store *st, const char *tenant_id, const char *key_id,
+                           const char *nonce, int64_t expires_at_ms, int64_t now_ms);
+int store_keys_nonce_prune(struct store *st, int64_t now_ms, size_t limit, size_t *count);
 
 #endif

@@ -110,10 +110,6 @@ const char *const store_sqlite_sql[S_COUNT] = {
     [S_RELEASE_ALL_ANY] =
         "UPDATE inbox SET status = " ST_PENDING ", lease_token = NULL, claim_expires_at = NULL"
         " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_CLAIMED,
-    /* The state document is the same for every cursor in [state_cursor, head]; the lowest of
-     * those a reader can continue from without 410 is max(state_cursor, purged_through_seq). */
-    [S_STATE_GET] = "SELECT state, max(state_cursor, purged_through_seq) FROM agents"
-                    " WHERE tenant_id = ?1 AND agent_id = ?2",
     [S_SCAV_SELECT] = "SELECT tenant_id, agent_id, seq, lease_token, attempts, consumer FROM inbox"
                       " WHERE status = " ST_CLAIMED " AND claim_expires_at <= ?1"
                       " ORDER BY claim_expires_at LIMIT ?2",
@@ -164,7 +160,6 @@ const char *const store_sqlite_sql[S_COUNT] = {
     /* At most one write a minute per agent: the condition makes the common case a no-op. */
     [S_SEEN] = "UPDATE agents SET last_seen_at = ?3 WHERE tenant_id = ?1 AND agent_id = ?2"
                " AND (last_seen_at IS NULL OR last_seen_at <= ?3 - " STORE_SEEN_EVERY_SQL ")",
-    [S_EVENT_GET] = "SELECT " EVCOLS " FROM inbox WHERE event_id = ?2 AND tenant_id = ?1",
     [S_PURGE_ONE] =
         "DELETE FROM inbox WHERE event_id = ?2 AND tenant_id = ?1 AND status = " ST_QUARANTINED,
     [S_PURGE_AGENT] =
@@ -186,22 +181,6 @@ const char *const store_sqlite_sql[S_COUNT] = {
     [S_MET_AGENTS] = "SELECT tenant_id, agent_id, count(*) AS n FROM inbox INDEXED BY inbox_claim"
                      " WHERE status = " ST_PENDING " GROUP BY tenant_id, agent_id"
                      " ORDER BY n DESC, tenant_id, agent_id LIMIT ?1",
-    [S_KEY_ADD] = "INSERT INTO keys (tenant_id, key_id, agent_id, alg, material, created_at)"
-                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (tenant_id, key_id) DO NOTHING",
-    [S_KEY_GET] = "SELECT " KEYCOLS ", material FROM keys"
-                  " WHERE tenant_id = ?1 AND key_id = ?2",
-    [S_KEY_LIST] = "SELECT " KEYCOLS " FROM keys"
-                   " WHERE tenant_id = ?1 AND key_id > ?2 ORDER BY key_id LIMIT ?3",
-    [S_KEY_REVOKE] = "UPDATE keys SET revoked_at = coalesce(revoked_at, ?3)"
-                     " WHERE tenant_id = ?1 AND key_id = ?2",
-    /* A row still inside its window makes the upsert change nothing: that is the replay. */
-    [S_NONCE_CLAIM] = "INSERT INTO nonces (tenant_id, key_id, nonce, expires_at)"
-                      " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (tenant_id, key_id, nonce)"
-                      " DO UPDATE SET expires_at = excluded.expires_at"
-                      " WHERE nonces.expires_at <= ?5",
-    [S_NONCE_PRUNE] = "DELETE FROM nonces WHERE (tenant_id, key_id, nonce) IN"
-                      " (SELECT tenant_id, key_id, nonce FROM nonces WHERE expires_at <= ?1"
-                      " LIMIT ?2)",
 };
 
 /* ---- the dialect: one statement per primitive (store_lifecycle.h) ---- */
@@ -1109,11 +1088,19 @@ static int sq_quarantine_delete(struct store *st, const char *tenant_id, const c
     return run_count(st, s, purged);
 }
 
+/* A unique key refused the last statement. */
+static bool sq_dup_key(struct store *st)
+{
+    int e = sqlite3_extended_errcode(store_sqlite_backend(st)->db);
+    return e == SQLITE_CONSTRAINT_UNIQUE || e == SQLITE_CONSTRAINT_PRIMARYKEY;
+}
+
 const struct store_dialect store_sqlite_dialect = {
     .done = sq_done,
     .set_error = sq_set_error,
     .sql_col = STORE_SQL_SQLITE,
-    .caps = STORE_CAP_SINGLE_WRITER,
+    .caps = STORE_CAP_SINGLE_WRITER | STORE_CAP_UPSERT_WHERE,
+    .dup_key = sq_dup_key,
     .agent_head = sq_agent_head,
     .changed = sq_changed,
     .publish_begin = sq_publish_begin,
@@ -1205,37 +1192,6 @@ out:
     return store_sqlite_read_end(b, opened, rc);
 }
 
-static int sq_state_get(struct store *st, const char *tenant_id, const char *agent_id, char **state,
-                        int64_t *cursor)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    sqlite3_stmt *s;
-    *state = NULL;
-    *cursor = 0;
-    int rc = store_sqlite_prep(b, S_STATE_GET, &s);
-    if (rc != ROOST_OK) {
-        goto out;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id);
-    if ((rc = store_sqlite_step(b, s)) < 0) {
-        goto out;
-    }
-    if (rc == 1) {
-        *cursor = sqlite3_column_int64(s, 1);
-        if ((rc = store_sqlite_col_dup(s, 0, state)) != ROOST_OK) {
-            goto out;
-        }
-    }
-    rc = ROOST_OK;
-    if (*state == NULL && (*state = strdup("{}")) == NULL) {
-        rc = ROOST_ENOMEM;
-    }
-out:
-    store_sqlite_reset_all(b);
-    return rc;
-}
-
 /* The progress handler of a sorted admin listing: interrupts it past its deadline. */
 struct scan_deadline {
     int64_t at_ms;
@@ -1295,35 +1251,6 @@ out:
     return rc;
 }
 
-static int sq_event_get(struct store *st, const char *tenant_id, const char *event_id,
-                        struct store_event *out)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    struct store_events one = {0};
-    sqlite3_stmt *s;
-    int rc = store_sqlite_prep(b, S_EVENT_GET, &s);
-    if (rc != ROOST_OK) {
-        goto out;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, event_id);
-    if ((rc = store_sqlite_step(b, s)) < 0) {
-        goto out;
-    }
-    if (rc == 0) {
-        rc = ROOST_EEVENTNOTFOUND;
-        goto out;
-    }
-    if ((rc = store_sqlite_push_row(s, &one)) == ROOST_OK) {
-        *out = one.items[0]; /* moves the heap members */
-        one.len = 0;
-    }
-out:
-    store_events_cleanup(&one);
-    store_sqlite_reset_all(b);
-    return rc;
-}
-
 static int sq_metrics_snapshot(struct store *st, int64_t now_ms,
                                struct store_metrics_snapshot *snap)
 {
@@ -1379,155 +1306,6 @@ out:
 
 /* ---- signature keys and nonces ---- */
 
-static int sq_key_add(struct store *st, const char *tenant_id, const struct store_key *key,
-                      int64_t now_ms)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    sqlite3_stmt *s;
-    int rc = store_sqlite_prep(b, S_KEY_ADD, &s);
-    if (rc != ROOST_OK) {
-        goto out;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, key->key_id);
-    bind_text(s, 3, key->agent_id);
-    bind_text(s, 4, key->alg);
-    bind_text(s, 5, key->material != NULL ? key->material : "");
-    sqlite3_bind_int64(s, 6, now_ms);
-    if ((rc = store_sqlite_run(b, s)) == ROOST_OK && sqlite3_changes(b->db) == 0) {
-        rc = ROOST_EKEYEXISTS;
-    }
-out:
-    store_sqlite_reset_all(b);
-    return rc;
-}
-
-/* Fills k from a KEYCOLS row. */
-static void row_to_key(sqlite3_stmt *s, struct store_key *k)
-{
-    struct store_row row = store_sqlite_row(s);
-    store_row_key(&row, k);
-}
-
-static int sq_key_get(struct store *st, const char *tenant_id, const char *key_id,
-                      struct store_key *out)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    sqlite3_stmt *s;
-    memset(out, 0, sizeof *out);
-    int rc = store_sqlite_prep(b, S_KEY_GET, &s);
-    if (rc != ROOST_OK) {
-        goto out;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, key_id);
-    if ((rc = store_sqlite_step(b, s)) < 0) {
-        goto out;
-    }
-    if (rc == 0) {
-        rc = ROOST_EKEYNOTFOUND;
-        goto out;
-    }
-    row_to_key(s, out);
-    rc = store_sqlite_col_dup(s, 5, &out->material);
-    if (rc == ROOST_OK && out->material == NULL) {
-        rc = ROOST_ESTORE;
-    }
-out:
-    store_sqlite_reset_all(b);
-    return rc;
-}
-
-static int sq_key_list(struct store *st, const char *tenant_id, const char *after_key, size_t limit,
-                       struct store_key *out, size_t *n, bool *has_more)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    sqlite3_stmt *s;
-    *n = 0;
-    *has_more = false;
-    int rc = store_sqlite_prep(b, S_KEY_LIST, &s);
-    if (rc != ROOST_OK || limit == 0) {
-        goto out;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, after_key != NULL ? after_key : "");
-    sqlite3_bind_int64(s, 3, store_limit_page(limit));
-    while ((rc = store_sqlite_step(b, s)) == 1) {
-        if (*n == limit) {
-            *has_more = true;
-            break;
-        }
-        struct store_key *k = &out[(*n)++];
-        memset(k, 0, sizeof *k);
-        row_to_key(s, k);
-    }
-    rc = rc < 0 ? rc : ROOST_OK;
-out:
-    store_sqlite_reset_all(b);
-    return rc;
-}
-
-static int sq_key_revoke(struct store *st, const char *tenant_id, const char *key_id,
-                         int64_t now_ms)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    sqlite3_stmt *s;
-    int rc = store_sqlite_prep(b, S_KEY_REVOKE, &s);
-    if (rc != ROOST_OK) {
-        goto out;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, key_id);
-    sqlite3_bind_int64(s, 3, now_ms);
-    if ((rc = store_sqlite_run(b, s)) == ROOST_OK && sqlite3_changes(b->db) == 0) {
-        rc = ROOST_EKEYNOTFOUND;
-    }
-out:
-    store_sqlite_reset_all(b);
-    return rc;
-}
-
-static int sq_nonce_claim(struct store *st, const char *tenant_id, const char *key_id,
-                          const char *nonce, int64_t expires_at_ms, int64_t now_ms)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    sqlite3_stmt *s;
-    int rc = store_sqlite_prep(b, S_NONCE_CLAIM, &s);
-    if (rc != ROOST_OK) {
-        goto out;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, key_id);
-    bind_text(s, 3, nonce);
-    sqlite3_bind_int64(s, 4, expires_at_ms);
-    sqlite3_bind_int64(s, 5, now_ms);
-    if ((rc = store_sqlite_run(b, s)) == ROOST_OK && sqlite3_changes(b->db) == 0) {
-        rc = ROOST_ENONCEREUSED;
-    }
-out:
-    store_sqlite_reset_all(b);
-    return rc;
-}
-
-static int sq_nonce_prune(struct store *st, int64_t now_ms, size_t limit, size_t *count)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    sqlite3_stmt *s;
-    *count = 0;
-    int rc = store_sqlite_prep(b, S_NONCE_PRUNE, &s);
-    if (rc != ROOST_OK || limit == 0) {
-        goto out;
-    }
-    sqlite3_bind_int64(s, 1, now_ms);
-    sqlite3_bind_int64(s, 2, store_limit(limit));
-    if ((rc = store_sqlite_run(b, s)) == ROOST_OK) {
-        *count = (size_t)sqlite3_changes(b->db);
-    }
-out:
-    store_sqlite_reset_all(b);
-    return rc;
-}
-
 const struct store_ops store_sqlite_ops = {
     .scheme = "sqlite",
     .open = store_sqlite_open,
@@ -1551,7 +1329,7 @@ const struct store_ops store_sqlite_ops = {
     .release = store_lifecycle_release,
     .extend = store_lifecycle_extend,
     .release_all = store_lifecycle_release_all,
-    .state_get = sq_state_get,
+    .state_get = store_inbox_state_get,
     .head = store_lifecycle_head,
     .scavenge = store_lifecycle_scavenge,
     .promote_due = store_lifecycle_promote_due,
@@ -1560,13 +1338,13 @@ const struct store_ops store_sqlite_ops = {
     .quarantine_list = store_lifecycle_quarantine_list,
     .requeue = store_lifecycle_requeue,
     .agents_list = sq_agents_list,
-    .event_get = sq_event_get,
+    .event_get = store_admin_event_get,
     .quarantine_purge = store_lifecycle_quarantine_purge,
     .metrics_snapshot = sq_metrics_snapshot,
-    .key_add = sq_key_add,
-    .key_get = sq_key_get,
-    .key_list = sq_key_list,
-    .key_revoke = sq_key_revoke,
-    .nonce_claim = sq_nonce_claim,
-    .nonce_prune = sq_nonce_prune,
+    .key_add = store_keys_add,
+    .key_get = store_keys_get,
+    .key_list = store_keys_list,
+    .key_revoke = store_keys_revoke,
+    .nonce_claim = store_keys_nonce_claim,
+    .nonce_prune = store_keys_nonce_prune,
 };

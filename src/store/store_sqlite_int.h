@@ -46,7 +46,6 @@ enum stmt_id {
     S_EXTEND_UPDATE,
     S_RELEASE_ALL,
     S_RELEASE_ALL_ANY,
-    S_STATE_GET,
     S_SCAV_SELECT,
     S_SCAV_UPDATE,
     S_PROMOTE,
@@ -64,7 +63,6 @@ enum stmt_id {
     S_AGENTS_BY_DEPTH,
     S_AGENTS_BY_AGE,
     S_SEEN,
-    S_EVENT_GET,
     S_PURGE_ONE,
     S_PURGE_AGENT,
     S_PURGE_ALL,
@@ -73,12 +71,6 @@ enum stmt_id {
     S_MET_CLAIMED,
     S_MET_QUARANTINED,
     S_MET_AGENTS,
-    S_KEY_ADD,
-    S_KEY_GET,
-    S_KEY_LIST,
-    S_KEY_REVOKE,
-    S_NONCE_CLAIM,
-    S_NONCE_PRUNE,
     S_COUNT
 };
 

@@ -33,6 +33,12 @@ struct store_stmt {
     _Static_assert(sizeof("" mysql_sql) > 1, #var ": MySQL SQL is empty");                         \
     static const struct store_stmt var = {                                                         \
         #var, {[STORE_SQL_SQLITE] = "" sqlite_sql, [STORE_SQL_MYSQL] = "" mysql_sql}}
+/* A statement of one branch of an operation keyed by a capability (struct store_dialect.caps),
+ * which only the dialects of that branch run: SQL in column `col` only. Another dialect running it
+ * fails with ROOST_EINTERNAL (store_stmt_sql), which the conformance suite would show. */
+#define STORE_STMT_ONLY(var, col, sql)                                                             \
+    _Static_assert(sizeof("" sql) > 1, #var ": SQL is empty");                                     \
+    static const struct store_stmt var = {#var, {[col] = "" sql}}
 /* A statement whose text every dialect shares. */
 #define STORE_STMT_SAME(var, sql) STORE_STMT(var, sql, sql)
 
