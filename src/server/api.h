@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The handler list: one function per route, defined in api_<resource>.c, listed in the router's
- * table (router.c). Each takes a routed, authenticated request and ends it with exactly one
+/* The handler list: one function per route, defined in api_<resource>.c, named by the route
+ * declaration (routes.c). Each takes a routed, authenticated request and ends it with exactly one
  * request_reply_*() (see request.h), now or from its store job's done(). */
 #ifndef ROOST_SERVER_API_H
 #define ROOST_SERVER_API_H
@@ -48,9 +48,8 @@ void api_admin_keys_revoke(struct request *rq);
 /* GET /api/v1/keys/server: no authentication. */
 void api_server_keys(struct request *rq);
 
-/* api_static.c: outside the table and without authentication: the embedded roost.js (/sdk/...)
- * and dashboard (/ui, /ui/...). api_static_path() tells whether a path is theirs. */
-bool api_static_path(const char *path);
+/* api_static.c: without authentication: the embedded roost.js (/sdk/...), dashboard (/ui,
+ * /ui/...) and OpenAPI document (/api/v1/openapi.json), with ETag and 304. */
 void api_static(struct request *rq);
 
 /* api_webhooks.c: webhook endpoints (DESIGN §6.3). */
@@ -67,7 +66,8 @@ void api_admin_endpoint_replay(struct request *rq);
  * away. */
 void api_webhooks_drain(void);
 
-/* api_health.c: outside the table and without authentication (GET /healthz, /readyz, /metrics). */
+/* api_health.c: without authentication, answered while draining (GET /healthz, /readyz, /metrics).
+ */
 void api_healthz(struct request *rq);
 void api_readyz(struct request *rq);
 void api_metrics(struct request *rq);

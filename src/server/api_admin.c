@@ -23,9 +23,6 @@
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
-#define ADMIN_MAX_LIMIT 1000
-#define PURGE_MAX_LIMIT 10000
-
 struct admin_op {
     struct job job;
     struct request *rq;
@@ -195,12 +192,12 @@ static void done_agents(struct job *job)
 void api_admin_agents(struct request *rq)
 {
     int64_t limit;
-    int rc = request_query_int(rq, "limit", 1, ADMIN_MAX_LIMIT, 100, ROOST_ELIMIT, &limit);
+    int rc = request_param_int(rq, "limit", 100, ROOST_ELIMIT, &limit);
     if (rc) {
         request_reply_error(rq, rc, NULL, NULL);
         return;
     }
-    const char *next = request_query_str(rq, "next", &rc);
+    const char *next = request_param_str(rq, "next", &rc);
     struct admin_op *op = rc ? NULL : admin_op_new(rq);
     if (rc) {
         request_reply_error(rq, rc, NULL, NULL);
@@ -209,7 +206,7 @@ void api_admin_agents(struct request *rq)
     if (!op) {
         return;
     }
-    const char *sort = request_query_str(rq, "sort", &rc);
+    const char *sort = request_param_str(rq, "sort", &rc);
     if (rc != ROOST_OK) {
         request_reply_error(rq, rc, NULL, NULL);
         return;
@@ -245,7 +242,7 @@ void api_admin_agents(struct request *rq)
     op->job = (struct job){.run = run_agents,
                            .done = done_agents,
                            .write = false,
-                           .name = "admin",
+                           .name = request_job_kind(rq),
                            .tenant = op->job.tenant,
                            .scan = true};
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
@@ -302,14 +299,14 @@ static void done_quarantine(struct job *job)
 void api_admin_quarantine(struct request *rq)
 {
     int64_t limit;
-    int rc = request_query_int(rq, "limit", 1, ADMIN_MAX_LIMIT, 100, ROOST_ELIMIT, &limit);
+    int rc = request_param_int(rq, "limit", 100, ROOST_ELIMIT, &limit);
     if (rc) {
         request_reply_error(rq, rc, NULL, NULL);
         return;
     }
     int rc1, rc2;
-    const char *agent = request_query_str(rq, "agent_id", &rc1);
-    const char *next = request_query_str(rq, "next", &rc2);
+    const char *agent = request_param_str(rq, "agent_id", &rc1);
+    const char *next = request_param_str(rq, "next", &rc2);
     if (rc1 || rc2) {
         request_reply_error(rq, rc1 ? rc1 : rc2, NULL, NULL);
         return;
@@ -331,7 +328,7 @@ void api_admin_quarantine(struct request *rq)
     op->job = (struct job){.run = run_quarantine,
                            .done = done_quarantine,
                            .write = false,
-                           .name = "admin",
+                           .name = request_job_kind(rq),
                            .tenant = op->job.tenant,
                            .scan = true};
     op->max_bytes = (size_t)rq->rt->cfg->limits_max_response_bytes;
@@ -368,8 +365,11 @@ void api_admin_requeue(struct request *rq)
     }
     struct admin_op *op = admin_op_new(rq);
     if (op) {
-        op->job =
-            (struct job){.run = run_requeue, .done = done_requeue, .write = true, .name = "admin", .tenant = op->job.tenant};
+        op->job = (struct job){.run = run_requeue,
+                               .done = done_requeue,
+                               .write = true,
+                               .name = request_job_kind(rq),
+                               .tenant = op->job.tenant};
         workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
     }
 }
@@ -417,22 +417,25 @@ static void done_requeue_all(struct job *job)
 
 /* The body of the bulk operations, {"agent_id"?, "limit"?}: agent_id must be a valid agent id;
  * limit (read only when with_limit) lies in 1..max, dflt when absent. False: answered already. */
-static bool body_agent_limit(struct request *rq, bool with_limit, int64_t max, int64_t dflt,
-                             const char **agent, int64_t *limit)
+static bool body_agent_limit(struct request *rq, bool with_limit, int64_t dflt, const char **agent,
+                             int64_t *limit)
 {
-    static const char *const allowed[] = {"agent_id", "limit", NULL};
+    if (!with_limit && json_object_size(rq->body) == 0) {
+        *agent = NULL; /* the purge of one event: no body, nothing declared to read */
+        return true;
+    }
     const char *bad = NULL;
-    if (body_only_fields(rq->body, allowed, &bad) != ROOST_OK) {
+    if (body_param_only(rq, rq->body, "", &bad) != ROOST_OK) {
         request_reply_error(rq, ROOST_EUNKNOWNFIELD, NULL, json_pack("{s:s}", "field", bad));
         return false;
     }
-    if (body_str(rq->body, "agent_id", STORE_ID_MAX, ROOST_EAGENTID, agent) != ROOST_OK ||
+    if (body_param_str(rq, rq->body, "agent_id", ROOST_EAGENTID, agent) != ROOST_OK ||
         (*agent && !ids_valid_name(*agent, strlen(*agent)))) {
         request_reply_error(rq, ROOST_EAGENTID, NULL, NULL);
         return false;
     }
     int rc;
-    if (with_limit && (rc = body_int(rq->body, "limit", 1, max, dflt, ROOST_ELIMIT, limit))) {
+    if (with_limit && (rc = body_param_int(rq, rq->body, "limit", dflt, ROOST_ELIMIT, limit))) {
         request_reply_error(rq, rc, NULL, NULL);
         return false;
     }
@@ -443,7 +446,7 @@ void api_admin_requeue_all(struct request *rq)
 {
     const char *agent = NULL;
     int64_t limit = 0;
-    if (!body_agent_limit(rq, true, ADMIN_MAX_LIMIT, 100, &agent, &limit)) {
+    if (!body_agent_limit(rq, true, 100, &agent, &limit)) {
         return;
     }
     struct admin_op *op = admin_op_new(rq);
@@ -452,8 +455,10 @@ void api_admin_requeue_all(struct request *rq)
     }
     snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
     op->limit = limit;
-    op->job = (struct job){
-        .run = run_requeue_all, .done = done_requeue_all, .write = true, .name = "admin"};
+    op->job = (struct job){.run = run_requeue_all,
+                           .done = done_requeue_all,
+                           .write = true,
+                           .name = request_job_kind(rq)};
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
@@ -492,8 +497,11 @@ void api_admin_quarantine_inspect(struct request *rq)
 {
     struct admin_op *op = admin_op_new(rq);
     if (op) {
-        op->job =
-            (struct job){.run = run_inspect, .done = done_inspect, .write = false, .name = "admin", .tenant = op->job.tenant};
+        op->job = (struct job){.run = run_inspect,
+                               .done = done_inspect,
+                               .write = false,
+                               .name = request_job_kind(rq),
+                               .tenant = op->job.tenant};
         workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
     }
 }
@@ -531,7 +539,7 @@ void api_admin_purge(struct request *rq)
     }
     const char *agent = NULL;
     int64_t limit = 1;
-    if (!body_agent_limit(rq, !one, PURGE_MAX_LIMIT, 1000, &agent, &limit)) {
+    if (!body_agent_limit(rq, !one, 1000, &agent, &limit)) {
         return;
     }
     struct admin_op *op = admin_op_new(rq);
@@ -541,7 +549,8 @@ void api_admin_purge(struct request *rq)
     snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
     op->purge_one = one;
     op->limit = limit;
-    op->job = (struct job){.run = run_purge, .done = done_purge, .write = true, .name = "admin"};
+    op->job = (struct job){
+        .run = run_purge, .done = done_purge, .write = true, .name = request_job_kind(rq)};
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 

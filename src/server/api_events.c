@@ -25,9 +25,6 @@
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
-#define MAX_DELAY_S (365LL * 86400)
-#define MAX_TTL_S (10LL * 365 * 86400)
-
 struct publish_op {
     struct job job;
     struct request *rq;
@@ -162,10 +159,6 @@ static char *keep_text(struct publish_op *op, char *text)
 static int parse_event(struct publish_op *op, const json_t *ev, struct store_publish_item *item,
                        const char **recipients_slot, const char **msg)
 {
-    static const char *const allowed[] = {
-        "recipients", "payload",      "priority", "correlation_id", "idempotency_key",
-        "delay_s",    "available_at", "ttl_s",    "expires_at",     "state_patch",
-        NULL};
     struct request *rq = op->rq;
     const struct config *cfg = rq->rt->cfg;
     const char *bad = NULL;
@@ -173,7 +166,7 @@ static int parse_event(struct publish_op *op, const json_t *ev, struct store_pub
         *msg = "each event must be a JSON object";
         return ROOST_EBATCH;
     }
-    if (body_only_fields(ev, allowed, &bad) != ROOST_OK) {
+    if (body_param_only(rq, ev, "", &bad) != ROOST_OK) {
         *msg = bad;
         return ROOST_EUNKNOWNFIELD;
     }
@@ -231,14 +224,13 @@ static int parse_event(struct publish_op *op, const json_t *ev, struct store_pub
 
     int64_t priority, delay_s, ttl_s, available_at, expires_at;
     int rc;
-    if ((rc = body_int(ev, "priority", -100, 100, 0, ROOST_EPRIORITY, &priority)) ||
-        (rc = body_str(ev, "correlation_id", STORE_SHORT_TEXT_MAX, ROOST_ECORRELATION,
-                       &item->correlation_id)) ||
-        (rc = body_str(ev, "idempotency_key", STORE_SHORT_TEXT_MAX, ROOST_EIDEMKEY,
-                       &item->idempotency_key)) ||
-        (rc = body_int(ev, "delay_s", 0, MAX_DELAY_S, -1, ROOST_EAVAILABLEAT, &delay_s)) ||
+    if ((rc = body_param_int(rq, ev, "priority", 0, ROOST_EPRIORITY, &priority)) ||
+        (rc =
+             body_param_str(rq, ev, "correlation_id", ROOST_ECORRELATION, &item->correlation_id)) ||
+        (rc = body_param_str(rq, ev, "idempotency_key", ROOST_EIDEMKEY, &item->idempotency_key)) ||
+        (rc = body_param_int(rq, ev, "delay_s", -1, ROOST_EAVAILABLEAT, &delay_s)) ||
         (rc = body_time(ev, "available_at", ROOST_EAVAILABLEAT, &available_at)) ||
-        (rc = body_int(ev, "ttl_s", 1, MAX_TTL_S, -1, ROOST_EEXPIRESAT, &ttl_s)) ||
+        (rc = body_param_int(rq, ev, "ttl_s", -1, ROOST_EEXPIRESAT, &ttl_s)) ||
         (rc = body_time(ev, "expires_at", ROOST_EEXPIRESAT, &expires_at))) {
         return rc;
     }
@@ -363,7 +355,7 @@ void api_publish(struct request *rq)
     op->job.run = run_publish;
     op->job.done = done_publish;
     op->job.write = true;
-    op->job.name = "publish";
+    op->job.name = request_job_kind(rq);
     op->job.batch = &publish_batch;
     /* With several writers, one agent's publishes stay on one connection (see struct job). */
     op->job.affinity = hash_tenant_agent(rq->principal.tenant_id, op->recipients[0]);

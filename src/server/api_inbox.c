@@ -27,9 +27,6 @@
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
-#define MAX_LIMIT 1000
-#define MAX_DELAY_S (365LL * 86400)
-
 /* State shared by every agent-route job. */
 struct inbox_op {
     struct job job;
@@ -104,7 +101,7 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
     op->job.run = run;
     op->job.done = done;
     op->job.write = write;
-    op->job.name = request_route_name(op->rq);
+    op->job.name = request_job_kind(op->rq);
     op->job.affinity = hash_tenant_agent(op->rq->principal.tenant_id, op->rq->agent_id);
     op->job.tenant = workers_tenant_key(op->rq->principal.tenant_id);
     if (op->deadline_ms) {
@@ -115,10 +112,10 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
 }
 
 /* Rejects a body with fields outside `allowed`, naming the field. Returns true when it replied. */
-static bool reject_unknown(struct request *rq, const char *const *allowed)
+static bool reject_unknown(struct request *rq)
 {
     const char *bad = NULL;
-    if (body_only_fields(rq->body, allowed, &bad) != ROOST_OK) {
+    if (body_param_only(rq, rq->body, "", &bad) != ROOST_OK) {
         char msg[200];
         snprintf(msg, sizeof msg, "unknown field '%.100s'", bad);
         request_reply_error(rq, ROOST_EUNKNOWNFIELD, msg, json_pack("{s:s}", "field", bad));
@@ -127,12 +124,12 @@ static bool reject_unknown(struct request *rq, const char *const *allowed)
     return false;
 }
 
-static bool read_lease_token(struct request *rq, const json_t *obj, char *out)
+/* `name`: the declared field, "lease_token" or "acks[].lease_token" (routes.c). */
+static bool read_lease_token(struct request *rq, const json_t *obj, const char *name, char *out)
 {
     const char *token = NULL;
-    if (body_str(obj, "lease_token", STORE_LEASE_TOKEN_LEN, ROOST_ELEASETOKEN, &token) !=
-            ROOST_OK ||
-        token == NULL || !ids_valid_lease_token(token, strlen(token))) {
+    if (body_param_str(rq, obj, name, ROOST_ELEASETOKEN, &token) != ROOST_OK || token == NULL ||
+        !ids_valid_lease_token(token, strlen(token))) {
         request_reply_error(rq, ROOST_ELEASETOKEN, NULL, NULL);
         return false;
     }
@@ -241,9 +238,9 @@ void api_inbox_read(struct request *rq)
     const struct config *cfg = rq->rt->cfg;
     int64_t after, limit, wait_s;
     int rc;
-    if ((rc = request_query_int(rq, "after_cursor", 0, INT64_MAX, 0, ROOST_ECURSOR, &after)) ||
-        (rc = request_query_int(rq, "limit", 1, MAX_LIMIT, 10, ROOST_ELIMIT, &limit)) ||
-        (rc = request_query_int(rq, "wait_s", 0, cfg->claim_max_wait_s, 0, ROOST_EWAIT, &wait_s))) {
+    if ((rc = request_param_int(rq, "after_cursor", 0, ROOST_ECURSOR, &after)) ||
+        (rc = request_param_int(rq, "limit", 10, ROOST_ELIMIT, &limit)) ||
+        (rc = request_param_int(rq, "wait_s", 0, ROOST_EWAIT, &wait_s))) {
         request_reply_error(rq, rc, NULL, NULL);
         return;
     }
@@ -402,19 +399,18 @@ static void done_claim(struct job *job)
 
 void api_inbox_claim(struct request *rq)
 {
-    static const char *const allowed[] = {"limit", "lease_s", "wait_s", "consumer", NULL};
     const struct config *cfg = rq->rt->cfg;
-    if (reject_unknown(rq, allowed)) {
+    if (reject_unknown(rq)) {
         return;
     }
     int64_t limit, lease_s, wait_s;
     const char *consumer = NULL;
     int rc;
-    if ((rc = body_int(rq->body, "limit", 1, MAX_LIMIT, 10, ROOST_ELIMIT, &limit)) ||
-        (rc = body_int(rq->body, "lease_s", 1, cfg->lease_max_s, cfg->lease_default_s, ROOST_ELEASE,
-                       &lease_s)) ||
-        (rc = body_int(rq->body, "wait_s", 0, cfg->claim_max_wait_s, 0, ROOST_EWAIT, &wait_s)) ||
-        (rc = body_str(rq->body, "consumer", STORE_ID_MAX, ROOST_ECONSUMER, &consumer))) {
+    if ((rc = body_param_int(rq, rq->body, "limit", 10, ROOST_ELIMIT, &limit)) ||
+        (rc = body_param_int(rq, rq->body, "lease_s", cfg->lease_default_s, ROOST_ELEASE,
+                             &lease_s)) ||
+        (rc = body_param_int(rq, rq->body, "wait_s", 0, ROOST_EWAIT, &wait_s)) ||
+        (rc = body_param_str(rq, rq->body, "consumer", ROOST_ECONSUMER, &consumer))) {
         request_reply_error(rq, rc, NULL, NULL);
         return;
     }
@@ -487,12 +483,11 @@ static void done_ack(struct job *job)
 
 void api_event_ack(struct request *rq)
 {
-    static const char *const allowed[] = {"lease_token", NULL};
-    if (reject_unknown(rq, allowed)) {
+    if (reject_unknown(rq)) {
         return;
     }
     struct inbox_op *op = op_new(rq);
-    if (!op || !read_lease_token(rq, rq->body, op->lease_token)) {
+    if (!op || !read_lease_token(rq, rq->body, "lease_token", op->lease_token)) {
         return;
     }
     op->job.batch = &ack_batch;
@@ -544,9 +539,7 @@ static void done_acks(struct job *job)
 
 void api_events_ack(struct request *rq)
 {
-    static const char *const allowed[] = {"acks", NULL};
-    static const char *const item_allowed[] = {"event_id", "lease_token", NULL};
-    if (reject_unknown(rq, allowed)) {
+    if (reject_unknown(rq)) {
         return;
     }
     json_t *acks = json_object_get(rq->body, "acks");
@@ -568,19 +561,19 @@ void api_events_ack(struct request *rq)
     for (size_t i = 0; i < n; i++) {
         json_t *item = json_array_get(acks, i);
         const char *bad = NULL, *event_id = NULL;
-        if (!json_is_object(item) || body_only_fields(item, item_allowed, &bad) != ROOST_OK) {
+        if (!json_is_object(item) || body_param_only(rq, item, "acks[]", &bad) != ROOST_OK) {
             request_reply_error(rq, ROOST_EACKS, "each ack is {\"event_id\",\"lease_token\"}",
                                 json_pack("{s:I}", "index", (json_int_t)i));
             return;
         }
-        if (body_str(item, "event_id", STORE_EVENT_ID_LEN, ROOST_EEVENTID, &event_id) ||
-            !event_id || !ids_valid_event_id(event_id, strlen(event_id))) {
+        if (body_param_str(rq, item, "acks[].event_id", ROOST_EEVENTID, &event_id) || !event_id ||
+            !ids_valid_event_id(event_id, strlen(event_id))) {
             request_reply_error(rq, ROOST_EEVENTID, NULL,
                                 json_pack("{s:I}", "index", (json_int_t)i));
             return;
         }
         memcpy(op->acks[i].event_id, event_id, STORE_EVENT_ID_LEN + 1);
-        if (!read_lease_token(rq, item, op->acks[i].lease_token)) {
+        if (!read_lease_token(rq, item, "acks[].lease_token", op->acks[i].lease_token)) {
             return;
         }
     }
@@ -617,16 +610,15 @@ static void done_release(struct job *job)
 
 void api_event_release(struct request *rq)
 {
-    static const char *const allowed[] = {"lease_token", "delay_s", "reason", "error", NULL};
-    if (reject_unknown(rq, allowed)) {
+    if (reject_unknown(rq)) {
         return;
     }
     int64_t delay_s;
     const char *reason = NULL, *error = NULL;
     int rc;
-    if ((rc = body_int(rq->body, "delay_s", 0, MAX_DELAY_S, 0, ROOST_EDELAY, &delay_s)) ||
-        (rc = body_str(rq->body, "reason", 32, ROOST_EREASON, &reason)) ||
-        (rc = body_str(rq->body, "error", STORE_ERROR_TEXT_MAX, ROOST_EERRORTEXT, &error))) {
+    if ((rc = body_param_int(rq, rq->body, "delay_s", 0, ROOST_EDELAY, &delay_s)) ||
+        (rc = body_param_str(rq, rq->body, "reason", ROOST_EREASON, &reason)) ||
+        (rc = body_param_str(rq, rq->body, "error", ROOST_EERRORTEXT, &error))) {
         request_reply_error(rq, rc, NULL, NULL);
         return;
     }
@@ -642,7 +634,7 @@ void api_event_release(struct request *rq)
         }
     }
     struct inbox_op *op = op_new(rq);
-    if (!op || !read_lease_token(rq, rq->body, op->lease_token)) {
+    if (!op || !read_lease_token(rq, rq->body, "lease_token", op->lease_token)) {
         return;
     }
     op->reason = r;
@@ -680,20 +672,18 @@ static void done_extend(struct job *job)
 
 void api_event_extend(struct request *rq)
 {
-    static const char *const allowed[] = {"lease_token", "lease_s", NULL};
     const struct config *cfg = rq->rt->cfg;
-    if (reject_unknown(rq, allowed)) {
+    if (reject_unknown(rq)) {
         return;
     }
     int64_t lease_s;
-    int rc = body_int(rq->body, "lease_s", 1, cfg->lease_max_s, cfg->lease_default_s, ROOST_ELEASE,
-                      &lease_s);
+    int rc = body_param_int(rq, rq->body, "lease_s", cfg->lease_default_s, ROOST_ELEASE, &lease_s);
     if (rc) {
         request_reply_error(rq, rc, NULL, NULL);
         return;
     }
     struct inbox_op *op = op_new(rq);
-    if (!op || !read_lease_token(rq, rq->body, op->lease_token)) {
+    if (!op || !read_lease_token(rq, rq->body, "lease_token", op->lease_token)) {
         return;
     }
     op->lease_s = lease_s;
@@ -726,12 +716,11 @@ static void done_release_all(struct job *job)
 
 void api_release_all(struct request *rq)
 {
-    static const char *const allowed[] = {"consumer", NULL};
-    if (reject_unknown(rq, allowed)) {
+    if (reject_unknown(rq)) {
         return;
     }
     const char *consumer = NULL;
-    if (body_str(rq->body, "consumer", STORE_ID_MAX, ROOST_ECONSUMER, &consumer) ||
+    if (body_param_str(rq, rq->body, "consumer", ROOST_ECONSUMER, &consumer) ||
         (consumer && !ids_valid_consumer(consumer, strlen(consumer)))) {
         request_reply_error(rq, ROOST_ECONSUMER, NULL, NULL);
         return;

@@ -22,7 +22,6 @@
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
-#define KEYS_MAX_LIMIT 1000
 #define HMAC_MIN_BYTES 32
 
 struct keys_op {
@@ -183,20 +182,18 @@ static void done_add(struct job *job)
 
 void api_admin_keys_add(struct request *rq)
 {
-    static const char *const allowed[] = {"key_id",     "agent_id", "alg",
-                                          "public_key", "secret",   NULL};
     const char *bad = NULL;
-    if (body_only_fields(rq->body, allowed, &bad) != ROOST_OK) {
+    if (body_param_only(rq, rq->body, "", &bad) != ROOST_OK) {
         request_reply_error(rq, ROOST_EUNKNOWNFIELD, NULL, json_pack("{s:s}", "field", bad));
         return;
     }
     const char *key_id, *agent_id, *alg_name;
-    if (body_str(rq->body, "key_id", STORE_ID_MAX, ROOST_EKEYID, &key_id) != ROOST_OK ||
+    if (body_param_str(rq, rq->body, "key_id", ROOST_EKEYID, &key_id) != ROOST_OK ||
         key_id == NULL || !ids_valid_name(key_id, strlen(key_id))) {
         request_reply_error(rq, ROOST_EKEYID, NULL, NULL);
         return;
     }
-    if (body_str(rq->body, "agent_id", STORE_ID_MAX, ROOST_EAGENTID, &agent_id) != ROOST_OK ||
+    if (body_param_str(rq, rq->body, "agent_id", ROOST_EAGENTID, &agent_id) != ROOST_OK ||
         agent_id == NULL ||
         (strcmp(agent_id, "*") != 0 && !ids_valid_name(agent_id, strlen(agent_id)))) {
         request_reply_error(rq, ROOST_EAGENTID,
@@ -206,7 +203,7 @@ void api_admin_keys_add(struct request *rq)
         return;
     }
     enum httpsig_alg alg = HTTPSIG_ALG_NONE;
-    if (body_str(rq->body, "alg", STORE_KEY_ALG_MAX, ROOST_EKEYALG, &alg_name) != ROOST_OK ||
+    if (body_param_str(rq, rq->body, "alg", ROOST_EKEYALG, &alg_name) != ROOST_OK ||
         alg_name == NULL || (alg = httpsig_alg_from_name(alg_name)) == HTTPSIG_ALG_NONE) {
         request_reply_error(rq, ROOST_EKEYALG, NULL, NULL);
         return;
@@ -235,7 +232,8 @@ void api_admin_keys_add(struct request *rq)
     snprintf(op->key.key_id, sizeof op->key.key_id, "%s", key_id);
     snprintf(op->key.agent_id, sizeof op->key.agent_id, "%s", agent_id);
     snprintf(op->key.alg, sizeof op->key.alg, "%s", httpsig_alg_name(alg));
-    op->job = (struct job){.run = run_add, .done = done_add, .write = true};
+    op->job =
+        (struct job){.run = run_add, .done = done_add, .write = true, .name = request_job_kind(rq)};
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
@@ -274,12 +272,12 @@ static void done_list(struct job *job)
 void api_admin_keys_list(struct request *rq)
 {
     int64_t limit;
-    int rc = request_query_int(rq, "limit", 1, KEYS_MAX_LIMIT, 100, ROOST_ELIMIT, &limit);
+    int rc = request_param_int(rq, "limit", 100, ROOST_ELIMIT, &limit);
     if (rc) {
         request_reply_error(rq, rc, NULL, NULL);
         return;
     }
-    const char *next = request_query_str(rq, "next", &rc);
+    const char *next = request_param_str(rq, "next", &rc);
     if (rc) {
         request_reply_error(rq, rc, NULL, NULL);
         return;
@@ -310,7 +308,8 @@ void api_admin_keys_list(struct request *rq)
         request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
         return;
     }
-    op->job = (struct job){.run = run_list, .done = done_list, .write = false};
+    op->job = (struct job){
+        .run = run_list, .done = done_list, .write = false, .name = request_job_kind(rq)};
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
@@ -343,7 +342,8 @@ void api_admin_keys_revoke(struct request *rq)
     }
     struct keys_op *op = keys_op_new(rq);
     if (op) {
-        op->job = (struct job){.run = run_revoke, .done = done_revoke, .write = true};
+        op->job = (struct job){
+            .run = run_revoke, .done = done_revoke, .write = true, .name = request_job_kind(rq)};
         workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
     }
 }

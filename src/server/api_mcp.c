@@ -196,6 +196,9 @@ static void tools_call(struct request *rq, json_t *id, const json_t *params)
     rq->body = body;
     rq->reply_filter = wrap_tool_answer;
     rq->reply_filter_arg = json_incref(id);
+    /* The tool's route: its declaration bounds what its handler reads (the log and metric label
+     * stays "mcp": route_name). */
+    rq->route = route;
     route->handler(rq);
 }
 

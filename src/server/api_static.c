@@ -58,12 +58,6 @@ static bool etag_matches(const char *inm, const char *etag)
     return false;
 }
 
-bool api_static_path(const char *path)
-{
-    return strncmp(path, "/sdk/", 5) == 0 || strcmp(path, "/ui") == 0 ||
-           strncmp(path, "/ui/", 4) == 0;
-}
-
 void api_static(struct request *rq)
 {
     enum evhttp_cmd_type method = evhttp_request_get_command(rq->req);

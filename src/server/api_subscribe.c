@@ -118,8 +118,10 @@ void api_subscribe(struct request *rq)
         }
     }
     /* A ticket's nonce claim is a write; a plain subscribe only reads the head. */
-    op->job = (struct job){
-        .run = run_head, .done = done_head, .write = rq->principal.ticket_nonce[0] != '\0'};
+    op->job = (struct job){.run = run_head,
+                           .done = done_head,
+                           .write = rq->principal.ticket_nonce[0] != '\0',
+                           .name = request_job_kind(rq)};
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
@@ -129,12 +131,11 @@ void api_subscribe_ticket(struct request *rq)
     char when[40];
     int64_t expires_ms = 0;
     const char *bad = NULL;
-    static const char *const none[] = {NULL};
     if (rq->query && rq->query->tqh_first) {
         request_reply_error(rq, ROOST_EQUERY, "unknown query parameter", NULL);
         return;
     }
-    if (body_only_fields(rq->body, none, &bad) != ROOST_OK) {
+    if (body_param_only(rq, rq->body, "", &bad) != ROOST_OK) {
         request_reply_error(rq, ROOST_EUNKNOWNFIELD, NULL, json_pack("{s:s}", "field", bad));
         return;
     }

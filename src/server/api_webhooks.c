@@ -93,7 +93,7 @@ static void submit(struct hook_op *op, int (*run)(struct job *, struct store *),
     op->job = (struct job){.run = run,
                            .done = done,
                            .write = write,
-                           .name = "webhooks",
+                           .name = request_job_kind(op->rq),
                            .tenant = workers_tenant_key(op->rq->principal.tenant_id),
                            .scan = !write};
     workers_submit(runtime_workers(op->rq->rt, op->rq->principal.tenant_id), &op->job);
@@ -217,21 +217,18 @@ void api_webhooks_drain(void)
 
 void api_callbacks_add(struct request *rq)
 {
-    static const char *const allowed[] = {"url", "secret", NULL};
     const char *bad = NULL, *url = NULL, *secret = NULL;
-    if (body_only_fields(rq->body, allowed, &bad) != ROOST_OK) {
+    if (body_param_only(rq, rq->body, "", &bad) != ROOST_OK) {
         request_reply_error(rq, ROOST_EUNKNOWNFIELD, NULL, json_pack("{s:s}", "field", bad));
         return;
     }
-    if (body_str(rq->body, "url", STORE_URL_MAX, ROOST_EWEBHOOKURL, &url) != ROOST_OK ||
-        url == NULL) {
+    if (body_param_str(rq, rq->body, "url", ROOST_EWEBHOOKURL, &url) != ROOST_OK || url == NULL) {
         request_reply_error(rq, ROOST_EWEBHOOKURL, NULL, NULL);
         return;
     }
     unsigned char key[WEBHOOKS_SECRET_MAX_BYTES];
     size_t key_len = 0;
-    if (body_str(rq->body, "secret", STORE_WH_SECRET_MAX, ROOST_EWEBHOOKSECRET, &secret) !=
-            ROOST_OK ||
+    if (body_param_str(rq, rq->body, "secret", ROOST_EWEBHOOKSECRET, &secret) != ROOST_OK ||
         webhooks_secret_key(secret, key, &key_len) != ROOST_OK) {
         request_reply_error(rq, ROOST_EWEBHOOKSECRET, NULL, NULL);
         return;
@@ -324,11 +321,10 @@ static struct hook_op *page_op_new(struct request *rq, int64_t limit, const char
 static void list_endpoints(struct request *rq, const char *agent_id)
 {
     int64_t limit;
-    int rc =
-        request_query_int(rq, "limit", 1, LIST_MAX_LIMIT, LIST_MAX_LIMIT, ROOST_ELIMIT, &limit);
-    const char *after = rc == ROOST_OK ? request_query_str(rq, "next", &rc) : NULL;
+    int rc = request_param_int(rq, "limit", LIST_MAX_LIMIT, ROOST_ELIMIT, &limit);
+    const char *after = rc == ROOST_OK ? request_param_str(rq, "next", &rc) : NULL;
     if (rc == ROOST_OK && agent_id == NULL) {
-        agent_id = request_query_str(rq, "agent_id", &rc);
+        agent_id = request_param_str(rq, "agent_id", &rc);
     }
     if (rc != ROOST_OK || (after != NULL && strlen(after) > STORE_ENDPOINT_ID_LEN) ||
         (agent_id != NULL && strlen(agent_id) > STORE_ID_MAX)) {
@@ -481,10 +477,9 @@ static void done_attempts(struct job *job)
 void api_admin_endpoint_attempts(struct request *rq)
 {
     int64_t limit;
-    int rc =
-        request_query_int(rq, "limit", 1, LIST_MAX_LIMIT, LIST_MAX_LIMIT, ROOST_ELIMIT, &limit);
-    const char *after = rc == ROOST_OK ? request_query_str(rq, "next", &rc) : NULL;
-    const char *event_id = rc == ROOST_OK ? request_query_str(rq, "event_id", &rc) : NULL;
+    int rc = request_param_int(rq, "limit", LIST_MAX_LIMIT, ROOST_ELIMIT, &limit);
+    const char *after = rc == ROOST_OK ? request_param_str(rq, "next", &rc) : NULL;
+    const char *event_id = rc == ROOST_OK ? request_param_str(rq, "event_id", &rc) : NULL;
     if (rc != ROOST_OK || (after != NULL && strlen(after) > STORE_ATTEMPT_ID_LEN)) {
         request_reply_error(rq, rc != ROOST_OK ? rc : ROOST_EPAGE, NULL, NULL);
         return;
@@ -561,19 +556,18 @@ static void done_replay(struct job *job)
 
 void api_admin_endpoint_replay(struct request *rq)
 {
-    static const char *const allowed[] = {"event_id", "since", NULL};
     const char *bad = NULL, *event_id = NULL, *since = NULL;
-    if (body_only_fields(rq->body, allowed, &bad) != ROOST_OK) {
+    if (body_param_only(rq, rq->body, "", &bad) != ROOST_OK) {
         request_reply_error(rq, ROOST_EUNKNOWNFIELD, NULL, json_pack("{s:s}", "field", bad));
         return;
     }
     int64_t since_ms = 0;
-    if (body_str(rq->body, "event_id", STORE_EVENT_ID_LEN, ROOST_EEVENTID, &event_id) != ROOST_OK ||
+    if (body_param_str(rq, rq->body, "event_id", ROOST_EEVENTID, &event_id) != ROOST_OK ||
         (event_id != NULL && !ids_valid_event_id(event_id, strlen(event_id)))) {
         request_reply_error(rq, ROOST_EEVENTID, NULL, NULL);
         return;
     }
-    if (body_str(rq->body, "since", TIME_RFC3339_LEN + 16, ROOST_EINVAL, &since) != ROOST_OK ||
+    if (body_param_str(rq, rq->body, "since", ROOST_EINVAL, &since) != ROOST_OK ||
         (since != NULL && time_parse_rfc3339(since, strlen(since), &since_ms) != 0) ||
         (since == NULL) == (event_id == NULL)) {
         request_reply_error(rq, ROOST_EINVAL,

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "server/config.h"
 #include "server/daemon.h"
+#include "server/router.h"
 
 #include "common/banned.h"
 
@@ -33,6 +34,7 @@ static void usage(FILE *out)
             "  --set KEY=VALUE     set a config key (repeatable; wins over file and env)\n"
             "  --print-config      print the effective configuration and exit\n"
             "  --print-config-reference  print the reference of every key (Markdown)\n"
+            "  --print-routes      print the route declaration (JSON) and exit\n"
             "  --version           print the version and exit\n"
             "Environment: ROOST_<KEY> sets a key (lease.default_s -> ROOST_LEASE_DEFAULT_S).\n");
 }
@@ -95,7 +97,7 @@ static int lock_data_dir(const char *data_dir, char *err, size_t errlen)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_READY = 256, OPT_PRINT, OPT_REF, OPT_VERSION, OPT_STORE, OPT_SET };
+    enum { OPT_READY = 256, OPT_PRINT, OPT_REF, OPT_ROUTES, OPT_VERSION, OPT_STORE, OPT_SET };
     static const struct option opts[] = {
         {"data-dir", required_argument, NULL, 'd'},
         {"listen", required_argument, NULL, 'l'},
@@ -105,6 +107,7 @@ int main(int argc, char **argv)
         {"set", required_argument, NULL, OPT_SET},
         {"print-config", no_argument, NULL, OPT_PRINT},
         {"print-config-reference", no_argument, NULL, OPT_REF},
+        {"print-routes", no_argument, NULL, OPT_ROUTES},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -147,6 +150,19 @@ int main(int argc, char **argv)
             config_print_reference(stdout);
             free_args(sets, owned, n_owned);
             return 0;
+        case OPT_ROUTES: {
+            /* The route declaration as JSON, the configured maxima at their defaults:
+             * tests/integration/openapi_check.py compares it with doc/openapi.json. */
+            struct config defaults;
+            char *text = config_init(&defaults) == 0 ? routes_json(&defaults) : NULL;
+            if (text != NULL) {
+                printf("%s\n", text);
+            }
+            free(text);
+            config_cleanup(&defaults);
+            free_args(sets, owned, n_owned);
+            return text != NULL ? 0 : 1;
+        }
         case OPT_VERSION:
             printf("roostd %s\n", ROOST_VERSION);
             free_args(sets, owned, n_owned);

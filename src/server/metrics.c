@@ -16,13 +16,14 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "server/config.h"
+#include "server/routes.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
 #define HIST_MAX_BUCKETS 16
-#define HTTP_MAX_ROUTES 48
+#define HTTP_MAX_ROUTES 64 /* the declaration's names, "preflight" and "-" */
 #define HTTP_MAX_STATUSES 16
 
 static const double latency_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -60,28 +61,38 @@ static void hist_observe(struct hist *h, double v)
     }
 }
 
-/* The store ops a job can name; anything else is "other" (a fixed label set). */
-static const char *const store_ops[] = {
-    "publish",
-    "inbox_read",
-    "inbox_peek",
-    "claim",
-    "ack",
-    "ack_batch",
-    "release",
-    "extend",
-    "release_all",
-    "state",
-    "scheduler",
-    "retention",
-    "admin",
-    "metrics_snapshot",
-    "ready",
-    "commit",
-    "webhook_dispatch",
-    "other",
+/* The store ops a job can name (a fixed label set): the job kinds of the route declaration
+ * (routes.c), then the jobs of no route; anything else is "other". Built once by metrics_new. */
+static const char *const internal_ops[] = {
+    "scheduler", "retention", "metrics_snapshot", "commit", "webhook_dispatch",
 };
-#define N_STORE_OPS (sizeof store_ops / sizeof store_ops[0])
+#define N_STORE_OPS 48
+static const char *store_ops[N_STORE_OPS];
+static size_t n_store_ops;
+
+static void store_ops_init(void)
+{
+    if (n_store_ops != 0) {
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < router_routes_count && n < N_STORE_OPS - 1; i++) {
+        const char *job = router_routes[i].job;
+        bool seen = job == NULL;
+        for (size_t k = 0; !seen && k < n; k++) {
+            seen = strcmp(store_ops[k], job) == 0;
+        }
+        if (!seen) {
+            store_ops[n++] = job;
+        }
+    }
+    for (size_t i = 0; i < sizeof internal_ops / sizeof internal_ops[0] && n < N_STORE_OPS - 1;
+         i++) {
+        store_ops[n++] = internal_ops[i];
+    }
+    store_ops[n++] = "other";
+    n_store_ops = n;
+}
 
 struct route_stats {
     const char *name;
@@ -127,6 +138,7 @@ struct metrics *metrics_new(void)
     if (m == NULL) {
         return NULL;
     }
+    store_ops_init();
     for (size_t i = 0; i < N_STORE_OPS; i++) {
         hist_init(&m->store_op[i], latency_bounds, NBOUNDS(latency_bounds), 1e-6);
     }
@@ -160,11 +172,11 @@ void metrics_free(struct metrics *m)
 void metrics_store_op(struct metrics *m, const char *op, double seconds)
 {
     size_t i = 0;
-    while (op != NULL && i < N_STORE_OPS - 1 && strcmp(store_ops[i], op) != 0) {
+    while (op != NULL && i < n_store_ops - 1 && strcmp(store_ops[i], op) != 0) {
         i++;
     }
     if (op == NULL) {
-        i = N_STORE_OPS - 1;
+        i = n_store_ops - 1;
     }
     hist_observe(&m->store_op[i], seconds);
 }
@@ -677,7 +689,7 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
     }
     family(out, "roost_store_op_duration_seconds", "histogram",
            "Time a store job ran on a worker (inside its transaction), by op.");
-    for (size_t i = 0; i < N_STORE_OPS; i++) {
+    for (size_t i = 0; i < n_store_ops; i++) {
         char labels[64];
         snprintf(labels, sizeof labels, "op=\"%s\"", store_ops[i]);
         hist_render(out, "roost_store_op_duration_seconds", labels, &m->store_op[i]);

@@ -27,6 +27,7 @@
 #include "server/config.h"
 #include "server/listener.h"
 #include "server/metrics.h"
+#include "server/routes.h"
 #include "server/runtime.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -198,6 +199,11 @@ bool request_peer_is_loopback(const struct request *rq)
 {
     struct evhttp_connection *evcon = evhttp_request_get_connection(rq->req);
     return evcon != NULL && request_addr_is_loopback(evhttp_connection_get_addr(evcon));
+}
+
+const char *request_job_kind(const struct request *rq)
+{
+    return rq->route != NULL ? rq->route->job : NULL;
 }
 
 const char *request_route_name(const struct request *rq)
@@ -685,4 +691,96 @@ int request_read_body(struct request *rq, bool optional)
         return ROOST_ENOMEM;
     }
     return jsonutil_parse_object(data, len, (size_t)rq->rt->cfg->limits_max_json_depth, &rq->body);
+}
+
+/* ---- parameters as the route declaration bounds them (routes.c) ---- */
+
+/* The declared parameter, or NULL (logged: a handler reads what its route does not declare). */
+static const struct route_param *declared(const struct request *rq, enum route_param_in in,
+                                          const char *name)
+{
+    const struct route_param *p = route_param_find(rq->route, in, name);
+    if (p == NULL) {
+        log_error("undeclared parameter", "route=%s param=%s", request_route_name(rq), name);
+    }
+    return p;
+}
+
+/* The JSON key of a declared body field: the part after "[]." of "acks[].event_id". */
+static const char *field_key(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return dot ? dot + 1 : name;
+}
+
+int request_param_int(struct request *rq, const char *name, int64_t def, int bad_rc, int64_t *out)
+{
+    const struct route_param *p = declared(rq, RP_QUERY, name);
+    if (p == NULL) {
+        return ROOST_EINTERNAL;
+    }
+    return request_query_int(rq, name, p->min, route_param_max(p, rq->rt->cfg), def, bad_rc, out);
+}
+
+const char *request_param_str(struct request *rq, const char *name, int *rc)
+{
+    const struct route_param *p = declared(rq, RP_QUERY, name);
+    if (p == NULL) {
+        *rc = ROOST_EINTERNAL;
+        return NULL;
+    }
+    return request_query_str(rq, name, rc);
+}
+
+int body_param_int(struct request *rq, const json_t *obj, const char *name, int64_t def, int bad_rc,
+                   int64_t *out)
+{
+    const struct route_param *p = declared(rq, RP_BODY, name);
+    if (p == NULL) {
+        return ROOST_EINTERNAL;
+    }
+    return body_int(obj, field_key(name), p->min, route_param_max(p, rq->rt->cfg), def, bad_rc,
+                    out);
+}
+
+int body_param_str(struct request *rq, const json_t *obj, const char *name, int bad_rc,
+                   const char **out)
+{
+    const struct route_param *p = declared(rq, RP_BODY, name);
+    if (p == NULL) {
+        *out = NULL;
+        return ROOST_EINTERNAL;
+    }
+    int rc = body_str(obj, field_key(name), (size_t)route_param_max(p, rq->rt->cfg), bad_rc, out);
+    if (rc == ROOST_OK && *out != NULL && strlen(*out) < (size_t)p->min) {
+        *out = NULL;
+        return bad_rc;
+    }
+    return rc;
+}
+
+int body_param_only(const struct request *rq, const json_t *obj, const char *prefix,
+                    const char **bad)
+{
+    size_t plen = strlen(prefix);
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)obj, key, value)
+    {
+        (void)value;
+        bool ok = false;
+        for (size_t i = 0;
+             !ok && rq->route != NULL && i < ROUTE_MAX_PARAMS && rq->route->params[i].name != NULL;
+             i++) {
+            const struct route_param *p = &rq->route->params[i];
+            const char *n = p->name;
+            ok = p->in == RP_BODY && strncmp(n, prefix, plen) == 0 &&
+                 (plen == 0 || n[plen] == '.') && strcmp(n + plen + (plen ? 1 : 0), key) == 0;
+        }
+        if (!ok) {
+            *bad = key;
+            return ROOST_EUNKNOWNFIELD;
+        }
+    }
+    return ROOST_OK;
 }

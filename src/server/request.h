@@ -61,6 +61,9 @@ bool request_peer_is_loopback(const struct request *rq);
 /* The router's name of the request's route ("-" before routing): the label of logs, metrics and
  * store jobs. */
 const char *request_route_name(const struct request *rq);
+/* The store job kind of the request's route (routes.c), the op label of store metrics; NULL
+ * ("other") when it declares none. */
+const char *request_job_kind(const struct request *rq);
 /* Ends a request whose connection now belongs to someone else (an SSE stream): frees it and
  * leaves the in-flight count without sending anything. */
 void request_detach(struct request *rq);
@@ -109,6 +112,22 @@ int request_parse_query(struct request *rq);
 /* Reads the JSON object body into rq->body. An empty body is {} when `optional`, else
  * ROOST_EJSON; then ROOST_ETOOLARGE, ROOST_EMEDIATYPE, ROOST_ENOMEM or the parser's error. */
 int request_read_body(struct request *rq, bool optional);
+
+/* The same, with the bounds of the route's declaration (routes.c: min, max or its configuration
+ * key) for parameter `name`. A name the route does not declare is ROOST_EINTERNAL (and logged):
+ * a handler reads only what the declaration, and so the OpenAPI document, describes. */
+int request_param_int(struct request *rq, const char *name, int64_t def, int bad_rc, int64_t *out);
+const char *request_param_str(struct request *rq, const char *name, int *rc);
+/* Body fields the same way; `name` is the declared name ("limit", "acks[].event_id": the key of
+ * each item of acks). A string must have the declared min..max bytes. */
+int body_param_int(struct request *rq, const json_t *obj, const char *name, int64_t def, int bad_rc,
+                   int64_t *out);
+int body_param_str(struct request *rq, const json_t *obj, const char *name, int bad_rc,
+                   const char **out);
+/* ROOST_EUNKNOWNFIELD (the key in *bad) when obj has a key the route does not declare among its
+ * body fields under `prefix` ("" for the body itself, "acks[]" for each item of acks). */
+int body_param_only(const struct request *rq, const json_t *obj, const char *prefix,
+                    const char **bad);
 
 /* True for "application/json", optionally with "; charset=utf-8" (any case). */
 bool request_content_type_is_json(const char *ct);

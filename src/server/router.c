@@ -27,81 +27,10 @@
 
 #define MAX_HEADER_COUNT 100
 
-static const struct route routes[] = {
-    {EVHTTP_REQ_POST, "/api/v1/events", "publish", AUTH_PUBLISH, BODY_REQUIRED, api_publish},
-    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/inbox", "inbox_read", AUTH_READ, BODY_NONE,
-     api_inbox_read},
-    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/inbox/peek", "inbox_peek", AUTH_READ, BODY_NONE,
-     api_inbox_peek},
-    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/claim", "claim", AUTH_CONSUME, BODY_REQUIRED,
-     api_inbox_claim},
-    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/ack", "ack_batch", AUTH_CONSUME, BODY_REQUIRED,
-     api_events_ack},
-    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/release-all", "release_all", AUTH_CONSUME,
-     BODY_OPTIONAL, api_release_all},
-    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/{event}/ack", "ack", AUTH_CONSUME,
-     BODY_REQUIRED, api_event_ack},
-    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/{event}/release", "release", AUTH_CONSUME,
-     BODY_REQUIRED, api_event_release},
-    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/inbox/{event}/extend", "extend", AUTH_CONSUME,
-     BODY_REQUIRED, api_event_extend},
-    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/state", "state", AUTH_READ, BODY_NONE, api_state_get},
-    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/subscribe", "subscribe", AUTH_READ, BODY_NONE,
-     api_subscribe},
-    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/subscribe/ticket", "subscribe_ticket", AUTH_READ,
-     BODY_OPTIONAL, api_subscribe_ticket},
-    {EVHTTP_REQ_GET, "/api/v1/admin/agents", "admin_agents", AUTH_ADMIN, BODY_NONE,
-     api_admin_agents},
-    {EVHTTP_REQ_GET, "/api/v1/admin/quarantine", "admin_quarantine", AUTH_ADMIN, BODY_NONE,
-     api_admin_quarantine},
-    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/requeue", "admin_requeue", AUTH_ADMIN,
-     BODY_OPTIONAL, api_admin_requeue},
-    /* Before {event}: a literal segment wins over the placeholder. */
-    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/purge", "admin_purge", AUTH_ADMIN, BODY_OPTIONAL,
-     api_admin_purge},
-    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/requeue", "admin_requeue_all", AUTH_ADMIN,
-     BODY_OPTIONAL, api_admin_requeue_all},
-    {EVHTTP_REQ_GET, "/api/v1/admin/quarantine/{event}", "admin_quarantine_inspect", AUTH_ADMIN,
-     BODY_NONE, api_admin_quarantine_inspect},
-    {EVHTTP_REQ_POST, "/api/v1/admin/quarantine/{event}/purge", "admin_purge_event", AUTH_ADMIN,
-     BODY_OPTIONAL, api_admin_purge},
-    {EVHTTP_REQ_GET, "/api/v1/admin/stats", "admin_stats", AUTH_ADMIN, BODY_NONE, api_admin_stats},
-    {EVHTTP_REQ_POST, "/api/v1/admin/keys", "admin_keys_add", AUTH_ADMIN, BODY_REQUIRED,
-     api_admin_keys_add},
-    {EVHTTP_REQ_GET, "/api/v1/admin/keys", "admin_keys_list", AUTH_ADMIN, BODY_NONE,
-     api_admin_keys_list},
-    {EVHTTP_REQ_POST, "/api/v1/admin/keys/{key}/revoke", "admin_keys_revoke", AUTH_ADMIN,
-     BODY_OPTIONAL, api_admin_keys_revoke},
-    /* Webhooks: {key} carries the endpoint id. */
-    {EVHTTP_REQ_POST, "/api/v1/agents/{agent}/callbacks", "callbacks_add", AUTH_CONSUME,
-     BODY_REQUIRED, api_callbacks_add},
-    {EVHTTP_REQ_GET, "/api/v1/agents/{agent}/callbacks", "callbacks_list", AUTH_CONSUME, BODY_NONE,
-     api_callbacks_list},
-    {EVHTTP_REQ_DELETE, "/api/v1/agents/{agent}/callbacks/{key}", "callbacks_delete", AUTH_CONSUME,
-     BODY_NONE, api_callbacks_delete},
-    {EVHTTP_REQ_GET, "/api/v1/admin/endpoints", "admin_endpoints", AUTH_ADMIN, BODY_NONE,
-     api_admin_endpoints_list},
-    {EVHTTP_REQ_GET, "/api/v1/admin/endpoints/{key}", "admin_endpoint", AUTH_ADMIN, BODY_NONE,
-     api_admin_endpoint_get},
-    {EVHTTP_REQ_POST, "/api/v1/admin/endpoints/{key}/disable", "admin_endpoint_disable", AUTH_ADMIN,
-     BODY_OPTIONAL, api_admin_endpoint_disable},
-    {EVHTTP_REQ_POST, "/api/v1/admin/endpoints/{key}/enable", "admin_endpoint_enable", AUTH_ADMIN,
-     BODY_OPTIONAL, api_admin_endpoint_enable},
-    {EVHTTP_REQ_GET, "/api/v1/admin/endpoints/{key}/attempts", "admin_endpoint_attempts",
-     AUTH_ADMIN, BODY_NONE, api_admin_endpoint_attempts},
-    {EVHTTP_REQ_POST, "/api/v1/admin/endpoints/{key}/replay", "admin_endpoint_replay", AUTH_ADMIN,
-     BODY_REQUIRED, api_admin_endpoint_replay},
-    /* MCP over Streamable HTTP: the agent is a tool argument, so the scope is checked per tool
-     * (as publish checks its recipients) and a signature, under the policy, is a producer key's.
-     * The body is JSON-RPC, read by the handler. */
-    {EVHTTP_REQ_POST, "/mcp", "mcp", AUTH_PUBLISH, BODY_NONE, api_mcp},
-};
-
 /* ---- routing ---- */
 
 /* Matches `path` (no query) against a pattern, capturing {agent}, {event} and {key} raw. */
-static bool pattern_match(const char *pattern, const char *path, struct capture *agent,
-                          struct capture *event, struct capture *key)
+static bool pattern_match(const char *pattern, const char *path, struct route_captures *caps)
 {
     const char *p = pattern, *s = path;
     while (*p && *s) {
@@ -115,11 +44,13 @@ static bool pattern_match(const char *pattern, const char *path, struct capture 
         const char *se = strchr(s, '/');
         size_t slen = se ? (size_t)(se - s) : strlen(s);
         if (plen == 7 && memcmp(p, "{agent}", 7) == 0) {
-            *agent = (struct capture){s, slen};
+            caps->agent = (struct capture){s, slen};
         } else if (plen == 7 && memcmp(p, "{event}", 7) == 0) {
-            *event = (struct capture){s, slen};
+            caps->event = (struct capture){s, slen};
         } else if (plen == 5 && memcmp(p, "{key}", 5) == 0) {
-            *key = (struct capture){s, slen};
+            caps->key = (struct capture){s, slen};
+        } else if (plen == 6 && memcmp(p, "{file}", 6) == 0) {
+            caps->file = (struct capture){s, slen};
         } else if (plen != slen || memcmp(p, s, plen) != 0) {
             return false;
         }
@@ -135,19 +66,19 @@ int router_match(enum evhttp_cmd_type method, const char *path, const struct rou
     *route = NULL;
     /* The routes of this method first (the first of them that matches is the answer); the
      * others only tell a wrong method (405) from an unknown path (404). */
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+    for (size_t i = 0; i < router_routes_count; i++) {
         /* A failed match may have set the placeholders: only the chosen route's count. */
         *caps = (struct route_captures){0};
-        if (routes[i].method == method &&
-            pattern_match(routes[i].pattern, path, &caps->agent, &caps->event, &caps->key)) {
-            *route = &routes[i];
+        bool same = router_routes[i].method == method ||
+                    (method == EVHTTP_REQ_HEAD && router_routes[i].head);
+        if (same && pattern_match(router_routes[i].pattern, path, caps)) {
+            *route = &router_routes[i];
             return ROOST_OK;
         }
     }
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+    for (size_t i = 0; i < router_routes_count; i++) {
         *caps = (struct route_captures){0};
-        if (routes[i].method != method &&
-            pattern_match(routes[i].pattern, path, &caps->agent, &caps->event, &caps->key)) {
+        if (pattern_match(router_routes[i].pattern, path, caps)) {
             *caps = (struct route_captures){0};
             return ROOST_EMETHOD;
         }
@@ -176,14 +107,15 @@ static void allowed_methods(const char *path, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+    for (size_t i = 0; i < router_routes_count; i++) {
         struct route_captures caps = {0};
-        const char *m = method_token(routes[i].method);
-        if (!pattern_match(routes[i].pattern, path, &caps.agent, &caps.event, &caps.key) ||
-            m[0] == '\0' || strstr(buf, m) != NULL) {
+        const char *m = method_token(router_routes[i].method);
+        if (!pattern_match(router_routes[i].pattern, path, &caps) || m[0] == '\0' ||
+            strstr(buf, m) != NULL) {
             continue;
         }
-        int n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", m);
+        int n = snprintf(buf + used, len - used, "%s%s%s", used ? ", " : "", m,
+                         router_routes[i].head ? ", HEAD" : "");
         if (n < 0 || (size_t)n >= len - used) {
             break;
         }
@@ -402,48 +334,24 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
         request_reply_empty(rq, 204);
         return;
     }
-    if (strcmp(path, "/healthz") == 0) {
-        set_pseudo_route(rq, "healthz");
-        api_healthz(rq);
+    const struct route *route = NULL;
+    struct route_captures caps;
+    int match_rc = router_match(method, path, &route, &caps);
+    if (match_rc == ROOST_EMETHOD && !rt->draining) {
+        char allow[64];
+        allowed_methods(path, allow, sizeof allow);
+        reply_method_not_allowed(rq, allow);
         return;
     }
-    if (strcmp(path, "/readyz") == 0) {
-        set_pseudo_route(rq, "readyz");
-        api_readyz(rq);
-        return;
-    }
-    if (strcmp(path, "/metrics") == 0) {
-        set_pseudo_route(rq, "metrics");
-        api_metrics(rq);
-        return;
-    }
-    if (api_static_path(path)) {
-        set_pseudo_route(rq, "static");
-        api_static(rq);
+    if (match_rc == ROOST_OK && route->draining) {
+        /* Unauthenticated routes that answer even while roostd drains (health, files). */
+        rq->route = route;
+        set_pseudo_route(rq, route->name);
+        route->handler(rq);
         return;
     }
     if (rt->draining) {
         request_reply_error(rq, ROOST_ESHUTDOWN, NULL, NULL);
-        return;
-    }
-
-    if (strcmp(path, "/api/v1/keys/server") == 0) {
-        set_pseudo_route(rq, "server_keys");
-        if (method != EVHTTP_REQ_GET) {
-            reply_method_not_allowed(rq, "GET");
-        } else {
-            api_server_keys(rq);
-        }
-        return;
-    }
-
-    const struct route *route = NULL;
-    struct route_captures caps;
-    int match_rc = router_match(method, path, &route, &caps);
-    if (match_rc == ROOST_EMETHOD) {
-        char allow[64];
-        allowed_methods(path, allow, sizeof allow);
-        reply_method_not_allowed(rq, allow);
         return;
     }
     if (match_rc != ROOST_OK) {
@@ -452,17 +360,23 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     }
     rq->route = route;
     rq->route_name = route->name;
+    if (route->auth == ROUTE_AUTH_NONE) {
+        rq->pseudo_route = true;
+        dispatch_content(rq);
+        return;
+    }
 
     /* Authentication before anything about the request's content is revealed. */
     const char *authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     bool by_ticket = false;
     int auth_rc = ROOST_EUNAUTHENTICATED;
-    if (!authz && rq->route->handler == api_subscribe) {
+    bool stream = rq->route->auth == ROUTE_AUTH_STREAM;
+    if (!authz && stream) {
         auth_rc = authenticate_ticket(rq, uri, &caps.agent, &by_ticket);
     }
     if (!by_ticket) {
         char *query_bearer = NULL;
-        if (!authz && rq->route->handler == api_subscribe) {
+        if (!authz && stream) {
             authz = query_bearer = credential_from_query(uri, "access_token", "Bearer ");
         }
         auth_rc = auth_authenticate(rt->auth, authz, time_now_ms(), &rq->principal);
@@ -496,7 +410,7 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
         if (!ids_valid_name(caps.key.p, caps.key.len)) {
             /* {key} is a signing key's id or, on the webhook routes, an endpoint's: an endpoint
              * id that cannot exist is simply not found. */
-            bool key_route = strstr(rq->route->pattern, "/keys/") != NULL;
+            bool key_route = rq->route->key == ROUTE_KEY_SIGNING;
             request_reply_error(rq, key_route ? ROOST_EKEYID : ROOST_EENDPOINTNOTFOUND, NULL, NULL);
             return;
         }
@@ -519,7 +433,7 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     /* A subscribe opened with a ticket is outside the policy: the ticket is single-use and bound
      * to its agent (nothing in the request to alter or replay), and asking for it is a POST
      * that the policy covered (mutations or all). So EventSource works under every policy. */
-    bool policy_route = (agent != NULL || rq->route->action == AUTH_PUBLISH) && !by_ticket;
+    bool policy_route = rq->route->signed_policy && !by_ticket;
     if (sigverify_needed(rq, policy_route)) {
         sigverify_start(rq, dispatch_content);
         return;

@@ -1,33 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* The router: the route table (method, path pattern, name, scope, body rule, handler), path
- * matching with {agent}, {event} and {key} captures, the framing checks evhttp does not make, and
+/* The router: path matching of the route declaration (routes.h) with {agent}, {event}, {key} and
+ * {file} captures, the framing checks evhttp does not make, and
  * the dispatch of every request: framing, routing, authentication, scope, signature, query, body,
  * handler. Matching and framing are pure functions (tests/unit/test_router.c). */
 #ifndef ROOST_SERVER_ROUTER_H
 #define ROOST_SERVER_ROUTER_H
 
 #include <event2/http.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-#include "server/auth.h"
+#include "server/routes.h"
 
 struct evkeyvalq;
 struct request;
-
-enum body_rule {
-    BODY_NONE,     /* GET: a body is ignored */
-    BODY_REQUIRED, /* POST with parameters: a JSON object is required */
-    BODY_OPTIONAL, /* POST without parameters: an empty body (no Content-Type) is accepted */
-};
-
-struct route {
-    enum evhttp_cmd_type method;
-    const char *pattern; /* literal segments, {agent}, {event} and {key} */
-    const char *name;    /* for logs and metrics */
-    enum auth_action action;
-    enum body_rule body;
-    void (*handler)(struct request *rq);
-};
 
 /* A path segment captured by a {name} of a pattern, raw (not NUL-terminated); p NULL = none. */
 struct capture {
@@ -36,7 +23,7 @@ struct capture {
 };
 
 struct route_captures {
-    struct capture agent, event, key;
+    struct capture agent, event, key, file;
 };
 
 /* The route of (method, path); `path` has no query. Returns ROOST_OK with *route and the

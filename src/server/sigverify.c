@@ -32,6 +32,7 @@
 #include "proto/sf.h"
 #include "server/config.h"
 #include "server/request.h"
+#include "server/routes.h"
 #include "server/runtime.h"
 #include "server/workers.h"
 
@@ -97,10 +98,10 @@ bool sigverify_needed(struct request *rq, bool policy_route)
     if (!policy_route) {
         return false;
     }
-    enum config_sig_policy p = config_sig_policy(rq->rt->cfg, rq->principal.tenant_id);
-    enum evhttp_cmd_type m = evhttp_request_get_command(rq->req);
-    return p == CONFIG_SIG_ALL ||
-           (p == CONFIG_SIG_MUTATIONS && m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD);
+    /* The route declaration says which policies cover it (routes.c). */
+    return rq->route != NULL &&
+           route_signature_required(rq->route,
+                                    config_sig_policy(rq->rt->cfg, rq->principal.tenant_id));
 }
 
 /* ---- loop-thread checks ---- */

@@ -97,8 +97,8 @@ static void test_router_unknown_path_is_404(void)
     CHECK_STREQ(match(EVHTTP_REQ_GET, "/api/v1/agents/a1", &caps), "404");
     CHECK_STREQ(match(EVHTTP_REQ_GET, "/", &caps), "404");
     CHECK_STREQ(match(EVHTTP_REQ_GET, "/API/v1/events", &caps), "404");
-    /* Routes outside the table are the dispatcher's, not the matcher's. */
-    CHECK_STREQ(match(EVHTTP_REQ_GET, "/healthz", &caps), "404");
+    CHECK_STREQ(match(EVHTTP_REQ_GET, "/healthz/x", &caps), "404");
+    CHECK_STREQ(match(EVHTTP_REQ_GET, "/sdk/a/b", &caps), "404");
     CHECK_EQ(roost_err_http_status(ROOST_ENOTFOUND), 404);
 }
 
@@ -302,6 +302,48 @@ static void test_request_json_media_type(void)
     CHECK(!request_content_type_is_json("text/plain"));
 }
 
+/* The operational routes, the public files and the server keys are declared like the others. */
+static void test_router_operational_routes_are_declared(void)
+{
+    struct route_captures caps;
+    CHECK_STREQ(match(EVHTTP_REQ_GET, "/healthz", &caps), "healthz");
+    CHECK_STREQ(match(EVHTTP_REQ_HEAD, "/healthz", &caps), "healthz");
+    CHECK_STREQ(match(EVHTTP_REQ_POST, "/healthz", &caps), "405");
+    CHECK_STREQ(match(EVHTTP_REQ_GET, "/readyz", &caps), "readyz");
+    CHECK_STREQ(match(EVHTTP_REQ_GET, "/metrics", &caps), "metrics");
+    CHECK_STREQ(match(EVHTTP_REQ_HEAD, "/metrics", &caps), "405");
+    CHECK_STREQ(match(EVHTTP_REQ_GET, "/api/v1/keys/server", &caps), "server_keys");
+    CHECK_STREQ(match(EVHTTP_REQ_GET, "/api/v1/openapi.json", &caps), "openapi");
+    CHECK_STREQ(match(EVHTTP_REQ_GET, "/ui", &caps), "static");
+    CHECK_STREQ(match(EVHTTP_REQ_GET, "/ui/app.js", &caps), "static");
+    CHECK(capture_is(caps.file, "app.js"));
+    CHECK_STREQ(match(EVHTTP_REQ_HEAD, "/sdk/roost.js", &caps), "static");
+    CHECK(capture_is(caps.file, "roost.js"));
+}
+
+/* What the declaration must hold for the router, the metrics and the OpenAPI check: a handler
+ * and a name per route, no (method, pattern) twice, bounds in order, parameter names unique. */
+static void test_routes_declaration_is_consistent(void)
+{
+    CHECK(router_routes_count >= 40);
+    for (size_t i = 0; i < router_routes_count; i++) {
+        const struct route *r = &router_routes[i];
+        CHECK(r->handler != NULL && r->name != NULL && r->pattern[0] == '/');
+        CHECK(!(r->auth == ROUTE_AUTH_NONE && r->signed_policy));
+        for (size_t k = i + 1; k < router_routes_count; k++) {
+            CHECK(!(router_routes[k].method == r->method &&
+                    strcmp(router_routes[k].pattern, r->pattern) == 0));
+        }
+        for (size_t a = 0; a < ROUTE_MAX_PARAMS && r->params[a].name; a++) {
+            const struct route_param *p = &r->params[a];
+            CHECK(p->cfg != RP_CFG_NONE || p->type == RP_OBJECT || p->type == RP_ANY ||
+                  p->min <= p->max);
+            CHECK(p->in == RP_QUERY || r->body != BODY_NONE);
+            CHECK(route_param_find(r, p->in, p->name) == p);
+        }
+    }
+}
+
 int main(void)
 {
     RUN(test_router_matches_literal_routes);
@@ -310,6 +352,8 @@ int main(void)
     RUN(test_router_unknown_path_is_404);
     RUN(test_router_known_path_other_method_is_405);
     RUN(test_router_routes_name_their_handlers);
+    RUN(test_router_operational_routes_are_declared);
+    RUN(test_routes_declaration_is_consistent);
     RUN(test_framing_accepts_a_plain_request);
     RUN(test_framing_host_rules);
     RUN(test_framing_body_length_rules);
