@@ -141,8 +141,8 @@ void api_subscribe_ticket(struct request *rq)
     }
     /* Minting costs a signature and leaves a nonce to remember: a tenant gets its rate. */
     double rate = (double)rq->rt->cfg->limits_tickets_per_s;
-    int64_t wait_s =
-        ratelimit_take(rq->rt->ticket_rl, rq->principal.tenant_id, rate, 2 * rate, 1, time_mono_ms());
+    int64_t wait_s = ratelimit_take(rq->rt->ticket_rl, rq->principal.tenant_id, rate, 2 * rate, 1,
+                                    time_mono_ms());
     if (wait_s > 0) {
         char after[24];
         snprintf(after, sizeof after, "%lld", (long long)wait_s);
