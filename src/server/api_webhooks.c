@@ -6,6 +6,7 @@
  * runs the verification challenge on a thread of its own, never on the loop; the endpoint is
  * stored only when both pass. */
 #include <event2/event.h>
+#include <event2/http.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 #include "common/timeutil.h"
 #include "server/api.h"
 #include "server/config.h"
+#include "server/ratelimit.h"
 #include "server/request.h"
 #include "server/runtime.h"
 #include "server/webhooks.h"
@@ -29,7 +31,8 @@
 
 #define LIST_MAX_LIMIT 100
 /* Verifications running at once (each a thread waiting on an endpoint for up to
- * webhooks.verify_timeout_ms); more get 503. */
+ * webhooks.verify_timeout_ms); more get 503. One tenant has webhooks.max_verifications_per_tenant
+ * of them at most (at most 32: never all); more get 429. */
 #define VERIFY_MAX 32
 /* Quarantined events a replay by time walks per request. */
 #define REPLAY_MAX 1000
@@ -58,6 +61,36 @@ struct hook_op {
 
 static atomic_int verifying;      /* requests between the thread's start and on_verified */
 static atomic_int verify_threads; /* verification threads not yet returned */
+
+/* The tenants with verifications in progress and how many (loop thread only). */
+static struct {
+    char tenant_id[STORE_ID_MAX + 1];
+    int n;
+} verify_tenants[VERIFY_MAX];
+static size_t n_verify_tenants;
+
+/* Counts one verification of the tenant more (+1) or less (-1); returns how many it has now.
+ * Loop thread. */
+static int verify_tenant_add(const char *tenant_id, int delta)
+{
+    size_t i = 0;
+    while (i < n_verify_tenants && strcmp(verify_tenants[i].tenant_id, tenant_id) != 0) {
+        i++;
+    }
+    if (i == n_verify_tenants) {
+        if (delta <= 0 || n_verify_tenants == VERIFY_MAX) {
+            return 0;
+        }
+        snprintf(verify_tenants[i].tenant_id, sizeof verify_tenants[i].tenant_id, "%s", tenant_id);
+        verify_tenants[i].n = 0;
+        n_verify_tenants++;
+    }
+    int n = verify_tenants[i].n += delta;
+    if (n <= 0) {
+        verify_tenants[i] = verify_tenants[--n_verify_tenants];
+    }
+    return n;
+}
 
 static void hook_op_free(void *p)
 {
@@ -169,6 +202,7 @@ static void on_verified(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     atomic_fetch_sub(&verifying, 1);
+    verify_tenant_add(op->ep.tenant_id, -1);
     if (op->verify_rc != ROOST_OK) {
         log_info("webhook endpoint refused", "req_id=%s tenant=%s agent=%s code=%s why=\"%s\"",
                  op->rq->id, op->ep.tenant_id, op->ep.agent_id, roost_err_code(op->verify_rc),
@@ -234,6 +268,33 @@ void api_callbacks_add(struct request *rq)
         return;
     }
     OPENSSL_cleanse(key, sizeof key);
+    /* One tenant's registrations (each a thread and a challenge to an address it chose) can
+     * neither fill the node's verifications nor come faster than its rate. */
+    const struct config *cfg = rq->rt->cfg;
+    int per_tenant = (int)cfg->webhooks_max_verifications_per_tenant;
+    double per_s = (double)cfg->webhooks_registrations_per_min / 60.0;
+    bool busy = verify_tenant_add(rq->principal.tenant_id, 0) >= per_tenant;
+    int64_t wait_s =
+        busy ? (cfg->webhooks_verify_timeout_ms + 999) / 1000
+             : ratelimit_take(rq->rt->register_rl, rq->principal.tenant_id, per_s,
+                              (double)cfg->webhooks_registrations_per_min, 1, time_mono_ms());
+    if (busy) {
+        request_explain(ROOST_ERATELIMIT, NULL,
+                        "this tenant has webhooks.max_verifications_per_tenant (%d) endpoint "
+                        "verifications in progress",
+                        per_tenant);
+    } else if (wait_s > 0) {
+        request_explain(
+            ROOST_ERATELIMIT, NULL,
+            "this tenant registers endpoints faster than webhooks.registrations_per_min");
+    }
+    if (wait_s > 0) {
+        char after[24];
+        snprintf(after, sizeof after, "%lld", (long long)wait_s);
+        evhttp_add_header(evhttp_request_get_output_headers(rq->req), "Retry-After", after);
+        request_reply_error(rq, ROOST_ERATELIMIT, NULL, NULL);
+        return;
+    }
     if (atomic_load(&verifying) >= VERIFY_MAX) {
         request_reply_error(rq, ROOST_EUNAVAILABLE, "too many endpoint verifications in progress",
                             NULL);
@@ -256,10 +317,12 @@ void api_callbacks_add(struct request *rq)
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         atomic_fetch_add(&verifying, 1);
         atomic_fetch_add(&verify_threads, 1);
+        verify_tenant_add(op->ep.tenant_id, 1);
         started = pthread_create(&t, &attr, verify_thread, op) == 0;
         if (!started) {
             atomic_fetch_sub(&verifying, 1);
             atomic_fetch_sub(&verify_threads, 1);
+            verify_tenant_add(op->ep.tenant_id, -1);
         }
         pthread_attr_destroy(&attr);
     }

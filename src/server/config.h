@@ -33,8 +33,8 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "store worker threads for inbox reads (each owns one connection); one tenant runs on all "   \
       "but one of them at a time")                                                                 \
     X("store.scan_readers", store_scan_readers, CONFIG_INT, "1", 1, 64, 0,                         \
-      "store worker threads for admin listings (agents, quarantine, endpoints), each with its own " \
-      "connection: a scan never holds a reader an inbox read needs")                               \
+      "store worker threads for admin listings (agents, quarantine, endpoints), each with its "    \
+      "own connection: a scan never holds a reader an inbox read needs")                           \
     X("store.writers", store_writers, CONFIG_INT, "0", 0, 64, 0,                                   \
       "write threads, each with its own transaction: 0 = 2 on MySQL; SQLite has 1")                \
     X("store.group_commit_max", store_group_commit_max, CONFIG_INT, "256", 1, 10000, 0,            \
@@ -196,6 +196,18 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "deliveries started per second per endpoint on this node; 0 = no limit")                     \
     X("webhooks.max_total_in_flight", webhooks_max_total_in_flight, CONFIG_INT, "256", 1, 100000,  \
       0, "concurrent deliveries of this node, all endpoints together")                             \
+    X("webhooks.max_tenant_in_flight", webhooks_max_tenant_in_flight, CONFIG_INT, "0", 0, 100000,  \
+      0,                                                                                           \
+      "concurrent deliveries of one tenant on this node, all its endpoints together; 0 = a "       \
+      "quarter of webhooks.max_total_in_flight (at least 1)")                                      \
+    X("webhooks.max_verifications_per_tenant", webhooks_max_verifications_per_tenant, CONFIG_INT,  \
+      "4", 1, 32, CONFIG_RELOADABLE,                                                               \
+      "endpoint verification challenges one tenant may have in progress on this node (32 for "     \
+      "all tenants); more get 429 with Retry-After")                                               \
+    X("webhooks.registrations_per_min", webhooks_registrations_per_min, CONFIG_INT, "60", 0,       \
+      1000000, CONFIG_RELOADABLE,                                                                  \
+      "endpoint registrations one tenant may start per minute on this node (bursts of that "       \
+      "many); more get 429 with Retry-After; 0 = no limit")                                        \
     X("webhooks.attempt_retention_s", webhooks_attempt_retention_s, CONFIG_INT, "604800", 60,      \
       315360000, 0, "entries of the delivery attempt log are deleted after this")
 

@@ -256,8 +256,8 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
         bool single_writer = strncmp(sh->url, "sqlite:", 7) == 0;
         int writers = single_writer ? 1 : cfg->store_writers > 0 ? (int)cfg->store_writers : 2;
         if (workers_new(rt->base, sh->url, &opt, (int)cfg->store_readers,
-                        (int)cfg->store_scan_readers, writers,
-                        (int)cfg->store_group_commit_max, &sh->workers, err, errlen) != ROOST_OK) {
+                        (int)cfg->store_scan_readers, writers, (int)cfg->store_group_commit_max,
+                        &sh->workers, err, errlen) != ROOST_OK) {
             if (sh->tenant_id != NULL) {
                 size_t used = strlen(err);
                 snprintf(err + used, errlen - used, " (store.tenant.%s)", sh->tenant_id);
@@ -339,7 +339,8 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     rt->sse = sse_hub_new(rt->base, rt->cfg, rt->metrics, hub_stream_closed, rt);
     rt->publish_rl = ratelimit_new();
     rt->ticket_rl = ratelimit_new();
-    if (!rt->waiters || !rt->sse || !rt->publish_rl || !rt->ticket_rl) {
+    rt->register_rl = ratelimit_new();
+    if (!rt->waiters || !rt->sse || !rt->publish_rl || !rt->ticket_rl || !rt->register_rl) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -443,6 +444,8 @@ void daemon_cleanup(struct daemon *d)
     rt->publish_rl = NULL;
     ratelimit_free(rt->ticket_rl);
     rt->ticket_rl = NULL;
+    ratelimit_free(rt->register_rl);
+    rt->register_rl = NULL;
     rt->sse = NULL;
     for (size_t i = 0; i < rt->n_shards; i++) {
         scheduler_free(rt->shards[i].sched);

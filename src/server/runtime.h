@@ -46,9 +46,10 @@ struct runtime {
     struct waiters *waiters;
     struct sse_hub *sse;
     struct metrics *metrics;
-    struct ratelimit *publish_rl; /* limits.publish_rows_per_s, per tenant */
-    struct ratelimit *ticket_rl;  /* limits.tickets_per_s, per tenant */
-    struct server_key sign_key;   /* roostd's Ed25519 signing key, served at /api/v1/keys/server */
+    struct ratelimit *publish_rl;  /* limits.publish_rows_per_s, per tenant */
+    struct ratelimit *ticket_rl;   /* limits.tickets_per_s, per tenant */
+    struct ratelimit *register_rl; /* webhooks.registrations_per_min, per tenant */
+    struct server_key sign_key;    /* roostd's Ed25519 signing key, served at /api/v1/keys/server */
     /* Webhooks: the signer (sign_key and its kid) and what registrations may reach. */
     struct webhooks_signer *hook_signer;
     struct webhooks_net *hook_net;

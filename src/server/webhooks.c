@@ -5,9 +5,12 @@
  * webhooks.max_per_s), it claims that agent's events under a lease and starts their POSTs;
  * finished transfers are acked (2xx) or released with the retry
  * schedule, and every attempt is logged. Transfers run side by side in the multi handle, each
- * with its own timeout, so one slow endpoint never delays another. The inbox lease is the only
- * lock: any number of nodes run a dispatcher on the same store, and a delivery interrupted by a
- * crash is delivered again once its lease expires. */
+ * with its own timeout, so one slow endpoint never delays another. One tenant never holds every
+ * delivery slot: it has at most webhooks.max_tenant_in_flight of them, and the endpoints are
+ * served round robin. An endpoint whose deliveries time out gets one slot and a timeout halved
+ * per timeout in a row (down to an eighth, at least 1 s) until it answers again. The inbox lease is
+ * the only lock: any number of nodes run a dispatcher on the same store, and a delivery interrupted
+ * by a crash is delivered again once its lease expires. */
 #include "server/webhooks.h"
 
 #include <curl/curl.h>
@@ -52,6 +55,8 @@ struct ep_state {
     int in_flight;
     double tokens;
     int64_t refill_ms;
+    uint64_t tenant; /* tenant_key(e.tenant_id) */
+    int timeouts;    /* deliveries timed out in a row (an answer of any status resets it) */
 };
 
 struct delivery {
@@ -65,6 +70,13 @@ struct delivery {
     char lease_token[STORE_LEASE_TOKEN_LEN + 1];
     int attempt;
     int64_t at_ms;
+    int64_t timeout_ms; /* the timeout it was given */
+};
+
+/* Deliveries in flight of one tenant (only tenants with some are listed). */
+struct tenant_use {
+    uint64_t tenant;
+    int in_flight;
 };
 
 /* Wakes queued by the loop between two turns of the dispatcher; past this many it serves every
@@ -83,7 +95,10 @@ struct webhooks {
     int64_t schedule_s[WEBHOOKS_SCHEDULE_MAX];
     size_t n_schedule;
     int64_t jitter_pct, disable_after_ms, timeout_ms, poll_ms, retention_ms;
-    int64_t max_in_flight, max_per_s, max_total;
+    int64_t max_in_flight, max_per_s, max_total, max_tenant;
+    struct tenant_use *tenants; /* max_total entries: at most that many tenants have deliveries */
+    size_t n_tenants;
+    size_t rr; /* the endpoint serve_dirty looks at first (round robin) */
     struct ep_state *eps;
     size_t n_eps, cap_eps;
     uint32_t *slots; /* open addressing over eps by (tenant, endpoint): index + 1, 0 = empty */
@@ -184,18 +199,67 @@ static size_t ep_state(struct webhooks *w, const struct store_endpoint *e)
     memset(s, 0, sizeof *s);
     s->e = *e;
     s->key = hash_tenant_agent(e->tenant_id, e->agent_id);
+    s->tenant = hash_fnv1a_str(HASH_FNV1A_INIT, e->tenant_id);
     s->tokens = (double)w->max_per_s;
     s->refill_ms = time_mono_ms();
     w->slots[ep_slot(w, e->tenant_id, e->endpoint_id)] = (uint32_t)w->n_eps + 1;
     return w->n_eps++;
 }
 
-/* How many deliveries the endpoint may start now (concurrency, rate, the node's total). */
+/* The tenant's deliveries in flight on this node. */
+static struct tenant_use *tenant_use(struct webhooks *w, uint64_t tenant)
+{
+    for (size_t i = 0; i < w->n_tenants; i++) {
+        if (w->tenants[i].tenant == tenant) {
+            return &w->tenants[i];
+        }
+    }
+    return NULL;
+}
+
+/* Counts one delivery more (+1) or less (-1) for the tenant. */
+static void tenant_add(struct webhooks *w, uint64_t tenant, int delta)
+{
+    struct tenant_use *u = tenant_use(w, tenant);
+    if (u == NULL && delta > 0 && w->n_tenants < (size_t)w->max_total) {
+        u = &w->tenants[w->n_tenants++];
+        *u = (struct tenant_use){.tenant = tenant};
+    }
+    if (u == NULL) {
+        return;
+    }
+    u->in_flight += delta;
+    if (u->in_flight <= 0) {
+        *u = w->tenants[--w->n_tenants]; /* the last one takes its place */
+    }
+}
+
+/* The concurrency of an endpoint: webhooks.max_in_flight, or one while its deliveries time out. */
+static int ep_max_in_flight(const struct webhooks *w, const struct ep_state *s)
+{
+    return s->timeouts > 0 ? 1 : (int)w->max_in_flight;
+}
+
+/* The timeout of an endpoint's next delivery: webhooks.timeout_ms, halved per timeout in a row
+ * down to an eighth of it, and never below 1 s (or timeout_ms when that is shorter). */
+static int64_t ep_timeout_ms(const struct webhooks *w, const struct ep_state *s)
+{
+    int shift = s->timeouts < 3 ? s->timeouts : 3;
+    int64_t t = w->timeout_ms >> shift;
+    int64_t floor = w->timeout_ms < 1000 ? w->timeout_ms : 1000;
+    return t > floor ? t : floor;
+}
+
+/* How many deliveries the endpoint may start now (concurrency, rate, the tenant's share, the
+ * node's total). */
 static int ep_room(struct webhooks *w, struct ep_state *s)
 {
-    int room = (int)w->max_in_flight - s->in_flight;
+    int room = ep_max_in_flight(w, s) - s->in_flight;
     int total = (int)w->max_total - w->in_flight;
     room = room < total ? room : total;
+    const struct tenant_use *u = tenant_use(w, s->tenant);
+    int tenant = (int)w->max_tenant - (u != NULL ? u->in_flight : 0);
+    room = room < tenant ? room : tenant;
     if (w->max_per_s > 0) {
         int64_t now = time_mono_ms();
         s->tokens += (double)(now - s->refill_ms) * (double)w->max_per_s / 1000.0;
@@ -299,8 +363,9 @@ static void start_one(struct webhooks *w, const struct store_endpoint *e, size_t
         rc = webhooks_headers_build(w->signer, key, key_len, e->url, ev->event_id,
                                     time_now_ms() / 1000, body, strlen(body), &h);
     }
+    int64_t timeout_ms = ep_timeout_ms(w, &w->eps[ep]);
     if (rc == ROOST_OK) {
-        d->call = webhooks_call_new(&w->net, e->url, &h, body, strlen(body), (long)w->timeout_ms);
+        d->call = webhooks_call_new(&w->net, e->url, &h, body, strlen(body), (long)timeout_ms);
         rc = d->call != NULL ? ROOST_OK : ROOST_ENOMEM;
     }
     if (rc == ROOST_OK &&
@@ -326,6 +391,7 @@ static void start_one(struct webhooks *w, const struct store_endpoint *e, size_t
     snprintf(d->lease_token, sizeof d->lease_token, "%s", ev->lease_token);
     d->attempt = ev->attempts;
     d->at_ms = time_now_ms();
+    d->timeout_ms = timeout_ms;
     curl_easy_setopt(webhooks_call_easy(d->call), CURLOPT_PRIVATE, d);
     d->next = w->deliveries;
     if (w->deliveries != NULL) {
@@ -334,6 +400,7 @@ static void start_one(struct webhooks *w, const struct store_endpoint *e, size_t
     w->deliveries = d;
     w->eps[ep].in_flight++;
     w->in_flight++;
+    tenant_add(w, w->eps[ep].tenant, 1);
     if (w->max_per_s > 0) {
         w->eps[ep].tokens -= 1.0;
     }
@@ -502,7 +569,11 @@ static bool take_wakes(struct webhooks *w)
 static int64_t serve_dirty(struct webhooks *w, int64_t cap_ms)
 {
     int64_t now = time_mono_ms(), wait = cap_ms;
-    for (size_t i = 0; i < w->n_eps && !atomic_load(&w->stop) && w->in_flight < w->max_total; i++) {
+    /* Round robin: each turn starts one endpoint further, so the endpoints listed first do not
+     * take the slots that come free before the others are looked at. */
+    size_t n = w->n_eps, first = n > 0 ? w->rr++ % n : 0;
+    for (size_t k = 0; k < n && !atomic_load(&w->stop) && w->in_flight < w->max_total; k++) {
+        size_t i = (first + k) % n;
         if (!w->eps[i].active || !w->eps[i].dirty) {
             continue;
         }
@@ -515,7 +586,7 @@ static int64_t serve_dirty(struct webhooks *w, int64_t cap_ms)
             wait = s->retry_ms - now < wait ? s->retry_ms - now : wait;
         } else if (ep_room(w, &w->eps[i]) > 0) {
             wait = 0; /* the claim stopped at its byte budget: the rest at once */
-        } else if (w->max_per_s > 0 && s->in_flight < w->max_in_flight) {
+        } else if (w->max_per_s > 0 && s->in_flight < ep_max_in_flight(w, s)) {
             /* Out of rate tokens: the next one comes within 1/max_per_s s. */
             int64_t t = 1000 / w->max_per_s + 1;
             wait = t < wait ? t : wait;
@@ -587,6 +658,11 @@ static void finish(struct webhooks *w, struct delivery *d, int code)
                                                 w->disable_after_ms, &disabled));
     }
     struct ep_state *s = &w->eps[d->ep];
+    if (strcmp(r.error_class, "timeout") == 0) {
+        s->timeouts += s->timeouts < 1000;
+    } else if (r.status != 0) {
+        s->timeouts = 0; /* it answers again */
+    }
     if (disabled) {
         s->active = s->dirty = false;
     } else if (rc == ROOST_OK && !ok && to == STORE_PENDING) {
@@ -595,9 +671,9 @@ static void finish(struct webhooks *w, struct delivery *d, int code)
     }
     log_info("webhook attempt",
              "tenant=%s endpoint=%s event=%s attempt=%d status=%ld class=%s latency_ms=%lld "
-             "store=%s%s%s",
+             "timeout_ms=%lld store=%s%s%s",
              d->tenant_id, d->endpoint_id, d->event_id, d->attempt, r.status, r.error_class,
-             (long long)r.latency_ms, roost_err_code(rc),
+             (long long)r.latency_ms, (long long)d->timeout_ms, roost_err_code(rc),
              to == STORE_QUARANTINED ? " quarantined=1" : "", disabled ? " disabled=1" : "");
     if (w->metrics != NULL) {
         metrics_webhook_attempt(w->metrics, d->tenant_id, d->endpoint_id, ok, disabled,
@@ -634,6 +710,7 @@ static size_t reap(struct webhooks *w)
         }
         w->eps[d->ep].in_flight--;
         w->in_flight--;
+        tenant_add(w, w->eps[d->ep].tenant, -1);
         webhooks_call_free(d->call);
         free(d);
         n++;
@@ -705,6 +782,7 @@ static void webhooks_free(struct webhooks *w)
     store_close(w->st);
     free(w->eps);
     free(w->slots);
+    free(w->tenants);
     free(w->watched);
     pthread_mutex_destroy(&w->lock);
     free(w);
@@ -738,6 +816,17 @@ struct webhooks *webhooks_start(const struct config *cfg, const char *url,
     w->max_in_flight = cfg->webhooks_max_in_flight;
     w->max_per_s = cfg->webhooks_max_per_s;
     w->max_total = cfg->webhooks_max_total_in_flight;
+    /* 0: a quarter of the node's slots (at least one), so four tenants' hanging endpoints are
+     * needed to hold them all. */
+    w->max_tenant = cfg->webhooks_max_tenant_in_flight > 0 ? cfg->webhooks_max_tenant_in_flight
+                    : w->max_total / 4 > 0                 ? w->max_total / 4
+                                                           : 1;
+    w->tenants = calloc((size_t)w->max_total, sizeof *w->tenants);
+    if (w->tenants == NULL) {
+        snprintf(err, errlen, "webhooks: out of memory");
+        webhooks_free(w);
+        return NULL;
+    }
     if (webhooks_net_init(&w->net, cfg, err, errlen) != 0 ||
         webhooks_parse_schedule(cfg->webhooks_retry_schedule_s, w->schedule_s, &w->n_schedule, err,
                                 errlen) != 0) {

@@ -82,12 +82,13 @@ struct workers;
 uint64_t workers_tenant_key(const char *tenant_id);
 
 /* Opens one connection per thread (readers + scan_readers + writers, scan_readers >= 1) on `url`;
- * the first writer's connection runs the migrations first. Writers take groups from one queue, so with several (MySQL, where
- * each commit is a round trip the others need not wait for) groups commit in parallel; SQLite
- * has one writer at a time anyway. Returns ROOST_OK, or an error with a reason in err. */
+ * the first writer's connection runs the migrations first. Writers take groups from one queue, so
+ * with several (MySQL, where each commit is a round trip the others need not wait for) groups
+ * commit in parallel; SQLite has one writer at a time anyway. Returns ROOST_OK, or an error with a
+ * reason in err. */
 int workers_new(struct event_base *base, const char *url, const struct store_options *opt,
-                int readers, int scan_readers, int writers, int group_max, struct workers **out, char *err,
-                size_t errlen);
+                int readers, int scan_readers, int writers, int group_max, struct workers **out,
+                char *err, size_t errlen);
 /* Queues a job (any thread). */
 void workers_submit(struct workers *w, struct job *job);
 /* Finishes every queued job (their done() still runs on the loop if it keeps running), joins

@@ -8,7 +8,8 @@
 // It writes its port to STATE_DIR/port and one JSON line per request to STATE_DIR/log:
 //   {"path","id","sw":true|false,"sig":true|false,"type","event_id","status","at","lease","payload"}
 // What a path answers: its first segment names the behaviour: /ok → 200, /s500 → 500,
-// /redirect → 302 to /ok, /gone → 410, /hang → never answers, /slowok → 200 after 1.5 s,
+// /redirect → 302 to /ok, /gone → 410, /hang → never answers (but the verification challenge),
+// /hangverify → never answers anything, not even the challenge, /slowok → 200 after 1.5 s,
 // /flip → 500 until the file STATE_DIR/flip exists, then 200, /stall/N → 500 to an event's first
 // N - 1 deliveries, never answers its Nth, 200 from then on (counted per webhook-id for the life
 // of the receiver, so across roostd restarts). The verification challenge is answered correctly
@@ -118,7 +119,8 @@ const server = https.createServer({ cert: fs.readFileSync(cert), key: fs.readFil
         type: doc && doc.type ? doc.type : null, event_id: doc && doc.event_id ? doc.event_id : null,
         status, at: Date.now(), sw_error: swError, sig_error: why,
         lease: !!(doc && ('lease_token' in doc)), payload: doc && doc.payload ? doc.payload : null };
-      if (stall || (behaviour === 'hang' && !(doc && doc.type === 'endpoint.verification'))) {
+      if (stall || behaviour === 'hangverify' ||
+          (behaviour === 'hang' && !(doc && doc.type === 'endpoint.verification'))) {
         fs.appendFileSync(`${stateDir}/log`, JSON.stringify({ ...line, status: 0 }) + '\n');
         return; // never answers: roostd's timeout ends it
       }

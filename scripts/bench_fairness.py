@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""One tenant never slows another (issue 33; DESIGN 6.4): an attack benchmark, never gating.
+
+    scripts/bench_fairness.py ROOSTD ROOST [--agents N] [--seconds S] [--set KEY=VALUE ...]
+
+Starts roostd (SQLite in a temp dir, --listen 127.0.0.1:0), gives tenant A N agents (default
+50,000, one pending event each) and one agent holding 1,000 events of 4 KiB, then measures
+tenant B's cycle -- publish one event, read it (GET inbox after the cursor), claim it, ack it --
+for S seconds (default 10) idle, and again while tenant A attacks from other processes:
+six loops of GET /api/v1/admin/agents?sort=age&limit=1000 and two loops of big inbox reads
+(limit=1000, about 4 MiB a page). Prints B's cycles, p50 and p99 (ms) both ways, the ratio of
+the p99s, what A's loops got through, and the roostd shutdown line (scans, reads_deferred).
+Every request runs on a kept-alive connection of its own process, so the client's GIL is not
+part of B's numbers.
+"""
+import argparse
+import http.client
+import json
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def conn(port):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.connect()
+    return c
+
+
+def call(c, method, path, token, body=None):
+    headers = {"Authorization": "Bearer " + token}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    c.request(method, path, body=data, headers=headers)
+    r = c.getresponse()
+    raw = r.read()
+    return r.status, raw
+
+
+def attacker(kind, port, token, stop, counts, idx):
+    c = conn(port)
+    n = 0
+    while not stop.is_set():
+        if kind == "scan":
+            st, _ = call(c, "GET", "/api/v1/admin/agents?sort=age&limit=1000", token)
+        else:
+            st, _ = call(c, "GET", "/api/v1/agents/fa.big/inbox?limit=1000", token)
+        n += 1
+        counts[idx] = n
+        if st >= 500 and kind != "scan":
+            time.sleep(0.01)
+
+
+def cycles(port, token, seconds, out):
+    """Tenant B's publish -> read -> claim -> ack, timed per cycle (ms)."""
+    c = conn(port)
+    cursor = 0
+    lat = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t0 = time.perf_counter()
+        st, _ = call(c, "POST", "/api/v1/events", token,
+                     {"recipients": ["fb.agent"], "payload": {"n": 1}})
+        assert st in (200, 201), st
+        st, raw = call(c, "GET", "/api/v1/agents/fb.agent/inbox?after_cursor=%d&limit=10" % cursor,
+                       token)
+        assert st == 200, (st, raw[:200])
+        cursor = json.loads(raw)["next_cursor"]
+        st, raw = call(c, "POST", "/api/v1/agents/fb.agent/inbox/claim", token,
+                       {"limit": 1, "lease_s": 30})
+        assert st == 200, (st, raw[:200])
+        evs = json.loads(raw)["events"]
+        assert evs, raw[:200]
+        ev = evs[0]
+        st, raw = call(c, "POST", "/api/v1/agents/fb.agent/inbox/%s/ack" % ev["event_id"], token,
+                       {"lease_token": ev["lease_token"]})
+        assert st == 200, (st, raw[:200])
+        lat.append((time.perf_counter() - t0) * 1000.0)
+    out.put(lat)
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100.0 * len(xs)))] if xs else float("nan")
+
+
+def measure(port, token, seconds):
+    q = mp.Queue()
+    p = mp.Process(target=cycles, args=(port, token, seconds, q))
+    p.start()
+    lat = q.get()
+    p.join()
+    return lat
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("roostd")
+    ap.add_argument("roost")
+    ap.add_argument("--agents", type=int, default=50000)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--set", action="append", default=[])
+    a = ap.parse_args()
+
+    d = tempfile.mkdtemp(prefix="roost-bench-fair-")
+    ready = os.path.join(d, "ready")
+    args = [a.roostd, "--data-dir", os.path.join(d, "data"), "--listen", "127.0.0.1:0",
+            "--ready-file", ready, "--set", "store.synchronous=normal",
+            "--set", "limits.max_recipients=10000"]
+    for s in a.set:
+        args += ["--set", s]
+    log = open(os.path.join(d, "roostd.log"), "w")
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(3000):
+            if os.path.exists(ready) and os.path.getsize(ready) > 0:
+                break
+            if proc.poll() is not None:
+                sys.exit("roostd exited: " + open(os.path.join(d, "roostd.log")).read())
+            time.sleep(0.01)
+        port = int(open(ready).readline().strip().rsplit(":", 1)[1])
+
+        def mint(tenant):
+            return subprocess.check_output(
+                [a.roost, "token", "mint", "--data-dir", os.path.join(d, "data"), "--tenant",
+                 tenant, "--scope", "agent:*:consume agent:*:publish agent:*:read tenant:admin"],
+                text=True).strip()
+        tok_a, tok_b = mint("ta"), mint("tb")
+
+        c = conn(port)
+        for start in range(0, a.agents, 10000):
+            recips = ["fa.%06d" % i for i in range(start, min(a.agents, start + 10000))]
+            st, raw = call(c, "POST", "/api/v1/events", tok_a,
+                           {"recipients": recips, "payload": {"n": 1}})
+            assert st in (200, 201), (st, raw[:300])
+        blob = "x" * 4096
+        for _ in range(10):
+            st, raw = call(c, "POST", "/api/v1/events", tok_a,
+                           {"events": [{"recipients": ["fa.big"], "payload": {"b": blob}}
+                                       for _ in range(100)]})
+            assert st in (200, 201), (st, raw[:300])
+        st, raw = call(c, "GET", "/api/v1/agents/fa.big/inbox?limit=1000", tok_a)
+        page_kib = len(raw) // 1024
+
+        measure(port, tok_b, 1.0)  # warm-up
+        idle = measure(port, tok_b, a.seconds)
+
+        stop = mp.Event()
+        counts = mp.Array("l", 8)
+        kinds = ["scan"] * 6 + ["read"] * 2
+        procs = [mp.Process(target=attacker, args=(k, port, tok_a, stop, counts, i))
+                 for i, k in enumerate(kinds)]
+        for p in procs:
+            p.start()
+        time.sleep(1.0)  # the attack is under way before B is measured
+        busy = measure(port, tok_b, a.seconds)
+        stop.set()
+        for p in procs:
+            p.join(120)
+
+        print("agents of A: %d; A's big page: %d KiB" % (a.agents, page_kib))
+        print("B idle:         %5d cycles, p50 %7.2f ms, p99 %7.2f ms" %
+              (len(idle), pct(idle, 50), pct(idle, 99)))
+        print("B under attack: %5d cycles, p50 %7.2f ms, p99 %7.2f ms" %
+              (len(busy), pct(busy, 50), pct(busy, 99)))
+        print("p99 under attack / idle: %.2f" % (pct(busy, 99) / pct(idle, 99)))
+        print("A's scans: %d, A's big reads: %d (over %.0f s)" %
+              (sum(counts[:6]), sum(counts[6:]), a.seconds + 1))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+        log.close()
+        for line in open(os.path.join(d, "roostd.log")):
+            if "store writes" in line:
+                print(line.strip())
+        if not os.environ.get("ROOST_BENCH_KEEP"):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
