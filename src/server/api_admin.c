@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The tenant operator API (tenant:admin): agents overview, quarantine list / inspect / requeue /
- * purge, tenant stats. Page tokens are opaque to clients: base64url of "agent_id",
- * "agent_id:seq" or, for the depth and age orders of the agent list, "#offset". */
+ * purge, tenant stats. Page tokens (api_json.h) hold "agent_id", "agent_id:seq" or, for the
+ * depth and age orders of the agent list, "#offset". */
 #include <event2/buffer.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -10,7 +10,6 @@
 #include "common/ids.h"
 #include "common/strutil.h"
 #include "common/timeutil.h"
-#include "proto/jwt.h"
 #include "server/api.h"
 #include "server/api_json.h"
 #include "server/config.h"
@@ -76,66 +75,47 @@ static struct admin_op *admin_op_new(struct request *rq)
 static json_t *page_token(const char *agent_id, int64_t seq, bool with_seq)
 {
     char raw[STORE_ID_MAX + 32];
-    int n = with_seq ? snprintf(raw, sizeof raw, "%s:%" PRId64, agent_id, seq)
-                     : snprintf(raw, sizeof raw, "%s", agent_id);
-    char *enc = NULL;
-    if (jwt_b64url_encode((const unsigned char *)raw, (size_t)n, &enc) != 0) {
-        return json_null();
+    if (with_seq) {
+        snprintf(raw, sizeof raw, "%s:%" PRId64, agent_id, seq);
+    } else {
+        snprintf(raw, sizeof raw, "%s", agent_id);
     }
-    json_t *s = json_string(enc);
-    free(enc);
-    return s;
+    return page_token_json(raw);
 }
 
 /* Decodes a page token into agent (and seq when with_seq). ROOST_OK or ROOST_EPAGE. */
 static int parse_page_token(const char *tok, bool with_seq, char *agent, int64_t *seq)
 {
-    unsigned char *raw = NULL;
-    size_t len = 0;
-    if (strlen(tok) > 2 * STORE_ID_MAX || jwt_b64url_decode(tok, strlen(tok), &raw, &len) != 0) {
+    char raw[PAGE_TOKEN_POS_MAX + 1];
+    if (page_token_parse(tok, raw, sizeof raw) != ROOST_OK) {
         return ROOST_EPAGE;
     }
-    int rc = ROOST_EPAGE;
-    const char *colon = with_seq ? memchr(raw, ':', len) : NULL;
-    size_t alen = with_seq ? (colon ? (size_t)(colon - (const char *)raw) : len) : len;
-    if ((with_seq && !colon) || !ids_valid_name((const char *)raw, alen)) {
-        goto out;
+    size_t len = strlen(raw);
+    const char *colon = with_seq ? strchr(raw, ':') : NULL;
+    size_t alen = colon ? (size_t)(colon - raw) : len;
+    if ((with_seq && !colon) || alen > STORE_ID_MAX || !ids_valid_name(raw, alen)) {
+        return ROOST_EPAGE;
     }
     memcpy(agent, raw, alen);
     agent[alen] = '\0';
-    if (with_seq) {
-        if (strutil_parse_i64(colon + 1, len - alen - 1, 0, INT64_MAX, seq) != 0) {
-            goto out;
-        }
+    if (with_seq && strutil_parse_i64(colon + 1, len - alen - 1, 0, INT64_MAX, seq) != 0) {
+        return ROOST_EPAGE;
     }
-    rc = ROOST_OK;
-out:
-    free(raw);
-    return rc;
+    return ROOST_OK;
 }
 
 /* Decodes a "#offset" token of the depth and age orders. ROOST_OK or ROOST_EPAGE. */
 static int parse_offset_token(const char *tok, int64_t *offset)
 {
-    unsigned char *raw = NULL;
-    size_t len = 0;
-    if (strlen(tok) > 32 || jwt_b64url_decode(tok, strlen(tok), &raw, &len) != 0) {
+    char raw[PAGE_TOKEN_POS_MAX + 1];
+    if (page_token_parse(tok, raw, sizeof raw) != ROOST_OK || raw[0] != '#') {
         return ROOST_EPAGE;
     }
-    int rc = ROOST_EPAGE;
-    if (len >= 2 && len <= 10 && raw[0] == '#') {
-        int64_t v = 0;
-        size_t i = 1;
-        while (i < len && raw[i] >= '0' && raw[i] <= '9') {
-            v = v * 10 + (raw[i++] - '0');
-        }
-        if (i == len) {
-            *offset = v;
-            rc = ROOST_OK;
-        }
+    size_t len = strlen(raw);
+    if (len < 2 || len > 10 || strutil_parse_i64(raw + 1, len - 1, 0, INT64_MAX, offset) != 0) {
+        return ROOST_EPAGE;
     }
-    free(raw);
-    return rc;
+    return ROOST_OK;
 }
 
 /* ---- GET /admin/agents ---- */
@@ -179,12 +159,8 @@ static void done_agents(struct job *job)
         next = page_token(op->agents[op->n_agents - 1].agent_id, 0, false);
     } else if (op->has_more && op->n_agents) {
         char raw[32];
-        int n = snprintf(raw, sizeof raw, "#%lld", (long long)(op->offset + (int64_t)op->n_agents));
-        char *enc = NULL;
-        if (jwt_b64url_encode((const unsigned char *)raw, (size_t)n, &enc) == 0) {
-            next = json_string(enc);
-            free(enc);
-        }
+        snprintf(raw, sizeof raw, "#%lld", (long long)(op->offset + (int64_t)op->n_agents));
+        next = page_token_json(raw);
     }
     request_reply_json(op->rq, 200, json_pack("{s:o, s:o}", "agents", agents, "next", next));
 }

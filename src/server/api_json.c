@@ -10,6 +10,8 @@
 #include "common/dynbuf.h"
 #include "common/jsonutil.h"
 #include "common/timeutil.h"
+#include "proto/jwt.h"
+#include "roost/roost_error.h"
 
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
@@ -22,6 +24,51 @@ json_t *time_json(int64_t ms)
     char buf[TIME_RFC3339_LEN + 1];
     time_format_rfc3339(ms, buf);
     return json_string(buf);
+}
+
+/* ---- page tokens ---- */
+
+#define PAGE_TOKEN_PREFIX "p1."
+
+json_t *page_token_json(const char *position)
+{
+    char *enc = NULL;
+    if (position == NULL ||
+        jwt_b64url_encode((const unsigned char *)position, strlen(position), &enc) != 0) {
+        return json_null();
+    }
+    size_t n = sizeof PAGE_TOKEN_PREFIX + strlen(enc);
+    char *tok = malloc(n);
+    json_t *out = json_null();
+    if (tok != NULL) {
+        memcpy(tok, PAGE_TOKEN_PREFIX, sizeof PAGE_TOKEN_PREFIX - 1);
+        memcpy(tok + sizeof PAGE_TOKEN_PREFIX - 1, enc, strlen(enc) + 1);
+        out = json_string(tok);
+        free(tok);
+    }
+    free(enc);
+    return out != NULL ? out : json_null();
+}
+
+int page_token_parse(const char *token, char *out, size_t cap)
+{
+    size_t plen = sizeof PAGE_TOKEN_PREFIX - 1, len = strlen(token);
+    if (len <= plen || len > plen + 4 * PAGE_TOKEN_POS_MAX / 3 + 4 ||
+        memcmp(token, PAGE_TOKEN_PREFIX, plen) != 0) {
+        return ROOST_EPAGE;
+    }
+    unsigned char *raw = NULL;
+    size_t n = 0;
+    if (jwt_b64url_decode(token + plen, len - plen, &raw, &n) != 0) {
+        return ROOST_EPAGE;
+    }
+    int rc = n > 0 && n < cap && memchr(raw, '\0', n) == NULL ? ROOST_OK : ROOST_EPAGE;
+    if (rc == ROOST_OK) {
+        memcpy(out, raw, n);
+        out[n] = '\0';
+    }
+    free(raw);
+    return rc;
 }
 
 /* ---- an event as JSON text ---- */

@@ -19,6 +19,17 @@ struct evbuffer *json_text_take(struct dynbuf *b);
 /* An RFC 3339 UTC string (new reference), or JSON null when ms <= 0 (not set). */
 json_t *time_json(int64_t ms);
 
+/* Page tokens, one format for every listing (admin agents and quarantine, keys, webhook endpoints
+ * and attempts): "p1." and the base64url of the position after which the next page starts (an
+ * id, "agent_id:seq", "#offset"). Opaque to clients; a token of another form (the formats before
+ * issue 34 included) is 400 invalid_page_token. */
+#define PAGE_TOKEN_POS_MAX 300
+/* The token of `position` (new reference; JSON null when position is NULL or out of memory). */
+json_t *page_token_json(const char *position);
+/* The position of `token` into out (NUL-terminated, at most cap-1 bytes, no NUL inside).
+ * ROOST_OK or ROOST_EPAGE. */
+int page_token_parse(const char *token, char *out, size_t cap);
+
 /* Event object as the API shows it (new reference, NULL when out of memory). with_claim adds the
  * lease (claim answers), with_audit the attempt counters and completion (admin views, archive).
  * It parses the payload: for single events; lists use events_json_new. */

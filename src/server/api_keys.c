@@ -12,9 +12,9 @@
 #include "common/ids.h"
 #include "common/timeutil.h"
 #include "proto/httpsig.h"
-#include "proto/jwt.h"
 #include "proto/sf.h"
 #include "server/api.h"
+#include "server/api_json.h"
 #include "server/request.h"
 #include "server/runtime.h"
 #include "server/workers.h"
@@ -56,22 +56,12 @@ static struct keys_op *keys_op_new(struct request *rq)
     return op;
 }
 
-static json_t *time_or_null(int64_t ms)
-{
-    if (ms <= 0) {
-        return json_null();
-    }
-    char buf[TIME_RFC3339_LEN + 1];
-    time_format_rfc3339(ms, buf);
-    return json_string(buf);
-}
-
 /* The API view of a key: metadata only, never the material. */
 static json_t *key_json(const struct store_key *k)
 {
     return json_pack("{s:s, s:s, s:s, s:o, s:o}", "key_id", k->key_id, "agent_id", k->agent_id,
-                     "alg", k->alg, "created_at", time_or_null(k->created_at_ms), "revoked_at",
-                     time_or_null(k->revoked_at_ms));
+                     "alg", k->alg, "created_at", time_json(k->created_at_ms), "revoked_at",
+                     time_json(k->revoked_at_ms));
 }
 
 /* ---- POST /admin/keys ---- */
@@ -257,15 +247,7 @@ static void done_list(struct job *job)
     for (size_t i = 0; i < op->n; i++) {
         json_array_append_new(keys, key_json(&op->list[i]));
     }
-    json_t *next = json_null();
-    if (op->has_more && op->n > 0) {
-        const char *last = op->list[op->n - 1].key_id;
-        char *enc = NULL;
-        if (jwt_b64url_encode((const unsigned char *)last, strlen(last), &enc) == 0) {
-            next = json_string(enc);
-        }
-        free(enc);
-    }
+    json_t *next = page_token_json(op->has_more && op->n > 0 ? op->list[op->n - 1].key_id : NULL);
     request_reply_json(op->rq, 200, json_pack("{s:o, s:o}", "keys", keys, "next", next));
 }
 
@@ -287,17 +269,8 @@ void api_admin_keys_list(struct request *rq)
         return;
     }
     if (next) {
-        unsigned char *raw = NULL;
-        size_t len = 0;
-        bool ok = strlen(next) <= 2 * STORE_ID_MAX &&
-                  jwt_b64url_decode(next, strlen(next), &raw, &len) == 0 &&
-                  ids_valid_name((const char *)raw, len);
-        if (ok) {
-            memcpy(op->after, raw, len);
-            op->after[len] = '\0';
-        }
-        free(raw);
-        if (!ok) {
+        if (page_token_parse(next, op->after, sizeof op->after) != ROOST_OK ||
+            !ids_valid_name(op->after, strlen(op->after))) {
             request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
             return;
         }

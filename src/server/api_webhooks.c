@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "server/api.h"
+#include "server/api_json.h"
 #include "server/config.h"
 #include "server/ratelimit.h"
 #include "server/request.h"
@@ -139,24 +140,13 @@ static void endpoints_changed(struct hook_op *op)
     webhooks_reload(runtime_shard(op->rq->rt, op->rq->principal.tenant_id)->webhooks);
 }
 
-static json_t *time_or_null(int64_t ms)
-{
-    if (ms <= 0) {
-        return json_null();
-    }
-    char buf[TIME_RFC3339_LEN + 1];
-    time_format_rfc3339(ms, buf);
-    return json_string(buf);
-}
-
 static json_t *endpoint_json(const struct store_endpoint *e)
 {
-    json_t *o =
-        json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "endpoint_id", e->endpoint_id, "agent_id",
-                  e->agent_id, "url", e->url, "status",
-                  e->status == STORE_ENDPOINT_ACTIVE ? "active" : "disabled", "created_at",
-                  time_or_null(e->created_at_ms), "updated_at", time_or_null(e->updated_at_ms),
-                  "failing_since", time_or_null(e->failing_since_ms));
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "endpoint_id", e->endpoint_id,
+                          "agent_id", e->agent_id, "url", e->url, "status",
+                          e->status == STORE_ENDPOINT_ACTIVE ? "active" : "disabled", "created_at",
+                          time_json(e->created_at_ms), "updated_at", time_json(e->updated_at_ms),
+                          "failing_since", time_json(e->failing_since_ms));
     if (o != NULL && e->disabled_reason[0] != '\0') {
         json_object_set_new(o, "disabled_reason", json_string(e->disabled_reason));
     }
@@ -166,7 +156,7 @@ static json_t *endpoint_json(const struct store_endpoint *e)
 static json_t *attempt_json(const struct store_attempt *a)
 {
     return json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:I, s:s, s:s}", "attempt_id", a->attempt_id,
-                     "event_id", a->event_id, "agent_id", a->agent_id, "at", time_or_null(a->at_ms),
+                     "event_id", a->event_id, "agent_id", a->agent_id, "at", time_json(a->at_ms),
                      "attempt", a->attempt, "status_code", a->status_code, "latency_ms",
                      (json_int_t)a->latency_ms, "error_class", a->error_class, "response_head",
                      a->response_head);
@@ -336,7 +326,7 @@ void api_callbacks_add(struct request *rq)
 /* One page of a listing: {"<key>": items, "next": the last id when more follow, else null}. */
 static void reply_page(struct hook_op *op, const char *key, json_t *items, const char *last_id)
 {
-    json_t *next = op->has_more && last_id != NULL ? json_string(last_id) : json_null();
+    json_t *next = page_token_json(op->has_more ? last_id : NULL);
     request_reply_json(op->rq, 200, json_pack("{s:o, s:o}", key, items, "next", next));
 }
 
@@ -389,13 +379,17 @@ static void list_endpoints(struct request *rq, const char *agent_id)
     if (rc == ROOST_OK && agent_id == NULL) {
         agent_id = request_param_str(rq, "agent_id", &rc);
     }
-    if (rc != ROOST_OK || (after != NULL && strlen(after) > STORE_ENDPOINT_ID_LEN) ||
-        (agent_id != NULL && strlen(agent_id) > STORE_ID_MAX)) {
+    char pos[STORE_ENDPOINT_ID_LEN + 1]; /* the page token's position: an endpoint id */
+    if (rc == ROOST_OK && after != NULL && page_token_parse(after, pos, sizeof pos) != ROOST_OK) {
+        rc = ROOST_EPAGE;
+    }
+    if (rc != ROOST_OK || (agent_id != NULL && strlen(agent_id) > STORE_ID_MAX)) {
         request_reply_error(rq, rc != ROOST_OK ? rc : ROOST_EPAGE, NULL, NULL);
         return;
     }
     struct store_endpoint *page = NULL;
-    struct hook_op *op = page_op_new(rq, limit, after, sizeof *page, (void **)&page);
+    struct hook_op *op =
+        page_op_new(rq, limit, after != NULL ? pos : NULL, sizeof *page, (void **)&page);
     if (op == NULL) {
         return;
     }
@@ -543,8 +537,12 @@ void api_admin_endpoint_attempts(struct request *rq)
     int rc = request_param_int(rq, "limit", LIST_MAX_LIMIT, ROOST_ELIMIT, &limit);
     const char *after = rc == ROOST_OK ? request_param_str(rq, "next", &rc) : NULL;
     const char *event_id = rc == ROOST_OK ? request_param_str(rq, "event_id", &rc) : NULL;
-    if (rc != ROOST_OK || (after != NULL && strlen(after) > STORE_ATTEMPT_ID_LEN)) {
-        request_reply_error(rq, rc != ROOST_OK ? rc : ROOST_EPAGE, NULL, NULL);
+    char pos[STORE_ATTEMPT_ID_LEN + 1]; /* the page token's position: an attempt id */
+    if (rc == ROOST_OK && after != NULL && page_token_parse(after, pos, sizeof pos) != ROOST_OK) {
+        rc = ROOST_EPAGE;
+    }
+    if (rc != ROOST_OK) {
+        request_reply_error(rq, rc, NULL, NULL);
         return;
     }
     if (event_id != NULL && !ids_valid_event_id(event_id, strlen(event_id))) {
@@ -552,7 +550,8 @@ void api_admin_endpoint_attempts(struct request *rq)
         return;
     }
     struct store_attempt *page = NULL;
-    struct hook_op *op = page_op_new(rq, limit, after, sizeof *page, (void **)&page);
+    struct hook_op *op =
+        page_op_new(rq, limit, after != NULL ? pos : NULL, sizeof *page, (void **)&page);
     if (op == NULL) {
         return;
     }

@@ -279,6 +279,10 @@ async function run(d) {
   await call(d, 'GET', '/api/v1/admin/agents', '/api/v1/admin/agents?sort=depth&limit=5', { token: admin });
   await call(d, 'GET', '/api/v1/admin/agents', '/api/v1/admin/agents?sort=size', { token: admin });
   const ag = await call(d, 'GET', '/api/v1/admin/agents', '/api/v1/admin/agents?limit=1', { token: admin });
+  check(typeof ag.json?.next === 'string' && ag.json.next.startsWith('p1.'), `a page token: ${ag.json?.next}`);
+  // A token of the format before issue 34 (base64url of the agent id) is refused, clearly.
+  const old = await call(d, 'GET', '/api/v1/admin/agents', '/api/v1/admin/agents?next=YTE', { token: admin });
+  check(old.status === 400 && old.json.error.code === 'invalid_page_token', `an old token: ${old.body}`);
   if (ag.json?.next) {
     await call(d, 'GET', '/api/v1/admin/agents',
       `/api/v1/admin/agents?limit=1&next=${encodeURIComponent(ag.json.next)}`, { token: admin });
