@@ -59,14 +59,11 @@ static void admin_op_free(void *p)
 
 static struct admin_op *admin_op_new(struct request *rq)
 {
-    struct admin_op *op = calloc(1, sizeof *op);
-    if (!op) {
-        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+    struct admin_op *op = request_op_new(rq, sizeof *op, admin_op_free);
+    if (op == NULL) {
         return NULL;
     }
     op->rq = rq;
-    rq->op = op;
-    rq->op_free = admin_op_free;
     /* Every admin job serves the caller's tenant (its share of the readers, workers.h). */
     op->job.tenant = workers_tenant_key(rq->principal.tenant_id);
     return op;

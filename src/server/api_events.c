@@ -278,14 +278,11 @@ void api_publish(struct request *rq)
         single = rq->body;
         n_events = 1;
     }
-    struct publish_op *op = calloc(1, sizeof *op);
-    if (!op) {
-        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+    struct publish_op *op = request_op_new(rq, sizeof *op, publish_op_free);
+    if (op == NULL) {
         return;
     }
     op->rq = rq;
-    rq->op = op;
-    rq->op_free = publish_op_free;
     op->now_ms = time_now_ms();
     op->max_state_bytes = (size_t)rq->rt->cfg->limits_max_state_bytes;
 

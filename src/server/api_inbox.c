@@ -84,14 +84,11 @@ static void op_free(void *p)
 
 static struct inbox_op *op_new(struct request *rq)
 {
-    struct inbox_op *op = calloc(1, sizeof *op);
-    if (!op) {
-        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+    struct inbox_op *op = request_op_new(rq, sizeof *op, op_free);
+    if (op == NULL) {
         return NULL;
     }
     op->rq = rq;
-    rq->op = op;
-    rq->op_free = op_free;
     return op;
 }
 

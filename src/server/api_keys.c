@@ -45,14 +45,11 @@ static void keys_op_free(void *p)
 
 static struct keys_op *keys_op_new(struct request *rq)
 {
-    struct keys_op *op = calloc(1, sizeof *op);
-    if (!op) {
-        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+    struct keys_op *op = request_op_new(rq, sizeof *op, keys_op_free);
+    if (op == NULL) {
         return NULL;
     }
     op->rq = rq;
-    rq->op = op;
-    rq->op_free = keys_op_free;
     return op;
 }
 

@@ -100,14 +100,11 @@ void api_subscribe(struct request *rq)
         request_reply_error(rq, ROOST_ERATELIMIT, limit, NULL);
         return;
     }
-    struct subscribe_op *op = calloc(1, sizeof *op);
-    if (!op) {
-        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+    struct subscribe_op *op = request_op_new(rq, sizeof *op, free);
+    if (op == NULL) {
         return;
     }
     op->rq = rq;
-    rq->op = op;
-    rq->op_free = free;
     op->last_event_id = -1;
     const char *leid =
         evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Last-Event-ID");

@@ -108,14 +108,11 @@ static void hook_op_free(void *p)
 
 static struct hook_op *hook_op_new(struct request *rq)
 {
-    struct hook_op *op = calloc(1, sizeof *op);
+    struct hook_op *op = request_op_new(rq, sizeof *op, hook_op_free);
     if (op == NULL) {
-        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
         return NULL;
     }
     op->rq = rq;
-    rq->op = op;
-    rq->op_free = hook_op_free;
     return op;
 }
 

@@ -201,6 +201,18 @@ bool request_peer_is_loopback(const struct request *rq)
     return evcon != NULL && request_addr_is_loopback(evhttp_connection_get_addr(evcon));
 }
 
+void *request_op_new(struct request *rq, size_t size, void (*free_fn)(void *))
+{
+    void *op = calloc(1, size);
+    if (op == NULL) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return NULL;
+    }
+    rq->op = op;
+    rq->op_free = free_fn;
+    return op;
+}
+
 const char *request_job_kind(const struct request *rq)
 {
     return rq->route != NULL ? rq->route->job : NULL;

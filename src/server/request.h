@@ -48,6 +48,11 @@ struct request {
     json_t *reply_filter_arg;
 };
 
+/* The handler preamble, written once: a zeroed op of `size` bytes that the request holds from
+ * now on (rq->op; `free_fn` frees it when the request ends). NULL after answering 500
+ * out_of_memory. */
+void *request_op_new(struct request *rq, size_t size, void (*free_fn)(void *));
+
 /* A new request for evhttp's `req`, with its id and start time, held in rt's in-flight count
  * until it ends. NULL when out of memory. */
 struct request *request_new(struct runtime *rt, struct evhttp_request *req);
