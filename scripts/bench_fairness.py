@@ -12,7 +12,8 @@ six loops of GET /api/v1/admin/agents?sort=age&limit=1000 and two loops of big i
 (limit=1000, about 4 MiB a page). Prints B's cycles, p50 and p99 (ms) both ways, the ratio of
 the p99s, what A's loops got through, and the roostd shutdown line (scans, reads_deferred).
 Every request runs on a kept-alive connection of its own process, so the client's GIL is not
-part of B's numbers.
+part of B's numbers. --scans and --reads change A's loops (one kind alone); BENCH_STEPS=1 prints
+where each of B's cycles over 100 ms spent its time.
 """
 import argparse
 import http.client
@@ -67,16 +68,19 @@ def cycles(port, token, seconds, out):
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         t0 = time.perf_counter()
+        steps = []
         st, _ = call(c, "POST", "/api/v1/events", token,
                      {"recipients": ["fb.agent"], "payload": {"n": 1}})
         assert st in (200, 201), st
         st, raw = call(c, "GET", "/api/v1/agents/fb.agent/inbox?after_cursor=%d&limit=10" % cursor,
                        token)
         assert st == 200, (st, raw[:200])
+        steps.append(time.perf_counter())
         cursor = json.loads(raw)["next_cursor"]
         st, raw = call(c, "POST", "/api/v1/agents/fb.agent/inbox/claim", token,
                        {"limit": 1, "lease_s": 30})
         assert st == 200, (st, raw[:200])
+        steps.append(time.perf_counter())
         evs = json.loads(raw)["events"]
         assert evs, raw[:200]
         ev = evs[0]
@@ -84,6 +88,11 @@ def cycles(port, token, seconds, out):
                        {"lease_token": ev["lease_token"]})
         assert st == 200, (st, raw[:200])
         lat.append((time.perf_counter() - t0) * 1000.0)
+        if os.environ.get("BENCH_STEPS") and lat[-1] > 100:
+            steps.append(time.perf_counter())
+            print("slow cycle %.0f ms: read done +%.0f claim done +%.0f ack done +%.0f" % (
+                lat[-1], (steps[0] - t0) * 1000, (steps[1] - t0) * 1000, (steps[2] - t0) * 1000),
+                file=sys.stderr)
     out.put(lat)
 
 
@@ -107,6 +116,8 @@ def main():
     ap.add_argument("roost")
     ap.add_argument("--agents", type=int, default=50000)
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--scans", type=int, default=6, help="A's admin agent-sort loops")
+    ap.add_argument("--reads", type=int, default=2, help="A's big inbox read loops")
     ap.add_argument("--set", action="append", default=[])
     a = ap.parse_args()
 
@@ -154,8 +165,8 @@ def main():
         idle = measure(port, tok_b, a.seconds)
 
         stop = mp.Event()
-        counts = mp.Array("l", 8)
-        kinds = ["scan"] * 6 + ["read"] * 2
+        kinds = ["scan"] * a.scans + ["read"] * a.reads
+        counts = mp.Array("l", len(kinds))
         procs = [mp.Process(target=attacker, args=(k, port, tok_a, stop, counts, i))
                  for i, k in enumerate(kinds)]
         for p in procs:
@@ -173,7 +184,7 @@ def main():
               (len(busy), pct(busy, 50), pct(busy, 99)))
         print("p99 under attack / idle: %.2f" % (pct(busy, 99) / pct(idle, 99)))
         print("A's scans: %d, A's big reads: %d (over %.0f s)" %
-              (sum(counts[:6]), sum(counts[6:]), a.seconds + 1))
+              (sum(counts[:a.scans]), sum(counts[a.scans:]), a.seconds + 1))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)

@@ -27,6 +27,10 @@
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
 
+/* A read of more events than this is bulk: it runs on the scan readers (workers.h), at their lower
+ * CPU priority, so one tenant's pages of megabytes never slow another's small reads. */
+#define BULK_READ_LIMIT 100
+
 /* State shared by every agent-route job. */
 struct inbox_op {
     struct job job;
@@ -262,6 +266,7 @@ void api_inbox_read(struct request *rq)
     op->limit = limit;
     op->max_bytes = (size_t)cfg->limits_max_response_bytes;
     op->deadline_ms = wait_s > 0 ? rq->start_ms + wait_s * 1000 : 0;
+    op->job.scan = limit > BULK_READ_LIMIT;
     submit(op, run_read, done_read, false);
 }
 

@@ -33,8 +33,9 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "store worker threads for inbox reads (each owns one connection); one tenant runs on all "   \
       "but one of them at a time")                                                                 \
     X("store.scan_readers", store_scan_readers, CONFIG_INT, "1", 1, 64, 0,                         \
-      "store worker threads for admin listings (agents, quarantine, endpoints), each with its "    \
-      "own connection: a scan never holds a reader an inbox read needs")                           \
+      "store worker threads (nice 10, each with its own connection) for admin listings (agents, "  \
+      "quarantine, endpoints) and inbox reads of over 100 events: a scan never holds a reader "    \
+      "or the CPU a small inbox read needs")                                                       \
     X("store.writers", store_writers, CONFIG_INT, "0", 0, 64, 0,                                   \
       "write threads, each with its own transaction: 0 = 2 on MySQL; SQLite has 1")                \
     X("store.group_commit_max", store_group_commit_max, CONFIG_INT, "256", 1, 10000, 0,            \
@@ -101,10 +102,10 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       CONFIG_RELOADABLE,                                                                           \
       "a request head (request line and headers) must arrive whole within this, counted from "     \
       "accept or from its first byte on a kept-alive connection; else the connection is closed")   \
-    X("http.max_conns_per_addr", http_max_conns_per_addr, CONFIG_INT, "1024", 0, 10000000,         \
+    X("http.max_conns_per_addr", http_max_conns_per_addr, CONFIG_INT, "-1", -1, 10000000,          \
       CONFIG_RELOADABLE,                                                                           \
-      "open connections from one client address (SSE streams included); "                          \
-      "more are closed at once; 0 = no limit")                                                     \
+      "open connections from one client address (SSE streams included); more are closed at "       \
+      "once; -1 = a quarter of the open-file limit at start (1024 without one); 0 = no limit")     \
     X("http.cors_origins", http_cors_origins, CONFIG_STR, "", 0, 0, CONFIG_RELOADABLE,             \
       "origins (comma-separated, exact: https://app.example,http://localhost:5173) whose pages "   \
       "may call the API and read its answers (CORS); empty means same-origin pages only")          \

@@ -168,10 +168,14 @@ static void check_nofile(const struct config *cfg)
                  "sse_max_total=%lld nofile=%llu hint=\"raise LimitNOFILE or lower sse.max_total\"",
                  (long long)cfg->sse_max_total, (unsigned long long)rl.rlim_cur);
     }
-    /* One address holding every descriptor shuts everyone else out: its cap must leave room. */
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        (cfg->http_max_conns_per_addr == 0 ||
-         (rlim_t)cfg->http_max_conns_per_addr > rl.rlim_cur / 2)) {
+    /* One address holding every descriptor shuts everyone else out: its cap must leave room.
+     * The default (-1) is derived from the limit (listener_auto_conns_per_addr). */
+    if (cfg->http_max_conns_per_addr < 0) {
+        log_info("http.max_conns_per_addr from the descriptor limit",
+                 "http_max_conns_per_addr=%lld", (long long)listener_auto_conns_per_addr());
+    } else if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+               (cfg->http_max_conns_per_addr == 0 ||
+                (rlim_t)cfg->http_max_conns_per_addr > rl.rlim_cur / 2)) {
         log_warn("http.max_conns_per_addr lets one address take most descriptors",
                  "http_max_conns_per_addr=%lld nofile=%llu hint=\"set it to at most %llu, or raise "
                  "LimitNOFILE\"",

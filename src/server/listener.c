@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -47,8 +48,9 @@ struct listener {
     void *arg;
     struct conn **conns; /* by socket descriptor: unique among open connections */
     size_t n_conns_cap;
-    struct addr_count **addrs; /* ADDR_BUCKETS chains: open connections per client address */
-    uint64_t addr_salt;        /* keys the address hash */
+    struct addr_count **addrs;   /* ADDR_BUCKETS chains: open connections per client address */
+    uint64_t addr_salt;          /* keys the address hash */
+    int64_t auto_conns_per_addr; /* http.max_conns_per_addr = -1: from the descriptor limit */
 };
 
 /* ---- connections ----
@@ -488,6 +490,7 @@ static void conn_attach(struct conn *c)
     evhttp_connection_set_closecb(c->evcon, conn_closed, c);
     unsigned char key[16];
     int64_t cap = l->cfg->http_max_conns_per_addr;
+    cap = cap < 0 ? l->auto_conns_per_addr : cap;
     struct addr_count *a = addr_key(c->fd, key) ? addr_get(l, key) : NULL;
     if (a != NULL && cap > 0 && (int64_t)a->n >= cap) {
         static int64_t last_log_ms;
@@ -633,6 +636,16 @@ fail:
     return -1;
 }
 
+int64_t listener_auto_conns_per_addr(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
+        return 1024;
+    }
+    int64_t cap = (int64_t)(rl.rlim_cur / 4);
+    return cap > 0 ? cap : 1;
+}
+
 int listener_start(struct event_base *base, const struct config *cfg,
                    void (*on_request)(struct evhttp_request *req, const char *head_error,
                                       void *arg),
@@ -652,6 +665,7 @@ int listener_start(struct event_base *base, const struct config *cfg,
     }
     l->base = base;
     l->cfg = cfg;
+    l->auto_conns_per_addr = listener_auto_conns_per_addr();
     l->on_request = on_request;
     l->arg = arg;
     if (ids_random(&l->addr_salt, sizeof l->addr_salt) != 0) {

@@ -8,12 +8,17 @@
 #define ROOST_SERVER_LISTENER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct config;
 struct event_base;
 struct evhttp_connection;
 struct evhttp_request;
 struct listener;
+
+/* The per-address connection cap of http.max_conns_per_addr = -1: a quarter of the open-file
+ * limit (RLIMIT_NOFILE, soft), so one address never holds most descriptors; 1024 without one. */
+int64_t listener_auto_conns_per_addr(void);
 
 /* Creates the evhttp, binds cfg->listen and writes the URL clients reach it at into base_url
  * ("http://127.0.0.1:PORT"; port 0 picked a free one). `cfg` (borrowed, must outlive the

@@ -9,11 +9,13 @@
  * the only libevent call made off the loop thread; their `done` runs on the loop thread.
  * One tenant never takes every reader (DESIGN §6.4): reads run on two lanes of readers, the
  * readers (inbox reads, state, lists) and the scan readers (admin listings that may rank every
- * agent of a tenant for up to limits.admin_scan_ms), so a scan never holds a connection an inbox
- * read needs. In each lane a tenant runs on at most all its readers but one (its share; a lane of
- * one reader has a share of one), and a free reader takes the first queued job of a tenant other
- * than the one it served last when there is one (round robin); jobs of one tenant keep their
- * order. Jobs of no tenant (the node's own: health, metrics, scheduler) have no share. */
+ * agent of a tenant for up to limits.admin_scan_ms, and bulk reads of hundreds of events), so a
+ * scan never holds a connection an inbox read needs; the scan readers run at nice
+ * WORKERS_SCAN_NICE, so they never hold the CPU it needs either. In each lane a tenant runs on at
+ * most all its readers but one (its share; a lane of one reader has a share of one), and a free
+ * reader takes the first queued job of a tenant other than the one it served last when there is one
+ * (round robin); jobs of one tenant keep their order. Jobs of no tenant (the node's own: health,
+ * metrics, scheduler) have no share. */
 #ifndef ROOST_WORKERS_H
 #define ROOST_WORKERS_H
 
@@ -26,6 +28,9 @@ struct store;
 struct store_options;
 
 struct job;
+
+/* The nice value of the scan readers' threads (Linux). */
+#define WORKERS_SCAN_NICE 10
 
 /* A kind of write job whose jobs in one group may run as one batch. */
 struct job_batch {
@@ -57,8 +62,8 @@ struct job {
     /* Read jobs only: the tenant served (workers_tenant_key), 0 = none (the node's own jobs),
      * which no share limits. */
     uint64_t tenant;
-    /* Read jobs only: a scan (an admin listing ranking or walking many agents or events): it runs
-     * on the scan readers, never on the readers that serve inbox reads. */
+    /* Read jobs only: a scan (an admin listing ranking or walking many agents or events, or a bulk
+     * inbox read): it runs on the scan readers, never on the readers that serve inbox reads. */
     bool scan;
     int rc; /* set by the pool before done() */
     struct job *next;

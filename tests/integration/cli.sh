@@ -236,8 +236,21 @@ check "roostd warns that limits.publish_rows_per_s is 0" \
 ) >"$dir/lowfd.log" 2>&1 &
 lowfd_pid=$!
 wait_until 15 test -s "$dir/lowfd.ready"
-check "under 512 descriptors, the 1024 per-address cap is called out" \
-  grep -q 'http.max_conns_per_addr lets one address take most descriptors' "$dir/lowfd.log"
+check "under 512 descriptors, the default per-address cap is a quarter of them (128)" \
+  grep -q 'http.max_conns_per_addr from the descriptor limit.*http_max_conns_per_addr=128' "$dir/lowfd.log"
+check "and no warning about it" \
+  sh -c "! grep -q 'http.max_conns_per_addr lets one address' '$dir/lowfd.log'"
+kill "$lowfd_pid" 2>/dev/null
+wait "$lowfd_pid" 2>/dev/null
+(
+  ulimit -n 512 || exit 1
+  exec "$roostd" --data-dir "$dir/lowfd2" --listen 127.0.0.1:0 --ready-file "$dir/lowfd2.ready" \
+    --set http.max_conns_per_addr=1024
+) >"$dir/lowfd2.log" 2>&1 &
+lowfd_pid=$!
+wait_until 15 test -s "$dir/lowfd2.ready"
+check "a cap of 1024 set under 512 descriptors is called out" \
+  grep -q 'http.max_conns_per_addr lets one address take most descriptors' "$dir/lowfd2.log"
 kill "$lowfd_pid" 2>/dev/null
 wait "$lowfd_pid" 2>/dev/null
 
