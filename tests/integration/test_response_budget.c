@@ -320,6 +320,36 @@ static void test_concurrent_big_reads_under_as_cap(void)
     free(t);
 }
 
+/* Bulk reads and admin listings run on the scan readers (workers.h), small reads do not: after
+ * reads of limit 100 (small) and 101 (bulk, twice) and one agent listing, the workers' line
+ * logged at shutdown counts three scans. */
+static void test_bulk_reads_on_scan_readers(void)
+{
+    static const char *const sets[] = {NULL};
+    struct roostd n;
+    if (roostd_start(&n, NULL, sets) != 0) {
+        CHECK(!"roostd starts");
+        return;
+    }
+    char *t = h_token(&n, "t1", "agent:*:consume agent:*:publish tenant:admin");
+    long st = 0;
+    json_t *page = h_inbox(n.http, t, "bulk", 0, 100, &st);
+    CHECK_EQ(st, 200);
+    json_decref(page);
+    for (int i = 0; i < 2; i++) {
+        page = h_inbox(n.http, t, "bulk", 0, 101, &st);
+        CHECK_EQ(st, 200);
+        json_decref(page);
+    }
+    json_t *out = NULL;
+    CHECK_EQ(h_callj(n.http, "GET", t, NULL, &out, "/api/v1/admin/agents?sort=age"), 200);
+    json_decref(out);
+    CHECK_EQ(roostd_stop(&n), 0);
+    CHECK_EQ(roostd_log_count(&n, " scans=3 "), 1);
+    roostd_remove_dir(&n);
+    free(t);
+}
+
 int main(void)
 {
     h_init();
@@ -344,5 +374,6 @@ int main(void)
     roostd_remove_dir(&d);
     free(tok);
     RUN(test_concurrent_big_reads_under_as_cap);
+    RUN(test_bulk_reads_on_scan_readers);
     return h_summary();
 }
