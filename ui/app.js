@@ -428,7 +428,7 @@ async function loadEndpoints(c) {
     const a = { after: old?.after ?? '', recent: old?.recent ?? [] }; // a copy: dropped on a switch
     for (;;) {
       const r = await c.get(`/api/v1/admin/endpoints/${enc(ep.endpoint_id)}/attempts?limit=100` +
-        (a.after ? `&next=${enc(a.after)}` : ''));
+        (a.after ? `&after=${enc(a.after)}` : ''));
       if (r.attempts.length > 0) {
         a.after = r.attempts.at(-1).attempt_id;
         a.recent = [...a.recent, ...r.attempts].slice(-RECENT_ATTEMPTS);

@@ -534,9 +534,18 @@ void api_admin_endpoint_attempts(struct request *rq)
     int rc = request_param_int(rq, "limit", LIST_MAX_LIMIT, ROOST_ELIMIT, &limit);
     const char *after = rc == ROOST_OK ? request_param_str(rq, "next", &rc) : NULL;
     const char *event_id = rc == ROOST_OK ? request_param_str(rq, "event_id", &rc) : NULL;
+    const char *after_id = rc == ROOST_OK ? request_param_str(rq, "after", &rc) : NULL;
     char pos[STORE_ATTEMPT_ID_LEN + 1]; /* the page token's position: an attempt id */
+    if (rc == ROOST_OK && after != NULL && after_id != NULL) {
+        request_reply_error(rq, ROOST_EQUERY, "give next or after, not both", NULL);
+        return;
+    }
     if (rc == ROOST_OK && after != NULL && page_token_parse(after, pos, sizeof pos) != ROOST_OK) {
         rc = ROOST_EPAGE;
+    }
+    if (rc == ROOST_OK && after_id != NULL) {
+        snprintf(pos, sizeof pos, "%s", after_id); /* at most its declared length */
+        after = after_id;
     }
     if (rc != ROOST_OK) {
         request_reply_error(rq, rc, NULL, NULL);

@@ -418,7 +418,10 @@ const struct route router_routes[] =
          .job = "webhooks",
          .handler = api_admin_endpoint_attempts,
          .params = {Q_INT("limit", 1, HOOK_LIST_MAX_LIMIT), Q_NEXT,
-                    Q_STR("event_id", STORE_EVENT_ID_LEN)}},
+                    Q_STR("event_id", STORE_EVENT_ID_LEN),
+                    /* The attempt log is appended to: "after" an attempt id tails it (the
+                     * dashboard), where "next" pages through one listing. */
+                    Q_STR("after", STORE_ATTEMPT_ID_LEN)}},
         {.method = POST,
          .pattern = "/api/v1/admin/endpoints/{key}/replay",
          .name = "admin_endpoint_replay",

@@ -325,6 +325,7 @@ async function run(d) {
   await call(d, 'POST', `${EP}/{key}/disable`, `${EP}/ep_nope/disable`, { token: admin });
   await call(d, 'POST', `${EP}/{key}/enable`, `${EP}/ep_nope/enable`, { token: admin });
   await call(d, 'GET', `${EP}/{key}/attempts`, `${EP}/ep_nope/attempts`, { token: admin });
+  await call(d, 'GET', `${EP}/{key}/attempts`, `${EP}/ep_nope/attempts?after=wa_1&next=p1.eA`, { token: admin });
   await call(d, 'POST', `${EP}/{key}/replay`, `${EP}/ep_nope/replay`, { token: admin, body: { since: '2026-01-01T00:00:00Z' } });
 
   // The stream and its ticket.
