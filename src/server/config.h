@@ -173,6 +173,10 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "Ed25519 private key (PEM) signing webhook deliveries, served at /api/v1/keys/server; give " \
       "every node the same file (it must exist); empty means DATA_DIR/" ROOST_SIGNING_KEY_FILE     \
       ", made at first start")                                                                     \
+    X("webhooks.extra_keys_file", webhooks_extra_keys_file, CONFIG_STR, "", 0, 0, 0,               \
+      "PEM file of further Ed25519 keys (public or private, up to 16) published beside the "       \
+      "signing key at /api/v1/keys/server but never used to sign: the other nodes' keys, the "     \
+      "previous key during a rotation; empty means none")                                          \
     X("webhooks.retry_schedule_s", webhooks_retry_schedule_s, CONFIG_STR,                          \
       "5,300,1800,7200,18000,36000,36000", 0, 0, 0,                                                \
       "delays (seconds, comma-separated) before each retry of a failed delivery, jittered; "       \

@@ -286,6 +286,8 @@ static int webhooks_open(struct runtime *rt, char *err, size_t errlen)
         }
         return -1;
     }
+    log_info("webhook signing key", "kid=%s published_keys=%zu", rt->hook_signer->kid,
+             rt->sign_key.n_keys);
     /* origin 0: the dispatcher's own commits reach this node's tailer like any other. */
     struct store_options opt = {
         .busy_timeout_ms = ROOST_BUSY_TIMEOUT_MS,
@@ -324,8 +326,8 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     char desc[512];
     auth_describe(rt->auth, desc, sizeof desc);
     log_info("auth keys loaded", "%s", desc);
-    if (server_key_load(&rt->sign_key, cfg->webhooks_signing_key_file, cfg->data_dir, err,
-                        errlen) != 0) {
+    if (server_key_load(&rt->sign_key, cfg->webhooks_signing_key_file,
+                        cfg->webhooks_extra_keys_file, cfg->data_dir, err, errlen) != 0) {
         return -1;
     }
     if (shards_open(rt, err, errlen) != 0) {

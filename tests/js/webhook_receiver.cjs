@@ -6,7 +6,8 @@
 // /api/v1/keys/server). Usage:
 //   webhook_receiver.cjs CERT KEY SECRET JWKS_URL STATE_DIR [LISTEN_HOST (default 127.0.0.1)]
 // It writes its port to STATE_DIR/port and one JSON line per request to STATE_DIR/log:
-//   {"path","id","sw":true|false,"sig":true|false,"type","event_id","status","at","lease","payload"}
+//   {"path","id","sw":true|false,"sig":true|false,"kid","type","event_id","status","at","lease","payload"}
+// (kid: the keyid of the RFC 9421 signature, the key the sending node signed with)
 // What a path answers: its first segment names the behaviour: /ok → 200, /s500 → 500,
 // /redirect → 302 to /ok, /gone → 410, /hang → never answers (but the verification challenge),
 // /hangverify → never answers anything, not even the challenge, /slowok → 200 after 1.5 s,
@@ -115,7 +116,9 @@ const server = https.createServer({ cert: fs.readFileSync(cert), key: fs.readFil
         }
         stall = k === n;
       }
+      const kid = /keyid="([^"]*)"/.exec(req.headers['signature-input'] || '');
       const line = { path: req.url, id: req.headers['webhook-id'] || null, sw, sig,
+        kid: kid ? kid[1] : null,
         type: doc && doc.type ? doc.type : null, event_id: doc && doc.event_id ? doc.event_id : null,
         status, at: Date.now(), sw_error: swError, sig_error: why,
         lease: !!(doc && ('lease_token' in doc)), payload: doc && doc.payload ? doc.payload : null };
