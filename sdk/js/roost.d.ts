@@ -92,7 +92,7 @@ export declare class Agent<P = any> extends EventTarget {
   /** This tab (browser) or process (Node) runs the handlers. */
   readonly isLeader: boolean;
   readonly leaderSince?: number | null;
-  /** 'shared-worker' | 'leader-tab' (browser), 'node'. */
+  /** 'shared-worker' | 'leader-tab' (browser, in every tab), 'node'; null before start(). */
   readonly mode: string | null;
   /** The consumer id of this tab's or process's claims. */
   readonly consumer: string;

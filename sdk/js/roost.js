@@ -952,7 +952,8 @@ export class Agent extends EventTarget {
     this.lastSync = null;
     /** Is this tab the one running handlers? */
     this.isLeader = false;
-    /** 'shared-worker' or 'leader-tab': where the stream lives. */
+    /** 'shared-worker' or 'leader-tab': where the stream lives (in every tab once started; null
+     * before start). */
     this.mode = null;
     /** The consumer id of this tab's claims. */
     this.consumer = randomId('tab-');
@@ -1011,6 +1012,9 @@ export class Agent extends EventTarget {
       this.bc.postMessage({ type: 'query' });
     }
     this.openWorker();
+    // Without a worker the stream lives in the leader tab: followers say so too (they learn no
+    // mode from the leader).
+    this.mode = this.port ? 'shared-worker' : 'leader-tab';
     this.onWake = () => this.kick();
     this.onVisible = () => document.visibilityState === 'visible' && this.kick();
     this.onOnline = () => {
