@@ -438,6 +438,21 @@ ROOST_EXPORT int roost_admin_quarantine_requeue_all(struct roost_client *c, cons
  * ROOST_EUNAVAILABLE right after the server started. */
 ROOST_EXPORT int roost_admin_stats(struct roost_client *c, char **json_out);
 
+/* One event of the tenant in any status ("what happened to event X?"): *json_out gets the event
+ * object with payload, status, attempts, timeouts, nacks, last_error, consumer, claimed_at,
+ * completed_at and, while claimed, its lease (the token shortened, consumer, expiry). Free it with
+ * roost_free. ROOST_EEVENTNOTFOUND when the tenant has no such event (or retention removed it),
+ * ROOST_EEVENTID for a malformed id. */
+ROOST_EXPORT int roost_admin_event_get(struct roost_client *c, const char *event_id,
+                                       char **json_out);
+/* The tenant's events published with this correlation_id (1..256 bytes), any agent and status,
+ * by agent then sequence number, without payloads: *json_out gets {"events":[...],"next":TOKEN|
+ * null} (each event as roost_admin_event_get shows it). limit 0 = the server's default (20; at
+ * most 100); page = the previous answer's "next" or NULL. ROOST_ECORRELATION, ROOST_ELIMIT,
+ * ROOST_EPAGE. */
+ROOST_EXPORT int roost_admin_events_find(struct roost_client *c, const char *correlation_id,
+                                         int limit, const char *page, char **json_out);
+
 /* Registers a request-signing key (doc/API.md "Signature keys"): key_id [A-Za-z0-9._-]{1,128},
  * agent_id an agent id or "*" (a producer key, for publish), alg as roost_client_set_signing_key,
  * and exactly one of public_key_pem (PEM text of the public key) or secret_b64 (hmac-sha256:

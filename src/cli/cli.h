@@ -263,6 +263,8 @@ int cmd_admin_quarantine_inspect(struct cli_args *a);
 int cmd_admin_quarantine_purge(struct cli_args *a);
 int cmd_admin_agents(struct cli_args *a);
 int cmd_admin_stats(struct cli_args *a);
+int cmd_admin_events_show(struct cli_args *a);
+int cmd_admin_events_find(struct cli_args *a);
 int cmd_agent_run(struct cli_args *a);
 int cmd_agent_status(struct cli_args *a);
 int cmd_mcp(struct cli_args *a);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* `roost admin ...`: the operator API (token scope tenant:admin): quarantine list / inspect /
- * requeue / purge, the agent list and the tenant's stats. */
+ * requeue / purge, the agent list, the tenant's stats and events by id or correlation id. */
 #include <stdio.h>
 
 #include "cli/cli.h"
@@ -164,6 +164,42 @@ int cmd_admin_stats(struct cli_args *a)
     char *json = NULL;
     int rc = roost_admin_stats(c, &json);
     r = rc == ROOST_OK ? cli_print_last_body(a, c) : cli_fail(a, c, rc, "admin stats");
+    roost_free(json);
+    roost_client_free(c);
+    return r;
+}
+
+int cmd_admin_events_show(struct cli_args *a)
+{
+    struct roost_client *c = NULL;
+    int r;
+    if ((r = cli_connect(a, &c)) != CLI_EXIT_OK) {
+        return r;
+    }
+    char *json = NULL;
+    int rc = roost_admin_event_get(c, a->argv[0], &json);
+    char what[256];
+    snprintf(what, sizeof what, "admin events show %s", a->argv[0]);
+    r = rc == ROOST_OK ? cli_print_last_body(a, c) : cli_fail(a, c, rc, what);
+    roost_free(json);
+    roost_client_free(c);
+    return r;
+}
+
+int cmd_admin_events_find(struct cli_args *a)
+{
+    struct roost_client *c = NULL;
+    int r;
+    if ((r = cli_connect(a, &c)) != CLI_EXIT_OK) {
+        return r;
+    }
+    char *json = NULL;
+    int rc = roost_admin_events_find(c, cli_str(a, "correlation-id"), (int)cli_num(a, "limit", 0),
+                                     cli_str(a, "next"), &json);
+    static const char *const columns[] = {"agent_id:AGENT", "event_id",   "status",     "attempts",
+                                          "consumer",       "created_at", "last_error", NULL};
+    r = rc == ROOST_OK ? cli_print_list(a, c, "events", columns)
+                       : cli_fail(a, c, rc, "admin events find");
     roost_free(json);
     roost_client_free(c);
     return r;

@@ -325,6 +325,23 @@ static const struct cli_option admin_quarantine_list_opts[] = {
     END,
 };
 
+static const struct cli_option admin_events_find_opts[] = {
+    {.name = "correlation-id",
+     .kind = CLI_STRING,
+     .arg = "C",
+     .flags = CLI_REQUIRED,
+     .help = "the correlation id the events were published with (exact match)"},
+    LIMIT("page size (default 20, at most 100)"),
+    NEXT_PAGE,
+    OUTPUT,
+    END,
+};
+
+static const struct cli_option admin_events_show_opts[] = {
+    OUTPUT,
+    END,
+};
+
 static const struct cli_option admin_agents_opts[] = {
     {.name = "sort",
      .kind = CLI_CHOICE,
@@ -749,6 +766,29 @@ const struct cli_command cli_commands[] = {
                     "pending and claim ages, open SSE subscribers, as of the server's last metrics "
                     "snapshot (as_of).",
      .options = no_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin events show",
+     .run = cmd_admin_events_show,
+     .summary = "what happened to an event: status, attempts, last error, lease",
+     .args = "EVENT_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description =
+         "Prints one event of the tenant in any status: payload, status, attempts, timeouts, "
+         "nacks, last_error, consumer, claimed_at, completed_at and, while it is claimed, its "
+         "lease (the token shortened, the consumer, the expiry). An unknown event (or one "
+         "retention removed) fails with exit 3.",
+     .options = admin_events_show_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin events find",
+     .run = cmd_admin_events_find,
+     .summary = "find the events published with a correlation id",
+     .synopsis = "roost admin events find --correlation-id C [--limit N] [--next TOKEN]",
+     .description =
+         "Lists the tenant's events published with correlation id C, every agent and status, "
+         "by agent then sequence number, without payloads (roost admin events show ID has "
+         "it): {\"events\":[...],\"next\":TOKEN|null}; pass TOKEN as --next for the next page.",
+     .options = admin_events_find_opts,
      .common = CLI_COMMON_ALL},
     {.name = "keys add",
      .run = cmd_keys_add,

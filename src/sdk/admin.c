@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The operator API (scope tenant:admin): quarantine list / requeue and the agent list, plus the
+/* The operator API (scope tenant:admin): quarantine list / requeue, the agent list, events by id
+ * or correlation id, plus the
  * generic request escape hatch for routes without a dedicated function yet. */
 #include <stdlib.h>
 #include <string.h>
@@ -303,6 +304,59 @@ int roost_admin_stats(struct roost_client *c, char **json_out)
     }
     sdk_reset(c);
     return get_json_text(c, "/api/v1/admin/stats", json_out);
+}
+
+int roost_admin_event_get(struct roost_client *c, const char *event_id, char **json_out)
+{
+    if (json_out != NULL) {
+        *json_out = NULL;
+    }
+    if (c == NULL || json_out == NULL) {
+        return ROOST_EINVAL;
+    }
+    sdk_reset(c);
+    if (event_id == NULL || event_id[0] == '\0' || strlen(event_id) > SDK_MAX_ID_BYTES) {
+        return sdk_path_fail(c, ROOST_EEVENTID);
+    }
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
+    dynbuf_adds(&p, "/api/v1/admin/events/");
+    sdk_add_escaped(&p, event_id);
+    int rc = sdk_buf_rc(&p) != ROOST_OK ? sdk_path_fail(c, sdk_buf_rc(&p))
+                                        : get_json_text(c, p.s, json_out);
+    dynbuf_cleanup(&p);
+    return rc;
+}
+
+int roost_admin_events_find(struct roost_client *c, const char *correlation_id, int limit,
+                            const char *page, char **json_out)
+{
+    if (json_out != NULL) {
+        *json_out = NULL;
+    }
+    if (c == NULL || json_out == NULL) {
+        return ROOST_EINVAL;
+    }
+    sdk_reset(c);
+    if (correlation_id == NULL || correlation_id[0] == '\0' || strlen(correlation_id) > 256) {
+        return sdk_fail(c, ROOST_ECORRELATION, "correlation_id must be 1 to 256 bytes");
+    }
+    if (limit < 0) {
+        return sdk_fail(c, ROOST_ELIMIT, "limit must be >= 0");
+    }
+    if (page != NULL && strlen(page) > SDK_MAX_ID_BYTES) {
+        return sdk_fail(c, ROOST_EPAGE, "the page token is too long");
+    }
+    struct dynbuf p;
+    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
+    char sep = '&';
+    dynbuf_adds(&p, "/api/v1/admin/events?correlation_id=");
+    sdk_add_escaped(&p, correlation_id);
+    append_page(&p, &sep, limit, page);
+    int rc = sdk_buf_rc(&p) != ROOST_OK ? sdk_path_fail(c, sdk_buf_rc(&p))
+                                        : get_json_text(c, p.s, json_out);
+    dynbuf_cleanup(&p);
+    return rc;
 }
 
 int roost_client_request(struct roost_client *c, const char *method, const char *path_and_query,

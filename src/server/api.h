@@ -40,6 +40,11 @@ void api_admin_requeue_all(struct request *rq);
 void api_admin_quarantine_inspect(struct request *rq);
 void api_admin_purge(struct request *rq);
 void api_admin_stats(struct request *rq);
+/* GET /api/v1/admin/events/{event} (any status) and /api/v1/admin/events?correlation_id= */
+void api_admin_event_get(struct request *rq);
+void api_admin_events_find(struct request *rq);
+/* GET /api/v1/admin/history: the tenant's chart samples (history.h) */
+void api_admin_history(struct request *rq);
 
 /* api_keys.c */
 void api_admin_keys_add(struct request *rq);

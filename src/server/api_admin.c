@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The tenant operator API (tenant:admin): agents overview, quarantine list / inspect / requeue /
- * purge, tenant stats. Page tokens (api_json.h) hold "agent_id", "agent_id:seq" or, for the
- * depth and age orders of the agent list, "#offset". */
+ * purge, tenant stats, any event by id or correlation id, the chart history. Page tokens
+ * (api_json.h) hold "agent_id", "agent_id:seq" or, for the depth and age orders of the agent list,
+ * "#offset". */
 #include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +16,7 @@
 #include "server/api.h"
 #include "server/api_json.h"
 #include "server/config.h"
+#include "server/history.h"
 #include "server/metrics.h"
 #include "server/request.h"
 #include "server/runtime.h"
@@ -21,6 +25,8 @@
 
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
+
+#define LEASE_TOKEN_SHOWN 7 /* "lt_" and 4 characters: enough to tell leases apart, not to use */
 
 struct admin_op {
     struct job job;
@@ -38,6 +44,7 @@ struct admin_op {
     size_t max_bytes; /* limits.max_response_bytes (quarantine list) */
     struct store_touches touches;
     struct store_event event;
+    char correlation_id[STORE_SHORT_TEXT_MAX + 1];
     size_t purged;
     bool purge_one;
     size_t requeued;
@@ -145,10 +152,11 @@ static void done_agents(struct job *job)
                             a->oldest_pending_ms
                                 ? json_real((double)(now - a->oldest_pending_ms) / 1000.0)
                                 : json_null());
-        json_object_set_new(o, "subscribers",
-                            json_integer((json_int_t)sse_hub_count_of(
-                                op->rq->rt->sse, op->rq->principal.tenant_id, a->agent_id)));
-        json_object_set_new(o, "last_seen_at", time_json(a->last_seen_ms));
+        size_t subs = sse_hub_count_of(op->rq->rt->sse, op->rq->principal.tenant_id, a->agent_id);
+        json_object_set_new(o, "subscribers", json_integer((json_int_t)subs));
+        /* An open stream is the agent seen now; the store has its last claim or stream open
+         * (written at most once a minute), which is all a node without the stream knows. */
+        json_object_set_new(o, "last_seen_at", time_json(subs > 0 ? now : a->last_seen_ms));
         json_array_append_new(agents, o);
     }
     json_t *next = json_null();
@@ -558,4 +566,169 @@ void api_admin_stats(struct request *rq)
         "subscribers", (json_int_t)sse_hub_count_of(rt->sse, rq->principal.tenant_id, NULL),
         "as_of", time_json(now - age_ms), "complete", !truncated);
     request_reply_json(rq, 200, o);
+}
+
+/* ---- GET /admin/events/{event_id} and /admin/events?correlation_id= ---- */
+
+/* An event as an operator inspects it: every audit field, its last consumer and when it was
+ * claimed, and its lease while claimed, the token shortened (an operator sees whose lease it
+ * is, never a token that could ack or release). */
+static json_t *event_detail(const struct store_event *ev, bool with_payload, int64_t now)
+{
+    json_t *o = event_to_json(ev, false, true);
+    if (o == NULL) {
+        return NULL;
+    }
+    if (!with_payload) {
+        json_object_del(o, "payload");
+    }
+    json_object_set_new(o, "consumer", ev->consumer[0] ? json_string(ev->consumer) : json_null());
+    json_object_set_new(o, "claimed_at", time_json(ev->claimed_at_ms));
+    json_t *lease = json_null();
+    if (ev->status == STORE_CLAIMED) {
+        char shown[LEASE_TOKEN_SHOWN + 4];
+        snprintf(shown, sizeof shown, "%.*s…", LEASE_TOKEN_SHOWN, ev->lease_token);
+        lease = json_pack("{s:s, s:o, s:o, s:o, s:I}", "token", shown, "consumer",
+                          ev->consumer[0] ? json_string(ev->consumer) : json_null(), "claimed_at",
+                          time_json(ev->claimed_at_ms), "expires_at",
+                          time_json(ev->claim_expires_at_ms), "expires_in_ms",
+                          (json_int_t)(ev->claim_expires_at_ms - now));
+    }
+    json_object_set_new(o, "lease", lease ? lease : json_null());
+    return o;
+}
+
+static int run_event(struct job *job, struct store *st)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    store_event_cleanup(&op->event);
+    memset(&op->event, 0, sizeof op->event);
+    return store_call(st, event_get, op->rq->principal.tenant_id, op->rq->event_id, &op->event);
+}
+
+static void done_event(struct job *job)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    request_reply_json(op->rq, 200, event_detail(&op->event, true, time_now_ms()));
+}
+
+void api_admin_event_get(struct request *rq)
+{
+    struct admin_op *op = admin_op_new(rq);
+    if (op) {
+        op->job = (struct job){.run = run_event,
+                               .done = done_event,
+                               .write = false,
+                               .name = request_job_kind(rq),
+                               .tenant = op->job.tenant};
+        workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+    }
+}
+
+static int run_find(struct job *job, struct store *st)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    store_events_cleanup(&op->events);
+    return store_call(st, events_by_correlation, op->rq->principal.tenant_id, op->correlation_id,
+                      op->after_agent, op->after_seq, (size_t)op->limit, &op->events,
+                      &op->has_more);
+}
+
+static void done_find(struct job *job)
+{
+    struct admin_op *op = (struct admin_op *)job;
+    if (job->rc != ROOST_OK) {
+        request_reply_error(op->rq, job->rc, NULL, NULL);
+        return;
+    }
+    json_t *events = json_array();
+    int64_t now = time_now_ms();
+    for (size_t i = 0; i < op->events.len; i++) {
+        json_array_append_new(events, event_detail(&op->events.items[i], false, now));
+    }
+    const struct store_event *last = op->events.len ? &op->events.items[op->events.len - 1] : NULL;
+    json_t *next = op->has_more && last ? page_token(last->agent_id, last->seq, true) : json_null();
+    request_reply_json(op->rq, 200, json_pack("{s:o, s:o}", "events", events, "next", next));
+}
+
+void api_admin_events_find(struct request *rq)
+{
+    int64_t limit;
+    int rc = request_param_int(rq, "limit", 20, ROOST_ELIMIT, &limit);
+    if (rc) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    int rc1, rc2;
+    const char *corr = request_param_str(rq, "correlation_id", &rc1);
+    const char *next = request_param_str(rq, "next", &rc2);
+    if (rc1 || rc2) {
+        request_reply_error(rq, rc1 ? rc1 : rc2, NULL, NULL);
+        return;
+    }
+    size_t clen = corr ? strlen(corr) : 0;
+    if (clen == 0 || clen > STORE_SHORT_TEXT_MAX) {
+        request_reply_error(rq, ROOST_ECORRELATION,
+                            corr ? "correlation_id must be 1 to 256 bytes"
+                                 : "correlation_id is required (an event by id: "
+                                   "/api/v1/admin/events/{event_id})",
+                            json_pack("{s:s}", "param", "correlation_id"));
+        return;
+    }
+    struct admin_op *op = admin_op_new(rq);
+    if (!op) {
+        return;
+    }
+    if (next && parse_page_token(next, true, op->after_agent, &op->after_seq) != ROOST_OK) {
+        request_reply_error(rq, ROOST_EPAGE, NULL, NULL);
+        return;
+    }
+    memcpy(op->correlation_id, corr, clen + 1);
+    op->limit = limit;
+    /* An index walk of at most limit + 1 rows, on the readers like an event by id. */
+    op->job = (struct job){.run = run_find,
+                           .done = done_find,
+                           .write = false,
+                           .name = request_job_kind(rq),
+                           .tenant = op->job.tenant};
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+}
+
+/* ---- GET /admin/history ---- */
+
+static void add_sample(void *arg, const struct history_sample *s)
+{
+    json_t *o = json_pack("{s:o, s:I, s:i, s:i, s:i, s:i}", "at", time_json(s->at_ms), "at_ms",
+                          (json_int_t)s->at_ms, "pending", s->pending, "scheduled", s->scheduled,
+                          "claimed", s->claimed, "quarantined", s->quarantined);
+    if (o != NULL) {
+        json_object_set_new(o, "oldest_pending_age_s",
+                            s->oldest_pending_age_s >= 0 ? json_integer(s->oldest_pending_age_s)
+                                                         : json_null());
+        json_array_append_new(arg, o);
+    }
+}
+
+/* The tenant's chart samples from this node's memory (history.h): no store query. */
+void api_admin_history(struct request *rq)
+{
+    int64_t after_ms;
+    int rc = request_param_int(rq, "after_ms", 0, ROOST_EQUERY, &after_ms);
+    if (rc) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    json_t *samples = json_array();
+    history_each(metrics_history(rq->rt->metrics), rq->principal.tenant_id, after_ms, add_sample,
+                 samples);
+    int64_t every = rq->rt->cfg->metrics_refresh_ms;
+    request_reply_json(
+        rq, 200,
+        json_pack("{s:s, s:I, s:i, s:o}", "tenant", rq->principal.tenant_id, "interval_ms",
+                  (json_int_t)(every > HISTORY_MIN_GAP_MS ? every : HISTORY_MIN_GAP_MS),
+                  "max_samples", HISTORY_SAMPLES, "samples", samples));
 }

@@ -45,7 +45,9 @@ static int run_head(struct job *job, struct store *st)
             return rc == ROOST_ENONCEREUSED ? ROOST_EUNAUTHENTICATED : rc;
         }
     }
-    return store_call(st, head, p->tenant_id, op->rq->agent_id, &op->head);
+    /* An agent that opens a stream is seen (agents.last_seen_at, at most once a minute). */
+    int rc = store_call(st, agent_seen, p->tenant_id, op->rq->agent_id, time_now_ms());
+    return rc == ROOST_OK ? store_call(st, head, p->tenant_id, op->rq->agent_id, &op->head) : rc;
 }
 
 static void done_head(struct job *job)
@@ -114,11 +116,9 @@ void api_subscribe(struct request *rq)
             op->last_event_id = v; /* anything else is ignored, as EventSource ids are opaque */
         }
     }
-    /* A ticket's nonce claim is a write; a plain subscribe only reads the head. */
-    op->job = (struct job){.run = run_head,
-                           .done = done_head,
-                           .write = rq->principal.ticket_nonce[0] != '\0',
-                           .name = request_job_kind(rq)};
+    /* A write: a ticket's nonce claim, and the agent's last_seen_at. */
+    op->job = (struct job){
+        .run = run_head, .done = done_head, .write = true, .name = request_job_kind(rq)};
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "server/config.h"
+#include "server/history.h"
 #include "server/routes.h"
 #include "server/workers.h"
 
@@ -130,6 +131,7 @@ struct metrics {
     int64_t snap_ms;                    /* monotonic clock of snap, 0 = none yet */
     uint64_t snap_failures;
     struct webhook_stats *webhooks; /* per endpoint; any thread, under its own mutex */
+    struct history *history;        /* the dashboard's chart samples, fed by each snapshot */
 };
 
 struct metrics *metrics_new(void)
@@ -144,7 +146,8 @@ struct metrics *metrics_new(void)
     }
     hist_init(&m->group_commit, batch_bounds, NBOUNDS(batch_bounds), 1);
     hist_init(&m->delivery, delivery_bounds, NBOUNDS(delivery_bounds), 1e-3);
-    if ((m->webhooks = webhook_stats_new()) == NULL) {
+    if ((m->webhooks = webhook_stats_new()) == NULL || (m->history = history_new()) == NULL) {
+        webhook_stats_free(m->webhooks);
         free(m);
         return NULL;
     }
@@ -166,6 +169,7 @@ void metrics_free(struct metrics *m)
     metrics_stop(m);
     snapshot_free(&m->snap);
     webhook_stats_free(m->webhooks);
+    history_free(m->history);
     free(m);
 }
 
@@ -364,6 +368,7 @@ static void done_snap(struct job *job)
         m->snap = j->acc; /* moves the arrays */
         memset(&j->acc, 0, sizeof j->acc);
         m->snap_ms = time_mono_ms();
+        history_record(m->history, &m->snap, time_now_ms());
     } else if (job->rc != ROOST_OK) {
         m->snap_failures++;
         log_warn("metrics snapshot failed", "error=%s", roost_err_code(job->rc));
@@ -462,6 +467,11 @@ bool metrics_snapshot_info(const struct metrics *m, int64_t *age_ms, bool *trunc
     *age_ms = age > 0 ? age : 0;
     *truncated = m->snap.truncated;
     return true;
+}
+
+struct history *metrics_history(struct metrics *m)
+{
+    return m->history;
 }
 
 const struct store_metrics_tenant *metrics_tenant(const struct metrics *m, const char *tenant_id)

@@ -16,6 +16,7 @@
 struct config;
 struct evbuffer;
 struct event_base;
+struct history;
 struct metrics;
 struct workers;
 
@@ -75,6 +76,9 @@ bool metrics_snapshot_info(const struct metrics *m, int64_t *age_ms, bool *trunc
 /* The last snapshot's numbers of one tenant, or NULL when it has no unfinished rows (or was left
  * out, or there is no snapshot yet). Valid until the next refresh; loop thread. */
 const struct store_metrics_tenant *metrics_tenant(const struct metrics *m, const char *tenant_id);
+
+/* The per-tenant chart samples every complete snapshot adds to (history.h). Loop thread. */
+struct history *metrics_history(struct metrics *m);
 
 /* Appends the whole exposition to `out`; sse_subscribers is the open stream count (the hub's).
  * Returns 0, or -1 when out of memory. */

@@ -24,6 +24,7 @@
 
 #define MAX_LIMIT 1000              /* inbox reads and claims, admin lists, key lists */
 #define PURGE_MAX_LIMIT 10000       /* one quarantine purge */
+#define FIND_MAX_LIMIT 100          /* events by correlation id (no payloads) */
 #define HOOK_LIST_MAX_LIMIT 100     /* webhook endpoint and attempt lists */
 #define MAX_DELAY_S (365LL * 86400) /* publish delay_s, release delay_s */
 #define MAX_TTL_S (10LL * 365 * 86400)
@@ -339,6 +340,29 @@ const struct route router_routes[] =
          .action = AUTH_ADMIN,
          .body = BODY_NONE,
          .handler = api_admin_stats},
+        {.method = GET,
+         .pattern = "/api/v1/admin/events",
+         .name = "admin_events_find",
+         .action = AUTH_ADMIN,
+         .body = BODY_NONE,
+         .job = "admin",
+         .handler = api_admin_events_find,
+         .params = {Q_STR("correlation_id", STORE_SHORT_TEXT_MAX),
+                    Q_INT("limit", 1, FIND_MAX_LIMIT), Q_NEXT}},
+        {.method = GET,
+         .pattern = "/api/v1/admin/events/{event}",
+         .name = "admin_event",
+         .action = AUTH_ADMIN,
+         .body = BODY_NONE,
+         .job = "admin",
+         .handler = api_admin_event_get},
+        {.method = GET,
+         .pattern = "/api/v1/admin/history",
+         .name = "admin_history",
+         .action = AUTH_ADMIN,
+         .body = BODY_NONE,
+         .handler = api_admin_history,
+         .params = {Q_INT("after_ms", 0, INT64_MAX)}},
         {.method = POST,
          .pattern = "/api/v1/admin/keys",
          .name = "admin_keys_add",

@@ -506,6 +506,21 @@ struct store_ops {
      * completed). ROOST_EEVENTNOTFOUND. */
     int (*event_get)(struct store *st, const char *tenant_id, const char *event_id,
                      struct store_event *out);
+    /* Admin: the tenant's events whose correlation_id is exactly `correlation_id` (1..
+     * STORE_SHORT_TEXT_MAX bytes), any status and agent, ordered by (agent_id, seq) after the
+     * given position (after_agent "" = from the start), at most `limit` (1..1000) appended to
+     * *out with their audit fields; *has_more when more follow. Walks the correlation index
+     * (migrations sqlite 0006, mysql 0008), never an agent's inbox. ROOST_EINVAL for a bad
+     * argument. */
+    int (*events_by_correlation)(struct store *st, const char *tenant_id,
+                                 const char *correlation_id, const char *after_agent,
+                                 int64_t after_seq, size_t limit, struct store_events *out,
+                                 bool *has_more);
+    /* Write (in a transaction): agents.last_seen_at = now for an agent that opened a stream, at
+     * most once per STORE_SEEN_EVERY_MS (as a claim writes it); an agent without a row is left
+     * alone. */
+    int (*agent_seen)(struct store *st, const char *tenant_id, const char *agent_id,
+                      int64_t now_ms);
     /* Admin (write): deletes quarantined rows of the tenant — one event (event_id), one agent's
      * (agent_id), or all (both NULL) — at most `limit` per call; *purged = rows deleted. Other
      * statuses are never touched; a named event that is not quarantined is ROOST_ESTATE, an

@@ -472,6 +472,12 @@ int store_lifecycle_head(struct store *st, const char *tenant_id, const char *ag
     return done(st, dialect(st)->agent_head(st, tenant_id, agent_id, head, &purged));
 }
 
+int store_lifecycle_agent_seen(struct store *st, const char *tenant_id, const char *agent_id,
+                               int64_t now_ms)
+{
+    return done(st, dialect(st)->seen(st, tenant_id, agent_id, now_ms));
+}
+
 /* ---- leases ---- */
 
 /* Claims every candidate in one statement (claim_update_all) and moves them to out. */

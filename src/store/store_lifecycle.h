@@ -301,6 +301,8 @@ int store_lifecycle_release_all(struct store *st, const char *tenant_id, const c
                                 struct store_touches *touches);
 int store_lifecycle_head(struct store *st, const char *tenant_id, const char *agent_id,
                          int64_t *head);
+int store_lifecycle_agent_seen(struct store *st, const char *tenant_id, const char *agent_id,
+                               int64_t now_ms);
 int store_lifecycle_scavenge(struct store *st, int64_t now_ms,
                              const struct store_scavenge_limits *lim, size_t limit, size_t *count,
                              size_t *quarantined, struct store_touches *touches);

@@ -21,6 +21,10 @@ int store_inbox_state_get(struct store *st, const char *tenant_id, const char *a
 /* ---- admin and stats (store_admin.c) ---- */
 int store_admin_event_get(struct store *st, const char *tenant_id, const char *event_id,
                           struct store_event *out);
+int store_admin_events_by_correlation(struct store *st, const char *tenant_id,
+                                      const char *correlation_id, const char *after_agent,
+                                      int64_t after_seq, size_t limit, struct store_events *out,
+                                      bool *has_more);
 
 /* ---- signature keys and nonces (store_keys.c) ---- */
 int store_keys_add(struct store *st, const char *tenant_id, const struct store_key *key,

@@ -171,6 +171,40 @@ check "release-all --consumer releases its lease" \
 check "admin quarantine list --agent" sh -c "'$roost' admin quarantine list --agent cli.c \
   --server '$url' --token '$tok' --compact | grep -q '\"events\":\[\]'"
 
+# ---- "what happened to event X?" (issue 33, rough edge 4): by id and by correlation id ----
+out=$(r publish --agent cli.d --agent cli.e --correlation-id order-42 --payload '{"n":5}')
+check "publish --correlation-id to two agents" test -n "$(printf '%s' "$out" | field event_id)"
+r publish --agent cli.d --correlation-id other --payload '{}' >/dev/null
+out=$(r claim --agent cli.d --consumer w9 --lease 5m --limit 1)
+ev=$(printf '%s' "$out" | field event_id)
+lease=$(printf '%s' "$out" | field lease_token)
+r release --agent cli.d "$ev" "$lease" --error 'the order service said 503' >/dev/null
+r claim --agent cli.d --consumer w9 --lease 5m --limit 1 >/dev/null
+r admin events show "$ev" >"$dir/show"
+check "admin events show: claimed, by w9, second attempt" \
+  sh -c "jq -e '.status == \"claimed\" and .attempts == 2 and .consumer == \"w9\"' '$dir/show'"
+check "admin events show: the last error and the payload" \
+  sh -c "jq -e '.last_error == \"the order service said 503\" and .payload.n == 5' '$dir/show'"
+check "admin events show: the lease with its token shortened, never whole" \
+  sh -c "jq -e '.lease.consumer == \"w9\" and (.lease.token | test(\"^lt_.{4}…$\")) and (has(\"lease_token\") | not)' '$dir/show'"
+r admin events show evt_01ZZZZZZZZZZZZZZZZZZZZZZZZ >/dev/null 2>"$dir/err"
+check "admin events show of an unknown event exits 3" test $? -eq 3
+r admin events find --correlation-id order-42 >"$dir/find"
+check "admin events find: both recipients' events, by agent" \
+  sh -c "jq -e '[.events[].agent_id] == [\"cli.d\", \"cli.e\"] and .next == null' '$dir/find'"
+check "admin events find: no payloads, statuses shown" \
+  sh -c "jq -e '[.events[] | has(\"payload\")] == [false, false] and .events[1].status == \"pending\"' '$dir/find'"
+r admin events find --correlation-id order-42 --limit 1 >"$dir/find1"
+next=$(jq -r .next "$dir/find1")
+check "admin events find --limit 1 pages" \
+  sh -c "test \"\$(r() { '$roost' \"\$@\" --server '$url' --token '$tok' --compact; }; r admin events find --correlation-id order-42 --next '$next' | jq -r '.events[0].agent_id')\" = cli.e"
+"$roost" admin events find --correlation-id order-42 --output table --server "$url" --token "$tok" >"$dir/find.table"
+check "admin events find --output table" grep -q 'cli.e .*pending' "$dir/find.table"
+check "admin events find of an unknown correlation id: none" \
+  test "$(r admin events find --correlation-id nope | jq -c .events)" = "[]"
+"$roost" admin events find --server "$url" --token "$tok" >/dev/null 2>&1
+check "admin events find without --correlation-id exits 2" test $? -eq 2
+
 # ---- the signing algorithms: what roostd accepts is what the help and roost(1) list ----
 err=$(printf '{"key_id":"k1","agent_id":"cli.a","alg":"bogus","public_key":"x"}' |
   curl -s -X POST -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \

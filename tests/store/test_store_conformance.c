@@ -1836,6 +1836,70 @@ struct test {
     void (*fn)(struct fx *f);
 };
 
+/* "What happened to event X?": a tenant's events by correlation id, any agent and status, in
+ * (agent, seq) order and paged, never another tenant's or another id's; and a stream's sighting
+ * of an agent (last_seen_at, at most once a minute). */
+static void test_store_events_by_correlation_and_seen(struct fx *f)
+{
+    struct store *st = f->st;
+    struct pubopt order = {.corr = "order-7"}, other = {.corr = "order-8"};
+    const char *const both[] = {"zed", "amy"};
+    struct store_published outs[2];
+    CHECK_RC(publish_to(st, TA, both, 2, "{\"n\":1}", &order, T0, outs, NULL), ROOST_OK);
+    pub1(st, TA, "amy", "{}", &other, T0, NULL);
+    pub1(st, TA, "amy", "{}", NULL, T0, NULL);
+    pub1(st, TA, "amy", "{\"n\":2}", &order, T0, NULL); /* amy/4 */
+    pub1(st, TB, "amy", "{}", &order, T0, NULL);        /* another tenant's */
+    struct store_events evs = {0};
+    CHECK_RC(claim(st, TA, "zed", 1, 30, "w1", T0 + 1, &evs), ROOST_OK);
+    store_events_cleanup(&evs);
+
+    struct store_events got = {0};
+    bool more = true;
+    CHECK_RC(st->ops->events_by_correlation(st, TA, "order-7", "", 0, 10, &got, &more), ROOST_OK);
+    CHECK(got.len == 3 && !more);
+    if (got.len == 3) {
+        CHECK(strcmp(got.items[0].agent_id, "amy") == 0 && got.items[0].seq == 1);
+        CHECK(strcmp(got.items[1].agent_id, "amy") == 0 && got.items[1].seq == 4);
+        CHECK(strcmp(got.items[2].agent_id, "zed") == 0 && got.items[2].seq == 1);
+        CHECK(got.items[2].status == STORE_CLAIMED && got.items[2].attempts == 1);
+        CHECK(strcmp(got.items[2].consumer, "w1") == 0);
+        CHECK(got.items[0].correlation_id != NULL &&
+              strcmp(got.items[0].correlation_id, "order-7") == 0);
+    }
+    store_events_cleanup(&got);
+    /* Paged: two, then the rest after (amy, 4). */
+    CHECK_RC(st->ops->events_by_correlation(st, TA, "order-7", "", 0, 2, &got, &more), ROOST_OK);
+    CHECK(got.len == 2 && more);
+    store_events_cleanup(&got);
+    CHECK_RC(st->ops->events_by_correlation(st, TA, "order-7", "amy", 4, 2, &got, &more), ROOST_OK);
+    CHECK(got.len == 1 && !more && strcmp(got.items[0].agent_id, "zed") == 0);
+    store_events_cleanup(&got);
+    CHECK_RC(st->ops->events_by_correlation(st, TB, "order-7", "", 0, 10, &got, &more), ROOST_OK);
+    CHECK(got.len == 1 && strcmp(got.items[0].agent_id, "amy") == 0);
+    store_events_cleanup(&got);
+    CHECK_RC(st->ops->events_by_correlation(st, TA, "order-", "", 0, 10, &got, &more), ROOST_OK);
+    CHECK(got.len == 0 && !more); /* an exact match, never a prefix */
+    store_events_cleanup(&got);
+    CHECK_RC(st->ops->events_by_correlation(st, TA, "", "", 0, 10, &got, &more), ROOST_EINVAL);
+    CHECK_RC(st->ops->events_by_correlation(st, TA, "order-7", "", 0, 0, &got, &more),
+             ROOST_EINVAL);
+
+    /* Seen by a stream: written, then not again within the minute; an unknown agent: no row. */
+    struct store_agent_stats stats[4];
+    size_t n = 0;
+    CHECK_RC(IN_TX(st, st->ops->agent_seen(st, TA, "amy", T0 + 100)), ROOST_OK);
+    CHECK_RC(IN_TX(st, st->ops->agent_seen(st, TA, "amy", T0 + 200)), ROOST_OK);
+    CHECK_RC(IN_TX(st, st->ops->agent_seen(st, TA, "nobody", T0 + 200)), ROOST_OK);
+    CHECK_RC(st->ops->agents_list(st, TA, STORE_SORT_AGENT, "", 0, 4, T0, stats, &n, &more),
+             ROOST_OK);
+    CHECK(n == 2 && strcmp(stats[0].agent_id, "amy") == 0 && stats[0].last_seen_ms == T0 + 100);
+    CHECK_RC(IN_TX(st, st->ops->agent_seen(st, TA, "amy", T0 + 100 + 60000)), ROOST_OK);
+    CHECK_RC(st->ops->agents_list(st, TA, STORE_SORT_AGENT, "", 0, 1, T0, stats, &n, &more),
+             ROOST_OK);
+    CHECK(n == 1 && stats[0].last_seen_ms == T0 + 100 + 60000);
+}
+
 /* The webhook part lives in conformance_webhooks.c; it needs only the fresh store. */
 static void test_store_webhooks_endpoints(struct fx *f)
 {
@@ -1891,6 +1955,7 @@ static const struct test tests[] = {
     TEST(test_store_open_rejects_bad_urls),
     TEST(test_store_tail_reports_commits_of_other_connections),
     TEST(test_store_concurrent_publish_cursor_sees_every_seq_once),
+    TEST(test_store_events_by_correlation_and_seen),
     TEST(test_store_webhooks_endpoints),
     TEST(test_store_webhooks_failure_run),
     TEST(test_store_webhooks_attempts),

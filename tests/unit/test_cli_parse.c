@@ -146,6 +146,8 @@ static void test_cli_table_names_every_command(void)
                                         "admin quarantine purge",
                                         "admin agents",
                                         "admin stats",
+                                        "admin events show",
+                                        "admin events find",
                                         "keys add",
                                         "keys generate",
                                         "whoami",
