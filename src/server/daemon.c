@@ -257,7 +257,7 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
         /* SQLite has one writer at a time: more threads would only wait on its lock. On MySQL
          * a second writer overlaps one agent's statements with another's COMMIT (P2 C2 on
          * MariaDB: +35 % full cycles, doc/BENCHMARKS.md). */
-        bool single_writer = strncmp(sh->url, "sqlite:", 7) == 0;
+        bool single_writer = store_url_has(sh->url, STORE_CAP_SINGLE_WRITER);
         int writers = single_writer ? 1 : cfg->store_writers > 0 ? (int)cfg->store_writers : 2;
         if (workers_new(rt->base, sh->url, &opt, (int)cfg->store_readers,
                         (int)cfg->store_scan_readers, writers, (int)cfg->store_group_commit_max,

@@ -233,8 +233,8 @@ struct scheduler *scheduler_start(struct runtime *rt, struct workers *workers)
     }
     arm(s, s->scavenge_ev, 0);
     arm(s, s->retention_ev, 0);
-    /* Only backends with writers outside this process have a change log to tail (not SQLite). */
-    if (workers_store_ops(workers)->tail != NULL) {
+    /* Only backends with writers outside this process have a change log to tail. */
+    if (workers_store_has(workers, STORE_CAP_CHANGE_LOG)) {
         s->tail_job.sched = s;
         if (!(s->tail_ev = evtimer_new(rt->base, on_tail_timer, s))) {
             scheduler_free(s);

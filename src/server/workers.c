@@ -687,7 +687,7 @@ void workers_get_stats(struct workers *w, struct workers_stats *out)
     pthread_mutex_unlock(&w->stats_mu);
 }
 
-const struct store_ops *workers_store_ops(const struct workers *w)
+bool workers_store_has(const struct workers *w, unsigned caps)
 {
-    return w->slots[0].st->ops;
+    return store_has(w->slots[0].st, caps);
 }

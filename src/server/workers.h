@@ -100,9 +100,9 @@ void workers_submit(struct workers *w, struct job *job);
  * the threads and closes the connections. */
 void workers_free(struct workers *w);
 void workers_get_stats(struct workers *w, struct workers_stats *out);
-/* The backend's operations (every connection of a pool has the same backend): lets callers see
- * which optional operations it has. */
-const struct store_ops *workers_store_ops(const struct workers *w);
+/* True when the pool's backend (every connection of a pool has the same one) has every
+ * capability in `caps` (enum store_cap, store.h). */
+bool workers_store_has(const struct workers *w, unsigned caps);
 /* Who hears of job run times, commits and retries (the metrics). The callbacks run on worker
  * threads, so they must be thread-safe; arg must outlive the pool. */
 struct workers_observer {

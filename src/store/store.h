@@ -359,9 +359,9 @@ struct store_ha_info {
 /* Fills out[0..max) and returns how many entries exist (may exceed max). Thread-safe. */
 size_t store_ha_list(struct store_ha_info *out, size_t max);
 
+/* The operations table: one for every backend (store_ops.c), each entry written once over the
+ * store's dialect (store_lifecycle.h), which holds the driver mechanics. */
 struct store_ops {
-    const char *scheme; /* "sqlite", "mysql" */
-    int (*open)(const char *url, const struct store_options *opt, struct store **out);
     void (*close)(struct store *st);
     /* Applies numbered migrations not yet applied; idempotent; safe from several processes. */
     int (*migrate)(struct store *st);
@@ -567,10 +567,28 @@ struct store_ops {
      * nothing and starts from the end of the log (ids just below it not yet committed are watched
      * as gaps). The same change may be reported twice, never missed (except one whose commit
      * comes more than STORE_TAIL_GAP_MS after its id was passed).
-     * NULL when the backend has one writer process (SQLite): every commit is already pinged by the
-     * process that made it, so callers must check for NULL. */
+     * A backend with one writer process (SQLite) has no change log and reports nothing: every
+     * commit is already pinged by the process that made it (store_has(st, STORE_CAP_CHANGE_LOG)
+     * says whether there is anything to tail). */
     int (*tail)(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
                 struct store_touches *touches);
+};
+
+/* Named capabilities of a store's backend (its dialect), for callers and operations that size
+ * themselves to it instead of testing which backend they are on. */
+enum store_cap {
+    /* One writer process has the whole database (SQLite): more writer threads would only wait on
+     * its lock, every commit is pinged by the process that made it, and there is no tailer. */
+    STORE_CAP_SINGLE_WRITER = 1u << 0,
+    /* Transactions write a change log other nodes read (MySQL): tail reports their commits, and
+     * an agent is touched even when the caller collects no touches. */
+    STORE_CAP_CHANGE_LOG = 1u << 1,
+    /* INSERT … ON CONFLICT DO UPDATE … WHERE (SQLite): a conditional upsert in one statement,
+     * which changes no row when the condition fails. */
+    STORE_CAP_UPSERT_WHERE = 1u << 2,
+    /* A publish of several rows is cheaper as a batch of one (SQLite: the seqs of its agents
+     * from one statement per agent instead of one upsert per recipient). */
+    STORE_CAP_PUBLISH_ROWS_AS_BATCH = 1u << 3,
 };
 
 struct store_dialect;
@@ -586,6 +604,11 @@ struct store {
 int store_open(const char *url, const struct store_options *opt, struct store **out,
                const char **errmsg);
 void store_close(struct store *st);
+/* True when the store's backend has every capability in `caps` (enum store_cap). */
+bool store_has(const struct store *st, unsigned caps);
+/* The same for the backend a store URL names, before any store is open (false for an unknown
+ * scheme). */
+bool store_url_has(const char *url, unsigned caps);
 
 /* A batch of publishes (or acks) through the backend's batch operation, or one by one when it has
  * none. Returns as the publish_batch operation. */

@@ -71,19 +71,6 @@ struct store_new_row {
     int64_t expires_at_ms; /* 0 = never */
 };
 
-/* Named capabilities of a dialect (struct store_dialect.caps). */
-enum store_cap {
-    /* One writer process has the whole database (SQLite): every commit is pinged by the process
-     * that made it, so there is no tailer, and nothing else takes an agent's rows. */
-    STORE_CAP_SINGLE_WRITER = 1u << 0,
-    /* changed() writes a change log other nodes read (MySQL): an agent is then touched even when
-     * the caller collects no touches. */
-    STORE_CAP_CHANGE_LOG = 1u << 1,
-    /* INSERT … ON CONFLICT DO UPDATE … WHERE (SQLite): a conditional upsert in one statement,
-     * which changes no row when the condition fails. */
-    STORE_CAP_UPSERT_WHERE = 1u << 2,
-};
-
 /* Runs a descriptor's statement through the store's dialect (struct store_dialect.run). */
 #define store_run(st, stmt, params, on_row, arg, changed)                                          \
     ((st)->dialect->run((st), &(stmt), (params), sizeof(params) / sizeof((params)[0]), (on_row),   \
@@ -96,6 +83,36 @@ enum store_cap {
  * (ROOST_ERETRY, ROOST_ESTORE, ROOST_ENOMEM...), never a lifecycle answer: those are decided by
  * the caller. Limits arrive already bounded (store_limit). */
 struct store_dialect {
+    /* ---- the driver: connection, transactions, error detail ---- */
+    const char *scheme; /* the URL scheme this dialect opens ("sqlite" for sqlite://...) */
+    int (*open)(const char *url, const struct store_options *opt, struct store **out);
+    /* Detail of the last failed open on the calling thread ("" when none). */
+    const char *(*open_error)(void);
+    void (*close)(struct store *st);
+    int (*migrate)(struct store *st);
+    const char *(*errmsg)(struct store *st);
+    bool (*ping)(struct store *st);
+    int (*begin)(struct store *st);
+    int (*commit)(struct store *st);
+    int (*rollback)(struct store *st);
+    int (*savepoint)(struct store *st);
+    int (*savepoint_release)(struct store *st);
+    int (*savepoint_rollback)(struct store *st);
+    /* The change-log tailer (STORE_CAP_CHANGE_LOG); NULL without one. */
+    int (*tail)(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
+                struct store_touches *touches);
+
+    /* ---- operations not yet written once (issue 30): each backend's own, called through the
+     * operations table. ---- */
+    int (*inbox_read)(struct store *st, const char *tenant_id, const char *agent_id,
+                      int64_t after_cursor, size_t limit, size_t max_bytes,
+                      struct store_inbox_page *page);
+    int (*agents_list)(struct store *st, const char *tenant_id, enum store_agents_sort sort,
+                       const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
+                       struct store_agent_stats *out, size_t *n, bool *has_more);
+    int (*metrics_snapshot)(struct store *st, int64_t now_ms, struct store_metrics_snapshot *snap);
+
+    /* ---- statements and primitives ---- */
     /* Ends every lifecycle operation (SQLite: resets the cached statements, so none pins a
      * snapshot). NULL = nothing to do. */
     void (*done)(struct store *st);

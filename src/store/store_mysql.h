@@ -7,9 +7,10 @@
 #include "store/store.h"
 #include "store/store_mysql_url.h"
 
-extern const struct store_ops store_mysql_ops;
+/* The dialect: its driver mechanics, capabilities and statement runner (store_lifecycle.h). */
+extern const struct store_dialect store_mysql_dialect;
 
-/* Detail of the last failed store_mysql_ops.open() on the calling thread ("" when none); valid
+/* Detail of the last failed store_mysql_open() on the calling thread ("" when none); valid
  * until the next open on this thread. */
 const char *store_mysql_open_error(void);
 /* store_ha_list for the MySQL backend (store_mysql_ha.c). */

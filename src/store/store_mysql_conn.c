@@ -9,6 +9,7 @@
  * lost connections become ROOST_ERETRY. */
 #include "store/store_mysql.h"
 #include "store/store_mysql_int.h"
+#include "store/store_ops.h"
 
 #include <errmsg.h>
 #include <mysqld_error.h>
@@ -465,7 +466,7 @@ int store_mysql_open(const char *url, const struct store_options *opt, struct st
     if (b == NULL) {
         return ROOST_ENOMEM;
     }
-    b->base.ops = &store_mysql_ops;
+    b->base.ops = &store_ops_table;
     b->base.dialect = &store_mysql_dialect;
     if (store_mysql_url_parse(url, &b->url) != ROOST_OK) {
         snprintf(open_err, sizeof open_err,

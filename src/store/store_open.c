@@ -1,19 +1,38 @@
 /* SPDX-License-Identifier: MIT */
-/* Opening a store by URL scheme: the one place that knows every backend (the backends include
+/* Opening a store by URL scheme: the one place that lists every dialect (the dialects include
  * store.h, so store.c does not include them). */
 #include <string.h>
 
 #include "common/limits.h"
 #include "store/store.h"
+#include "store/store_lifecycle.h"
 #include "store/store_mysql.h"
+#include "store/store_ops.h"
 #include "store/store_sqlite.h"
 
 #include "common/banned.h"
 
-static const struct store_ops *const backends[] = {
-    &store_sqlite_ops,
-    &store_mysql_ops,
+static const struct store_dialect *const dialects[] = {
+    &store_sqlite_dialect,
+    &store_mysql_dialect,
 };
+
+/* The dialect of the URL's scheme, or NULL. */
+static const struct store_dialect *dialect_of(const char *url)
+{
+    const char *sep = url != NULL ? strstr(url, "://") : NULL;
+    if (sep == NULL) {
+        return NULL;
+    }
+    size_t scheme_len = (size_t)(sep - url);
+    for (size_t i = 0; i < sizeof dialects / sizeof dialects[0]; i++) {
+        const char *scheme = dialects[i]->scheme;
+        if (strlen(scheme) == scheme_len && memcmp(scheme, url, scheme_len) == 0) {
+            return dialects[i];
+        }
+    }
+    return NULL;
+}
 
 int store_open(const char *url, const struct store_options *opt, struct store **out,
                const char **errmsg)
@@ -30,34 +49,46 @@ int store_open(const char *url, const struct store_options *opt, struct store **
         }
         return ROOST_EINVAL;
     }
-    const char *sep = strstr(url, "://");
-    if (sep == NULL) {
+    if (strstr(url, "://") == NULL) {
         if (errmsg != NULL) {
             *errmsg = "the store URL must look like scheme://...";
         }
         return ROOST_EINVAL;
     }
-    size_t scheme_len = (size_t)(sep - url);
-    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
-        const struct store_ops *ops = backends[i];
-        if (strlen(ops->scheme) == scheme_len && memcmp(ops->scheme, url, scheme_len) == 0) {
-            const struct store_options *o = opt != NULL ? opt : &defaults;
-            int rc = ops->open(url, o, out);
-            if (rc == ROOST_OK) {
-                (*out)->admin_scan_ms = o->admin_scan_ms;
-            }
-            if (rc != ROOST_OK && errmsg != NULL) {
-                *errmsg = ops == &store_sqlite_ops  ? store_sqlite_open_error()
-                          : ops == &store_mysql_ops ? store_mysql_open_error()
-                                                    : "the store could not be opened";
-            }
-            return rc;
+    const struct store_dialect *d = dialect_of(url);
+    if (d == NULL) {
+        if (errmsg != NULL) {
+            *errmsg = "unknown store URL scheme (expected sqlite:// or mysql://)";
         }
+        return ROOST_EINVAL;
     }
-    if (errmsg != NULL) {
-        *errmsg = "unknown store URL scheme (expected sqlite:// or mysql://)";
+    /* The start-up check: a table or dialect with a hole never opens (tests/unit/test_store_ops
+     * proves the check fails on one). */
+    if (store_ops_missing(&store_ops_table) >= 0 || store_dialect_missing(d) != NULL) {
+        if (errmsg != NULL) {
+            *errmsg = "the store's operations table or dialect is incomplete";
+        }
+        return ROOST_EINTERNAL;
     }
-    return ROOST_EINVAL;
+    const struct store_options *o = opt != NULL ? opt : &defaults;
+    int rc = d->open(url, o, out);
+    if (rc == ROOST_OK) {
+        (*out)->admin_scan_ms = o->admin_scan_ms;
+    } else if (errmsg != NULL) {
+        *errmsg = d->open_error();
+    }
+    return rc;
+}
+
+bool store_has(const struct store *st, unsigned caps)
+{
+    return store_dialect_has(st->dialect, caps);
+}
+
+bool store_url_has(const char *url, unsigned caps)
+{
+    const struct store_dialect *d = dialect_of(url);
+    return d != NULL && store_dialect_has(d, caps);
 }
 
 size_t store_ha_list(struct store_ha_info *out, size_t max)

@@ -12,6 +12,20 @@
 
 #include "store/store.h"
 
+/* The operations table every store's ops points at (store_ops.c). */
+extern const struct store_ops store_ops_table;
+
+struct store_dialect;
+/* The start-up checks (store_open runs them): the slot (0-based) of the first empty entry of an
+ * operations table, -1 when none is; the name of the first required entry of a dialect that is
+ * missing, NULL when none is. */
+long store_ops_missing(const struct store_ops *o);
+const char *store_dialect_missing(const struct store_dialect *d);
+
+/* ---- publish (store_publish.c) ---- */
+int store_publish_op(struct store *st, const struct store_publish_req *req,
+                     struct store_published *out, struct store_touches *touches);
+
 /* ---- inbox and cursor reads (store_inbox.c) ---- */
 int store_inbox_peek(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
                      struct store_event *out, bool *found);

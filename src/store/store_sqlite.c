@@ -573,26 +573,6 @@ static int sq_insert_rows(struct store *st, struct store_new_row *rows, size_t n
     return rc == ROOST_OK ? insert_by_item(st, rows, n) : rc;
 }
 
-/* A request with more than one row (a fan-out, several items) takes the batch path, so its
- * agents' seqs come from one statement per agent or one for all the new ones (sq_insert_rows)
- * instead of one upsert per recipient; a one-row publish stays on the plain path, which costs
- * fewer allocations. The batch path falls back to the plain one for an idempotency key or a
- * state patch. */
-static int sq_publish(struct store *st, const struct store_publish_req *req,
-                      struct store_published *out, struct store_touches *touches)
-{
-    size_t rows = 0;
-    for (size_t i = 0; i < req->n_items && rows < 2; i++) {
-        rows += req->items[i].n_recipients;
-    }
-    if (rows < 2) {
-        return store_lifecycle_publish(st, req, out, touches);
-    }
-    struct store_publish_entry e = {.req = req, .out = out, .touches = touches};
-    int rc = store_lifecycle_publish_batch(st, &e, 1);
-    return rc != ROOST_OK ? rc : e.rc;
-}
-
 static int sq_state_patch(struct store *st, const char *tenant_id, const char *agent_id,
                           const char *patch, int64_t seq, int64_t now_ms, int64_t *state_bytes)
 {
@@ -1095,48 +1075,6 @@ static bool sq_dup_key(struct store *st)
     return e == SQLITE_CONSTRAINT_UNIQUE || e == SQLITE_CONSTRAINT_PRIMARYKEY;
 }
 
-const struct store_dialect store_sqlite_dialect = {
-    .done = sq_done,
-    .set_error = sq_set_error,
-    .sql_col = STORE_SQL_SQLITE,
-    .caps = STORE_CAP_SINGLE_WRITER | STORE_CAP_UPSERT_WHERE,
-    .dup_key = sq_dup_key,
-    .agent_head = sq_agent_head,
-    .changed = sq_changed,
-    .publish_begin = sq_publish_begin,
-    .idem_find = sq_idem_find,
-    .seq_alloc = sq_seq_alloc,
-    .inbox_insert = sq_inbox_insert,
-    .insert_rows = sq_insert_rows,
-    .state_patch = sq_state_patch,
-    .claim_select = sq_claim_select,
-    .claim_update = sq_claim_update,
-    .claim_update_all = sq_claim_update_all,
-    .seen = sq_seen,
-    .lease_find = sq_lease_find,
-    .ack_update = sq_ack_update,
-    .release_update = sq_release_update,
-    .extend_update = sq_extend_update,
-    .release_leases = sq_release_leases,
-    .scavenge_select = sq_scavenge_select,
-    .scavenge_update = sq_scavenge_update,
-    .promote = sq_promote,
-    .expire = sq_expire,
-    .retention_begin = sq_retention_begin,
-    .retention_end = sq_retention_end,
-    .retention_agents = sq_retention_agents,
-    .retention_lock = NULL,
-    .retention_rows = sq_retention_rows,
-    .event_by_seq = sq_event_by_seq,
-    .retention_delete = sq_retention_delete,
-    .retention_watermark = sq_retention_watermark,
-    .event_locate = sq_event_locate,
-    .requeue_update = sq_requeue_update,
-    .quarantine_select = sq_quarantine_select,
-    .quarantine_delete = sq_quarantine_delete,
-    .run = store_sqlite_run_stmt,
-};
-
 /* ---- reads and admin views (no lifecycle decisions) ---- */
 
 static int sq_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
@@ -1306,9 +1244,10 @@ out:
 
 /* ---- signature keys and nonces ---- */
 
-const struct store_ops store_sqlite_ops = {
+const struct store_dialect store_sqlite_dialect = {
     .scheme = "sqlite",
     .open = store_sqlite_open,
+    .open_error = store_sqlite_open_error,
     .close = store_sqlite_close,
     .migrate = store_sqlite_migrate,
     .errmsg = store_sqlite_errmsg,
@@ -1319,34 +1258,47 @@ const struct store_ops store_sqlite_ops = {
     .savepoint = store_sqlite_savepoint,
     .savepoint_release = store_sqlite_savepoint_release,
     .savepoint_rollback = store_sqlite_savepoint_rollback,
-    .publish = sq_publish,
+    .tail = NULL,
     .inbox_read = sq_inbox_read,
-    .inbox_peek = store_inbox_peek,
-    .claim = store_lifecycle_claim,
-    .ack = store_lifecycle_ack,
-    .publish_batch = store_lifecycle_publish_batch,
-    .claim_batch = store_lifecycle_claim_batch,
-    .release = store_lifecycle_release,
-    .extend = store_lifecycle_extend,
-    .release_all = store_lifecycle_release_all,
-    .state_get = store_inbox_state_get,
-    .head = store_lifecycle_head,
-    .scavenge = store_lifecycle_scavenge,
-    .promote_due = store_lifecycle_promote_due,
-    .expire = store_lifecycle_expire,
-    .retention = store_lifecycle_retention,
-    .quarantine_list = store_lifecycle_quarantine_list,
-    .requeue = store_lifecycle_requeue,
     .agents_list = sq_agents_list,
-    .event_get = store_admin_event_get,
-    .events_by_correlation = store_admin_events_by_correlation,
-    .agent_seen = store_lifecycle_agent_seen,
-    .quarantine_purge = store_lifecycle_quarantine_purge,
     .metrics_snapshot = sq_metrics_snapshot,
-    .key_add = store_keys_add,
-    .key_get = store_keys_get,
-    .key_list = store_keys_list,
-    .key_revoke = store_keys_revoke,
-    .nonce_claim = store_keys_nonce_claim,
-    .nonce_prune = store_keys_nonce_prune,
+    .done = sq_done,
+    .set_error = sq_set_error,
+    .sql_col = STORE_SQL_SQLITE,
+    .caps = STORE_CAP_SINGLE_WRITER | STORE_CAP_UPSERT_WHERE | STORE_CAP_PUBLISH_ROWS_AS_BATCH,
+    .dup_key = sq_dup_key,
+    .agent_head = sq_agent_head,
+    .changed = sq_changed,
+    .publish_begin = sq_publish_begin,
+    .idem_find = sq_idem_find,
+    .seq_alloc = sq_seq_alloc,
+    .inbox_insert = sq_inbox_insert,
+    .insert_rows = sq_insert_rows,
+    .state_patch = sq_state_patch,
+    .claim_select = sq_claim_select,
+    .claim_update = sq_claim_update,
+    .claim_update_all = sq_claim_update_all,
+    .seen = sq_seen,
+    .lease_find = sq_lease_find,
+    .ack_update = sq_ack_update,
+    .release_update = sq_release_update,
+    .extend_update = sq_extend_update,
+    .release_leases = sq_release_leases,
+    .scavenge_select = sq_scavenge_select,
+    .scavenge_update = sq_scavenge_update,
+    .promote = sq_promote,
+    .expire = sq_expire,
+    .retention_begin = sq_retention_begin,
+    .retention_end = sq_retention_end,
+    .retention_agents = sq_retention_agents,
+    .retention_lock = NULL,
+    .retention_rows = sq_retention_rows,
+    .event_by_seq = sq_event_by_seq,
+    .retention_delete = sq_retention_delete,
+    .retention_watermark = sq_retention_watermark,
+    .event_locate = sq_event_locate,
+    .requeue_update = sq_requeue_update,
+    .quarantine_select = sq_quarantine_select,
+    .quarantine_delete = sq_quarantine_delete,
+    .run = store_sqlite_run_stmt,
 };

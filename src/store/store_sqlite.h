@@ -6,9 +6,10 @@
 
 #include "store/store.h"
 
-extern const struct store_ops store_sqlite_ops;
+/* The dialect: its driver mechanics, capabilities and statement runner (store_lifecycle.h). */
+extern const struct store_dialect store_sqlite_dialect;
 
-/* Detail of the last failed store_sqlite_ops.open() on the calling thread ("" when none). The
+/* Detail of the last failed store_sqlite_open() on the calling thread ("" when none). The
  * text lives in thread-local storage and stays valid until the next open on this thread. */
 const char *store_sqlite_open_error(void);
 

@@ -2,6 +2,7 @@
 /* The SQLite backend's driver glue (sqlite://PATH): opening one connection per struct store in
  * WAL mode, migrations, transactions and savepoints, and the cached-statement helpers every
  * statement of store_sqlite.c runs through (the model is mosquitto's persist-sqlite plugin). */
+#include "store/store_ops.h"
 #include "store/store_sqlite.h"
 #include "store/store_sqlite_int.h"
 
@@ -168,7 +169,7 @@ int store_sqlite_open(const char *url, const struct store_options *opt, struct s
     if (b == NULL) {
         return ROOST_ENOMEM;
     }
-    b->base.ops = &store_sqlite_ops;
+    b->base.ops = &store_ops_table;
     b->base.dialect = &store_sqlite_dialect;
     /* The database holds payloads and signing secrets: create it 0600 ourselves (SQLite would
      * use 0644 less the umask), and SQLite gives -wal and -shm the database file's mode. Not a

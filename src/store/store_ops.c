@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/* The operations table (struct store_ops), one for every backend: each data operation is written
+ * once in its subject file (store_ops.h), the driver entries go to the store's dialect. A new
+ * operation is one function with its SQL per dialect in its subject file, plus one row here. */
+#include "store/store_ops.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "store/store_lifecycle.h"
+
+#include "common/banned.h"
+
+/* ---- the driver, through the dialect ---- */
+
+static void op_close(struct store *st)
+{
+    st->dialect->close(st);
+}
+
+static int op_migrate(struct store *st)
+{
+    return st->dialect->migrate(st);
+}
+
+static const char *op_errmsg(struct store *st)
+{
+    return st->dialect->errmsg(st);
+}
+
+static bool op_ping(struct store *st)
+{
+    return st->dialect->ping(st);
+}
+
+static int op_begin(struct store *st)
+{
+    return st->dialect->begin(st);
+}
+
+static int op_commit(struct store *st)
+{
+    return st->dialect->commit(st);
+}
+
+static int op_rollback(struct store *st)
+{
+    return st->dialect->rollback(st);
+}
+
+static int op_savepoint(struct store *st)
+{
+    return st->dialect->savepoint(st);
+}
+
+static int op_savepoint_release(struct store *st)
+{
+    return st->dialect->savepoint_release(st);
+}
+
+static int op_savepoint_rollback(struct store *st)
+{
+    return st->dialect->savepoint_rollback(st);
+}
+
+/* Without a change log (one writer process) there is nothing to tail. */
+static int op_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
+                   struct store_touches *touches)
+{
+    if (st->dialect->tail == NULL) {
+        return ROOST_OK;
+    }
+    return st->dialect->tail(st, pos, now_ms, touches);
+}
+
+/* ---- the operations each backend still has its own of (issue 30: to be written once) ---- */
+
+static int op_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
+                         int64_t after_cursor, size_t limit, size_t max_bytes,
+                         struct store_inbox_page *page)
+{
+    return st->dialect->inbox_read(st, tenant_id, agent_id, after_cursor, limit, max_bytes, page);
+}
+
+static int op_agents_list(struct store *st, const char *tenant_id, enum store_agents_sort sort,
+                          const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
+                          struct store_agent_stats *out, size_t *n, bool *has_more)
+{
+    return st->dialect->agents_list(st, tenant_id, sort, after_agent, offset, limit, now_ms, out, n,
+                                    has_more);
+}
+
+static int op_metrics_snapshot(struct store *st, int64_t now_ms,
+                               struct store_metrics_snapshot *snap)
+{
+    return st->dialect->metrics_snapshot(st, now_ms, snap);
+}
+
+const struct store_ops store_ops_table = {
+    .close = op_close,
+    .migrate = op_migrate,
+    .errmsg = op_errmsg,
+    .ping = op_ping,
+    .begin = op_begin,
+    .commit = op_commit,
+    .rollback = op_rollback,
+    .savepoint = op_savepoint,
+    .savepoint_release = op_savepoint_release,
+    .savepoint_rollback = op_savepoint_rollback,
+    /* publish (store_publish.c, store_lifecycle.c) */
+    .publish = store_publish_op,
+    .publish_batch = store_lifecycle_publish_batch,
+    .ack_batch = store_lifecycle_ack_batch,
+    .claim_batch = store_lifecycle_claim_batch,
+    /* inbox and cursor reads (store_inbox.c) */
+    .inbox_read = op_inbox_read,
+    .inbox_peek = store_inbox_peek,
+    .state_get = store_inbox_state_get,
+    .head = store_lifecycle_head,
+    /* claims and leases (store_lifecycle.c) */
+    .claim = store_lifecycle_claim,
+    .ack = store_lifecycle_ack,
+    .release = store_lifecycle_release,
+    .extend = store_lifecycle_extend,
+    .release_all = store_lifecycle_release_all,
+    /* the scheduler (store_lifecycle.c, store_keys.c) */
+    .scavenge = store_lifecycle_scavenge,
+    .promote_due = store_lifecycle_promote_due,
+    .expire = store_lifecycle_expire,
+    .retention = store_lifecycle_retention,
+    .nonce_prune = store_keys_nonce_prune,
+    .tail = op_tail,
+    /* admin and stats (store_admin.c, store_lifecycle.c) */
+    .quarantine_list = store_lifecycle_quarantine_list,
+    .requeue = store_lifecycle_requeue,
+    .quarantine_purge = store_lifecycle_quarantine_purge,
+    .agents_list = op_agents_list,
+    .event_get = store_admin_event_get,
+    .events_by_correlation = store_admin_events_by_correlation,
+    .agent_seen = store_lifecycle_agent_seen,
+    .metrics_snapshot = op_metrics_snapshot,
+    /* signature keys and nonces (store_keys.c) */
+    .key_add = store_keys_add,
+    .key_get = store_keys_get,
+    .key_list = store_keys_list,
+    .key_revoke = store_keys_revoke,
+    .nonce_claim = store_keys_nonce_claim,
+};
+
+#define NEED(tbl, field)                                                                           \
+    do {                                                                                           \
+        if ((tbl)->field == NULL) {                                                                \
+            return #field;                                                                         \
+        }                                                                                          \
+    } while (0)
+
+/* The table is function pointers only, every one required (the operations a backend could once
+ * leave out now fall back inside the shared operation), so the check walks it slot by slot and a
+ * new entry needs no line here. */
+typedef void (*any_fn)(void);
+_Static_assert(sizeof(struct store_ops) % sizeof(any_fn) == 0, "struct store_ops: pointers only");
+
+long store_ops_missing(const struct store_ops *o)
+{
+    const unsigned char *bytes = (const unsigned char *)o;
+    for (size_t i = 0; i < sizeof *o / sizeof(any_fn); i++) {
+        any_fn fn;
+        memcpy(&fn, bytes + i * sizeof fn, sizeof fn);
+        if (fn == NULL) {
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+const char *store_dialect_missing(const struct store_dialect *d)
+{
+    if (d->scheme == NULL || (unsigned)d->sql_col >= STORE_SQL_COLS) {
+        return "scheme";
+    }
+    NEED(d, open);
+    NEED(d, open_error);
+    NEED(d, close);
+    NEED(d, migrate);
+    NEED(d, errmsg);
+    NEED(d, ping);
+    NEED(d, begin);
+    NEED(d, commit);
+    NEED(d, rollback);
+    NEED(d, savepoint);
+    NEED(d, savepoint_release);
+    NEED(d, savepoint_rollback);
+    NEED(d, inbox_read);
+    NEED(d, agents_list);
+    NEED(d, metrics_snapshot);
+    NEED(d, set_error);
+    NEED(d, dup_key);
+    NEED(d, run);
+    if (store_dialect_has(d, STORE_CAP_CHANGE_LOG) && d->tail == NULL) {
+        return "tail";
+    }
+    return NULL;
+}

@@ -1,0 +1,480 @@
+/* SPDX-License-Identifier: MIT */
+/* The store's operations over a fake dialect (no database): the lifecycle's decisions (fencing,
+ * the repeated ack, release targets and quarantine at max attempts, the extend cap, retention's
+ * deletable prefix) in milliseconds, by the primitives each one calls with what arguments, and
+ * the start-up checks of the operations table, dialects and statement descriptors. The same
+ * operations against SQLite and MariaDB: tests/store/test_store_conformance.c. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/check.h"
+#include "store/store.h"
+#include "store/store_lifecycle.h"
+#include "store/store_mysql.h"
+#include "store/store_ops.h"
+#include "store/store_sqlite.h"
+#include "store/store_stmt.h"
+
+#include "common/banned.h"
+
+#define NOW 1700000000000LL
+#define TOKEN "lt_AAAAAAAAAAAAAAAAAAAAAAAAAA"
+#define OTHER "lt_BBBBBBBBBBBBBBBBBBBBBBBBBB"
+
+/* The fake: scripted answers, and a log of the primitives called ("name;name;..."). */
+struct fake {
+    struct store base; /* first */
+    char log[1024];
+    /* lease_find */
+    bool found;
+    struct store_lease_row row;
+    /* ack_update, release_update, extend_update */
+    bool acked, changed;
+    /* what release_update was asked */
+    enum store_status to;
+    int64_t available_at;
+    int nack;
+    int64_t extended_to;
+    /* retention */
+    struct store_retention_row rows[8];
+    size_t n_rows;
+    int64_t deleted_through, watermark;
+};
+
+static struct fake *F(struct store *st)
+{
+    return (struct fake *)st;
+}
+
+static void logf_(struct store *st, const char *what)
+{
+    struct fake *f = F(st);
+    size_t used = strlen(f->log);
+    snprintf(f->log + used, sizeof f->log - used, "%s;", what);
+}
+
+static void fk_done(struct store *st)
+{
+    (void)st;
+}
+
+static void fk_set_error(struct store *st, const char *msg)
+{
+    (void)st;
+    (void)msg;
+}
+
+static int fk_agent_head(struct store *st, const char *t, const char *a, int64_t *head,
+                         int64_t *purged)
+{
+    (void)t;
+    (void)a;
+    logf_(st, "agent_head");
+    *head = 7;
+    *purged = 0;
+    return ROOST_OK;
+}
+
+static int fk_changed(struct store *st, const char *t, const char *a, int64_t head, int64_t now_ms,
+                      struct store_touches *touches)
+{
+    (void)now_ms;
+    logf_(st, "changed");
+    return touches != NULL ? store_touches_add(touches, t, a, head) : ROOST_OK;
+}
+
+static int fk_lease_find(struct store *st, const char *t, const char *a, const char *event_id,
+                         struct store_lease_row *row, bool *found)
+{
+    (void)t;
+    (void)a;
+    (void)event_id;
+    logf_(st, "lease_find");
+    *row = F(st)->row;
+    *found = F(st)->found;
+    return ROOST_OK;
+}
+
+static int fk_ack_update(struct store *st, const char *t, const char *a, const char *event_id,
+                         const char *token, int64_t now_ms, bool *acked, int64_t *available_at_ms)
+{
+    (void)t;
+    (void)a;
+    (void)event_id;
+    (void)token;
+    (void)now_ms;
+    logf_(st, "ack_update");
+    *acked = F(st)->acked;
+    if (available_at_ms != NULL && *acked) {
+        *available_at_ms = NOW - 5;
+    }
+    return ROOST_OK;
+}
+
+static int fk_release_update(struct store *st, const char *t, const char *a, int64_t seq,
+                             const char *token, enum store_status to, int64_t available_at_ms,
+                             int nack, const char *error, bool *changed)
+{
+    (void)t;
+    (void)a;
+    (void)seq;
+    (void)token;
+    (void)error;
+    logf_(st, "release_update");
+    F(st)->to = to;
+    F(st)->available_at = available_at_ms;
+    F(st)->nack = nack;
+    *changed = F(st)->changed;
+    return ROOST_OK;
+}
+
+static int fk_extend_update(struct store *st, const char *t, const char *a, int64_t seq,
+                            const char *token, int64_t claim_expires_at_ms, bool *changed)
+{
+    (void)t;
+    (void)a;
+    (void)seq;
+    (void)token;
+    logf_(st, "extend_update");
+    F(st)->extended_to = claim_expires_at_ms;
+    *changed = F(st)->changed;
+    return ROOST_OK;
+}
+
+static int fk_retention_begin(struct store *st, const struct store_retention_req *req)
+{
+    (void)req;
+    logf_(st, "retention_begin");
+    return ROOST_OK;
+}
+
+static int fk_retention_end(struct store *st, int rc)
+{
+    logf_(st, "retention_end");
+    return rc;
+}
+
+static int fk_retention_agents(struct store *st, const struct store_agent_ref *after, int64_t limit,
+                               struct store_agent_ref *out, size_t *n)
+{
+    (void)limit;
+    logf_(st, "retention_agents");
+    *n = 0;
+    if (after->agent_id[0] == '\0') {
+        memset(out, 0, sizeof *out);
+        snprintf(out->tenant_id, sizeof out->tenant_id, "t");
+        snprintf(out->agent_id, sizeof out->agent_id, "a");
+        *n = 1;
+    }
+    return ROOST_OK;
+}
+
+static int fk_retention_rows(struct store *st, const struct store_agent_ref *a, int64_t limit,
+                             struct store_retention_row *rows, size_t *n)
+{
+    (void)a;
+    logf_(st, "retention_rows");
+    *n = F(st)->n_rows < (size_t)limit ? F(st)->n_rows : (size_t)limit;
+    memcpy(rows, F(st)->rows, *n * sizeof *rows);
+    return ROOST_OK;
+}
+
+static int fk_retention_delete(struct store *st, const struct store_agent_ref *a, int64_t through)
+{
+    (void)a;
+    logf_(st, "retention_delete");
+    F(st)->deleted_through = through;
+    return ROOST_OK;
+}
+
+static int fk_retention_watermark(struct store *st, const struct store_agent_ref *a,
+                                  int64_t through)
+{
+    (void)a;
+    logf_(st, "retention_watermark");
+    F(st)->watermark = through;
+    return ROOST_OK;
+}
+
+static bool fk_dup_key(struct store *st)
+{
+    (void)st;
+    return false;
+}
+
+/* Records the statement it was asked to run, never a row. */
+static int fk_run(struct store *st, const struct store_stmt *stmt, const struct store_param *p,
+                  size_t np, store_row_fn on_row, void *arg, int64_t *changed)
+{
+    (void)p;
+    (void)np;
+    (void)on_row;
+    (void)arg;
+    logf_(st, stmt->name);
+    if (changed != NULL) {
+        *changed = 0;
+    }
+    return store_stmt_sql(stmt, STORE_SQL_SQLITE) != NULL ? ROOST_OK : ROOST_EINTERNAL;
+}
+
+static const struct store_dialect fake_dialect = {
+    .scheme = "fake",
+    .sql_col = STORE_SQL_SQLITE,
+    .done = fk_done,
+    .set_error = fk_set_error,
+    .dup_key = fk_dup_key,
+    .run = fk_run,
+    .agent_head = fk_agent_head,
+    .changed = fk_changed,
+    .lease_find = fk_lease_find,
+    .ack_update = fk_ack_update,
+    .release_update = fk_release_update,
+    .extend_update = fk_extend_update,
+    .retention_begin = fk_retention_begin,
+    .retention_end = fk_retention_end,
+    .retention_agents = fk_retention_agents,
+    .retention_rows = fk_retention_rows,
+    .retention_delete = fk_retention_delete,
+    .retention_watermark = fk_retention_watermark,
+};
+
+static void fake_init(struct fake *f)
+{
+    memset(f, 0, sizeof *f);
+    f->base.ops = &store_ops_table;
+    f->base.dialect = &fake_dialect;
+}
+
+static void claimed(struct fake *f, const char *token, int attempts)
+{
+    f->found = true;
+    f->row.seq = 3;
+    f->row.status = STORE_CLAIMED;
+    snprintf(f->row.lease_token, sizeof f->row.lease_token, "%s", token);
+    f->row.attempts = attempts;
+    f->row.claimed_at_ms = NOW - 10000;
+    f->row.claim_expires_at_ms = NOW + 20000;
+}
+
+static void test_store_ops_ack_fencing_and_repeat(void)
+{
+    struct fake f;
+    struct store *st = &f.base;
+    int64_t avail = -1;
+    /* The update completed it: one statement, its available_at handed back. */
+    fake_init(&f);
+    f.acked = true;
+    CHECK_EQ(store_call(st, ack, "t", "a", "evt_1", TOKEN, NOW, &avail), ROOST_OK);
+    CHECK_STREQ(f.log, "ack_update;");
+    CHECK_EQ(avail, NOW - 5);
+    /* Nothing changed, the row completed under this token: a repeated ack is OK. */
+    fake_init(&f);
+    claimed(&f, TOKEN, 1);
+    f.row.status = STORE_COMPLETED;
+    CHECK_EQ(store_call(st, ack, "t", "a", "evt_1", TOKEN, NOW, &avail), ROOST_OK);
+    CHECK_STREQ(f.log, "ack_update;lease_find;");
+    CHECK_EQ(avail, 0);
+    /* ...under another token: a mismatch; a still claimed row under another token too. */
+    CHECK_EQ(store_call(st, ack, "t", "a", "evt_1", OTHER, NOW, NULL), ROOST_ELEASEMISMATCH);
+    f.row.status = STORE_CLAIMED;
+    CHECK_EQ(store_call(st, ack, "t", "a", "evt_1", OTHER, NOW, NULL), ROOST_ELEASEMISMATCH);
+    /* No such event. */
+    f.found = false;
+    CHECK_EQ(store_call(st, ack, "t", "a", "evt_1", TOKEN, NOW, NULL), ROOST_EEVENTNOTFOUND);
+}
+
+static void test_store_ops_release_targets_and_quarantine(void)
+{
+    struct fake f;
+    struct store *st = &f.base;
+    struct store_touches touches = {0};
+    enum store_status to;
+    /* Transient, attempts left: pending now, one nack, the agent touched. */
+    fake_init(&f);
+    claimed(&f, TOKEN, 1);
+    f.changed = true;
+    CHECK_EQ(store_call(st, release, "t", "a", "evt_1", TOKEN, STORE_RELEASE_TRANSIENT, 0, "x", 3,
+                        NOW, &touches, &to),
+             ROOST_OK);
+    CHECK_EQ(to, STORE_PENDING);
+    CHECK_EQ(f.to, STORE_PENDING);
+    CHECK_EQ(f.available_at, NOW);
+    CHECK_EQ(f.nack, 1);
+    CHECK_STREQ(f.log, "lease_find;release_update;agent_head;changed;");
+    CHECK(touches.len == 1 && touches.items[0].head == 7);
+    store_touches_cleanup(&touches);
+    /* Transient with a delay: scheduled at now + delay, nobody touched. */
+    f.log[0] = '\0';
+    CHECK_EQ(store_call(st, release, "t", "a", "evt_1", TOKEN, STORE_RELEASE_TRANSIENT, 30, NULL, 3,
+                        NOW, &touches, &to),
+             ROOST_OK);
+    CHECK(to == STORE_SCHEDULED && f.available_at == NOW + 30000);
+    CHECK_STREQ(f.log, "lease_find;release_update;");
+    /* Transient at max attempts: quarantined; a shutdown at max attempts counts nothing and is
+     * not quarantined; poison quarantines at once. */
+    claimed(&f, TOKEN, 3);
+    CHECK_EQ(store_call(st, release, "t", "a", "evt_1", TOKEN, STORE_RELEASE_TRANSIENT, 0, NULL, 3,
+                        NOW, NULL, &to),
+             ROOST_OK);
+    CHECK(to == STORE_QUARANTINED && f.nack == 1);
+    CHECK_EQ(store_call(st, release, "t", "a", "evt_1", TOKEN, STORE_RELEASE_SHUTDOWN, 0, NULL, 3,
+                        NOW, NULL, &to),
+             ROOST_OK);
+    CHECK(to == STORE_PENDING && f.nack == 0);
+    claimed(&f, TOKEN, 1);
+    CHECK_EQ(store_call(st, release, "t", "a", "evt_1", TOKEN, STORE_RELEASE_POISON, 0, NULL, 0,
+                        NOW, NULL, &to),
+             ROOST_OK);
+    CHECK_EQ(to, STORE_QUARANTINED);
+    /* max_attempts 0: never quarantined by attempts. */
+    claimed(&f, TOKEN, 99);
+    CHECK_EQ(store_call(st, release, "t", "a", "evt_1", TOKEN, STORE_RELEASE_TRANSIENT, 0, NULL, 0,
+                        NOW, NULL, &to),
+             ROOST_OK);
+    CHECK_EQ(to, STORE_PENDING);
+    /* Fencing: another token, or the lease moved on under the update: a mismatch, and a stale
+     * token never reaches the update. */
+    f.log[0] = '\0';
+    CHECK_EQ(store_call(st, release, "t", "a", "evt_1", OTHER, STORE_RELEASE_TRANSIENT, 0, NULL, 3,
+                        NOW, NULL, NULL),
+             ROOST_ELEASEMISMATCH);
+    CHECK_STREQ(f.log, "lease_find;");
+    f.changed = false;
+    CHECK_EQ(store_call(st, release, "t", "a", "evt_1", TOKEN, STORE_RELEASE_TRANSIENT, 0, NULL, 3,
+                        NOW, NULL, NULL),
+             ROOST_ELEASEMISMATCH);
+}
+
+static void test_store_ops_extend_cap(void)
+{
+    struct fake f;
+    struct store *st = &f.base;
+    int64_t exp = 0;
+    fake_init(&f);
+    claimed(&f, TOKEN, 1); /* claimed 10 s ago, expires in 20 s */
+    f.changed = true;
+    CHECK_EQ(store_call(st, extend, "t", "a", "evt_1", TOKEN, 60, 3600, NOW, &exp), ROOST_OK);
+    CHECK(exp == NOW + 60000 && f.extended_to == NOW + 60000);
+    /* Capped at claimed_at + max_total_s. */
+    CHECK_EQ(store_call(st, extend, "t", "a", "evt_1", TOKEN, 60, 40, NOW, &exp), ROOST_OK);
+    CHECK_EQ(exp, NOW - 10000 + 40000);
+    /* A cap that does not move the expiry forward: ROOST_ELEASECAP, no update. */
+    f.log[0] = '\0';
+    CHECK_EQ(store_call(st, extend, "t", "a", "evt_1", TOKEN, 60, 30, NOW, &exp), ROOST_ELEASECAP);
+    CHECK_STREQ(f.log, "lease_find;");
+    CHECK_EQ(exp, NOW + 20000);
+    /* An expired lease is a mismatch. */
+    f.row.claim_expires_at_ms = NOW;
+    CHECK_EQ(store_call(st, extend, "t", "a", "evt_1", TOKEN, 60, 3600, NOW, &exp),
+             ROOST_ELEASEMISMATCH);
+}
+
+static void test_store_ops_retention_deletes_the_prefix(void)
+{
+    struct fake f;
+    struct store *st = &f.base;
+    struct store_retention_result res;
+    struct store_retention_req req = {
+        .now_ms = NOW, .completed_s = 60, .max_age_s = 0, .batch = 100};
+    fake_init(&f);
+    /* seq 1, 2 completed long ago; 3 pending (stays); 4 completed long ago (after the gap). */
+    struct store_retention_row rows[] = {
+        {1, STORE_COMPLETED, NOW - 120000, NOW - 200000},
+        {2, STORE_EXPIRED, NOW - 61000, NOW - 200000},
+        {3, STORE_PENDING, 0, NOW - 200000},
+        {4, STORE_COMPLETED, NOW - 120000, NOW - 200000},
+    };
+    memcpy(f.rows, rows, sizeof rows);
+    f.n_rows = 4;
+    CHECK_EQ(store_call(st, retention, &req, &res), ROOST_OK);
+    CHECK(res.deleted == 2 && !res.more);
+    CHECK(f.deleted_through == 2 && f.watermark == 2);
+    CHECK_STREQ(f.log, "retention_begin;retention_agents;retention_rows;retention_delete;"
+                       "retention_watermark;retention_end;");
+    /* A first row that must stay: nothing deleted, the watermark untouched. */
+    fake_init(&f);
+    struct store_retention_row stay[] = {
+        {1, STORE_PENDING, 0, NOW - 200000},
+        {2, STORE_COMPLETED, NOW - 120000, NOW - 200000},
+    };
+    memcpy(f.rows, stay, sizeof stay);
+    f.n_rows = 2;
+    CHECK_EQ(store_call(st, retention, &req, &res), ROOST_OK);
+    CHECK(res.deleted == 0 && f.deleted_through == 0 && f.watermark == 0);
+    /* max_age_s: an old pending row goes too. */
+    req.max_age_s = 100;
+    CHECK_EQ(store_call(st, retention, &req, &res), ROOST_OK);
+    CHECK(res.deleted == 2 && f.deleted_through == 2 && f.watermark == 2);
+    /* The batch bounds the rows read: a full batch says there is more. */
+    req.batch = 1;
+    CHECK_EQ(store_call(st, retention, &req, &res), ROOST_OK);
+    CHECK(res.deleted == 1 && res.more && f.deleted_through == 1);
+}
+
+/* A written-once read runs its own descriptor through the dialect's statement cache. */
+static void test_store_ops_reads_run_their_statements(void)
+{
+    struct fake f;
+    struct store *st = &f.base;
+    struct store_event ev;
+    bool found = true;
+    fake_init(&f);
+    CHECK_EQ(store_call(st, inbox_peek, "t", "a", NOW, &ev, &found), ROOST_OK);
+    CHECK(!found);
+    CHECK_STREQ(f.log, "INBOX_PEEK;");
+    size_t count = 9;
+    f.log[0] = '\0';
+    CHECK_EQ(store_call(st, nonce_prune, NOW, 10, &count), ROOST_OK);
+    CHECK_EQ(count, 0);
+    CHECK_STREQ(f.log, "NONCE_PRUNE;");
+}
+
+/* The start-up checks: complete as shipped, and each fails on a hole. */
+static void test_store_ops_completeness_checks(void)
+{
+    CHECK_EQ(store_ops_missing(&store_ops_table), -1);
+    CHECK(store_dialect_missing(&store_sqlite_dialect) == NULL);
+    CHECK(store_dialect_missing(&store_mysql_dialect) == NULL);
+    struct store_ops ops = store_ops_table;
+    ops.inbox_peek = NULL;
+    CHECK_EQ(store_ops_missing(&ops),
+             (long)(offsetof(struct store_ops, inbox_peek) / sizeof(ops.inbox_peek)));
+    ops = store_ops_table;
+    ops.tail = NULL;
+    CHECK(store_ops_missing(&ops) >= 0);
+    struct store_dialect d = store_sqlite_dialect;
+    d.run = NULL;
+    CHECK_STREQ(store_dialect_missing(&d), "run");
+    d = store_mysql_dialect;
+    d.tail = NULL; /* a change log without a tailer */
+    CHECK_STREQ(store_dialect_missing(&d), "tail");
+
+    /* A statement without SQL for a dialect fails where it would run. */
+    static const struct store_stmt holed = {"HOLED", {[STORE_SQL_SQLITE] = "SELECT 1"}};
+    CHECK(store_stmt_sql(&holed, STORE_SQL_SQLITE) != NULL);
+    CHECK(store_stmt_sql(&holed, STORE_SQL_MYSQL) == NULL);
+    static const struct store_stmt empty = {"EMPTY", {"", "SELECT 1"}};
+    CHECK(store_stmt_sql(&empty, STORE_SQL_SQLITE) == NULL);
+    struct fake f;
+    fake_init(&f);
+    CHECK_EQ(f.base.dialect->run(&f.base, &empty, NULL, 0, NULL, NULL, NULL), ROOST_EINTERNAL);
+
+    /* Capabilities, asked by URL before anything is open. */
+    CHECK(store_url_has("sqlite:///tmp/x.db", STORE_CAP_SINGLE_WRITER));
+    CHECK(!store_url_has("sqlite:///tmp/x.db", STORE_CAP_CHANGE_LOG));
+    CHECK(store_url_has("mysql://u:p@h:3306/db", STORE_CAP_CHANGE_LOG));
+    CHECK(!store_url_has("mysql://u:p@h:3306/db", STORE_CAP_SINGLE_WRITER));
+    CHECK(!store_url_has("nosuch://x", 0));
+}
+
+int main(void)
+{
+    RUN(test_store_ops_ack_fencing_and_repeat);
+    RUN(test_store_ops_release_targets_and_quarantine);
+    RUN(test_store_ops_extend_cap);
+    RUN(test_store_ops_retention_deletes_the_prefix);
+    RUN(test_store_ops_reads_run_their_statements);
+    RUN(test_store_ops_completeness_checks);
+    return check_summary();
+}
