@@ -488,7 +488,8 @@ int roostd_stop(struct roostd *d)
             break;
         }
         if (h_now_ms() > deadline) {
-            fprintf(stderr, "roostd did not exit within %lld s of SIGTERM\n", (long long)h_patience(20));
+            fprintf(stderr, "roostd did not exit within %lld s of SIGTERM\n",
+                    (long long)h_patience(20));
             roostd_print_log(d);
             kill(d->pid, SIGKILL);
             waitpid(d->pid, NULL, 0);
