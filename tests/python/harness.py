@@ -30,8 +30,9 @@ if SDK_SRC not in sys.path:
     sys.path.insert(0, SDK_SRC)
 
 TENANT = "py"
-#: Deadlines are generous: the suite must pass on a busy 2-core machine.
-SLOW = float(os.environ.get("ROOST_TEST_SLOWDOWN", "1"))
+#: Every deadline is what an idle machine needs times this factor, as in the C harness
+#: (ROOST_TEST_PATIENCE, default 6): the suite must pass on a busy 2-core machine.
+SLOW = float(os.environ.get("ROOST_TEST_PATIENCE", os.environ.get("ROOST_TEST_SLOWDOWN", "6")))
 
 
 def _bin(env: str, name: str) -> str:

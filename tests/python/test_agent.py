@@ -368,10 +368,10 @@ def test_handler_longer_than_its_lease(server: Roostd, tmp_dir: str) -> None:
 
     def handler(ev: roost.Event) -> None:
         runs.append(ev.attempts)
-        time.sleep(5)  # the lease is 2 s: extended at half-life meanwhile
+        time.sleep(22)  # the lease is 10 s: extended at half-life (5 s of slack) meanwhile
 
     agent = roost.Agent(handler, agent_id=a, state_dir=os.path.join(tmp_dir, "st"),
-                        base_url=server.url, token=server.token(), lease_s=2)
+                        base_url=server.url, token=server.token(), lease_s=10)
     t = run_in_thread(agent)
     try:
         wait_until(lambda: statuses(c, a).get(e) == "completed", 60, "the long event")
