@@ -287,6 +287,14 @@ async function run(d) {
     await call(d, 'GET', '/api/v1/admin/agents',
       `/api/v1/admin/agents?limit=1&next=${encodeURIComponent(ag.json.next)}`, { token: admin });
   }
+  // What happened to event X: one event by id (any status), events by correlation id, and the
+  // charts' history.
+  const EV = '/api/v1/admin/events';
+  await call(d, 'GET', `${EV}/{event}`, `${EV}/${e3b.event_id}`, { token: admin });
+  await call(d, 'GET', `${EV}/{event}`, `${EV}/evt_nosuchevent`, { token: admin });
+  await call(d, 'GET', EV, `${EV}?correlation_id=c1&limit=5`, { token: admin });
+  await call(d, 'GET', EV, EV, { token: admin });
+  await call(d, 'GET', '/api/v1/admin/history', '/api/v1/admin/history', { token: admin });
   let stats;
   for (let i = 0; i < 100; i++) {
     stats = await call(d, 'GET', '/api/v1/admin/stats', '/api/v1/admin/stats', { token: admin });
