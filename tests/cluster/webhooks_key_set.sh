@@ -42,15 +42,7 @@ trap 'kill_all; my -e "DROP DATABASE IF EXISTS '"$db"'" 2>/dev/null; preamble_cl
 store_url="mysql://$creds@$hostport/$db"
 
 ossl() { openssl "$@" 2>>"$dir/openssl.log"; }
-ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-  -subj "/CN=Roost Webhook Test CA" -keyout "$dir/ca.key" -out "$dir/ca.pem" \
-  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign &&
-ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
-  -keyout "$dir/hook.key" -out "$dir/hook.csr" &&
-printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
-  >"$dir/ext.cnf" &&
-ossl x509 -req -in "$dir/hook.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
-  -days 2 -extfile "$dir/ext.cnf" -out "$dir/hook.pem"
+test_cert hook IP:127.0.0.1
 check "openssl made the receiver's certificate" test -s "$dir/hook.pem"
 
 # The two signing keys; node 1 gets B's public half only, node 2 A's private key file.

@@ -3,7 +3,7 @@
 #   . "$(dirname "$0")/../harness/preamble.sh" NAME
 # Gives the check kit (check, summary, abort: the final line "N passed, N failed"), a private
 # temp dir $dir (kept when ROOST_TEST_KEEP is set) removed by an exit trap that also kills
-# $roostd_pid and $client_pid when set, wait_until for deadlines (never a sleep standing in for
+# $roostd_pid and $client_pid when set, test_cert for a private CA and TLS certificate, wait_until for deadlines (never a sleep standing in for
 # synchronisation), need for tools (a missing tool fails, never skips), and roostd_start /
 # roostd_stop that run the real roostd the harness way (--listen 127.0.0.1:0, --ready-file).
 
@@ -60,6 +60,25 @@ need() { # need TOOL...
     command -v "$tool" >/dev/null 2>&1 || abort "missing: $tool (scripts/deps.sh installs it)"
   done
 }
+
+# Makes a private test CA ($dir/ca.pem, $dir/ca.key) and a P-256 server certificate it signs,
+# $dir/NAME.pem with its key $dir/NAME.key, for SAN (`IP:127.0.0.1`, `DNS:rebind.test`, or a
+# comma-separated list); openssl's complaints go to $dir/openssl.log. 0 when the certificate exists.
+test_cert() { # test_cert NAME SAN
+  local name=$1 san=$2 cn=${2%%,*}
+  cn=${cn#*:}
+  {
+    [ -s "$dir/ca.pem" ] ||
+      openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj "/CN=Roost Test CA" -keyout "$dir/ca.key" -out "$dir/ca.pem" \
+        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+  } && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$cn" \
+    -keyout "$dir/$name.key" -out "$dir/$name.csr" &&
+    printf 'subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' "$san" \
+      >"$dir/$name.ext" &&
+    openssl x509 -req -in "$dir/$name.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+      -CAcreateserial -days 2 -extfile "$dir/$name.ext" -out "$dir/$name.pem"
+} 2>>"$dir/openssl.log"
 
 # Starts ROOSTD on a port of the kernel's choosing with a ready file, stderr and stdout appended
 # to $dir/roostd.log; 0 once the ready file is written (its first line in $url), 1 when roostd

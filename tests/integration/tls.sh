@@ -17,15 +17,7 @@ need openssl curl
 
 # ---- a test CA and a server certificate signed by it ----
 ossl() { openssl "$@" 2>>"$dir/openssl.log"; }
-ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-  -subj "/CN=Roost Test CA" -keyout "$dir/ca.key" -out "$dir/ca.pem" \
-  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign &&
-ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
-  -keyout "$dir/server.key" -out "$dir/server.csr" &&
-printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
-  >"$dir/ext.cnf" &&
-ossl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
-  -days 2 -extfile "$dir/ext.cnf" -out "$dir/server.pem" &&
+test_cert server IP:127.0.0.1,DNS:localhost &&
 ossl genpkey -algorithm ed25519 -out "$dir/other.key"
 check "openssl generated the test CA and certificate" test -s "$dir/server.pem"
 

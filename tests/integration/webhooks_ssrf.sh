@@ -102,16 +102,7 @@ roostd_stop
 echo "127.0.0.1 rebind.test" >"$dir/hosts"
 mount --bind "$dir/hosts" /etc/hosts || abort "cannot bind-mount /etc/hosts"
 check "rebind.test resolves to 127.0.0.1" sh -c "getent hosts rebind.test | grep -q 127.0.0.1"
-ossl() { openssl "$@" 2>>"$dir/openssl.log"; }
-ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-  -subj "/CN=Roost Rebind Test CA" -keyout "$dir/ca.key" -out "$dir/ca.pem" \
-  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign &&
-ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=rebind.test" \
-  -keyout "$dir/hook.key" -out "$dir/hook.csr" &&
-printf 'subjectAltName=DNS:rebind.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
-  >"$dir/ext.cnf" &&
-ossl x509 -req -in "$dir/hook.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
-  -days 2 -extfile "$dir/ext.cnf" -out "$dir/hook.pem"
+test_cert hook DNS:rebind.test
 check "openssl made the rebind.test certificate" test -s "$dir/hook.pem"
 roostd_start "$roostd" "$dir/data" --set store.synchronous=normal --set webhooks.poll_ms=50 \
   --set webhooks.allow_cidrs=127.0.0.1/32 --set "webhooks.ca_file=$dir/ca.pem" \
