@@ -7,13 +7,14 @@ set -euo pipefail
 what=${1:-all}
 pkgs=(build-essential cmake ninja-build pkg-config
       libevent-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev libinih-dev zlib1g-dev
-      libmariadb-dev
+      libmariadb-dev libpq-dev
       curl ca-certificates)
 if [ "$what" != run ]; then
   pkgs+=(sqlite3 procps openssl
          prometheus
          chromium
          mariadb-server mariadb-client galera-4 rsync
+         postgresql postgresql-client
          gnuplot-nox fiu-utils faketime nftables iproute2 jq util-linux
          clang libclang-rt-14-dev
          clang-format python3 git
