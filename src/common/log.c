@@ -3,6 +3,7 @@
  * interleave inside a line. */
 #include "common/log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -149,30 +150,31 @@ static size_t put(char *line, size_t n, size_t cap, const char *s)
     return n + k;
 }
 
-static void emit(enum log_level level, const char *msg, const char *fields, size_t k)
+/* Formats one line with its newline into line[LOG_LINE_MAX]; returns its length. */
+static size_t format_line(char *line, enum log_level level, const char *msg, const char *fields,
+                          size_t k)
 {
-    char line[4096];
     char ts[TIME_RFC3339_LEN + 1];
     time_format_rfc3339(time_now_ms(), ts);
     size_t n;
     if (atomic_load(&json_format)) {
-        n = put(line, 0, sizeof line, "{\"ts\":\"");
-        n = put(line, n, sizeof line, ts);
-        n = put(line, n, sizeof line, "\",\"level\":\"");
-        n = put(line, n, sizeof line, names[level]);
-        n = put(line, n, sizeof line, "\",\"msg\":\"");
-        n = json_escape(line, n, sizeof line - 16, msg, strlen(msg));
+        n = put(line, 0, LOG_LINE_MAX, "{\"ts\":\"");
+        n = put(line, n, LOG_LINE_MAX, ts);
+        n = put(line, n, LOG_LINE_MAX, "\",\"level\":\"");
+        n = put(line, n, LOG_LINE_MAX, names[level]);
+        n = put(line, n, LOG_LINE_MAX, "\",\"msg\":\"");
+        n = json_escape(line, n, LOG_LINE_MAX - 16, msg, strlen(msg));
         line[n++] = '"';
-        n = fields_to_json(line, n, sizeof line - 4, fields);
+        n = fields_to_json(line, n, LOG_LINE_MAX - 4, fields);
         line[n++] = '}';
         line[n++] = '\n';
     } else {
-        n = put(line, 0, sizeof line, "ts=");
-        n = put(line, n, sizeof line, ts);
-        n = put(line, n, sizeof line, " level=");
-        n = put(line, n, sizeof line, names[level]);
-        n = put(line, n, sizeof line, " msg=\"");
-        for (const char *p = msg; *p && n < sizeof line - 8; p++) {
+        n = put(line, 0, LOG_LINE_MAX, "ts=");
+        n = put(line, n, LOG_LINE_MAX, ts);
+        n = put(line, n, LOG_LINE_MAX, " level=");
+        n = put(line, n, LOG_LINE_MAX, names[level]);
+        n = put(line, n, LOG_LINE_MAX, " msg=\"");
+        for (const char *p = msg; *p && n < LOG_LINE_MAX - 8; p++) {
             if (*p == '"' || *p == '\\') {
                 line[n++] = '\\';
             }
@@ -180,8 +182,8 @@ static void emit(enum log_level level, const char *msg, const char *fields, size
         }
         line[n++] = '"';
         if (k > 0) {
-            if (k > sizeof line - n - 2) {
-                k = sizeof line - n - 2;
+            if (k > LOG_LINE_MAX - n - 2) {
+                k = LOG_LINE_MAX - n - 2;
             }
             line[n++] = ' ';
             memcpy(line + n, fields, k);
@@ -189,8 +191,28 @@ static void emit(enum log_level level, const char *msg, const char *fields, size
         }
         line[n++] = '\n';
     }
-    ssize_t w = write(STDERR_FILENO, line, n);
-    (void)w;
+    return n;
+}
+
+static void write_all(const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, p, n);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            return; /* a log that cannot be written is not worth stopping for */
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void emit(enum log_level level, const char *msg, const char *fields, size_t k)
+{
+    char line[LOG_LINE_MAX];
+    write_all(line, format_line(line, level, msg, fields, k));
 }
 
 void log_line(enum log_level level, const char *msg, const char *fields_fmt, ...)
@@ -215,4 +237,28 @@ void log_line_text(enum log_level level, const char *msg, const char *fields, si
         return;
     }
     emit(level, msg, fields, len);
+}
+
+bool log_batch_add(struct log_batch *b, enum log_level level, const char *msg, const char *fields,
+                   size_t len)
+{
+    if (log_enabled(level)) {
+        char line[LOG_LINE_MAX];
+        size_t n = format_line(line, level, msg, fields, len);
+        if (b->len + n > sizeof b->buf) {
+            log_batch_flush(b);
+        }
+        memcpy(b->buf + b->len, line, n);
+        b->len += n;
+        if (level >= LOG_ERROR) {
+            log_batch_flush(b); /* an error is never held back */
+        }
+    }
+    return b->len > 0;
+}
+
+void log_batch_flush(struct log_batch *b)
+{
+    write_all(b->buf, b->len);
+    b->len = 0;
 }

@@ -21,6 +21,7 @@
 #include "common/fsutil.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "server/access_log.h"
 #include "server/api.h"
 #include "server/auth.h"
 #include "server/listener.h"
@@ -346,7 +347,9 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     rt->publish_rl = ratelimit_new();
     rt->ticket_rl = ratelimit_new();
     rt->register_rl = ratelimit_new();
-    if (!rt->waiters || !rt->sse || !rt->publish_rl || !rt->ticket_rl || !rt->register_rl) {
+    rt->access_log = access_log_new(rt->base);
+    if (!rt->waiters || !rt->sse || !rt->publish_rl || !rt->ticket_rl || !rt->register_rl ||
+        !rt->access_log) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -472,6 +475,8 @@ void daemon_cleanup(struct daemon *d)
     }
     auth_free(rt->auth);
     server_key_cleanup(&rt->sign_key);
+    access_log_free(rt->access_log); /* last: every answer above has written its line */
+    rt->access_log = NULL;
     if (rt->base) {
         event_base_free(rt->base);
     }

@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "common/timeutil.h"
+#include "server/access_log.h"
 #include "server/config.h"
 #include "server/listener.h"
 #include "server/metrics.h"
@@ -280,7 +281,7 @@ static void request_account(struct request *rq, int status)
     n = put_str(f, n, " tenant=", rq->principal.tenant_id[0] ? rq->principal.tenant_id : "-");
     n = put_str(f, n, " agent=", rq->agent_id[0] ? rq->agent_id : "-");
     f[n] = '\0';
-    log_line_text(status >= 500 ? LOG_ERROR : LOG_INFO, "request", f, n);
+    access_log_add(rq->rt->access_log, status >= 500 ? LOG_ERROR : LOG_INFO, f, n);
 }
 
 /* evhttp frees a "Connection: close" connection once its answer is written: only then may a

@@ -13,6 +13,7 @@
 
 #include "server/server_key.h"
 
+struct access_log;
 struct auth;
 struct config;
 struct event_base;
@@ -46,6 +47,7 @@ struct runtime {
     struct waiters *waiters;
     struct sse_hub *sse;
     struct metrics *metrics;
+    struct access_log *access_log; /* the request lines (access_log.h) */
     struct ratelimit *publish_rl;  /* limits.publish_rows_per_s, per tenant */
     struct ratelimit *ticket_rl;   /* limits.tickets_per_s, per tenant */
     struct ratelimit *register_rl; /* webhooks.registrations_per_min, per tenant */

@@ -49,6 +49,17 @@ static char *last_line_with(const char *needle)
     return found;
 }
 
+/* last_line_with, waiting for the line: request lines are written in batches, up to
+ * ACCESS_LOG_FLUSH_MS after their answer (server/access_log.h). */
+static char *await_line_with(const char *needle)
+{
+    char *found = NULL;
+    bool ok;
+    H_WAIT_UNTIL(ok, 2000, (found = last_line_with(needle)) != NULL);
+    (void)ok;
+    return found;
+}
+
 /* Traffic whose secrets must stay out of the log: a bearer header, a query token, a payload. */
 static void traffic(const char *tok, const char *agent)
 {
@@ -81,7 +92,7 @@ static void test_log_logfmt_request_lines(void)
 {
     char *tok = h_token(&d, "t1", "agent:*:consume agent:*:publish");
     traffic(tok, "log.a");
-    char *line = last_line_with("route=inbox_read");
+    char *line = await_line_with("route=inbox_read");
     CHECK(line != NULL);
     if (line != NULL) {
         CHECK(strncmp(line, "ts=", 3) == 0);
@@ -110,7 +121,7 @@ static void test_log_json_after_reload(void)
     CHECK(roostd_hup_and_wait(&d, "config reloaded"));
     char *tok = h_token(&d, "t1", "agent:*:consume agent:*:publish");
     traffic(tok, "log.b");
-    char *line = last_line_with("\"route\":\"inbox_read\"");
+    char *line = await_line_with("\"route\":\"inbox_read\"");
     CHECK(line != NULL);
     json_t *j = line ? json_loads(line, 0, NULL) : NULL;
     CHECK(j != NULL);
@@ -129,7 +140,7 @@ static void test_log_json_after_reload(void)
     json_decref(j);
     free(line);
     /* Every line written after the switch is JSON, the non-request ones too. */
-    line = last_line_with("\"route\":\"publish\"");
+    line = await_line_with("\"route\":\"publish\"");
     CHECK(line != NULL && line[0] == '{');
     free(line);
     check_no_secrets(tok);

@@ -96,9 +96,67 @@ static void test_log_json_line(void)
     log_set_json(false);
 }
 
+/* The size of the file behind fd. */
+static long file_size(int fd)
+{
+    return (long)lseek(fd, 0, SEEK_END);
+}
+
+/* A batch writes nothing until flushed or full, then only whole lines, in order; an error line
+ * goes out at once with the lines before it. */
+static void test_log_batch(void)
+{
+    log_set_json(false);
+    char path[] = "/tmp/roost-test-logbatch-XXXXXX";
+    int fd = mkstemp(path);
+    int saved = dup(STDERR_FILENO);
+    CHECK(fd >= 0 && saved >= 0);
+    if (fd < 0 || saved < 0) {
+        return;
+    }
+    dup2(fd, STDERR_FILENO);
+    static struct log_batch b; /* 4 KiB: not on the stack of a test */
+    char fields[96];
+    long before_full = -1, after_error = -1;
+    for (int i = 0; i < 60; i++) {
+        int n = snprintf(fields, sizeof fields, "seq=%d pad=%060d", i, 0);
+        CHECK(log_batch_add(&b, LOG_INFO, "request", fields, (size_t)n));
+        if (i == 2) {
+            before_full = file_size(fd);
+        }
+    }
+    long after_full = file_size(fd);
+    CHECK(log_batch_add(&b, LOG_ERROR, "request", "seq=60", 6) == false);
+    after_error = file_size(fd);
+    CHECK(log_batch_add(&b, LOG_DEBUG, "request", "seq=61", 6) == false); /* below the level */
+    log_batch_flush(&b);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    CHECK(before_full == 0);                        /* held while the batch has room */
+    CHECK(after_full > 0 && after_full < 60 * 100); /* full batches went out, the rest waits */
+    char *text = calloc(1, (size_t)after_error + 1);
+    CHECK(text != NULL && pread(fd, text, (size_t)after_error, 0) == after_error);
+    if (text) {
+        int next = 0;
+        for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+            nl = strchr(line, '\n');
+            CHECK(nl != NULL); /* every line whole */
+            char want[32];
+            snprintf(want, sizeof want, " seq=%d", next);
+            CHECK_CASE(want, strncmp(line, "ts=", 3) == 0 && strstr(line, want) != NULL);
+            next++;
+        }
+        CHECK(next == 61); /* 0…59, then the error line: nothing lost, nothing after it */
+    }
+    free(text);
+    close(fd);
+    unlink(path);
+}
+
 int main(void)
 {
     RUN(test_log_logfmt_line);
     RUN(test_log_json_line);
+    RUN(test_log_batch);
     return check_summary();
 }
