@@ -589,6 +589,23 @@ enum store_cap {
     /* A publish of several rows is cheaper as a batch of one (SQLite: the seqs of its agents
      * from one statement per agent instead of one upsert per recipient). */
     STORE_CAP_PUBLISH_ROWS_AS_BATCH = 1u << 3,
+    /* The candidates a claim read stay the claimer's until the transaction ends (SQLite: the one
+     * write lock; MySQL: FOR UPDATE SKIP LOCKED), so every one can be claimed without a check,
+     * and several claims of one agent can share one read. */
+    STORE_CAP_CLAIM_ALL = 1u << 4,
+    /* Every statement is a round trip to a server (MySQL): a per-connection memo that skips a
+     * write which would change nothing pays for itself. */
+    STORE_CAP_ROUND_TRIP = 1u << 5,
+    /* An UPDATE can hand one value back through LAST_INSERT_ID(expr) (MySQL; no UPDATE …
+     * RETURNING): struct store_dialect.insert_id reads it after the statement. */
+    STORE_CAP_INSERT_ID = 1u << 6,
+};
+
+/* When this connection last wrote an agent's last_seen_at (STORE_CAP_ROUND_TRIP). */
+#define STORE_SEEN_SLOTS 64
+struct store_seen_slot {
+    uint64_t key; /* hash_tenant_agent; 0 = empty */
+    int64_t at_ms;
 };
 
 struct store_dialect;
@@ -597,6 +614,7 @@ struct store {
     /* The backend's primitive statements the shared lifecycle runs (store_lifecycle.h). */
     const struct store_dialect *dialect;
     int admin_scan_ms; /* store_options.admin_scan_ms, set by store_open */
+    struct store_seen_slot seen[STORE_SEEN_SLOTS];
 };
 
 /* Opens a store by URL scheme ("sqlite://PATH", "mysql://USER:PASS@HOST:PORT/DB"). ROOST_EINVAL for

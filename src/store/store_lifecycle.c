@@ -20,8 +20,7 @@ static const struct store_dialect *dialect(struct store *st)
     return st->dialect;
 }
 
-/* Every operation ends here (rc passes through). */
-static int done(struct store *st, int rc)
+int store_op_done(struct store *st, int rc)
 {
     if (dialect(st)->done != NULL) {
         dialect(st)->done(st);
@@ -29,7 +28,7 @@ static int done(struct store *st, int rc)
     return rc;
 }
 
-static int lifecycle_fail(struct store *st, int rc, const char *msg)
+int store_op_fail(struct store *st, int rc, const char *msg)
 {
     dialect(st)->set_error(st, msg);
     return rc;
@@ -81,10 +80,8 @@ void store_event_claimed(struct store_event *ev, const char *token, const char *
     ev->attempts++;
 }
 
-/* The agent's claimable set or head changed: its current head goes to the touches (and the
- * change log). Without touches and a change log nobody would hear of it, so nothing is read. */
-static int touch(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
-                 struct store_touches *touches)
+int store_touch(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
+                struct store_touches *touches)
 {
     const struct store_dialect *d = dialect(st);
     int64_t head, purged;
@@ -117,7 +114,7 @@ static int publish_one(struct store *st, const struct store_publish_req *req,
         }
     }
     if (ids_event_id(req->now_ms, o->event_id) != 0) {
-        return lifecycle_fail(st, ROOST_EINTERNAL, "publish: no randomness for the event id");
+        return store_op_fail(st, ROOST_EINTERNAL, "publish: no randomness for the event id");
     }
     if (d->seq_insert == NULL &&
         (rc = d->seq_alloc(st, req->tenant_id, agent_id, req->now_ms, &o->seq)) != ROOST_OK) {
@@ -192,7 +189,7 @@ int store_lifecycle_publish(struct store *st, const struct store_publish_req *re
     }
     store_touches_cleanup(&heads);
     free(order);
-    return done(st, rc);
+    return store_op_done(st, rc);
 }
 
 /* ---- batches ---- */
@@ -273,8 +270,8 @@ static int batch_rows_build(struct store *st, struct store_publish_entry *entrie
                 }
                 struct batch_row *b = &rows[k];
                 if (ids_event_id(req->now_ms, b->event_id) != 0) {
-                    rc = lifecycle_fail(st, ROOST_EINTERNAL,
-                                        "publish: no randomness for the event id");
+                    rc = store_op_fail(st, ROOST_EINTERNAL,
+                                       "publish: no randomness for the event id");
                     break;
                 }
                 bool scheduled = it->available_at_ms > req->now_ms;
@@ -355,7 +352,7 @@ int store_lifecycle_publish_batch(struct store *st, struct store_publish_entry *
     int64_t now_ms = 0;
     bool *batched = calloc(n ? n : 1, sizeof *batched);
     if (batched == NULL) {
-        return done(st, ROOST_ENOMEM);
+        return store_op_done(st, ROOST_ENOMEM);
     }
     for (size_t e = 0; e < n; e++) {
         store_touches_cleanup(entries[e].touches);
@@ -402,417 +399,14 @@ int store_lifecycle_publish_batch(struct store *st, struct store_publish_entry *
         }
     }
     free(batched);
-    return done(st, rc);
-}
-
-/* The lease rule of ack over rows read (and locked) before the batch's update: claimed under the
- * entry's token → completed now; completed under it → a repeated ack; otherwise a mismatch. An
- * event acked twice in one batch is, the second time, already completed under the first's
- * token. */
-int store_lifecycle_ack_batch(struct store *st, struct store_ack_entry *entries, size_t n,
-                              int64_t now_ms)
-{
-    const struct store_dialect *d = dialect(st);
-    if (d->ack_rows == NULL) {
-        for (size_t i = 0; i < n; i++) {
-            struct store_ack_entry *e = &entries[i];
-            e->rc = store_lifecycle_ack(st, e->tenant_id, e->agent_id, e->event_id, e->lease_token,
-                                        now_ms, &e->available_at_ms);
-            if (e->rc == ROOST_ERETRY) {
-                return ROOST_ERETRY;
-            }
-        }
-        return ROOST_OK;
-    }
-    struct store_lease_row *rows = calloc(n ? n : 1, sizeof *rows);
-    int64_t *avail = calloc(n ? n : 1, sizeof *avail);
-    bool *found = calloc(n ? n : 1, sizeof *found);
-    bool *did = calloc(n ? n : 1, sizeof *did); /* this entry completed its event */
-    size_t completed = 0, acked = 0;
-    int rc = rows && avail && found && did ? ROOST_OK : ROOST_ENOMEM;
-    if (rc == ROOST_OK) {
-        rc = d->ack_rows(st, entries, n, now_ms, rows, avail, found, &completed);
-    }
-    for (size_t i = 0; rc == ROOST_OK && i < n; i++) {
-        struct store_ack_entry *e = &entries[i];
-        bool first = true;
-        for (size_t j = 0; j < i && first; j++) {
-            first = !(did[j] && strcmp(entries[j].event_id, e->event_id) == 0);
-        }
-        e->available_at_ms = 0;
-        if (!found[i]) {
-            e->rc = ROOST_EEVENTNOTFOUND;
-        } else if (!store_lease_token_eq(&rows[i], e->lease_token)) {
-            e->rc = ROOST_ELEASEMISMATCH;
-        } else if (rows[i].status == STORE_CLAIMED && first) {
-            e->rc = ROOST_OK;
-            e->available_at_ms = avail[i];
-            did[i] = true;
-            acked++;
-        } else {
-            e->rc = rows[i].status == STORE_COMPLETED || rows[i].status == STORE_CLAIMED
-                        ? ROOST_OK
-                        : ROOST_ELEASEMISMATCH;
-        }
-    }
-    if (rc == ROOST_OK && acked != completed) {
-        rc = lifecycle_fail(st, ROOST_ESTORE, "ack: the batch completed other rows than it read");
-    }
-    free(rows);
-    free(avail);
-    free(found);
-    free(did);
-    return done(st, rc);
+    return store_op_done(st, rc);
 }
 
 int store_lifecycle_head(struct store *st, const char *tenant_id, const char *agent_id,
                          int64_t *head)
 {
     int64_t purged;
-    return done(st, dialect(st)->agent_head(st, tenant_id, agent_id, head, &purged));
-}
-
-int store_lifecycle_agent_seen(struct store *st, const char *tenant_id, const char *agent_id,
-                               int64_t now_ms)
-{
-    return done(st, dialect(st)->seen(st, tenant_id, agent_id, now_ms));
-}
-
-/* ---- leases ---- */
-
-/* Claims every candidate in one statement (claim_update_all) and moves them to out. */
-static int claim_all(struct store *st, const char *tenant_id, const char *agent_id,
-                     struct store_events *cands, const char *who, int64_t now_ms, int64_t expires,
-                     struct store_events *out)
-{
-    char(*tokens)[STORE_LEASE_TOKEN_LEN + 1] = calloc(cands->len, sizeof *tokens);
-    if (tokens == NULL) {
-        return ROOST_ENOMEM;
-    }
-    int rc = ROOST_OK;
-    for (size_t i = 0; i < cands->len; i++) {
-        if (ids_lease_token(tokens[i]) != 0) {
-            rc = lifecycle_fail(st, ROOST_EINTERNAL, "claim: no randomness for the lease token");
-            break;
-        }
-    }
-    if (rc == ROOST_OK) {
-        rc = dialect(st)->claim_update_all(st, tenant_id, agent_id, cands,
-                                           (const char(*)[STORE_LEASE_TOKEN_LEN + 1]) tokens, who,
-                                           now_ms, expires);
-    }
-    for (size_t i = 0; rc == ROOST_OK && i < cands->len; i++) {
-        store_event_claimed(&cands->items[i], tokens[i], who, now_ms, expires);
-        struct store_event *ev = store_events_push(out);
-        if (ev == NULL) {
-            rc = ROOST_ENOMEM;
-            break;
-        }
-        *ev = cands->items[i]; /* moves the heap members */
-        memset(&cands->items[i], 0, sizeof cands->items[i]);
-    }
-    free(tokens);
-    return rc;
-}
-
-int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *agent_id,
-                          size_t limit, size_t max_bytes, int64_t lease_s, const char *consumer,
-                          int64_t now_ms, struct store_events *out, bool *has_more)
-{
-    const struct store_dialect *d = dialect(st);
-    struct store_events cands = {0};
-    const char *who = consumer != NULL ? consumer : "";
-    int64_t expires = now_ms + lease_s * 1000;
-    bool cut = false;
-    if (has_more != NULL) {
-        *has_more = false;
-    }
-    if (limit == 0) {
-        return done(st, ROOST_OK);
-    }
-    /* Candidates first: updating rows under a live walk of the claim index is not defined on
-     * every backend. Rows past the byte budget are not touched (no lease, no attempt). */
-    int rc = d->claim_select(st, tenant_id, agent_id, now_ms, store_limit(limit), max_bytes, &cands,
-                             &cut);
-    /* A batch that ended at its limit or its budget may have more claimable at once. */
-    bool more = cut || cands.len == limit;
-    bool batched = rc == ROOST_OK && cands.len > 0 && d->claim_update_all != NULL;
-    if (batched) {
-        rc = claim_all(st, tenant_id, agent_id, &cands, who, now_ms, expires, out);
-    }
-    for (size_t i = 0; !batched && rc == ROOST_OK && i < cands.len; i++) {
-        char token[STORE_LEASE_TOKEN_LEN + 1];
-        bool claimed = false;
-        if (ids_lease_token(token) != 0) {
-            rc = lifecycle_fail(st, ROOST_EINTERNAL, "claim: no randomness for the lease token");
-            break;
-        }
-        rc = d->claim_update(st, tenant_id, agent_id, &cands.items[i], token, who, now_ms, expires,
-                             &claimed);
-        if (rc != ROOST_OK || !claimed) {
-            continue;
-        }
-        struct store_event *ev = store_events_push(out);
-        if (ev == NULL) {
-            rc = ROOST_ENOMEM;
-            break;
-        }
-        *ev = cands.items[i]; /* moves the heap members */
-        memset(&cands.items[i], 0, sizeof cands.items[i]);
-    }
-    if (rc == ROOST_OK) {
-        rc = d->seen(st, tenant_id, agent_id, now_ms);
-    }
-    if (has_more != NULL) {
-        *has_more = rc == ROOST_OK && more;
-    }
-    store_events_cleanup(&cands);
-    return done(st, rc);
-}
-
-/* An entry's place in the (tenant, agent) order of a claim batch. */
-struct claim_key {
-    const char *tenant_id, *agent_id;
-    size_t i;
-};
-
-static int claim_key_cmp(const void *pa, const void *pb)
-{
-    const struct claim_key *x = pa, *y = pb;
-    int c = strcmp(x->tenant_id, y->tenant_id);
-    if (c == 0) {
-        c = strcmp(x->agent_id, y->agent_id);
-    }
-    return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
-}
-
-/* The claims of one agent (entries idx[0..m), m >= 2) from one candidate read: the candidates, in
- * claim order, go to the entries in turn, each taking up to its limit and byte budget (the first
- * of an entry always fits, as in claim); candidates nobody took stay locked until the transaction
- * ends but are not touched. Each entry's share is claimed by one update, as claim does. */
-static int claim_shared(struct store *st, struct store_claim_entry *entries, const size_t *idx,
-                        size_t m, int64_t now_ms)
-{
-    const struct store_dialect *d = dialect(st);
-    const char *tenant_id = entries[idx[0]].tenant_id, *agent_id = entries[idx[0]].agent_id;
-    struct store_events cands = {0}, share = {0};
-    int64_t total = 0;
-    bool cut = false;
-    for (size_t j = 0; j < m; j++) {
-        entries[idx[j]].has_more = false;
-        entries[idx[j]].rc = ROOST_OK;
-        total += entries[idx[j]].limit > 0 ? store_limit(entries[idx[j]].limit) : 0;
-    }
-    int rc = total > 0 ? d->claim_select(st, tenant_id, agent_id, now_ms, total, 0, &cands, &cut)
-                       : ROOST_OK;
-    size_t k = 0;
-    for (size_t j = 0; rc == ROOST_OK && j < m; j++) {
-        struct store_claim_entry *e = &entries[idx[j]];
-        size_t used = 0, limit = e->limit > 0 ? (size_t)store_limit(e->limit) : 0;
-        bool budget = false;
-        share.len = 0;
-        while (k < cands.len && share.len < limit) {
-            const char *p = cands.items[k].payload;
-            if (!store_budget_take(&used, share.len, p != NULL ? strlen(p) : 0, e->max_bytes)) {
-                budget = true;
-                break;
-            }
-            struct store_event *ev = store_events_push(&share);
-            if (ev == NULL) {
-                rc = ROOST_ENOMEM;
-                break;
-            }
-            *ev = cands.items[k]; /* moves the heap members */
-            memset(&cands.items[k], 0, sizeof cands.items[k]);
-            k++;
-        }
-        /* As claim: more may be claimable at once when the batch ended at its limit or budget. */
-        e->has_more = limit > 0 && (budget || share.len == limit);
-        if (rc == ROOST_OK && share.len > 0) {
-            rc = claim_all(st, tenant_id, agent_id, &share, e->consumer != NULL ? e->consumer : "",
-                           now_ms, now_ms + e->lease_s * 1000, e->out);
-        }
-        store_events_cleanup(&share);
-    }
-    if (rc == ROOST_OK) {
-        rc = d->seen(st, tenant_id, agent_id, now_ms);
-    }
-    store_events_cleanup(&cands);
-    return rc;
-}
-
-/* Claims of distinct agents run one by one (claim); several claims of one agent share their
- * candidate read (claim_shared), which needs the dialect's claim_update_all (row locks). */
-int store_lifecycle_claim_batch(struct store *st, struct store_claim_entry *entries, size_t n,
-                                int64_t now_ms)
-{
-    struct claim_key *keys = malloc((n ? n : 1) * sizeof *keys);
-    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-    if (keys == NULL || idx == NULL) {
-        free(keys);
-        free(idx);
-        return done(st, ROOST_ENOMEM);
-    }
-    for (size_t i = 0; i < n; i++) {
-        keys[i] = (struct claim_key){entries[i].tenant_id, entries[i].agent_id, i};
-    }
-    qsort(keys, n, sizeof *keys, claim_key_cmp);
-    for (size_t i = 0; i < n; i++) {
-        idx[i] = keys[i].i;
-    }
-    free(keys);
-    int rc = ROOST_OK;
-    for (size_t a = 0; rc == ROOST_OK && a < n;) {
-        size_t b = a + 1;
-        while (b < n && strcmp(entries[idx[a]].tenant_id, entries[idx[b]].tenant_id) == 0 &&
-               strcmp(entries[idx[a]].agent_id, entries[idx[b]].agent_id) == 0) {
-            b++;
-        }
-        if (b - a >= 2 && dialect(st)->claim_update_all != NULL) {
-            rc = claim_shared(st, entries, idx + a, b - a, now_ms);
-        } else {
-            for (size_t j = a; j < b; j++) {
-                struct store_claim_entry *e = &entries[idx[j]];
-                e->rc =
-                    store_lifecycle_claim(st, e->tenant_id, e->agent_id, e->limit, e->max_bytes,
-                                          e->lease_s, e->consumer, now_ms, e->out, &e->has_more);
-                if (e->rc == ROOST_ERETRY) {
-                    rc = ROOST_ERETRY;
-                    break;
-                }
-            }
-        }
-        a = b;
-    }
-    free(idx);
-    return done(st, rc);
-}
-
-/* The event under a lease that `lease_token` must hold now (fencing, DESIGN §4.3). */
-static int lease_held(struct store *st, const char *tenant_id, const char *agent_id,
-                      const char *event_id, const char *lease_token, struct store_lease_row *row)
-{
-    bool found = false;
-    int rc = dialect(st)->lease_find(st, tenant_id, agent_id, event_id, row, &found);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    if (!found) {
-        return ROOST_EEVENTNOTFOUND;
-    }
-    return row->status == STORE_CLAIMED && store_lease_token_eq(row, lease_token)
-               ? ROOST_OK
-               : ROOST_ELEASEMISMATCH;
-}
-
-int store_lifecycle_ack(struct store *st, const char *tenant_id, const char *agent_id,
-                        const char *event_id, const char *lease_token, int64_t now_ms,
-                        int64_t *available_at_ms)
-{
-    const struct store_dialect *d = dialect(st);
-    struct store_lease_row row;
-    bool acked = false, found = false;
-    if (available_at_ms != NULL) {
-        *available_at_ms = 0;
-    }
-    int rc = d->ack_update(st, tenant_id, agent_id, event_id, lease_token, now_ms, &acked,
-                           available_at_ms);
-    if (rc != ROOST_OK || acked) {
-        return done(st, rc);
-    }
-    /* Nothing changed: tell a repeated ack (the token is kept on completion), a stale token and
-     * an unknown event apart. */
-    if ((rc = d->lease_find(st, tenant_id, agent_id, event_id, &row, &found)) == ROOST_OK) {
-        rc = !found ? ROOST_EEVENTNOTFOUND
-             : row.status == STORE_COMPLETED && store_lease_token_eq(&row, lease_token)
-                 ? ROOST_OK
-                 : ROOST_ELEASEMISMATCH;
-    }
-    return done(st, rc);
-}
-
-int store_lifecycle_release(struct store *st, const char *tenant_id, const char *agent_id,
-                            const char *event_id, const char *lease_token,
-                            enum store_release_reason reason, int64_t delay_s, const char *error,
-                            int max_attempts, int64_t now_ms, struct store_touches *touches,
-                            enum store_status *new_status)
-{
-    struct store_lease_row row;
-    bool changed = false;
-    int rc = lease_held(st, tenant_id, agent_id, event_id, lease_token, &row);
-    if (rc != ROOST_OK) {
-        return done(st, rc);
-    }
-    /* Poison quarantines at once; a transient failure once the attempts are used up. A shutdown
-     * counts nothing, so it never quarantines. */
-    enum store_status to = STORE_PENDING;
-    int64_t available_at = now_ms;
-    if (reason == STORE_RELEASE_POISON ||
-        (reason == STORE_RELEASE_TRANSIENT && store_lease_exhausted(row.attempts, max_attempts))) {
-        to = STORE_QUARANTINED;
-    } else if (delay_s > 0) {
-        to = STORE_SCHEDULED;
-        available_at = now_ms + delay_s * 1000;
-    }
-    int nack = reason == STORE_RELEASE_TRANSIENT ? 1 : 0;
-    rc = dialect(st)->release_update(st, tenant_id, agent_id, row.seq, lease_token, to,
-                                     available_at, nack, error, &changed);
-    if (rc == ROOST_OK && !changed) {
-        rc = ROOST_ELEASEMISMATCH;
-    }
-    if (rc == ROOST_OK && new_status != NULL) {
-        *new_status = to;
-    }
-    if (rc == ROOST_OK && to == STORE_PENDING) {
-        rc = touch(st, tenant_id, agent_id, now_ms, touches);
-    }
-    return done(st, rc);
-}
-
-int store_lifecycle_extend(struct store *st, const char *tenant_id, const char *agent_id,
-                           const char *event_id, const char *lease_token, int64_t lease_s,
-                           int64_t max_total_s, int64_t now_ms, int64_t *claim_expires_at_ms)
-{
-    struct store_lease_row row;
-    bool changed = false;
-    int rc = lease_held(st, tenant_id, agent_id, event_id, lease_token, &row);
-    if (rc == ROOST_OK && row.claim_expires_at_ms <= now_ms) {
-        rc = ROOST_ELEASEMISMATCH; /* expired: the scavenger may hand it out again */
-    }
-    if (rc != ROOST_OK) {
-        return done(st, rc);
-    }
-    /* The cap counts from the claim, so extending forever is impossible. */
-    int64_t want = now_ms + lease_s * 1000;
-    int64_t cap = row.claimed_at_ms + max_total_s * 1000;
-    int64_t next = want < cap ? want : cap;
-    if (next <= row.claim_expires_at_ms) {
-        if (claim_expires_at_ms != NULL) {
-            *claim_expires_at_ms = row.claim_expires_at_ms;
-        }
-        return done(st, ROOST_ELEASECAP);
-    }
-    rc = dialect(st)->extend_update(st, tenant_id, agent_id, row.seq, lease_token, next, &changed);
-    if (rc == ROOST_OK && !changed) {
-        rc = ROOST_ELEASEMISMATCH;
-    }
-    if (rc == ROOST_OK && claim_expires_at_ms != NULL) {
-        *claim_expires_at_ms = next;
-    }
-    return done(st, rc);
-}
-
-/* consumer NULL releases every lease of the agent; "" those claimed without a consumer id. */
-int store_lifecycle_release_all(struct store *st, const char *tenant_id, const char *agent_id,
-                                const char *consumer, int64_t now_ms, size_t *released,
-                                struct store_touches *touches)
-{
-    *released = 0;
-    int rc = dialect(st)->release_leases(st, tenant_id, agent_id, consumer, released);
-    if (rc == ROOST_OK && *released > 0) {
-        rc = touch(st, tenant_id, agent_id, now_ms, touches);
-    }
-    return done(st, rc);
+    return store_op_done(st, dialect(st)->agent_head(st, tenant_id, agent_id, head, &purged));
 }
 
 /* ---- scheduler ---- */
@@ -823,7 +417,8 @@ static int touch_all(struct store *st, const struct store_touches *agents, int64
 {
     int rc = ROOST_OK;
     for (size_t i = 0; rc == ROOST_OK && i < agents->len; i++) {
-        rc = touch(st, agents->items[i].tenant_id, agents->items[i].agent_id, now_ms, touches);
+        rc =
+            store_touch(st, agents->items[i].tenant_id, agents->items[i].agent_id, now_ms, touches);
     }
     return rc;
 }
@@ -848,7 +443,7 @@ int store_lifecycle_scavenge(struct store *st, int64_t now_ms,
     *count = 0;
     *quarantined = 0;
     if (limit == 0) {
-        return done(st, ROOST_OK);
+        return store_op_done(st, ROOST_OK);
     }
     int rc = d->scavenge_select(st, now_ms, store_limit(limit), &rows);
     for (size_t i = 0; rc == ROOST_OK && i < rows.len; i++) {
@@ -874,7 +469,7 @@ int store_lifecycle_scavenge(struct store *st, int64_t now_ms,
     }
     store_touches_cleanup(&agents);
     free(rows.items);
-    return done(st, rc);
+    return store_op_done(st, rc);
 }
 
 int store_lifecycle_promote_due(struct store *st, int64_t now_ms, size_t limit, size_t *count,
@@ -883,23 +478,23 @@ int store_lifecycle_promote_due(struct store *st, int64_t now_ms, size_t limit, 
     struct store_touches agents = {0};
     *count = 0;
     if (limit == 0) {
-        return done(st, ROOST_OK);
+        return store_op_done(st, ROOST_OK);
     }
     int rc = dialect(st)->promote(st, now_ms, store_limit(limit), count, &agents);
     if (rc == ROOST_OK) {
         rc = touch_all(st, &agents, now_ms, touches);
     }
     store_touches_cleanup(&agents);
-    return done(st, rc);
+    return store_op_done(st, rc);
 }
 
 int store_lifecycle_expire(struct store *st, int64_t now_ms, size_t limit, size_t *count)
 {
     *count = 0;
     if (limit == 0) {
-        return done(st, ROOST_OK);
+        return store_op_done(st, ROOST_OK);
     }
-    return done(st, dialect(st)->expire(st, now_ms, store_limit(limit), count));
+    return store_op_done(st, dialect(st)->expire(st, now_ms, store_limit(limit), count));
 }
 
 /* ---- retention ---- */
@@ -954,7 +549,7 @@ static int retain_agent(struct store *st, const struct store_retention_req *req,
             char msg[STORE_ID_MAX * 2 + 96];
             snprintf(msg, sizeof msg, "retention: archiving %s/%s seq %lld failed (%d)",
                      a->tenant_id, a->agent_id, (long long)rows[i].seq, cb);
-            return lifecycle_fail(st, ROOST_EIO, msg);
+            return store_op_fail(st, ROOST_EIO, msg);
         }
         (*archived)++;
     }
@@ -978,14 +573,14 @@ int store_lifecycle_retention(struct store *st, const struct store_retention_req
     memset(res, 0, sizeof *res);
     memset(&after, 0, sizeof after);
     if (req->batch == 0) {
-        return done(st, ROOST_OK);
+        return store_op_done(st, ROOST_OK);
     }
     agents = malloc(RETENTION_AGENT_PAGE * sizeof *agents);
     rows = req->batch > SIZE_MAX / sizeof *rows ? NULL : malloc(req->batch * sizeof *rows);
     if (agents == NULL || rows == NULL) {
         free(agents);
         free(rows);
-        return done(st, ROOST_ENOMEM);
+        return store_op_done(st, ROOST_ENOMEM);
     }
     int rc = d->retention_begin(st, req);
     if (rc != ROOST_OK) {
@@ -1014,7 +609,7 @@ int store_lifecycle_retention(struct store *st, const struct store_retention_req
 out:
     free(agents);
     free(rows);
-    return done(st, rc);
+    return store_op_done(st, rc);
 }
 
 /* ---- admin ---- */
@@ -1028,7 +623,7 @@ int store_lifecycle_quarantine_list(struct store *st, const char *tenant_id, con
     size_t before = out->len;
     *has_more = false;
     if (limit == 0) {
-        return done(st, ROOST_OK);
+        return store_op_done(st, ROOST_OK);
     }
     if (one_agent) {
         /* One agent: the (agent_id, seq) position reduces to a seq bound, so the walk of that
@@ -1043,7 +638,7 @@ int store_lifecycle_quarantine_list(struct store *st, const char *tenant_id, con
         store_event_cleanup(&out->items[--out->len]);
         *has_more = true;
     }
-    return done(st, rc);
+    return store_op_done(st, rc);
 }
 
 int store_lifecycle_requeue(struct store *st, const char *tenant_id, const char *event_id,
@@ -1066,9 +661,9 @@ int store_lifecycle_requeue(struct store *st, const char *tenant_id, const char 
         rc = ROOST_ESTATE; /* changed since we read it */
     }
     if (rc == ROOST_OK) {
-        rc = touch(st, tenant_id, agent_id, now_ms, touches);
+        rc = store_touch(st, tenant_id, agent_id, now_ms, touches);
     }
-    return done(st, rc);
+    return store_op_done(st, rc);
 }
 
 int store_lifecycle_quarantine_purge(struct store *st, const char *tenant_id, const char *agent_id,
@@ -1088,5 +683,5 @@ int store_lifecycle_quarantine_purge(struct store *st, const char *tenant_id, co
             rc = found ? ROOST_ESTATE : ROOST_EEVENTNOTFOUND;
         }
     }
-    return done(st, rc);
+    return store_op_done(st, rc);
 }

@@ -132,6 +132,9 @@ struct store_dialect {
      * snapshot stays pinned). ROOST_EINTERNAL when the descriptor has no SQL for this dialect. */
     int (*run)(struct store *st, const struct store_stmt *stmt, const struct store_param *p,
                size_t np, store_row_fn on_row, void *arg, int64_t *changed);
+    /* STORE_CAP_INSERT_ID: the value the last statement handed back through
+     * LAST_INSERT_ID(expr). */
+    int64_t (*insert_id)(struct store *st);
 
     /* ---- agents and touches ---- */
     /* The agent's head and watermark, both 0 for an agent without a row. */
@@ -171,32 +174,18 @@ struct store_dialect {
     /* Appends up to `limit` claimable rows in claim order (pending, unexpired, priority desc,
      * seq asc), stopping before the first row whose payload would take the batch past
      * `max_bytes` (store_budget_take; *cut then set). Each needs at least its seq; a dialect may
-     * fill the whole event. */
+     * fill the whole event. A dialect with STORE_CAP_CLAIM_ALL leaves them the claimer's until
+     * the transaction ends. */
     int (*claim_select)(struct store *st, const char *tenant_id, const char *agent_id,
                         int64_t now_ms, int64_t limit, size_t max_bytes, struct store_events *cands,
                         bool *cut);
-    /* Claims the candidate `ev` if still pending (*claimed) and leaves *ev as the claimed row. */
-    int (*claim_update)(struct store *st, const char *tenant_id, const char *agent_id,
-                        struct store_event *ev, const char *token, const char *consumer,
-                        int64_t now_ms, int64_t claim_expires_at_ms, bool *claimed);
-    /* Optional (NULL: claim_update per candidate). Claims every candidate in one statement:
-     * claim_select locked them all in this transaction (a dialect with row locks), so each is
-     * still pending; cands->items[i] gets tokens[i] and becomes the claimed row. Any other
-     * outcome is an error. */
+    /* Optional (NULL: one CLAIM_UPDATE per candidate, store_leases.c). Claims every candidate
+     * in one statement (STORE_CAP_CLAIM_ALL: each is still pending); cands->items[i] gets
+     * tokens[i]. Any other outcome is an error. */
     int (*claim_update_all)(struct store *st, const char *tenant_id, const char *agent_id,
                             struct store_events *cands,
                             const char (*tokens)[STORE_LEASE_TOKEN_LEN + 1], const char *consumer,
                             int64_t now_ms, int64_t claim_expires_at_ms);
-    /* agents.last_seen_at = now, at most once per STORE_SEEN_EVERY_MS. */
-    int (*seen)(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms);
-    /* The event's lease columns for this tenant and agent; *found false when there is none. */
-    int (*lease_find)(struct store *st, const char *tenant_id, const char *agent_id,
-                      const char *event_id, struct store_lease_row *row, bool *found);
-    /* Completes the event if claimed under `token` (*acked); *available_at_ms (may be NULL) gets
-     * its available_at when it did. */
-    int (*ack_update)(struct store *st, const char *tenant_id, const char *agent_id,
-                      const char *event_id, const char *token, int64_t now_ms, bool *acked,
-                      int64_t *available_at_ms);
     /* Optional (NULL: ack_batch acks entry by entry). Locks and reads the lease columns of
      * every entry's event (rows[i], *available_at_ms of rows[i] in avail[i]; found[i] false when
      * the tenant and agent have no such event), then completes, at now_ms, those claimed under
@@ -204,16 +193,6 @@ struct store_dialect {
      * the number of rows the update completed. */
     int (*ack_rows)(struct store *st, const struct store_ack_entry *acks, size_t n, int64_t now_ms,
                     struct store_lease_row *rows, int64_t *avail, bool *found, size_t *completed);
-    /* Ends the lease under `token`: status `to`, available_at, nacks + nack, last_error when
-     * error is not NULL. *changed false when the lease moved on. */
-    int (*release_update)(struct store *st, const char *tenant_id, const char *agent_id,
-                          int64_t seq, const char *token, enum store_status to,
-                          int64_t available_at_ms, int nack, const char *error, bool *changed);
-    int (*extend_update)(struct store *st, const char *tenant_id, const char *agent_id, int64_t seq,
-                         const char *token, int64_t claim_expires_at_ms, bool *changed);
-    /* Every lease of the agent held by consumer (NULL: any) back to pending, nothing counted. */
-    int (*release_leases)(struct store *st, const char *tenant_id, const char *agent_id,
-                          const char *consumer, size_t *released);
 
     /* ---- scheduler ---- */
     /* Appends up to `limit` claimed rows with claim_expires_at <= now, oldest expiry first. */
@@ -291,35 +270,21 @@ bool store_cursor_gone(int64_t after_cursor, int64_t purged_through_seq);
 void store_event_claimed(struct store_event *ev, const char *token, const char *consumer,
                          int64_t now_ms, int64_t claim_expires_at_ms);
 
+/* Every operation ends here (rc passes through): the dialect's done. */
+int store_op_done(struct store *st, int rc);
+/* Records msg as the store's error detail and returns rc. */
+int store_op_fail(struct store *st, int rc, const char *msg);
+/* The agent's claimable set or head changed: its current head goes to the touches (and the
+ * change log). Without touches and a change log nobody would hear of it, so nothing is read. */
+int store_touch(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
+                struct store_touches *touches);
+
 /* The lifecycle operations (semantics in store.h). */
 int store_lifecycle_publish(struct store *st, const struct store_publish_req *req,
                             struct store_published *out, struct store_touches *touches);
 int store_lifecycle_publish_batch(struct store *st, struct store_publish_entry *entries, size_t n);
-int store_lifecycle_ack_batch(struct store *st, struct store_ack_entry *entries, size_t n,
-                              int64_t now_ms);
-int store_lifecycle_claim_batch(struct store *st, struct store_claim_entry *entries, size_t n,
-                                int64_t now_ms);
-int store_lifecycle_claim(struct store *st, const char *tenant_id, const char *agent_id,
-                          size_t limit, size_t max_bytes, int64_t lease_s, const char *consumer,
-                          int64_t now_ms, struct store_events *out, bool *has_more);
-int store_lifecycle_ack(struct store *st, const char *tenant_id, const char *agent_id,
-                        const char *event_id, const char *lease_token, int64_t now_ms,
-                        int64_t *available_at_ms);
-int store_lifecycle_release(struct store *st, const char *tenant_id, const char *agent_id,
-                            const char *event_id, const char *lease_token,
-                            enum store_release_reason reason, int64_t delay_s, const char *error,
-                            int max_attempts, int64_t now_ms, struct store_touches *touches,
-                            enum store_status *new_status);
-int store_lifecycle_extend(struct store *st, const char *tenant_id, const char *agent_id,
-                           const char *event_id, const char *lease_token, int64_t lease_s,
-                           int64_t max_total_s, int64_t now_ms, int64_t *claim_expires_at_ms);
-int store_lifecycle_release_all(struct store *st, const char *tenant_id, const char *agent_id,
-                                const char *consumer, int64_t now_ms, size_t *released,
-                                struct store_touches *touches);
 int store_lifecycle_head(struct store *st, const char *tenant_id, const char *agent_id,
                          int64_t *head);
-int store_lifecycle_agent_seen(struct store *st, const char *tenant_id, const char *agent_id,
-                               int64_t now_ms);
 int store_lifecycle_scavenge(struct store *st, int64_t now_ms,
                              const struct store_scavenge_limits *lim, size_t limit, size_t *count,
                              size_t *quarantined, struct store_touches *touches);

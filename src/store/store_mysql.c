@@ -78,51 +78,6 @@ const char *const store_mysql_sql[S_COUNT] = {
                        " WHERE open_state = " ST_PENDING " AND tenant_id = ? AND agent_id = ?"
                        " AND (expires_at IS NULL OR expires_at > ?)"
                        " ORDER BY ready_priority DESC, seq ASC LIMIT ? FOR UPDATE SKIP LOCKED",
-    /* token, consumer, now, claim_expires_at, tenant, agent, seq */
-    [S_CLAIM_UPDATE] =
-        "UPDATE inbox SET status = " ST_CLAIMED ", lease_token = ?, consumer = ?, claimed_at = ?,"
-        " claim_expires_at = ?, attempts = attempts + 1"
-        " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_PENDING,
-    /* event_id, tenant, agent. FORCE INDEX: see S_ACK. */
-    [S_EVENT_FIND] = "SELECT seq, status, lease_token, attempts, claimed_at, claim_expires_at"
-                     " FROM inbox FORCE INDEX (inbox_event)"
-                     " WHERE event_id = ? AND tenant_id = ? AND agent_id = ?",
-    /* now, event_id, tenant, agent, token: LAST_INSERT_ID(available_at) hands the row's
-     * available_at back as the statement's insert id (MariaDB has no UPDATE … RETURNING), so the
-     * delivery-latency histogram costs no second statement. FORCE INDEX: without it the range
-     * optimizer, which runs again at every execution of a prepared statement, also estimates the
-     * agent's whole primary-key and idempotency-key ranges (their tenant, agent prefix) before it
-     * picks the one-row unique key anyway: 43 → 36 µs of server time per ack (MariaDB 10.11,
-     * 20,000 rows per agent, medians of 4 alternated runs of 500). */
-    [S_ACK] = "UPDATE inbox FORCE INDEX (inbox_event) SET status = " ST_COMPLETED
-              ", payload = NULL, completed_at = ?,"
-              " available_at = LAST_INSERT_ID(available_at) WHERE event_id = ? AND tenant_id = ? "
-              "AND agent_id = ? AND status = " ST_CLAIMED " AND lease_token = ?",
-    /* status, available_at, nack, error, tenant, agent, seq, token */
-    [S_RELEASE_UPDATE] = "UPDATE inbox SET status = ?, available_at = ?, nacks = nacks + ?,"
-                         " last_error = COALESCE(?, last_error), lease_token = NULL,"
-                         " claim_expires_at = NULL WHERE tenant_id = ? AND agent_id = ?"
-                         " AND seq = ? AND status = " ST_CLAIMED " AND lease_token = ?",
-    /* claim_expires_at, tenant, agent, seq, token */
-    [S_EXTEND_UPDATE] = "UPDATE inbox SET claim_expires_at = ?"
-                        " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_CLAIMED
-                        " AND lease_token = ?",
-    /* tenant, agent, consumer: the leases are read without locks, then released by primary key,
-     * each conditional on the lease read. The read walks the smaller of the agent's primary-key
-     * range and inbox_lease (every claimed row, of every agent: a locking walk of it would wait
-     * on other agents' claims). */
-    [S_RELEASE_ALL_SELECT] = "SELECT seq, lease_token FROM inbox WHERE lease_expires_at IS NOT NULL"
-                             " AND tenant_id = ? AND agent_id = ? AND consumer = ?",
-    /* tenant, agent */
-    [S_RELEASE_ALL_ANY_SELECT] = "SELECT seq, lease_token FROM inbox"
-                                 " WHERE lease_expires_at IS NOT NULL AND tenant_id = ?"
-                                 " AND agent_id = ?",
-    /* tenant, agent, seq, token: an ack, release or scavenger that won the race keeps its row. */
-    [S_RELEASE_ALL_UPDATE] =
-        "UPDATE inbox SET status = " ST_PENDING ", lease_token = NULL,"
-        " claim_expires_at = NULL"
-        " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_CLAIMED
-        " AND lease_token = ?",
     /* now, limit: inbox_lease (lease_expires_at is claim_expires_at while claimed) */
     [S_SCAV_SELECT] = "SELECT tenant_id, agent_id, seq, lease_token, attempts, consumer FROM inbox"
                       " WHERE lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?",
@@ -205,10 +160,6 @@ const char *const store_mysql_sql[S_COUNT] = {
     /* tenant, limit, offset */
     [S_AGENTS_BY_AGE] = "SELECT " MY_AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
                         " ORDER BY oldest IS NULL, oldest, a.agent_id LIMIT ? OFFSET ?",
-    /* event_id, tenant: the acked row's available_at, for the delivery-latency histogram */
-    /* now, tenant, agent, now: at most one write a minute per agent */
-    [S_SEEN] = "UPDATE agents SET last_seen_at = ? WHERE tenant_id = ? AND agent_id = ?"
-               " AND (last_seen_at IS NULL OR last_seen_at <= ? - " STORE_SEEN_EVERY_SQL ")",
     /* tenant, event_id */
     [S_PURGE_ONE] =
         "DELETE FROM inbox WHERE tenant_id = ? AND event_id = ? AND status = " ST_QUARANTINED,
@@ -719,20 +670,6 @@ static int my_claim_select(struct store *st, const char *tenant_id, const char *
     return rc;
 }
 
-/* No UPDATE … RETURNING in MariaDB: the claim fields are set on the selected row here. */
-static int my_claim_update(struct store *st, const char *tenant_id, const char *agent_id,
-                           struct store_event *ev, const char *token, const char *consumer,
-                           int64_t now_ms, int64_t claim_expires_at_ms, bool *claimed)
-{
-    struct prm p[] = {PS(token),     PS(consumer), PI(now_ms), PI(claim_expires_at_ms),
-                      PS(tenant_id), PS(agent_id), PI(ev->seq)};
-    int rc = Q1(store_mysql_backend(st), S_CLAIM_UPDATE, p, claimed);
-    if (rc == ROOST_OK && *claimed) {
-        store_event_claimed(ev, token, consumer, now_ms, claim_expires_at_ms);
-    }
-    return rc;
-}
-
 /* One UPDATE for the whole claim: each row's token picked by its seq (ELT(FIELD(seq, …), …)).
  * Text, not a prepared statement, since its shape depends on the count; the ids are escaped and
  * the rest are integers and lease tokens of a fixed alphabet. */
@@ -776,99 +713,6 @@ static int my_claim_update_all(struct store *st, const char *tenant_id, const ch
                  (unsigned long long)b->affected, cands->len);
         rc = ROOST_ESTORE;
     }
-    return rc;
-}
-
-/* This connection remembers when it last wrote an agent's last_seen_at, so most claims skip the
- * statement (one round trip each). */
-static int my_seen(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    uint64_t key = hash_tenant_agent(tenant_id, agent_id);
-    struct seen_slot *slot = &b->seen[key % (sizeof b->seen / sizeof b->seen[0])];
-    if (slot->key == key && now_ms - slot->at_ms < STORE_SEEN_EVERY_MS) {
-        return ROOST_OK;
-    }
-    struct prm p[] = {PI(now_ms), PS(tenant_id), PS(agent_id), PI(now_ms)};
-    int rc = Q(b, S_SEEN, p, NULL);
-    if (rc == ROOST_OK) {
-        slot->key = key;
-        slot->at_ms = now_ms;
-    }
-    return rc;
-}
-
-static int my_lease_find(struct store *st, const char *tenant_id, const char *agent_id,
-                         const char *event_id, struct store_lease_row *row, bool *found)
-{
-    struct rows rs = {0};
-    struct prm p[] = {PS(event_id), PS(tenant_id), PS(agent_id)};
-    int rc = Q(store_mysql_backend(st), S_EVENT_FIND, p, &rs);
-    if (rc == ROOST_OK && (*found = rs.n > 0)) {
-        row->seq = cell_i64(&rs, 0, 0);
-        row->status = store_status_of(cell_i64(&rs, 0, 1));
-        cell_copy(&rs, 0, 2, row->lease_token, sizeof row->lease_token);
-        row->attempts = (int)cell_i64(&rs, 0, 3);
-        row->claimed_at_ms = cell_i64(&rs, 0, 4);
-        row->claim_expires_at_ms = cell_i64(&rs, 0, 5);
-    }
-    rows_free(&rs);
-    return rc;
-}
-
-static int my_ack_update(struct store *st, const char *tenant_id, const char *agent_id,
-                         const char *event_id, const char *token, int64_t now_ms, bool *acked,
-                         int64_t *available_at_ms)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    struct prm p[] = {PI(now_ms), PS(event_id), PS(tenant_id), PS(agent_id), PS(token)};
-    int rc = Q1(b, S_ACK, p, acked);
-    if (rc == ROOST_OK && *acked && available_at_ms != NULL) {
-        *available_at_ms = (int64_t)b->insert_id;
-    }
-    return rc;
-}
-
-static int my_release_update(struct store *st, const char *tenant_id, const char *agent_id,
-                             int64_t seq, const char *token, enum store_status to,
-                             int64_t available_at_ms, int nack, const char *error, bool *changed)
-{
-    struct prm p[] = {PI(to),        PI(available_at_ms), PI(nack), PS(error),
-                      PS(tenant_id), PS(agent_id),        PI(seq),  PS(token)};
-    return Q1(store_mysql_backend(st), S_RELEASE_UPDATE, p, changed);
-}
-
-static int my_extend_update(struct store *st, const char *tenant_id, const char *agent_id,
-                            int64_t seq, const char *token, int64_t claim_expires_at_ms,
-                            bool *changed)
-{
-    struct prm p[] = {PI(claim_expires_at_ms), PS(tenant_id), PS(agent_id), PI(seq), PS(token)};
-    return Q1(store_mysql_backend(st), S_EXTEND_UPDATE, p, changed);
-}
-
-/* The leases are read without locks, then released by primary key, each update conditional on
- * the token read (S_RELEASE_ALL_SELECT). */
-static int my_release_leases(struct store *st, const char *tenant_id, const char *agent_id,
-                             const char *consumer, size_t *released)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    struct rows rs = {0};
-    int rc;
-    if (consumer != NULL) {
-        struct prm p[] = {PS(tenant_id), PS(agent_id), PS(consumer)};
-        rc = Q(b, S_RELEASE_ALL_SELECT, p, &rs);
-    } else {
-        struct prm p[] = {PS(tenant_id), PS(agent_id)};
-        rc = Q(b, S_RELEASE_ALL_ANY_SELECT, p, &rs);
-    }
-    for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
-        struct prm up[] = {PS(tenant_id), PS(agent_id), PI(cell_i64(&rs, r, 0)),
-                           PS(cell(&rs, r, 1))};
-        if ((rc = Q(b, S_RELEASE_ALL_UPDATE, up, NULL)) == ROOST_OK) {
-            *released += (size_t)b->affected;
-        }
-    }
-    rows_free(&rs);
     return rc;
 }
 
@@ -1116,6 +960,11 @@ static int my_quarantine_delete(struct store *st, const char *tenant_id, const c
     return rc;
 }
 
+static int64_t my_insert_id(struct store *st)
+{
+    return (int64_t)store_mysql_backend(st)->insert_id;
+}
+
 /* A unique key refused the last statement (ER_DUP_ENTRY; InnoDB rolled back only that
  * statement). */
 static bool my_dup_key(struct store *st)
@@ -1303,7 +1152,8 @@ const struct store_dialect store_mysql_dialect = {
     .done = NULL,
     .set_error = my_error_set,
     .sql_col = STORE_SQL_MYSQL,
-    .caps = STORE_CAP_CHANGE_LOG,
+    .caps = STORE_CAP_CHANGE_LOG | STORE_CAP_CLAIM_ALL | STORE_CAP_ROUND_TRIP | STORE_CAP_INSERT_ID,
+    .insert_id = my_insert_id,
     .dup_key = my_dup_key,
     .agent_head = my_agent_head,
     .changed = my_changed,
@@ -1315,15 +1165,8 @@ const struct store_dialect store_mysql_dialect = {
     .insert_rows = my_insert_rows,
     .state_patch = my_state_patch,
     .claim_select = my_claim_select,
-    .claim_update = my_claim_update,
     .claim_update_all = my_claim_update_all,
-    .seen = my_seen,
-    .lease_find = my_lease_find,
-    .ack_update = my_ack_update,
     .ack_rows = my_ack_rows,
-    .release_update = my_release_update,
-    .extend_update = my_extend_update,
-    .release_leases = my_release_leases,
     .scavenge_select = my_scavenge_select,
     .scavenge_update = my_scavenge_update,
     .promote = my_promote,

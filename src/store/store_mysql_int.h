@@ -30,14 +30,6 @@ enum stmt_id {
     S_AGENT_HEAD,
     S_READ,
     S_CLAIM_SELECT,
-    S_CLAIM_UPDATE,
-    S_EVENT_FIND,
-    S_ACK,
-    S_RELEASE_UPDATE,
-    S_EXTEND_UPDATE,
-    S_RELEASE_ALL_SELECT,
-    S_RELEASE_ALL_ANY_SELECT,
-    S_RELEASE_ALL_UPDATE,
     S_SCAV_SELECT,
     S_SCAV_UPDATE,
     S_PROMOTE_SELECT,
@@ -51,7 +43,6 @@ enum stmt_id {
     S_RET_DELETE,
     S_RET_PURGED,
     S_CHANGES_OLD,
-    S_SEEN,
     S_AGENTS_BY_DEPTH,
     S_AGENTS_BY_AGE,
     S_PURGE_ONE,
@@ -123,12 +114,6 @@ struct mysql_store {
     /* The last tenant seen committed: tenant rows are never deleted, so it needs no check. */
     char known_tenant[STORE_ID_MAX + 1];
     int64_t origin; /* store_options.origin */
-    /* agents.last_seen_at is written at most once a minute per agent; this connection remembers
-     * when it last wrote it, so most claims skip that statement (one round trip each). */
-    struct seen_slot {
-        uint64_t key;
-        int64_t at_ms;
-    } seen[64];
     uint64_t affected;
     uint64_t insert_id;
     unsigned last_errno; /* server code of the last failure (ER_DUP_ENTRY is an answer here) */

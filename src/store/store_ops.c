@@ -110,19 +110,19 @@ const struct store_ops store_ops_table = {
     /* publish (store_publish.c, store_lifecycle.c) */
     .publish = store_publish_op,
     .publish_batch = store_lifecycle_publish_batch,
-    .ack_batch = store_lifecycle_ack_batch,
-    .claim_batch = store_lifecycle_claim_batch,
+    .ack_batch = store_leases_ack_batch,
+    .claim_batch = store_leases_claim_batch,
     /* inbox and cursor reads (store_inbox.c) */
     .inbox_read = op_inbox_read,
     .inbox_peek = store_inbox_peek,
     .state_get = store_inbox_state_get,
     .head = store_lifecycle_head,
-    /* claims and leases (store_lifecycle.c) */
-    .claim = store_lifecycle_claim,
-    .ack = store_lifecycle_ack,
-    .release = store_lifecycle_release,
-    .extend = store_lifecycle_extend,
-    .release_all = store_lifecycle_release_all,
+    /* claims and leases (store_leases.c) */
+    .claim = store_leases_claim,
+    .ack = store_leases_ack,
+    .release = store_leases_release,
+    .extend = store_leases_extend,
+    .release_all = store_leases_release_all,
     /* the scheduler (store_lifecycle.c, store_keys.c) */
     .scavenge = store_lifecycle_scavenge,
     .promote_due = store_lifecycle_promote_due,
@@ -137,7 +137,7 @@ const struct store_ops store_ops_table = {
     .agents_list = op_agents_list,
     .event_get = store_admin_event_get,
     .events_by_correlation = store_admin_events_by_correlation,
-    .agent_seen = store_lifecycle_agent_seen,
+    .agent_seen = store_leases_agent_seen,
     .metrics_snapshot = op_metrics_snapshot,
     /* signature keys and nonces (store_keys.c) */
     .key_add = store_keys_add,
@@ -196,6 +196,10 @@ const char *store_dialect_missing(const struct store_dialect *d)
     NEED(d, set_error);
     NEED(d, dup_key);
     NEED(d, run);
+    NEED(d, claim_select);
+    if (store_dialect_has(d, STORE_CAP_INSERT_ID) && d->insert_id == NULL) {
+        return "insert_id";
+    }
     if (store_dialect_has(d, STORE_CAP_CHANGE_LOG) && d->tail == NULL) {
         return "tail";
     }

@@ -26,6 +26,31 @@ const char *store_dialect_missing(const struct store_dialect *d);
 int store_publish_op(struct store *st, const struct store_publish_req *req,
                      struct store_published *out, struct store_touches *touches);
 
+/* ---- claims and leases (store_leases.c) ---- */
+int store_leases_claim(struct store *st, const char *tenant_id, const char *agent_id, size_t limit,
+                       size_t max_bytes, int64_t lease_s, const char *consumer, int64_t now_ms,
+                       struct store_events *out, bool *has_more);
+int store_leases_claim_batch(struct store *st, struct store_claim_entry *entries, size_t n,
+                             int64_t now_ms);
+int store_leases_ack(struct store *st, const char *tenant_id, const char *agent_id,
+                     const char *event_id, const char *lease_token, int64_t now_ms,
+                     int64_t *available_at_ms);
+int store_leases_ack_batch(struct store *st, struct store_ack_entry *entries, size_t n,
+                           int64_t now_ms);
+int store_leases_release(struct store *st, const char *tenant_id, const char *agent_id,
+                         const char *event_id, const char *lease_token,
+                         enum store_release_reason reason, int64_t delay_s, const char *error,
+                         int max_attempts, int64_t now_ms, struct store_touches *touches,
+                         enum store_status *new_status);
+int store_leases_extend(struct store *st, const char *tenant_id, const char *agent_id,
+                        const char *event_id, const char *lease_token, int64_t lease_s,
+                        int64_t max_total_s, int64_t now_ms, int64_t *claim_expires_at_ms);
+int store_leases_release_all(struct store *st, const char *tenant_id, const char *agent_id,
+                             const char *consumer, int64_t now_ms, size_t *released,
+                             struct store_touches *touches);
+int store_leases_agent_seen(struct store *st, const char *tenant_id, const char *agent_id,
+                            int64_t now_ms);
+
 /* ---- inbox and cursor reads (store_inbox.c) ---- */
 int store_inbox_peek(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
                      struct store_event *out, bool *found);

@@ -81,35 +81,6 @@ const char *const store_sqlite_sql[S_COUNT] = {
                        " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_PENDING
                        " AND (expires_at IS NULL OR expires_at > ?3)"
                        " ORDER BY priority DESC, seq ASC LIMIT ?4",
-    [S_CLAIM_UPDATE] =
-        "UPDATE inbox SET status = " ST_CLAIMED ", lease_token = ?4, consumer = ?5,"
-        " claimed_at = ?6, claim_expires_at = ?7, attempts = attempts + 1"
-        " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq = ?3 AND status = " ST_PENDING,
-    [S_EVENT_FIND] = "SELECT seq, status, lease_token, attempts, claimed_at, claim_expires_at"
-                     " FROM inbox WHERE event_id = ?3 AND tenant_id = ?1 AND agent_id = ?2",
-    /* The lease token is kept on completion so a repeated ack can be recognised. */
-    [S_ACK] = "UPDATE inbox SET status = " ST_COMPLETED ", payload = NULL, completed_at = ?5"
-              " WHERE event_id = ?3 AND tenant_id = ?1 AND agent_id = ?2 AND status = " ST_CLAIMED
-              " AND lease_token = ?4",
-    /* After an ack changed its row: a point read is cheaper than RETURNING, which buffers its
-     * row in a temporary B-tree. */
-    [S_ACK_AVAILABLE] = "SELECT available_at FROM inbox WHERE event_id = ?2 AND tenant_id = ?1",
-    [S_RELEASE_UPDATE] =
-        "UPDATE inbox SET status = ?5, available_at = ?6, nacks = nacks + ?7,"
-        " last_error = coalesce(?8, last_error), lease_token = NULL,"
-        " claim_expires_at = NULL"
-        " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq = ?3 AND status = " ST_CLAIMED
-        " AND lease_token = ?4",
-    [S_EXTEND_UPDATE] =
-        "UPDATE inbox SET claim_expires_at = ?5"
-        " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq = ?3 AND status = " ST_CLAIMED
-        " AND lease_token = ?4",
-    [S_RELEASE_ALL] =
-        "UPDATE inbox SET status = " ST_PENDING ", lease_token = NULL, claim_expires_at = NULL"
-        " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_CLAIMED " AND consumer = ?3",
-    [S_RELEASE_ALL_ANY] =
-        "UPDATE inbox SET status = " ST_PENDING ", lease_token = NULL, claim_expires_at = NULL"
-        " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_CLAIMED,
     [S_SCAV_SELECT] = "SELECT tenant_id, agent_id, seq, lease_token, attempts, consumer FROM inbox"
                       " WHERE status = " ST_CLAIMED " AND claim_expires_at <= ?1"
                       " ORDER BY claim_expires_at LIMIT ?2",
@@ -157,9 +128,6 @@ const char *const store_sqlite_sql[S_COUNT] = {
                           " ORDER BY pending DESC, a.agent_id LIMIT ?3 OFFSET ?2",
     [S_AGENTS_BY_AGE] = "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?1"
                         " ORDER BY oldest IS NULL, oldest, a.agent_id LIMIT ?3 OFFSET ?2",
-    /* At most one write a minute per agent: the condition makes the common case a no-op. */
-    [S_SEEN] = "UPDATE agents SET last_seen_at = ?3 WHERE tenant_id = ?1 AND agent_id = ?2"
-               " AND (last_seen_at IS NULL OR last_seen_at <= ?3 - " STORE_SEEN_EVERY_SQL ")",
     [S_PURGE_ONE] =
         "DELETE FROM inbox WHERE event_id = ?2 AND tenant_id = ?1 AND status = " ST_QUARANTINED,
     [S_PURGE_AGENT] =
@@ -621,184 +589,6 @@ static int sq_claim_select(struct store *st, const char *tenant_id, const char *
     }
     sqlite3_reset(s);
     return rc < 0 ? rc : ROOST_OK;
-}
-
-/* Claims the row `seq` if still pending (*claimed). */
-static int claim_row(struct store *st, const char *tenant_id, const char *agent_id, int64_t seq,
-                     const char *token, const char *consumer, int64_t now_ms,
-                     int64_t claim_expires_at_ms, bool *claimed)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_CLAIM_UPDATE, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id);
-    sqlite3_bind_int64(s, 3, seq);
-    bind_text(s, 4, token);
-    bind_text(s, 5, consumer);
-    sqlite3_bind_int64(s, 6, now_ms);
-    sqlite3_bind_int64(s, 7, claim_expires_at_ms);
-    return run_one(st, s, claimed);
-}
-
-/* The claim fields are set on the selected row here (the UPDATE returns nothing). */
-static int sq_claim_update(struct store *st, const char *tenant_id, const char *agent_id,
-                           struct store_event *ev, const char *token, const char *consumer,
-                           int64_t now_ms, int64_t claim_expires_at_ms, bool *claimed)
-{
-    int rc = claim_row(st, tenant_id, agent_id, ev->seq, token, consumer, now_ms,
-                       claim_expires_at_ms, claimed);
-    if (rc == ROOST_OK && *claimed) {
-        store_event_claimed(ev, token, consumer, now_ms, claim_expires_at_ms);
-    }
-    return rc;
-}
-
-/* The IMMEDIATE transaction that selected the candidates holds the one write lock, so every one
- * is still pending: one prepared statement, rebound per row. The lifecycle sets the claim fields
- * on the candidates. */
-static int sq_claim_update_all(struct store *st, const char *tenant_id, const char *agent_id,
-                               struct store_events *cands,
-                               const char (*tokens)[STORE_LEASE_TOKEN_LEN + 1],
-                               const char *consumer, int64_t now_ms, int64_t claim_expires_at_ms)
-{
-    for (size_t i = 0; i < cands->len; i++) {
-        bool claimed = false;
-        int rc = claim_row(st, tenant_id, agent_id, cands->items[i].seq, tokens[i], consumer,
-                           now_ms, claim_expires_at_ms, &claimed);
-        if (rc != ROOST_OK) {
-            return rc;
-        }
-        if (!claimed) {
-            sq_set_error(st, "claim: a selected row was no longer pending");
-            return ROOST_ESTORE;
-        }
-    }
-    return ROOST_OK;
-}
-
-static int sq_seen(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_SEEN, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id);
-    sqlite3_bind_int64(s, 3, now_ms);
-    return store_sqlite_run(store_sqlite_backend(st), s);
-}
-
-static int sq_lease_find(struct store *st, const char *tenant_id, const char *agent_id,
-                         const char *event_id, struct store_lease_row *row, bool *found)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_EVENT_FIND, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id);
-    bind_text(s, 3, event_id);
-    if ((rc = step(st, s)) < 0) {
-        return rc;
-    }
-    if ((*found = rc == 1)) {
-        row->seq = sqlite3_column_int64(s, 0);
-        row->status = store_status_of(sqlite3_column_int(s, 1));
-        col_copy(s, 2, row->lease_token, sizeof row->lease_token);
-        row->attempts = sqlite3_column_int(s, 3);
-        row->claimed_at_ms = sqlite3_column_int64(s, 4);
-        row->claim_expires_at_ms = sqlite3_column_int64(s, 5);
-    }
-    sqlite3_reset(s);
-    return ROOST_OK;
-}
-
-static int sq_ack_update(struct store *st, const char *tenant_id, const char *agent_id,
-                         const char *event_id, const char *token, int64_t now_ms, bool *acked,
-                         int64_t *available_at_ms)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_ACK, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id);
-    bind_text(s, 3, event_id);
-    bind_text(s, 4, token);
-    sqlite3_bind_int64(s, 5, now_ms);
-    if ((rc = run_one(st, s, acked)) != ROOST_OK || !*acked || available_at_ms == NULL) {
-        return rc;
-    }
-    if ((rc = stmt(st, S_ACK_AVAILABLE, &s)) != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, event_id);
-    if ((rc = step(st, s)) < 0) {
-        return rc;
-    }
-    *available_at_ms = rc == 1 ? sqlite3_column_int64(s, 0) : 0;
-    sqlite3_reset(s);
-    return ROOST_OK;
-}
-
-static int sq_release_update(struct store *st, const char *tenant_id, const char *agent_id,
-                             int64_t seq, const char *token, enum store_status to,
-                             int64_t available_at_ms, int nack, const char *error, bool *changed)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_RELEASE_UPDATE, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id);
-    sqlite3_bind_int64(s, 3, seq);
-    bind_text(s, 4, token);
-    sqlite3_bind_int(s, 5, to);
-    sqlite3_bind_int64(s, 6, available_at_ms);
-    sqlite3_bind_int(s, 7, nack);
-    bind_text(s, 8, error);
-    return run_one(st, s, changed);
-}
-
-static int sq_extend_update(struct store *st, const char *tenant_id, const char *agent_id,
-                            int64_t seq, const char *token, int64_t claim_expires_at_ms,
-                            bool *changed)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_EXTEND_UPDATE, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id);
-    sqlite3_bind_int64(s, 3, seq);
-    bind_text(s, 4, token);
-    sqlite3_bind_int64(s, 5, claim_expires_at_ms);
-    return run_one(st, s, changed);
-}
-
-static int sq_release_leases(struct store *st, const char *tenant_id, const char *agent_id,
-                             const char *consumer, size_t *released)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, consumer != NULL ? S_RELEASE_ALL : S_RELEASE_ALL_ANY, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id);
-    if (consumer != NULL) {
-        bind_text(s, 3, consumer);
-    }
-    return run_count(st, s, released);
 }
 
 static int sq_scavenge_select(struct store *st, int64_t now_ms, int64_t limit,
@@ -1265,7 +1055,8 @@ const struct store_dialect store_sqlite_dialect = {
     .done = sq_done,
     .set_error = sq_set_error,
     .sql_col = STORE_SQL_SQLITE,
-    .caps = STORE_CAP_SINGLE_WRITER | STORE_CAP_UPSERT_WHERE | STORE_CAP_PUBLISH_ROWS_AS_BATCH,
+    .caps = STORE_CAP_SINGLE_WRITER | STORE_CAP_UPSERT_WHERE | STORE_CAP_PUBLISH_ROWS_AS_BATCH |
+            STORE_CAP_CLAIM_ALL,
     .dup_key = sq_dup_key,
     .agent_head = sq_agent_head,
     .changed = sq_changed,
@@ -1276,14 +1067,6 @@ const struct store_dialect store_sqlite_dialect = {
     .insert_rows = sq_insert_rows,
     .state_patch = sq_state_patch,
     .claim_select = sq_claim_select,
-    .claim_update = sq_claim_update,
-    .claim_update_all = sq_claim_update_all,
-    .seen = sq_seen,
-    .lease_find = sq_lease_find,
-    .ack_update = sq_ack_update,
-    .release_update = sq_release_update,
-    .extend_update = sq_extend_update,
-    .release_leases = sq_release_leases,
     .scavenge_select = sq_scavenge_select,
     .scavenge_update = sq_scavenge_update,
     .promote = sq_promote,

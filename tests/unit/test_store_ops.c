@@ -13,6 +13,7 @@
 #include "store/store_lifecycle.h"
 #include "store/store_mysql.h"
 #include "store/store_ops.h"
+#include "store/store_sql.h"
 #include "store/store_sqlite.h"
 #include "store/store_stmt.h"
 
@@ -22,16 +23,17 @@
 #define TOKEN "lt_AAAAAAAAAAAAAAAAAAAAAAAAAA"
 #define OTHER "lt_BBBBBBBBBBBBBBBBBBBBBBBBBB"
 
-/* The fake: scripted answers, and a log of the primitives called ("name;name;..."). */
+/* The fake: scripted answers, and a log of the primitives and statements called
+ * ("name;name;..."). */
 struct fake {
     struct store base; /* first */
     char log[1024];
-    /* lease_find */
+    /* LEASE_FIND */
     bool found;
     struct store_lease_row row;
-    /* ack_update, release_update, extend_update */
+    /* ACK, RELEASE_UPDATE, EXTEND_UPDATE */
     bool acked, changed;
-    /* what release_update was asked */
+    /* what RELEASE_UPDATE was asked */
     enum store_status to;
     int64_t available_at;
     int nack;
@@ -82,64 +84,6 @@ static int fk_changed(struct store *st, const char *t, const char *a, int64_t he
     (void)now_ms;
     logf_(st, "changed");
     return touches != NULL ? store_touches_add(touches, t, a, head) : ROOST_OK;
-}
-
-static int fk_lease_find(struct store *st, const char *t, const char *a, const char *event_id,
-                         struct store_lease_row *row, bool *found)
-{
-    (void)t;
-    (void)a;
-    (void)event_id;
-    logf_(st, "lease_find");
-    *row = F(st)->row;
-    *found = F(st)->found;
-    return ROOST_OK;
-}
-
-static int fk_ack_update(struct store *st, const char *t, const char *a, const char *event_id,
-                         const char *token, int64_t now_ms, bool *acked, int64_t *available_at_ms)
-{
-    (void)t;
-    (void)a;
-    (void)event_id;
-    (void)token;
-    (void)now_ms;
-    logf_(st, "ack_update");
-    *acked = F(st)->acked;
-    if (available_at_ms != NULL && *acked) {
-        *available_at_ms = NOW - 5;
-    }
-    return ROOST_OK;
-}
-
-static int fk_release_update(struct store *st, const char *t, const char *a, int64_t seq,
-                             const char *token, enum store_status to, int64_t available_at_ms,
-                             int nack, const char *error, bool *changed)
-{
-    (void)t;
-    (void)a;
-    (void)seq;
-    (void)token;
-    (void)error;
-    logf_(st, "release_update");
-    F(st)->to = to;
-    F(st)->available_at = available_at_ms;
-    F(st)->nack = nack;
-    *changed = F(st)->changed;
-    return ROOST_OK;
-}
-
-static int fk_extend_update(struct store *st, const char *t, const char *a, int64_t seq,
-                            const char *token, int64_t claim_expires_at_ms, bool *changed)
-{
-    (void)t;
-    (void)a;
-    (void)seq;
-    (void)token;
-    logf_(st, "extend_update");
-    F(st)->extended_to = claim_expires_at_ms;
-    *changed = F(st)->changed;
-    return ROOST_OK;
 }
 
 static int fk_retention_begin(struct store *st, const struct store_retention_req *req)
@@ -203,19 +147,69 @@ static bool fk_dup_key(struct store *st)
     return false;
 }
 
-/* Records the statement it was asked to run, never a row. */
+/* A row of the fake's answers: the lease columns of LEASE_FIND (seq, status, lease_token,
+ * attempts, claimed_at, claim_expires_at), or ACK_AVAILABLE's available_at. */
+static int64_t fr_i64(struct store_row *row, int col)
+{
+    const struct store_lease_row *l = row->src;
+    if (row->r == 1) {
+        return NOW - 5; /* ACK_AVAILABLE */
+    }
+    switch (col) {
+    case 0:
+        return l->seq;
+    case 1:
+        return l->status;
+    case 3:
+        return l->attempts;
+    case 4:
+        return l->claimed_at_ms;
+    case 5:
+        return l->claim_expires_at_ms;
+    default:
+        return 0;
+    }
+}
+
+static const char *fr_text(struct store_row *row, int col)
+{
+    const struct store_lease_row *l = row->src;
+    return col == 2 && l->lease_token[0] != '\0' ? l->lease_token : NULL;
+}
+
+/* Records the statement it was asked to run (its descriptor's name) and answers the lease
+ * statements from the script: rows, rows changed, and what an update was asked to write. */
 static int fk_run(struct store *st, const struct store_stmt *stmt, const struct store_param *p,
                   size_t np, store_row_fn on_row, void *arg, int64_t *changed)
 {
-    (void)p;
-    (void)np;
-    (void)on_row;
-    (void)arg;
+    struct fake *f = F(st);
+    struct store_row row = {.i64 = fr_i64, .text = fr_text, .src = &f->row};
+    int64_t n = 0;
+    int rc = ROOST_OK;
     logf_(st, stmt->name);
-    if (changed != NULL) {
-        *changed = 0;
+    if (store_stmt_sql(stmt, STORE_SQL_SQLITE) == NULL) {
+        return ROOST_EINTERNAL;
     }
-    return store_stmt_sql(stmt, STORE_SQL_SQLITE) != NULL ? ROOST_OK : ROOST_EINTERNAL;
+    if (strcmp(stmt->name, "LEASE_FIND") == 0 && f->found && on_row != NULL) {
+        rc = on_row(arg, &row);
+    } else if (strcmp(stmt->name, "ACK_AVAILABLE") == 0 && on_row != NULL) {
+        row.r = 1;
+        rc = on_row(arg, &row);
+    } else if (strcmp(stmt->name, "ACK") == 0) {
+        n = f->acked;
+    } else if (strcmp(stmt->name, "RELEASE_UPDATE") == 0 && np == 8) {
+        f->to = (enum store_status)p[0].i;
+        f->available_at = p[1].i;
+        f->nack = (int)p[2].i;
+        n = f->changed;
+    } else if (strcmp(stmt->name, "EXTEND_UPDATE") == 0 && np == 5) {
+        f->extended_to = p[0].i;
+        n = f->changed;
+    }
+    if (changed != NULL) {
+        *changed = n;
+    }
+    return rc;
 }
 
 static const struct store_dialect fake_dialect = {
@@ -227,10 +221,6 @@ static const struct store_dialect fake_dialect = {
     .run = fk_run,
     .agent_head = fk_agent_head,
     .changed = fk_changed,
-    .lease_find = fk_lease_find,
-    .ack_update = fk_ack_update,
-    .release_update = fk_release_update,
-    .extend_update = fk_extend_update,
     .retention_begin = fk_retention_begin,
     .retention_end = fk_retention_end,
     .retention_agents = fk_retention_agents,
@@ -266,14 +256,14 @@ static void test_store_ops_ack_fencing_and_repeat(void)
     fake_init(&f);
     f.acked = true;
     CHECK_EQ(store_call(st, ack, "t", "a", "evt_1", TOKEN, NOW, &avail), ROOST_OK);
-    CHECK_STREQ(f.log, "ack_update;");
+    CHECK_STREQ(f.log, "ACK;ACK_AVAILABLE;");
     CHECK_EQ(avail, NOW - 5);
     /* Nothing changed, the row completed under this token: a repeated ack is OK. */
     fake_init(&f);
     claimed(&f, TOKEN, 1);
     f.row.status = STORE_COMPLETED;
     CHECK_EQ(store_call(st, ack, "t", "a", "evt_1", TOKEN, NOW, &avail), ROOST_OK);
-    CHECK_STREQ(f.log, "ack_update;lease_find;");
+    CHECK_STREQ(f.log, "ACK;LEASE_FIND;");
     CHECK_EQ(avail, 0);
     /* ...under another token: a mismatch; a still claimed row under another token too. */
     CHECK_EQ(store_call(st, ack, "t", "a", "evt_1", OTHER, NOW, NULL), ROOST_ELEASEMISMATCH);
@@ -301,7 +291,7 @@ static void test_store_ops_release_targets_and_quarantine(void)
     CHECK_EQ(f.to, STORE_PENDING);
     CHECK_EQ(f.available_at, NOW);
     CHECK_EQ(f.nack, 1);
-    CHECK_STREQ(f.log, "lease_find;release_update;agent_head;changed;");
+    CHECK_STREQ(f.log, "LEASE_FIND;RELEASE_UPDATE;agent_head;changed;");
     CHECK(touches.len == 1 && touches.items[0].head == 7);
     store_touches_cleanup(&touches);
     /* Transient with a delay: scheduled at now + delay, nobody touched. */
@@ -310,7 +300,7 @@ static void test_store_ops_release_targets_and_quarantine(void)
                         NOW, &touches, &to),
              ROOST_OK);
     CHECK(to == STORE_SCHEDULED && f.available_at == NOW + 30000);
-    CHECK_STREQ(f.log, "lease_find;release_update;");
+    CHECK_STREQ(f.log, "LEASE_FIND;RELEASE_UPDATE;");
     /* Transient at max attempts: quarantined; a shutdown at max attempts counts nothing and is
      * not quarantined; poison quarantines at once. */
     claimed(&f, TOKEN, 3);
@@ -339,7 +329,7 @@ static void test_store_ops_release_targets_and_quarantine(void)
     CHECK_EQ(store_call(st, release, "t", "a", "evt_1", OTHER, STORE_RELEASE_TRANSIENT, 0, NULL, 3,
                         NOW, NULL, NULL),
              ROOST_ELEASEMISMATCH);
-    CHECK_STREQ(f.log, "lease_find;");
+    CHECK_STREQ(f.log, "LEASE_FIND;");
     f.changed = false;
     CHECK_EQ(store_call(st, release, "t", "a", "evt_1", TOKEN, STORE_RELEASE_TRANSIENT, 0, NULL, 3,
                         NOW, NULL, NULL),
@@ -362,7 +352,7 @@ static void test_store_ops_extend_cap(void)
     /* A cap that does not move the expiry forward: ROOST_ELEASECAP, no update. */
     f.log[0] = '\0';
     CHECK_EQ(store_call(st, extend, "t", "a", "evt_1", TOKEN, 60, 30, NOW, &exp), ROOST_ELEASECAP);
-    CHECK_STREQ(f.log, "lease_find;");
+    CHECK_STREQ(f.log, "LEASE_FIND;");
     CHECK_EQ(exp, NOW + 20000);
     /* An expired lease is a mismatch. */
     f.row.claim_expires_at_ms = NOW;
