@@ -243,9 +243,13 @@ check "the table has its header" grep -q '^ENDPOINT ID  AGENT  URL' "$dir/ep.tab
   >/dev/null 2>"$dir/err"
 check "admin endpoints attempts takes --output (exit 3 for an unknown endpoint, not 2)" test $? = 3
 mkdir -p "$dir/run"
+# Job control for this one: run.sh gets a process group of its own and keeps SIGINT (a script's
+# background jobs otherwise start with SIGINT ignored, and Ctrl-C would never stop it).
+set -m
 BUILD_DIR=$(cd "$(dirname "$roostd")/.." && pwd) "$src/scripts/run.sh" 127.0.0.1:0 "$dir/run/var" \
   >"$dir/run/out" 2>&1 &
 run_pid=$!
+set +m
 check "make run prints its help" wait_until 60 grep -q '^Try it' "$dir/run/out"
 check "and points at the dashboard" grep -q 'open http://127.0.0.1:[0-9]*/ui ' "$dir/run/out"
 run_url=$(sed -n 's/^  export ROOST_SERVER=//p' "$dir/run/out")
@@ -258,8 +262,10 @@ dash_ok() { # the dashboard's calls answer 200 with make run's token
   done
 }
 check "its token reads the agents list and an inbox, as the dashboard does" dash_ok
-kill -INT "$run_pid" 2>/dev/null
-wait_until 30 eval '! kill -0 "$run_pid" 2>/dev/null'
+run_roostd=$(pgrep -P "$run_pid" -x roostd)
+kill -INT -- "-$run_pid" 2>/dev/null # Ctrl-C: the terminal signals the whole foreground group
+check "Ctrl-C stops make run" wait_until 30 eval '! kill -0 "$run_pid" 2>/dev/null'
+check "and its roostd" wait_until 30 eval '! kill -0 "${run_roostd:-0}" 2>/dev/null'
 
 # ---- defaults that leave a tenant unbounded are said at start ----
 check "roostd warns that limits.publish_rows_per_s is 0" \
