@@ -305,6 +305,23 @@ static int webhooks_open(struct runtime *rt, char *err, size_t errlen)
     return 0;
 }
 
+/* The event loop. With epoll, changes of interest are gathered and applied once per loop turn
+ * (EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST): evhttp stops reading while it answers and starts
+ * writing, then the reverse, and those changes cancel out within one turn instead of costing an
+ * epoll_ctl(2) each (4 per request without it). The flag's one hazard, a dup()ed descriptor
+ * watched twice, never arises here: every socket is watched once. */
+static struct event_base *loop_new(void)
+{
+    struct event_config *cfg = event_config_new();
+    if (!cfg) {
+        return NULL;
+    }
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    struct event_base *base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    return base;
+}
+
 int daemon_start(struct daemon *d, struct config *cfg, const struct config_source *source,
                  const char *ready_file, char *err, size_t errlen)
 {
@@ -317,7 +334,7 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     check_nofile(cfg);
     check_limits(cfg);
     /* Must precede event_base_new: event_active() from worker threads needs the locks. */
-    if (evthread_use_pthreads() != 0 || !(rt->base = event_base_new())) {
+    if (evthread_use_pthreads() != 0 || !(rt->base = loop_new())) {
         snprintf(err, errlen, "cannot create the event loop");
         return -1;
     }
