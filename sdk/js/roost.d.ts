@@ -5,19 +5,51 @@
 
 export declare const VERSION: string;
 
-/** An inbox event as claimed (doc/API.md, "Event object"). */
-export interface RoostEvent<P = any> {
+/** An inbox event (doc/openapi.json, components/schemas/Event; doc/API.md, "Event object"). */
+export interface InboxEvent<P = any> {
   event_id: string;
   agent_id: string;
   sequence_number: number;
-  payload: P;
-  attempts: number;
-  lease_token: string;
-  claim_expires_at: string;
+  status: 'scheduled' | 'pending' | 'claimed' | 'completed' | 'quarantined' | 'expired';
   priority: number;
   correlation_id: string | null;
+  payload: P;
   created_at: string;
+  available_at: string;
+  expires_at: string | null;
   [field: string]: unknown;
+}
+
+/** An inbox event as claimed, with its lease (components/schemas/ClaimedEvent). */
+export interface RoostEvent<P = any> extends InboxEvent<P> {
+  lease_token: string;
+  claim_expires_at: string;
+  /** The claims of this event so far, this one included. */
+  attempts: number;
+}
+
+/** GET /api/v1/agents/{agent}/inbox: a page of the inbox, oldest first. */
+export interface InboxPage<P = any> {
+  events: InboxEvent<P>[];
+  next_cursor: number;
+  has_more: boolean;
+  head: number;
+}
+
+/** POST /api/v1/agents/{agent}/inbox/claim: the events claimed. */
+export interface ClaimResult<P = any> {
+  events: RoostEvent<P>[];
+  has_more: boolean;
+}
+
+/** roostd's error answer (components/schemas/Error): RoostError's body when roostd answered. */
+export interface ErrorBody {
+  error: {
+    /** A stable code (doc/openapi.json lists every one), e.g. 'invalid_agent_id'. */
+    code: string;
+    message: string;
+    [field: string]: unknown;
+  };
 }
 
 /**
@@ -164,12 +196,13 @@ export interface PublishEvent {
   ttl_s?: number;
   available_at?: string;
   expires_at?: string;
-  state_patch?: object;
+  state_patch?: Record<string, unknown>;
   [field: string]: unknown;
 }
 
 export interface PublishResult {
-  events: { event_id: string; agent_id: string; sequence_number: number }[];
+  /** duplicate: an earlier publish with the same idempotency_key made this event. */
+  events: { event_id: string; agent_id: string; sequence_number: number; duplicate?: boolean }[];
 }
 
 /** POST /api/v1/events with an idempotency key added, retried on 503 and lost answers. */
