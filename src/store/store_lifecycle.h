@@ -194,42 +194,12 @@ struct store_dialect {
     int (*ack_rows)(struct store *st, const struct store_ack_entry *acks, size_t n, int64_t now_ms,
                     struct store_lease_row *rows, int64_t *avail, bool *found, size_t *completed);
 
-    /* ---- scheduler ---- */
-    /* Appends up to `limit` claimed rows with claim_expires_at <= now, oldest expiry first. */
-    int (*scavenge_select)(struct store *st, int64_t now_ms, int64_t limit,
-                           struct store_lease_refs *out);
-    /* Ends the expired lease r (conditional on its token and expiry): status `to`,
-     * timeouts + 1. *changed false when it moved on. */
-    int (*scavenge_update)(struct store *st, const struct store_lease_ref *r, enum store_status to,
-                           int64_t now_ms, bool *changed);
-    /* Up to `limit` due scheduled rows become pending; their agents go into `agents`. */
-    int (*promote)(struct store *st, int64_t now_ms, int64_t limit, size_t *count,
-                   struct store_touches *agents);
-    /* Up to `limit` pending/scheduled rows past expires_at become expired. */
-    int (*expire)(struct store *st, int64_t now_ms, int64_t limit, size_t *count);
-
-    /* ---- retention ---- */
-    /* Opens the pass's savepoint (and does the dialect's own housekeeping). On failure it leaves
-     * nothing open. */
+    /* ---- retention (store_scheduler.c) ---- */
+    /* Opens the pass's savepoint (and does the dialect's own housekeeping: a change log prunes
+     * itself here). On failure it leaves nothing open. */
     int (*retention_begin)(struct store *st, const struct store_retention_req *req);
     /* Releases the savepoint (rc ROOST_OK) or rolls the pass back to it. */
     int (*retention_end)(struct store *st, int rc);
-    /* Up to `limit` agents after `after` in (tenant, agent) order. */
-    int (*retention_agents)(struct store *st, const struct store_agent_ref *after, int64_t limit,
-                            struct store_agent_ref *out, size_t *n);
-    /* Takes the agent for this pass; *owned false when another writer holds it (skipped this
-     * round). NULL when one writer has the whole database. */
-    int (*retention_lock)(struct store *st, const struct store_agent_ref *a, bool *owned);
-    /* The agent's first `limit` rows in seq order. */
-    int (*retention_rows)(struct store *st, const struct store_agent_ref *a, int64_t limit,
-                          struct store_retention_row *rows, size_t *n);
-    /* One full row; *found false when it is gone. */
-    int (*event_by_seq)(struct store *st, const char *tenant_id, const char *agent_id, int64_t seq,
-                        struct store_event *ev, bool *found);
-    /* Deletes the agent's rows with seq <= through. */
-    int (*retention_delete)(struct store *st, const struct store_agent_ref *a, int64_t through);
-    /* purged_through_seq = max(purged_through_seq, through). */
-    int (*retention_watermark)(struct store *st, const struct store_agent_ref *a, int64_t through);
 
     /* ---- admin ---- */
     /* The event's agent and status (any status); *found false when the tenant has no such id. */
@@ -285,14 +255,6 @@ int store_lifecycle_publish(struct store *st, const struct store_publish_req *re
 int store_lifecycle_publish_batch(struct store *st, struct store_publish_entry *entries, size_t n);
 int store_lifecycle_head(struct store *st, const char *tenant_id, const char *agent_id,
                          int64_t *head);
-int store_lifecycle_scavenge(struct store *st, int64_t now_ms,
-                             const struct store_scavenge_limits *lim, size_t limit, size_t *count,
-                             size_t *quarantined, struct store_touches *touches);
-int store_lifecycle_promote_due(struct store *st, int64_t now_ms, size_t limit, size_t *count,
-                                struct store_touches *touches);
-int store_lifecycle_expire(struct store *st, int64_t now_ms, size_t limit, size_t *count);
-int store_lifecycle_retention(struct store *st, const struct store_retention_req *req,
-                              struct store_retention_result *res);
 int store_lifecycle_quarantine_list(struct store *st, const char *tenant_id, const char *agent_id,
                                     const char *after_agent, int64_t after_seq, size_t limit,
                                     struct store_events *out, bool *has_more);

@@ -72,56 +72,12 @@ const char *const store_mysql_sql[S_COUNT] = {
      * is the priority of a pending row); rows another claimer holds are skipped, not waited for.
      * An exact match, never a range: a locking read of a range would also lock, for an instant,
      * the record past its end, which here is another agent's first pending row. FORCE INDEX
-     * spares the optimizer the agent's primary-key and idempotency-key ranges (see S_ACK): 71 →
-     * 61 µs per execution. */
+     * spares the optimizer the agent's primary-key and idempotency-key ranges (see ACK in
+     * store_leases.c): 71 → 61 µs per execution. */
     [S_CLAIM_SELECT] = "SELECT " EVCOLS " FROM inbox FORCE INDEX (inbox_open)"
                        " WHERE open_state = " ST_PENDING " AND tenant_id = ? AND agent_id = ?"
                        " AND (expires_at IS NULL OR expires_at > ?)"
                        " ORDER BY ready_priority DESC, seq ASC LIMIT ? FOR UPDATE SKIP LOCKED",
-    /* now, limit: inbox_lease (lease_expires_at is claim_expires_at while claimed) */
-    [S_SCAV_SELECT] = "SELECT tenant_id, agent_id, seq, lease_token, attempts, consumer FROM inbox"
-                      " WHERE lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?",
-    /* status, tenant, agent, seq, token, now: conditional on the lease read, so an ack or release
-     * that won the race is never overwritten. */
-    [S_SCAV_UPDATE] = "UPDATE inbox SET status = ?, timeouts = timeouts + 1, lease_token = NULL,"
-                      " claim_expires_at = NULL WHERE tenant_id = ? AND agent_id = ? AND seq = ?"
-                      " AND status = " ST_CLAIMED " AND lease_token = ? AND claim_expires_at <= ?",
-    /* now, limit: inbox_due_at (due_at is available_at while scheduled), a plain (non-locking)
-     * read: a locking read of a range also locks, for an instant, the record just past its end,
-     * and a claim must never SKIP a pending row for that. The update below is conditional, so two
-     * nodes promoting at once cannot both count a row. */
-    [S_PROMOTE_SELECT] = "SELECT tenant_id, agent_id, seq FROM inbox"
-                         " WHERE due_at <= ? ORDER BY due_at LIMIT ?",
-    /* tenant, agent, seq */
-    [S_PROMOTE_UPDATE] =
-        "UPDATE inbox SET status = " ST_PENDING
-        " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_SCHEDULED,
-    /* now, limit: inbox_ttl (ttl_at is expires_at while scheduled or pending), non-locking for
-     * the same reason as S_PROMOTE_SELECT. */
-    [S_EXPIRE_SELECT] = "SELECT tenant_id, agent_id, seq FROM inbox WHERE ttl_at <= ?"
-                        " ORDER BY ttl_at LIMIT ?",
-    /* now, tenant, agent, seq, now: conditional on the state read, so a claim that won the race
-     * keeps its row. */
-    [S_EXPIRE_UPDATE] = "UPDATE inbox SET status = " ST_EXPIRED ", completed_at = ?"
-                        " WHERE tenant_id = ? AND agent_id = ? AND seq = ?"
-                        " AND status IN (" ST_SCHEDULED ", " ST_PENDING ") AND expires_at <= ?",
-    /* tenant, agent, limit */
-    [S_RET_AGENTS] = "SELECT tenant_id, agent_id FROM agents WHERE (tenant_id, agent_id) > (?, ?)"
-                     " ORDER BY tenant_id, agent_id LIMIT ?",
-    /* tenant, agent */
-    [S_RET_LOCK_AGENT] = "SELECT 1 FROM agents WHERE tenant_id = ? AND agent_id = ?"
-                         " FOR UPDATE SKIP LOCKED",
-    /* tenant, agent, limit */
-    [S_RET_ROWS] = "SELECT seq, status, completed_at, created_at FROM inbox"
-                   " WHERE tenant_id = ? AND agent_id = ? ORDER BY seq LIMIT ?",
-    /* tenant, agent, seq */
-    [S_EVENT_BY_SEQ] = "SELECT " EVCOLS " FROM inbox WHERE tenant_id = ? AND agent_id = ?"
-                       " AND seq = ?",
-    /* tenant, agent, seq */
-    [S_RET_DELETE] = "DELETE FROM inbox WHERE tenant_id = ? AND agent_id = ? AND seq <= ?",
-    /* seq, tenant, agent */
-    [S_RET_PURGED] = "UPDATE agents SET purged_through_seq = GREATEST(purged_through_seq, ?)"
-                     " WHERE tenant_id = ? AND agent_id = ?",
     /* cut, limit */
     [S_CHANGES_OLD] = "SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), -1) FROM (SELECT id FROM"
                       " roost_changes WHERE at_ms < ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)"
@@ -199,13 +155,6 @@ const char *const store_mysql_sql[S_COUNT] = {
 };
 
 /* ---- rows ---- */
-
-/* Fills ev from row `r` whose EVCOLS start at column `c0`. */
-static int row_to_event(const struct rows *rs, size_t r, int c0, struct store_event *ev)
-{
-    struct store_row row = store_mysql_row(rs, r, c0);
-    return store_row_event(&row, ev);
-}
 
 static int push_row(const struct rows *rs, size_t r, int c0, struct store_events *list)
 {
@@ -716,78 +665,6 @@ static int my_claim_update_all(struct store *st, const char *tenant_id, const ch
     return rc;
 }
 
-static int my_scavenge_select(struct store *st, int64_t now_ms, int64_t limit,
-                              struct store_lease_refs *out)
-{
-    struct rows rs = {0};
-    struct prm p[] = {PI(now_ms), PI(limit)};
-    int rc = Q(store_mysql_backend(st), S_SCAV_SELECT, p, &rs);
-    for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
-        struct store_lease_ref *ref = store_lease_refs_push(out);
-        if (ref == NULL) {
-            rc = ROOST_ENOMEM;
-            break;
-        }
-        cell_copy(&rs, r, 0, ref->tenant_id, sizeof ref->tenant_id);
-        cell_copy(&rs, r, 1, ref->agent_id, sizeof ref->agent_id);
-        ref->seq = cell_i64(&rs, r, 2);
-        cell_copy(&rs, r, 3, ref->lease_token, sizeof ref->lease_token);
-        ref->attempts = (int)cell_i64(&rs, r, 4);
-        cell_copy(&rs, r, 5, ref->consumer, sizeof ref->consumer);
-    }
-    rows_free(&rs);
-    return rc;
-}
-
-static int my_scavenge_update(struct store *st, const struct store_lease_ref *r,
-                              enum store_status to, int64_t now_ms, bool *changed)
-{
-    struct prm p[] = {PI(to),     PS(r->tenant_id),   PS(r->agent_id),
-                      PI(r->seq), PS(r->lease_token), PI(now_ms)};
-    return Q1(store_mysql_backend(st), S_SCAV_UPDATE, p, changed);
-}
-
-/* Due rows are read without locks, then promoted by primary key, each update conditional on the
- * row still being scheduled (another node may have promoted it). */
-static int my_promote(struct store *st, int64_t now_ms, int64_t limit, size_t *count,
-                      struct store_touches *agents)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    struct rows rs = {0};
-    struct prm p[] = {PI(now_ms), PI(limit)};
-    int rc = Q(b, S_PROMOTE_SELECT, p, &rs);
-    for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
-        struct prm up[] = {PS(cell(&rs, r, 0)), PS(cell(&rs, r, 1)), PI(cell_i64(&rs, r, 2))};
-        bool changed = false;
-        if ((rc = Q1(b, S_PROMOTE_UPDATE, up, &changed)) != ROOST_OK || !changed) {
-            continue;
-        }
-        (*count)++;
-        rc = store_touches_add(agents, cell(&rs, r, 0), cell(&rs, r, 1), 0);
-    }
-    rows_free(&rs);
-    return rc;
-}
-
-static int my_expire(struct store *st, int64_t now_ms, int64_t limit, size_t *count)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    struct rows rs = {0};
-    struct prm p[] = {PI(now_ms), PI(limit)};
-    int rc = Q(b, S_EXPIRE_SELECT, p, &rs);
-    *count = 0;
-    for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
-        struct prm up[] = {PI(now_ms), PS(cell(&rs, r, 0)), PS(cell(&rs, r, 1)),
-                           PI(cell_i64(&rs, r, 2)), PI(now_ms)};
-        bool changed = false;
-        if ((rc = Q1(b, S_EXPIRE_UPDATE, up, &changed)) == ROOST_OK && changed) {
-            (*count)++;
-        }
-    }
-    rows_free(&rs);
-    return rc;
-}
-
 static int my_retention_end(struct store *st, int rc)
 {
     struct mysql_store *b = store_mysql_backend(st);
@@ -823,79 +700,6 @@ static int my_retention_begin(struct store *st, const struct store_retention_req
     }
     rows_free(&rs);
     return rc == ROOST_OK ? rc : my_retention_end(st, rc);
-}
-
-static int my_retention_agents(struct store *st, const struct store_agent_ref *after, int64_t limit,
-                               struct store_agent_ref *out, size_t *n)
-{
-    struct rows rs = {0};
-    struct prm p[] = {PS(after->tenant_id), PS(after->agent_id), PI(limit)};
-    int rc = Q(store_mysql_backend(st), S_RET_AGENTS, p, &rs);
-    *n = 0;
-    for (size_t r = 0; rc == ROOST_OK && r < rs.n && (int64_t)r < limit; r++) {
-        cell_copy(&rs, r, 0, out[r].tenant_id, sizeof out[r].tenant_id);
-        cell_copy(&rs, r, 1, out[r].agent_id, sizeof out[r].agent_id);
-        (*n)++;
-    }
-    rows_free(&rs);
-    return rc;
-}
-
-/* Several nodes run retention at once: the agent row lock makes one of them own this agent until
- * its COMMIT, and the others pass it by (SKIP LOCKED) instead of archiving the same rows again.
- * A publisher holding the lock just defers the agent to the next round. */
-static int my_retention_lock(struct store *st, const struct store_agent_ref *a, bool *owned)
-{
-    struct rows rs = {0};
-    struct prm p[] = {PS(a->tenant_id), PS(a->agent_id)};
-    int rc = Q(store_mysql_backend(st), S_RET_LOCK_AGENT, p, &rs);
-    *owned = rc == ROOST_OK && rs.n == 1;
-    rows_free(&rs);
-    return rc;
-}
-
-static int my_retention_rows(struct store *st, const struct store_agent_ref *a, int64_t limit,
-                             struct store_retention_row *rows, size_t *n)
-{
-    struct rows rs = {0};
-    struct prm p[] = {PS(a->tenant_id), PS(a->agent_id), PI(limit)};
-    int rc = Q(store_mysql_backend(st), S_RET_ROWS, p, &rs);
-    *n = 0;
-    for (size_t r = 0; rc == ROOST_OK && r < rs.n && (int64_t)r < limit; r++) {
-        rows[r].seq = cell_i64(&rs, r, 0);
-        rows[r].status = store_status_of(cell_i64(&rs, r, 1));
-        rows[r].completed_at_ms = cell_i64(&rs, r, 2);
-        rows[r].created_at_ms = cell_i64(&rs, r, 3);
-        (*n)++;
-    }
-    rows_free(&rs);
-    return rc;
-}
-
-static int my_event_by_seq(struct store *st, const char *tenant_id, const char *agent_id,
-                           int64_t seq, struct store_event *ev, bool *found)
-{
-    struct rows rs = {0};
-    struct prm p[] = {PS(tenant_id), PS(agent_id), PI(seq)};
-    int rc = Q(store_mysql_backend(st), S_EVENT_BY_SEQ, p, &rs);
-    if (rc == ROOST_OK && (*found = rs.n > 0)) {
-        rc = row_to_event(&rs, 0, 0, ev);
-    }
-    rows_free(&rs);
-    return rc;
-}
-
-static int my_retention_delete(struct store *st, const struct store_agent_ref *a, int64_t through)
-{
-    struct prm p[] = {PS(a->tenant_id), PS(a->agent_id), PI(through)};
-    return Q(store_mysql_backend(st), S_RET_DELETE, p, NULL);
-}
-
-static int my_retention_watermark(struct store *st, const struct store_agent_ref *a,
-                                  int64_t through)
-{
-    struct prm p[] = {PI(through), PS(a->tenant_id), PS(a->agent_id)};
-    return Q(store_mysql_backend(st), S_RET_PURGED, p, NULL);
 }
 
 static int my_event_locate(struct store *st, const char *tenant_id, const char *event_id,
@@ -1167,18 +971,8 @@ const struct store_dialect store_mysql_dialect = {
     .claim_select = my_claim_select,
     .claim_update_all = my_claim_update_all,
     .ack_rows = my_ack_rows,
-    .scavenge_select = my_scavenge_select,
-    .scavenge_update = my_scavenge_update,
-    .promote = my_promote,
-    .expire = my_expire,
     .retention_begin = my_retention_begin,
     .retention_end = my_retention_end,
-    .retention_agents = my_retention_agents,
-    .retention_lock = my_retention_lock,
-    .retention_rows = my_retention_rows,
-    .event_by_seq = my_event_by_seq,
-    .retention_delete = my_retention_delete,
-    .retention_watermark = my_retention_watermark,
     .event_locate = my_event_locate,
     .requeue_update = my_requeue_update,
     .quarantine_select = my_quarantine_select,

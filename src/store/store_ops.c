@@ -123,11 +123,11 @@ const struct store_ops store_ops_table = {
     .release = store_leases_release,
     .extend = store_leases_extend,
     .release_all = store_leases_release_all,
-    /* the scheduler (store_lifecycle.c, store_keys.c) */
-    .scavenge = store_lifecycle_scavenge,
-    .promote_due = store_lifecycle_promote_due,
-    .expire = store_lifecycle_expire,
-    .retention = store_lifecycle_retention,
+    /* the scheduler (store_scheduler.c, store_keys.c) */
+    .scavenge = store_scheduler_scavenge,
+    .promote_due = store_scheduler_promote_due,
+    .expire = store_scheduler_expire,
+    .retention = store_scheduler_retention,
     .nonce_prune = store_keys_nonce_prune,
     .tail = op_tail,
     /* admin and stats (store_admin.c, store_lifecycle.c) */
@@ -197,6 +197,8 @@ const char *store_dialect_missing(const struct store_dialect *d)
     NEED(d, dup_key);
     NEED(d, run);
     NEED(d, claim_select);
+    NEED(d, retention_begin);
+    NEED(d, retention_end);
     if (store_dialect_has(d, STORE_CAP_INSERT_ID) && d->insert_id == NULL) {
         return "insert_id";
     }

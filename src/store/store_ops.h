@@ -51,6 +51,16 @@ int store_leases_release_all(struct store *st, const char *tenant_id, const char
 int store_leases_agent_seen(struct store *st, const char *tenant_id, const char *agent_id,
                             int64_t now_ms);
 
+/* ---- the scheduler's passes (store_scheduler.c) ---- */
+int store_scheduler_scavenge(struct store *st, int64_t now_ms,
+                             const struct store_scavenge_limits *lim, size_t limit, size_t *count,
+                             size_t *quarantined, struct store_touches *touches);
+int store_scheduler_promote_due(struct store *st, int64_t now_ms, size_t limit, size_t *count,
+                                struct store_touches *touches);
+int store_scheduler_expire(struct store *st, int64_t now_ms, size_t limit, size_t *count);
+int store_scheduler_retention(struct store *st, const struct store_retention_req *req,
+                              struct store_retention_result *res);
+
 /* ---- inbox and cursor reads (store_inbox.c) ---- */
 int store_inbox_peek(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
                      struct store_event *out, bool *found);

@@ -81,32 +81,6 @@ const char *const store_sqlite_sql[S_COUNT] = {
                        " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_PENDING
                        " AND (expires_at IS NULL OR expires_at > ?3)"
                        " ORDER BY priority DESC, seq ASC LIMIT ?4",
-    [S_SCAV_SELECT] = "SELECT tenant_id, agent_id, seq, lease_token, attempts, consumer FROM inbox"
-                      " WHERE status = " ST_CLAIMED " AND claim_expires_at <= ?1"
-                      " ORDER BY claim_expires_at LIMIT ?2",
-    /* Conditional on the lease read: an ack or release that won the race is never overwritten. */
-    [S_SCAV_UPDATE] =
-        "UPDATE inbox SET status = ?5, timeouts = timeouts + 1, lease_token = NULL,"
-        " claim_expires_at = NULL"
-        " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq = ?3"
-        " AND status = " ST_CLAIMED " AND lease_token = ?4 AND claim_expires_at <= ?6",
-    [S_PROMOTE] =
-        "UPDATE inbox SET status = " ST_PENDING " WHERE rowid IN (SELECT rowid FROM inbox"
-        " WHERE status = " ST_SCHEDULED " AND available_at <= ?1 ORDER BY available_at LIMIT ?2)"
-        " RETURNING tenant_id, agent_id",
-    [S_EXPIRE] =
-        "UPDATE inbox SET status = " ST_EXPIRED ", completed_at = ?1 WHERE rowid IN (SELECT rowid"
-        " FROM inbox WHERE status IN (" ST_SCHEDULED ", " ST_PENDING
-        ") AND expires_at <= ?1 LIMIT ?2)",
-    [S_RET_AGENTS] = "SELECT tenant_id, agent_id FROM agents WHERE (tenant_id, agent_id) > (?1, ?2)"
-                     " ORDER BY tenant_id, agent_id LIMIT ?3",
-    [S_RET_ROWS] = "SELECT seq, status, completed_at, created_at FROM inbox"
-                   " WHERE tenant_id = ?1 AND agent_id = ?2 ORDER BY seq LIMIT ?3",
-    [S_EVENT_BY_SEQ] = "SELECT " EVCOLS " FROM inbox"
-                       " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq = ?3",
-    [S_RET_DELETE] = "DELETE FROM inbox WHERE tenant_id = ?1 AND agent_id = ?2 AND seq <= ?3",
-    [S_RET_PURGED] = "UPDATE agents SET purged_through_seq = max(purged_through_seq, ?3)"
-                     " WHERE tenant_id = ?1 AND agent_id = ?2",
     [S_QLIST_ALL] =
         "SELECT " EVCOLS " FROM inbox"
         " WHERE tenant_id = ?1 AND status = " ST_QUARANTINED " AND (agent_id, seq) > (?2, ?3)"
@@ -591,84 +565,6 @@ static int sq_claim_select(struct store *st, const char *tenant_id, const char *
     return rc < 0 ? rc : ROOST_OK;
 }
 
-static int sq_scavenge_select(struct store *st, int64_t now_ms, int64_t limit,
-                              struct store_lease_refs *out)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_SCAV_SELECT, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, now_ms);
-    sqlite3_bind_int64(s, 2, limit);
-    while ((rc = step(st, s)) == 1) {
-        struct store_lease_ref *r = store_lease_refs_push(out);
-        if (r == NULL) {
-            return ROOST_ENOMEM;
-        }
-        col_copy(s, 0, r->tenant_id, sizeof r->tenant_id);
-        col_copy(s, 1, r->agent_id, sizeof r->agent_id);
-        r->seq = sqlite3_column_int64(s, 2);
-        col_copy(s, 3, r->lease_token, sizeof r->lease_token);
-        r->attempts = sqlite3_column_int(s, 4);
-        col_copy(s, 5, r->consumer, sizeof r->consumer);
-    }
-    sqlite3_reset(s);
-    return rc < 0 ? rc : ROOST_OK;
-}
-
-static int sq_scavenge_update(struct store *st, const struct store_lease_ref *r,
-                              enum store_status to, int64_t now_ms, bool *changed)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_SCAV_UPDATE, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, r->tenant_id);
-    bind_text(s, 2, r->agent_id);
-    sqlite3_bind_int64(s, 3, r->seq);
-    bind_text(s, 4, r->lease_token);
-    sqlite3_bind_int(s, 5, to);
-    sqlite3_bind_int64(s, 6, now_ms);
-    return run_one(st, s, changed);
-}
-
-static int sq_promote(struct store *st, int64_t now_ms, int64_t limit, size_t *count,
-                      struct store_touches *agents)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_PROMOTE, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, now_ms);
-    sqlite3_bind_int64(s, 2, limit);
-    while ((rc = step(st, s)) == 1) {
-        char tenant_id[STORE_ID_MAX + 1], agent_id[STORE_ID_MAX + 1];
-        col_copy(s, 0, tenant_id, sizeof tenant_id);
-        col_copy(s, 1, agent_id, sizeof agent_id);
-        (*count)++;
-        if ((rc = store_touches_add(agents, tenant_id, agent_id, 0)) != ROOST_OK) {
-            return rc;
-        }
-    }
-    sqlite3_reset(s);
-    return rc < 0 ? rc : ROOST_OK;
-}
-
-static int sq_expire(struct store *st, int64_t now_ms, int64_t limit, size_t *count)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_EXPIRE, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, now_ms);
-    sqlite3_bind_int64(s, 2, limit);
-    return run_count(st, s, count);
-}
-
 static int sq_retention_begin(struct store *st, const struct store_retention_req *req)
 {
     (void)req;
@@ -685,97 +581,6 @@ static int sq_retention_end(struct store *st, int rc)
     store_sqlite_exec_id(b, S_RET_ROLLBACK);
     store_sqlite_exec_id(b, S_RET_RELEASE);
     return rc;
-}
-
-static int sq_retention_agents(struct store *st, const struct store_agent_ref *after, int64_t limit,
-                               struct store_agent_ref *out, size_t *n)
-{
-    sqlite3_stmt *s;
-    *n = 0;
-    int rc = stmt(st, S_RET_AGENTS, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, after->tenant_id);
-    bind_text(s, 2, after->agent_id);
-    sqlite3_bind_int64(s, 3, limit);
-    while ((int64_t)*n < limit && (rc = step(st, s)) == 1) {
-        col_copy(s, 0, out[*n].tenant_id, sizeof out[*n].tenant_id);
-        col_copy(s, 1, out[*n].agent_id, sizeof out[*n].agent_id);
-        (*n)++;
-    }
-    sqlite3_reset(s);
-    return rc < 0 ? rc : ROOST_OK;
-}
-
-static int sq_retention_rows(struct store *st, const struct store_agent_ref *a, int64_t limit,
-                             struct store_retention_row *rows, size_t *n)
-{
-    sqlite3_stmt *s;
-    *n = 0;
-    int rc = stmt(st, S_RET_ROWS, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, a->tenant_id);
-    bind_text(s, 2, a->agent_id);
-    sqlite3_bind_int64(s, 3, limit);
-    while ((int64_t)*n < limit && (rc = step(st, s)) == 1) {
-        struct store_retention_row *r = &rows[(*n)++];
-        r->seq = sqlite3_column_int64(s, 0);
-        r->status = store_status_of(sqlite3_column_int(s, 1));
-        r->completed_at_ms = sqlite3_column_int64(s, 2);
-        r->created_at_ms = sqlite3_column_int64(s, 3);
-    }
-    sqlite3_reset(s);
-    return rc < 0 ? rc : ROOST_OK;
-}
-
-static int sq_event_by_seq(struct store *st, const char *tenant_id, const char *agent_id,
-                           int64_t seq, struct store_event *ev, bool *found)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_EVENT_BY_SEQ, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id);
-    sqlite3_bind_int64(s, 3, seq);
-    if ((rc = step(st, s)) < 0) {
-        return rc;
-    }
-    if ((*found = rc == 1) && (rc = store_sqlite_row_to_event(s, ev)) != ROOST_OK) {
-        return rc;
-    }
-    sqlite3_reset(s);
-    return ROOST_OK;
-}
-
-/* S_RET_DELETE and S_RET_PURGED share their parameters. */
-static int agent_through(struct store *st, enum stmt_id id, const struct store_agent_ref *a,
-                         int64_t through)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, id, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, a->tenant_id);
-    bind_text(s, 2, a->agent_id);
-    sqlite3_bind_int64(s, 3, through);
-    return store_sqlite_run(store_sqlite_backend(st), s);
-}
-
-static int sq_retention_delete(struct store *st, const struct store_agent_ref *a, int64_t through)
-{
-    return agent_through(st, S_RET_DELETE, a, through);
-}
-
-static int sq_retention_watermark(struct store *st, const struct store_agent_ref *a,
-                                  int64_t through)
-{
-    return agent_through(st, S_RET_PURGED, a, through);
 }
 
 static int sq_event_locate(struct store *st, const char *tenant_id, const char *event_id,
@@ -1067,18 +872,8 @@ const struct store_dialect store_sqlite_dialect = {
     .insert_rows = sq_insert_rows,
     .state_patch = sq_state_patch,
     .claim_select = sq_claim_select,
-    .scavenge_select = sq_scavenge_select,
-    .scavenge_update = sq_scavenge_update,
-    .promote = sq_promote,
-    .expire = sq_expire,
     .retention_begin = sq_retention_begin,
     .retention_end = sq_retention_end,
-    .retention_agents = sq_retention_agents,
-    .retention_lock = NULL,
-    .retention_rows = sq_retention_rows,
-    .event_by_seq = sq_event_by_seq,
-    .retention_delete = sq_retention_delete,
-    .retention_watermark = sq_retention_watermark,
     .event_locate = sq_event_locate,
     .requeue_update = sq_requeue_update,
     .quarantine_select = sq_quarantine_select,

@@ -42,6 +42,7 @@ struct fake {
     struct store_retention_row rows[8];
     size_t n_rows;
     int64_t deleted_through, watermark;
+    const char *answering; /* the statement fk_run runs */
 };
 
 static struct fake *F(struct store *st)
@@ -99,61 +100,26 @@ static int fk_retention_end(struct store *st, int rc)
     return rc;
 }
 
-static int fk_retention_agents(struct store *st, const struct store_agent_ref *after, int64_t limit,
-                               struct store_agent_ref *out, size_t *n)
-{
-    (void)limit;
-    logf_(st, "retention_agents");
-    *n = 0;
-    if (after->agent_id[0] == '\0') {
-        memset(out, 0, sizeof *out);
-        snprintf(out->tenant_id, sizeof out->tenant_id, "t");
-        snprintf(out->agent_id, sizeof out->agent_id, "a");
-        *n = 1;
-    }
-    return ROOST_OK;
-}
-
-static int fk_retention_rows(struct store *st, const struct store_agent_ref *a, int64_t limit,
-                             struct store_retention_row *rows, size_t *n)
-{
-    (void)a;
-    logf_(st, "retention_rows");
-    *n = F(st)->n_rows < (size_t)limit ? F(st)->n_rows : (size_t)limit;
-    memcpy(rows, F(st)->rows, *n * sizeof *rows);
-    return ROOST_OK;
-}
-
-static int fk_retention_delete(struct store *st, const struct store_agent_ref *a, int64_t through)
-{
-    (void)a;
-    logf_(st, "retention_delete");
-    F(st)->deleted_through = through;
-    return ROOST_OK;
-}
-
-static int fk_retention_watermark(struct store *st, const struct store_agent_ref *a,
-                                  int64_t through)
-{
-    (void)a;
-    logf_(st, "retention_watermark");
-    F(st)->watermark = through;
-    return ROOST_OK;
-}
-
 static bool fk_dup_key(struct store *st)
 {
     (void)st;
     return false;
 }
 
-/* A row of the fake's answers: the lease columns of LEASE_FIND (seq, status, lease_token,
- * attempts, claimed_at, claim_expires_at), or ACK_AVAILABLE's available_at. */
+/* A row of the fake's answers (row->r: which row of the answer): the lease columns of
+ * LEASE_FIND (seq, status, lease_token, attempts, claimed_at, claim_expires_at), ACK_AVAILABLE's
+ * available_at, RETENTION_AGENTS' one agent (t, a), RETENTION_ROWS' rows. */
 static int64_t fr_i64(struct store_row *row, int col)
 {
-    const struct store_lease_row *l = row->src;
-    if (row->r == 1) {
-        return NOW - 5; /* ACK_AVAILABLE */
+    const struct fake *f = row->src;
+    const struct store_lease_row *l = &f->row;
+    if (strcmp(f->answering, "ACK_AVAILABLE") == 0) {
+        return NOW - 5;
+    }
+    if (strcmp(f->answering, "RETENTION_ROWS") == 0) {
+        const struct store_retention_row *r = &f->rows[row->r];
+        int64_t cols[] = {r->seq, r->status, r->completed_at_ms, r->created_at_ms};
+        return col >= 0 && col < 4 ? cols[col] : 0;
     }
     switch (col) {
     case 0:
@@ -173,8 +139,11 @@ static int64_t fr_i64(struct store_row *row, int col)
 
 static const char *fr_text(struct store_row *row, int col)
 {
-    const struct store_lease_row *l = row->src;
-    return col == 2 && l->lease_token[0] != '\0' ? l->lease_token : NULL;
+    const struct fake *f = row->src;
+    if (strcmp(f->answering, "RETENTION_AGENTS") == 0) {
+        return col == 0 ? "t" : "a";
+    }
+    return col == 2 && f->row.lease_token[0] != '\0' ? f->row.lease_token : NULL;
 }
 
 /* Records the statement it was asked to run (its descriptor's name) and answers the lease
@@ -183,18 +152,29 @@ static int fk_run(struct store *st, const struct store_stmt *stmt, const struct 
                   size_t np, store_row_fn on_row, void *arg, int64_t *changed)
 {
     struct fake *f = F(st);
-    struct store_row row = {.i64 = fr_i64, .text = fr_text, .src = &f->row};
+    struct store_row row = {.i64 = fr_i64, .text = fr_text, .src = f};
     int64_t n = 0;
     int rc = ROOST_OK;
     logf_(st, stmt->name);
     if (store_stmt_sql(stmt, STORE_SQL_SQLITE) == NULL) {
         return ROOST_EINTERNAL;
     }
+    f->answering = stmt->name;
     if (strcmp(stmt->name, "LEASE_FIND") == 0 && f->found && on_row != NULL) {
         rc = on_row(arg, &row);
     } else if (strcmp(stmt->name, "ACK_AVAILABLE") == 0 && on_row != NULL) {
-        row.r = 1;
         rc = on_row(arg, &row);
+    } else if (strcmp(stmt->name, "RETENTION_AGENTS") == 0 && np == 3 && p[1].s != NULL &&
+               p[1].s[0] == '\0') {
+        rc = on_row(arg, &row); /* one agent, then none after it */
+    } else if (strcmp(stmt->name, "RETENTION_ROWS") == 0 && np == 3) {
+        for (row.r = 0; rc == ROOST_OK && row.r < f->n_rows && (int64_t)row.r < p[2].i; row.r++) {
+            rc = on_row(arg, &row);
+        }
+    } else if (strcmp(stmt->name, "RETENTION_DELETE") == 0 && np == 3) {
+        f->deleted_through = p[2].i;
+    } else if (strcmp(stmt->name, "RETENTION_WATERMARK") == 0 && np == 3) {
+        f->watermark = p[0].i;
     } else if (strcmp(stmt->name, "ACK") == 0) {
         n = f->acked;
     } else if (strcmp(stmt->name, "RELEASE_UPDATE") == 0 && np == 8) {
@@ -215,6 +195,7 @@ static int fk_run(struct store *st, const struct store_stmt *stmt, const struct 
 static const struct store_dialect fake_dialect = {
     .scheme = "fake",
     .sql_col = STORE_SQL_SQLITE,
+    .caps = STORE_CAP_SINGLE_WRITER | STORE_CAP_CLAIM_ALL,
     .done = fk_done,
     .set_error = fk_set_error,
     .dup_key = fk_dup_key,
@@ -223,10 +204,6 @@ static const struct store_dialect fake_dialect = {
     .changed = fk_changed,
     .retention_begin = fk_retention_begin,
     .retention_end = fk_retention_end,
-    .retention_agents = fk_retention_agents,
-    .retention_rows = fk_retention_rows,
-    .retention_delete = fk_retention_delete,
-    .retention_watermark = fk_retention_watermark,
 };
 
 static void fake_init(struct fake *f)
@@ -380,8 +357,8 @@ static void test_store_ops_retention_deletes_the_prefix(void)
     CHECK_EQ(store_call(st, retention, &req, &res), ROOST_OK);
     CHECK(res.deleted == 2 && !res.more);
     CHECK(f.deleted_through == 2 && f.watermark == 2);
-    CHECK_STREQ(f.log, "retention_begin;retention_agents;retention_rows;retention_delete;"
-                       "retention_watermark;retention_end;");
+    CHECK_STREQ(f.log, "retention_begin;RETENTION_AGENTS;RETENTION_ROWS;RETENTION_DELETE;"
+                       "RETENTION_WATERMARK;retention_end;");
     /* A first row that must stay: nothing deleted, the watermark untouched. */
     fake_init(&f);
     struct store_retention_row stay[] = {
