@@ -15,7 +15,7 @@ if [ "$what" != run ]; then
          chromium
          mariadb-server mariadb-client galera-4 rsync
          postgresql postgresql-client
-         gnuplot-nox fiu-utils faketime nftables iproute2 jq util-linux
+         gnuplot-nox fiu-utils faketime strace nftables iproute2 jq util-linux
          clang libclang-rt-14-dev
          clang-format python3 git
          python3-httpx python3-cryptography python3-pytest mypy python3-build python3-setuptools

@@ -153,4 +153,12 @@ for s in p2_ideal_inline p2_ideal_thread p2_roostd p8_ideal_thread p8_roostd my_
 done
 check "bench_ideal.sh: no unexpected answers" sh -c "! grep -q WARNING '$dir/ideal.log'"
 
+# roostd's cost per request, two builds side by side (here the same one twice).
+BENCH_DIR=$dir/sys BENCH_RUNS=1 BENCH_SECONDS=0.5 BENCH_WARMUP=0.2 BENCH_SHAPE=1 \
+  BENCH_STRACE_SECONDS=0.5 "$src/scripts/bench_syscalls.sh" "$build" "$build" >"$dir/sys.log" 2>&1
+check "bench_syscalls.sh exits 0 ($dir/sys.log)" test $? -eq 0
+for b in base new; do
+  check "bench_syscalls.sh: $b has CPU per cycle and system calls per request" \
+    sh -c "grep '^| $b |' '$dir/sys/results.md' | awk -F' [|] ' '{ exit !(\$3 + 0 > 0 && \$4 + 0 > 0) }'"
+done
 summary
