@@ -200,25 +200,6 @@ struct store_dialect {
     int (*retention_begin)(struct store *st, const struct store_retention_req *req);
     /* Releases the savepoint (rc ROOST_OK) or rolls the pass back to it. */
     int (*retention_end)(struct store *st, int rc);
-
-    /* ---- admin ---- */
-    /* The event's agent and status (any status); *found false when the tenant has no such id. */
-    int (*event_locate)(struct store *st, const char *tenant_id, const char *event_id,
-                        char agent_id[STORE_ID_MAX + 1], enum store_status *status, bool *found);
-    /* A quarantined or expired event back to pending (attempts 0, lease cleared, a passed TTL
-     * dropped); *changed false when it is in neither status. */
-    int (*requeue_update)(struct store *st, const char *tenant_id, const char *event_id,
-                          int64_t now_ms, bool *changed);
-    /* Appends up to `limit` quarantined rows of the tenant in (agent_id, seq) order after
-     * (after_agent, after_seq); with agent_id (not NULL), that agent's rows with seq > after_seq.
-     */
-    int (*quarantine_select)(struct store *st, const char *tenant_id, const char *agent_id,
-                             const char *after_agent, int64_t after_seq, int64_t limit,
-                             struct store_events *out);
-    /* Deletes quarantined rows: the event, or up to `limit` of the agent (or of the tenant when
-     * agent_id is NULL). */
-    int (*quarantine_delete)(struct store *st, const char *tenant_id, const char *agent_id,
-                             const char *event_id, int64_t limit, size_t *purged);
 };
 
 /* True when the dialect has every capability in `caps`. */
@@ -255,12 +236,5 @@ int store_lifecycle_publish(struct store *st, const struct store_publish_req *re
 int store_lifecycle_publish_batch(struct store *st, struct store_publish_entry *entries, size_t n);
 int store_lifecycle_head(struct store *st, const char *tenant_id, const char *agent_id,
                          int64_t *head);
-int store_lifecycle_quarantine_list(struct store *st, const char *tenant_id, const char *agent_id,
-                                    const char *after_agent, int64_t after_seq, size_t limit,
-                                    struct store_events *out, bool *has_more);
-int store_lifecycle_requeue(struct store *st, const char *tenant_id, const char *event_id,
-                            int64_t now_ms, struct store_touches *touches);
-int store_lifecycle_quarantine_purge(struct store *st, const char *tenant_id, const char *agent_id,
-                                     const char *event_id, size_t limit, size_t *purged);
 
 #endif

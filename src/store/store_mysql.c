@@ -84,29 +84,6 @@ const char *const store_mysql_sql[S_COUNT] = {
                       " AS old",
     /* low id, high id, cut */
     [S_CHANGES_PRUNE] = "DELETE FROM roost_changes WHERE id BETWEEN ? AND ? AND at_ms < ?",
-    /* The quarantine through inbox_open: ready_priority is NULL on every quarantined row, so
-     * (agent_id, ready_priority DESC, seq) is (agent_id, seq) order with no sort step, and
-     * "ready_priority IS NULL" pins that key part for a range on seq. */
-    /* tenant, after_agent, after_agent, after_seq, limit */
-    [S_QLIST_ALL] =
-        "SELECT " EVCOLS " FROM inbox"
-        " WHERE open_state = " ST_QUARANTINED " AND tenant_id = ? AND agent_id >= ?"
-        " AND (agent_id > ? OR seq > ?) ORDER BY agent_id, ready_priority DESC, seq LIMIT ?",
-    /* tenant, agent, seq bound, limit */
-    [S_QLIST_AGENT] = "SELECT " EVCOLS " FROM inbox"
-                      " WHERE open_state = " ST_QUARANTINED " AND tenant_id = ? AND agent_id = ?"
-                      " AND ready_priority IS NULL AND seq > ?"
-                      " ORDER BY seq LIMIT ?",
-    /* event_id, tenant */
-    [S_REQ_FIND] = "SELECT agent_id, status FROM inbox WHERE event_id = ? AND tenant_id = ?",
-    /* now, now, event_id, tenant: a requeued event whose TTL has passed would expire again at
-     * once, so its TTL is dropped. */
-    [S_REQ_UPDATE] =
-        "UPDATE inbox SET status = " ST_PENDING ", attempts = 0, lease_token = NULL,"
-        " claim_expires_at = NULL, completed_at = NULL,"
-        " expires_at = CASE WHEN expires_at <= ? THEN NULL ELSE expires_at END,"
-        " available_at = ? WHERE event_id = ? AND tenant_id = ? AND status IN (" ST_QUARANTINED
-        ", " ST_EXPIRED ")",
     /* tenant, after_agent, limit */
     [S_AGENTS_LIST] = "SELECT " MY_AGENT_STATS_COLS " FROM agents a"
                       " WHERE a.tenant_id = ? AND a.agent_id > ? ORDER BY a.agent_id LIMIT ?",
@@ -116,16 +93,6 @@ const char *const store_mysql_sql[S_COUNT] = {
     /* tenant, limit, offset */
     [S_AGENTS_BY_AGE] = "SELECT " MY_AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
                         " ORDER BY oldest IS NULL, oldest, a.agent_id LIMIT ? OFFSET ?",
-    /* tenant, event_id */
-    [S_PURGE_ONE] =
-        "DELETE FROM inbox WHERE tenant_id = ? AND event_id = ? AND status = " ST_QUARANTINED,
-    /* tenant, agent, limit */
-    [S_PURGE_AGENT] = "DELETE FROM inbox WHERE open_state = " ST_QUARANTINED
-                      " AND tenant_id = ? AND agent_id = ? ORDER BY ready_priority DESC, seq"
-                      " LIMIT ?",
-    /* tenant, limit */
-    [S_PURGE_ALL] = "DELETE FROM inbox WHERE open_state = " ST_QUARANTINED " AND tenant_id = ?"
-                    " ORDER BY agent_id, ready_priority DESC, seq LIMIT ?",
     /* Metrics: each reads one status's rows through the index that holds them (migration 0007:
      * inbox_open and inbox_lease cover them), never the completed history. */
     [S_MET_PENDING] = "SELECT tenant_id, count(*), COALESCE(min(available_at), 0) FROM inbox"
@@ -170,16 +137,6 @@ static void my_error_set(struct store *st, const char *msg)
     snprintf(b->err, sizeof b->err, "%s", msg);
 }
 
-/* Runs a statement without rows; *changed when it matched exactly one row. */
-static int q_one(struct mysql_store *b, enum stmt_id id, const struct prm *p, size_t np,
-                 bool *changed)
-{
-    int rc = store_mysql_q(b, id, p, np, NULL);
-    *changed = rc == ROOST_OK && b->affected == 1;
-    return rc;
-}
-#define Q1(b, id, params, changed)                                                                 \
-    q_one((b), (id), (params), sizeof(params) / sizeof((params)[0]), (changed))
 
 static int my_agent_head(struct store *st, const char *tenant_id, const char *agent_id,
                          int64_t *head, int64_t *purged)
@@ -702,68 +659,6 @@ static int my_retention_begin(struct store *st, const struct store_retention_req
     return rc == ROOST_OK ? rc : my_retention_end(st, rc);
 }
 
-static int my_event_locate(struct store *st, const char *tenant_id, const char *event_id,
-                           char agent_id[STORE_ID_MAX + 1], enum store_status *status, bool *found)
-{
-    struct rows rs = {0};
-    struct prm p[] = {PS(event_id), PS(tenant_id)};
-    int rc = Q(store_mysql_backend(st), S_REQ_FIND, p, &rs);
-    if (rc == ROOST_OK && (*found = rs.n > 0)) {
-        cell_copy(&rs, 0, 0, agent_id, STORE_ID_MAX + 1);
-        *status = store_status_of(cell_i64(&rs, 0, 1));
-    }
-    rows_free(&rs);
-    return rc;
-}
-
-static int my_requeue_update(struct store *st, const char *tenant_id, const char *event_id,
-                             int64_t now_ms, bool *changed)
-{
-    struct prm p[] = {PI(now_ms), PI(now_ms), PS(event_id), PS(tenant_id)};
-    return Q1(store_mysql_backend(st), S_REQ_UPDATE, p, changed);
-}
-
-static int my_quarantine_select(struct store *st, const char *tenant_id, const char *agent_id,
-                                const char *after_agent, int64_t after_seq, int64_t limit,
-                                struct store_events *out)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    struct rows rs = {0};
-    int rc;
-    if (agent_id != NULL) {
-        struct prm p[] = {PS(tenant_id), PS(agent_id), PI(after_seq), PI(limit)};
-        rc = Q(b, S_QLIST_AGENT, p, &rs);
-    } else {
-        struct prm p[] = {PS(tenant_id), PS(after_agent), PS(after_agent), PI(after_seq),
-                          PI(limit)};
-        rc = Q(b, S_QLIST_ALL, p, &rs);
-    }
-    for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
-        rc = push_row(&rs, r, 0, out);
-    }
-    rows_free(&rs);
-    return rc;
-}
-
-static int my_quarantine_delete(struct store *st, const char *tenant_id, const char *agent_id,
-                                const char *event_id, int64_t limit, size_t *purged)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    int rc;
-    if (event_id != NULL) {
-        struct prm p[] = {PS(tenant_id), PS(event_id)};
-        rc = Q(b, S_PURGE_ONE, p, NULL);
-    } else if (agent_id != NULL) {
-        struct prm p[] = {PS(tenant_id), PS(agent_id), PI(limit)};
-        rc = Q(b, S_PURGE_AGENT, p, NULL);
-    } else {
-        struct prm p[] = {PS(tenant_id), PI(limit)};
-        rc = Q(b, S_PURGE_ALL, p, NULL);
-    }
-    *purged = rc == ROOST_OK ? (size_t)b->affected : 0;
-    return rc;
-}
-
 static int64_t my_insert_id(struct store *st)
 {
     return (int64_t)store_mysql_backend(st)->insert_id;
@@ -973,9 +868,5 @@ const struct store_dialect store_mysql_dialect = {
     .ack_rows = my_ack_rows,
     .retention_begin = my_retention_begin,
     .retention_end = my_retention_end,
-    .event_locate = my_event_locate,
-    .requeue_update = my_requeue_update,
-    .quarantine_select = my_quarantine_select,
-    .quarantine_delete = my_quarantine_delete,
     .run = store_mysql_run_stmt,
 };

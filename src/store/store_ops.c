@@ -130,10 +130,10 @@ const struct store_ops store_ops_table = {
     .retention = store_scheduler_retention,
     .nonce_prune = store_keys_nonce_prune,
     .tail = op_tail,
-    /* admin and stats (store_admin.c, store_lifecycle.c) */
-    .quarantine_list = store_lifecycle_quarantine_list,
-    .requeue = store_lifecycle_requeue,
-    .quarantine_purge = store_lifecycle_quarantine_purge,
+    /* admin and stats (store_admin.c, store_leases.c) */
+    .quarantine_list = store_admin_quarantine_list,
+    .requeue = store_admin_requeue,
+    .quarantine_purge = store_admin_quarantine_purge,
     .agents_list = op_agents_list,
     .event_get = store_admin_event_get,
     .events_by_correlation = store_admin_events_by_correlation,

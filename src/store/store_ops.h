@@ -74,6 +74,13 @@ int store_admin_events_by_correlation(struct store *st, const char *tenant_id,
                                       const char *correlation_id, const char *after_agent,
                                       int64_t after_seq, size_t limit, struct store_events *out,
                                       bool *has_more);
+int store_admin_quarantine_list(struct store *st, const char *tenant_id, const char *agent_id,
+                                const char *after_agent, int64_t after_seq, size_t limit,
+                                struct store_events *out, bool *has_more);
+int store_admin_requeue(struct store *st, const char *tenant_id, const char *event_id,
+                        int64_t now_ms, struct store_touches *touches);
+int store_admin_quarantine_purge(struct store *st, const char *tenant_id, const char *agent_id,
+                                 const char *event_id, size_t limit, size_t *purged);
 
 /* ---- signature keys and nonces (store_keys.c) ---- */
 int store_keys_add(struct store *st, const char *tenant_id, const struct store_key *key,

@@ -81,34 +81,12 @@ const char *const store_sqlite_sql[S_COUNT] = {
                        " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_PENDING
                        " AND (expires_at IS NULL OR expires_at > ?3)"
                        " ORDER BY priority DESC, seq ASC LIMIT ?4",
-    [S_QLIST_ALL] =
-        "SELECT " EVCOLS " FROM inbox"
-        " WHERE tenant_id = ?1 AND status = " ST_QUARANTINED " AND (agent_id, seq) > (?2, ?3)"
-        " ORDER BY agent_id, seq LIMIT ?4",
-    /* One agent, after a seq bound (the lifecycle reduces the position to it): no sort. */
-    [S_QLIST_AGENT] = "SELECT " EVCOLS " FROM inbox"
-                      " WHERE tenant_id = ?1 AND status = " ST_QUARANTINED " AND agent_id = ?2"
-                      " AND seq > ?3 ORDER BY seq LIMIT ?4",
-    [S_REQ_FIND] = "SELECT agent_id, status FROM inbox WHERE event_id = ?2 AND tenant_id = ?1",
-    /* A requeued event whose TTL has passed would expire again at once: its TTL is dropped. */
-    [S_REQ_UPDATE] = "UPDATE inbox SET status = " ST_PENDING ", attempts = 0, lease_token = NULL,"
-                     " claim_expires_at = NULL, completed_at = NULL, available_at = ?3,"
-                     " expires_at = CASE WHEN expires_at <= ?3 THEN NULL ELSE expires_at END"
-                     " WHERE event_id = ?2 AND tenant_id = ?1 AND status IN (" ST_QUARANTINED
-                     ", " ST_EXPIRED ")",
     [S_AGENTS_LIST] = "SELECT " AGENT_STATS_COLS " FROM agents a"
                       " WHERE a.tenant_id = ?1 AND a.agent_id > ?2 ORDER BY a.agent_id LIMIT ?3",
     [S_AGENTS_BY_DEPTH] = "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?1"
                           " ORDER BY pending DESC, a.agent_id LIMIT ?3 OFFSET ?2",
     [S_AGENTS_BY_AGE] = "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?1"
                         " ORDER BY oldest IS NULL, oldest, a.agent_id LIMIT ?3 OFFSET ?2",
-    [S_PURGE_ONE] =
-        "DELETE FROM inbox WHERE event_id = ?2 AND tenant_id = ?1 AND status = " ST_QUARANTINED,
-    [S_PURGE_AGENT] =
-        "DELETE FROM inbox WHERE rowid IN (SELECT rowid FROM inbox"
-        " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_QUARANTINED " LIMIT ?3)",
-    [S_PURGE_ALL] = "DELETE FROM inbox WHERE rowid IN (SELECT rowid FROM inbox"
-                    " WHERE tenant_id = ?1 AND status = " ST_QUARANTINED " LIMIT ?3)",
     /* Metrics: one walk per status over that status's partial index (inbox_claim for pending,
      * migration 0005), so the completed history is never read; INDEXED BY because the planner
      * may rather walk the primary key, every row, to get tenant order for free. */
@@ -583,86 +561,6 @@ static int sq_retention_end(struct store *st, int rc)
     return rc;
 }
 
-static int sq_event_locate(struct store *st, const char *tenant_id, const char *event_id,
-                           char agent_id[STORE_ID_MAX + 1], enum store_status *status, bool *found)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_REQ_FIND, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, event_id);
-    if ((rc = step(st, s)) < 0) {
-        return rc;
-    }
-    if ((*found = rc == 1)) {
-        col_copy(s, 0, agent_id, STORE_ID_MAX + 1);
-        *status = store_status_of(sqlite3_column_int(s, 1));
-    }
-    sqlite3_reset(s);
-    return ROOST_OK;
-}
-
-static int sq_requeue_update(struct store *st, const char *tenant_id, const char *event_id,
-                             int64_t now_ms, bool *changed)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_REQ_UPDATE, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, event_id);
-    sqlite3_bind_int64(s, 3, now_ms);
-    return run_one(st, s, changed);
-}
-
-static int sq_quarantine_select(struct store *st, const char *tenant_id, const char *agent_id,
-                                const char *after_agent, int64_t after_seq, int64_t limit,
-                                struct store_events *out)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, agent_id != NULL ? S_QLIST_AGENT : S_QLIST_ALL, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id != NULL ? agent_id : after_agent);
-    sqlite3_bind_int64(s, 3, after_seq);
-    sqlite3_bind_int64(s, 4, limit);
-    while ((rc = step(st, s)) == 1) {
-        if ((rc = store_sqlite_push_row(s, out)) != ROOST_OK) {
-            return rc;
-        }
-    }
-    sqlite3_reset(s);
-    return rc < 0 ? rc : ROOST_OK;
-}
-
-static int sq_quarantine_delete(struct store *st, const char *tenant_id, const char *agent_id,
-                                const char *event_id, int64_t limit, size_t *purged)
-{
-    sqlite3_stmt *s;
-    enum stmt_id id = event_id != NULL   ? S_PURGE_ONE
-                      : agent_id != NULL ? S_PURGE_AGENT
-                                         : S_PURGE_ALL;
-    int rc = stmt(st, id, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    if (id == S_PURGE_ONE) {
-        bind_text(s, 2, event_id);
-    } else {
-        if (id == S_PURGE_AGENT) {
-            bind_text(s, 2, agent_id);
-        }
-        sqlite3_bind_int64(s, 3, limit);
-    }
-    return run_count(st, s, purged);
-}
-
 /* A unique key refused the last statement. */
 static bool sq_dup_key(struct store *st)
 {
@@ -874,9 +772,5 @@ const struct store_dialect store_sqlite_dialect = {
     .claim_select = sq_claim_select,
     .retention_begin = sq_retention_begin,
     .retention_end = sq_retention_end,
-    .event_locate = sq_event_locate,
-    .requeue_update = sq_requeue_update,
-    .quarantine_select = sq_quarantine_select,
-    .quarantine_delete = sq_quarantine_delete,
     .run = store_sqlite_run_stmt,
 };
