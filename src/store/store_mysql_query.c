@@ -20,19 +20,11 @@ static int cached(struct mysql_store *b, const struct store_stmt *d, MYSQL_STMT 
         return ROOST_ENOMEM;
     }
     if (idx >= b->n_run) {
-        size_t n = b->n_run == 0 ? 64 : b->n_run * 2;
-        while (n <= idx) {
-            n *= 2;
-        }
-        MYSQL_STMT **grown = realloc(b->run, n * sizeof *grown);
+        MYSQL_STMT **grown = store_stmt_slots_grow(b->run, &b->n_run, sizeof *grown, idx);
         if (grown == NULL) {
             return ROOST_ENOMEM;
         }
-        for (size_t i = b->n_run; i < n; i++) {
-            grown[i] = NULL;
-        }
         b->run = grown;
-        b->n_run = n;
     }
     *slot = &b->run[idx];
     return ROOST_OK;

@@ -21,19 +21,11 @@ static int cached(struct sqlite_store *b, const struct store_stmt *d, sqlite3_st
         return ROOST_ENOMEM;
     }
     if (idx >= b->n_run) {
-        size_t n = b->n_run == 0 ? 64 : b->n_run * 2;
-        while (n <= idx) {
-            n *= 2;
-        }
-        sqlite3_stmt **grown = realloc(b->run, n * sizeof *grown);
+        sqlite3_stmt **grown = store_stmt_slots_grow(b->run, &b->n_run, sizeof *grown, idx);
         if (grown == NULL) {
             return ROOST_ENOMEM;
         }
-        for (size_t i = b->n_run; i < n; i++) {
-            grown[i] = NULL;
-        }
         b->run = grown;
-        b->n_run = n;
     }
     if (b->run[idx] == NULL) {
         const char *sql = store_stmt_sql(d, STORE_SQL_SQLITE);

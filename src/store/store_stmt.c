@@ -4,6 +4,7 @@
 #include "store/store_stmt.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "roost/roost_error.h"
 
@@ -84,6 +85,24 @@ int store_stmt_cache_find(struct store_stmt_cache *c, const struct store_stmt *d
     *idx = c->n++;
     *fresh = true;
     return ROOST_OK;
+}
+
+void *store_stmt_slots_grow(void *slots, size_t *n, size_t elem, size_t idx)
+{
+    size_t cap = *n == 0 ? CACHE_MIN : *n * 2;
+    while (cap <= idx) {
+        cap *= 2;
+    }
+    if (cap > SIZE_MAX / elem) {
+        return NULL;
+    }
+    unsigned char *grown = realloc(slots, cap * elem);
+    if (grown == NULL) {
+        return NULL;
+    }
+    memset(grown + *n * elem, 0, (cap - *n) * elem);
+    *n = cap;
+    return grown;
 }
 
 void store_stmt_cache_free(struct store_stmt_cache *c)

@@ -88,6 +88,10 @@ struct store_stmt_cache {
  * dialect then prepares it into slot *idx, which is always n - 1). ROOST_ENOMEM. */
 int store_stmt_cache_find(struct store_stmt_cache *c, const struct store_stmt *d, size_t *idx,
                           bool *fresh);
+/* The dialect's array of prepared handles (`slots`, *n entries of `elem` bytes) grown to hold
+ * index idx, new entries zeroed (NULL handles): returns the array, or NULL (out of memory; the
+ * old array stays). Called when idx >= *n. */
+void *store_stmt_slots_grow(void *slots, size_t *n, size_t elem, size_t idx);
 /* Forgets every descriptor (the dialect finalized its handles). */
 void store_stmt_cache_free(struct store_stmt_cache *c);
 
