@@ -24,6 +24,32 @@ static void append_page(struct dynbuf *p, char *sep, int limit, const char *page
     }
 }
 
+/* The paging arguments every listing checks (after sdk_reset): ROOST_OK or the call's failure. */
+static int check_page_args(struct roost_client *c, int limit, const char *page)
+{
+    if (limit < 0) {
+        return sdk_fail(c, ROOST_ELIMIT, "limit must be >= 0");
+    }
+    if (page != NULL && strlen(page) > SDK_MAX_ID_BYTES) {
+        return sdk_fail(c, ROOST_EPAGE, "the page token is too long");
+    }
+    return ROOST_OK;
+}
+
+/* The start of a call answering the whole JSON object as text: *json_out cleared, the client's
+ * last error reset. ROOST_OK or ROOST_EINVAL (no client or no output). */
+static int json_call_start(struct roost_client *c, char **json_out)
+{
+    if (json_out != NULL) {
+        *json_out = NULL;
+    }
+    if (c == NULL || json_out == NULL) {
+        return ROOST_EINVAL;
+    }
+    sdk_reset(c);
+    return ROOST_OK;
+}
+
 int roost_admin_quarantine_list(struct roost_client *c, const char *agent_id, int limit,
                                 const char *page, struct roost_events **out)
 {
@@ -34,16 +60,13 @@ int roost_admin_quarantine_list(struct roost_client *c, const char *agent_id, in
         return ROOST_EINVAL;
     }
     sdk_reset(c);
-    if (limit < 0) {
-        return sdk_fail(c, ROOST_ELIMIT, "limit must be >= 0");
-    }
-    if (page != NULL && strlen(page) > SDK_MAX_ID_BYTES) {
-        return sdk_fail(c, ROOST_EPAGE, "the page token is too long");
+    int rc = check_page_args(c, limit, page);
+    if (rc != ROOST_OK) {
+        return rc;
     }
     json_t *resp = NULL;
     struct dynbuf p;
     dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
-    int rc = ROOST_OK;
     char sep = '?';
     dynbuf_adds(&p, "/api/v1/admin/quarantine");
     if (agent_id != NULL) {
@@ -115,11 +138,9 @@ int roost_admin_agents_list_sorted(struct roost_client *c, const char *sort, int
         return ROOST_EINVAL;
     }
     sdk_reset(c);
-    if (limit < 0) {
-        return sdk_fail(c, ROOST_ELIMIT, "limit must be >= 0");
-    }
-    if (page != NULL && strlen(page) > SDK_MAX_ID_BYTES) {
-        return sdk_fail(c, ROOST_EPAGE, "the page token is too long");
+    int rc = check_page_args(c, limit, page);
+    if (rc != ROOST_OK) {
+        return rc;
     }
     json_t *resp = NULL;
     struct dynbuf p;
@@ -135,7 +156,7 @@ int roost_admin_agents_list_sorted(struct roost_client *c, const char *sort, int
         sep = '&';
     }
     append_page(&p, &sep, limit, page);
-    int rc = sdk_buf_rc(&p);
+    rc = sdk_buf_rc(&p);
     if (rc != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
         goto out;
@@ -165,26 +186,30 @@ static int get_json_text(struct roost_client *c, const char *path, char **json_o
     return rc;
 }
 
-int roost_admin_quarantine_inspect(struct roost_client *c, const char *event_id, char **json_out)
+/* GET prefix + the escaped event_id, the answer as JSON text (an event by id). */
+static int get_event_json(struct roost_client *c, const char *prefix, const char *event_id,
+                          char **json_out)
 {
-    if (json_out != NULL) {
-        *json_out = NULL;
+    int rc = json_call_start(c, json_out);
+    if (rc != ROOST_OK) {
+        return rc;
     }
-    if (c == NULL || json_out == NULL) {
-        return ROOST_EINVAL;
-    }
-    sdk_reset(c);
     if (event_id == NULL || event_id[0] == '\0' || strlen(event_id) > SDK_MAX_ID_BYTES) {
         return sdk_path_fail(c, ROOST_EEVENTID);
     }
     struct dynbuf p;
     dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
-    dynbuf_adds(&p, "/api/v1/admin/quarantine/");
+    dynbuf_adds(&p, prefix);
     sdk_add_escaped(&p, event_id);
-    int rc = sdk_buf_rc(&p) != ROOST_OK ? sdk_path_fail(c, sdk_buf_rc(&p))
-                                        : get_json_text(c, p.s, json_out);
+    rc = sdk_buf_rc(&p) != ROOST_OK ? sdk_path_fail(c, sdk_buf_rc(&p))
+                                    : get_json_text(c, p.s, json_out);
     dynbuf_cleanup(&p);
     return rc;
+}
+
+int roost_admin_quarantine_inspect(struct roost_client *c, const char *event_id, char **json_out)
+{
+    return get_event_json(c, "/api/v1/admin/quarantine/", event_id, json_out);
 }
 
 /* Reads a bulk answer {"<key>": N, "more": bool} into the caller's outputs. */
@@ -296,56 +321,27 @@ out:
 
 int roost_admin_stats(struct roost_client *c, char **json_out)
 {
-    if (json_out != NULL) {
-        *json_out = NULL;
-    }
-    if (c == NULL || json_out == NULL) {
-        return ROOST_EINVAL;
-    }
-    sdk_reset(c);
-    return get_json_text(c, "/api/v1/admin/stats", json_out);
+    int rc = json_call_start(c, json_out);
+    return rc != ROOST_OK ? rc : get_json_text(c, "/api/v1/admin/stats", json_out);
 }
 
 int roost_admin_event_get(struct roost_client *c, const char *event_id, char **json_out)
 {
-    if (json_out != NULL) {
-        *json_out = NULL;
-    }
-    if (c == NULL || json_out == NULL) {
-        return ROOST_EINVAL;
-    }
-    sdk_reset(c);
-    if (event_id == NULL || event_id[0] == '\0' || strlen(event_id) > SDK_MAX_ID_BYTES) {
-        return sdk_path_fail(c, ROOST_EEVENTID);
-    }
-    struct dynbuf p;
-    dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
-    dynbuf_adds(&p, "/api/v1/admin/events/");
-    sdk_add_escaped(&p, event_id);
-    int rc = sdk_buf_rc(&p) != ROOST_OK ? sdk_path_fail(c, sdk_buf_rc(&p))
-                                        : get_json_text(c, p.s, json_out);
-    dynbuf_cleanup(&p);
-    return rc;
+    return get_event_json(c, "/api/v1/admin/events/", event_id, json_out);
 }
 
 int roost_admin_events_find(struct roost_client *c, const char *correlation_id, int limit,
                             const char *page, char **json_out)
 {
-    if (json_out != NULL) {
-        *json_out = NULL;
+    int rc = json_call_start(c, json_out);
+    if (rc != ROOST_OK) {
+        return rc;
     }
-    if (c == NULL || json_out == NULL) {
-        return ROOST_EINVAL;
-    }
-    sdk_reset(c);
     if (correlation_id == NULL || correlation_id[0] == '\0' || strlen(correlation_id) > 256) {
         return sdk_fail(c, ROOST_ECORRELATION, "correlation_id must be 1 to 256 bytes");
     }
-    if (limit < 0) {
-        return sdk_fail(c, ROOST_ELIMIT, "limit must be >= 0");
-    }
-    if (page != NULL && strlen(page) > SDK_MAX_ID_BYTES) {
-        return sdk_fail(c, ROOST_EPAGE, "the page token is too long");
+    if ((rc = check_page_args(c, limit, page)) != ROOST_OK) {
+        return rc;
     }
     struct dynbuf p;
     dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
@@ -353,8 +349,8 @@ int roost_admin_events_find(struct roost_client *c, const char *correlation_id, 
     dynbuf_adds(&p, "/api/v1/admin/events?correlation_id=");
     sdk_add_escaped(&p, correlation_id);
     append_page(&p, &sep, limit, page);
-    int rc = sdk_buf_rc(&p) != ROOST_OK ? sdk_path_fail(c, sdk_buf_rc(&p))
-                                        : get_json_text(c, p.s, json_out);
+    rc = sdk_buf_rc(&p) != ROOST_OK ? sdk_path_fail(c, sdk_buf_rc(&p))
+                                    : get_json_text(c, p.s, json_out);
     dynbuf_cleanup(&p);
     return rc;
 }

@@ -71,9 +71,26 @@ static struct admin_op *admin_op_new(struct request *rq)
         return NULL;
     }
     op->rq = rq;
-    /* Every admin job serves the caller's tenant (its share of the readers, workers.h). */
-    op->job.tenant = workers_tenant_key(rq->principal.tenant_id);
     return op;
+}
+
+/* Where an admin job runs: the readers (a bounded read), the scan readers (a listing that may
+ * rank or walk many agents or events: never on the readers inbox reads need), or a writer. */
+enum admin_lane { ADMIN_READ, ADMIN_SCAN, ADMIN_WRITE };
+
+/* Queues op's job for the caller's tenant (its share of the readers, workers.h), named by the
+ * route for the metrics. */
+static void admin_submit(struct admin_op *op, int (*run)(struct job *, struct store *),
+                         void (*done)(struct job *), enum admin_lane lane)
+{
+    struct request *rq = op->rq;
+    op->job = (struct job){.run = run,
+                           .done = done,
+                           .write = lane == ADMIN_WRITE,
+                           .scan = lane == ADMIN_SCAN,
+                           .name = request_job_kind(rq),
+                           .tenant = workers_tenant_key(rq->principal.tenant_id)};
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
 static json_t *page_token(const char *agent_id, int64_t seq, bool with_seq)
@@ -220,13 +237,7 @@ void api_admin_agents(struct request *rq)
     }
     /* A scan (it may rank every agent of the tenant, up to limits.admin_scan_ms): the scan
      * readers run it, never those serving inbox reads. */
-    op->job = (struct job){.run = run_agents,
-                           .done = done_agents,
-                           .write = false,
-                           .name = request_job_kind(rq),
-                           .tenant = op->job.tenant,
-                           .scan = true};
-    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+    admin_submit(op, run_agents, done_agents, ADMIN_SCAN);
 }
 
 /* ---- GET /admin/quarantine ---- */
@@ -306,14 +317,8 @@ void api_admin_quarantine(struct request *rq)
     }
     snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
     op->limit = limit;
-    op->job = (struct job){.run = run_quarantine,
-                           .done = done_quarantine,
-                           .write = false,
-                           .name = request_job_kind(rq),
-                           .tenant = op->job.tenant,
-                           .scan = true};
     op->max_bytes = (size_t)rq->rt->cfg->limits_max_response_bytes;
-    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+    admin_submit(op, run_quarantine, done_quarantine, ADMIN_SCAN);
 }
 
 /* ---- POST /admin/quarantine/{event_id}/requeue ---- */
@@ -346,12 +351,7 @@ void api_admin_requeue(struct request *rq)
     }
     struct admin_op *op = admin_op_new(rq);
     if (op) {
-        op->job = (struct job){.run = run_requeue,
-                               .done = done_requeue,
-                               .write = true,
-                               .name = request_job_kind(rq),
-                               .tenant = op->job.tenant};
-        workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+        admin_submit(op, run_requeue, done_requeue, ADMIN_WRITE);
     }
 }
 
@@ -436,16 +436,13 @@ void api_admin_requeue_all(struct request *rq)
     }
     snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
     op->limit = limit;
-    op->job = (struct job){.run = run_requeue_all,
-                           .done = done_requeue_all,
-                           .write = true,
-                           .name = request_job_kind(rq)};
-    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+    admin_submit(op, run_requeue_all, done_requeue_all, ADMIN_WRITE);
 }
 
 /* ---- GET /admin/quarantine/{event_id} ---- */
 
-static int run_inspect(struct job *job, struct store *st)
+/* The event of the route's {event_id}, any status (inspect and the event by id). */
+static int run_event(struct job *job, struct store *st)
 {
     struct admin_op *op = (struct admin_op *)job;
     store_event_cleanup(&op->event);
@@ -478,12 +475,7 @@ void api_admin_quarantine_inspect(struct request *rq)
 {
     struct admin_op *op = admin_op_new(rq);
     if (op) {
-        op->job = (struct job){.run = run_inspect,
-                               .done = done_inspect,
-                               .write = false,
-                               .name = request_job_kind(rq),
-                               .tenant = op->job.tenant};
-        workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+        admin_submit(op, run_event, done_inspect, ADMIN_READ);
     }
 }
 
@@ -530,9 +522,7 @@ void api_admin_purge(struct request *rq)
     snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
     op->purge_one = one;
     op->limit = limit;
-    op->job = (struct job){
-        .run = run_purge, .done = done_purge, .write = true, .name = request_job_kind(rq)};
-    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+    admin_submit(op, run_purge, done_purge, ADMIN_WRITE);
 }
 
 /* ---- GET /admin/stats ---- */
@@ -598,14 +588,6 @@ static json_t *event_detail(const struct store_event *ev, bool with_payload, int
     return o;
 }
 
-static int run_event(struct job *job, struct store *st)
-{
-    struct admin_op *op = (struct admin_op *)job;
-    store_event_cleanup(&op->event);
-    memset(&op->event, 0, sizeof op->event);
-    return store_call(st, event_get, op->rq->principal.tenant_id, op->rq->event_id, &op->event);
-}
-
 static void done_event(struct job *job)
 {
     struct admin_op *op = (struct admin_op *)job;
@@ -620,12 +602,7 @@ void api_admin_event_get(struct request *rq)
 {
     struct admin_op *op = admin_op_new(rq);
     if (op) {
-        op->job = (struct job){.run = run_event,
-                               .done = done_event,
-                               .write = false,
-                               .name = request_job_kind(rq),
-                               .tenant = op->job.tenant};
-        workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+        admin_submit(op, run_event, done_event, ADMIN_READ);
     }
 }
 
@@ -690,12 +667,7 @@ void api_admin_events_find(struct request *rq)
     memcpy(op->correlation_id, corr, clen + 1);
     op->limit = limit;
     /* An index walk of at most limit + 1 rows, on the readers like an event by id. */
-    op->job = (struct job){.run = run_find,
-                           .done = done_find,
-                           .write = false,
-                           .name = request_job_kind(rq),
-                           .tenant = op->job.tenant};
-    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+    admin_submit(op, run_find, done_find, ADMIN_READ);
 }
 
 /* ---- GET /admin/history ---- */
