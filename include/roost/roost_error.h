@@ -103,7 +103,8 @@ extern "C" {
       "the endpoint did not answer the verification challenge")                                    \
     X(EWEBHOOKURL, 400, "invalid_url", "url must be an absolute https URL of at most 2048 bytes")  \
     X(EWEBHOOKSECRET, 400, "invalid_secret",                                                       \
-      "secret must be whsec_ followed by the base64 of 24 to 64 random bytes")
+      "secret must be whsec_ followed by the base64 of 24 to 64 random bytes")                     \
+    X(EDEVICENOTFOUND, 404, "device_not_found", "no such device or user code")
 
 enum roost_error_position {
 #define ROOST_ERROR_POS(name, status, code, msg) ROOST_POS_##name,

@@ -5,6 +5,7 @@
 #ifndef ROOST_SERVER_API_H
 #define ROOST_SERVER_API_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 struct request;
@@ -52,6 +53,22 @@ void api_admin_keys_list(struct request *rq);
 void api_admin_keys_revoke(struct request *rq);
 /* GET /api/v1/keys/server: no authentication. */
 void api_server_keys(struct request *rq);
+/* Loads an agent's public key (PEM string or JWK) for alg; *material the public SPKI PEM (caller
+ * frees). ROOST_OK, ROOST_ENOMEM, or ROOST_EKEYMATERIAL with *why set. */
+int api_keys_load_public(int alg, const json_t *pk, char **material, const char **why);
+
+/* api_oauth.c: device login (RFC 8628), refresh tokens, RFC 8414 metadata; no authentication. */
+void api_oauth_metadata(struct request *rq);
+void api_oauth_device_authorization(struct request *rq);
+void api_oauth_token(struct request *rq);
+/* SHA-256 of s in lowercase hex (how device codes and refresh tokens are stored). */
+void api_oauth_sha256_hex(const char *s, char out[65]);
+
+/* api_devices.c: the operator's side of device login (tenant:admin). */
+void api_admin_devices_list(struct request *rq);
+void api_admin_devices_approve(struct request *rq);
+void api_admin_devices_deny(struct request *rq);
+void api_admin_devices_revoke(struct request *rq);
 
 /* api_static.c: without authentication: the embedded roost.js (/sdk/...), dashboard (/ui,
  * /ui/...) and OpenAPI document (/api/v1/openapi.json), with ETag and 304. */

@@ -83,7 +83,7 @@ static char *public_pem(EVP_PKEY *pkey)
 
 /* Loads public_key (PEM string or JWK object) for `alg`; on success *material is the public
  * PEM. ROOST_EKEYMATERIAL with *why set otherwise. */
-static int load_public(enum httpsig_alg alg, const json_t *pk, char **material, const char **why)
+int api_keys_load_public(int alg, const json_t *pk, char **material, const char **why)
 {
     EVP_PKEY *pkey = NULL;
     int rc = ROOST_EKEYMATERIAL;
@@ -211,7 +211,7 @@ void api_admin_keys_add(struct request *rq)
     }
     const char *why = NULL;
     int rc = hmac ? load_secret(sec, &op->key.material, &why)
-                  : load_public(alg, pk, &op->key.material, &why);
+                  : api_keys_load_public(alg, pk, &op->key.material, &why);
     if (rc != ROOST_OK) {
         request_reply_error(rq, rc, rc == ROOST_EKEYMATERIAL ? why : NULL, NULL);
         return;

@@ -1022,3 +1022,19 @@ out:
     }
     return rc;
 }
+
+int auth_token_issue(const struct auth *a, const char *tenant, const char *sub, const char *scope,
+                     int64_t now_ms, int64_t ttl_s, char **out)
+{
+    *out = NULL;
+    json_int_t now = (json_int_t)(now_ms / 1000);
+    json_t *claims =
+        json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "tenant", tenant, "sub", sub, "scope", scope,
+                  "iat", now, "nbf", now, "exp", now + (json_int_t)ttl_s);
+    if (claims == NULL) {
+        return ROOST_ENOMEM;
+    }
+    int rc = jwt_sign_eddsa(claims, a->key, NULL, out) == 0 ? ROOST_OK : ROOST_EINTERNAL;
+    json_decref(claims);
+    return rc;
+}

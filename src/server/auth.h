@@ -92,6 +92,12 @@ int auth_ticket_issue(const struct auth *a, const struct auth_principal *p, cons
 int auth_ticket_verify(const struct auth *a, const char *ticket, const char *agent_id,
                        int64_t now_ms, struct auth_principal *out);
 
+/* An access token of roostd's own key (EdDSA, no kid: what auth_authenticate accepts as its own)
+ * for `tenant` with `sub` and `scope`, valid ttl_s from now_ms. *out is the caller's to free.
+ * ROOST_OK, ROOST_ENOMEM (also for a scope that is not UTF-8) or ROOST_EINTERNAL. */
+int auth_token_issue(const struct auth *a, const char *tenant, const char *sub, const char *scope,
+                     int64_t now_ms, int64_t ttl_s, char **out);
+
 /* May `p` do `action` on `agent_id`? consume implies read; admin needs tenant:admin and ignores
  * agent_id. A trailing '*' in a selector matches any agent id with that prefix. */
 bool auth_allows(const struct auth_principal *p, enum auth_action action, const char *agent_id);

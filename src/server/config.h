@@ -214,7 +214,24 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "endpoint registrations one tenant may start per minute on this node (bursts of that "       \
       "many); more get 429 with Retry-After; 0 = no limit")                                        \
     X("webhooks.attempt_retention_s", webhooks_attempt_retention_s, CONFIG_INT, "604800", 60,      \
-      315360000, 0, "entries of the delivery attempt log are deleted after this")
+      315360000, 0, "entries of the delivery attempt log are deleted after this")                  \
+    X("oauth.default_tenant", oauth_default_tenant, CONFIG_STR, "default", 0, 0,                   \
+      CONFIG_RELOADABLE,                                                                           \
+      "the tenant of a device authorization that names none (roost login without --tenant)")       \
+    X("oauth.device_code_ttl_s", oauth_device_code_ttl_s, CONFIG_INT, "600", 5, 86400,             \
+      CONFIG_RELOADABLE, "a device login's user code must be approved within this")                \
+    X("oauth.poll_interval_s", oauth_poll_interval_s, CONFIG_INT, "5", 1, 60, CONFIG_RELOADABLE,   \
+      "the least interval between a device's token polls; polling faster answers slow_down and "   \
+      "adds 5 s to it")                                                                            \
+    X("oauth.access_token_ttl_s", oauth_access_token_ttl_s, CONFIG_INT, "900", 1, 86400,           \
+      CONFIG_RELOADABLE, "lifetime of the access tokens a refresh (or device login) issues")       \
+    X("oauth.signing_key_ttl_s", oauth_signing_key_ttl_s, CONFIG_INT, "900", 1, 2592000,           \
+      CONFIG_RELOADABLE,                                                                           \
+      "a device's request-signing key stops verifying this long after it was issued (plus "        \
+      "oauth.key_overlap_s); a refresh issues the next")                                           \
+    X("oauth.key_overlap_s", oauth_key_overlap_s, CONFIG_INT, "60", 0, 3600, CONFIG_RELOADABLE,    \
+      "after a refresh the device's previous signing key still verifies this long, so requests "   \
+      "signed before it never fail")
 
 /* Tenant routing: `store.tenant.<tenant_id> = URL` sends that tenant to its own store (a shard);
  * every other tenant uses store.url. Not reloadable: a shard's connections live as long as the

@@ -681,6 +681,54 @@ bool request_content_type_is_json(const char *ct)
     return strncasecmp(rest, "charset=utf-8", 13) == 0 && rest[13] == '\0';
 }
 
+static bool content_type_is_form(const char *ct)
+{
+    size_t n = strlen("application/x-www-form-urlencoded");
+    return ct != NULL && strncasecmp(ct, "application/x-www-form-urlencoded", n) == 0 &&
+           (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+/* An OAuth form body as a JSON object of strings. A parameter given twice is refused (RFC 6749
+ * §3.1), as is a NUL (evhttp would cut the value there). */
+static int form_to_json(const char *data, size_t len, json_t **out)
+{
+    *out = NULL;
+    char *text = malloc(len + 1);
+    if (text == NULL) {
+        return ROOST_ENOMEM;
+    }
+    memcpy(text, data, len);
+    text[len] = '\0';
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    int rc = ROOST_OK;
+    if (strlen(text) != len || request_query_has_nul(text)) {
+        rc = ROOST_EINVAL;
+    } else if (evhttp_parse_query_str(text, &q) != 0) {
+        rc = ROOST_EINVAL;
+    } else if ((*out = json_object()) == NULL) {
+        rc = ROOST_ENOMEM;
+    }
+    for (struct evkeyval *kv = TAILQ_FIRST(&q); rc == ROOST_OK && kv; kv = TAILQ_NEXT(kv, next)) {
+        json_t *v = json_string(kv->value);
+        if (v == NULL) {
+            rc = ROOST_EINVAL; /* not UTF-8 */
+        } else if (json_object_get(*out, kv->key) != NULL) {
+            json_decref(v);
+            rc = ROOST_EQUERYREPEAT;
+        } else if (json_object_set_new(*out, kv->key, v) != 0) {
+            rc = ROOST_ENOMEM;
+        }
+    }
+    evhttp_clear_headers(&q);
+    free(text);
+    if (rc != ROOST_OK) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 int request_read_body(struct request *rq, bool optional)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(rq->req);
@@ -696,12 +744,16 @@ int request_read_body(struct request *rq, bool optional)
     if (len > (size_t)rq->rt->cfg->limits_max_body_bytes) {
         return ROOST_ETOOLARGE;
     }
-    if (!request_content_type_is_json(ct)) {
+    bool form = rq->route != NULL && rq->route->form && content_type_is_form(ct);
+    if (!form && !request_content_type_is_json(ct)) {
         return ROOST_EMEDIATYPE;
     }
     const char *data = (const char *)evbuffer_pullup(in, -1);
     if (!data) {
         return ROOST_ENOMEM;
+    }
+    if (form) {
+        return form_to_json(data, len, &rq->body);
     }
     return jsonutil_parse_object(data, len, (size_t)rq->rt->cfg->limits_max_json_depth, &rq->body);
 }

@@ -410,8 +410,12 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
         if (!ids_valid_name(caps.key.p, caps.key.len)) {
             /* {key} is a signing key's id or, on the webhook routes, an endpoint's: an endpoint
              * id that cannot exist is simply not found. */
-            bool key_route = rq->route->key == ROUTE_KEY_SIGNING;
-            request_reply_error(rq, key_route ? ROOST_EKEYID : ROOST_EENDPOINTNOTFOUND, NULL, NULL);
+            enum route_key k = rq->route->key;
+            request_reply_error(rq,
+                                k == ROUTE_KEY_SIGNING  ? ROOST_EKEYID
+                                : k == ROUTE_KEY_DEVICE ? ROOST_EDEVICENOTFOUND
+                                                        : ROOST_EENDPOINTNOTFOUND,
+                                NULL, NULL);
             return;
         }
         memcpy(rq->key_id, caps.key.p, caps.key.len);

@@ -31,7 +31,7 @@ enum route_auth {
 };
 
 /* What a {key} segment names: its id check's error code differs. */
-enum route_key { ROUTE_KEY_NONE, ROUTE_KEY_SIGNING, ROUTE_KEY_ENDPOINT };
+enum route_key { ROUTE_KEY_NONE, ROUTE_KEY_SIGNING, ROUTE_KEY_ENDPOINT, ROUTE_KEY_DEVICE };
 
 /* A parameter's place and JSON type. */
 enum route_param_in { RP_QUERY, RP_BODY };
@@ -79,7 +79,9 @@ struct route {
     bool head;          /* HEAD is served too (the handler sends no body) */
     bool draining;      /* served while roostd drains (the others answer 503) */
     bool signed_policy; /* under signatures.require: "mutations" (when not GET) and "all" */
-    const char *job;    /* the store job kind (label op="..." of store metrics), NULL = none */
+    bool form; /* the body may also be application/x-www-form-urlencoded (OAuth clients, RFC 6749):
+                  read as a JSON object of strings */
+    const char *job; /* the store job kind (label op="..." of store metrics), NULL = none */
     void (*handler)(struct request *rq);
     struct route_param params[ROUTE_MAX_PARAMS]; /* ended by a NULL name */
 };

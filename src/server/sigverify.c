@@ -365,7 +365,8 @@ static int run_check(struct job *job, struct store *st)
     EVP_PKEY *pkey = NULL;
     unsigned char *secret = NULL;
     struct httpsig_key key = {0};
-    if (sk.revoked_at_ms != 0) {
+    if (sk.revoked_at_ms != 0 &&
+        sk.revoked_at_ms <= c->now_ms) { /* a device key's end lies ahead */
         rc = ROOST_EKEYREVOKED;
     } else if (strcmp(sk.agent_id, c->agent_id[0] ? c->agent_id : "*") != 0) {
         rc = ROOST_EKEYWRONGAGENT;

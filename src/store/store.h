@@ -306,6 +306,44 @@ struct store_key {
 };
 void store_key_cleanup(struct store_key *k);
 
+/* ---- devices (RFC 8628 device login) and their refresh-token families (store_devices.c) ---- */
+/* Codes and tokens reach the store only as SHA-256 hex. */
+#define STORE_DEVICE_ID_MAX 64
+#define STORE_DEVICE_NAME_MAX 128
+#define STORE_DEVICE_ADDR_MAX 64
+#define STORE_DEVICE_SCOPE_MAX 1024
+#define STORE_USER_CODE_MAX 16
+#define STORE_HASH_HEX 64 /* SHA-256 in hex */
+
+enum store_device_status {
+    STORE_DEVICE_PENDING = 0,
+    STORE_DEVICE_APPROVED = 1,
+    STORE_DEVICE_DENIED = 2,
+    STORE_DEVICE_REVOKED = 3,
+};
+
+struct store_device {
+    char device_id[STORE_DEVICE_ID_MAX + 1]; /* also the refresh-token family */
+    char agent_id[STORE_ID_MAX + 1];
+    char name[STORE_DEVICE_NAME_MAX + 1];
+    char address[STORE_DEVICE_ADDR_MAX + 1];
+    char scope_requested[STORE_DEVICE_SCOPE_MAX + 1];
+    char scope_granted[STORE_DEVICE_SCOPE_MAX + 1]; /* "" until approved */
+    char user_code[STORE_USER_CODE_MAX + 1];
+    int status; /* enum store_device_status */
+    int64_t code_expires_at_ms;
+    int64_t interval_s; /* the polling interval the device must keep (slow_down adds 5) */
+    int64_t last_poll_at_ms;
+    int64_t created_at_ms;
+    int64_t decided_at_ms; /* approved, denied or revoked; 0 = not yet */
+    char decided_by[STORE_DEVICE_NAME_MAX + 1];
+    char revoked_reason[STORE_DEVICE_NAME_MAX + 1];
+    int64_t refresh_gen; /* refresh tokens issued so far (0: the device code is not exchanged) */
+    int64_t last_refresh_at_ms;
+};
+
+enum store_device_by { STORE_DEVICE_BY_ID, STORE_DEVICE_BY_USER_CODE, STORE_DEVICE_BY_CODE_HASH };
+
 /* ---- tailer ---- */
 
 /* A tailer's position in a backend's change log (MySQL: the roost_changes table, written by every
@@ -551,7 +589,8 @@ struct store_ops {
      * carry secrets). *has_more when more follow. */
     int (*key_list)(struct store *st, const char *tenant_id, const char *after_key, size_t limit,
                     struct store_key *out, size_t *n, bool *has_more);
-    /* Keys (write): revoked_at = now. Revoking a revoked key is ROOST_OK and keeps the first
+    /* Keys (write): the key stops verifying at now_ms (revoked_at; a device's signing key is
+     * given a future one, its overlap). Revoking a revoked key is ROOST_OK and keeps the earlier
      * revoked_at. ROOST_EKEYNOTFOUND when absent. */
     int (*key_revoke)(struct store *st, const char *tenant_id, const char *key_id, int64_t now_ms);
     /* Nonces (write): records (tenant, key_id, nonce) until expires_at_ms. ROOST_ENONCEREUSED
@@ -560,6 +599,27 @@ struct store_ops {
                        const char *nonce, int64_t expires_at_ms, int64_t now_ms);
     /* Scheduler (write): deletes at most `limit` nonces with expires_at <= now; *count set. */
     int (*nonce_prune)(struct store *st, int64_t now_ms, size_t limit, size_t *count);
+
+    /* Devices and refresh-token families (store_ops.h has their contracts). */
+    int (*device_add)(struct store *st, const char *tenant_id, const struct store_device *d,
+                      const char *code_hash);
+    int (*device_get)(struct store *st, const char *tenant_id, int by, const char *value,
+                      struct store_device *out);
+    int (*device_list)(struct store *st, const char *tenant_id, const char *agent_id,
+                       const char *after, size_t limit, struct store_device *out, size_t *n,
+                       bool *has_more);
+    int (*device_poll)(struct store *st, const char *tenant_id, const char *device_id,
+                       int64_t now_ms, int64_t interval_s);
+    int (*device_decide)(struct store *st, const char *tenant_id, const char *device_id,
+                         bool approve, const char *scope_granted, const char *by, int64_t now_ms);
+    int (*device_revoke)(struct store *st, const char *tenant_id, const char *device_id,
+                         const char *reason, const char *by, int64_t now_ms);
+    int (*device_advance)(struct store *st, const char *tenant_id, const char *device_id,
+                          int64_t gen, int64_t now_ms);
+    int (*refresh_add)(struct store *st, const char *tenant_id, const char *token_hash,
+                       const char *device_id, int64_t gen, int64_t now_ms);
+    int (*refresh_use)(struct store *st, const char *tenant_id, const char *token_hash,
+                       int64_t now_ms, char *device_id, int64_t *gen, bool *reused);
 
     /* Tailer: adds to `touches` every (tenant, agent, head) recorded by transactions committed
      * since the last call on `pos`, by any writer (this process, other roostd nodes, applications

@@ -99,17 +99,17 @@ int store_keys_list(struct store *st, const char *tenant_id, const char *after_k
     return rc;
 }
 
-/* Revoking a revoked key keeps the first revoked_at and still matches its row (MySQL:
- * CLIENT_FOUND_ROWS). */
+/* Revoking a revoked key keeps the earlier revoked_at (a device key's end of overlap may lie
+ * ahead) and still matches its row (MySQL: CLIENT_FOUND_ROWS). */
 STORE_STMT(KEY_REVOKE,
-           "UPDATE keys SET revoked_at = coalesce(revoked_at, ?1)"
-           " WHERE tenant_id = ?2 AND key_id = ?3",
-           "UPDATE `keys` SET revoked_at = COALESCE(revoked_at, ?)"
+           "UPDATE keys SET revoked_at = min(coalesce(revoked_at, ?), ?)"
+           " WHERE tenant_id = ? AND key_id = ?",
+           "UPDATE `keys` SET revoked_at = LEAST(COALESCE(revoked_at, ?), ?)"
            " WHERE tenant_id = ? AND key_id = ?");
 
 int store_keys_revoke(struct store *st, const char *tenant_id, const char *key_id, int64_t now_ms)
 {
-    struct store_param p[] = {ARG_I(now_ms), ARG_T(tenant_id), ARG_T(key_id)};
+    struct store_param p[] = {ARG_I(now_ms), ARG_I(now_ms), ARG_T(tenant_id), ARG_T(key_id)};
     int64_t changed = 0;
     int rc = store_run(st, KEY_REVOKE, p, NULL, NULL, &changed);
     return rc == ROOST_OK && changed == 0 ? ROOST_EKEYNOTFOUND : rc;

@@ -145,6 +145,16 @@ const struct store_ops store_ops_table = {
     .key_list = store_keys_list,
     .key_revoke = store_keys_revoke,
     .nonce_claim = store_keys_nonce_claim,
+    /* devices and refresh-token families (store_devices.c) */
+    .device_add = store_devices_add,
+    .device_get = store_devices_get,
+    .device_list = store_devices_list,
+    .device_poll = store_devices_poll,
+    .device_decide = store_devices_decide,
+    .device_revoke = store_devices_revoke,
+    .device_advance = store_devices_advance,
+    .refresh_add = store_devices_refresh_add,
+    .refresh_use = store_devices_refresh_use,
 };
 
 #define NEED(tbl, field)                                                                           \

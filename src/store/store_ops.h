@@ -94,4 +94,41 @@ int store_keys_nonce_claim(struct store *st, const char *tenant_id, const char *
                            const char *nonce, int64_t expires_at_ms, int64_t now_ms);
 int store_keys_nonce_prune(struct store *st, int64_t now_ms, size_t limit, size_t *count);
 
+/* ---- devices and refresh-token families (store_devices.c) ---- */
+/* Operations (write unless noted), all within the caller's transaction:
+ * add: a new pending device with its device-code hash; ROOST_EKEYEXISTS when the user code or
+ *   code hash is taken (draw again).
+ * get (read or write): `by` an enum store_device_by: by id, user code or device-code hash;
+ * ROOST_EDEVICENOTFOUND. list (read): the tenant's devices by device_id after `after`, of one agent
+ * when agent != NULL. poll: records a poll at now_ms and the interval the device must keep from now
+ * on. decide: a pending device whose code has not expired becomes approved (scope_granted set) or
+ *   denied; ROOST_ESTATE otherwise, ROOST_EDEVICENOTFOUND when absent.
+ * revoke: status revoked with a reason (a revoked device keeps its first reason), and every
+ *   signing key of the device stops verifying at now_ms; ROOST_EDEVICENOTFOUND.
+ * advance: refresh_gen from `gen` to gen + 1 while the device is approved (the one winner of a
+ *   race); ROOST_ESTATE when the device moved on or is no longer approved.
+ * refresh_add: records a refresh token (hash) of generation gen of the device.
+ * refresh_use: marks a refresh token used; *device_id and *gen name its family, *reused is set when
+ *   it had been used before (a replay); ROOST_EDEVICENOTFOUND when no such token. device_id
+ *   has room for STORE_DEVICE_ID_MAX + 1 bytes. */
+int store_devices_add(struct store *st, const char *tenant_id, const struct store_device *d,
+                      const char *code_hash);
+int store_devices_get(struct store *st, const char *tenant_id, int by, const char *value,
+                      struct store_device *out);
+int store_devices_list(struct store *st, const char *tenant_id, const char *agent_id,
+                       const char *after, size_t limit, struct store_device *out, size_t *n,
+                       bool *has_more);
+int store_devices_poll(struct store *st, const char *tenant_id, const char *device_id,
+                       int64_t now_ms, int64_t interval_s);
+int store_devices_decide(struct store *st, const char *tenant_id, const char *device_id,
+                         bool approve, const char *scope_granted, const char *by, int64_t now_ms);
+int store_devices_revoke(struct store *st, const char *tenant_id, const char *device_id,
+                         const char *reason, const char *by, int64_t now_ms);
+int store_devices_advance(struct store *st, const char *tenant_id, const char *device_id,
+                          int64_t gen, int64_t now_ms);
+int store_devices_refresh_add(struct store *st, const char *tenant_id, const char *token_hash,
+                              const char *device_id, int64_t gen, int64_t now_ms);
+int store_devices_refresh_use(struct store *st, const char *tenant_id, const char *token_hash,
+                              int64_t now_ms, char *device_id, int64_t *gen, bool *reused);
+
 #endif

@@ -387,6 +387,50 @@ async function run(d) {
   await call(d, 'GET', '/ui/{file}', '/ui/app.js');
   await call(d, 'HEAD', '/ui/{file}', '/ui/app.js');
 
+  // Device login (RFC 8628), refresh-token rotation and the operator's device routes.
+  const WK = '/.well-known/oauth-authorization-server';
+  await call(d, 'GET', WK, WK);
+  const form = { 'Content-Type': 'application/x-www-form-urlencoded' };
+  const DA = '/oauth/device_authorization';
+  const da = await call(d, 'POST', DA, DA, { headers: form,
+    raw: new URLSearchParams({ client_id: 'a1', tenant: 't1', device_name: 'box' }).toString() });
+  check(da.status === 200 && !!da.json.user_code, `device authorization: ${da.body}`);
+  const daBad = await call(d, 'POST', DA, DA, { body: { client_id: 'a b' } });
+  check(daBad.status === 400 && daBad.json.error === 'invalid_client', `bad client_id: ${daBad.body}`);
+  const T = '/oauth/token';
+  const tok = (fields) => call(d, 'POST', T, T, { headers: form, raw: new URLSearchParams(fields).toString() });
+  const grant = { grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+    device_code: da.json.device_code, client_id: 'a1' };
+  const pend = await tok(grant);
+  check(pend.status === 400 && pend.json.error === 'authorization_pending', `pending: ${pend.body}`);
+  const DV = '/api/v1/admin/devices';
+  const dl = await call(d, 'GET', DV, `${DV}?user_code=${da.json.user_code}`, { token: admin });
+  check(dl.status === 200 && dl.json.devices.length === 1, `device listed: ${dl.body}`);
+  const ap = await call(d, 'POST', `${DV}/approve`, `${DV}/approve`,
+    { token: admin, body: { user_code: da.json.user_code } });
+  check(ap.status === 200 && ap.json.status === 'approved', `approve: ${ap.body}`);
+  const ap2 = await call(d, 'POST', `${DV}/approve`, `${DV}/approve`,
+    { token: admin, body: { user_code: da.json.user_code } });
+  check(ap2.status === 409, `approve twice: ${ap2.body}`);
+  const t1 = await tok(grant);
+  check(t1.status === 200 && !!t1.json.refresh_token, `tokens: ${t1.body}`);
+  const t2 = await tok({ grant_type: 'refresh_token', refresh_token: t1.json.refresh_token });
+  check(t2.status === 200 && t2.json.refresh_token !== t1.json.refresh_token, `refresh: ${t2.body}`);
+  const da2 = await call(d, 'POST', DA, DA, { body: { client_id: 'a2', tenant: 't1' } });
+  const dn = await call(d, 'POST', `${DV}/deny`, `${DV}/deny`,
+    { token: admin, body: { user_code: da2.json.user_code } });
+  check(dn.status === 200 && dn.json.status === 'denied', `deny: ${dn.body}`);
+  const dn404 = await call(d, 'POST', `${DV}/deny`, `${DV}/deny`,
+    { token: admin, body: { user_code: 'BCDF-GHJK' } });
+  check(dn404.status === 404, `deny unknown: ${dn404.body}`);
+  const rv = await call(d, 'POST', `${DV}/{key}/revoke`, `${DV}/${t1.json.device_id}/revoke`,
+    { token: admin });
+  check(rv.status === 200 && rv.json.status === 'revoked', `revoke: ${rv.body}`);
+  const t3 = await tok({ grant_type: 'refresh_token', refresh_token: t2.json.refresh_token });
+  check(t3.status === 400 && t3.json.error === 'invalid_grant', `refresh after revoke: ${t3.body}`);
+  const t415 = await call(d, 'POST', T, T, { headers: { 'Content-Type': 'text/plain' }, raw: 'x=1' });
+  check(t415.status === 415, `text body: ${t415.body}`);
+
   // The router's own answers, on a described path: 405 (Allow) and an unknown agent id.
   // A 405 belongs to no operation: its body is the Error object, its Allow the path's methods.
   const m405 = await fetch(`${d.url}/api/v1/events`, { method: 'DELETE', headers: { Authorization: `Bearer ${agent}` } });

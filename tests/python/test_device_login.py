@@ -1,0 +1,280 @@
+# SPDX-License-Identifier: MIT
+"""Device login (RFC 8628) and rotating refresh tokens against the real roostd: the RFC errors
+(authorization_pending, slow_down, expired_token, access_denied, invalid_grant), the operator's
+approval with at most the scopes it allows, rotation of refresh tokens and signing keys (the
+previous key verifies during the overlap, a dead one never), reuse of a refresh token revoking
+the family, revocation, tenant isolation, and the RFC 8414 metadata."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from typing import Any, Dict, Optional
+
+import httpx
+import pytest
+
+from harness import SLOW, Roostd, wait_until
+
+import roost
+from roost._signing import SigningKey
+
+FORM = "application/x-www-form-urlencoded"
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+
+
+def start(srv: Roostd, agent: str = "laptop", **extra: str) -> Dict[str, Any]:
+    data = {"client_id": agent, "device_name": "test box", **extra}
+    r = httpx.post(srv.url + "/oauth/device_authorization", data=data)
+    assert r.status_code == 200, r.text
+    assert r.headers["cache-control"] == "no-store"
+    return dict(r.json())
+
+
+def poll(srv: Roostd, dc: Dict[str, Any], agent: str = "laptop") -> httpx.Response:
+    return httpx.post(srv.url + "/oauth/token", data={
+        "grant_type": DEVICE_GRANT, "device_code": dc["device_code"], "client_id": agent})
+
+
+def refresh(srv: Roostd, rt: str, **extra: str) -> httpx.Response:
+    return httpx.post(srv.url + "/oauth/token",
+                      data={"grant_type": "refresh_token", "refresh_token": rt, **extra})
+
+
+def admin(srv: Roostd, tenant: str = "default") -> Dict[str, str]:
+    return {"Authorization": "Bearer " + srv.token("tenant:admin", tenant=tenant)}
+
+
+def approve(srv: Roostd, code: str, tenant: str = "default", **extra: str) -> httpx.Response:
+    return httpx.post(srv.url + "/api/v1/admin/devices/approve", headers=admin(srv, tenant),
+                      json={"user_code": code, **extra})
+
+
+def err(r: httpx.Response) -> str:
+    assert r.status_code == 400, r.text
+    return str(r.json()["error"])
+
+
+def wait_interval(dc: Dict[str, Any], last: float) -> None:
+    """Sleeps until the polling interval since `last` has passed (the RFC's rule, not a guess)."""
+    left = last + float(dc["interval"]) - time.monotonic()
+    if left > 0:
+        time.sleep(left + 0.05)
+
+
+def claims(jwt: str) -> Dict[str, Any]:
+    p = jwt.split(".")[1]
+    return dict(json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4))))
+
+
+def enrol(srv: Roostd, agent: str = "laptop", tenant: Optional[str] = None,
+          **approve_extra: str) -> Dict[str, Any]:
+    extra = {"tenant": tenant} if tenant else {}
+    dc = start(srv, agent, **extra)
+    assert err(poll(srv, dc, agent)) == "authorization_pending"
+    t0 = time.monotonic()
+    assert approve(srv, dc["user_code"], tenant or "default", **approve_extra).status_code == 200
+    wait_interval(dc, t0)
+    r = poll(srv, dc, agent)
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+def test_metadata(make_server: Any) -> None:
+    srv = make_server()
+    r = httpx.get(srv.url + "/.well-known/oauth-authorization-server")
+    assert r.status_code == 200
+    m = r.json()
+    assert m["issuer"] == srv.url
+    assert m["device_authorization_endpoint"] == srv.url + "/oauth/device_authorization"
+    assert m["token_endpoint"] == srv.url + "/oauth/token"
+    assert DEVICE_GRANT in m["grant_types_supported"]
+    assert "refresh_token" in m["grant_types_supported"]
+
+
+def test_device_flow_pending_slow_down_approve(make_server: Any) -> None:
+    srv = make_server("oauth.poll_interval_s=1", "oauth.access_token_ttl_s=120")
+    dc = start(srv, scope="agent:laptop:consume agent:other:publish")
+    assert dc["interval"] == 1 and 0 < dc["expires_in"] <= 600
+    assert len(dc["user_code"]) == 9 and dc["user_code"][4] == "-"
+    assert dc["verification_uri"].startswith(srv.url)
+    # first poll: pending; an immediate second one: slow_down, the interval grows by 5 s
+    t0 = time.monotonic()
+    assert err(poll(srv, dc)) == "authorization_pending"
+    r = poll(srv, dc)
+    assert err(r) == "slow_down" and r.json()["interval"] == 6
+    # the operator sees what asks (agent, scopes, name, address) by its user code
+    r = httpx.get(srv.url + "/api/v1/admin/devices", headers=admin(srv),
+                  params={"user_code": dc["user_code"].lower().replace("-", "")})
+    assert r.status_code == 200, r.text
+    (d,) = r.json()["devices"]
+    assert d["agent_id"] == "laptop" and d["status"] == "pending"
+    assert d["scope_requested"] == "agent:laptop:consume agent:other:publish"
+    assert d["name"] == "test box" and d["address"] == "127.0.0.1"
+    assert d["user_code"] == dc["user_code"]
+    # the operator grants less than was asked
+    r = approve(srv, dc["user_code"], scope="agent:laptop:consume")
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "approved" and r.json()["scope_granted"] == "agent:laptop:consume"
+    assert approve(srv, dc["user_code"]).json()["error"]["code"] == "invalid_state"
+    # once approved, the next poll gets the tokens
+    r = poll(srv, dc)
+    assert r.status_code == 200, r.text
+    tok = r.json()
+    assert tok["token_type"] == "Bearer" and tok["expires_in"] == 120
+    assert tok["scope"] == "agent:laptop:consume" and tok["agent_id"] == "laptop"
+    assert tok["refresh_token"].startswith("rt1.default.")
+    c = claims(tok["access_token"])
+    assert c["tenant"] == "default" and c["scope"] == "agent:laptop:consume"
+    assert c["exp"] - c["iat"] == 120
+    assert tok["signing_key"]["alg"] == "hmac-sha256" and tok["signing_key"]["secret"]
+    # the access token works within its scope and nowhere else
+    h = {"Authorization": "Bearer " + tok["access_token"]}
+    assert httpx.get(srv.url + "/api/v1/agents/laptop/inbox", headers=h).status_code == 200
+    assert httpx.get(srv.url + "/api/v1/agents/other/inbox", headers=h).status_code == 403
+    # a device code is exchanged once
+    assert err(poll(srv, dc)) == "invalid_grant"
+    assert time.monotonic() - t0 < 60 * SLOW
+
+
+def test_denied_and_expired(make_server: Any) -> None:
+    srv = make_server("oauth.poll_interval_s=1", "oauth.device_code_ttl_s=5")
+    dc = start(srv)
+    r = httpx.post(srv.url + "/api/v1/admin/devices/deny", headers=admin(srv),
+                   json={"user_code": dc["user_code"]})
+    assert r.status_code == 200 and r.json()["status"] == "denied"
+    assert err(poll(srv, dc)) == "access_denied"
+    dc2 = start(srv)
+    deadline = time.monotonic() + dc2["expires_in"]
+    wait_until(lambda: time.monotonic() > deadline, 10, "the code's expiry")
+    assert err(poll(srv, dc2)) == "expired_token"
+    r = approve(srv, dc2["user_code"])
+    assert r.status_code == 409 and r.json()["error"]["code"] == "invalid_state"
+    assert approve(srv, "BCDF-GHJK").status_code == 404
+
+
+def test_bad_requests(make_server: Any) -> None:
+    srv = make_server()
+    u = srv.url + "/oauth/token"
+    assert err(httpx.post(u, data={"grant_type": "password"})) == "unsupported_grant_type"
+    assert err(httpx.post(u, data={"grant_type": "refresh_token"})) == "invalid_request"
+    assert err(httpx.post(u, data={"grant_type": "refresh_token",
+                                   "refresh_token": "rt1.default.AAAAAAAAAAAAAAAAAAAAAA"})) \
+        == "invalid_grant"
+    assert err(httpx.post(u, data={"grant_type": "refresh_token", "refresh_token": "garbage"})) \
+        == "invalid_grant"
+    # a parameter given twice (RFC 6749 §3.1)
+    r = httpx.post(u, content="grant_type=refresh_token&grant_type=refresh_token",
+                   headers={"Content-Type": FORM})
+    assert r.status_code == 400
+    # JSON bodies are accepted too; text is not
+    r = httpx.post(srv.url + "/oauth/device_authorization", json={"client_id": "a1"})
+    assert r.status_code == 200
+    r = httpx.post(srv.url + "/oauth/device_authorization", content="client_id=a1",
+                   headers={"Content-Type": "text/plain"})
+    assert r.status_code == 415
+    r = httpx.post(srv.url + "/oauth/device_authorization", data={"client_id": "a b"})
+    assert err(r) == "invalid_client"
+    r = httpx.post(srv.url + "/oauth/device_authorization", data={"client_id": "a1",
+                                                                    "scope": "nonsense"})
+    assert err(r) == "invalid_scope"
+    r = httpx.post(srv.url + "/oauth/device_authorization", data={"client_id": "a1",
+                                                                    "tenant": "../x"})
+    assert err(r) == "invalid_request"
+
+
+def signed_get(srv: Roostd, tok: Dict[str, Any], key: SigningKey, agent: str = "laptop") -> int:
+    path = f"/api/v1/agents/{agent}/inbox"
+    authz = "Bearer " + tok["access_token"]
+    authority = srv.url.split("://", 1)[1]
+    h = key.headers("GET", authority, path, None, authz, None)
+    h["Authorization"] = authz
+    return httpx.get(srv.url + path, headers=h).status_code
+
+
+def test_rotation_reuse_and_revoke(make_server: Any) -> None:
+    srv = make_server("oauth.poll_interval_s=1", "signatures.require=all",
+                      "oauth.key_overlap_s=3", "oauth.signing_key_ttl_s=600")
+    t1 = enrol(srv)
+    k1 = SigningKey.hmac(t1["signing_key"]["secret"], t1["signing_key"]["key_id"])
+    assert signed_get(srv, t1, k1) == 200
+    # an unsigned request is refused under signatures.require=all
+    h = {"Authorization": "Bearer " + t1["access_token"]}
+    assert httpx.get(srv.url + "/api/v1/agents/laptop/inbox", headers=h).status_code == 401
+    r = refresh(srv, t1["refresh_token"], client_id="laptop")
+    assert r.status_code == 200, r.text
+    t2 = r.json()
+    assert t2["refresh_token"] != t1["refresh_token"]
+    assert t2["signing_key"]["key_id"] != t1["signing_key"]["key_id"]
+    k2 = SigningKey.hmac(t2["signing_key"]["secret"], t2["signing_key"]["key_id"])
+    assert signed_get(srv, t2, k2) == 200
+    # the previous key verifies during the overlap, then never again
+    assert signed_get(srv, t2, k1) == 200
+    end = time.monotonic() + 3.5
+    wait_until(lambda: time.monotonic() > end, 10, "the overlap's end")
+    r = httpx.get(srv.url + "/api/v1/agents/laptop/inbox",
+                  headers={**k1.headers("GET", srv.url.split("://", 1)[1],
+                                        "/api/v1/agents/laptop/inbox", None,
+                                        "Bearer " + t2["access_token"], None),
+                           "Authorization": "Bearer " + t2["access_token"]})
+    assert r.status_code == 401 and r.json()["error"]["code"] == "key_revoked"
+    assert signed_get(srv, t2, k2) == 200
+    # the agent registers its own Ed25519 key instead of taking an HMAC one
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+    priv = ed25519.Ed25519PrivateKey.generate()
+    pub = priv.public_key().public_bytes(serialization.Encoding.PEM,
+                                         serialization.PublicFormat.SubjectPublicKeyInfo)
+    r = refresh(srv, t2["refresh_token"], signing_public_key=pub.decode())
+    assert r.status_code == 200, r.text
+    t3 = r.json()
+    assert t3["signing_key"]["alg"] == "ed25519" and "secret" not in t3["signing_key"]
+    k3 = SigningKey(t3["signing_key"]["key_id"], "ed25519", private_key=priv)
+    assert signed_get(srv, t3, k3) == 200
+    # a copy of t2's refresh token (already used) comes back: the family is revoked
+    r = refresh(srv, t2["refresh_token"])
+    assert err(r) == "invalid_grant" and "reuse" in r.json()["error_description"]
+    r = refresh(srv, t3["refresh_token"])
+    assert err(r) == "invalid_grant" and "revoked" in r.json()["error_description"]
+    assert signed_get(srv, t3, k3) == 401  # its keys died with it
+    r = httpx.get(srv.url + "/api/v1/admin/devices", headers=admin(srv),
+                  params={"agent_id": "laptop"})
+    (d,) = r.json()["devices"]
+    assert d["status"] == "revoked" and d["revoked_reason"] == "refresh token reused"
+    # an operator revokes another device: its next refresh fails
+    t4 = enrol(srv)
+    r = httpx.post(srv.url + f"/api/v1/admin/devices/{t4['device_id']}/revoke", headers=admin(srv))
+    assert r.status_code == 200 and r.json()["status"] == "revoked"
+    r = refresh(srv, t4["refresh_token"])
+    assert err(r) == "invalid_grant"
+    assert httpx.post(srv.url + "/api/v1/admin/devices/dev_nope/revoke",
+                      headers=admin(srv)).status_code == 404
+
+
+def test_tenant_isolation(make_server: Any) -> None:
+    srv = make_server("oauth.poll_interval_s=1")
+    dc = start(srv, tenant="ta")
+    # B's operator neither sees nor approves A's device
+    r = httpx.get(srv.url + "/api/v1/admin/devices", headers=admin(srv, "tb"))
+    assert r.json()["devices"] == []
+    assert approve(srv, dc["user_code"], tenant="tb").status_code == 404
+    t0 = time.monotonic()
+    assert approve(srv, dc["user_code"], tenant="ta").status_code == 200
+    wait_interval(dc, t0)
+    # A's device code named as B's is unknown
+    forged = dict(dc, device_code=dc["device_code"].replace("dc1.ta.", "dc1.tb.", 1))
+    assert err(poll(srv, forged)) == "invalid_grant"
+    r = poll(srv, dc)
+    assert r.status_code == 200, r.text
+    tok = r.json()
+    assert claims(tok["access_token"])["tenant"] == "ta"
+    # A's refresh token named as B's never refreshes into B
+    forged_rt = tok["refresh_token"].replace("rt1.ta.", "rt1.tb.", 1)
+    assert err(refresh(srv, forged_rt)) == "invalid_grant"
+    r = refresh(srv, tok["refresh_token"])
+    assert r.status_code == 200 and claims(r.json()["access_token"])["tenant"] == "ta"
+    # B's operator cannot revoke A's device
+    r = httpx.post(srv.url + f"/api/v1/admin/devices/{tok['device_id']}/revoke",
+                   headers=admin(srv, "tb"))
+    assert r.status_code == 404
