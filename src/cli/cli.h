@@ -273,6 +273,11 @@ int cmd_keys_generate(struct cli_args *a);
 int cmd_whoami(struct cli_args *a);
 int cmd_keys_list(struct cli_args *a);
 int cmd_keys_revoke(struct cli_args *a);
+/* cmd_devices.c */
+int cmd_admin_devices_list(struct cli_args *a);
+int cmd_admin_devices_approve(struct cli_args *a);
+int cmd_admin_devices_deny(struct cli_args *a);
+int cmd_admin_devices_revoke(struct cli_args *a);
 int cmd_completion(struct cli_args *a);
 int cmd_callbacks_add(struct cli_args *a);
 int cmd_callbacks_list(struct cli_args *a);

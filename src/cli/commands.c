@@ -523,6 +523,28 @@ static const struct cli_option keys_list_opts[] = {
     END,
 };
 
+/* ---- device login (doc/CREDENTIALS.md) ----------------------------------------------------- */
+
+static const struct cli_option devices_list_opts[] = {
+    AGENT(0, "only this agent's devices"),
+    {.name = "user-code",
+     .kind = CLI_STRING,
+     .arg = "CODE",
+     .help = "only the device waiting with this user code"},
+    LIMIT("page size (default 100, at most 100)"),
+    NEXT_PAGE,
+    OUTPUT,
+    END,
+};
+
+static const struct cli_option devices_approve_opts[] = {
+    {.name = "scope",
+     .kind = CLI_STRING,
+     .arg = "SCOPES",
+     .help = "grant these scopes (space-separated) instead of those the device asked for"},
+    END,
+};
+
 /* ---- webhooks ------------------------------------------------------------------------------ */
 
 static const struct cli_option callbacks_add_opts[] = {
@@ -932,6 +954,45 @@ const struct cli_command cli_commands[] = {
      .description = "Deletes the endpoint and its attempt log; the agent's events stay in its "
                     "inbox for it to pull. An unknown endpoint fails with endpoint_not_found.",
      .options = callbacks_agent_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin devices list",
+     .run = cmd_admin_devices_list,
+     .summary = "list the tenant's devices (device login)",
+     .description = "Lists the tenant's devices: agent, status (pending, approved, denied, "
+                    "revoked), the user code of a pending one, name, address, requested and "
+                    "granted scopes: {\"devices\":[...],\"next\":TOKEN|null}.",
+     .options = devices_list_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin devices approve",
+     .run = cmd_admin_devices_approve,
+     .summary = "approve a device login by its user code",
+     .args = "USER_CODE",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Approves the device waiting with USER_CODE (as `roost login` printed it) "
+                    "with the scopes it asked for, or --scope. Prints the device; says on "
+                    "stderr which agent, scopes, name and address were approved.",
+     .options = devices_approve_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin devices deny",
+     .run = cmd_admin_devices_deny,
+     .summary = "deny a device login by its user code",
+     .args = "USER_CODE",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Denies the device waiting with USER_CODE: its `roost login` ends with "
+                    "access_denied.",
+     .options = no_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin devices revoke",
+     .run = cmd_admin_devices_revoke,
+     .summary = "revoke a device: its refresh tokens and signing keys stop working",
+     .args = "DEVICE_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Revokes the device: its next refresh fails (the agent stops and says "
+                    "why) and its signing keys stop verifying at once.",
+     .options = no_opts,
      .common = CLI_COMMON_ALL},
     {.name = "admin endpoints list",
      .run = cmd_admin_endpoints_list,

@@ -278,3 +278,40 @@ def test_tenant_isolation(make_server: Any) -> None:
     r = httpx.post(srv.url + f"/api/v1/admin/devices/{tok['device_id']}/revoke",
                    headers=admin(srv, "tb"))
     assert r.status_code == 404
+
+
+def cli(srv: Roostd, *args: str, tenant: str = "default") -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    from harness import roost_cli_bin
+    env = {"PATH": "/usr/bin:/bin", "ROOST_TOKEN": srv.token("tenant:admin", tenant=tenant)}
+    return subprocess.run([roost_cli_bin(), *args, "--server", srv.url], env=env,
+                          capture_output=True, text=True, timeout=30 * SLOW)
+
+
+def test_cli_admin_devices(make_server: Any) -> None:
+    srv = make_server("oauth.poll_interval_s=1")
+    dc = start(srv)
+    r = cli(srv, "admin", "devices", "list", "--user-code", dc["user_code"], "-o", "json")
+    assert r.returncode == 0, r.stderr
+    (d,) = json.loads(r.stdout)["devices"]
+    assert d["agent_id"] == "laptop" and d["status"] == "pending"
+    t0 = time.monotonic()
+    r = cli(srv, "admin", "devices", "approve", dc["user_code"], "--scope", "agent:laptop:read")
+    assert r.returncode == 0, r.stderr
+    assert "agent laptop" in r.stderr and "agent:laptop:read" in r.stderr and "127.0.0.1" in r.stderr
+    assert json.loads(r.stdout)["status"] == "approved"
+    wait_interval(dc, t0)
+    tok = poll(srv, dc).json()
+    assert tok["scope"] == "agent:laptop:read"
+    dc2 = start(srv, "desk")
+    r = cli(srv, "admin", "devices", "deny", dc2["user_code"].lower())
+    assert r.returncode == 0, r.stderr
+    assert err(poll(srv, dc2, "desk")) == "access_denied"
+    r = cli(srv, "admin", "devices", "revoke", tok["device_id"])
+    assert r.returncode == 0 and json.loads(r.stdout)["status"] == "revoked"
+    assert err(refresh(srv, tok["refresh_token"])) == "invalid_grant"
+    r = cli(srv, "admin", "devices", "approve", "BCDF-GHJK")
+    assert r.returncode != 0 and "device_not_found" in r.stderr
+    # another tenant's operator sees none of them
+    r = cli(srv, "admin", "devices", "list", "-o", "json", tenant="other")
+    assert r.returncode == 0 and json.loads(r.stdout)["devices"] == []
