@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The Roost operator dashboard (/ui): watches a tenant's agents (depth, oldest pending age,
 // claimed, quarantined, subscribers, last seen) through the operator API, refreshed every
-// POLL_MS, and fixes quarantines (inspect, requeue one or all, purge). Webhook endpoints (state,
-// failure run, last attempt, recent attempts) every ENDPOINT_POLL_MS, with disable and enable.
-// Every request goes through
-// roost.js's client (Authorization header, token refresh); test events through Roost.publish.
+// POLL_MS, and fixes quarantines (inspect, requeue one or all, purge). The tenant's charts come
+// from the server's history (/admin/history), so they survive a page load. Any event is found by
+// id or correlation id and shown in the event pane (attempts, last error, consumer, lease), read
+// again with every refresh, so it never shows a state the event has left. Webhook endpoints
+// (state, failure run, last attempt, recent attempts) every ENDPOINT_POLL_MS, with disable and
+// enable. Every request goes through roost.js's client (Authorization header, token refresh);
+// test events through Roost.publish.
 // Tokens are kept in memory (or sessionStorage when asked): never in localStorage, never in a URL.
 // All text goes into the page with textContent: nothing from the API is ever parsed as HTML.
 import Roost from '/sdk/roost.js';
@@ -13,7 +16,9 @@ import Roost from '/sdk/roost.js';
 // second (a publish shows well within a second), a hidden one every 5 s.
 const POLL_MS = 300;
 const HIDDEN_POLL_MS = 5000;
-const HISTORY = 400; // chart samples (two minutes at POLL_MS)
+// The selected agent's chart is kept by the tab (the server's history is per tenant): one sample
+// a second at most, over the same window as the tenant's charts.
+const AGENT_SAMPLE_MS = 1000;
 const SESSION_KEY = 'roost.dashboard.tokens';
 // Endpoints cost one request each for their new attempts, so they are read less often.
 const ENDPOINT_POLL_MS = 2000;
@@ -28,7 +33,10 @@ let client = null;
 let selected = null; // agent id
 let view = 'inbox';
 let timer = null;
-let history = { depth: [], wait: [], agent: [] };
+// The tenant's chart samples as /admin/history gave them ({at_ms, pending, oldest_pending_age_s,
+// ...}, oldest first, at most `max` of them), the window they span, and the agent's samples.
+let history = newHistory();
+let eventShown = null; // the event id in the event pane
 // Webhook endpoints: the listing, and per endpoint id the attempts read so far. The attempt log
 // is oldest first and paged by attempt id, so each poll asks only for attempts after the last
 // one seen.
@@ -59,6 +67,39 @@ function el(tag, text, cls) {
   return e;
 }
 
+function newHistory() {
+  return { samples: [], max: 300, windowMs: 300000, agent: [] };
+}
+
+/** Puts `nodes` (elements) into parent, keeping each child already there that equals its new
+ * node, and patching a row whose cells changed cell by cell: a poll redraws only what changed,
+ * so a row or button under the pointer is never swapped for a copy (a click on it lands). Rows
+ * match by dataset[key] (e.g. 'agent' for data-agent), other children by position. */
+function patch(parent, nodes, key) {
+  const old = [...parent.children];
+  const byKey = key ? new Map(old.map((n) => [n.dataset[key], n])) : null;
+  const out = nodes.map((n, i) => {
+    const prev = byKey ? byKey.get(n.dataset[key]) : old[i];
+    if (!prev || prev.isEqualNode(n)) {
+      return prev ?? n;
+    }
+    if (n.tagName !== 'TR' || prev.cells.length !== n.cells.length) {
+      return n;
+    }
+    for (const a of [...prev.attributes]) {
+      prev.removeAttribute(a.name);
+    }
+    for (const a of [...n.attributes]) {
+      prev.setAttribute(a.name, a.value);
+    }
+    patch(prev, [...n.cells]);
+    return prev;
+  });
+  if (out.length !== old.length || out.some((n, i) => n !== old[i])) {
+    parent.replaceChildren(...out);
+  }
+}
+
 function age(s) {
   if (s === null || s === undefined) {
     return '–';
@@ -74,6 +115,27 @@ function age(s) {
 
 function since(iso) {
   return iso ? age((Date.now() - Date.parse(iso)) / 1000) + ' ago' : 'never';
+}
+
+const pad = (n) => String(n).padStart(2, '0');
+
+/** Every time shown has its date: YYYY-MM-DD HH:MM:SS, local time. */
+function when(iso) {
+  if (!iso) {
+    return '–';
+  }
+  const d = new Date(iso);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
+    `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/** A table cell for a time: the local date and time, the UTC timestamp on hover. */
+function timeCell(iso) {
+  const td = el('td', when(iso));
+  if (iso) {
+    td.title = iso;
+  }
+  return td;
 }
 
 function showError(err) {
@@ -134,7 +196,11 @@ function useTenant(i) {
     },
   });
   selected = null;
-  history = { depth: [], wait: [], agent: [] };
+  history = newHistory();
+  eventShown = null;
+  $('event').hidden = true;
+  $('found-box').hidden = true;
+  $('find-note').textContent = '';
   endpoints = [];
   attempts = new Map();
   selectedEndpoint = null;
@@ -166,17 +232,23 @@ async function refresh() {
   again = false;
   const c = client;
   try {
-    const [agents, stats] = await Promise.all([
+    const after = history.samples.at(-1)?.at_ms;
+    const [agents, stats, hist] = await Promise.all([
       c.get('/api/v1/admin/agents?sort=agent&limit=1000'),
       c.get('/api/v1/admin/stats').catch(() => null), // 503 before the first snapshot
+      c.get(`/api/v1/admin/history${after ? `?after_ms=${after}` : ''}`),
     ]);
     if (c !== client) {
       throw new Error('tenant switched'); // an answer for the previous tenant: dropped
     }
     renderAgents(agents.agents);
     renderTotals(agents.agents, stats);
+    renderCharts(hist);
     if (selected) {
       await renderAgent(agents.agents.find((a) => a.agent_id === selected));
+    }
+    if (eventShown) {
+      await renderEvent(c);
     }
     if (Date.now() - endpointsAt >= ENDPOINT_POLL_MS) {
       const read = await loadEndpoints(c);
@@ -188,7 +260,7 @@ async function refresh() {
       endpointsAt = Date.now();
       renderEndpoints();
     }
-    $('live').textContent = `${current.tenant} · updated ${new Date().toLocaleTimeString()}`;
+    $('live').textContent = `${current.tenant} · updated ${when(new Date().toISOString())}`;
     showError(null);
   } catch (err) {
     if (c === client) {
@@ -199,13 +271,6 @@ async function refresh() {
   if (client) {
     const wait = document.visibilityState === 'hidden' ? HIDDEN_POLL_MS : POLL_MS;
     timer = setTimeout(refresh, again ? 0 : wait);
-  }
-}
-
-function push(series, v) {
-  series.push(v);
-  if (series.length > HISTORY) {
-    series.shift();
   }
 }
 
@@ -225,28 +290,35 @@ function renderTotals(agents, stats) {
   if (stats?.oldest_claim_age_s !== undefined) {
     cards.push(['oldest claim', age(stats.oldest_claim_age_s)]);
   }
-  $('totals').replaceChildren(...cards.map(([k, v]) => {
+  patch($('totals'), cards.map(([k, v]) => {
     const c = el('div', null, 'card');
     c.append(el('b', v), el('span', k));
     c.dataset.k = k;
     return c;
-  }));
-  push(history.depth, pending);
-  push(history.wait, oldest);
-  chart($('chart-depth'), history.depth);
-  chart($('chart-wait'), history.wait);
+  }), 'k');
 }
 
-/** A line chart in plain SVG: the series scaled into the viewBox, its max written top left. */
-function chart(svg, series) {
+/** The tenant's charts: the new samples of /admin/history appended to those read so far. */
+function renderCharts(hist) {
+  history.max = hist.max_samples;
+  history.windowMs = hist.max_samples * hist.interval_ms;
+  history.samples = [...history.samples, ...hist.samples].slice(-history.max);
+  const series = (k) => history.samples.map((s) => ({ t: s.at_ms, v: s[k] ?? 0 }));
+  chart($('chart-depth'), series('pending'));
+  chart($('chart-wait'), series('oldest_pending_age_s'));
+}
+
+/** A line chart in plain SVG: the newest point ({t: ms, v}) at the right edge, older ones to
+ * the left, the max written top left. */
+function chart(svg, points) {
   const w = 300;
   const h = Number(svg.viewBox.baseVal.height) || 80;
-  const max = Math.max(1, ...series);
-  // The newest sample at the right edge, older ones to the left: the picture scrolls. The
-  // first 60 samples spread over the whole width, then they get denser up to HISTORY.
-  const slots = Math.min(HISTORY, Math.max(series.length, 60)) - 1;
-  const pts = series.map((v, i) => {
-    const x = w - ((series.length - 1 - i) * w) / slots;
+  const max = Math.max(1, ...points.map((p) => p.v));
+  const right = points.at(-1)?.t ?? 0;
+  // A young history spreads over the width (a minute at least), then scrolls in its window.
+  const span = Math.min(history.windowMs, Math.max(60000, right - (points[0]?.t ?? right)));
+  const pts = points.map(({ t, v }) => {
+    const x = Math.max(0, w - ((right - t) * w) / span);
     return `${x.toFixed(1)},${(h - 2 - (v / max) * (h - 12)).toFixed(1)}`;
   });
   const ns = 'http://www.w3.org/2000/svg';
@@ -255,7 +327,7 @@ function chart(svg, series) {
   const label = document.createElementNS(ns, 'text');
   label.setAttribute('x', '2');
   label.setAttribute('y', '9');
-  label.textContent = `max ${max} · now ${series.at(-1) ?? 0}`;
+  label.textContent = `max ${max} · now ${points.at(-1)?.v ?? 0}`;
   svg.replaceChildren(line, label);
 }
 
@@ -273,12 +345,21 @@ function renderAgents(agents) {
       el('td', a.claimed),
       el('td', a.quarantined, a.quarantined > 0 ? 'q' : ''),
       el('td', a.subscribers),
-      el('td', since(a.last_seen_at)),
+      lastSeenCell(a),
     );
     tr.addEventListener('click', () => select(a.agent_id));
     return tr;
   });
-  $('agents').tBodies[0].replaceChildren(...rows);
+  patch($('agents').tBodies[0], rows, 'agent');
+}
+
+/** An agent with an open stream is seen now; else its last claim or stream open, or never. */
+function lastSeenCell(a) {
+  const td = a.subscribers > 0 ? el('td', 'now (streaming)') : el('td', since(a.last_seen_at));
+  if (a.last_seen_at) {
+    td.title = when(a.last_seen_at);
+  }
+  return td;
 }
 
 function select(agentId) {
@@ -286,14 +367,17 @@ function select(agentId) {
   history.agent = [];
   $('agent-name').textContent = agentId;
   $('agent').hidden = false;
-  $('inspect').hidden = true;
   refresh();
 }
 
 const enc = encodeURIComponent;
 
 async function renderAgent(a) {
-  push(history.agent, a?.pending ?? 0);
+  const now = Date.now();
+  if (now - (history.agent.at(-1)?.t ?? 0) >= AGENT_SAMPLE_MS) {
+    history.agent = [...history.agent, { t: now, v: a?.pending ?? 0 }]
+      .filter((p) => now - p.t <= history.windowMs);
+  }
   chart($('chart-agent'), history.agent);
   if (view === 'inbox') {
     await renderInbox(a);
@@ -321,51 +405,166 @@ async function renderInbox(a) {
     throw err;
   }
   $('inbox-note').textContent = `the last ${r.events.length} events (head ${r.head})`;
-  $('inbox').tBodies[0].replaceChildren(...r.events.reverse().map((ev) => {
+  patch($('inbox').tBodies[0], r.events.reverse().map((ev) => {
     const tr = el('tr');
     tr.dataset.event = ev.event_id;
     const b = el('button', 'Inspect');
+    b.dataset.action = 'inspect';
     b.addEventListener('click', (e) => {
       e.stopPropagation();
-      inspect(ev);
+      showEvent(ev.event_id);
     });
     const td = el('td');
     td.append(b);
     tr.append(el('td', ev.sequence_number), el('td', ev.event_id), el('td', ev.status),
-      el('td', new Date(ev.created_at).toLocaleTimeString()), td);
+      timeCell(ev.created_at), td);
     return tr;
-  }));
-}
-
-function inspect(obj) {
-  $('inspect').textContent = JSON.stringify(obj, null, 2);
-  $('inspect').hidden = false;
+  }), 'event');
 }
 
 async function renderQuarantine() {
   const r = await client.get(`/api/v1/admin/quarantine?agent_id=${enc(selected)}&limit=100`);
-  $('quarantine').tBodies[0].replaceChildren(...r.events.map((ev) => {
+  patch($('quarantine').tBodies[0], r.events.map((ev) => {
     const tr = el('tr');
     tr.dataset.event = ev.event_id;
     const td = el('td');
-    const actions = [
-      ['Inspect', async () => inspect(await client.get(`/api/v1/admin/quarantine/${enc(ev.event_id)}`))],
-      ['Requeue', () => client.post(`/api/v1/admin/quarantine/${enc(ev.event_id)}/requeue`, {})],
-      ['Purge', () => confirm(`Purge ${ev.event_id} for good?`) &&
-        client.post(`/api/v1/admin/quarantine/${enc(ev.event_id)}/purge`, {})],
-    ];
-    for (const [name, fn] of actions) {
-      const b = el('button', name, name === 'Purge' ? 'danger' : '');
-      b.dataset.action = name.toLowerCase();
-      b.addEventListener('click', (e) => {
-        e.stopPropagation();
-        act(fn);
-      });
-      td.append(b, ' ');
-    }
+    td.append(...eventButtons(ev.event_id, true));
     tr.append(el('td', ev.event_id), el('td', ev.attempts), el('td', ev.last_error ?? ''), td);
     return tr;
+  }), 'event');
+}
+
+/** The actions on a quarantined event (the quarantine table and the event pane share them):
+ * Inspect (when not shown in the pane already), Requeue, Purge. */
+function eventButtons(id, withInspect) {
+  const actions = [
+    ['Requeue', () => client.post(`/api/v1/admin/quarantine/${enc(id)}/requeue`, {})],
+    ['Purge', () => confirm(`Purge ${id} for good?`) &&
+      client.post(`/api/v1/admin/quarantine/${enc(id)}/purge`, {})],
+  ];
+  if (withInspect) {
+    actions.unshift(['Inspect', () => showEvent(id)]);
+  }
+  return actions.map(([name, fn]) => {
+    const b = el('button', name, name === 'Purge' ? 'danger' : '');
+    b.dataset.action = name.toLowerCase();
+    b.addEventListener('click', (e) => {
+      e.stopPropagation();
+      act(fn);
+    });
+    return b;
+  });
+}
+
+// ---- an event: found by id or correlation id, shown in the event pane ----
+
+/** Opens the event pane on `id`; the next refresh (now) reads it. */
+function showEvent(id) {
+  eventShown = id;
+  $('event-id').textContent = id;
+  $('event').hidden = false;
+  refresh();
+}
+
+function closeEvent() {
+  eventShown = null;
+  $('event').hidden = true;
+}
+
+function leaseText(l) {
+  if (!l) {
+    return 'none';
+  }
+  const left = l.expires_in_ms > 0 ? `in ${age(l.expires_in_ms / 1000)}` : 'expired, not yet taken back';
+  return `${l.token} held by ${l.consumer ?? 'an unnamed consumer'} since ${when(l.claimed_at)}, ` +
+    `expires ${when(l.expires_at)} (${left})`;
+}
+
+// What the pane shows of an event (GET /admin/events/{id}), in this order.
+const EVENT_FIELDS = [
+  ['status', (e) => e.status],
+  ['agent', (e) => `${e.agent_id} · seq ${e.sequence_number}`],
+  ['correlation id', (e) => e.correlation_id ?? '–'],
+  ['created', (e) => when(e.created_at)],
+  ['available', (e) => when(e.available_at)],
+  ['attempts', (e) => `${e.attempts} (timeouts ${e.timeouts}, nacks ${e.nacks})`],
+  ['last error', (e) => e.last_error ?? '–'],
+  ['consumer', (e) => e.consumer ?? '–'],
+  ['claimed', (e) => when(e.claimed_at)],
+  ['lease', (e) => leaseText(e.lease)],
+  ['completed', (e) => when(e.completed_at)],
+  ['expires', (e) => when(e.expires_at)],
+];
+
+/** Reads the shown event again and renders it: its state now, never the one it has left. */
+async function renderEvent(c) {
+  const id = eventShown;
+  let ev;
+  try {
+    ev = await c.get(`/api/v1/admin/events/${enc(id)}`);
+  } catch (err) {
+    if (err.status !== 404) {
+      throw err;
+    }
+    ev = null;
+  }
+  if (c !== client || id !== eventShown) {
+    return; // switched or closed meanwhile
+  }
+  $('event').dataset.event = id;
+  $('event').dataset.status = ev?.status ?? 'gone';
+  $('event-note').textContent = ev ? '' : 'No such event: never published in this tenant, purged, or removed by retention.';
+  patch($('event-fields'), (ev ? EVENT_FIELDS : []).flatMap(([k, fn]) => {
+    const dd = el('dd', fn(ev));
+    dd.dataset.k = k;
+    return [el('dt', k), dd];
   }));
+  patch($('event-actions'), ev?.status === 'quarantined' ? eventButtons(id, false) : []);
+  $('event-payload').hidden = !ev;
+  $('event-payload').textContent = ev ? JSON.stringify(ev.payload, null, 2) : '';
+}
+
+const EVENT_ID = /^evt_[0-9A-HJKMNP-TV-Z]{26}$/i;
+
+/** Finds q: an event id opens the event pane; anything else (or an id the tenant does not have)
+ * lists the events of that correlation id, and opens the pane on the only one. */
+async function find(q) {
+  const c = client;
+  $('find-note').textContent = '';
+  $('found-box').hidden = true;
+  if (EVENT_ID.test(q)) {
+    try {
+      await c.get(`/api/v1/admin/events/${enc(q)}`);
+      showEvent(q);
+      return;
+    } catch (err) {
+      if (err.status !== 404) {
+        throw err;
+      }
+    }
+  }
+  const r = await c.get(`/api/v1/admin/events?correlation_id=${enc(q)}&limit=100`);
+  if (c !== client) {
+    return;
+  }
+  if (r.events.length === 0) {
+    $('find-note').textContent = `No event with the id or correlation id ${q}.`;
+    return;
+  }
+  $('find-note').textContent = `${r.events.length}${r.next ? '+' : ''} events with correlation id ${q}`;
+  patch($('found').tBodies[0], r.events.map((ev) => {
+    const tr = el('tr');
+    tr.dataset.event = ev.event_id;
+    tr.append(el('td', ev.event_id), el('td', ev.agent_id), el('td', ev.sequence_number),
+      el('td', ev.status), el('td', ev.attempts), el('td', ev.last_error ?? ''),
+      timeCell(ev.created_at));
+    tr.addEventListener('click', () => showEvent(ev.event_id));
+    return tr;
+  }), 'event');
+  $('found-box').hidden = false;
+  if (r.events.length === 1) {
+    showEvent(r.events[0].event_id);
+  }
 }
 
 async function act(fn) {
@@ -379,15 +578,8 @@ async function act(fn) {
 }
 
 async function requeueAll() {
-  // No bulk requeue route: page through the agent's quarantine, requeueing each event.
-  for (;;) {
-    const r = await client.get(`/api/v1/admin/quarantine?agent_id=${enc(selected)}&limit=100`);
-    if (r.events.length === 0) {
-      return;
-    }
-    for (const ev of r.events) {
-      await client.post(`/api/v1/admin/quarantine/${enc(ev.event_id)}/requeue`, {});
-    }
+  for (let more = true; more;) {
+    more = (await client.post('/api/v1/admin/quarantine/requeue', { agent_id: selected })).more;
   }
 }
 
@@ -452,7 +644,7 @@ function attemptText(at) {
 
 function renderEndpoints() {
   $('endpoints-note').textContent = endpoints.length === 0 ? 'No webhook endpoint in this tenant.' : '';
-  $('endpoints').tBodies[0].replaceChildren(...endpoints.map((ep) => {
+  patch($('endpoints').tBodies[0], endpoints.map((ep) => {
     const tr = el('tr');
     tr.dataset.endpoint = ep.endpoint_id;
     tr.dataset.status = ep.status;
@@ -476,12 +668,12 @@ function renderEndpoints() {
     tr.append(url, el('td', ep.agent_id), el('td', state, active ? '' : 'off'),
       el('td', ep.failing_since ? age((Date.now() - Date.parse(ep.failing_since)) / 1000) : '–',
         ep.failing_since ? 'q' : ''),
-      el('td', last ? `${attemptText(last)} · ${since(last.at)}` : 'none yet',
+      el('td', last ? `${attemptText(last)} · ${since(last.at)} (${when(last.at)})` : 'none yet',
         last && last.error_class !== 'ok' ? 'q' : ''),
       td);
     tr.addEventListener('click', () => selectEndpoint(ep.endpoint_id));
     return tr;
-  }));
+  }), 'endpoint');
   renderAttempts();
 }
 
@@ -498,15 +690,15 @@ function renderAttempts() {
   }
   $('endpoint-name').textContent = `${ep.agent_id} (${ep.endpoint_id})`;
   const recent = [...(attempts.get(ep.endpoint_id)?.recent ?? [])].reverse();
-  $('attempts').tBodies[0].replaceChildren(...recent.map((at) => {
+  patch($('attempts').tBodies[0], recent.map((at) => {
     const tr = el('tr');
     tr.dataset.attempt = at.attempt_id;
-    tr.append(el('td', new Date(at.at).toLocaleTimeString()), el('td', at.event_id),
+    tr.append(timeCell(at.at), el('td', at.event_id),
       el('td', at.attempt), el('td', at.status_code === 0 ? '–' : at.status_code),
       el('td', `${at.latency_ms} ms`), el('td', at.error_class, at.error_class === 'ok' ? '' : 'q'));
     tr.title = at.response_head; // the first bytes of the answer
     return tr;
-  }));
+  }), 'attempt');
 }
 
 // ---- wiring ----
@@ -521,6 +713,14 @@ $('tenant').addEventListener('change', (e) => useTenant(Number(e.target.value)))
 $('show-inbox').addEventListener('click', () => setView('inbox'));
 $('show-quarantine').addEventListener('click', () => setView('quarantine'));
 $('requeue-all').addEventListener('click', () => act(requeueAll));
+$('find-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const q = $('find-q').value.trim();
+  if (q) {
+    act(() => find(q));
+  }
+});
+$('event-close').addEventListener('click', closeEvent);
 $('purge-all').addEventListener('click', () => act(purgeAll));
 $('publish-form').addEventListener('submit', async (e) => {
   e.preventDefault();

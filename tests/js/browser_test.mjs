@@ -12,6 +12,10 @@
 //   dashboard  /ui shows a publish within a second and requeues a quarantined event by clicking;
 //              it lists a webhook endpoint (a local HTTPS receiver) with its attempts, and its
 //              Disable button disables it
+//   dashboard_events  /ui finds an event by id and by correlation id and shows its attempts,
+//              last error, consumer and lease; the event pane follows a requeue; the charts keep
+//              their history across a reload; no horizontal scroll at 400 px; times with a date;
+//              an agent with an open stream is seen now
 // Test pages are served on roostd's own origin (Playwright answers /test/*), so they import
 // /sdk/roost.js from roostd and can share a SharedWorker. Ends with "N passed, N failed".
 // Env: ROOSTD (binary), CHROMIUM (default /usr/bin/chromium), ROOST_SCREENSHOTS (a directory:
@@ -478,7 +482,7 @@ async function scenarioDashboard(d, b, admin, producer, tls) {
   await page.click('#show-quarantine');
   await page.waitForSelector(`#quarantine tr[data-event="${evId}"]`);
   await page.click(`#quarantine tr[data-event="${evId}"] button[data-action="inspect"]`);
-  await page.waitForFunction(() => document.getElementById('inspect').textContent.includes('cannot parse'));
+  await page.waitForFunction(() => document.getElementById('event-fields').textContent.includes('cannot parse'));
   if (process.env.ROOST_SCREENSHOTS) {
     await page.screenshot({ path: join(process.env.ROOST_SCREENSHOTS, 'dashboard-quarantine.png'), fullPage: true });
   }
@@ -569,6 +573,146 @@ async function scenarioDashboard(d, b, admin, producer, tls) {
   check(exportsOk, 'default and named exports');
 }
 
+/** The points of a chart's line (0 before its first drawing). */
+const chartPoints = (page, id) => page.evaluate((i) => {
+  const line = document.querySelector(`#${i} polyline`);
+  return line ? line.getAttribute('points').split(' ').filter(Boolean).length : 0;
+}, id);
+
+const DATED = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/; // YYYY-MM-DD HH:MM:SS
+
+/** Runs one part of a scenario: a part that throws (a selector never shown) fails as a check,
+ * and the next part still runs. */
+async function part(what, fn) {
+  try {
+    await fn();
+  } catch (err) {
+    check(false, `${what}: ${String(err.message ?? err).split('\n')[0]}`);
+  }
+}
+
+async function scenarioDashboardEvents(d, b, admin, producer) {
+  const operator = await mint(d, 'tenant:admin agent:*:read agent:*:publish agent:*:consume');
+  const page = await b.context.newPage();
+  page.setDefaultTimeout(10000);
+  await page.setViewportSize({ width: 1100, height: 900 });
+  page.on('pageerror', (e) => console.error(`dashboard: ${e}`));
+  // Events to find: one correlation id over two agents (one of them claimed by a named consumer),
+  // and a quarantined event with its last error.
+  const pub = await api(d, 'POST', '/api/v1/events', producer,
+    { recipients: ['e.one', 'e.two'], payload: { order: 7 }, correlation_id: 'order-7' });
+  check(pub.status === 201, `publish with a correlation id: ${pub.status}`);
+  const [one, two] = pub.json.events.map((e) => e.event_id);
+  const held = await api(d, 'POST', '/api/v1/agents/e.two/inbox/claim', operator,
+    { limit: 1, lease_s: 600, consumer: 'worker-9' });
+  check(held.json?.events?.[0]?.event_id === two, 'the second event claimed by worker-9');
+  const bad = await publish(d, producer, 'e.q', { bad: true });
+  const claim = await api(d, 'POST', '/api/v1/agents/e.q/inbox/claim', operator, { limit: 1 });
+  const rel = await api(d, 'POST', `/api/v1/agents/e.q/inbox/${bad}/release`, operator,
+    { lease_token: claim.json.events[0].lease_token, reason: 'poison', error: 'cannot parse the order' });
+  check(rel.json?.status === 'quarantined', 'event quarantined');
+
+  await page.goto(`${d.url}/ui`);
+  await page.fill('#tokens', operator);
+  await page.check('#remember'); // the reload below signs in again from sessionStorage
+  await page.click('#signin-button');
+  await page.waitForSelector('#agents tr[data-agent="e.q"]');
+  const field = (k) => page.textContent(`#event-fields dd[data-k="${k}"]`);
+  const findText = async (q) => {
+    await page.fill('#find-q', q);
+    await page.click('#find-form button[type="submit"]');
+  };
+
+  await part('find by id', async () => {
+    await findText(bad);
+    await page.waitForSelector(`#event[data-event="${bad}"][data-status="quarantined"]`);
+    check((await field('attempts')).startsWith('1 '), `attempts shown: ${await field('attempts')}`);
+    check((await field('last error')) === 'cannot parse the order', `last error shown: ${await field('last error')}`);
+    check(DATED.test(await field('created')), `the created time has a date: ${await field('created')}`);
+  });
+  await part('find by correlation id', async () => {
+    await findText('order-7');
+    await page.waitForSelector(`#found tr[data-event="${one}"]`);
+    check(await page.locator(`#found tr[data-event="${two}"]`).count() === 1, 'both events of order-7 listed');
+    const created = await page.textContent(`#found tr[data-event="${one}"] td:last-child`);
+    check(DATED.test(created), `the found list dates its times: ${created}`);
+    await page.click(`#found tr[data-event="${two}"]`);
+    await page.waitForSelector(`#event[data-event="${two}"][data-status="claimed"]`);
+    check((await field('consumer')) === 'worker-9', `consumer shown: ${await field('consumer')}`);
+    const lease = await field('lease');
+    check(lease.startsWith('lt_') && lease.includes('worker-9') &&
+      !lease.includes(held.json.events[0].lease_token), `the lease shown, its token shortened: ${lease}`);
+  });
+  // Inspect a quarantined event, requeue it: the pane (the old one was #inspect) must not go on
+  // showing it as quarantined.
+  await part('the pane after a requeue', async () => {
+    await page.click('#agents tr[data-agent="e.q"]');
+    await page.click('#show-quarantine');
+    await page.click(`#quarantine tr[data-event="${bad}"] button[data-action="inspect"]`);
+    const paneShows = (text) => page.evaluate(([id, t]) => [...document.querySelectorAll('#event, #inspect')]
+      .some((p) => !p.hidden && p.textContent.includes(id) && p.textContent.includes(t)), [bad, text]);
+    check(await waitUntil(() => paneShows('quarantined'), 10000, 'the pane shows the event'),
+      'Inspect shows the quarantined event');
+    await page.click(`#quarantine tr[data-event="${bad}"] button[data-action="requeue"]`);
+    check(await waitUntil(async () => (await api(d, 'GET', `/api/v1/admin/events/${bad}`, operator))
+      .json?.status === 'pending', 5000), 'the click requeued it');
+    check(await waitUntil(async () => !(await paneShows('quarantined')), 5000, 'the pane after the requeue'),
+      'the pane no longer shows the requeued event as quarantined');
+    const status = await page.getAttribute('#event', 'data-status');
+    check(status === 'pending', `the pane shows it pending: ${status}`);
+  });
+  await part('inbox times', async () => {
+    await page.click('#agents tr[data-agent="e.q"]');
+    await page.click('#show-inbox');
+    const cell = `#inbox tr[data-event="${bad}"] td:nth-child(4)`;
+    await page.waitForSelector(cell);
+    const t = await page.textContent(cell);
+    check(DATED.test(t), `the inbox dates its times: ${t}`);
+  });
+  // An agent with an open stream and no claim yet: seen now (it was "never").
+  await part('last seen', async () => {
+    await publish(d, producer, 'e.live', { n: 1 });
+    b.setScope('agent:e.*:consume');
+    await b.open({ agent: 'e.live', tab: 'live' });
+    await page.waitForSelector('#agents tr[data-agent="e.live"]');
+    check(await waitUntil(async () => Number(await page.textContent(
+      '#agents tr[data-agent="e.live"] td:nth-child(6)')) > 0, 8000, 'e.live subscribed'), 'e.live has a subscriber');
+    const seen = await page.textContent('#agents tr[data-agent="e.live"] td:nth-child(7)');
+    check(seen.startsWith('now'), `an agent with an open stream is seen now: ${seen}`);
+  });
+  // The charts come from the server's history: a reload draws every sample at once.
+  await part('charts across a reload', async () => {
+    check(await waitUntil(async () => (await chartPoints(page, 'chart-depth')) >= 4, 15000,
+      'four chart samples'), 'the depth chart has samples');
+    const before = await chartPoints(page, 'chart-depth');
+    await page.reload();
+    await page.waitForSelector('#chart-depth polyline', { state: 'attached' });
+    const after = await chartPoints(page, 'chart-depth');
+    check(after >= before, `the depth chart keeps its history across a reload (${before} -> ${after})`);
+    check(await chartPoints(page, 'chart-wait') >= before, 'and so does the wait chart');
+  });
+  // A narrow window with the panes open: the page never scrolls sideways (tables scroll inside).
+  await part('narrow window', async () => {
+    // Clicks dispatched: the old page redrew every row at each poll, too fast for a real click.
+    await page.locator('#agents tr[data-agent="e.q"]').dispatchEvent('click');
+    await page.locator(`#inbox tr[data-event="${bad}"] button`).dispatchEvent('click');
+    await findText('order-7').catch(() => {}); // the old page had no search
+    for (const width of [400, 320]) {
+      await page.setViewportSize({ width, height: 800 });
+      await page.waitForTimeout(100); // a layout pass
+      const m = await page.evaluate(() => ({ page: document.documentElement.scrollWidth,
+        view: document.documentElement.clientWidth }));
+      check(m.page <= m.view, `no horizontal overflow at ${width} px (page ${m.page} px, window ${m.view} px)`);
+    }
+    if (process.env.ROOST_SCREENSHOTS) {
+      await page.setViewportSize({ width: 1100, height: 900 });
+      await page.click(`#found tr[data-event="${two}"]`);
+      await page.waitForSelector(`#event[data-event="${two}"]`);
+      await page.screenshot({ path: join(process.env.ROOST_SCREENSHOTS, 'dashboard-event.png'), fullPage: true });
+    }
+  });
+}
+
 async function main() {
   if (!roostdBin) {
     console.error('ROOSTD must be set');
@@ -608,6 +752,7 @@ async function main() {
         break;
       case 'ticket': await scenarioTicket(d, b, admin); break;
       case 'dashboard': await scenarioDashboard(d, b, admin, producer, tls); break;
+      case 'dashboard_events': await scenarioDashboardEvents(d, b, admin, producer); break;
       default: throw new Error(`unknown scenario ${scenario}`);
     }
   } finally {
