@@ -16,6 +16,7 @@
 #include "server/cors.h"
 #include "server/ssrf.h"
 #include "server/webhooks_config.h"
+#include "store/store.h"
 
 #include "common/banned.h"
 
@@ -567,15 +568,11 @@ int config_finalize(struct config *cfg, char *err, size_t errlen)
         return -1;
     }
     if (cfg->store_url[0] == '\0') {
-        static const char scheme[] = "sqlite://";
-        static const char file[] = "/roost.db";
-        size_t n = sizeof scheme - 1 + strlen(cfg->data_dir) + sizeof file;
-        char *url = malloc(n);
+        char *url = store_url_default(cfg->data_dir);
         if (url == NULL) {
             snprintf(err, errlen, "store.url: out of memory");
             return -1;
         }
-        snprintf(url, n, "%s%s%s", scheme, cfg->data_dir, file);
         free(cfg->store_url);
         cfg->store_url = url;
     }

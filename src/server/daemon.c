@@ -414,7 +414,8 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
                  "hint=\"set metrics.token to scrape /metrics from other hosts\"");
     }
     log_info("roostd listening", "url=%s store=%s tenant_stores=%zu", rt->base_url,
-             strncmp(cfg->store_url, "sqlite:", 7) == 0 ? cfg->store_url : "(configured)",
+             /* A URL with userinfo or a query may hold a secret: not logged. */
+             strpbrk(cfg->store_url, "@?") == NULL ? cfg->store_url : "(configured)",
              rt->n_shards - 1);
     return 0;
 }

@@ -687,6 +687,9 @@ bool store_has(const struct store *st, unsigned caps);
 /* The same for the backend a store URL names, before any store is open (false for an unknown
  * scheme). */
 bool store_url_has(const char *url, unsigned caps);
+/* The store a data directory holds when no URL is configured (the embedded dialect's file,
+ * sqlite://DIR/roost.db): a malloc'd URL, NULL when out of memory. */
+char *store_url_default(const char *data_dir);
 
 /* A batch of publishes (or acks) through the backend's batch operation, or one by one when it has
  * none. Returns as the publish_batch operation. */

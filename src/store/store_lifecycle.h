@@ -85,6 +85,12 @@ struct store_new_row {
 struct store_dialect {
     /* ---- the driver: connection, transactions, error detail ---- */
     const char *scheme; /* the URL scheme this dialect opens ("sqlite" for sqlite://...) */
+    /* The file a data directory holds when no store URL is configured (store_url_default);
+     * NULL: the dialect is a server and needs its URL. */
+    const char *default_file;
+    /* Optional (NULL: one node, nothing to fail over): the nodes of this process's clusters
+     * (store_ha_list). */
+    size_t (*ha_list)(struct store_ha_info *out, size_t max);
     int (*open)(const char *url, const struct store_options *opt, struct store **out);
     /* Detail of the last failed open on the calling thread ("" when none). */
     const char *(*open_error)(void);

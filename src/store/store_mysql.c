@@ -832,6 +832,7 @@ static int my_metrics_snapshot(struct store *st, int64_t now_ms,
 
 const struct store_dialect store_mysql_dialect = {
     .scheme = "mysql",
+    .ha_list = store_mysql_ha_list,
     .open = store_mysql_open,
     .open_error = store_mysql_open_error,
     .close = store_mysql_close,

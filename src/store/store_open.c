@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Opening a store by URL scheme: the one place that lists every dialect (the dialects include
  * store.h, so store.c does not include them). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/limits.h"
@@ -17,6 +20,8 @@ static const struct store_dialect *const dialects[] = {
     &store_mysql_dialect,
 };
 
+#define N_DIALECTS (sizeof dialects / sizeof dialects[0])
+
 /* The dialect of the URL's scheme, or NULL. */
 static const struct store_dialect *dialect_of(const char *url)
 {
@@ -25,13 +30,33 @@ static const struct store_dialect *dialect_of(const char *url)
         return NULL;
     }
     size_t scheme_len = (size_t)(sep - url);
-    for (size_t i = 0; i < sizeof dialects / sizeof dialects[0]; i++) {
+    for (size_t i = 0; i < N_DIALECTS; i++) {
         const char *scheme = dialects[i]->scheme;
         if (strlen(scheme) == scheme_len && memcmp(scheme, url, scheme_len) == 0) {
             return dialects[i];
         }
     }
     return NULL;
+}
+
+/* "unknown store URL scheme (expected a:// or b://)", from the table. */
+static char unknown_scheme[160];
+static pthread_once_t unknown_scheme_once = PTHREAD_ONCE_INIT;
+
+static void unknown_scheme_build(void)
+{
+    size_t used = (size_t)snprintf(unknown_scheme, sizeof unknown_scheme,
+                                   "unknown store URL scheme (expected ");
+    for (size_t i = 0; i < N_DIALECTS && used < sizeof unknown_scheme; i++) {
+        used += (size_t)snprintf(unknown_scheme + used, sizeof unknown_scheme - used, "%s%s://",
+                                 i == 0               ? ""
+                                 : i + 1 < N_DIALECTS ? ", "
+                                                      : " or ",
+                                 dialects[i]->scheme);
+    }
+    if (used < sizeof unknown_scheme) {
+        snprintf(unknown_scheme + used, sizeof unknown_scheme - used, ")");
+    }
 }
 
 int store_open(const char *url, const struct store_options *opt, struct store **out,
@@ -58,7 +83,8 @@ int store_open(const char *url, const struct store_options *opt, struct store **
     const struct store_dialect *d = dialect_of(url);
     if (d == NULL) {
         if (errmsg != NULL) {
-            *errmsg = "unknown store URL scheme (expected sqlite:// or mysql://)";
+            pthread_once(&unknown_scheme_once, unknown_scheme_build);
+            *errmsg = unknown_scheme;
         }
         return ROOST_EINVAL;
     }
@@ -91,9 +117,33 @@ bool store_url_has(const char *url, unsigned caps)
     return d != NULL && store_dialect_has(d, caps);
 }
 
+char *store_url_default(const char *data_dir)
+{
+    for (size_t i = 0; i < N_DIALECTS; i++) {
+        const char *file = dialects[i]->default_file;
+        if (file == NULL) {
+            continue;
+        }
+        size_t n = strlen(dialects[i]->scheme) + sizeof "://" + 1 + strlen(data_dir) + strlen(file);
+        char *url = malloc(n);
+        if (url != NULL) {
+            snprintf(url, n, "%s://%s/%s", dialects[i]->scheme, data_dir, file);
+        }
+        return url;
+    }
+    return NULL;
+}
+
+/* Only a dialect with several nodes has anything to list (ha_list). */
 size_t store_ha_list(struct store_ha_info *out, size_t max)
 {
-    return store_mysql_ha_list(out, max); /* SQLite has one file and nothing to fail over */
+    size_t n = 0;
+    for (size_t i = 0; i < N_DIALECTS; i++) {
+        if (dialects[i]->ha_list != NULL && n < max) {
+            n += dialects[i]->ha_list(out + n, max - n);
+        }
+    }
+    return n;
 }
 
 void store_close(struct store *st)

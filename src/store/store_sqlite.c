@@ -739,6 +739,7 @@ out:
 
 const struct store_dialect store_sqlite_dialect = {
     .scheme = "sqlite",
+    .default_file = "roost.db",
     .open = store_sqlite_open,
     .open_error = store_sqlite_open_error,
     .close = store_sqlite_close,
