@@ -456,6 +456,14 @@ async function scenarioDashboard(d, b, admin, producer, tls) {
   const page = await b.context.newPage();
   await page.setViewportSize({ width: 1100, height: 900 });
   page.on('pageerror', (e) => console.error(`dashboard: ${e}`));
+  await page.addInitScript(() => {
+    const f = window.fetch;
+    window.agentPolls = 0;
+    window.fetch = (...args) => {
+      window.agentPolls += String(args[0]?.url ?? args[0]).includes('/api/v1/admin/agents') ? 1 : 0;
+      return f(...args);
+    };
+  });
   const res = await page.goto(`${d.url}/ui`);
   check(res.status() === 200, '/ui answers 200');
   check((res.headers()['content-security-policy'] ?? '').includes("script-src 'self'"), 'CSP');
@@ -463,13 +471,26 @@ async function scenarioDashboard(d, b, admin, producer, tls) {
   await page.click('#signin-button');
   await page.waitForSelector('#agents tr[data-agent="d.alpha"]');
   check(await page.evaluate(() => sessionStorage.length === 0), 'token kept in memory only');
-  // A publish shows within a second.
+  // A publish shows at the first poll after it (polls every 300 ms: within a second). Counted in
+  // polls (the page's agent listings, counted by a wrapped fetch), not milliseconds, which a
+  // loaded machine stretches.
   await page.waitForTimeout(600);
-  await publish(d, producer, 'd.beta', { n: 1 });
-  const t0 = Date.now(); // from the publish's answer: the event is committed
-  await page.waitForSelector('#agents tr[data-agent="d.beta"]', { timeout: 3000 });
-  const shownMs = Date.now() - t0;
-  check(shownMs <= 1000, `a publish shows within a second (${shownMs} ms)`);
+  await publish(d, producer, 'd.beta', { n: 1 }); // answered: the event is committed
+  const polls = await page.evaluate(() => new Promise((resolve) => {
+    const at = window.agentPolls;
+    const shown = () => document.querySelector('#agents tr[data-agent="d.beta"]') !== null;
+    if (shown()) {
+      resolve(0);
+      return;
+    }
+    new MutationObserver((_, o) => {
+      if (shown()) {
+        o.disconnect();
+        resolve(window.agentPolls - at);
+      }
+    }).observe(document.getElementById('agents'), { childList: true, subtree: true });
+  }));
+  check(polls <= 1, `a publish shows at the first poll after it (${polls} polls)`);
   // A quarantined event: claim, release as poison; then requeue it by clicking.
   const evId = await publish(d, producer, 'd.q', { bad: true });
   const claim = await api(d, 'POST', '/api/v1/agents/d.q/inbox/claim', operator, { limit: 1 });
