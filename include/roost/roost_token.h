@@ -36,6 +36,33 @@ ROOST_EXPORT int roost_token_mint_ex(const char *key_pem_path, const char *tenan
                                      const char *scope, int64_t ttl_s, char **token_out,
                                      char *errbuf, size_t errlen);
 
+/* ---- device login credentials (roost login; doc/CREDENTIALS.md) ----
+ * `roost login` saves a device's refresh token (and signing key) in a credential store: the
+ * directory `dir` (NULL: $ROOST_CREDENTIALS_DIR, else $XDG_STATE_HOME/roost, else
+ * ~/.local/state/roost), one file per agent, mode 0600 in a 0700 directory. A roost_device is a
+ * token provider over it: roost_device_token (a roost_token_fn) answers from memory while the
+ * access token has more than a third of its life left, else rotates the refresh token at
+ * /oauth/token and saves the new one before answering. Secrets are kept in memory excluded from
+ * core dumps and wiped when freed; the access token is never written to disk. */
+struct roost_device;
+
+/* Saves the answer of /oauth/token (`token_json`) for `server`. ROOST_OK, ROOST_EIO, ROOST_EINVAL.
+ */
+ROOST_EXPORT int roost_device_save(const char *dir, const char *server, const char *token_json,
+                                   char *errbuf, size_t errlen);
+/* Opens the saved credentials of agent_id (NULL: the only ones in the store). ROOST_ENOTFOUND
+ * when none are saved, ROOST_EINVAL when several are and agent_id is NULL, ROOST_EIO. */
+ROOST_EXPORT int roost_device_open(const char *dir, const char *agent_id, struct roost_device **out,
+                                   char *errbuf, size_t errlen);
+/* A roost_token_fn: `arg` is the struct roost_device. Thread-safe. A refused refresh (the device
+ * revoked, or its refresh token reused elsewhere) answers ROOST_EUNAUTHENTICATED and leaves the
+ * server's reason in roost_device_error. */
+ROOST_EXPORT int roost_device_token(void *arg, char *buf, size_t cap);
+ROOST_EXPORT const char *roost_device_error(const struct roost_device *d);
+ROOST_EXPORT const char *roost_device_server(const struct roost_device *d);
+ROOST_EXPORT const char *roost_device_agent(const struct roost_device *d);
+ROOST_EXPORT void roost_device_free(struct roost_device *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -273,6 +273,11 @@ int cmd_keys_generate(struct cli_args *a);
 int cmd_whoami(struct cli_args *a);
 int cmd_keys_list(struct cli_args *a);
 int cmd_keys_revoke(struct cli_args *a);
+/* The device `roost login` saved, once a command found no token and opened it (util.c). */
+extern struct roost_device *cli_device;
+int cli_device_open(const struct cli_args *a);
+/* cmd_login.c */
+int cmd_login(struct cli_args *a);
 /* cmd_devices.c */
 int cmd_admin_devices_list(struct cli_args *a);
 int cmd_admin_devices_approve(struct cli_args *a);

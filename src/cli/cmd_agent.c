@@ -557,6 +557,10 @@ int cmd_agent_run(struct cli_args *a)
         o.token_cb = cli_token_source_cb;
         o.token_cb_arg = &ts;
     }
+    if (!follow && cli_device != NULL) {
+        o.token_cb = roost_device_token; /* a logged-in device: refreshed for the agent's life */
+        o.token_cb_arg = cli_device;
+    }
     r = run_agent(a, &o, &x);
     if (follow) {
         cli_token_source_cleanup(&ts);

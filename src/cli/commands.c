@@ -537,6 +537,24 @@ static const struct cli_option devices_list_opts[] = {
     END,
 };
 
+static const struct cli_option login_opts[] = {
+    AGENT(CLI_REQUIRED, "the agent this device acts as"),
+    {.name = "tenant",
+     .kind = CLI_STRING,
+     .arg = "T",
+     .help = "the tenant (default: the server's)"},
+    {.name = "scope",
+     .kind = CLI_STRING,
+     .arg = "SCOPES",
+     .help = "scopes to ask for (default agent:A:consume)"},
+    {.name = "credentials-dir",
+     .kind = CLI_STRING,
+     .arg = "DIR",
+     .env = "ROOST_CREDENTIALS_DIR",
+     .help = "the credential store (default $XDG_STATE_HOME/roost or ~/.local/state/roost)"},
+    END,
+};
+
 static const struct cli_option devices_approve_opts[] = {
     {.name = "scope",
      .kind = CLI_STRING,
@@ -954,6 +972,16 @@ const struct cli_command cli_commands[] = {
      .description = "Deletes the endpoint and its attempt log; the agent's events stay in its "
                     "inbox for it to pull. An unknown endpoint fails with endpoint_not_found.",
      .options = callbacks_agent_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "login",
+     .run = cmd_login,
+     .summary = "enrol this device for an agent (device login)",
+     .description = "Starts a device login (RFC 8628): prints a user code for an operator to "
+                    "approve (roost admin devices approve CODE), waits, and saves the refresh "
+                    "token in the credential store (a 0600 file). Every command then uses the "
+                    "logged-in device when no token is given; its access tokens are short-lived "
+                    "and refreshed as needed.",
+     .options = login_opts,
      .common = CLI_COMMON_ALL},
     {.name = "admin devices list",
      .run = cmd_admin_devices_list,

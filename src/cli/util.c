@@ -33,6 +33,22 @@ static char *read_token_file(const struct cli_args *a, const char *path)
     return buf;
 }
 
+struct roost_device *cli_device;
+
+int cli_device_open(const struct cli_args *a)
+{
+    (void)a;
+    if (cli_device != NULL) {
+        return 0;
+    }
+    char err[512];
+    const char *agent = getenv("ROOST_AGENT");
+    return roost_device_open(NULL, agent != NULL && agent[0] ? agent : NULL, &cli_device, err,
+                             sizeof err) == ROOST_OK
+               ? 0
+               : -1;
+}
+
 int cli_resolve_endpoint(const struct cli_args *a, const char **server_out, const char **token_out,
                          char **file_token_out)
 {
@@ -65,10 +81,28 @@ int cli_resolve_endpoint(const struct cli_args *a, const char **server_out, cons
     if (token == NULL) {
         token = cli_str(a, "token");
     }
+    if ((token == NULL || token[0] == '\0') && cli_device_open(a) == 0) {
+        /* A device logged in with `roost login`: its first access token now, the callback
+         * (cli_connect, agent run) keeps it fresh. */
+        char buf[ROOST_TOKEN_MAX_BYTES + 1];
+        int rc = roost_device_token(cli_device, buf, sizeof buf);
+        if (rc != ROOST_OK) {
+            fprintf(stderr, "roost: %s: the device login of agent %s was refused: %s\n",
+                    a->cmd->name, roost_device_agent(cli_device), roost_device_error(cli_device));
+            return CLI_EXIT_ERROR;
+        }
+        if ((*file_token_out = strdup(buf)) == NULL) {
+            return CLI_EXIT_ERROR;
+        }
+        token = *file_token_out;
+        if (!cli_given(a, "server") && getenv("ROOST_SERVER") == NULL) {
+            server = roost_device_server(cli_device);
+        }
+    }
     if (token == NULL || token[0] == '\0') {
         return cli_usage_error(a, "no token: pass --token, --token-file or --token-command, or set "
                                   "ROOST_TOKEN "
-                                  "(mint one with 'roost token mint')");
+                                  "(mint one with 'roost token mint'), or run 'roost login'");
     }
     *server_out = server;
     *token_out = token;
@@ -154,6 +188,9 @@ int cli_connect(const struct cli_args *a, struct roost_client **out)
         r = cli_fail(a, c, rc, "signing key");
         roost_client_free(c);
         return r;
+    }
+    if (cli_device != NULL) {
+        roost_client_set_token_callback(c, roost_device_token, cli_device);
     }
     *out = c;
     return CLI_EXIT_OK;

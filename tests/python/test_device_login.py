@@ -315,3 +315,66 @@ def test_cli_admin_devices(make_server: Any) -> None:
     # another tenant's operator sees none of them
     r = cli(srv, "admin", "devices", "list", "-o", "json", tenant="other")
     assert r.returncode == 0 and json.loads(r.stdout)["devices"] == []
+
+
+def test_roost_login_in_a_terminal(make_server: Any, tmp_dir: str) -> None:
+    """`roost login` in a pseudo-terminal, the operator approves with the CLI; then commands
+    run without a token use the device, rotating its refresh token; the credential file is
+    0600; a replayed copy of the refresh token revokes the family and the CLI says why."""
+    import os
+    import pty
+    import re
+    import stat
+    import subprocess
+    from harness import roost_cli_bin
+    srv = make_server("oauth.poll_interval_s=1", "oauth.access_token_ttl_s=60")
+    creds = os.path.join(tmp_dir, "creds")
+    env = {"PATH": "/usr/bin:/bin", "HOME": tmp_dir, "ROOST_CREDENTIALS_DIR": creds}
+    master, slave = pty.openpty()
+    p = subprocess.Popen([roost_cli_bin(), "login", "--server", srv.url, "--agent", "laptop"],
+                         stdin=slave, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    out = b""
+    try:
+        def code() -> Optional[str]:
+            nonlocal out
+            out += os.read(master, 4096)
+            m = re.search(rb"approve ([A-Z]{4}-[A-Z]{4})", out)
+            return m.group(1).decode() if m else None
+        user_code = wait_until(code, 20, "the user code on the terminal")
+        r = cli(srv, "admin", "devices", "approve", user_code)
+        assert r.returncode == 0, r.stderr
+        assert p.wait(timeout=30 * SLOW) == 0
+        try:
+            while True:
+                chunk = os.read(master, 4096)
+                if not chunk:
+                    break
+                out += chunk
+        except OSError:
+            pass
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.close(master)
+    assert b"approved for agent laptop" in out, out
+    (name,) = os.listdir(creds)
+    path = os.path.join(creds, name)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(creds).st_mode) == 0o700
+    rec1 = json.load(open(path))
+    assert rec1["refresh_token"].startswith("rt1.default.") and "access_token" not in rec1
+    assert rec1["refresh_token"].encode() not in out  # never on the terminal
+    # a command without any token option uses the device (and rotates its refresh token)
+    r = subprocess.run([roost_cli_bin(), "inbox", "read", "--agent", "laptop", "-o", "json"],
+                       env=env, capture_output=True, text=True, timeout=30 * SLOW)
+    assert r.returncode == 0, r.stderr
+    rec2 = json.load(open(path))
+    assert rec2["refresh_token"] != rec1["refresh_token"]
+    assert rec1["refresh_token"] not in r.stdout + r.stderr
+    # a thief replays the copy taken before: the family is revoked, the CLI says why
+    assert err(refresh(srv, rec1["refresh_token"])) == "invalid_grant"
+    r = subprocess.run([roost_cli_bin(), "inbox", "read", "--agent", "laptop"], env=env,
+                       capture_output=True, text=True, timeout=30 * SLOW)
+    assert r.returncode != 0
+    assert "refused" in r.stderr and "revoked" in r.stderr, r.stderr

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/* Device login credentials (roost_token.h, doc/CREDENTIALS.md): the credential store and the
+ * token provider over it.
+ *
+ * The store is one small interface (struct cred_store: load and save one agent's record) so an
+ * OS keyring can be added beside the file backend: today the file backend only, one JSON file per
+ * agent, 0600 in a 0700 directory, written to a temporary file and renamed into place. It
+ * protects against other users of the machine, not against the user's own processes or root. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/fsutil.h"
+#include "common/ids.h"
+#include "roost/roost_client.h"
+#include "roost/roost_token.h"
+
+#include "common/banned.h"
+
+#define RECORD_MAX_BYTES (64 * 1024)
+#define SECRET_MAX 4096
+
+static int fail(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
+{
+    if (errbuf != NULL && errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(errbuf, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+/* ---- the credential store ---- */
+
+struct cred_store {
+    const char *name;
+    /* *json: the agent's record (caller cleanses and frees). ROOST_ENOTFOUND, ROOST_EIO. */
+    int (*load)(const char *dir, const char *agent, char **json);
+    /* Replaces the agent's record. ROOST_OK or ROOST_EIO. */
+    int (*save)(const char *dir, const char *agent, const char *json);
+};
+
+static void record_path(const char *dir, const char *agent, char *out, size_t len)
+{
+    snprintf(out, len, "%s/device-%s.json", dir, agent);
+}
+
+static int file_load(const char *dir, const char *agent, char **json)
+{
+    char path[4096];
+    size_t len = 0;
+    record_path(dir, agent, path, sizeof path);
+    *json = NULL;
+    if (fsutil_read_bounded(path, RECORD_MAX_BYTES, json, &len) != 0) {
+        return errno == ENOENT ? ROOST_ENOTFOUND : ROOST_EIO;
+    }
+    return ROOST_OK;
+}
+
+static int file_save(const char *dir, const char *agent, const char *json)
+{
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        return ROOST_EIO;
+    }
+    char path[4096], tmp[4200];
+    record_path(dir, agent, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        return ROOST_EIO;
+    }
+    size_t n = strlen(json);
+    bool ok = fchmod(fd, 0600) == 0 && write(fd, json, n) == (ssize_t)n && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return ROOST_EIO;
+    }
+    return ROOST_OK;
+}
+
+static const struct cred_store file_store = {.name = "file", .load = file_load, .save = file_save};
+
+static const char *default_dir(const char *dir, char *buf, size_t len)
+{
+    const char *env;
+    if (dir != NULL && dir[0] != '\0') {
+        return dir;
+    }
+    if ((env = getenv("ROOST_CREDENTIALS_DIR")) != NULL && env[0] != '\0') {
+        return env;
+    }
+    if ((env = getenv("XDG_STATE_HOME")) != NULL && env[0] == '/') {
+        snprintf(buf, len, "%s/roost", env);
+    } else {
+        const char *home = getenv("HOME");
+        snprintf(buf, len, "%s/.local/state/roost", home != NULL ? home : ".");
+        char parent[4200];
+        snprintf(parent, sizeof parent, "%s/.local", home != NULL ? home : ".");
+        mkdir(parent, 0700);
+        snprintf(parent, sizeof parent, "%s/.local/state", home != NULL ? home : ".");
+        mkdir(parent, 0700);
+    }
+    return buf;
+}
+
+/* ---- the device ---- */
+
+/* Kept in its own mapping, excluded from core dumps, wiped when freed. */
+struct roost_device {
+    pthread_mutex_t lock;
+    const struct cred_store *store;
+    char dir[4096];
+    char server[2048];
+    char tenant[ROOST_ID_MAX + 1];
+    char agent[ROOST_ID_MAX + 1];
+    char refresh[SECRET_MAX];
+    char access[SECRET_MAX];
+    int64_t access_exp, access_ttl; /* s */
+    char error[512];
+};
+
+int roost_device_save(const char *dir, const char *server, const char *token_json, char *errbuf,
+                      size_t errlen)
+{
+    char dbuf[4096];
+    dir = default_dir(dir, dbuf, sizeof dbuf);
+    json_t *t = json_loads(token_json, 0, NULL);
+    const char *agent = json_string_value(json_object_get(t, "agent_id"));
+    const char *rt = json_string_value(json_object_get(t, "refresh_token"));
+    if (agent == NULL || rt == NULL || !ids_valid_name(agent, strlen(agent))) {
+        json_decref(t);
+        return fail(errbuf, errlen, ROOST_EINVAL, "not a token answer");
+    }
+    json_t *rec = json_pack("{s:s, s:O?, s:s, s:O?, s:s, s:O?}", "server", server, "tenant",
+                            json_object_get(t, "tenant"), "agent_id", agent, "device_id",
+                            json_object_get(t, "device_id"), "refresh_token", rt, "signing_key",
+                            json_object_get(t, "signing_key"));
+    char *text = rec != NULL ? json_dumps(rec, JSON_COMPACT) : NULL;
+    int rc = text != NULL ? file_store.save(dir, agent, text) : ROOST_ENOMEM;
+    if (text != NULL) {
+        OPENSSL_cleanse(text, strlen(text));
+        free(text);
+    }
+    json_decref(rec);
+    json_decref(t);
+    return rc == ROOST_OK ? rc
+                          : fail(errbuf, errlen, rc, "cannot write the credentials in %s", dir);
+}
+
+/* The only record in dir, when agent is NULL. */
+static int only_agent(const char *dir, char *agent, size_t len, char *errbuf, size_t errlen)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return fail(errbuf, errlen, ROOST_ENOTFOUND, "no device login in %s", dir);
+    }
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n > 12 && strncmp(e->d_name, "device-", 7) == 0 &&
+            strcmp(e->d_name + n - 5, ".json") == 0 && n - 12 < len) {
+            if (found++ == 0) {
+                snprintf(agent, len, "%.*s", (int)(n - 12), e->d_name + 7);
+            }
+        }
+    }
+    closedir(d);
+    if (found == 0) {
+        return fail(errbuf, errlen, ROOST_ENOTFOUND, "no device login in %s", dir);
+    }
+    return found == 1 ? ROOST_OK
+                      : fail(errbuf, errlen, ROOST_EINVAL,
+                             "several agents are logged in in %s: name the agent", dir);
+}
+
+int roost_device_open(const char *dir, const char *agent_id, struct roost_device **out,
+                      char *errbuf, size_t errlen)
+{
+    *out = NULL;
+    char dbuf[4096], agent[ROOST_ID_MAX + 1];
+    dir = default_dir(dir, dbuf, sizeof dbuf);
+    int rc;
+    if (agent_id == NULL) {
+        if ((rc = only_agent(dir, agent, sizeof agent, errbuf, errlen)) != ROOST_OK) {
+            return rc;
+        }
+        agent_id = agent;
+    }
+    if (!ids_valid_name(agent_id, strlen(agent_id))) {
+        return fail(errbuf, errlen, ROOST_EINVAL, "bad agent id");
+    }
+    char *text = NULL;
+    if ((rc = file_store.load(dir, agent_id, &text)) != ROOST_OK) {
+        return fail(errbuf, errlen, rc, "no device login of agent %s in %s", agent_id, dir);
+    }
+    json_t *rec = json_loads(text, 0, NULL);
+    OPENSSL_cleanse(text, strlen(text));
+    free(text);
+    const char *server = json_string_value(json_object_get(rec, "server"));
+    const char *tenant = json_string_value(json_object_get(rec, "tenant"));
+    const char *rt = json_string_value(json_object_get(rec, "refresh_token"));
+    if (server == NULL || rt == NULL || strlen(rt) >= SECRET_MAX || strlen(server) >= 2048) {
+        json_decref(rec);
+        return fail(errbuf, errlen, ROOST_EIO, "the device login of %s is damaged", agent_id);
+    }
+    struct roost_device *d =
+        mmap(NULL, sizeof *d, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (d == MAP_FAILED) {
+        json_decref(rec);
+        return fail(errbuf, errlen, ROOST_ENOMEM, "out of memory");
+    }
+#ifdef MADV_DONTDUMP
+    madvise(d, sizeof *d, MADV_DONTDUMP);
+#endif
+    pthread_mutex_init(&d->lock, NULL);
+    d->store = &file_store;
+    snprintf(d->dir, sizeof d->dir, "%s", dir);
+    snprintf(d->server, sizeof d->server, "%s", server);
+    snprintf(d->tenant, sizeof d->tenant, "%s", tenant != NULL ? tenant : "");
+    snprintf(d->agent, sizeof d->agent, "%s", agent_id);
+    snprintf(d->refresh, sizeof d->refresh, "%s", rt);
+    /* jansson's copy of the record goes with it; its strings are not ours to wipe. */
+    json_decref(rec);
+    *out = d;
+    return ROOST_OK;
+}
+
+/* One refresh: the next access token and refresh token, the latter saved before use. */
+static int refresh(struct roost_device *d)
+{
+    struct roost_client *c = NULL;
+    int rc = roost_client_new(&c, d->server, NULL);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    json_t *req = json_pack("{s:s, s:s, s:s}", "grant_type", "refresh_token", "refresh_token",
+                            d->refresh, "client_id", d->agent);
+    char *body = req != NULL ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+    char *resp = NULL;
+    int status = 0;
+    rc = body != NULL ? roost_client_request(c, "POST", "/oauth/token", body, &status, &resp)
+                      : ROOST_ENOMEM;
+    if (body != NULL) {
+        OPENSSL_cleanse(body, strlen(body));
+        free(body);
+    }
+    if (rc != ROOST_OK) {
+        if (status == 400) {
+            size_t n = 0;
+            const char *eb = roost_client_last_body(c, &n);
+            json_t *e = eb != NULL ? json_loadb(eb, n, 0, NULL) : NULL;
+            snprintf(d->error, sizeof d->error, "%s: %s",
+                     e ? json_string_value(json_object_get(e, "error")) : "refused",
+                     e ? json_string_value(json_object_get(e, "error_description")) : "");
+            json_decref(e);
+            rc = ROOST_EUNAUTHENTICATED;
+        }
+        roost_client_free(c);
+        return rc;
+    }
+    roost_client_free(c);
+    json_t *t = json_loads(resp, 0, NULL);
+    const char *at = json_string_value(json_object_get(t, "access_token"));
+    const char *rt = json_string_value(json_object_get(t, "refresh_token"));
+    json_int_t ttl = json_integer_value(json_object_get(t, "expires_in"));
+    char err[256];
+    if (at == NULL || rt == NULL || strlen(at) >= SECRET_MAX || strlen(rt) >= SECRET_MAX) {
+        rc = ROOST_EPROTO;
+    } else if ((rc = roost_device_save(d->dir, d->server, resp, err, sizeof err)) == ROOST_OK) {
+        snprintf(d->refresh, sizeof d->refresh, "%s", rt);
+        snprintf(d->access, sizeof d->access, "%s", at);
+        d->access_ttl = ttl > 0 ? (int64_t)ttl : 60;
+        d->access_exp = (int64_t)time(NULL) + d->access_ttl;
+        d->error[0] = '\0';
+    } else {
+        snprintf(d->error, sizeof d->error, "%s", err);
+    }
+    json_decref(t);
+    OPENSSL_cleanse(resp, strlen(resp));
+    roost_free(resp);
+    return rc;
+}
+
+int roost_device_token(void *arg, char *buf, size_t cap)
+{
+    struct roost_device *d = arg;
+    pthread_mutex_lock(&d->lock);
+    int rc = ROOST_OK;
+    int64_t now = (int64_t)time(NULL);
+    /* Refreshed once a third of its life is left (at least 1 s): a request never carries one
+     * about to expire. */
+    int64_t margin = d->access_ttl / 3 > 1 ? d->access_ttl / 3 : 1;
+    if (d->access[0] == '\0' || now + margin >= d->access_exp) {
+        rc = refresh(d);
+    }
+    if (rc == ROOST_OK) {
+        rc = strlen(d->access) < cap ? ROOST_OK : ROOST_EINVAL;
+        if (rc == ROOST_OK) {
+            memcpy(buf, d->access, strlen(d->access) + 1);
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+const char *roost_device_error(const struct roost_device *d)
+{
+    return d->error;
+}
+
+const char *roost_device_server(const struct roost_device *d)
+{
+    return d->server;
+}
+
+const char *roost_device_agent(const struct roost_device *d)
+{
+    return d->agent;
+}
+
+void roost_device_free(struct roost_device *d)
+{
+    if (d != NULL) {
+        pthread_mutex_destroy(&d->lock);
+        OPENSSL_cleanse(d, sizeof *d);
+        munmap(d, sizeof *d);
+    }
+}
