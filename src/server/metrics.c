@@ -638,6 +638,30 @@ static void render_store_ha(struct evbuffer *out)
     }
 }
 
+/* The read lanes' fairness (workers.h), summed over the store shards: reads a free reader passed
+ * over because their tenant held its share of the lane, and the jobs the scan readers ran. */
+static void render_read_lanes(struct metrics *m, struct evbuffer *out)
+{
+    struct workers_stats sum = {0};
+    for (size_t i = 0; m->env.pool != NULL; i++) {
+        struct workers *w = m->env.pool(m->env.arg, i);
+        if (w == NULL) {
+            break;
+        }
+        struct workers_stats ws;
+        workers_get_stats(w, &ws);
+        sum.reads_deferred += ws.reads_deferred;
+        sum.scans += ws.scans;
+    }
+    family(out, "roost_store_reads_deferred_total", "counter",
+           "Times a free store reader passed over queued reads whose tenant held its share of the "
+           "readers (one tenant never takes them all).");
+    evbuffer_add_printf(out, "roost_store_reads_deferred_total %llu\n", sum.reads_deferred);
+    family(out, "roost_store_scans_total", "counter",
+           "Jobs run on the scan readers (admin listings, bulk inbox reads).");
+    evbuffer_add_printf(out, "roost_store_scans_total %llu\n", sum.scans);
+}
+
 int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *out)
 {
     int64_t now = time_now_ms();
@@ -712,6 +736,7 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
     evbuffer_add_printf(
         out, "roost_store_write_retries_total %llu\n",
         (unsigned long long)atomic_load_explicit(&m->write_retries, memory_order_relaxed));
+    render_read_lanes(m, out);
     webhook_stats_render(m->webhooks, m->env.cfg->metrics_tenant_labels, out);
     render_store_ha(out);
     return 0;

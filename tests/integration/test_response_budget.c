@@ -321,8 +321,8 @@ static void test_concurrent_big_reads_under_as_cap(void)
 }
 
 /* Bulk reads and admin listings run on the scan readers (workers.h), small reads do not: after
- * reads of limit 100 (small) and 101 (bulk, twice) and one agent listing, the workers' line
- * logged at shutdown counts three scans. */
+ * reads of limit 100 (small) and 101 (bulk, twice) and one agent listing, /metrics and the
+ * workers' line logged at shutdown count three scans, and both give the same reads_deferred. */
 static void test_bulk_reads_on_scan_readers(void)
 {
     static const char *const sets[] = {NULL};
@@ -344,8 +344,19 @@ static void test_bulk_reads_on_scan_readers(void)
     json_t *out = NULL;
     CHECK_EQ(h_callj(n.http, "GET", t, NULL, &out, "/api/v1/admin/agents?sort=age"), 200);
     json_decref(out);
+    struct h_response r;
+    CHECK(h_request(n.http, "GET", "/metrics", NULL, NULL, 0, NULL, &r) == 0 && r.status == 200);
+    const char *scans = r.body ? strstr(r.body, "\nroost_store_scans_total ") : NULL;
+    const char *deferred = r.body ? strstr(r.body, "\nroost_store_reads_deferred_total ") : NULL;
+    CHECK(scans != NULL && strtoll(strchr(scans + 1, ' ') + 1, NULL, 10) == 3);
+    long long n_deferred = deferred ? strtoll(strchr(deferred + 1, ' ') + 1, NULL, 10) : -1;
+    CHECK(n_deferred >= 0);
+    h_response_cleanup(&r);
     CHECK_EQ(roostd_stop(&n), 0);
     CHECK_EQ(roostd_log_count(&n, " scans=3 "), 1);
+    char *line = h_fmt(" reads_deferred=%lld", n_deferred);
+    CHECK_EQ(roostd_log_count(&n, line), 1);
+    free(line);
     roostd_remove_dir(&n);
     free(t);
 }
