@@ -12,8 +12,10 @@ six loops of GET /api/v1/admin/agents?sort=age&limit=1000 and two loops of big i
 (limit=1000, about 4 MiB a page). Prints B's cycles, p50 and p99 (ms) both ways, the ratio of
 the p99s, what A's loops got through, and the roostd shutdown line (scans, reads_deferred).
 Every request runs on a kept-alive connection of its own process, so the client's GIL is not
-part of B's numbers. --scans and --reads change A's loops (one kind alone); BENCH_STEPS=1 prints
-where each of B's cycles over 100 ms spent its time.
+part of B's numbers. --scans and --reads change A's loops (one kind alone); --publishes N adds N
+loops of A's big publishes (the write side: each a batch of --batch events of 1 KiB to one agent,
+or with --fanout one event to that many of A's agents), which share the writers' queue with B's
+publish, claim and ack; BENCH_STEPS=1 prints where each of B's cycles over 100 ms spent its time.
 """
 import argparse
 import http.client
@@ -46,12 +48,21 @@ def call(c, method, path, token, body=None):
     return r.status, raw
 
 
-def attacker(kind, port, token, stop, counts, idx):
+def attacker(kind, port, token, stop, counts, idx, batch=1000, fanout=0):
     c = conn(port)
     n = 0
+    blob = "y" * 1024
     while not stop.is_set():
         if kind == "scan":
             st, _ = call(c, "GET", "/api/v1/admin/agents?sort=age&limit=1000", token)
+        elif kind == "publish" and fanout:
+            st, _ = call(c, "POST", "/api/v1/events", token,
+                         {"recipients": ["fa.%06d" % i for i in range(fanout)],
+                          "payload": {"b": blob}})
+        elif kind == "publish":
+            st, _ = call(c, "POST", "/api/v1/events", token,
+                         {"events": [{"recipients": ["fa.pub"], "payload": {"b": blob}}
+                                     for _ in range(batch)]})
         else:
             st, _ = call(c, "GET", "/api/v1/agents/fa.big/inbox?limit=1000", token)
         n += 1
@@ -118,6 +129,10 @@ def main():
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--scans", type=int, default=6, help="A's admin agent-sort loops")
     ap.add_argument("--reads", type=int, default=2, help="A's big inbox read loops")
+    ap.add_argument("--publishes", type=int, default=0, help="A's big publish loops")
+    ap.add_argument("--batch", type=int, default=1000, help="events per big publish")
+    ap.add_argument("--fanout", type=int, default=0,
+                    help="big publishes as one event to this many of A's agents instead")
     ap.add_argument("--set", action="append", default=[])
     a = ap.parse_args()
 
@@ -165,9 +180,10 @@ def main():
         idle = measure(port, tok_b, a.seconds)
 
         stop = mp.Event()
-        kinds = ["scan"] * a.scans + ["read"] * a.reads
+        kinds = ["scan"] * a.scans + ["read"] * a.reads + ["publish"] * a.publishes
         counts = mp.Array("l", len(kinds))
-        procs = [mp.Process(target=attacker, args=(k, port, tok_a, stop, counts, i))
+        procs = [mp.Process(target=attacker,
+                            args=(k, port, tok_a, stop, counts, i, a.batch, a.fanout))
                  for i, k in enumerate(kinds)]
         for p in procs:
             p.start()
@@ -183,8 +199,9 @@ def main():
         print("B under attack: %5d cycles, p50 %7.2f ms, p99 %7.2f ms" %
               (len(busy), pct(busy, 50), pct(busy, 99)))
         print("p99 under attack / idle: %.2f" % (pct(busy, 99) / pct(idle, 99)))
-        print("A's scans: %d, A's big reads: %d (over %.0f s)" %
-              (sum(counts[:a.scans]), sum(counts[a.scans:]), a.seconds + 1))
+        print("A's scans: %d, A's big reads: %d, A's big publishes: %d (over %.0f s)" %
+              (sum(counts[:a.scans]), sum(counts[a.scans:a.scans + a.reads]),
+               sum(counts[a.scans + a.reads:]), a.seconds + 1))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
