@@ -137,7 +137,6 @@ static void my_error_set(struct store *st, const char *msg)
     snprintf(b->err, sizeof b->err, "%s", msg);
 }
 
-
 static int my_agent_head(struct store *st, const char *tenant_id, const char *agent_id,
                          int64_t *head, int64_t *purged)
 {
