@@ -562,6 +562,10 @@ int cmd_agent_run(struct cli_args *a)
         o.token_cb_arg = cli_device;
     }
     r = run_agent(a, &o, &x);
+    if (cli_device != NULL && roost_device_error(cli_device)[0] != '\0') {
+        fprintf(stderr, "roost: agent run: the device login of agent %s was refused: %s\n",
+                roost_device_agent(cli_device), roost_device_error(cli_device));
+    }
     if (follow) {
         cli_token_source_cleanup(&ts);
     }

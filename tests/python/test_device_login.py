@@ -378,3 +378,68 @@ def test_roost_login_in_a_terminal(make_server: Any, tmp_dir: str) -> None:
                        capture_output=True, text=True, timeout=30 * SLOW)
     assert r.returncode != 0
     assert "refused" in r.stderr and "revoked" in r.stderr, r.stderr
+
+
+def test_agent_run_with_a_device(make_server: Any, tmp_dir: str) -> None:
+    """`roost agent run` with a logged-in device and 2 s access tokens: every event is handled
+    across many refreshes; no secret reaches the --exec child's environment, the agent's output
+    or the server's log; a revoked device stops the agent with the reason."""
+    import os
+    import subprocess
+    from harness import roost_cli_bin
+    srv = make_server("oauth.poll_interval_s=1", "oauth.access_token_ttl_s=2")
+    creds = os.path.join(tmp_dir, "creds")
+    out_dir = os.path.join(tmp_dir, "out")
+    os.mkdir(out_dir)
+    tok = enrol(srv)
+    os.makedirs(creds, mode=0o700)
+    rec = {"server": srv.url, "tenant": tok["tenant"], "agent_id": "laptop",
+           "device_id": tok["device_id"], "refresh_token": tok["refresh_token"]}
+    path = os.path.join(creds, "device-laptop.json")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(fd, json.dumps(rec).encode())
+    os.close(fd)
+    env = {"PATH": "/usr/bin:/bin", "HOME": tmp_dir, "ROOST_CREDENTIALS_DIR": creds}
+    agent = subprocess.Popen(
+        [roost_cli_bin(), "agent", "run", "--agent", "laptop", "--state-dir",
+         os.path.join(tmp_dir, "state"), "--exec",
+         f'cat /proc/self/environ > {out_dir}/$ROOST_EVENT_ID.env; ps axww > {out_dir}/$ROOST_EVENT_ID.ps'],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        pub = {"Authorization": "Bearer " + srv.token("agent:laptop:publish", tenant="default")}
+        ids = []
+        end = time.monotonic() + 8  # four access-token lifetimes
+        while time.monotonic() < end:
+            r = httpx.post(srv.url + "/api/v1/events", headers=pub,
+                           json={"recipients": ["laptop"], "payload": {"n": len(ids)}})
+            assert r.status_code == 201, r.text
+            ids.append(r.json()["event_id"] if "event_id" in r.json() else r.json()["events"][0]["event_id"])
+            time.sleep(0.5)
+        wait_until(lambda: all(os.path.exists(f"{out_dir}/{i}.env") for i in ids), 30,
+                   "every event handled")
+        secrets_seen = [json.load(open(path))["refresh_token"], tok["refresh_token"]]
+        for i in ids:
+            environ = open(f"{out_dir}/{i}.env", "rb").read()
+            # ps lists the whole machine: our lines are those naming our binary or directory
+            ours = b"\n".join(ln for ln in open(f"{out_dir}/{i}.ps", "rb").read().splitlines()
+                              if roost_cli_bin().encode() in ln or tmp_dir.encode() in ln)
+            assert ours, "the agent is in ps"
+            for blob in (environ, ours):
+                for s in secrets_seen:
+                    assert s.encode() not in blob
+                assert b"rt1." not in blob and b"eyJ" not in blob
+        d = httpx.get(srv.url + "/api/v1/admin/devices", headers=admin(srv)).json()["devices"][0]
+        assert d["refreshes"] >= 4, d
+        # the operator revokes the device: the agent stops and says why
+        httpx.post(srv.url + f"/api/v1/admin/devices/{tok['device_id']}/revoke", headers=admin(srv))
+        code = agent.wait(timeout=30 * SLOW)
+        output = agent.stdout.read() if agent.stdout else ""
+        assert code != 0
+        assert "revoked" in output, output
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    log = open(os.path.join(srv.dir, "roostd.log")).read()
+    for s in secrets_seen:
+        assert s not in log and s not in output
