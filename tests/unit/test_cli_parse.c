@@ -165,7 +165,12 @@ static void test_cli_table_names_every_command(void)
                                         "admin endpoints enable",
                                         "admin endpoints attempts",
                                         "admin endpoints replay",
-                                        "completion"};
+                                        "completion",
+                                        "login",
+                                        "admin devices list",
+                                        "admin devices approve",
+                                        "admin devices deny",
+                                        "admin devices revoke"};
     CHECK_EQ(cli_n_commands, sizeof names / sizeof names[0]);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         CHECK(command(names[i]) != NULL);
