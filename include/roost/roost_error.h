@@ -104,7 +104,13 @@ extern "C" {
     X(EWEBHOOKURL, 400, "invalid_url", "url must be an absolute https URL of at most 2048 bytes")  \
     X(EWEBHOOKSECRET, 400, "invalid_secret",                                                       \
       "secret must be whsec_ followed by the base64 of 24 to 64 random bytes")                     \
-    X(EDEVICENOTFOUND, 404, "device_not_found", "no such device or user code")
+    X(EDEVICENOTFOUND, 404, "device_not_found", "no such device or user code")                     \
+    X(ESOURCENOTFOUND, 404, "source_not_found", "no such inbound webhook source")                  \
+    X(ESOURCEEXISTS, 409, "source_exists", "a source with this id already exists")                 \
+    X(ESOURCECONFIG, 400, "invalid_source", "the source's scheme, secret or routing is invalid")   \
+    X(EINGESTREFUSED, 401, "delivery_refused", "the delivery could not be verified")               \
+    X(EINGESTUNROUTABLE, 422, "delivery_unroutable",                                               \
+      "the delivery names no agent this source may deliver to")
 
 enum roost_error_position {
 #define ROOST_ERROR_POS(name, status, code, msg) ROOST_POS_##name,

@@ -293,5 +293,20 @@ int cmd_admin_endpoints_disable(struct cli_args *a);
 int cmd_admin_endpoints_enable(struct cli_args *a);
 int cmd_admin_endpoints_attempts(struct cli_args *a);
 int cmd_admin_endpoints_replay(struct cli_args *a);
+int cmd_admin_sources_add(struct cli_args *a);
+int cmd_admin_sources_list(struct cli_args *a);
+int cmd_admin_sources_show(struct cli_args *a);
+int cmd_admin_sources_rm(struct cli_args *a);
+int cmd_admin_sources_rotate(struct cli_args *a);
+int cmd_admin_sources_receipts(struct cli_args *a);
+/* Shared by the commands built on roost_client_request (cmd_callbacks.c): ids that go into a
+ * path or query as they are ([A-Za-z0-9._:-]{1,128}); one request with its answer printed (JSON);
+ * one GET of a list printed as --output asks; "&name=value" appended when value is not NULL. */
+bool cli_safe_id(const char *s);
+int cli_call(struct cli_args *a, const char *method, const char *path, const char *body,
+             const char *what);
+int cli_call_list(struct cli_args *a, const char *path, const char *what, const char *key,
+                  const char *const *columns);
+void cli_add_query(char *path, size_t cap, const char *name, const char *value);
 
 #endif

@@ -21,7 +21,7 @@
 #define SECRET_BYTES 32
 
 /* Ids that go into a path or query as they are: [A-Za-z0-9._:-]{1,128}. */
-static bool safe_id(const char *s)
+bool cli_safe_id(const char *s)
 {
     size_t n = s != NULL ? strlen(s) : 0;
     if (n == 0 || n > 128) {
@@ -39,8 +39,8 @@ static bool safe_id(const char *s)
 }
 
 /* Sends one request and prints the answer; `what` names it in errors. */
-static int call(struct cli_args *a, const char *method, const char *path, const char *body,
-                const char *what)
+int cli_call(struct cli_args *a, const char *method, const char *path, const char *body,
+             const char *what)
 {
     struct roost_client *c = NULL;
     int r = cli_connect(a, &c);
@@ -60,8 +60,8 @@ static int call(struct cli_args *a, const char *method, const char *path, const 
 }
 
 /* Sends one GET of a list and prints it as --output asks (a table or the server's JSON). */
-static int call_list(struct cli_args *a, const char *path, const char *what, const char *key,
-                     const char *const *columns)
+int cli_call_list(struct cli_args *a, const char *path, const char *what, const char *key,
+                  const char *const *columns)
 {
     struct roost_client *c = NULL;
     int r = cli_connect(a, &c);
@@ -77,7 +77,7 @@ static int call_list(struct cli_args *a, const char *path, const char *what, con
 }
 
 /* Appends "&name=value" (or "?name=value" first) when value is not NULL. */
-static void add_query(char *path, size_t cap, const char *name, const char *value)
+void cli_add_query(char *path, size_t cap, const char *name, const char *value)
 {
     if (value == NULL) {
         return;
@@ -90,7 +90,7 @@ static int check_ids(struct cli_args *a, const char *const *names)
 {
     for (size_t i = 0; names[i] != NULL; i++) {
         const char *v = cli_str(a, names[i]);
-        if (v != NULL && !safe_id(v)) {
+        if (v != NULL && !cli_safe_id(v)) {
             return cli_usage_error(a, "--%s: expected [A-Za-z0-9._:-]{1,128}, got '%s'", names[i],
                                    v);
         }
@@ -231,7 +231,7 @@ int cmd_callbacks_list(struct cli_args *a)
     }
     char path[256];
     snprintf(path, sizeof path, "/api/v1/agents/%s/callbacks", cli_str(a, "agent"));
-    return call(a, "GET", path, NULL, "callbacks list");
+    return cli_call(a, "GET", path, NULL, "callbacks list");
 }
 
 int cmd_callbacks_rm(struct cli_args *a)
@@ -241,12 +241,12 @@ int cmd_callbacks_rm(struct cli_args *a)
     if (r != CLI_EXIT_OK) {
         return r;
     }
-    if (!safe_id(a->argv[0])) {
+    if (!cli_safe_id(a->argv[0])) {
         return cli_usage_error(a, "ENDPOINT_ID: expected an endpoint id, got '%s'", a->argv[0]);
     }
     char path[384];
     snprintf(path, sizeof path, "/api/v1/agents/%s/callbacks/%s", cli_str(a, "agent"), a->argv[0]);
-    return call(a, "DELETE", path, NULL, "callbacks rm");
+    return cli_call(a, "DELETE", path, NULL, "callbacks rm");
 }
 
 int cmd_admin_endpoints_list(struct cli_args *a)
@@ -258,19 +258,19 @@ int cmd_admin_endpoints_list(struct cli_args *a)
     }
     char path[512] = "/api/v1/admin/endpoints", limit[24];
     snprintf(limit, sizeof limit, "%lld", (long long)cli_num(a, "limit", 0));
-    add_query(path, sizeof path, "agent_id", cli_str(a, "agent"));
-    add_query(path, sizeof path, "limit", cli_given(a, "limit") ? limit : NULL);
-    add_query(path, sizeof path, "next", cli_str(a, "next"));
+    cli_add_query(path, sizeof path, "agent_id", cli_str(a, "agent"));
+    cli_add_query(path, sizeof path, "limit", cli_given(a, "limit") ? limit : NULL);
+    cli_add_query(path, sizeof path, "next", cli_str(a, "next"));
     static const char *const columns[] = {"endpoint_id", "agent_id:AGENT",         "url",
                                           "status",      "disabled_reason:REASON", "failing_since",
                                           NULL};
-    return call_list(a, path, "admin endpoints list", "endpoints", columns);
+    return cli_call_list(a, path, "admin endpoints list", "endpoints", columns);
 }
 
 /* The endpoint's own path plus `suffix`; a usage error when the id is not one. */
 static int endpoint_path(struct cli_args *a, const char *suffix, char *path, size_t cap)
 {
-    if (!safe_id(a->argv[0])) {
+    if (!cli_safe_id(a->argv[0])) {
         return cli_usage_error(a, "ENDPOINT_ID: expected an endpoint id, got '%s'", a->argv[0]);
     }
     snprintf(path, cap, "/api/v1/admin/endpoints/%s%s", a->argv[0], suffix);
@@ -281,21 +281,21 @@ int cmd_admin_endpoints_inspect(struct cli_args *a)
 {
     char path[384];
     int r = endpoint_path(a, "", path, sizeof path);
-    return r != CLI_EXIT_OK ? r : call(a, "GET", path, NULL, "admin endpoints inspect");
+    return r != CLI_EXIT_OK ? r : cli_call(a, "GET", path, NULL, "admin endpoints inspect");
 }
 
 int cmd_admin_endpoints_disable(struct cli_args *a)
 {
     char path[384];
     int r = endpoint_path(a, "/disable", path, sizeof path);
-    return r != CLI_EXIT_OK ? r : call(a, "POST", path, "{}", "admin endpoints disable");
+    return r != CLI_EXIT_OK ? r : cli_call(a, "POST", path, "{}", "admin endpoints disable");
 }
 
 int cmd_admin_endpoints_enable(struct cli_args *a)
 {
     char path[384];
     int r = endpoint_path(a, "/enable", path, sizeof path);
-    return r != CLI_EXIT_OK ? r : call(a, "POST", path, "{}", "admin endpoints enable");
+    return r != CLI_EXIT_OK ? r : cli_call(a, "POST", path, "{}", "admin endpoints enable");
 }
 
 int cmd_admin_endpoints_attempts(struct cli_args *a)
@@ -307,12 +307,12 @@ int cmd_admin_endpoints_attempts(struct cli_args *a)
         return r;
     }
     snprintf(limit, sizeof limit, "%lld", (long long)cli_num(a, "limit", 0));
-    add_query(path, sizeof path, "event_id", cli_str(a, "event-id"));
-    add_query(path, sizeof path, "limit", cli_given(a, "limit") ? limit : NULL);
-    add_query(path, sizeof path, "next", cli_str(a, "next"));
+    cli_add_query(path, sizeof path, "event_id", cli_str(a, "event-id"));
+    cli_add_query(path, sizeof path, "limit", cli_given(a, "limit") ? limit : NULL);
+    cli_add_query(path, sizeof path, "next", cli_str(a, "next"));
     static const char *const columns[] = {"at",         "event_id",    "attempt", "status_code",
                                           "latency_ms", "error_class", NULL};
-    return call_list(a, path, "admin endpoints attempts", "attempts", columns);
+    return cli_call_list(a, path, "admin endpoints attempts", "attempts", columns);
 }
 
 int cmd_admin_endpoints_replay(struct cli_args *a)
@@ -334,7 +334,7 @@ int cmd_admin_endpoints_replay(struct cli_args *a)
     if (text == NULL) {
         return cli_usage_error(a, "--since: not a string");
     }
-    r = call(a, "POST", path, text, "admin endpoints replay");
+    r = cli_call(a, "POST", path, text, "admin endpoints replay");
     free(text);
     return r;
 }

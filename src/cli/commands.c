@@ -611,6 +611,66 @@ static const struct cli_option endpoints_replay_opts[] = {
     {0},
 };
 
+/* ---- inbound webhook sources ----------------------------------------------------------------- */
+
+#define SOURCE_SECRET_OPTS                                                                         \
+    {.name = "secret",                                                                             \
+     .kind = CLI_STRING,                                                                           \
+     .arg = "S",                                                                                   \
+     .help = "the sender's secret or token (stripe: required, as its dashboard shows it;\n"        \
+             "default: roostd makes one and prints it once)"},                                     \
+    {                                                                                              \
+        .name = "secret-file", .kind = CLI_STRING, .arg = "F",                                     \
+        .help = "read the secret from file F"                                                      \
+    }
+
+static const struct cli_option sources_add_opts[] = {
+    {.name = "name", .kind = CLI_STRING, .arg = "N", .flags = CLI_REQUIRED, .help = "a name"},
+    {.name = "scheme",
+     .kind = CLI_CHOICE,
+     .arg = "SCHEME",
+     .flags = CLI_REQUIRED,
+     .choices = "standard-webhooks github stripe token hmac",
+     .help = "how deliveries are verified (doc/INGEST.md)"},
+    {.name = "agents",
+     .kind = CLI_STRING,
+     .arg = "A,B",
+     .help = "every delivery goes to these agents (one event each)"},
+    {.name = "agent-pointer",
+     .kind = CLI_STRING,
+     .arg = "P",
+     .help = "or: the agent named at JSON pointer P in the body (e.g. /metadata/agent)"},
+    {.name = "agent-selector",
+     .kind = CLI_STRING,
+     .arg = "SEL",
+     .help = "the agents --agent-pointer may name: an id or a prefix ending in *"},
+    {.name = "options",
+     .kind = CLI_STRING,
+     .arg = "JSON",
+     .help = "the scheme's options, e.g. '{\"header\":\"X-Token\"}' (token, hmac)"},
+    SOURCE_SECRET_OPTS,
+    {0},
+};
+
+static const struct cli_option sources_rotate_opts[] = {
+    SOURCE_SECRET_OPTS,
+    {.name = "overlap",
+     .kind = CLI_DURATION,
+     .arg = "DUR",
+     .min = 0,
+     .max = 30 * 86400,
+     .expect = "a duration up to 30 days",
+     .help = "how long the replaced secret still verifies (default 24h)"},
+    {0},
+};
+
+static const struct cli_option sources_list_opts[] = {
+    LIMIT("items per page (default 100)"),
+    NEXT_PAGE,
+    OUTPUT,
+    {0},
+};
+
 /* ---- the table ------------------------------------------------------------------------------- */
 
 const struct cli_command cli_commands[] = {
@@ -1081,6 +1141,63 @@ const struct cli_command cli_commands[] = {
                     "Delivered events are completed and cannot be replayed. Prints "
                     "{\"endpoint_id\",\"replayed\":N}.",
      .options = endpoints_replay_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin sources add",
+     .run = cmd_admin_sources_add,
+     .summary = "add an inbound webhook source",
+     .synopsis = "roost admin sources add --name N --scheme SCHEME (--agents A,B | --agent-pointer "
+                 "P --agent-selector SEL) [--options JSON] [--secret S | --secret-file F]",
+     .description = "Adds a source an outside sender (OpenAI, Anthropic, GitHub, Stripe, an A2A "
+                    "server...) posts to: prints it with its ingest_url and its secret, which is "
+                    "shown this once (doc/INGEST.md has a recipe per sender).",
+     .options = sources_add_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin sources list",
+     .run = cmd_admin_sources_list,
+     .summary = "list the tenant's inbound webhook sources",
+     .description =
+         "Lists the sources (never their secrets): {\"sources\":[...],\"next\":TOKEN|null}.",
+     .options = sources_list_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin sources show",
+     .run = cmd_admin_sources_show,
+     .summary = "show one inbound webhook source",
+     .args = "SOURCE_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Prints one source: scheme, options, routing, ingest_url (never its secret).",
+     .options = no_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin sources rm",
+     .run = cmd_admin_sources_rm,
+     .summary = "delete an inbound webhook source",
+     .args = "SOURCE_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Deletes the source and its receipt log; its URL answers 404 from then on. "
+                    "Events it delivered stay in their inboxes.",
+     .options = no_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin sources rotate",
+     .run = cmd_admin_sources_rotate,
+     .summary = "rotate a source's secret",
+     .args = "SOURCE_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Gives the source a new secret (printed once) and keeps the old one valid "
+                    "for --overlap (default 24h), so the sender can be switched meanwhile.",
+     .options = sources_rotate_opts,
+     .common = CLI_COMMON_ALL},
+    {.name = "admin sources receipts",
+     .run = cmd_admin_sources_receipts,
+     .summary = "a source's receipt log",
+     .args = "SOURCE_ID",
+     .min_args = 1,
+     .max_args = 1,
+     .description = "Every delivery, newest first: accepted, duplicate or refused, with the "
+                    "reason (signature_mismatch, timestamp_too_old...), delivery id, size and "
+                    "peer. Kept for ingest.receipt_retention_s.",
+     .options = sources_list_opts,
      .common = CLI_COMMON_ALL},
     {.name = "completion",
      .run = cmd_completion,

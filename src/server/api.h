@@ -88,6 +88,16 @@ void api_admin_endpoint_replay(struct request *rq);
  * away. */
 void api_webhooks_drain(void);
 
+/* api_ingest.c: inbound webhooks (DESIGN §6.5): the operator's sources and their receipts, and
+ * the senders' POST /ingest/{source_id} (no token; {key} carries the source id). */
+void api_admin_sources_add(struct request *rq);
+void api_admin_sources_list(struct request *rq);
+void api_admin_sources_get(struct request *rq);
+void api_admin_sources_delete(struct request *rq);
+void api_admin_sources_rotate(struct request *rq);
+void api_admin_sources_receipts(struct request *rq);
+void api_ingest(struct request *rq);
+
 /* api_health.c: without authentication, answered while draining (GET /healthz, /readyz, /metrics).
  */
 void api_healthz(struct request *rq);

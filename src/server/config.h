@@ -231,7 +231,19 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "oauth.key_overlap_s); a refresh issues the next")                                           \
     X("oauth.key_overlap_s", oauth_key_overlap_s, CONFIG_INT, "60", 0, 3600, CONFIG_RELOADABLE,    \
       "after a refresh the device's previous signing key still verifies this long, so requests "   \
-      "signed before it never fail")
+      "signed before it never fail")                                                               \
+    X("ingest.max_body_bytes", ingest_max_body_bytes, CONFIG_INT, "131072", 1024, 16777216,        \
+      CONFIG_RELOADABLE,                                                                           \
+      "largest body POST /ingest/{source_id} accepts; larger gets 413 (the event it makes must "   \
+      "also fit limits.max_payload_bytes)")                                                        \
+    X("ingest.rate_per_s", ingest_rate_per_s, CONFIG_INT, "50", 0, 1000000, CONFIG_RELOADABLE,     \
+      "deliveries one source may send per second on this node, with bursts of two seconds' "       \
+      "worth; more get 429 with Retry-After; 0 = no limit")                                        \
+    X("ingest.tolerance_s", ingest_tolerance_s, CONFIG_INT, "300", 1, 86400, CONFIG_RELOADABLE,    \
+      "a signed timestamp (standard-webhooks, stripe, hmac with a timestamp header; a JWT's iat) " \
+      "may be this far from now, either way")                                                      \
+    X("ingest.receipt_retention_s", ingest_receipt_retention_s, CONFIG_INT, "604800", 60,          \
+      315360000, CONFIG_RELOADABLE, "entries of a source's receipt log are deleted after this")
 
 /* Tenant routing: `store.tenant.<tenant_id> = URL` sends that tenant to its own store (a shard);
  * every other tenant uses store.url. Not reloadable: a shard's connections live as long as the

@@ -107,6 +107,10 @@ struct route_stats {
 
 /* Webhook deliveries per endpoint (the end of this file). */
 struct webhook_stats;
+struct ingest_stats;
+static struct ingest_stats *ingest_stats_new(void);
+static void ingest_stats_render(const struct ingest_stats *is, const char *mode,
+                                struct evbuffer *out);
 static struct webhook_stats *webhook_stats_new(void);
 static void webhook_stats_free(struct webhook_stats *ws);
 static void webhook_stats_render(struct webhook_stats *ws, const char *mode, struct evbuffer *out);
@@ -131,6 +135,7 @@ struct metrics {
     int64_t snap_ms;                    /* monotonic clock of snap, 0 = none yet */
     uint64_t snap_failures;
     struct webhook_stats *webhooks; /* per endpoint; any thread, under its own mutex */
+    struct ingest_stats *ingest;    /* per inbound webhook source; loop thread only */
     struct history *history;        /* the dashboard's chart samples, fed by each snapshot */
 };
 
@@ -146,7 +151,9 @@ struct metrics *metrics_new(void)
     }
     hist_init(&m->group_commit, batch_bounds, NBOUNDS(batch_bounds), 1);
     hist_init(&m->delivery, delivery_bounds, NBOUNDS(delivery_bounds), 1e-3);
-    if ((m->webhooks = webhook_stats_new()) == NULL || (m->history = history_new()) == NULL) {
+    if ((m->webhooks = webhook_stats_new()) == NULL || (m->history = history_new()) == NULL ||
+        (m->ingest = ingest_stats_new()) == NULL) {
+        free(m->ingest);
         webhook_stats_free(m->webhooks);
         free(m);
         return NULL;
@@ -169,6 +176,7 @@ void metrics_free(struct metrics *m)
     metrics_stop(m);
     snapshot_free(&m->snap);
     webhook_stats_free(m->webhooks);
+    free(m->ingest);
     history_free(m->history);
     free(m);
 }
@@ -738,6 +746,7 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
         (unsigned long long)atomic_load_explicit(&m->write_retries, memory_order_relaxed));
     render_read_lanes(m, out);
     webhook_stats_render(m->webhooks, m->env.cfg->metrics_tenant_labels, out);
+    ingest_stats_render(m->ingest, m->env.cfg->metrics_tenant_labels, out);
     render_store_ha(out);
     return 0;
 }
@@ -893,4 +902,86 @@ static void webhook_stats_render(struct webhook_stats *ws, const char *mode, str
         }
         hist_render(out, "roost_webhook_latency_seconds", labels, &ws->view[i].latency);
     }
+}
+
+/* ---- inbound webhook deliveries (loop thread) ---- */
+
+/* Sources with their own series; the rest share source="_other". */
+#define INGEST_MAX_SOURCES 256
+
+struct ingest_series {
+    char tenant_id[STORE_ID_MAX + 1];
+    char source_id[STORE_ID_MAX + 1];
+    uint64_t count[3]; /* accepted, duplicate, refused */
+};
+
+struct ingest_stats {
+    struct ingest_series series[INGEST_MAX_SOURCES + 1]; /* the last one is "_other" */
+    size_t n;
+};
+
+static const char *const ingest_outcomes[] = {"accepted", "duplicate", "refused"};
+
+void metrics_ingest(struct metrics *m, const char *tenant_id, const char *source_id,
+                    const char *outcome)
+{
+    struct ingest_stats *is = m->ingest;
+    struct ingest_series *s = NULL;
+    for (size_t i = 0; i < is->n && s == NULL; i++) {
+        if (strcmp(is->series[i].source_id, source_id) == 0 &&
+            strcmp(is->series[i].tenant_id, tenant_id) == 0) {
+            s = &is->series[i];
+        }
+    }
+    if (s == NULL && is->n < INGEST_MAX_SOURCES) {
+        s = &is->series[is->n++];
+        snprintf(s->tenant_id, sizeof s->tenant_id, "%s", tenant_id);
+        snprintf(s->source_id, sizeof s->source_id, "%s", source_id);
+    }
+    if (s == NULL) {
+        s = &is->series[INGEST_MAX_SOURCES];
+        snprintf(s->tenant_id, sizeof s->tenant_id, "_other");
+        snprintf(s->source_id, sizeof s->source_id, "_other");
+    }
+    for (size_t k = 0; k < 3; k++) {
+        s->count[k] += strcmp(outcome, ingest_outcomes[k]) == 0 ? 1 : 0;
+    }
+}
+
+/* metrics.tenant_labels "off": one series per outcome, no names; otherwise by tenant and
+ * source. */
+static void ingest_stats_render(const struct ingest_stats *is, const char *mode,
+                                struct evbuffer *out)
+{
+    bool off = strcmp(mode, "off") == 0;
+    family(out, "roost_ingest_deliveries_total", "counter",
+           "Inbound webhook deliveries this node answered, by source and outcome (accepted, "
+           "duplicate, refused).");
+    for (size_t k = 0; k < 3; k++) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i <= INGEST_MAX_SOURCES; i++) {
+            const struct ingest_series *s = &is->series[i];
+            if ((i >= is->n && i != INGEST_MAX_SOURCES) || s->tenant_id[0] == '\0') {
+                continue;
+            }
+            if (off) {
+                sum += s->count[k];
+            } else {
+                evbuffer_add_printf(out,
+                                    "roost_ingest_deliveries_total{tenant=\"%s\",source=\"%s\","
+                                    "outcome=\"%s\"} %llu\n",
+                                    s->tenant_id, s->source_id, ingest_outcomes[k],
+                                    (unsigned long long)s->count[k]);
+            }
+        }
+        if (off) {
+            evbuffer_add_printf(out, "roost_ingest_deliveries_total{outcome=\"%s\"} %llu\n",
+                                ingest_outcomes[k], (unsigned long long)sum);
+        }
+    }
+}
+
+static struct ingest_stats *ingest_stats_new(void)
+{
+    return calloc(1, sizeof(struct ingest_stats));
 }

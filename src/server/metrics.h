@@ -46,6 +46,9 @@ void metrics_http(struct metrics *m, const char *route, int status, double secon
 /* An ack completed an event that became available at available_at_ms. */
 void metrics_delivery(struct metrics *m, int64_t available_at_ms, int64_t now_ms);
 void metrics_published(struct metrics *m, size_t events);
+/* One inbound webhook delivery answered: outcome "accepted", "duplicate" or "refused". */
+void metrics_ingest(struct metrics *m, const char *tenant_id, const char *source_id,
+                    const char *outcome);
 void metrics_lease_expired(struct metrics *m, size_t n);
 void metrics_released(struct metrics *m, enum store_release_reason reason, size_t n);
 void metrics_quarantined(struct metrics *m, size_t n);

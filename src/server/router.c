@@ -300,6 +300,29 @@ static void set_pseudo_route(struct request *rq, const char *name)
     rq->pseudo_route = true;
 }
 
+/* {key} into rq->key_id; false after answering when it cannot be an id. It is a signing key's
+ * id or, on the webhook and source routes, an endpoint's or a source's: an id that cannot exist
+ * is simply not found. */
+static bool copy_key(struct request *rq, const struct route_captures *caps)
+{
+    if (caps->key.p == NULL) {
+        return true;
+    }
+    if (!ids_valid_name(caps->key.p, caps->key.len)) {
+        enum route_key k = rq->route->key;
+        request_reply_error(rq,
+                            k == ROUTE_KEY_SIGNING  ? ROOST_EKEYID
+                            : k == ROUTE_KEY_DEVICE ? ROOST_EDEVICENOTFOUND
+                            : k == ROUTE_KEY_SOURCE ? ROOST_ESOURCENOTFOUND
+                                                    : ROOST_EENDPOINTNOTFOUND,
+                            NULL, NULL);
+        return false;
+    }
+    memcpy(rq->key_id, caps->key.p, caps->key.len);
+    rq->key_id[caps->key.len] = '\0';
+    return true;
+}
+
 void router_dispatch(struct evhttp_request *req, const char *head_error, void *arg)
 {
     struct runtime *rt = arg;
@@ -362,7 +385,9 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
     rq->route_name = route->name;
     if (route->auth == ROUTE_AUTH_NONE) {
         rq->pseudo_route = true;
-        dispatch_content(rq);
+        if (copy_key(rq, &caps)) {
+            dispatch_content(rq);
+        }
         return;
     }
 
@@ -406,20 +431,8 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
         memcpy(rq->event_id, event, event_len);
         rq->event_id[event_len] = '\0';
     }
-    if (caps.key.p) {
-        if (!ids_valid_name(caps.key.p, caps.key.len)) {
-            /* {key} is a signing key's id or, on the webhook routes, an endpoint's: an endpoint
-             * id that cannot exist is simply not found. */
-            enum route_key k = rq->route->key;
-            request_reply_error(rq,
-                                k == ROUTE_KEY_SIGNING  ? ROOST_EKEYID
-                                : k == ROUTE_KEY_DEVICE ? ROOST_EDEVICENOTFOUND
-                                                        : ROOST_EENDPOINTNOTFOUND,
-                                NULL, NULL);
-            return;
-        }
-        memcpy(rq->key_id, caps.key.p, caps.key.len);
-        rq->key_id[caps.key.len] = '\0';
+    if (!copy_key(rq, &caps)) {
+        return;
     }
     /* Publish checks its recipients itself; every other route names its agent in the path. */
     if (rq->route->action != AUTH_PUBLISH &&

@@ -31,7 +31,13 @@ enum route_auth {
 };
 
 /* What a {key} segment names: its id check's error code differs. */
-enum route_key { ROUTE_KEY_NONE, ROUTE_KEY_SIGNING, ROUTE_KEY_ENDPOINT, ROUTE_KEY_DEVICE };
+enum route_key {
+    ROUTE_KEY_NONE,
+    ROUTE_KEY_SIGNING,
+    ROUTE_KEY_ENDPOINT,
+    ROUTE_KEY_DEVICE,
+    ROUTE_KEY_SOURCE
+};
 
 /* A parameter's place and JSON type. */
 enum route_param_in { RP_QUERY, RP_BODY };

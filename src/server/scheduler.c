@@ -25,8 +25,9 @@ struct tick_job {
     bool retention;
     /* inputs, copied from the config on the loop thread (SIGHUP may change it meanwhile) */
     int64_t batch, max_attempts, completed_s, max_age_s;
-    int webhook_attempts; /* webhooks.retry_schedule_s's deliveries (webhooks_config.h) */
-    const char *data_dir; /* not reloadable: stable */
+    int64_t receipt_retention_s; /* ingest.receipt_retention_s */
+    int webhook_attempts;        /* webhooks.retry_schedule_s's deliveries (webhooks_config.h) */
+    const char *data_dir;        /* not reloadable: stable */
     /* outputs */
     struct store_touches touches;
     size_t due, scavenged, quarantined, expired, nonces;
@@ -111,7 +112,13 @@ static int run_retention(struct job *job, struct store *st)
     if (archive_finish(&batch) != 0 && rc == ROOST_OK) {
         rc = ROOST_EIO; /* not archived durably: the deletion rolls back */
     }
-    t->more = rc == ROOST_OK && t->ret.more;
+    /* Inbound webhook receipts are kept for a bounded time (DESIGN §6.5). */
+    size_t receipts = 0;
+    if (rc == ROOST_OK) {
+        rc = store_call(st, receipt_prune, req.now_ms - t->receipt_retention_s * 1000,
+                        (size_t)t->batch, &receipts);
+    }
+    t->more = rc == ROOST_OK && (t->ret.more || receipts == (size_t)t->batch);
     return rc;
 }
 
@@ -164,6 +171,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     t->max_attempts = cfg->claim_max_attempts;
     t->webhook_attempts = webhooks_schedule_attempts(cfg->webhooks_retry_schedule_s);
     t->completed_s = cfg->retention_completed_s;
+    t->receipt_retention_s = cfg->ingest_receipt_retention_s;
     t->max_age_s = cfg->retention_max_age_s;
     t->data_dir = cfg->data_dir;
     runtime_hold(s->rt);

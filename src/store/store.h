@@ -368,6 +368,8 @@ void store_tail_pos_cleanup(struct store_tail_pos *pos);
 /* ---- the vtable ---- */
 
 struct store;
+struct store_source;  /* store_sources.h */
+struct store_receipt; /* store_sources.h */
 
 struct store_options {
     int busy_timeout_ms; /* how long to wait for a lock (MySQL: innodb_lock_wait_timeout, >= 1 s) */
@@ -632,6 +634,36 @@ struct store_ops {
      * says whether there is anything to tail). */
     int (*tail)(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
                 struct store_touches *touches);
+
+    /* ---- inbound webhook sources and their receipts (store_sources.h, DESIGN §6.5) ---- */
+    /* Sources (write): adds s, created_at = updated_at = now. ROOST_ESOURCEEXISTS when its id is
+     * taken (ids are 128 random bits: never in practice). */
+    int (*source_add)(struct store *st, const struct store_source *s, int64_t now_ms);
+    /* Sources (read): one source, config and secrets included (caller cleans *out up with
+     * store_source_cleanup). tenant_id NULL: whichever tenant holds it (an ingest names only the
+     * source). ROOST_ESOURCENOTFOUND when absent or another tenant's. */
+    int (*source_get)(struct store *st, const char *tenant_id, const char *source_id,
+                      struct store_source *out);
+    /* Sources (read): the tenant's sources by source_id after `after` ("" = from the start), at
+     * most `limit` into caller-allocated out[limit] (each cleaned up by the caller), config
+     * included, secrets left "". *has_more when more follow. */
+    int (*source_list)(struct store *st, const char *tenant_id, const char *after, size_t limit,
+                       struct store_source *out, size_t *n, bool *has_more);
+    /* Sources (write): deletes the source and its receipts. ROOST_ESOURCENOTFOUND. */
+    int (*source_delete)(struct store *st, const char *tenant_id, const char *source_id);
+    /* Sources (write): `secret` becomes the source's secret; the one it replaces stays valid
+     * until old_until_ms (0: not at all). ROOST_ESOURCENOTFOUND. */
+    int (*source_rotate)(struct store *st, const char *tenant_id, const char *source_id,
+                         const char *secret, int64_t old_until_ms, int64_t now_ms);
+    /* Receipts (write): appends one delivery's receipt to the tenant's source's log. */
+    int (*receipt_add)(struct store *st, const char *tenant_id, const struct store_receipt *r);
+    /* Receipts (read): the source's receipts, newest first, with receipt_id below `before`
+     * ("" = from the newest), at most `limit` into caller-allocated out[limit]. */
+    int (*receipt_list)(struct store *st, const char *tenant_id, const char *source_id,
+                        const char *before, size_t limit, struct store_receipt *out, size_t *n,
+                        bool *has_more);
+    /* Scheduler (write): deletes at most `limit` receipts (any tenant) older than before_ms. */
+    int (*receipt_prune)(struct store *st, int64_t before_ms, size_t limit, size_t *count);
 };
 
 /* Named capabilities of a store's backend (its dialect), for callers and operations that size

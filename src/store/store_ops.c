@@ -155,6 +155,15 @@ const struct store_ops store_ops_table = {
     .device_advance = store_devices_advance,
     .refresh_add = store_devices_refresh_add,
     .refresh_use = store_devices_refresh_use,
+    /* inbound webhook sources and receipts (store_sources.c) */
+    .source_add = store_sources_add,
+    .source_get = store_sources_get,
+    .source_list = store_sources_list,
+    .source_delete = store_sources_delete,
+    .source_rotate = store_sources_rotate,
+    .receipt_add = store_receipts_add,
+    .receipt_list = store_receipts_list,
+    .receipt_prune = store_receipts_prune,
 };
 
 #define NEED(tbl, field)                                                                           \

@@ -130,5 +130,19 @@ int store_devices_refresh_add(struct store *st, const char *tenant_id, const cha
                               const char *device_id, int64_t gen, int64_t now_ms);
 int store_devices_refresh_use(struct store *st, const char *tenant_id, const char *token_hash,
                               int64_t now_ms, char *device_id, int64_t *gen, bool *reused);
+/* ---- inbound webhook sources and receipts (store_sources.c) ---- */
+int store_sources_add(struct store *st, const struct store_source *s, int64_t now_ms);
+int store_sources_get(struct store *st, const char *tenant_id, const char *source_id,
+                      struct store_source *out);
+int store_sources_list(struct store *st, const char *tenant_id, const char *after, size_t limit,
+                       struct store_source *out, size_t *n, bool *has_more);
+int store_sources_delete(struct store *st, const char *tenant_id, const char *source_id);
+int store_sources_rotate(struct store *st, const char *tenant_id, const char *source_id,
+                         const char *secret, int64_t old_until_ms, int64_t now_ms);
+int store_receipts_add(struct store *st, const char *tenant_id, const struct store_receipt *r);
+int store_receipts_list(struct store *st, const char *tenant_id, const char *source_id,
+                        const char *before, size_t limit, struct store_receipt *out, size_t *n,
+                        bool *has_more);
+int store_receipts_prune(struct store *st, int64_t before_ms, size_t limit, size_t *count);
 
 #endif

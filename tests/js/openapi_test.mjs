@@ -14,6 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { SignJWT } from 'jose';
+import { sign as githubSign } from '@octokit/webhooks-methods';
 import Ajv2020 from 'ajv/dist/2020.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -335,6 +336,31 @@ async function run(d) {
   await call(d, 'GET', `${EP}/{key}/attempts`, `${EP}/ep_nope/attempts`, { token: admin });
   await call(d, 'GET', `${EP}/{key}/attempts`, `${EP}/ep_nope/attempts?after=wa_1&next=p1.eA`, { token: admin });
   await call(d, 'POST', `${EP}/{key}/replay`, `${EP}/ep_nope/replay`, { token: admin, body: { since: '2026-01-01T00:00:00Z' } });
+
+  // Inbound webhook sources and a delivery: accepted, duplicate, refused (doc/INGEST.md).
+  const S = '/api/v1/admin/sources';
+  const src = await call(d, 'POST', S, S, { token: admin, body: { name: 'gh', scheme: 'github', agents: ['a1'] } });
+  check(src.status === 201 && src.json.secret.length > 16, `source added: ${src.status}`);
+  await call(d, 'POST', S, S, { token: admin, body: { name: 'x', scheme: 'nope', agents: ['a1'] } });
+  await call(d, 'GET', S, `${S}?limit=10`, { token: admin });
+  await call(d, 'GET', `${S}/{key}`, `${S}/${src.json.source_id}`, { token: admin });
+  await call(d, 'GET', `${S}/{key}`, `${S}/src_nope`, { token: admin });
+  const ghBody = JSON.stringify({ action: 'opened' });
+  const ghSig = await githubSign(src.json.secret, ghBody);
+  const ghHeaders = { 'X-GitHub-Delivery': 'd-1', 'X-GitHub-Event': 'issues', 'X-Hub-Signature-256': ghSig, 'Content-Type': 'application/json' };
+  const ING = '/ingest/{key}';
+  const acc = await call(d, 'POST', ING, `/ingest/${src.json.source_id}`, { headers: ghHeaders, raw: ghBody });
+  check(acc.status === 200 && acc.json.duplicate === false, `ingest accepted: ${acc.status}`);
+  const dupIng = await call(d, 'POST', ING, `/ingest/${src.json.source_id}`, { headers: ghHeaders, raw: ghBody });
+  check(dupIng.status === 200 && dupIng.json.duplicate === true, `ingest duplicate: ${dupIng.status}`);
+  const bad = await call(d, 'POST', ING, `/ingest/${src.json.source_id}`, { headers: ghHeaders, raw: '{"action":"closed"}' });
+  check(bad.status === 401, `ingest refused: ${bad.status}`);
+  await call(d, 'POST', ING, '/ingest/src_nope', { raw: '{}' });
+  await call(d, 'GET', `${S}/{key}/receipts`, `${S}/${src.json.source_id}/receipts?limit=2`, { token: admin });
+  await call(d, 'POST', `${S}/{key}/rotate`, `${S}/${src.json.source_id}/rotate`, { token: admin, body: { overlap_s: 60 } });
+  await call(d, 'POST', `${S}/{key}/rotate`, `${S}/src_nope/rotate`, { token: admin });
+  await call(d, 'DELETE', `${S}/{key}`, `${S}/${src.json.source_id}`, { token: admin });
+  await call(d, 'DELETE', `${S}/{key}`, `${S}/${src.json.source_id}`, { token: admin });
 
   // The stream and its ticket.
   const t = await call(d, 'POST', `${A}/subscribe/ticket`, '/api/v1/agents/a1/subscribe/ticket', { token: agent });
