@@ -16,6 +16,7 @@
 #include "mysql/mysql_testutil.h"
 #include "store/conformance_webhooks.h"
 #include "store/store.h"
+#include "store/store_sources.h"
 
 #include "common/banned.h"
 
@@ -1541,6 +1542,84 @@ static void test_store_keys_add_get_revoke(struct fx *f)
     CHECK_RC(IN_TX(st, st->ops->key_revoke(st, TB, "k2", T0)), ROOST_EKEYNOTFOUND);
 }
 
+/* Inbound webhook sources (store_sources.c): add, get by id alone (ingest) or within the tenant,
+ * list without secrets, rotate keeping the old secret until its overlap, receipts newest first
+ * and pruned by age, delete taking the receipts along. */
+static struct store_source make_source(const char *tenant, const char *id)
+{
+    struct store_source s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.tenant_id, sizeof s.tenant_id, "%s", tenant);
+    snprintf(s.source_id, sizeof s.source_id, "%s", id);
+    snprintf(s.name, sizeof s.name, "name of %s", id);
+    snprintf(s.scheme, sizeof s.scheme, "github");
+    snprintf(s.secret, sizeof s.secret, "secret-%s", id);
+    s.config = (char *)"{\"options\":{},\"agents\":[\"a\"]}";
+    return s;
+}
+
+static void test_store_sources_and_receipts(struct fx *f)
+{
+    struct store *st = f->st;
+    struct store_source a = make_source(TA, "src_A"), b = make_source(TB, "src_B"), got;
+    CHECK_RC(IN_TX(st, st->ops->source_add(st, &a, T0)), ROOST_OK);
+    CHECK_RC(IN_TX(st, st->ops->source_add(st, &b, T0)), ROOST_OK);
+    struct store_source dup = make_source(TB, "src_A"); /* ids are unique over every tenant */
+    CHECK_RC(IN_TX(st, st->ops->source_add(st, &dup, T0)), ROOST_ESOURCEEXISTS);
+    CHECK_RC(st->ops->source_get(st, NULL, "src_A", &got), ROOST_OK);
+    CHECK(strcmp(got.tenant_id, TA) == 0 && strcmp(got.secret, "secret-src_A") == 0);
+    CHECK(got.config != NULL && strstr(got.config, "agents") != NULL && got.old_secret[0] == 0);
+    store_source_cleanup(&got);
+    CHECK_RC(st->ops->source_get(st, TB, "src_A", &got), ROOST_ESOURCENOTFOUND);
+    CHECK(got.config == NULL);
+    CHECK_RC(st->ops->source_get(st, TA, "src_nope", &got), ROOST_ESOURCENOTFOUND);
+
+    struct store_source list[3];
+    size_t n = 0;
+    bool more = true;
+    CHECK_RC(st->ops->source_list(st, TA, "", 3, list, &n, &more), ROOST_OK);
+    CHECK(n == 1 && !more && strcmp(list[0].source_id, "src_A") == 0 && list[0].secret[0] == 0);
+    store_source_cleanup(&list[0]);
+
+    CHECK_RC(IN_TX(st, st->ops->source_rotate(st, TA, "src_A", "secret-2", T0 + 60000, T0 + 1)),
+             ROOST_OK);
+    CHECK_RC(IN_TX(st, st->ops->source_rotate(st, TB, "src_A", "x", 0, T0)), ROOST_ESOURCENOTFOUND);
+    CHECK_RC(st->ops->source_get(st, TA, "src_A", &got), ROOST_OK);
+    CHECK(strcmp(got.secret, "secret-2") == 0 && strcmp(got.old_secret, "secret-src_A") == 0);
+    CHECK(got.old_until_ms == T0 + 60000 && got.updated_at_ms == T0 + 1);
+    store_source_cleanup(&got);
+
+    for (int i = 0; i < 3; i++) {
+        struct store_receipt r;
+        memset(&r, 0, sizeof r);
+        snprintf(r.source_id, sizeof r.source_id, "src_A");
+        snprintf(r.receipt_id, sizeof r.receipt_id, "rcp_%d", i);
+        r.at_ms = T0 + i * 1000;
+        snprintf(r.outcome, sizeof r.outcome, i == 0 ? "accepted" : "refused");
+        snprintf(r.reason, sizeof r.reason, i == 0 ? "ok" : "signature_mismatch");
+        snprintf(r.peer, sizeof r.peer, "127.0.0.1");
+        r.size = 10 + i;
+        r.events = i == 0 ? 1 : 0;
+        CHECK_RC(IN_TX(st, st->ops->receipt_add(st, TA, &r)), ROOST_OK);
+    }
+    struct store_receipt rc[2];
+    CHECK_RC(st->ops->receipt_list(st, TA, "src_A", "", 2, rc, &n, &more), ROOST_OK);
+    CHECK(n == 2 && more && strcmp(rc[0].receipt_id, "rcp_2") == 0 && rc[0].delivery_id[0] == 0);
+    CHECK_RC(st->ops->receipt_list(st, TA, "src_A", rc[1].receipt_id, 2, rc, &n, &more), ROOST_OK);
+    CHECK(n == 1 && !more && strcmp(rc[0].outcome, "accepted") == 0 && rc[0].events == 1);
+    CHECK_RC(st->ops->receipt_list(st, TB, "src_A", "", 2, rc, &n, &more), ROOST_OK);
+    CHECK(n == 0); /* another tenant reads none of them */
+    size_t pruned = 0;
+    CHECK_RC(IN_TX(st, st->ops->receipt_prune(st, T0 + 1500, 10, &pruned)), ROOST_OK);
+    CHECK(pruned == 2);
+    CHECK_RC(IN_TX(st, st->ops->source_delete(st, TB, "src_A")), ROOST_ESOURCENOTFOUND);
+    CHECK_RC(IN_TX(st, st->ops->source_delete(st, TA, "src_A")), ROOST_OK);
+    CHECK_RC(st->ops->receipt_list(st, TA, "src_A", "", 2, rc, &n, &more), ROOST_OK);
+    CHECK(n == 0);
+    CHECK_RC(st->ops->source_get(st, NULL, "src_B", &got), ROOST_OK);
+    store_source_cleanup(&got);
+}
+
 static void test_store_keys_list_paging_without_material(struct fx *f)
 {
     struct store *st = f->st;
@@ -1957,6 +2036,7 @@ static const struct test tests[] = {
     TEST(test_store_reads_on_another_connection_see_only_commits),
     TEST(test_store_keys_add_get_revoke),
     TEST(test_store_keys_list_paging_without_material),
+    TEST(test_store_sources_and_receipts),
     TEST(test_store_nonce_claim_rejects_replay_until_expiry),
     TEST(test_store_nonce_prune_bounded_batches),
     TEST(test_store_migrate_is_idempotent),
