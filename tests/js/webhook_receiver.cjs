@@ -125,6 +125,10 @@ const server = https.createServer({ cert: fs.readFileSync(cert), key: fs.readFil
       if (stall || behaviour === 'hangverify' ||
           (behaviour === 'hang' && !(doc && doc.type === 'endpoint.verification'))) {
         fs.appendFileSync(`${stateDir}/log`, JSON.stringify({ ...line, status: 0 }) + '\n');
+        // When roostd gives up on it, a line in a file of its own (the log's readers count
+        // deliveries): a test can order other deliveries against the end of a hanging one.
+        res.on('close', () => fs.appendFileSync(`${stateDir}/closed`,
+          JSON.stringify({ path: req.url, id: line.id, at: Date.now() }) + '\n'));
         return; // never answers: roostd's timeout ends it
       }
       fs.appendFileSync(`${stateDir}/log`, JSON.stringify(line) + '\n');
