@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps deps-run configure build install run test test-asan bench bench-sse bench-mysql bench-sweep bench-ideal chaos clean format fuzz
+.PHONY: all deps deps-run configure build install deb run test test-asan bench bench-sse bench-mysql bench-sweep bench-ideal chaos clean format fuzz
 
 all: build
 
@@ -29,6 +29,12 @@ install: build
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 	DESTDIR=$(DESTDIR) cmake --install $(BUILD_DIR)
+
+# The Debian packages roostd, roost and libroost-dev (debian/, dpkg-buildpackage -b), checked by
+# lintian; the .debs land in build/deb (doc/OPERATIONS.md, "Debian packages").
+deb:
+	@scripts/deps.sh deb
+	@scripts/deb.sh $(BUILD_DIR)/deb
 
 run: deps-run build
 	@scripts/run.sh "$(LISTEN)" "$(DATA_DIR)"

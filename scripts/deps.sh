@@ -2,6 +2,7 @@
 # Installs Roost's dependencies from Debian 12 packages. Idempotent: does nothing when all are
 # present, runs `apt-get update` once when something is missing.
 #   scripts/deps.sh run   what building and running roostd need (`make run`)
+#   scripts/deps.sh deb   that and what building the Debian packages needs (`make deb`)
 #   scripts/deps.sh       that and everything the tests, benchmarks and chaos runs need (`make test`)
 set -euo pipefail
 what=${1:-all}
@@ -9,7 +10,9 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libevent-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev libinih-dev zlib1g-dev
       libmariadb-dev libpq-dev
       curl ca-certificates)
-if [ "$what" != run ]; then
+if [ "$what" = deb ]; then
+  pkgs+=(debhelper dpkg-dev lintian rsync)
+elif [ "$what" != run ]; then
   pkgs+=(sqlite3 procps openssl
          prometheus
          chromium
@@ -19,14 +22,15 @@ if [ "$what" != run ]; then
          clang libclang-rt-14-dev
          clang-format python3 git
          python3-httpx python3-cryptography python3-pytest mypy python3-build python3-setuptools
-         python3-wheel python3-venv)
+         python3-wheel python3-venv
+         debhelper dpkg-dev lintian debootstrap rsync)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 # Node and npm for the JS client tests (tests/js): Debian's, unless a node with npm is there.
-if [ "$what" != run ] && { ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; }; then
+if [ "$what" = all ] && { ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; }; then
   missing+=(nodejs npm)
 fi
 if [ ${#missing[@]} -ne 0 ]; then
@@ -38,6 +42,6 @@ if [ ${#missing[@]} -ne 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 # The npm packages of the JS client tests, from the committed lockfile.
-if [ "$what" != run ]; then
+if [ "$what" = all ]; then
   "$(dirname "$0")/js_deps.sh"
 fi
