@@ -92,76 +92,22 @@ for p in roostd roost libroost-dev; do
 done
 stamp "upgrade packages built"
 
-# ---- the mirror: the first Debian archive apt is configured with, and its security archive ----
-sources() { # prints "URI SUITE" for every deb source of /etc/apt/sources.list{,.d/*}
-  local f
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [ -f "$f" ] && awk '$1 == "deb" { u = $2; if (u ~ /^\[/) u = $3; s = ($2 ~ /^\[/) ? $4 : $3; print u, s }' "$f"
-  done
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] && awk 'BEGIN { RS = ""; FS = "\n" }
-      { u = ""; s = ""; t = 0; en = 1
-        for (i = 1; i <= NF; i++) {
-          if ($i ~ /^Types:.*\<deb\>/) t = 1
-          if ($i ~ /^Enabled: *no/) en = 0
-          if ($i ~ /^URIs:/) { u = $i; sub(/^URIs: */, "", u); sub(/ .*/, "", u) }
-          if ($i ~ /^Suites:/) { s = $i; sub(/^Suites: */, "", s) }
-        }
-        if (t && en && u != "") { n = split(s, a, " "); for (j = 1; j <= n; j++) print u, a[j] } }' "$f"
-  done
-}
-mirror=$(sources | awk '$2 == "bookworm" { print $1; exit }')
-security=$(sources | awk '$2 == "bookworm-security" { print $1; exit }')
-[ -n "$mirror" ] || abort "no bookworm archive in /etc/apt/sources.list*"
-echo "deb: mirror $mirror${security:+, security $security}" >&2
-
-# ---- the base root, bootstrapped once per mirror ----
+# ---- the root: debootstrap's minbase bookworm from this machine's mirror, cached ----
+. "$src/scripts/debroot.sh"
 cache=$build/deb-cache
-mkdir -p "$cache/archives/partial"
-base=$cache/bookworm-minbase-$(printf '%s' "$mirror" | sha256sum | cut -c1-12).tar
-exec 9>"$cache/lock"
-flock 9
-if [ ! -s "$base" ]; then
-  rm -rf "$dir/boot"
-  debootstrap --variant=minbase bookworm "$dir/boot" "$mirror" >"$dir/debootstrap.log" 2>&1 ||
-    abort "debootstrap failed: $(tail -n 20 "$dir/debootstrap.log")"
-  tar -C "$dir/boot" -cf "$base.tmp" . && mv "$base.tmp" "$base" || abort "cannot write $base"
-  rm -rf --one-file-system "$dir/boot"
-  stamp "debootstrap done (cached in $base)"
-fi
-flock -u 9
+debroot_mirror || abort "no bookworm archive in /etc/apt/sources.list*"
+echo "deb: mirror $debroot_mirror${debroot_security:+, security $debroot_security}" >&2
+base=$(debroot_base "$cache") || abort "debootstrap failed"
+stamp "base root ready ($base)"
 root=$dir/root
-mkdir "$root" && tar -C "$root" -xf "$base" || abort "cannot unpack $base"
+debroot_unpack "$base" "$root" || abort "cannot unpack $base"
+cp -r "$dir/v1" "$dir/v2" "$root/tmp/"
 stamp "base root unpacked"
 
-# The root's apt: the same mirror (and security archive) as the machine's apt, the machine's
-# Acquire:: settings, unsafe I/O for dpkg (a throwaway root), the shared .deb cache.
-{
-  echo "deb $mirror bookworm main"
-  echo "deb $mirror bookworm-updates main"
-  [ -n "$security" ] && echo "deb $security bookworm-security main"
-} >"$root/etc/apt/sources.list"
-grep -lh '^Acquire::' /etc/apt/apt.conf.d/* 2>/dev/null | while read -r f; do
-  grep '^Acquire::' "$f" >>"$root/etc/apt/apt.conf.d/90host-acquire"
-done
-echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/unsafe-io"
-cp /etc/resolv.conf "$root/etc/resolv.conf"
-cp -r "$dir/v1" "$dir/v2" "$root/tmp/"
-
-# in_root CMD...: CMD in the root, with /proc and /dev, in a mount namespace of its own; the
-# shared .deb cache mounted on its apt cache.
-in_root() {
-  unshare --mount --propagation private --fork --kill-child -- sh -c '
-    r=$1 cache=$2; shift 2
-    mount -t proc proc "$r/proc" && mount --rbind /dev "$r/dev" &&
-      mount --bind "$cache" "$r/var/cache/apt/archives" || exit 125
-    exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8 \
-      DEBIAN_FRONTEND=noninteractive chroot "$r" "$@"' \
-    sh "$root" "$cache/archives" "$@"
-}
+in_root() { debroot_run "$root" "$cache/archives" "$@"; }
 st() { in_root stat -c "$1" "$2"; }
 export root cache
-export -f in_root st
+export -f in_root st debroot_run
 
 # The root's file list, apt's, dpkg's and the logs' state aside (compared after the purge).
 snapshot() {
