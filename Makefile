@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps deps-run configure build install deb run test test-asan bench bench-sse bench-mysql bench-sweep bench-ideal chaos clean format fuzz
+.PHONY: all deps deps-run configure build install deb image run test test-asan bench bench-sse bench-mysql bench-sweep bench-ideal chaos clean format fuzz
 
 all: build
 
@@ -35,6 +35,12 @@ install: build
 deb:
 	@scripts/deps.sh deb
 	@scripts/deb.sh $(BUILD_DIR)/deb
+
+# An OCI image of roostd (buildah) from those packages on a debootstrapped Debian 12 root; needs
+# root. IMAGE names it (default localhost/roostd:VERSION); doc/OPERATIONS.md, "Container image".
+IMAGE ?=
+image: deb
+	@scripts/image.sh $(BUILD_DIR)/deb $(IMAGE)
 
 run: deps-run build
 	@scripts/run.sh "$(LISTEN)" "$(DATA_DIR)"
