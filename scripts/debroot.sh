@@ -12,6 +12,10 @@
 #                              ARCHIVES on its /var/cache/apt/archives, all in a mount namespace
 #                              of its own (the mounts end with CMD)
 
+# The root's files and the .debs copied into it must be readable by its users (_apt, roost)
+# whatever umask the caller runs under.
+umask 022
+
 debroot_mirror() {
   local f
   debroot_sources() {
@@ -67,9 +71,15 @@ debroot_unpack() { # debroot_unpack TAR ROOT
     echo "deb $debroot_mirror bookworm-updates main"
     [ -z "$debroot_security" ] || echo "deb $debroot_security bookworm-security main"
   } >"$root/etc/apt/sources.list"
-  for f in /etc/apt/apt.conf.d/*; do
-    grep '^Acquire::' "$f" 2>/dev/null || true
-  done >"$root/etc/apt/apt.conf.d/90host-acquire"
+  # The machine's settings for reaching the mirror, as apt itself reads them (apt-config dump
+  # prints one whole statement a line): a line-wise copy of apt.conf.d once took the opening line
+  # of a block ("Acquire::IndexTargets {", appstream's), which swallowed every setting after it
+  # (Acquire::Languages "none" among them, so apt fetched 6 MB of translations). Retries: the
+  # install fetches some 30 packages from the mirror, and one dropped connection must not fail it.
+  {
+    apt-config dump | grep -E '^Acquire::(Check-Valid-Until|Check-Date|Languages|GzipIndexes|Retries|https?::(Proxy|Timeout))'
+    apt-config dump | grep -q '^Acquire::Retries ' || echo 'Acquire::Retries "5";'
+  } >"$root/etc/apt/apt.conf.d/90host-acquire"
   echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/unsafe-io"
   cp /etc/resolv.conf "$root/etc/resolv.conf"
 }
