@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps deps-run configure build install deb image run test test-asan bench bench-sse bench-mysql bench-sweep bench-ideal chaos clean format fuzz
+.PHONY: all deps deps-run configure build install deb image run test test-packages test-asan bench bench-sse bench-mysql bench-sweep bench-ideal chaos clean format fuzz
 
 all: build
 
@@ -46,10 +46,19 @@ run: deps-run build
 	@scripts/run.sh "$(LISTEN)" "$(DATA_DIR)"
 
 # Every test except the Galera failover test (label galera: it starts a 3-node cluster and is
-# run by `make chaos`; doc/RELIABILITY.md says why it is not part of every change yet).
+# run by `make chaos`; doc/RELIABILITY.md says why it is not part of every change yet) and the
+# Debian package and container image tests (label deb: `make test-packages`, below).
 test: deps build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600 -LE galera
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600 -LE 'galera|deb'
 	@scripts/asan.sh
+
+# The Debian packages built, installed, upgraded and purged in a debootstrapped Debian 12 root,
+# and the container image built from them and run (tests/integration/deb.sh, image.sh; root).
+# Not in `make test` yet: from a cold cache they download Debian 12's base system and the
+# packages' dependencies, 10+ minutes on a slow mirror (doc/OPERATIONS.md).
+test-packages: build
+	@scripts/deps.sh deb
+	ctest --test-dir $(BUILD_DIR) --output-on-failure --timeout 1500 -L deb
 
 # The whole suite again under ASan+UBSan (part of `make test`; this target runs only that).
 test-asan: deps

@@ -2,8 +2,8 @@
 # Installs Roost's dependencies from Debian 12 packages. Idempotent: does nothing when all are
 # present, runs `apt-get update` once when something is missing.
 #   scripts/deps.sh run   what building and running roostd need (`make run`)
-#   scripts/deps.sh deb   that and what building the Debian packages and the image needs
-#                         (`make deb`, `make image`)
+#   scripts/deps.sh deb   that and what building and testing the Debian packages and the image
+#                         need (`make deb`, `make image`, `make test-packages`)
 #   scripts/deps.sh       that and everything the tests, benchmarks and chaos runs need (`make test`)
 set -euo pipefail
 what=${1:-all}
@@ -12,7 +12,7 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libmariadb-dev libpq-dev
       curl ca-certificates)
 if [ "$what" = deb ]; then
-  pkgs+=(debhelper dpkg-dev lintian rsync debootstrap buildah)
+  pkgs+=(debhelper dpkg-dev lintian rsync debootstrap buildah podman runc)
 elif [ "$what" != run ]; then
   pkgs+=(sqlite3 procps openssl
          prometheus
@@ -23,9 +23,7 @@ elif [ "$what" != run ]; then
          clang libclang-rt-14-dev
          clang-format python3 git
          python3-httpx python3-cryptography python3-pytest mypy python3-build python3-setuptools
-         python3-wheel python3-venv
-         debhelper dpkg-dev lintian debootstrap rsync
-         buildah podman runc)
+         python3-wheel python3-venv)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
