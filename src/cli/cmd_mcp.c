@@ -102,6 +102,21 @@ void mcp_log(struct mcp_session *s, int level, const char *fmt, ...)
 
 static char inbox_uri[192];
 
+/* The experimental notifications/claude/channel: new work may be waiting at `head`. */
+static void send_channel(struct mcp_session *s, int64_t head)
+{
+    char text[256];
+    snprintf(text, sizeof text,
+             "New work may be waiting in the Roost inbox of agent %s (head %lld): call the "
+             "claim tool.",
+             s->agent, (long long)head);
+    char head_s[32];
+    snprintf(head_s, sizeof head_s, "%lld", (long long)head);
+    mcp_send(s, mcp_notification("notifications/claude/channel",
+                                 json_pack("{s:s, s:{s:s, s:s, s:s}}", "content", text, "meta",
+                                           "source", "roost", "agent", s->agent, "head", head_s)));
+}
+
 static int on_ping(const char *event, int64_t hint, void *ctx)
 {
     struct mcp_session *s = ctx;
@@ -111,6 +126,9 @@ static int on_ping(const char *event, int64_t hint, void *ctx)
     pthread_mutex_lock(&s->mu);
     bool stop = s->stopping, subscribed = s->subscribed, ready = s->initialized;
     s->last_ping_ms = mcp_now_ms();
+    if (news && s->channel && !ready) {
+        s->channel_owed = true; /* the client may not take notifications yet */
+    }
     pthread_mutex_unlock(&s->mu);
     if (stop) {
         return 1;
@@ -128,17 +146,7 @@ static int on_ping(const char *event, int64_t hint, void *ctx)
                                      json_pack("{s:s}", "uri", inbox_uri)));
     }
     if (s->channel && ready) {
-        char text[256];
-        snprintf(text, sizeof text,
-                 "New work may be waiting in the Roost inbox of agent %s (head %lld): call the "
-                 "claim tool.",
-                 s->agent, (long long)hint);
-        char head[32];
-        snprintf(head, sizeof head, "%lld", (long long)hint);
-        mcp_send(s,
-                 mcp_notification("notifications/claude/channel",
-                                  json_pack("{s:s, s:{s:s, s:s, s:s}}", "content", text, "meta",
-                                            "source", "roost", "agent", s->agent, "head", head)));
+        send_channel(s, hint);
     }
     return 0;
 }
@@ -313,7 +321,12 @@ static void handle_line(struct mcp_session *s, const char *line, size_t len)
         if (strcmp(m.method, "notifications/initialized") == 0) {
             pthread_mutex_lock(&s->mu);
             s->initialized = true;
+            bool owed = s->channel_owed;
+            s->channel_owed = false;
             pthread_mutex_unlock(&s->mu);
+            if (owed) { /* a wake-up came while the client was starting: not lost */
+                send_channel(s, atomic_load(&s->head));
+            }
         }
         /* Others (cancelled, roots/list_changed, ...) need nothing from us. */
         break;

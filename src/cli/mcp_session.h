@@ -50,9 +50,10 @@ struct mcp_session {
     struct mcp_lease *leases;
     size_t n_leases, cap_leases;
     bool stopping;
-    bool initialized; /* notifications/initialized came */
-    bool subscribed;  /* resources/subscribe on the inbox resource */
-    int log_level;    /* notifications/message from this level on */
+    bool initialized;  /* notifications/initialized came */
+    bool channel_owed; /* --channel: news came before initialized, told once it comes */
+    bool subscribed;   /* resources/subscribe on the inbox resource */
+    int log_level;     /* notifications/message from this level on */
     int64_t last_ping_ms;
 
     atomic_bool sse_up;
