@@ -43,7 +43,7 @@ image: deb
 	@scripts/image.sh $(BUILD_DIR)/deb $(IMAGE)
 
 run: deps-run build
-	@scripts/run.sh "$(LISTEN)" "$(DATA_DIR)"
+	@scripts/run.sh "$(LISTEN)" "$(DATA_DIR)" "$(STORE)"
 
 # Every test except the Galera failover test (label galera: it starts a 3-node cluster and is
 # run by `make chaos`; doc/RELIABILITY.md says why it is not part of every change yet) and the

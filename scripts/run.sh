@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make run`: starts roostd in the foreground on an embedded SQLite data dir, then prints an admin
+# `make run`: starts roostd in the foreground on an embedded SQLite data dir (or the store URL
+# STORE names: make run STORE=postgres://…), then prints an admin
 # token and a working curl example. Ctrl-C stops it (gracefully). BUILD_DIR (default build) names
 # the build whose binaries it runs.
 set -euo pipefail
@@ -7,11 +8,13 @@ cd "$(dirname "$0")/.."
 bin="${BUILD_DIR:-build}/bin"
 listen="${1:-127.0.0.1:8080}"
 data_dir="${2:-./var}"
+store="${3:-}" # a store URL (mysql://…, postgres://…); empty: SQLite in the data dir
 mkdir -p -m 700 "$data_dir" # it holds payloads and keys: roostd warns when others can read it
 ready="$data_dir/roostd.ready"
 rm -f "$ready"
 
-"$bin/roostd" --data-dir "$data_dir" --listen "$listen" --ready-file "$ready" &
+"$bin/roostd" --data-dir "$data_dir" --listen "$listen" --ready-file "$ready" \
+  ${store:+--store "$store"} &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null || true' INT TERM
 for _ in $(seq 1 200); do

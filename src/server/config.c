@@ -221,7 +221,8 @@ static int set_tenant_store(struct config *cfg, const char *key, const char *val
         return -1;
     }
     if (value == NULL || strstr(value, "://") == NULL || strlen(value) > CONFIG_STR_MAX) {
-        snprintf(err, errlen, "%.200s: must be a store URL (sqlite://PATH or mysql://...)", key);
+        snprintf(err, errlen,
+                 "%.200s: must be a store URL (sqlite://PATH, mysql://... or postgres://...)", key);
         return -1;
     }
     char *url = strdup(value);

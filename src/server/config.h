@@ -25,8 +25,8 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("data_dir", data_dir, CONFIG_STR, "./var", 0, 0, 0,                                          \
       "directory for the SQLite database, signing keys and archives")                              \
     X("store.url", store_url, CONFIG_STR, "", 0, 0, CONFIG_SECRET,                                 \
-      "sqlite://PATH or mysql://USER:PASS@HOST:PORT[,HOST:PORT...]/DB[?socket=PATH]; empty: "      \
-      "DATA_DIR/roost.db")                                                                         \
+      "sqlite://PATH, mysql://USER:PASS@HOST:PORT[,HOST:PORT...]/DB[?socket=PATH] or "             \
+      "postgres://USER:PASS@HOST:PORT/DB[?schema=NAME&sslmode=...]; empty: DATA_DIR/roost.db")     \
     X("store.synchronous", store_synchronous, CONFIG_STR, "full", 0, 0, 0,                         \
       "SQLite durability: full (fsync every commit) or normal (WAL, fsync at checkpoints)")        \
     X("store.readers", store_readers, CONFIG_INT, "2", 1, 64, 0,                                   \

@@ -15,5 +15,7 @@ extern const struct store_migration store_migrations_sqlite[];
 extern const size_t store_migrations_sqlite_count;
 extern const struct store_migration store_migrations_mysql[];
 extern const size_t store_migrations_mysql_count;
+extern const struct store_migration store_migrations_postgres[];
+extern const size_t store_migrations_postgres_count;
 
 #endif

@@ -16,7 +16,8 @@ static int on_event(void *arg, struct store_row *row)
 }
 
 STORE_STMT(EVENT_GET, "SELECT " EVCOLS " FROM inbox WHERE event_id = ?2 AND tenant_id = ?1",
-           "SELECT " EVCOLS " FROM inbox WHERE tenant_id = ? AND event_id = ?");
+           "SELECT " EVCOLS " FROM inbox WHERE tenant_id = ? AND event_id = ?",
+           "SELECT " EVCOLS " FROM inbox WHERE event_id = ?2 AND tenant_id = ?1");
 
 int store_admin_event_get(struct store *st, const char *tenant_id, const char *event_id,
                           struct store_event *out)
@@ -45,7 +46,9 @@ STORE_STMT(EVENTS_BY_CORRELATION,
            " AND (agent_id > ?3 OR (agent_id = ?3 AND seq > ?5)) ORDER BY agent_id, seq LIMIT ?6",
            "SELECT " EVCOLS " FROM inbox FORCE INDEX (inbox_correlation) WHERE correlation_id = ?"
            " AND tenant_id = ? AND (agent_id > ? OR (agent_id = ? AND seq > ?))"
-           " ORDER BY agent_id, seq LIMIT ?");
+           " ORDER BY agent_id, seq LIMIT ?",
+           "SELECT " EVCOLS " FROM inbox WHERE correlation_id = ?1 AND tenant_id = ?2"
+           " AND (agent_id, seq) > (?3, ?5) ORDER BY agent_id, seq LIMIT ?6");
 
 struct page {
     struct store_events *out;
@@ -131,7 +134,12 @@ STORE_STMT(REQUEUE_UPDATE,
            " claim_expires_at = NULL, completed_at = NULL,"
            " expires_at = CASE WHEN expires_at <= ? THEN NULL ELSE expires_at END,"
            " available_at = ? WHERE event_id = ? AND tenant_id = ? AND status IN (" ST_QUARANTINED
-           ", " ST_EXPIRED ")");
+           ", " ST_EXPIRED ")",
+           "UPDATE inbox SET status = " ST_PENDING ", attempts = 0, lease_token = NULL,"
+           " claim_expires_at = NULL, completed_at = NULL, available_at = ?1,"
+           " expires_at = CASE WHEN expires_at <= ?1 THEN NULL ELSE expires_at END"
+           " WHERE event_id = ?3 AND tenant_id = ?4 AND status IN (" ST_QUARANTINED ", " ST_EXPIRED
+           ")");
 
 static int requeue_update(struct store *st, const char *tenant_id, const char *event_id,
                           int64_t now_ms, bool *changed)
@@ -152,7 +160,9 @@ STORE_STMT(QUARANTINE_ALL,
            " AND (agent_id, seq) > (?2, ?4) ORDER BY agent_id, seq LIMIT ?5",
            "SELECT " EVCOLS " FROM inbox WHERE open_state = " ST_QUARANTINED
            " AND tenant_id = ? AND agent_id >= ? AND (agent_id > ? OR seq > ?)"
-           " ORDER BY agent_id, ready_priority DESC, seq LIMIT ?");
+           " ORDER BY agent_id, ready_priority DESC, seq LIMIT ?",
+           "SELECT " EVCOLS " FROM inbox WHERE tenant_id = ?1 AND status = " ST_QUARANTINED
+           " AND (agent_id, seq) > (?2, ?4) ORDER BY agent_id, seq LIMIT ?5");
 /* One agent after a seq bound (the operation reduces the position to it), no sort: tenant,
  * agent, seq bound, limit. */
 STORE_STMT(QUARANTINE_AGENT,
@@ -160,7 +170,9 @@ STORE_STMT(QUARANTINE_AGENT,
            " AND agent_id = ? AND seq > ? ORDER BY seq LIMIT ?",
            "SELECT " EVCOLS " FROM inbox WHERE open_state = " ST_QUARANTINED
            " AND tenant_id = ? AND agent_id = ? AND ready_priority IS NULL AND seq > ?"
-           " ORDER BY seq LIMIT ?");
+           " ORDER BY seq LIMIT ?",
+           "SELECT " EVCOLS " FROM inbox WHERE tenant_id = ? AND status = " ST_QUARANTINED
+           " AND agent_id = ? AND seq > ? ORDER BY seq LIMIT ?");
 
 /* Appends up to `limit` quarantined rows of the tenant in (agent_id, seq) order after
  * (after_agent, after_seq); with agent_id (not NULL), that agent's rows with seq > after_seq. */
@@ -182,17 +194,24 @@ static int quarantine_select(struct store *st, const char *tenant_id, const char
 STORE_STMT(PURGE_ONE,
            "DELETE FROM inbox WHERE event_id = ?2 AND tenant_id = ?1"
            " AND status = " ST_QUARANTINED,
-           "DELETE FROM inbox WHERE tenant_id = ? AND event_id = ? AND status = " ST_QUARANTINED);
+           "DELETE FROM inbox WHERE tenant_id = ? AND event_id = ? AND status = " ST_QUARANTINED,
+           "DELETE FROM inbox WHERE event_id = ?2 AND tenant_id = ?1"
+           " AND status = " ST_QUARANTINED);
 STORE_STMT(PURGE_AGENT,
            "DELETE FROM inbox WHERE rowid IN (SELECT rowid FROM inbox"
            " WHERE tenant_id = ? AND agent_id = ? AND status = " ST_QUARANTINED " LIMIT ?)",
            "DELETE FROM inbox WHERE open_state = " ST_QUARANTINED
-           " AND tenant_id = ? AND agent_id = ? ORDER BY ready_priority DESC, seq LIMIT ?");
+           " AND tenant_id = ? AND agent_id = ? ORDER BY ready_priority DESC, seq LIMIT ?",
+           "DELETE FROM inbox WHERE ctid = ANY(ARRAY(SELECT ctid FROM inbox WHERE tenant_id = ?"
+           " AND agent_id = ? AND status = " ST_QUARANTINED
+           " LIMIT ?)) AND status = " ST_QUARANTINED);
 STORE_STMT(PURGE_ALL,
            "DELETE FROM inbox WHERE rowid IN (SELECT rowid FROM inbox"
            " WHERE tenant_id = ? AND status = " ST_QUARANTINED " LIMIT ?)",
            "DELETE FROM inbox WHERE open_state = " ST_QUARANTINED " AND tenant_id = ?"
-           " ORDER BY agent_id, ready_priority DESC, seq LIMIT ?");
+           " ORDER BY agent_id, ready_priority DESC, seq LIMIT ?",
+           "DELETE FROM inbox WHERE ctid = ANY(ARRAY(SELECT ctid FROM inbox WHERE tenant_id = ?"
+           " AND status = " ST_QUARANTINED " LIMIT ?)) AND status = " ST_QUARANTINED);
 
 /* Deletes quarantined rows: the event, or up to `limit` of the agent (or of the tenant when
  * agent_id is NULL). */

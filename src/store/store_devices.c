@@ -66,7 +66,10 @@ STORE_STMT(DEVICE_ADD,
            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
            "INSERT INTO devices (tenant_id, device_id, agent_id, name, address, scope_requested,"
            " user_code, device_code_hash, status, code_expires_at, interval_s, created_at)"
-           " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+           " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+           "INSERT INTO devices (tenant_id, device_id, agent_id, name, address, scope_requested,"
+           " user_code, device_code_hash, status, code_expires_at, interval_s, created_at)"
+           " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
 
 int store_devices_add(struct store *st, const char *tenant_id, const struct store_device *d,
                       const char *code_hash)
@@ -92,11 +95,14 @@ int store_devices_add(struct store *st, const char *tenant_id, const struct stor
 }
 
 STORE_STMT(DEVICE_BY_ID, "SELECT " DEVCOLS " FROM devices WHERE tenant_id = ? AND device_id = ?",
+           "SELECT " DEVCOLS " FROM devices WHERE tenant_id = ? AND device_id = ?",
            "SELECT " DEVCOLS " FROM devices WHERE tenant_id = ? AND device_id = ?");
 STORE_STMT(DEVICE_BY_USER_CODE,
            "SELECT " DEVCOLS " FROM devices WHERE tenant_id = ? AND user_code = ?",
+           "SELECT " DEVCOLS " FROM devices WHERE tenant_id = ? AND user_code = ?",
            "SELECT " DEVCOLS " FROM devices WHERE tenant_id = ? AND user_code = ?");
 STORE_STMT(DEVICE_BY_CODE_HASH,
+           "SELECT " DEVCOLS " FROM devices WHERE tenant_id = ? AND device_code_hash = ?",
            "SELECT " DEVCOLS " FROM devices WHERE tenant_id = ? AND device_code_hash = ?",
            "SELECT " DEVCOLS " FROM devices WHERE tenant_id = ? AND device_code_hash = ?");
 
@@ -117,7 +123,9 @@ STORE_STMT(DEVICE_LIST,
            "SELECT " DEVCOLS " FROM devices WHERE tenant_id = ? AND device_id > ?"
            " AND (? IS NULL OR agent_id = ?) ORDER BY device_id LIMIT ?",
            "SELECT " DEVCOLS " FROM devices WHERE tenant_id = ? AND device_id > ?"
-           " AND (? IS NULL OR agent_id = ?) ORDER BY device_id LIMIT ?");
+           " AND (? IS NULL OR agent_id = ?) ORDER BY device_id LIMIT ?",
+           "SELECT " DEVCOLS " FROM devices WHERE tenant_id = ?1 AND device_id > ?2"
+           " AND (?3::text IS NULL OR agent_id = ?4) ORDER BY device_id LIMIT ?5");
 
 int store_devices_list(struct store *st, const char *tenant_id, const char *agent_id,
                        const char *after, size_t limit, struct store_device *out, size_t *n,
@@ -138,6 +146,7 @@ int store_devices_list(struct store *st, const char *tenant_id, const char *agen
 STORE_STMT(
     DEVICE_POLL,
     "UPDATE devices SET last_poll_at = ?, interval_s = ? WHERE tenant_id = ? AND device_id = ?",
+    "UPDATE devices SET last_poll_at = ?, interval_s = ? WHERE tenant_id = ? AND device_id = ?",
     "UPDATE devices SET last_poll_at = ?, interval_s = ? WHERE tenant_id = ? AND device_id = ?");
 
 int store_devices_poll(struct store *st, const char *tenant_id, const char *device_id,
@@ -150,6 +159,8 @@ int store_devices_poll(struct store *st, const char *tenant_id, const char *devi
 }
 
 STORE_STMT(DEVICE_DECIDE,
+           "UPDATE devices SET status = ?, scope_granted = ?, decided_at = ?, decided_by = ?"
+           " WHERE tenant_id = ? AND device_id = ? AND status = 0 AND code_expires_at > ?",
            "UPDATE devices SET status = ?, scope_granted = ?, decided_at = ?, decided_by = ?"
            " WHERE tenant_id = ? AND device_id = ? AND status = 0 AND code_expires_at > ?",
            "UPDATE devices SET status = ?, scope_granted = ?, decided_at = ?, decided_by = ?"
@@ -184,6 +195,10 @@ STORE_STMT(DEVICE_REVOKE,
            "UPDATE devices SET revoked_reason = COALESCE(revoked_reason, ?),"
            " decided_by = CASE WHEN status = 3 THEN decided_by ELSE ? END,"
            " decided_at = CASE WHEN status = 3 THEN decided_at ELSE ? END, status = 3"
+           " WHERE tenant_id = ? AND device_id = ?",
+           "UPDATE devices SET status = 3, revoked_reason = coalesce(revoked_reason, ?),"
+           " decided_by = CASE WHEN status = 3 THEN decided_by ELSE ? END,"
+           " decided_at = CASE WHEN status = 3 THEN decided_at ELSE ? END"
            " WHERE tenant_id = ? AND device_id = ?");
 /* Its signing keys are named "<device_id>.<gen>": the key range of that prefix ('/' follows '.').
  */
@@ -191,6 +206,8 @@ STORE_STMT(DEVICE_KEYS_REVOKE,
            "UPDATE keys SET revoked_at = min(coalesce(revoked_at, ?), ?)"
            " WHERE tenant_id = ? AND key_id > ? AND key_id < ?",
            "UPDATE `keys` SET revoked_at = LEAST(COALESCE(revoked_at, ?), ?)"
+           " WHERE tenant_id = ? AND key_id > ? AND key_id < ?",
+           "UPDATE keys SET revoked_at = LEAST(COALESCE(revoked_at, ?), ?)"
            " WHERE tenant_id = ? AND key_id > ? AND key_id < ?");
 
 int store_devices_revoke(struct store *st, const char *tenant_id, const char *device_id,
@@ -214,6 +231,8 @@ STORE_STMT(DEVICE_ADVANCE,
            "UPDATE devices SET refresh_gen = refresh_gen + 1, last_refresh_at = ?"
            " WHERE tenant_id = ? AND device_id = ? AND refresh_gen = ? AND status = 1",
            "UPDATE devices SET refresh_gen = refresh_gen + 1, last_refresh_at = ?"
+           " WHERE tenant_id = ? AND device_id = ? AND refresh_gen = ? AND status = 1",
+           "UPDATE devices SET refresh_gen = refresh_gen + 1, last_refresh_at = ?"
            " WHERE tenant_id = ? AND device_id = ? AND refresh_gen = ? AND status = 1");
 
 int store_devices_advance(struct store *st, const char *tenant_id, const char *device_id,
@@ -226,6 +245,8 @@ int store_devices_advance(struct store *st, const char *tenant_id, const char *d
 }
 
 STORE_STMT(REFRESH_ADD,
+           "INSERT INTO refresh_tokens (tenant_id, token_hash, device_id, gen, created_at)"
+           " VALUES (?, ?, ?, ?, ?)",
            "INSERT INTO refresh_tokens (tenant_id, token_hash, device_id, gen, created_at)"
            " VALUES (?, ?, ?, ?, ?)",
            "INSERT INTO refresh_tokens (tenant_id, token_hash, device_id, gen, created_at)"
@@ -244,8 +265,11 @@ STORE_STMT(REFRESH_USE,
            "UPDATE refresh_tokens SET used_at = ? WHERE tenant_id = ? AND token_hash = ?"
            " AND used_at IS NULL",
            "UPDATE refresh_tokens SET used_at = ? WHERE tenant_id = ? AND token_hash = ?"
+           " AND used_at IS NULL",
+           "UPDATE refresh_tokens SET used_at = ? WHERE tenant_id = ? AND token_hash = ?"
            " AND used_at IS NULL");
 STORE_STMT(REFRESH_GET,
+           "SELECT device_id, gen FROM refresh_tokens WHERE tenant_id = ? AND token_hash = ?",
            "SELECT device_id, gen FROM refresh_tokens WHERE tenant_id = ? AND token_hash = ?",
            "SELECT device_id, gen FROM refresh_tokens WHERE tenant_id = ? AND token_hash = ?");
 

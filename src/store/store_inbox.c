@@ -34,7 +34,10 @@ STORE_STMT(INBOX_PEEK,
            " AND (expires_at IS NULL OR expires_at > ?) ORDER BY priority DESC, seq ASC LIMIT 1",
            "SELECT " EVCOLS " FROM inbox FORCE INDEX (inbox_open) WHERE open_state = " ST_PENDING
            " AND tenant_id = ? AND agent_id = ? AND (expires_at IS NULL OR expires_at > ?)"
-           " ORDER BY ready_priority DESC, seq ASC LIMIT 1");
+           " ORDER BY ready_priority DESC, seq ASC LIMIT 1",
+           "SELECT " EVCOLS
+           " FROM inbox WHERE tenant_id = ? AND agent_id = ? AND status = " ST_PENDING
+           " AND (expires_at IS NULL OR expires_at > ?) ORDER BY priority DESC, seq ASC LIMIT 1");
 
 int store_inbox_peek(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
                      struct store_event *out, bool *found)
@@ -56,6 +59,8 @@ int store_inbox_peek(struct store *st, const char *tenant_id, const char *agent_
  * reader can continue from without 410 is max(state_cursor, purged_through_seq). */
 STORE_STMT(STATE_GET,
            "SELECT state, max(state_cursor, purged_through_seq) FROM agents"
+           " WHERE tenant_id = ? AND agent_id = ?",
+           "SELECT state, GREATEST(state_cursor, purged_through_seq) FROM agents"
            " WHERE tenant_id = ? AND agent_id = ?",
            "SELECT state, GREATEST(state_cursor, purged_through_seq) FROM agents"
            " WHERE tenant_id = ? AND agent_id = ?");

@@ -15,7 +15,9 @@ STORE_STMT(KEY_ADD,
            "INSERT INTO keys (tenant_id, key_id, agent_id, alg, material, created_at)"
            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, key_id) DO NOTHING",
            "INSERT INTO `keys` (tenant_id, key_id, agent_id, alg, material, created_at)"
-           " VALUES (?, ?, ?, ?, ?, ?)");
+           " VALUES (?, ?, ?, ?, ?, ?)",
+           "INSERT INTO keys (tenant_id, key_id, agent_id, alg, material, created_at)"
+           " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, key_id) DO NOTHING");
 
 int store_keys_add(struct store *st, const char *tenant_id, const struct store_key *key,
                    int64_t now_ms)
@@ -58,7 +60,8 @@ static int on_key(void *arg, struct store_row *row)
 }
 
 STORE_STMT(KEY_GET, "SELECT " KEYCOLS ", material FROM keys WHERE tenant_id = ? AND key_id = ?",
-           "SELECT " KEYCOLS ", material FROM `keys` WHERE tenant_id = ? AND key_id = ?");
+           "SELECT " KEYCOLS ", material FROM `keys` WHERE tenant_id = ? AND key_id = ?",
+           "SELECT " KEYCOLS ", material FROM keys WHERE tenant_id = ? AND key_id = ?");
 
 int store_keys_get(struct store *st, const char *tenant_id, const char *key_id,
                    struct store_key *out)
@@ -82,7 +85,9 @@ STORE_STMT(KEY_LIST,
            "SELECT " KEYCOLS
            " FROM keys WHERE tenant_id = ? AND key_id > ? ORDER BY key_id LIMIT ?",
            "SELECT " KEYCOLS " FROM `keys` WHERE tenant_id = ? AND key_id > ? ORDER BY key_id"
-           " LIMIT ?");
+           " LIMIT ?",
+           "SELECT " KEYCOLS
+           " FROM keys WHERE tenant_id = ? AND key_id > ? ORDER BY key_id LIMIT ?");
 
 int store_keys_list(struct store *st, const char *tenant_id, const char *after_key, size_t limit,
                     struct store_key *out, size_t *n, bool *has_more)
@@ -105,6 +110,8 @@ STORE_STMT(KEY_REVOKE,
            "UPDATE keys SET revoked_at = min(coalesce(revoked_at, ?), ?)"
            " WHERE tenant_id = ? AND key_id = ?",
            "UPDATE `keys` SET revoked_at = LEAST(COALESCE(revoked_at, ?), ?)"
+           " WHERE tenant_id = ? AND key_id = ?",
+           "UPDATE keys SET revoked_at = LEAST(COALESCE(revoked_at, ?), ?)"
            " WHERE tenant_id = ? AND key_id = ?");
 
 int store_keys_revoke(struct store *st, const char *tenant_id, const char *key_id, int64_t now_ms)
@@ -117,10 +124,11 @@ int store_keys_revoke(struct store *st, const char *tenant_id, const char *key_i
 
 /* With a conditional upsert (STORE_CAP_UPSERT_WHERE): a row still inside its window makes the
  * upsert change nothing, which is the replay. */
-STORE_STMT_ONLY(NONCE_UPSERT, STORE_SQL_SQLITE,
-                "INSERT INTO nonces (tenant_id, key_id, nonce, expires_at)"
-                " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (tenant_id, key_id, nonce)"
-                " DO UPDATE SET expires_at = excluded.expires_at WHERE nonces.expires_at <= ?5");
+#define NONCE_UPSERT_SQL                                                                           \
+    "INSERT INTO nonces (tenant_id, key_id, nonce, expires_at)"                                    \
+    " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (tenant_id, key_id, nonce)"                              \
+    " DO UPDATE SET expires_at = excluded.expires_at WHERE nonces.expires_at <= ?5"
+STORE_STMT_ONLY2(NONCE_UPSERT, STORE_SQL_SQLITE, NONCE_UPSERT_SQL, STORE_SQL_PG, NONCE_UPSERT_SQL);
 /* Without: an expired row is deleted first; then the insert either wins or meets a live row (a
  * concurrent claim of the same nonce on another node waits on its row lock, then sees the
  * duplicate). */
@@ -154,7 +162,9 @@ int store_keys_nonce_claim(struct store *st, const char *tenant_id, const char *
 STORE_STMT(NONCE_PRUNE,
            "DELETE FROM nonces WHERE (tenant_id, key_id, nonce) IN"
            " (SELECT tenant_id, key_id, nonce FROM nonces WHERE expires_at <= ? LIMIT ?)",
-           "DELETE FROM nonces WHERE expires_at <= ? LIMIT ?");
+           "DELETE FROM nonces WHERE expires_at <= ? LIMIT ?",
+           "DELETE FROM nonces WHERE ctid = ANY(ARRAY(SELECT ctid FROM nonces"
+           " WHERE expires_at <= ? LIMIT ?)) AND expires_at <= ?1");
 
 int store_keys_nonce_prune(struct store *st, int64_t now_ms, size_t limit, size_t *count)
 {

@@ -30,7 +30,9 @@ STORE_STMT(LEASE_FIND,
            " FROM inbox WHERE event_id = ? AND tenant_id = ? AND agent_id = ?",
            "SELECT seq, status, lease_token, attempts, claimed_at, claim_expires_at"
            " FROM inbox FORCE INDEX (inbox_event)"
-           " WHERE event_id = ? AND tenant_id = ? AND agent_id = ?");
+           " WHERE event_id = ? AND tenant_id = ? AND agent_id = ?",
+           "SELECT seq, status, lease_token, attempts, claimed_at, claim_expires_at"
+           " FROM inbox WHERE event_id = ? AND tenant_id = ? AND agent_id = ?");
 
 static int on_lease_row(void *arg, struct store_row *row)
 {
@@ -93,11 +95,16 @@ STORE_STMT(ACK,
            "UPDATE inbox FORCE INDEX (inbox_event) SET status = " ST_COMPLETED
            ", payload = NULL, completed_at = ?, available_at = LAST_INSERT_ID(available_at)"
            " WHERE event_id = ? AND tenant_id = ? AND agent_id = ? AND status = " ST_CLAIMED
+           " AND lease_token = ?",
+           "UPDATE inbox SET status = " ST_COMPLETED ", payload = NULL, completed_at = ?"
+           " WHERE event_id = ? AND tenant_id = ? AND agent_id = ? AND status = " ST_CLAIMED
            " AND lease_token = ?");
 /* event_id, tenant: after an ack changed its row, without STORE_CAP_INSERT_ID. A point read is
  * cheaper than SQLite's RETURNING, which buffers its row in a temporary B-tree. */
-STORE_STMT_ONLY(ACK_AVAILABLE, STORE_SQL_SQLITE,
-                "SELECT available_at FROM inbox WHERE event_id = ? AND tenant_id = ?");
+STORE_STMT_ONLY2(ACK_AVAILABLE, STORE_SQL_SQLITE,
+                 "SELECT available_at FROM inbox WHERE event_id = ? AND tenant_id = ?",
+                 STORE_SQL_PG,
+                 "SELECT available_at FROM inbox WHERE event_id = ? AND tenant_id = ?");
 
 static int on_i64(void *arg, struct store_row *row)
 {
@@ -132,6 +139,10 @@ static int ack_update(struct store *st, const char *tenant_id, const char *agent
 STORE_STMT(RELEASE_UPDATE,
            "UPDATE inbox SET status = ?, available_at = ?, nacks = nacks + ?,"
            " last_error = coalesce(?, last_error), lease_token = NULL, claim_expires_at = NULL"
+           " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_CLAIMED
+           " AND lease_token = ?",
+           "UPDATE inbox SET status = ?, available_at = ?, nacks = nacks + ?,"
+           " last_error = COALESCE(?, last_error), lease_token = NULL, claim_expires_at = NULL"
            " WHERE tenant_id = ? AND agent_id = ? AND seq = ? AND status = " ST_CLAIMED
            " AND lease_token = ?",
            "UPDATE inbox SET status = ?, available_at = ?, nacks = nacks + ?,"
@@ -185,16 +196,24 @@ STORE_STMT_ONLY(RELEASE_ALL_ANY, STORE_SQL_SQLITE,
  * its row. MySQL's read walks the smaller of the agent's primary-key range and inbox_lease (every
  * claimed row, of every agent: a locking walk of it would wait on other agents' claims).
  * tenant, agent[, consumer]; then tenant, agent, seq, token. */
-STORE_STMT_ONLY(RELEASE_ALL_SELECT, STORE_SQL_MYSQL,
-                "SELECT seq, lease_token FROM inbox WHERE lease_expires_at IS NOT NULL"
-                " AND tenant_id = ? AND agent_id = ? AND consumer = ?");
-STORE_STMT_ONLY(RELEASE_ALL_ANY_SELECT, STORE_SQL_MYSQL,
-                "SELECT seq, lease_token FROM inbox WHERE lease_expires_at IS NOT NULL"
-                " AND tenant_id = ? AND agent_id = ?");
-STORE_STMT_ONLY(RELEASE_ALL_UPDATE, STORE_SQL_MYSQL,
-                "UPDATE inbox SET status = " ST_PENDING ", lease_token = NULL,"
-                " claim_expires_at = NULL WHERE tenant_id = ? AND agent_id = ? AND seq = ?"
-                " AND status = " ST_CLAIMED " AND lease_token = ?");
+STORE_STMT_ONLY2(RELEASE_ALL_SELECT, STORE_SQL_MYSQL,
+                 "SELECT seq, lease_token FROM inbox WHERE lease_expires_at IS NOT NULL"
+                 " AND tenant_id = ? AND agent_id = ? AND consumer = ?",
+                 STORE_SQL_PG,
+                 "SELECT seq, lease_token FROM inbox WHERE status = " ST_CLAIMED
+                 " AND tenant_id = ? AND agent_id = ? AND consumer = ?");
+STORE_STMT_ONLY2(RELEASE_ALL_ANY_SELECT, STORE_SQL_MYSQL,
+                 "SELECT seq, lease_token FROM inbox WHERE lease_expires_at IS NOT NULL"
+                 " AND tenant_id = ? AND agent_id = ?",
+                 STORE_SQL_PG,
+                 "SELECT seq, lease_token FROM inbox WHERE status = " ST_CLAIMED
+                 " AND tenant_id = ? AND agent_id = ?");
+#define RELEASE_ALL_UPDATE_SQL                                                                     \
+    "UPDATE inbox SET status = " ST_PENDING ", lease_token = NULL,"                                \
+    " claim_expires_at = NULL WHERE tenant_id = ? AND agent_id = ? AND seq = ?"                    \
+    " AND status = " ST_CLAIMED " AND lease_token = ?"
+STORE_STMT_ONLY2(RELEASE_ALL_UPDATE, STORE_SQL_MYSQL, RELEASE_ALL_UPDATE_SQL, STORE_SQL_PG,
+                 RELEASE_ALL_UPDATE_SQL);
 
 static int on_lease_ref(void *arg, struct store_row *row)
 {

@@ -84,7 +84,8 @@ struct store_new_row {
  * the caller. Limits arrive already bounded (store_limit). */
 struct store_dialect {
     /* ---- the driver: connection, transactions, error detail ---- */
-    const char *scheme; /* the URL scheme this dialect opens ("sqlite" for sqlite://...) */
+    const char *scheme;       /* the URL scheme this dialect opens ("sqlite" for sqlite://...) */
+    const char *scheme_alias; /* another scheme it opens (postgresql://), or NULL */
     /* The file a data directory holds when no store URL is configured (store_url_default);
      * NULL: the dialect is a server and needs its URL. */
     const char *default_file;

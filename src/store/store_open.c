@@ -11,6 +11,7 @@
 #include "store/store_lifecycle.h"
 #include "store/store_mysql.h"
 #include "store/store_ops.h"
+#include "store/store_pg.h"
 #include "store/store_sqlite.h"
 
 #include "common/banned.h"
@@ -18,11 +19,17 @@
 static const struct store_dialect *const dialects[] = {
     &store_sqlite_dialect,
     &store_mysql_dialect,
+    &store_pg_dialect,
 };
 
 #define N_DIALECTS (sizeof dialects / sizeof dialects[0])
 
 /* The dialect of the URL's scheme, or NULL. */
+static bool scheme_is(const char *scheme, const char *url, size_t len)
+{
+    return scheme != NULL && strlen(scheme) == len && memcmp(scheme, url, len) == 0;
+}
+
 static const struct store_dialect *dialect_of(const char *url)
 {
     const char *sep = url != NULL ? strstr(url, "://") : NULL;
@@ -31,8 +38,8 @@ static const struct store_dialect *dialect_of(const char *url)
     }
     size_t scheme_len = (size_t)(sep - url);
     for (size_t i = 0; i < N_DIALECTS; i++) {
-        const char *scheme = dialects[i]->scheme;
-        if (strlen(scheme) == scheme_len && memcmp(scheme, url, scheme_len) == 0) {
+        if (scheme_is(dialects[i]->scheme, url, scheme_len) ||
+            scheme_is(dialects[i]->scheme_alias, url, scheme_len)) {
             return dialects[i];
         }
     }

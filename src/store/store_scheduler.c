@@ -38,7 +38,10 @@ STORE_STMT(SCAVENGE_SELECT,
            " WHERE status = " ST_CLAIMED " AND claim_expires_at <= ?"
            " ORDER BY claim_expires_at LIMIT ?",
            "SELECT tenant_id, agent_id, seq, lease_token, attempts, consumer FROM inbox"
-           " WHERE lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?");
+           " WHERE lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?",
+           "SELECT tenant_id, agent_id, seq, lease_token, attempts, consumer FROM inbox"
+           " WHERE status = " ST_CLAIMED " AND claim_expires_at <= ?"
+           " ORDER BY claim_expires_at LIMIT ?");
 
 static int on_lease_ref(void *arg, struct store_row *row)
 {
@@ -97,19 +100,29 @@ STORE_STMT_ONLY(EXPIRE, STORE_SQL_SQLITE,
  * while scheduled or pending): a locking read of a range also locks, for an instant, the record
  * just past its end, and a claim must never SKIP a pending row for that. now, limit; then tenant,
  * agent, seq (promote) or now, tenant, agent, seq, now (expire). */
-STORE_STMT_ONLY(PROMOTE_SELECT, STORE_SQL_MYSQL,
-                "SELECT tenant_id, agent_id, seq FROM inbox WHERE due_at <= ?"
-                " ORDER BY due_at LIMIT ?");
-STORE_STMT_ONLY(PROMOTE_UPDATE, STORE_SQL_MYSQL,
-                "UPDATE inbox SET status = " ST_PENDING " WHERE tenant_id = ? AND agent_id = ?"
-                " AND seq = ? AND status = " ST_SCHEDULED);
-STORE_STMT_ONLY(EXPIRE_SELECT, STORE_SQL_MYSQL,
-                "SELECT tenant_id, agent_id, seq FROM inbox WHERE ttl_at <= ?"
-                " ORDER BY ttl_at LIMIT ?");
-STORE_STMT_ONLY(EXPIRE_UPDATE, STORE_SQL_MYSQL,
-                "UPDATE inbox SET status = " ST_EXPIRED ", completed_at = ?"
-                " WHERE tenant_id = ? AND agent_id = ? AND seq = ?"
-                " AND status IN (" ST_SCHEDULED ", " ST_PENDING ") AND expires_at <= ?");
+STORE_STMT_ONLY2(PROMOTE_SELECT, STORE_SQL_MYSQL,
+                 "SELECT tenant_id, agent_id, seq FROM inbox WHERE due_at <= ?"
+                 " ORDER BY due_at LIMIT ?",
+                 STORE_SQL_PG,
+                 "SELECT tenant_id, agent_id, seq FROM inbox WHERE status = " ST_SCHEDULED
+                 " AND available_at <= ? ORDER BY available_at LIMIT ?");
+#define PROMOTE_UPDATE_SQL                                                                         \
+    "UPDATE inbox SET status = " ST_PENDING " WHERE tenant_id = ? AND agent_id = ?"                \
+    " AND seq = ? AND status = " ST_SCHEDULED
+STORE_STMT_ONLY2(PROMOTE_UPDATE, STORE_SQL_MYSQL, PROMOTE_UPDATE_SQL, STORE_SQL_PG,
+                 PROMOTE_UPDATE_SQL);
+STORE_STMT_ONLY2(EXPIRE_SELECT, STORE_SQL_MYSQL,
+                 "SELECT tenant_id, agent_id, seq FROM inbox WHERE ttl_at <= ?"
+                 " ORDER BY ttl_at LIMIT ?",
+                 STORE_SQL_PG,
+                 "SELECT tenant_id, agent_id, seq FROM inbox WHERE status IN (" ST_SCHEDULED
+                 ", " ST_PENDING ") AND expires_at <= ? ORDER BY expires_at LIMIT ?");
+#define EXPIRE_UPDATE_SQL                                                                          \
+    "UPDATE inbox SET status = " ST_EXPIRED ", completed_at = ?"                                   \
+    " WHERE tenant_id = ? AND agent_id = ? AND seq = ?"                                            \
+    " AND status IN (" ST_SCHEDULED ", " ST_PENDING ") AND expires_at <= ?"
+STORE_STMT_ONLY2(EXPIRE_UPDATE, STORE_SQL_MYSQL, EXPIRE_UPDATE_SQL, STORE_SQL_PG,
+                 EXPIRE_UPDATE_SQL);
 
 /* Rows (tenant, agent[, seq]) of a read, to update one by one after it. */
 struct row_keys {
@@ -228,9 +241,10 @@ static int retention_agents(struct store *st, const struct store_agent_ref *afte
  * once: the agent row lock makes one of them own this agent until its COMMIT, and the others
  * pass it by (SKIP LOCKED) instead of archiving the same rows again. A publisher holding the
  * lock just defers the agent to the next round. */
-STORE_STMT_ONLY(RETENTION_LOCK, STORE_SQL_MYSQL,
-                "SELECT 1 FROM agents WHERE tenant_id = ? AND agent_id = ?"
-                " FOR UPDATE SKIP LOCKED");
+#define RETENTION_LOCK_SQL                                                                         \
+    "SELECT 1 FROM agents WHERE tenant_id = ? AND agent_id = ? FOR UPDATE SKIP LOCKED"
+STORE_STMT_ONLY2(RETENTION_LOCK, STORE_SQL_MYSQL, RETENTION_LOCK_SQL, STORE_SQL_PG,
+                 RETENTION_LOCK_SQL);
 
 static int on_count(void *arg, struct store_row *row)
 {
@@ -321,6 +335,8 @@ STORE_STMT_SAME(RETENTION_DELETE,
 /* through, tenant, agent: purged_through_seq = max(purged_through_seq, through). */
 STORE_STMT(RETENTION_WATERMARK,
            "UPDATE agents SET purged_through_seq = max(purged_through_seq, ?)"
+           " WHERE tenant_id = ? AND agent_id = ?",
+           "UPDATE agents SET purged_through_seq = GREATEST(purged_through_seq, ?)"
            " WHERE tenant_id = ? AND agent_id = ?",
            "UPDATE agents SET purged_through_seq = GREATEST(purged_through_seq, ?)"
            " WHERE tenant_id = ? AND agent_id = ?");

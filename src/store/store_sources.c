@@ -109,7 +109,9 @@ STORE_STMT(SRC_ADD,
            "INSERT INTO ingest_sources (source_id, tenant_id, name, scheme, config, secret,"
            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
            "INSERT INTO ingest_sources (source_id, tenant_id, name, scheme, config, secret,"
-           " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+           " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+           "INSERT INTO ingest_sources (source_id, tenant_id, name, scheme, config, secret,"
+           " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
 
 int store_sources_add(struct store *st, const struct store_source *s, int64_t now_ms)
 {
@@ -242,7 +244,9 @@ int store_receipts_list(struct store *st, const char *tenant_id, const char *sou
 STORE_STMT(RCP_PRUNE,
            "DELETE FROM ingest_receipts WHERE (tenant_id, source_id, receipt_id) IN"
            " (SELECT tenant_id, source_id, receipt_id FROM ingest_receipts WHERE at < ? LIMIT ?)",
-           "DELETE FROM ingest_receipts WHERE at < ? ORDER BY at LIMIT ?");
+           "DELETE FROM ingest_receipts WHERE at < ? ORDER BY at LIMIT ?",
+           "DELETE FROM ingest_receipts WHERE ctid = ANY(ARRAY(SELECT ctid FROM ingest_receipts"
+           " WHERE at < ? LIMIT ?)) AND at < ?1");
 
 int store_receipts_prune(struct store *st, int64_t before_ms, size_t limit, size_t *count)
 {

@@ -5,13 +5,15 @@
  *
  *     STORE_STMT(PEEK,
  *                "SELECT ... ORDER BY priority DESC, seq LIMIT 1",        -- SQLite
- *                "SELECT ... ORDER BY ready_priority DESC, seq LIMIT 1"); -- MySQL/MariaDB
+ *                "SELECT ... ORDER BY ready_priority DESC, seq LIMIT 1",  -- MySQL/MariaDB
+ *                "SELECT ... ORDER BY priority DESC, seq LIMIT 1");       -- PostgreSQL
  *
  * STORE_STMT takes one SQL argument per dialect (a missing one does not compile) and each must be
  * a non-empty string literal (checked at compile time); store_stmt_sql() checks again when the
  * statement is first prepared, so a descriptor built by hand with a NULL column fails there with
  * ROOST_EINTERNAL instead of running. Parameters are positional (`?`, bound in order); SQLite
- * text may number them (`?1`) to use one twice. Internal to src/store/. */
+ * and PostgreSQL text may number them (`?1`, PostgreSQL also `$1`) to use one twice: the
+ * PostgreSQL dialect turns `?` into `$n` when it prepares the statement. Internal to src/store/. */
 #ifndef ROOST_STORE_STMT_H
 #define ROOST_STORE_STMT_H
 
@@ -21,26 +23,35 @@
 
 /* The SQL columns of a descriptor: one per dialect. A new dialect adds a column here and an
  * argument to STORE_STMT, and the compiler lists every statement still missing its SQL. */
-enum store_sql_col { STORE_SQL_SQLITE = 0, STORE_SQL_MYSQL, STORE_SQL_COLS };
+enum store_sql_col { STORE_SQL_SQLITE = 0, STORE_SQL_MYSQL, STORE_SQL_PG, STORE_SQL_COLS };
 
 struct store_stmt {
     const char *name; /* for error messages: the descriptor's identifier */
     const char *sql[STORE_SQL_COLS];
 };
 
-#define STORE_STMT(var, sqlite_sql, mysql_sql)                                                     \
+#define STORE_STMT(var, sqlite_sql, mysql_sql, pg_sql)                                             \
     _Static_assert(sizeof("" sqlite_sql) > 1, #var ": SQLite SQL is empty");                       \
     _Static_assert(sizeof("" mysql_sql) > 1, #var ": MySQL SQL is empty");                         \
-    static const struct store_stmt var = {                                                         \
-        #var, {[STORE_SQL_SQLITE] = "" sqlite_sql, [STORE_SQL_MYSQL] = "" mysql_sql}}
+    _Static_assert(sizeof("" pg_sql) > 1, #var ": PostgreSQL SQL is empty");                       \
+    static const struct store_stmt var = {#var,                                                    \
+                                          {[STORE_SQL_SQLITE] = "" sqlite_sql,                     \
+                                           [STORE_SQL_MYSQL] = "" mysql_sql,                       \
+                                           [STORE_SQL_PG] = "" pg_sql}}
 /* A statement of one branch of an operation keyed by a capability (struct store_dialect.caps),
  * which only the dialects of that branch run: SQL in column `col` only. Another dialect running it
  * fails with ROOST_EINTERNAL (store_stmt_sql), which the conformance suite would show. */
 #define STORE_STMT_ONLY(var, col, sql)                                                             \
     _Static_assert(sizeof("" sql) > 1, #var ": SQL is empty");                                     \
     static const struct store_stmt var = {#var, {[col] = "" sql}}
+/* The same for a branch two dialects take (MySQL and PostgreSQL: several writers), each with its
+ * own text. */
+#define STORE_STMT_ONLY2(var, col_a, sql_a, col_b, sql_b)                                          \
+    _Static_assert(sizeof("" sql_a) > 1, #var ": SQL is empty");                                   \
+    _Static_assert(sizeof("" sql_b) > 1, #var ": SQL is empty");                                   \
+    static const struct store_stmt var = {#var, {[col_a] = "" sql_a, [col_b] = "" sql_b}}
 /* A statement whose text every dialect shares. */
-#define STORE_STMT_SAME(var, sql) STORE_STMT(var, sql, sql)
+#define STORE_STMT_SAME(var, sql) STORE_STMT(var, sql, sql, sql)
 
 /* The descriptor's SQL in dialect column `col`, or NULL when it has none (a failed completeness
  * check: the caller reports ROOST_EINTERNAL naming the statement). */

@@ -26,7 +26,9 @@ STORE_STMT(
     "INSERT INTO endpoints (tenant_id, endpoint_id, agent_id, url, secret, status, created_at,"
     " updated_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING",
     "INSERT IGNORE INTO endpoints (tenant_id, endpoint_id, agent_id, url, secret, status,"
-    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?)");
+    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?)",
+    "INSERT INTO endpoints (tenant_id, endpoint_id, agent_id, url, secret, status, created_at,"
+    " updated_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING");
 STORE_STMT_SAME(EP_GET,
                 "SELECT " EPCOLS ", secret FROM endpoints WHERE tenant_id = ? AND endpoint_id = ?");
 STORE_STMT_SAME(EP_LIST, "SELECT " EPCOLS " FROM endpoints WHERE tenant_id = ? AND endpoint_id > ?"
@@ -70,7 +72,9 @@ STORE_STMT(
     AT_PRUNE,
     "DELETE FROM webhook_attempts WHERE (tenant_id, endpoint_id, attempt_id) IN"
     " (SELECT tenant_id, endpoint_id, attempt_id FROM webhook_attempts WHERE at < ? LIMIT ?)",
-    "DELETE FROM webhook_attempts WHERE at < ? ORDER BY at LIMIT ?");
+    "DELETE FROM webhook_attempts WHERE at < ? ORDER BY at LIMIT ?",
+    "DELETE FROM webhook_attempts WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_attempts"
+    " WHERE at < ? LIMIT ?)) AND at < ?1");
 
 static void copy_col(struct store_row *row, int col, char *dst, size_t cap)
 {

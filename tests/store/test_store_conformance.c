@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The store conformance suite: every behaviour store.h promises, run against one backend named on
- * the command line (`test_store_conformance sqlite`, `test_store_conformance mysql://...` or
- * `mysql` with ROOST_TEST_STORE_URL). Only backend_fresh()/backend_dispose() know about a
- * backend; every test gets a fresh, migrated database. */
+ * the command line (`test_store_conformance sqlite`, `test_store_conformance mysql://...`,
+ * `postgres://...` or `mysql` with ROOST_TEST_STORE_URL). Only backend_fresh()/backend_dispose()
+ * know about a backend; every test gets a fresh, migrated database. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -14,6 +14,7 @@
 
 #include "harness/check.h"
 #include "mysql/mysql_testutil.h"
+#include "pg/pg_testutil.h"
 #include "store/conformance_webhooks.h"
 #include "store/store.h"
 #include "store/store_sources.h"
@@ -46,7 +47,8 @@ struct fx {
     struct store *st;
     char url[1024];
     char dir[512];
-    bool own_db; /* mysql: drop the database at the end */
+    bool own_db;     /* mysql: drop the database at the end */
+    bool own_schema; /* postgres: drop the schema at the end */
 };
 
 /* Prepares a fresh, empty database and writes its URL. */
@@ -62,11 +64,19 @@ static int backend_fresh(struct fx *f)
         snprintf(f->url, sizeof f->url, "sqlite://%s/roost.db", f->dir);
         return 0;
     }
-    /* mysql: a database of its own on the server the test script started. */
+    /* mysql: a database of its own on the server the test script started; postgres: a schema
+     * of its own. */
     f->dir[0] = '\0';
     if (g_base_url == NULL) {
         printf("backend %s needs a URL argument or ROOST_TEST_STORE_URL\n", g_backend);
         return -1;
+    }
+    if (strcmp(g_backend, "postgres") == 0) {
+        if (pg_testutil_fresh_schema(g_base_url, check_test + 5, f->url, sizeof f->url) != 0) {
+            return -1;
+        }
+        f->own_schema = true;
+        return 0;
     }
     if (mysql_testutil_fresh_db(g_base_url, check_test + 5, f->url, sizeof f->url) != 0) {
         return -1;
@@ -80,6 +90,10 @@ static void backend_dispose(struct fx *f)
     if (f->own_db) {
         mysql_testutil_drop_db(f->url);
         f->own_db = false;
+    }
+    if (f->own_schema) {
+        pg_testutil_drop_schema(f->url);
+        f->own_schema = false;
     }
     if (f->dir[0] == '\0') {
         return;
@@ -2061,6 +2075,10 @@ int main(int argc, char **argv)
         g_base_url = argv[1];
     } else if (strcmp(argv[1], "mysql") == 0) {
         g_base_url = getenv("ROOST_TEST_STORE_URL");
+    } else if (strncmp(argv[1], "postgres://", 11) == 0 ||
+               strncmp(argv[1], "postgresql://", 13) == 0) {
+        g_backend = "postgres";
+        g_base_url = argv[1];
     }
     const char *only = argc > 2 ? argv[2] : NULL;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {

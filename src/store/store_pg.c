@@ -1,0 +1,845 @@
+/* SPDX-License-Identifier: MIT */
+/* The PostgreSQL backend of the store: the dialect primitives the shared lifecycle
+ * (store_lifecycle.c) runs on, the reads still written per backend, and the change-log tailer.
+ * Like MySQL it has several writers: the agent row lock orders seqs (DESIGN §4.2), claims use
+ * FOR UPDATE SKIP LOCKED, and every writing transaction appends to the change log the other
+ * nodes follow. Its statements are descriptors with PostgreSQL text only (STORE_STMT_ONLY): they
+ * become the PostgreSQL column of the shared descriptors when these primitives move into their
+ * subject files (issue 30). The driver is in store_pg_conn.c. */
+#include "store/store_pg.h"
+#include "store/store_pg_int.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_ops.h"
+#include "store/store_sql.h"
+
+#include "common/banned.h"
+
+#define PG STORE_SQL_PG
+
+#define EVCOLS_I                                                                                   \
+    "i.event_id, i.agent_id, i.seq, i.status, i.priority, i.correlation_id, i.payload, "           \
+    "i.created_at, i.available_at, i.expires_at, i.lease_token, i.consumer, i.claimed_at, "        \
+    "i.claim_expires_at, i.attempts, i.timeouts, i.nacks, i.last_error, i.completed_at"
+
+/* roost_changes rows older than this go with retention; a tailer is never this far behind. */
+#define CHANGES_KEEP_MS (10 * 60 * 1000)
+
+/* ---- publish ---- */
+
+STORE_STMT_ONLY(PG_TENANT_FIND, PG, "SELECT 1 FROM tenants WHERE tenant_id = ?");
+STORE_STMT_ONLY(PG_TENANT_ENSURE, PG,
+                "INSERT INTO tenants (tenant_id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING");
+/* tenant, agent, now: creates or row-locks the agent without moving next_seq. */
+STORE_STMT_ONLY(PG_AGENT_LOCK, PG,
+                "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at, updated_at)"
+                " VALUES (?1, ?2, 1, ?3, ?3) ON CONFLICT (tenant_id, agent_id)"
+                " DO UPDATE SET next_seq = agents.next_seq");
+STORE_STMT_ONLY(PG_IDEM_FIND, PG,
+                "SELECT event_id, seq FROM inbox"
+                " WHERE tenant_id = ? AND agent_id = ? AND idempotency_key = ?");
+/* tenant, agent, now: the seq, allocated under the agent's row lock (held until the transaction
+ * ends, DESIGN §4.2). PostgreSQL releases that lock only after the commit is visible to new
+ * snapshots, so seqs become visible in order. */
+#define SEQ_UPSERT                                                                                 \
+    "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at, updated_at)"                   \
+    " VALUES (?1, ?2, 2, ?3, ?3) ON CONFLICT (tenant_id, agent_id) DO UPDATE SET"                  \
+    " next_seq = agents.next_seq + 1, updated_at = excluded.updated_at RETURNING next_seq - 1"
+STORE_STMT_ONLY(PG_SEQ_ALLOC, PG, SEQ_UPSERT);
+#define INBOX_COLS                                                                                 \
+    "tenant_id, agent_id, seq, event_id, status, priority, correlation_id, idempotency_key,"       \
+    " payload, created_at, available_at, expires_at"
+STORE_STMT_ONLY(PG_INBOX_INSERT, PG,
+                "INSERT INTO inbox (" INBOX_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+/* The seq upsert and the row in one statement: tenant, agent, now, then event_id … expires_at. */
+STORE_STMT_ONLY(
+    PG_SEQ_INSERT, PG,
+    "WITH s AS (" SEQ_UPSERT " AS seq) INSERT INTO inbox (" INBOX_COLS ")"
+    " SELECT ?1, ?2, s.seq, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 FROM s RETURNING seq");
+STORE_STMT_ONLY(PG_STATE_READ, PG,
+                "SELECT state FROM agents WHERE tenant_id = ? AND agent_id = ? FOR UPDATE");
+STORE_STMT_ONLY(PG_STATE_WRITE, PG,
+                "UPDATE agents SET state = ?, state_cursor = ?, updated_at = ?"
+                " WHERE tenant_id = ? AND agent_id = ?");
+STORE_STMT_ONLY(PG_AGENT_HEAD, PG,
+                "SELECT next_seq - 1, purged_through_seq FROM agents"
+                " WHERE tenant_id = ? AND agent_id = ?");
+
+/* ---- claims, retention ---- */
+
+/* tenant, agent, now, limit: the agent's pending rows in claim order (inbox_claim), locked;
+ * rows another claimer holds are skipped, not waited for. */
+STORE_STMT_ONLY(PG_CLAIM_SELECT, PG,
+                "SELECT " EVCOLS
+                " FROM inbox WHERE tenant_id = ? AND agent_id = ? AND status = " ST_PENDING
+                " AND (expires_at IS NULL OR expires_at > ?)"
+                " ORDER BY priority DESC, seq LIMIT ? FOR UPDATE SKIP LOCKED");
+/* cut, limit: the oldest change rows nobody else is pruning. */
+STORE_STMT_ONLY(PG_CHANGES_PRUNE, PG,
+                "DELETE FROM roost_changes WHERE id = ANY(ARRAY(SELECT id FROM roost_changes"
+                " WHERE at_ms < ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED))");
+
+/* ---- reads ---- */
+
+/* after, tenant, agent, limit: head, watermark and the page in one statement (one snapshot). */
+STORE_STMT_ONLY(PG_READ, PG,
+                "SELECT a.next_seq - 1, a.purged_through_seq, " EVCOLS_I
+                " FROM agents a LEFT JOIN inbox i ON i.tenant_id = a.tenant_id"
+                " AND i.agent_id = a.agent_id AND i.seq > ?1"
+                " WHERE a.tenant_id = ?2 AND a.agent_id = ?3 ORDER BY i.seq LIMIT ?4");
+STORE_STMT_ONLY(PG_AGENTS_LIST, PG,
+                "SELECT " AGENT_STATS_COLS " FROM agents a"
+                " WHERE a.tenant_id = ? AND a.agent_id > ? ORDER BY a.agent_id LIMIT ?");
+STORE_STMT_ONLY(PG_AGENTS_BY_DEPTH, PG,
+                "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
+                " ORDER BY pending DESC, a.agent_id LIMIT ? OFFSET ?");
+STORE_STMT_ONLY(PG_AGENTS_BY_AGE, PG,
+                "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
+                " ORDER BY oldest NULLS LAST, a.agent_id LIMIT ? OFFSET ?");
+/* Metrics: each reads one status's rows through its partial index, never the history. */
+STORE_STMT_ONLY(PG_MET_PENDING, PG,
+                "SELECT tenant_id, count(*), COALESCE(min(available_at), 0) FROM inbox"
+                " WHERE status = " ST_PENDING " GROUP BY tenant_id");
+STORE_STMT_ONLY(PG_MET_SCHEDULED, PG,
+                "SELECT tenant_id, count(*), 0 FROM inbox WHERE status = " ST_SCHEDULED
+                " GROUP BY tenant_id");
+STORE_STMT_ONLY(PG_MET_CLAIMED, PG,
+                "SELECT tenant_id, count(*), COALESCE(min(claimed_at), 0) FROM inbox"
+                " WHERE status = " ST_CLAIMED " GROUP BY tenant_id");
+STORE_STMT_ONLY(PG_MET_QUARANTINED, PG,
+                "SELECT tenant_id, count(*), 0 FROM inbox WHERE status = " ST_QUARANTINED
+                " GROUP BY tenant_id");
+STORE_STMT_ONLY(PG_MET_AGENTS, PG,
+                "SELECT tenant_id, agent_id, count(*) AS n FROM inbox WHERE status = " ST_PENDING
+                " GROUP BY tenant_id, agent_id ORDER BY n DESC, tenant_id, agent_id LIMIT ?");
+
+/* ---- the tailer ---- */
+
+STORE_STMT_ONLY(PG_TAIL_MAX, PG, "SELECT COALESCE(MAX(id), 0) FROM roost_changes");
+STORE_STMT_ONLY(PG_TAIL_SCAN, PG,
+                "SELECT id, tenant_id, agent_id, head, origin FROM roost_changes WHERE id > ?"
+                " ORDER BY id LIMIT ?");
+/* ids as an array literal ('{4,7}') */
+STORE_STMT_ONLY(PG_TAIL_GAPS, PG,
+                "SELECT id, tenant_id, agent_id, head, origin FROM roost_changes"
+                " WHERE id = ANY(?::bigint[])");
+
+/* ---- row callbacks ---- */
+
+struct i64s {
+    int64_t v[2];
+    bool found;
+};
+
+/* The first column of a row. */
+static int row_i64s(void *arg, struct store_row *row)
+{
+    struct i64s *o = arg;
+    o->v[0] = row->i64(row, 0);
+    o->found = true;
+    return ROOST_OK;
+}
+
+/* The first two columns. */
+static int row_i64_2(void *arg, struct store_row *row)
+{
+    struct i64s *o = arg;
+    o->v[1] = row->i64(row, 1);
+    return row_i64s(arg, row);
+}
+
+/* ---- the dialect: agents and touches ---- */
+
+static void pg_error_set(struct store *st, const char *msg)
+{
+    struct pg_store *b = store_pg_backend(st);
+    snprintf(b->err, sizeof b->err, "%s", msg);
+}
+
+static int pg_agent_head(struct store *st, const char *tenant_id, const char *agent_id,
+                         int64_t *head, int64_t *purged)
+{
+    struct i64s o = {0};
+    struct store_param p[] = {ARG_T(tenant_id), ARG_T(agent_id)};
+    int rc = store_run(st, PG_AGENT_HEAD, p, row_i64_2, &o, NULL);
+    *head = o.v[0];
+    *purged = o.v[1];
+    return rc;
+}
+
+/* Records the change for the other nodes (written in this transaction's COMMIT round trip) and
+ * the local touch. */
+static int pg_changed(struct store *st, const char *tenant_id, const char *agent_id, int64_t head,
+                      int64_t now_ms, struct store_touches *touches)
+{
+    int rc = store_pg_change(store_pg_backend(st), tenant_id, agent_id, head, now_ms);
+    if (rc == ROOST_OK && touches != NULL) {
+        rc = store_touches_add(touches, tenant_id, agent_id, head);
+    }
+    return rc;
+}
+
+/* ---- publish ---- */
+
+/* Creates the tenant row when missing. A plain read first, then the insert: tenant rows are
+ * never deleted, so the last one seen needs no read at all. */
+static int tenant_ensure(struct store *st, const char *tenant_id, int64_t now_ms)
+{
+    struct pg_store *b = store_pg_backend(st);
+    if (strcmp(b->known_tenant, tenant_id) == 0) {
+        return ROOST_OK;
+    }
+    struct i64s o = {0};
+    struct store_param fp[] = {ARG_T(tenant_id)};
+    int rc = store_run(st, PG_TENANT_FIND, fp, row_i64s, &o, NULL);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    if (o.found) {
+        snprintf(b->known_tenant, sizeof b->known_tenant, "%s", tenant_id);
+        return ROOST_OK;
+    }
+    struct store_param tp[] = {ARG_T(tenant_id), ARG_I(now_ms)};
+    return store_run(st, PG_TENANT_ENSURE, tp, NULL, NULL, NULL);
+}
+
+static int str_cmp(const void *pa, const void *pb)
+{
+    return strcmp(*(const char *const *)pa, *(const char *const *)pb);
+}
+
+/* A request with several items first locks all its agents in one sorted pass, so two fan-outs
+ * never wait on each other in a cycle (each item alone already goes in sorted order). */
+static int pg_publish_begin(struct store *st, const struct store_publish_req *req)
+{
+    int rc = tenant_ensure(st, req->tenant_id, req->now_ms);
+    if (rc != ROOST_OK || req->n_items <= 1) {
+        return rc;
+    }
+    size_t total = 0, k = 0;
+    for (size_t i = 0; i < req->n_items; i++) {
+        total += req->items[i].n_recipients;
+    }
+    const char **all = malloc((total ? total : 1) * sizeof *all);
+    if (all == NULL) {
+        return ROOST_ENOMEM;
+    }
+    for (size_t i = 0; i < req->n_items; i++) {
+        for (size_t j = 0; j < req->items[i].n_recipients; j++) {
+            all[k++] = req->items[i].recipients[j];
+        }
+    }
+    qsort(all, total, sizeof *all, str_cmp);
+    for (size_t j = 0; j < total && rc == ROOST_OK; j++) {
+        if (j > 0 && strcmp(all[j - 1], all[j]) == 0) {
+            continue;
+        }
+        struct store_param lk[] = {ARG_T(req->tenant_id), ARG_T(all[j]), ARG_I(req->now_ms)};
+        rc = store_run(st, PG_AGENT_LOCK, lk, NULL, NULL, NULL);
+    }
+    free(all);
+    return rc;
+}
+
+struct idem_row {
+    struct store_published *o;
+    bool found;
+};
+
+static int row_idem(void *arg, struct store_row *row)
+{
+    struct idem_row *r = arg;
+    const char *ev = row->text(row, 0);
+    snprintf(r->o->event_id, sizeof r->o->event_id, "%s", ev != NULL ? ev : "");
+    r->o->seq = row->i64(row, 1);
+    r->found = true;
+    return ROOST_OK;
+}
+
+/* Locks the agent first: a concurrent publish with the same key then waits here and finds this
+ * one's row (READ COMMITTED: the next statement's snapshot sees that commit), instead of both
+ * inserting and one failing on the unique index. */
+static int pg_idem_find(struct store *st, const char *tenant_id, const char *agent_id,
+                        const char *key, int64_t now_ms, struct store_published *o, bool *found)
+{
+    struct store_param lk[] = {ARG_T(tenant_id), ARG_T(agent_id), ARG_I(now_ms)};
+    int rc = store_run(st, PG_AGENT_LOCK, lk, NULL, NULL, NULL);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    struct idem_row r = {.o = o};
+    struct store_param p[] = {ARG_T(tenant_id), ARG_T(agent_id), ARG_T(key)};
+    rc = store_run(st, PG_IDEM_FIND, p, row_idem, &r, NULL);
+    *found = rc == ROOST_OK && r.found;
+    return rc;
+}
+
+static int seq_of(struct store *st, const struct i64s *o, int64_t *seq)
+{
+    if (!o->found || o->v[0] < 1) {
+        pg_error_set(st, "publish: sequence allocation returned no seq");
+        return ROOST_ESTORE;
+    }
+    *seq = o->v[0];
+    return ROOST_OK;
+}
+
+static int pg_seq_alloc(struct store *st, const char *tenant_id, const char *agent_id,
+                        int64_t now_ms, int64_t *seq)
+{
+    struct i64s o = {0};
+    struct store_param p[] = {ARG_T(tenant_id), ARG_T(agent_id), ARG_I(now_ms)};
+    int rc = store_run(st, PG_SEQ_ALLOC, p, row_i64s, &o, NULL);
+    return rc != ROOST_OK ? rc : seq_of(st, &o, seq);
+}
+
+static int pg_inbox_insert(struct store *st, const struct store_new_row *row)
+{
+    struct store_param p[] = {
+        ARG_T(row->tenant_id),      ARG_T(row->agent_id),        ARG_I(row->seq),
+        ARG_T(row->event_id),       ARG_I(row->status),          ARG_I(row->priority),
+        ARG_T(row->correlation_id), ARG_T(row->idempotency_key), ARG_T(row->payload),
+        ARG_I(row->created_at_ms),  ARG_I(row->available_at_ms), ARG_IN(row->expires_at_ms),
+    };
+    return store_run(st, PG_INBOX_INSERT, p, NULL, NULL, NULL);
+}
+
+static int pg_seq_insert(struct store *st, const struct store_new_row *row, int64_t now_ms,
+                         int64_t *seq)
+{
+    struct i64s o = {0};
+    struct store_param p[] = {
+        ARG_T(row->tenant_id),      ARG_T(row->agent_id),        ARG_I(now_ms),
+        ARG_T(row->event_id),       ARG_I(row->status),          ARG_I(row->priority),
+        ARG_T(row->correlation_id), ARG_T(row->idempotency_key), ARG_T(row->payload),
+        ARG_I(row->created_at_ms),  ARG_I(row->available_at_ms), ARG_IN(row->expires_at_ms),
+    };
+    int rc = store_run(st, PG_SEQ_INSERT, p, row_i64s, &o, NULL);
+    return rc != ROOST_OK ? rc : seq_of(st, &o, seq);
+}
+
+/* RFC 7386 JSON Merge Patch, as MySQL's JSON_MERGE_PATCH and SQLite's json_patch: a new
+ * reference (NULL when out of memory). */
+static json_t *merge_patch(json_t *target, json_t *patch)
+{
+    if (!json_is_object(patch)) {
+        return json_incref(patch);
+    }
+    json_t *out = json_is_object(target) ? json_deep_copy(target) : json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(patch, k, v)
+    {
+        if (out == NULL) {
+            break;
+        }
+        if (json_is_null(v)) {
+            json_object_del(out, k);
+            continue;
+        }
+        json_t *m = merge_patch(json_object_get(out, k), v);
+        if (m == NULL || json_object_set_new(out, k, m) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
+struct state_row {
+    char *state;
+    bool failed;
+};
+
+static int row_state(void *arg, struct store_row *row)
+{
+    struct state_row *s = arg;
+    return store_row_dup(row, 0, &s->state);
+}
+
+/* Merges in C (PostgreSQL has no merge patch, and jsonb would not keep the document's text):
+ * the agent row is already locked by the seq allocation of this publish. */
+static int pg_state_patch(struct store *st, const char *tenant_id, const char *agent_id,
+                          const char *patch, int64_t seq, int64_t now_ms, int64_t *state_bytes)
+{
+    struct state_row s = {0};
+    struct store_param k[] = {ARG_T(tenant_id), ARG_T(agent_id)};
+    int rc = store_run(st, PG_STATE_READ, k, row_state, &s, NULL);
+    if (rc != ROOST_OK) {
+        free(s.state);
+        return rc;
+    }
+    json_t *cur = json_loads(s.state != NULL ? s.state : "{}", 0, NULL);
+    json_t *p = json_loads(patch, JSON_DECODE_ANY, NULL);
+    free(s.state);
+    json_t *merged = p != NULL ? merge_patch(cur, p) : NULL;
+    char *text = merged != NULL
+                     ? json_dumps(merged, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY)
+                     : NULL;
+    json_decref(cur);
+    json_decref(p);
+    json_decref(merged);
+    if (text == NULL) {
+        pg_error_set(st, "state_patch: the patch or the state is not JSON (or out of memory)");
+        return ROOST_ESTORE;
+    }
+    struct store_param w[] = {ARG_T(text), ARG_I(seq), ARG_I(now_ms), ARG_T(tenant_id),
+                              ARG_T(agent_id)};
+    rc = store_run(st, PG_STATE_WRITE, w, NULL, NULL, NULL);
+    *state_bytes = (int64_t)strlen(text);
+    free(text);
+    return rc;
+}
+
+/* ---- leases ---- */
+
+struct claim_rows {
+    struct store_events *cands;
+    size_t max_bytes, used;
+    bool cut;
+};
+
+static int row_claim(void *arg, struct store_row *row)
+{
+    struct claim_rows *c = arg;
+    if (c->cut) {
+        return ROOST_OK;
+    }
+    const char *payload = row->text(row, 6); /* EVCOLS: payload is column 6 */
+    if (!store_budget_take(&c->used, c->cands->len, payload != NULL ? strlen(payload) : 0,
+                           c->max_bytes)) {
+        c->cut = true;
+        return ROOST_OK;
+    }
+    return store_row_push_event(row, c->cands);
+}
+
+/* Whole rows, locked (SKIP LOCKED) by this transaction, so each update by primary key matches.
+ * Rows past the budget stay locked until the transaction ends, but are not updated. */
+static int pg_claim_select(struct store *st, const char *tenant_id, const char *agent_id,
+                           int64_t now_ms, int64_t limit, size_t max_bytes,
+                           struct store_events *cands, bool *cut)
+{
+    struct claim_rows c = {.cands = cands, .max_bytes = max_bytes};
+    struct store_param p[] = {ARG_T(tenant_id), ARG_T(agent_id), ARG_I(now_ms), ARG_I(limit)};
+    int rc = store_run(st, PG_CLAIM_SELECT, p, row_claim, &c, NULL);
+    *cut = rc == ROOST_OK && c.cut;
+    return rc;
+}
+
+/* ---- retention ---- */
+
+static int pg_retention_end(struct store *st, int rc)
+{
+    struct pg_store *b = store_pg_backend(st);
+    if (rc == ROOST_OK) {
+        return store_pg_exec(b, "RELEASE SAVEPOINT roost_retention");
+    }
+    b->n_changes = b->changes_ret_mark;
+    store_pg_exec(b, "ROLLBACK TO SAVEPOINT roost_retention; RELEASE SAVEPOINT roost_retention");
+    return rc;
+}
+
+/* Also prunes the change log: old rows go in a batch this node locks first (SKIP LOCKED), so a
+ * node pruning at the same time takes the next batch instead of waiting for this one's COMMIT. */
+static int pg_retention_begin(struct store *st, const struct store_retention_req *req)
+{
+    struct pg_store *b = store_pg_backend(st);
+    b->changes_ret_mark = b->n_changes;
+    int rc = store_pg_exec(b, "SAVEPOINT roost_retention");
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    struct store_param p[] = {ARG_I(req->now_ms - CHANGES_KEEP_MS), ARG_I(store_limit(req->batch))};
+    rc = store_run(st, PG_CHANGES_PRUNE, p, NULL, NULL, NULL);
+    return rc == ROOST_OK ? rc : pg_retention_end(st, rc);
+}
+
+/* A unique key refused the last statement. */
+static bool pg_dup_key(struct store *st)
+{
+    return strcmp(store_pg_backend(st)->sqlstate, "23505") == 0;
+}
+
+/* ---- reads ---- */
+
+struct read_rows {
+    struct store_inbox_page *page;
+    int64_t after, expect;
+    size_t limit, max_bytes, used, r;
+    bool first, stop;
+    int rc;
+};
+
+/* The page's rows in seq order. Seqs above the watermark are dense and PostgreSQL makes a commit
+ * visible before it releases the agent's row lock, so no seq shows before a lower one; the check
+ * for a missing seq (MySQL's visibility hole) stays as a guard: the page stops before it. */
+static int row_read(void *arg, struct store_row *row)
+{
+    struct read_rows *c = arg;
+    struct store_inbox_page *page = c->page;
+    if (c->stop) {
+        return ROOST_OK;
+    }
+    if (c->first) {
+        c->first = false;
+        page->head = row->i64(row, 0);
+        page->oldest_cursor = row->i64(row, 1);
+        if (store_cursor_gone(c->after, page->oldest_cursor)) {
+            c->stop = true;
+            return ROOST_EGONE;
+        }
+    }
+    if (row->text(row, 2) == NULL) {
+        c->stop = true; /* the agent without events (the LEFT JOIN's empty side) */
+        return ROOST_OK;
+    }
+    if (row->i64(row, 4) != c->expect) {
+        page->head = c->expect - 1;
+        c->stop = true;
+        return ROOST_OK;
+    }
+    c->expect++;
+    if (c->limit == 0) {
+        c->stop = true;
+        return ROOST_OK;
+    }
+    if (c->r == c->limit) {
+        page->has_more = true;
+        c->stop = true;
+        return ROOST_OK;
+    }
+    const char *payload = row->text(row, 8);
+    if (!store_budget_take(&c->used, page->events.len, payload != NULL ? strlen(payload) : 0,
+                           c->max_bytes)) {
+        page->has_more = true; /* the page ended at the byte budget */
+        c->stop = true;
+        return ROOST_OK;
+    }
+    c->r++;
+    struct store_row shifted = *row;
+    shifted.c0 = 2;
+    int rc = store_row_push_event(&shifted, &page->events);
+    row->failed = shifted.failed;
+    if (rc == ROOST_OK) {
+        page->next_cursor = page->events.items[page->events.len - 1].seq;
+    }
+    return rc;
+}
+
+static int pg_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
+                         int64_t after_cursor, size_t limit, size_t max_bytes,
+                         struct store_inbox_page *page)
+{
+    page->has_more = false;
+    page->next_cursor = after_cursor;
+    page->head = 0;
+    page->oldest_cursor = 0;
+    struct read_rows c = {.page = page,
+                          .after = after_cursor,
+                          .expect = after_cursor + 1,
+                          .limit = limit,
+                          .max_bytes = max_bytes,
+                          .first = true};
+    struct store_param p[] = {ARG_I(after_cursor), ARG_T(tenant_id), ARG_T(agent_id),
+                              ARG_I(store_limit_page(limit))};
+    int rc = store_run(st, PG_READ, p, row_read, &c, NULL);
+    if (rc == ROOST_OK && !c.first && !page->has_more && limit > 0 && page->head > c.expect - 1) {
+        page->head = c.expect - 1; /* fewer rows than the head promises */
+    }
+    return rc;
+}
+
+struct agents_rows {
+    struct store_agent_stats *out;
+    size_t *n, limit;
+    bool *has_more;
+};
+
+static int row_agent(void *arg, struct store_row *row)
+{
+    struct agents_rows *a = arg;
+    if (*a->n == a->limit) {
+        *a->has_more = true;
+        return ROOST_OK;
+    }
+    store_row_agent_stats(row, &a->out[(*a->n)++]);
+    return ROOST_OK;
+}
+
+static int pg_agents_list(struct store *st, const char *tenant_id, enum store_agents_sort sort,
+                          const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
+                          struct store_agent_stats *out, size_t *n, bool *has_more)
+{
+    struct pg_store *b = store_pg_backend(st);
+    (void)now_ms;
+    *n = 0;
+    *has_more = false;
+    if (limit == 0) {
+        return ROOST_OK;
+    }
+    struct agents_rows a = {.out = out, .n = n, .limit = limit, .has_more = has_more};
+    int64_t lim = store_limit_page(limit);
+    if (sort == STORE_SORT_AGENT) {
+        struct store_param p[] = {ARG_T(tenant_id), ARG_T(after_agent != NULL ? after_agent : ""),
+                                  ARG_I(lim)};
+        return store_run(st, PG_AGENTS_LIST, p, row_agent, &a, NULL);
+    }
+    /* A ranking reads every agent of the tenant: bounded by statement_timeout for this one
+     * statement (SQLSTATE 57014 past it). */
+    char set[64];
+    snprintf(set, sizeof set, "SET statement_timeout = %d", st->admin_scan_ms);
+    int rc = st->admin_scan_ms > 0 ? store_pg_exec(b, set) : ROOST_OK;
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    struct store_param p[] = {ARG_T(tenant_id), ARG_I(lim), ARG_I(offset < 0 ? 0 : offset)};
+    const struct store_stmt *rank =
+        sort == STORE_SORT_DEPTH ? &PG_AGENTS_BY_DEPTH : &PG_AGENTS_BY_AGE;
+    rc = st->dialect->run(st, rank, p, sizeof p / sizeof p[0], row_agent, &a, NULL);
+    if (rc != ROOST_OK && strcmp(b->sqlstate, "57014") == 0) {
+        rc = ROOST_ESCANBUDGET;
+    }
+    if (st->admin_scan_ms > 0) {
+        int rc2 = store_pg_exec(b, "SET statement_timeout = 0");
+        rc = rc != ROOST_OK ? rc : rc2;
+    }
+    return rc;
+}
+
+struct met_rows {
+    struct store_metrics_snapshot *snap;
+    enum store_status status;
+};
+
+static int row_met(void *arg, struct store_row *row)
+{
+    struct met_rows *m = arg;
+    const char *tid = row->text(row, 0);
+    store_metrics_add(m->snap, tid != NULL ? tid : "", m->status, row->i64(row, 1),
+                      row->i64(row, 2));
+    return ROOST_OK;
+}
+
+static int row_met_agent(void *arg, struct store_row *row)
+{
+    struct store_metrics_snapshot *snap = arg;
+    if (snap->n_agents >= snap->max_agents) {
+        return ROOST_OK;
+    }
+    struct store_metrics_agent *a = &snap->agents[snap->n_agents++];
+    const char *t = row->text(row, 0), *ag = row->text(row, 1);
+    snprintf(a->tenant_id, sizeof a->tenant_id, "%s", t != NULL ? t : "");
+    snprintf(a->agent_id, sizeof a->agent_id, "%s", ag != NULL ? ag : "");
+    a->pending = row->i64(row, 2);
+    return ROOST_OK;
+}
+
+/* Four grouped reads, one per status, then the top agents: separate statements (each its own
+ * snapshot), so totals may straddle a commit, which gauges refreshed every second tolerate. */
+static int pg_metrics_snapshot(struct store *st, int64_t now_ms,
+                               struct store_metrics_snapshot *snap)
+{
+    static const struct store_stmt *const by_status[] = {&PG_MET_PENDING, &PG_MET_SCHEDULED,
+                                                         &PG_MET_CLAIMED, &PG_MET_QUARANTINED};
+    static const enum store_status statuses[] = {STORE_PENDING, STORE_SCHEDULED, STORE_CLAIMED,
+                                                 STORE_QUARANTINED};
+    (void)now_ms;
+    snap->n_tenants = snap->n_agents = 0;
+    snap->truncated = false;
+    int rc = ROOST_OK;
+    for (size_t k = 0; k < sizeof by_status / sizeof by_status[0] && rc == ROOST_OK; k++) {
+        struct met_rows m = {.snap = snap, .status = statuses[k]};
+        rc = st->dialect->run(st, by_status[k], NULL, 0, row_met, &m, NULL);
+    }
+    store_metrics_sort_tenants(snap);
+    if (rc == ROOST_OK && snap->max_agents > 0) {
+        struct store_param p[] = {ARG_I((int64_t)snap->max_agents)};
+        rc = store_run(st, PG_MET_AGENTS, p, row_met_agent, snap, NULL);
+    }
+    return rc;
+}
+
+/* ---- the tailer ---- */
+
+#define TAIL_PAGE 1000
+#define TAIL_GAP_BATCH 64
+#define TAIL_GAPS_MAX 4096
+/* How far below the end of the log a starting tailer looks for ids still uncommitted. */
+#define TAIL_START_WINDOW 1000
+
+static int gap_add(struct store_tail_pos *pos, int64_t id, int64_t now_ms)
+{
+    if (pos->n_gaps == TAIL_GAPS_MAX) {
+        /* Bounded: the oldest gap is the one least likely to fill. */
+        memmove(pos->gaps, pos->gaps + 1, (pos->n_gaps - 1) * sizeof *pos->gaps);
+        pos->n_gaps--;
+    }
+    if (pos->n_gaps == pos->cap_gaps) {
+        size_t cap = pos->cap_gaps ? pos->cap_gaps * 2 : 16;
+        struct store_tail_gap *grown = realloc(pos->gaps, cap * sizeof *grown);
+        if (grown == NULL) {
+            return ROOST_ENOMEM;
+        }
+        pos->gaps = grown;
+        pos->cap_gaps = cap;
+    }
+    pos->gaps[pos->n_gaps++] = (struct store_tail_gap){.id = id, .since_ms = now_ms};
+    return ROOST_OK;
+}
+
+/* Walks rows of roost_changes in id order: ids passed over become gaps (unless filling), each
+ * row is a touch unless this process wrote it (pinged at its commit). */
+struct tail_rows {
+    struct pg_store *b;
+    struct store_tail_pos *pos;
+    struct store_touches *touches;
+    int64_t now_ms;
+    int64_t next; /* the id expected next (scan), 0 when rows fill gaps */
+    size_t n;
+    bool no_touch; /* the start: rows only mark what is committed */
+};
+
+static int row_tail(void *arg, struct store_row *row)
+{
+    struct tail_rows *t = arg;
+    int64_t id = row->i64(row, 0);
+    int rc = ROOST_OK;
+    t->n++;
+    if (t->next > 0) {
+        for (; t->next < id && rc == ROOST_OK; t->next++) {
+            rc = gap_add(t->pos, t->next, t->now_ms);
+        }
+        t->next = id + 1;
+    } else {
+        for (size_t k = 0; k < t->pos->n_gaps; k++) {
+            if (t->pos->gaps[k].id == id) {
+                t->pos->gaps[k].id = 0; /* filled: compacted away */
+            }
+        }
+    }
+    const char *tenant = row->text(row, 1), *agent = row->text(row, 2);
+    if (rc != ROOST_OK || t->no_touch || tenant == NULL || agent == NULL ||
+        (t->b->origin != 0 && row->i64(row, 4) == t->b->origin)) {
+        return rc;
+    }
+    return store_touches_add(t->touches, tenant, agent, row->i64(row, 3));
+}
+
+/* Re-checks the open gaps (ids passed over while their transaction was still open), then reads
+ * what committed above the high mark; ids skipped there become gaps. Every statement runs in
+ * autocommit at READ COMMITTED, so each sees the latest commits. */
+int store_pg_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
+                  struct store_touches *touches)
+{
+    struct pg_store *b = store_pg_backend(st);
+    if (b->in_tx) {
+        snprintf(b->err, sizeof b->err, "tail: must run outside a transaction");
+        return ROOST_EINTERNAL;
+    }
+    struct tail_rows t = {.b = b, .pos = pos, .touches = touches, .now_ms = now_ms};
+    int rc;
+    if (!pos->started) {
+        /* Start at the end of the log; ids just below it not committed yet belong to open
+         * transactions, so they start out as gaps rather than as seen. */
+        struct i64s end = {0};
+        if ((rc = store_run0(st, PG_TAIL_MAX, row_i64s, &end, NULL)) != ROOST_OK) {
+            return rc;
+        }
+        int64_t from = end.v[0] > TAIL_START_WINDOW ? end.v[0] - TAIL_START_WINDOW : 0;
+        t.next = from + 1;
+        t.no_touch = true;
+        struct store_param p[] = {ARG_I(from), ARG_I(TAIL_START_WINDOW)};
+        if ((rc = store_run(st, PG_TAIL_SCAN, p, row_tail, &t, NULL)) != ROOST_OK) {
+            return rc;
+        }
+        pos->high = t.next - 1 > end.v[0] ? t.next - 1 : end.v[0];
+        pos->started = true;
+        return ROOST_OK;
+    }
+    /* Gaps too old to fill any more (rolled back, or pruned) are dropped. */
+    size_t keep = 0;
+    for (size_t i = 0; i < pos->n_gaps; i++) {
+        if (now_ms - pos->gaps[i].since_ms < STORE_TAIL_GAP_MS) {
+            pos->gaps[keep++] = pos->gaps[i];
+        }
+    }
+    pos->n_gaps = keep;
+    rc = ROOST_OK;
+    for (size_t i = 0; i < pos->n_gaps && rc == ROOST_OK; i += TAIL_GAP_BATCH) {
+        char ids[TAIL_GAP_BATCH * 22 + 3];
+        size_t len = 0;
+        ids[len++] = '{';
+        for (size_t k = i; k < i + TAIL_GAP_BATCH && k < pos->n_gaps; k++) {
+            len += (size_t)snprintf(ids + len, sizeof ids - len, "%s%lld", k > i ? "," : "",
+                                    (long long)pos->gaps[k].id);
+        }
+        snprintf(ids + len, sizeof ids - len, "}");
+        struct store_param p[] = {ARG_T(ids)};
+        t.next = 0;
+        rc = store_run(st, PG_TAIL_GAPS, p, row_tail, &t, NULL);
+    }
+    keep = 0;
+    for (size_t i = 0; i < pos->n_gaps; i++) {
+        if (pos->gaps[i].id != 0) {
+            pos->gaps[keep++] = pos->gaps[i];
+        }
+    }
+    pos->n_gaps = keep;
+    while (rc == ROOST_OK) {
+        t.next = pos->high + 1;
+        t.n = 0;
+        struct store_param p[] = {ARG_I(pos->high), ARG_I(TAIL_PAGE)};
+        rc = store_run(st, PG_TAIL_SCAN, p, row_tail, &t, NULL);
+        if (t.next - 1 > pos->high) {
+            pos->high = t.next - 1;
+        }
+        if (t.n < TAIL_PAGE) {
+            break;
+        }
+    }
+    return rc;
+}
+
+const struct store_dialect store_pg_dialect = {
+    .scheme = "postgres",
+    .scheme_alias = "postgresql",
+    .open = store_pg_open,
+    .open_error = store_pg_open_error,
+    .close = store_pg_close,
+    .migrate = store_pg_migrate,
+    .errmsg = store_pg_errmsg,
+    .ping = store_pg_ping,
+    .begin = store_pg_begin,
+    .commit = store_pg_commit,
+    .rollback = store_pg_rollback,
+    .savepoint = store_pg_savepoint,
+    .savepoint_release = store_pg_savepoint_release,
+    .savepoint_rollback = store_pg_savepoint_rollback,
+    .tail = store_pg_tail,
+    .inbox_read = pg_inbox_read,
+    .agents_list = pg_agents_list,
+    .metrics_snapshot = pg_metrics_snapshot,
+    .done = NULL,
+    .set_error = pg_error_set,
+    .sql_col = STORE_SQL_PG,
+    .caps =
+        STORE_CAP_CHANGE_LOG | STORE_CAP_UPSERT_WHERE | STORE_CAP_CLAIM_ALL | STORE_CAP_ROUND_TRIP,
+    .dup_key = pg_dup_key,
+    .agent_head = pg_agent_head,
+    .changed = pg_changed,
+    .publish_begin = pg_publish_begin,
+    .idem_find = pg_idem_find,
+    .seq_alloc = pg_seq_alloc,
+    .inbox_insert = pg_inbox_insert,
+    .seq_insert = pg_seq_insert,
+    .state_patch = pg_state_patch,
+    .claim_select = pg_claim_select,
+    .retention_begin = pg_retention_begin,
+    .retention_end = pg_retention_end,
+    .run = store_pg_run,
+};
