@@ -354,6 +354,8 @@ void api_publish(struct request *rq)
     op->job.write = true;
     op->job.name = request_job_kind(rq);
     op->job.batch = &publish_batch;
+    op->job.tenant = workers_tenant_key(rq->principal.tenant_id);
+    op->job.rows = slot;
     /* With several writers, one agent's publishes stay on one connection (see struct job). */
     op->job.affinity = hash_tenant_agent(rq->principal.tenant_id, op->recipients[0]);
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);

@@ -605,6 +605,8 @@ static void record(struct ingest_op *op, int refusal_rc, const char *reason)
                            .done = done_record,
                            .write = true,
                            .name = request_job_kind(op->rq),
+                           .tenant = workers_tenant_key(op->src.tenant_id),
+                           .rows = op->n_recipients,
                            .affinity = op->n_recipients > 0
                                            ? hash_tenant_agent(op->src.tenant_id, op->recipients[0])
                                            : 0};

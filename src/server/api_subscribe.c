@@ -117,8 +117,11 @@ void api_subscribe(struct request *rq)
         }
     }
     /* A write: a ticket's nonce claim, and the agent's last_seen_at. */
-    op->job = (struct job){
-        .run = run_head, .done = done_head, .write = true, .name = request_job_kind(rq)};
+    op->job = (struct job){.run = run_head,
+                           .done = done_head,
+                           .write = true,
+                           .name = request_job_kind(rq),
+                           .tenant = workers_tenant_key(rq->principal.tenant_id)};
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 

@@ -39,7 +39,7 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("store.writers", store_writers, CONFIG_INT, "0", 0, 64, 0,                                   \
       "write threads, each with its own transaction: 0 = 2 on MySQL; SQLite has 1")                \
     X("store.group_commit_max", store_group_commit_max, CONFIG_INT, "256", 1, 10000, 0,            \
-      "most write requests sharing one transaction and one fsync")                                 \
+      "most write requests (and rows) sharing one transaction and one fsync")                      \
     X("store.failover_timeout_s", store_failover_timeout_s, CONFIG_INT, "10", 2, 600, 0,           \
       "MySQL URL with several hosts (Galera): a node silent this long has failed; a write keeps "  \
       "looking this long for a usable node before answering 503 (doc/MYSQL.md)")                   \

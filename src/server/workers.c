@@ -89,6 +89,7 @@ struct thread_slot {
     /* Writers only, under workers.mu: their queue, signalled on cv, and the group they run. */
     pthread_cond_t cv;
     struct job_queue writes;
+    uint64_t last_tenant; /* the tenant of the job taken last into a group (round robin) */
     struct job **running;
     size_t n_running;
 };
@@ -167,36 +168,68 @@ static int lane_running(const struct workers *w, const struct lane *l, uint64_t 
     return n;
 }
 
-/* The job a free reader of lane l takes (under w->mu), unlinked from the queue, or NULL when
- * every queued job's tenant holds its share: the first job of a tenant other than the last one
- * served when there is one, else the first that fits the share. */
-static struct job *lane_take(struct workers *w, struct lane *l)
+/* The job to take from q next, in turn between tenants (under w->mu): the first job of a tenant
+ * other than `last` (or of no tenant) when there is one, else the first; jobs `held` (NULL: none)
+ * passes over stay queued, and *passed (may be NULL) says some were. Each tenant's jobs keep
+ * their order. NULL when q is empty or every job is held. */
+static struct job *queue_peek_fair(const struct job_queue *q, uint64_t last,
+                                   bool (*held)(const struct job *, void *), void *arg,
+                                   bool *passed)
 {
-    struct job *pick = NULL, *pick_prev = NULL, *prev = NULL;
-    bool deferred = false;
-    for (struct job *j = l->q.head; j != NULL; prev = j, j = j->next) {
-        if (j->tenant != 0 && lane_running(w, l, j->tenant) >= l->share) {
-            deferred = true;
+    struct job *pick = NULL;
+    for (struct job *j = q->head; j != NULL; j = j->next) {
+        if (held != NULL && held(j, arg)) {
+            *passed = true;
             continue;
         }
         if (pick == NULL) {
             pick = j;
-            pick_prev = prev;
         }
-        if (j->tenant == 0 || j->tenant != l->last_tenant) {
+        if (j->tenant == 0 || j->tenant != last) {
             pick = j;
-            pick_prev = prev;
             break;
         }
+    }
+    return pick;
+}
+
+/* Unlinks job (queued in q) and makes its tenant the last one served. */
+static void queue_take(struct job_queue *q, struct job *job, uint64_t *last)
+{
+    struct job *prev = NULL;
+    for (struct job *j = q->head; j != job; j = j->next) {
+        prev = j;
+    }
+    queue_unlink(q, prev, job);
+    *last = job->tenant;
+}
+
+struct lane_ctx {
+    struct workers *w;
+    struct lane *l;
+};
+
+/* A read whose tenant already runs on its share of the lane's readers waits. */
+static bool lane_held(const struct job *j, void *arg)
+{
+    const struct lane_ctx *c = arg;
+    return j->tenant != 0 && lane_running(c->w, c->l, j->tenant) >= c->l->share;
+}
+
+/* The job a free reader of lane l takes (under w->mu), unlinked from the queue, or NULL when
+ * every queued job's tenant holds its share. */
+static struct job *lane_take(struct workers *w, struct lane *l)
+{
+    struct lane_ctx c = {w, l};
+    bool deferred = false;
+    struct job *pick = queue_peek_fair(&l->q, l->last_tenant, lane_held, &c, &deferred);
+    if (pick != NULL) {
+        queue_take(&l->q, pick, &l->last_tenant);
     }
     if (deferred) {
         pthread_mutex_lock(&w->stats_mu);
         w->stats.reads_deferred++;
         pthread_mutex_unlock(&w->stats_mu);
-    }
-    if (pick != NULL) {
-        queue_unlink(&l->q, pick_prev, pick);
-        l->last_tenant = pick->tenant;
     }
     return pick;
 }
@@ -437,9 +470,19 @@ static void *writer_main(void *arg)
         while (slot->writes.len == 0 && !w->stopping) {
             pthread_cond_wait(&slot->cv, &w->mu);
         }
-        size_t n = 0;
+        /* A group takes jobs in turn between tenants, up to group_max jobs and group_max rows
+         * (its first job may be bigger alone): a tenant's big publishes neither fill a group
+         * another tenant's small write waits behind nor share one with it. */
+        size_t n = 0, rows = 0;
         while (g.jobs && n < max && slot->writes.len > 0) {
-            g.jobs[n++] = queue_pop(&slot->writes);
+            struct job *job = queue_peek_fair(&slot->writes, slot->last_tenant, NULL, NULL, NULL);
+            size_t job_rows = job->rows > 0 ? job->rows : 1;
+            if (n > 0 && rows + job_rows > max) {
+                break;
+            }
+            queue_take(&slot->writes, job, &slot->last_tenant);
+            rows += job_rows;
+            g.jobs[n++] = job;
         }
         slot->running = g.jobs;
         slot->n_running = n;

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The store worker pool. Reads run on reader threads, each with its own connection. Writes run on
  * writer threads (store.writers) taking groups from one queue; each group of queued writes runs
- * in one transaction with one commit (group commit). Jobs of one batch kind in a group run
- * together, sharing statements (one multi-row insert for a group's publishes, one update for its
- * acks). A failing job rolls back only itself: the group runs again without it, each job then in
- * its own savepoint. No job completes before the COMMIT that made it durable has returned.
+ * in one transaction with one commit (group commit). A writer fills a group in turn between
+ * tenants and stops at group_max jobs or group_max rows, so one tenant's big publishes delay
+ * another's write by about one of them, not by a group full of them. Jobs of one batch kind in a
+ * group run together, sharing statements (one multi-row insert for a group's publishes, one update
+ * for its acks). A failing job rolls back only itself: the group runs again without it, each job
+ * then in its own savepoint. No job completes before the COMMIT that made it durable has returned.
  * Completed jobs come back to the event loop through a mutex-protected queue and event_active(),
  * the only libevent call made off the loop thread; their `done` runs on the loop thread.
  * One tenant never takes every reader (DESIGN §6.4): reads run on two lanes of readers, the
@@ -59,9 +61,13 @@ struct job {
     /* Write jobs only, with store.writers > 1: jobs of one affinity (an agent's
      * hash_tenant_agent) in flight together run on one writer; 0 = none. */
     uint64_t affinity;
-    /* Read jobs only: the tenant served (workers_tenant_key), 0 = none (the node's own jobs),
-     * which no share limits. */
+    /* The tenant served (workers_tenant_key), 0 = none (the node's own jobs), which no share
+     * limits: readers take tenants in turn within their shares, and writers fill a group in
+     * turn between tenants. */
     uint64_t tenant;
+    /* Write jobs only: the rows it writes (0 counts as 1). A group holds at most group_max jobs
+     * and group_max rows (a bigger job runs alone). */
+    size_t rows;
     /* Read jobs only: a scan (an admin listing ranking or walking many agents or events, or a bulk
      * inbox read): it runs on the scan readers, never on the readers that serve inbox reads. */
     bool scan;

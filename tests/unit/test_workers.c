@@ -391,6 +391,54 @@ static void test_workers_group_commit_ungated(void)
     CHECK_EQ(head_of("g2"), N_GROUP);
 }
 
+/* A writer fills a group in turn between tenants, up to group_max rows: tenant A's five big
+ * publishes (each declared group_max rows) queued before tenant B's small one commit one per
+ * group, and B's commits alone right after A's first, instead of waiting for a group full of
+ * A's (first come, first grouped: A1..A4, then A5 and B). The agent's seqs show the commit
+ * order. */
+static void test_workers_writes_fair_between_tenants(void)
+{
+    struct workers *w = new_workers(1, 4);
+    if (!w) {
+        return;
+    }
+    static struct pub_job a[5], b;
+    static const char *payloads[] = {"{\"n\":\"A1\"}", "{\"n\":\"A2\"}", "{\"n\":\"A3\"}",
+                                     "{\"n\":\"A4\"}", "{\"n\":\"A5\"}"};
+    struct gate gate;
+    gate_init(&gate, NULL);
+    int base_done = completed;
+    gate_close(w, &gate);
+    for (int i = 0; i < 5; i++) {
+        pub_init(&a[i], "fair", ROOST_OK);
+        a[i].payload = payloads[i];
+        a[i].job.tenant = workers_tenant_key("tenant-a");
+        a[i].job.rows = 4;
+        workers_submit(w, &a[i].job);
+    }
+    pub_init(&b, "fair", ROOST_OK);
+    b.payload = "{\"n\":\"B\"}";
+    b.job.tenant = workers_tenant_key("tenant-b");
+    workers_submit(w, &b.job);
+    gate_open(&gate);
+    CHECK(loop_until(base_done + 7));
+    struct workers_stats stats;
+    workers_get_stats(w, &stats);
+    CHECK_EQ(stats.commits, 7); /* the gate, A1, B, A2, A3, A4, A5 */
+    workers_free(w);
+    gate_destroy(&gate);
+
+    struct store_events evs = {0};
+    CHECK_EQ(inbox_of("fair", &evs), 6);
+    const char *want[] = {"A1", "B", "A2", "A3", "A4", "A5"};
+    for (size_t i = 0; i < evs.len && i < 6; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "{\"n\":\"%s\"}", want[i]);
+        CHECK_STREQ(evs.items[i].payload, text);
+    }
+    store_events_cleanup(&evs);
+}
+
 /* Two writers (MySQL: each its own connection). Jobs of one affinity go to the writer that has
  * one in flight: held behind a gate of affinity 1, agent a1's publishes wait for it while a2's
  * (affinity 2) run on the other writer at once; each agent's seqs come out 1..N in order, and
@@ -1165,6 +1213,7 @@ int main(int argc, char **argv)
 
     RUN(test_workers_group_commit);
     RUN(test_workers_group_commit_ungated);
+    RUN(test_workers_writes_fair_between_tenants);
     RUN(test_workers_failing_job_rolled_back_alone);
     RUN(test_workers_reads_beside_open_write);
     RUN(test_workers_reads_concurrent_with_writes);
