@@ -13,7 +13,16 @@
  * key stops verifying oauth.signing_key_ttl_s (+ overlap) after it was issued. A refresh token
  * used a second time revokes its whole family (the device) and its keys: whichever side holds a
  * stolen copy, the next use of either is refused. That revocation commits even though the answer
- * is an error, so each store job here answers ROOST_OK with an outcome and the reply follows it. */
+ * is an error, so each store job here answers ROOST_OK with an outcome and the reply follows it.
+ *
+ * A lost answer is not a theft: when the rotation commits and the connection drops before the
+ * answer arrives, the agent still holds the old token and sends it again. Within
+ * oauth.refresh_reuse_interval_s of the exchange, while its successor was never used (the family
+ * is still at the next generation), that second use is taken as the retry it is: the family moves
+ * on once more and the retry gets a fresh pair, while the lost successor and its signing key die
+ * (the lost token presented later revokes the family, as any dead token does). Later, or once a
+ * successor was used, it is a replay and revokes the family. This is the "reuse interval" of
+ * Auth0 and Okta's grace period, without keeping the lost answer anywhere. */
 #include <event2/http.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -292,7 +301,8 @@ struct token_op {
     char client_id[STORE_ID_MAX + 1]; /* "" when not given (refresh) */
     char *signing_pem; /* the agent's Ed25519 public key, or NULL: an HMAC key is issued */
     /* config copied at submit (a reload never changes a running job) */
-    int64_t key_ttl_s, overlap_s;
+    int64_t key_ttl_s, overlap_s, reuse_ms;
+    bool retry; /* the grace above: the previous generation was never delivered */
     /* outputs */
     enum token_outcome outcome;
     const char *why;
@@ -312,12 +322,23 @@ static void token_op_free(void *p)
     free(op);
 }
 
+/* The answer to an exchange at exchanged_ms may have been lost (the header comment): it was the
+ * family's last exchange (a retry keeps last_refresh_at, so repeated losses stay retries), recent,
+ * and the device is still approved. */
+static bool lost_answer(const struct token_op *op, const struct store_device *d,
+                        int64_t exchanged_ms, int64_t now)
+{
+    return op->reuse_ms > 0 && d->status == STORE_DEVICE_APPROVED &&
+           d->last_refresh_at_ms == exchanged_ms && now - exchanged_ms <= op->reuse_ms;
+}
+
 /* Generation gen of the family is issued: the device moves to gen + 1, a new refresh token and
  * signing key are stored, the previous key gets its overlap. */
 static int issue(struct token_op *op, struct store *st, int64_t now)
 {
     struct store_device *d = &op->d;
-    int rc = store_call(st, device_advance, op->tenant, d->device_id, d->refresh_gen, now);
+    int rc = store_call(st, device_advance, op->tenant, d->device_id, d->refresh_gen,
+                        op->retry ? d->last_refresh_at_ms : now);
     if (rc == ROOST_ESTATE) { /* a racing request moved the family on first */
         op->outcome = T_INVALID;
         op->why = "the grant was already used";
@@ -363,7 +384,9 @@ static int issue(struct token_op *op, struct store *st, int64_t now)
     if (gen > 1) {
         char prev[STORE_ID_MAX + 1];
         snprintf(prev, sizeof prev, "%s.%lld", d->device_id, (long long)(gen - 1));
-        rc = store_call(st, key_revoke, op->tenant, prev, now + op->overlap_s * 1000);
+        /* a key whose answer was lost never signed anything: no overlap for it */
+        rc = store_call(st, key_revoke, op->tenant, prev,
+                        now + (op->retry ? 0 : op->overlap_s * 1000));
         if (rc != ROOST_OK && rc != ROOST_EKEYNOTFOUND) {
             return rc;
         }
@@ -409,6 +432,11 @@ static int run_device_code(struct token_op *op, struct store *st, int64_t now)
         if (d->refresh_gen == 0) {
             return issue(op, st, now);
         }
+        /* once a refresh token was used, the device code is dead for good */
+        if (d->refresh_gen == 1 && lost_answer(op, d, d->last_refresh_at_ms, now)) {
+            op->retry = true;
+            return issue(op, st, now);
+        }
         op->outcome = T_INVALID;
         op->why = "the device_code was already exchanged";
         return ROOST_OK;
@@ -423,9 +451,10 @@ static int run_refresh(struct token_op *op, struct store *st, int64_t now)
 {
     struct store_device *d = &op->d;
     char device_id[STORE_DEVICE_ID_MAX + 1];
-    int64_t gen = 0;
+    int64_t gen = 0, used_ms = 0;
     bool reused = false;
-    int rc = store_call(st, refresh_use, op->tenant, op->hash, now, device_id, &gen, &reused);
+    int rc =
+        store_call(st, refresh_use, op->tenant, op->hash, now, device_id, &gen, &reused, &used_ms);
     if (rc == ROOST_EDEVICENOTFOUND) {
         op->outcome = T_INVALID;
         op->why = "unknown refresh token";
@@ -442,6 +471,10 @@ static int run_refresh(struct token_op *op, struct store *st, int64_t now)
         op->outcome = T_INVALID;
         op->why = "the refresh token belongs to another client_id";
         return ROOST_OK;
+    }
+    if (reused && gen < d->refresh_gen && lost_answer(op, d, used_ms, now)) {
+        op->retry = true;
+        return issue(op, st, now);
     }
     if (reused || gen != d->refresh_gen) {
         /* RFC 9700 §4.14.2: a used refresh token came back, so two parties hold the family. */
@@ -466,6 +499,7 @@ static int run_token(struct job *job, struct store *st)
     secret_free(&op->hmac_secret);
     op->outcome = T_INVALID;
     op->why = NULL;
+    op->retry = false;
     int64_t now = time_now_ms();
     return op->refresh ? run_refresh(op, st, now) : run_device_code(op, st, now);
 }
@@ -589,6 +623,7 @@ void api_oauth_token(struct request *rq)
     const struct config *cfg = rq->rt->cfg;
     op->key_ttl_s = cfg->oauth_signing_key_ttl_s;
     op->overlap_s = cfg->oauth_key_overlap_s;
+    op->reuse_ms = cfg->oauth_refresh_reuse_interval_s * 1000;
     op->job = (struct job){
         .run = run_token, .done = done_token, .write = true, .name = request_job_kind(rq)};
     workers_submit(runtime_workers(rq->rt, op->tenant), &op->job);

@@ -232,6 +232,11 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("oauth.key_overlap_s", oauth_key_overlap_s, CONFIG_INT, "60", 0, 3600, CONFIG_RELOADABLE,    \
       "after a refresh the device's previous signing key still verifies this long, so requests "   \
       "signed before it never fail")                                                               \
+    X("oauth.refresh_reuse_interval_s", oauth_refresh_reuse_interval_s, CONFIG_INT, "30", 0, 300,  \
+      CONFIG_RELOADABLE,                                                                           \
+      "a refresh token (or device code) presented again this soon after it was exchanged, before " \
+      "its successor was used, gets a fresh pair instead of revoking the device (the answer was "  \
+      "lost); 0 = every second use revokes")                                                       \
     X("ingest.max_body_bytes", ingest_max_body_bytes, CONFIG_INT, "131072", 1024, 16777216,        \
       CONFIG_RELOADABLE,                                                                           \
       "largest body POST /ingest/{source_id} accepts; larger gets 413 (the event it makes must "   \

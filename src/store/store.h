@@ -621,7 +621,8 @@ struct store_ops {
     int (*refresh_add)(struct store *st, const char *tenant_id, const char *token_hash,
                        const char *device_id, int64_t gen, int64_t now_ms);
     int (*refresh_use)(struct store *st, const char *tenant_id, const char *token_hash,
-                       int64_t now_ms, char *device_id, int64_t *gen, bool *reused);
+                       int64_t now_ms, char *device_id, int64_t *gen, bool *reused,
+                       int64_t *used_ms);
 
     /* Tailer: adds to `touches` every (tenant, agent, head) recorded by transactions committed
      * since the last call on `pos`, by any writer (this process, other roostd nodes, applications

@@ -269,13 +269,16 @@ STORE_STMT(REFRESH_USE,
            "UPDATE refresh_tokens SET used_at = ? WHERE tenant_id = ? AND token_hash = ?"
            " AND used_at IS NULL");
 STORE_STMT(REFRESH_GET,
-           "SELECT device_id, gen FROM refresh_tokens WHERE tenant_id = ? AND token_hash = ?",
-           "SELECT device_id, gen FROM refresh_tokens WHERE tenant_id = ? AND token_hash = ?",
-           "SELECT device_id, gen FROM refresh_tokens WHERE tenant_id = ? AND token_hash = ?");
+           "SELECT device_id, gen, used_at FROM refresh_tokens"
+           " WHERE tenant_id = ? AND token_hash = ?",
+           "SELECT device_id, gen, used_at FROM refresh_tokens"
+           " WHERE tenant_id = ? AND token_hash = ?",
+           "SELECT device_id, gen, used_at FROM refresh_tokens"
+           " WHERE tenant_id = ? AND token_hash = ?");
 
 struct refresh_row {
     char *device_id;
-    int64_t gen;
+    int64_t gen, used_ms;
     bool found;
 };
 
@@ -284,18 +287,21 @@ static int on_refresh(void *arg, struct store_row *row)
     struct refresh_row *r = arg;
     copy_text(row, 0, r->device_id, STORE_DEVICE_ID_MAX + 1);
     r->gen = row->i64(row, 1);
+    r->used_ms = row->i64(row, 2);
     r->found = true;
     return row->failed ? ROOST_ENOMEM : ROOST_OK;
 }
 
 int store_devices_refresh_use(struct store *st, const char *tenant_id, const char *token_hash,
-                              int64_t now_ms, char *device_id, int64_t *gen, bool *reused)
+                              int64_t now_ms, char *device_id, int64_t *gen, bool *reused,
+                              int64_t *used_ms)
 {
     struct store_param u[] = {ARG_I(now_ms), ARG_T(tenant_id), ARG_T(token_hash)};
     int64_t changed = 0;
     device_id[0] = '\0';
     *gen = 0;
     *reused = false;
+    *used_ms = 0;
     int rc = store_run(st, REFRESH_USE, u, NULL, NULL, &changed);
     if (rc != ROOST_OK) {
         return rc;
@@ -310,5 +316,6 @@ int store_devices_refresh_use(struct store *st, const char *tenant_id, const cha
     }
     *gen = r.gen;
     *reused = changed == 0;
+    *used_ms = r.used_ms;
     return ROOST_OK;
 }

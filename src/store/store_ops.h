@@ -109,7 +109,8 @@ int store_keys_nonce_prune(struct store *st, int64_t now_ms, size_t limit, size_
  *   race); ROOST_ESTATE when the device moved on or is no longer approved.
  * refresh_add: records a refresh token (hash) of generation gen of the device.
  * refresh_use: marks a refresh token used; *device_id and *gen name its family, *reused is set when
- *   it had been used before (a replay); ROOST_EDEVICENOTFOUND when no such token. device_id
+ *   it had been used before (a replay) and *used_ms is when it was first used (now_ms unless
+ *   reused); ROOST_EDEVICENOTFOUND when no such token. device_id
  *   has room for STORE_DEVICE_ID_MAX + 1 bytes. */
 int store_devices_add(struct store *st, const char *tenant_id, const struct store_device *d,
                       const char *code_hash);
@@ -129,7 +130,8 @@ int store_devices_advance(struct store *st, const char *tenant_id, const char *d
 int store_devices_refresh_add(struct store *st, const char *tenant_id, const char *token_hash,
                               const char *device_id, int64_t gen, int64_t now_ms);
 int store_devices_refresh_use(struct store *st, const char *tenant_id, const char *token_hash,
-                              int64_t now_ms, char *device_id, int64_t *gen, bool *reused);
+                              int64_t now_ms, char *device_id, int64_t *gen, bool *reused,
+                              int64_t *used_ms);
 /* ---- inbound webhook sources and receipts (store_sources.c) ---- */
 int store_sources_add(struct store *st, const struct store_source *s, int64_t now_ms);
 int store_sources_get(struct store *st, const char *tenant_id, const char *source_id,

@@ -133,7 +133,11 @@ def test_device_flow_pending_slow_down_approve(make_server: Any) -> None:
     h = {"Authorization": "Bearer " + tok["access_token"]}
     assert httpx.get(srv.url + "/api/v1/agents/laptop/inbox", headers=h).status_code == 200
     assert httpx.get(srv.url + "/api/v1/agents/other/inbox", headers=h).status_code == 403
-    # a device code is exchanged once
+    # a device code is exchanged once: a second poll soon after is taken as the retry of a lost
+    # answer (a fresh pair); once a refresh token of the device was used, it is refused
+    r = poll(srv, dc)
+    assert r.status_code == 200, r.text
+    assert refresh(srv, r.json()["refresh_token"]).status_code == 200
     assert err(poll(srv, dc)) == "invalid_grant"
     assert time.monotonic() - t0 < 60 * SLOW
 
@@ -194,8 +198,10 @@ def signed_get(srv: Roostd, tok: Dict[str, Any], key: SigningKey, agent: str = "
 
 
 def test_rotation_reuse_and_revoke(make_server: Any) -> None:
+    # reuse interval 0: a replay right after the agent's refresh revokes at once
     srv = make_server("oauth.poll_interval_s=1", "signatures.require=all",
-                      "oauth.key_overlap_s=3", "oauth.signing_key_ttl_s=600")
+                      "oauth.key_overlap_s=3", "oauth.signing_key_ttl_s=600",
+                      "oauth.refresh_reuse_interval_s=0")
     t1 = enrol(srv)
     k1 = SigningKey.hmac(t1["signing_key"]["secret"], t1["signing_key"]["key_id"])
     assert signed_get(srv, t1, k1) == 200
@@ -327,7 +333,8 @@ def test_roost_login_in_a_terminal(make_server: Any, tmp_dir: str) -> None:
     import stat
     import subprocess
     from harness import roost_cli_bin
-    srv = make_server("oauth.poll_interval_s=1", "oauth.access_token_ttl_s=60")
+    srv = make_server("oauth.poll_interval_s=1", "oauth.access_token_ttl_s=60",
+                      "oauth.refresh_reuse_interval_s=0")
     creds = os.path.join(tmp_dir, "creds")
     env = {"PATH": "/usr/bin:/bin", "HOME": tmp_dir, "ROOST_CREDENTIALS_DIR": creds}
     master, slave = pty.openpty()
@@ -443,3 +450,135 @@ def test_agent_run_with_a_device(make_server: Any, tmp_dir: str) -> None:
     log = open(os.path.join(srv.dir, "roostd.log")).read()
     for s in secrets_seen:
         assert s not in log and s not in output
+
+
+class AnswerDropper:
+    """A TCP proxy that forwards one request to roostd, reads its whole answer (so the exchange
+    has committed: roostd answers after its commit) and keeps it, then cuts the client's
+    connection with a reset instead of passing the answer on: the answer lost in the network."""
+
+    def __init__(self, upstream: str) -> None:
+        import socket
+        import threading
+        host, port = upstream.split("://", 1)[1].rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(4)
+        self.url = "http://127.0.0.1:%d" % self.lsock.getsockname()[1]
+        self.answers: list = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        import socket
+        import struct
+        try:
+            client, _ = self.lsock.accept()
+        except OSError:
+            return
+        with client, socket.create_connection(self.upstream) as up:
+            data = b""
+            while b"\r\n\r\n" not in data:  # the request: headers, then Content-Length bytes
+                data += client.recv(65536)
+            head, body = data.split(b"\r\n\r\n", 1)
+            length = next(int(ln.split(b":", 1)[1]) for ln in head.split(b"\r\n")
+                          if ln.lower().startswith(b"content-length:"))
+            while len(body) < length:
+                body += client.recv(65536)
+            up.sendall(head + b"\r\n\r\n" + body)
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += up.recv(65536)
+            ahead, abody = answer.split(b"\r\n\r\n", 1)
+            alen = next(int(ln.split(b":", 1)[1]) for ln in ahead.split(b"\r\n")
+                        if ln.lower().startswith(b"content-length:"))
+            while len(abody) < alen:
+                abody += up.recv(65536)
+            self.answers.append((ahead, abody))
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    def close(self) -> None:
+        self.lsock.close()
+        self.thread.join(timeout=10)
+
+
+def test_lost_refresh_answer_is_retried_not_revoked(make_server: Any) -> None:
+    """The answer of a committed refresh is cut on its way back: the agent's retry with the same
+    refresh token gets a fresh pair and the family lives on; the lost pair is dead (its refresh
+    token, presented later, revokes the family); a replay of the old token after
+    oauth.refresh_reuse_interval_s revokes the family."""
+    srv = make_server("oauth.poll_interval_s=1", "signatures.require=all",
+                      "oauth.refresh_reuse_interval_s=4")
+    t1 = enrol(srv)
+    for attempt in range(2):  # two losses in a row are still retries
+        proxy = AnswerDropper(srv.url)
+        with pytest.raises(httpx.TransportError):
+            httpx.post(proxy.url + "/oauth/token",
+                       data={"grant_type": "refresh_token", "refresh_token": t1["refresh_token"]})
+        proxy.close()
+        ((head, body),) = proxy.answers
+        assert head.startswith(b"HTTP/1.1 200"), head  # the rotation had committed
+        lost = json.loads(body)
+    r = refresh(srv, t1["refresh_token"], client_id="laptop")
+    assert r.status_code == 200, r.text
+    t2 = r.json()
+    assert t2["refresh_token"] not in (t1["refresh_token"], lost["refresh_token"])
+    assert t2["signing_key"]["key_id"] != lost["signing_key"]["key_id"]
+    k2 = SigningKey.hmac(t2["signing_key"]["secret"], t2["signing_key"]["key_id"])
+    assert signed_get(srv, t2, k2) == 200
+    # the lost key never verifies (it signed nothing the agent sent)
+    k_lost = SigningKey.hmac(lost["signing_key"]["secret"], lost["signing_key"]["key_id"])
+    assert signed_get(srv, t2, k_lost) == 401
+    # the family lives on: the new refresh token refreshes
+    r = refresh(srv, t2["refresh_token"])
+    assert r.status_code == 200, r.text
+    t3 = r.json()
+    # once a successor was used, the old token is a replay even within the interval
+    t_other = enrol(srv, "desk")
+    r = refresh(srv, t_other["refresh_token"])
+    assert r.status_code == 200, r.text
+    assert refresh(srv, r.json()["refresh_token"]).status_code == 200
+    r = refresh(srv, t_other["refresh_token"])
+    assert err(r) == "invalid_grant" and "reuse" in r.json()["error_description"]
+    # after the interval, the old token replayed from elsewhere revokes the family
+    r = refresh(srv, t3["refresh_token"])  # the agent refreshes with t3, then t3 is stolen
+    assert r.status_code == 200, r.text
+    t4 = r.json()
+    end = time.monotonic() + 4.5
+    wait_until(lambda: time.monotonic() > end, 10, "the reuse interval's end")
+    r = refresh(srv, t3["refresh_token"])
+    assert err(r) == "invalid_grant" and "reuse" in r.json()["error_description"]
+    assert err(refresh(srv, t4["refresh_token"])) == "invalid_grant"
+    d = [d for d in httpx.get(srv.url + "/api/v1/admin/devices", headers=admin(srv),
+                              params={"agent_id": "laptop"}).json()["devices"]][0]
+    assert d["status"] == "revoked" and d["revoked_reason"] == "refresh token reused"
+
+
+def test_lost_answer_token_revokes(make_server: Any) -> None:
+    """The pair whose answer was lost, presented after the retry (someone read the lost answer),
+    revokes the family; a lost device-code answer is retried like a refresh."""
+    srv = make_server("oauth.poll_interval_s=1", "oauth.refresh_reuse_interval_s=30")
+    dc = start(srv)
+    t0 = time.monotonic()
+    assert approve(srv, dc["user_code"]).status_code == 200
+    wait_interval(dc, t0)
+    proxy = AnswerDropper(srv.url)
+    with pytest.raises(httpx.TransportError):
+        httpx.post(proxy.url + "/oauth/token", data={
+            "grant_type": DEVICE_GRANT, "device_code": dc["device_code"], "client_id": "laptop"})
+    proxy.close()
+    ((head, body),) = proxy.answers
+    assert head.startswith(b"HTTP/1.1 200"), head
+    lost = json.loads(body)
+    r = poll(srv, dc)
+    assert r.status_code == 200, r.text
+    t1 = r.json()
+    assert t1["refresh_token"] != lost["refresh_token"]
+    r = refresh(srv, t1["refresh_token"])
+    assert r.status_code == 200, r.text
+    t2 = r.json()
+    assert err(poll(srv, dc)) == "invalid_grant"  # the device code is spent for good now
+    r = refresh(srv, lost["refresh_token"])
+    assert err(r) == "invalid_grant" and "reuse" in r.json()["error_description"]
+    assert err(refresh(srv, t2["refresh_token"])) == "invalid_grant"
