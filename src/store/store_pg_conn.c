@@ -477,15 +477,22 @@ bool store_pg_ping(struct store *st)
     if (b->in_tx) {
         return !b->lost;
     }
-    if (conn_ready(b) != ROOST_OK) {
-        return false;
+    bool ok = false;
+    /* A second try on a new connection when the first found the old one gone. */
+    for (int attempt = 0; attempt < 2 && !ok; attempt++) {
+        if (conn_ready(b) != ROOST_OK) {
+            return false;
+        }
+        PGresult *res = PQexec(b->db, "SELECT 1");
+        ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+        if (!ok) {
+            fail_res(b, res, "ping");
+        }
+        PQclear(res);
+        if (!b->lost) {
+            break;
+        }
     }
-    PGresult *res = PQexec(b->db, "SELECT 1");
-    bool ok = PQresultStatus(res) == PGRES_TUPLES_OK;
-    if (!ok) {
-        fail_res(b, res, "ping");
-    }
-    PQclear(res);
     return ok;
 }
 
