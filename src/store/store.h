@@ -360,6 +360,10 @@ struct store_tail_gap {
 struct store_tail_pos {
     bool started; /* false: the first call only records where the log ends */
     int64_t high; /* the highest id seen */
+    /* A backend that is told of commits (PostgreSQL: LISTEN/NOTIFY) reads the log only after
+     * news: the news count it last read at, and when it last read. */
+    uint64_t wakes;
+    int64_t scanned_ms;
     struct store_tail_gap *gaps;
     size_t n_gaps, cap_gaps;
 };

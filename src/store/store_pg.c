@@ -671,6 +671,8 @@ static int pg_metrics_snapshot(struct store *st, int64_t now_ms,
 #define TAIL_GAPS_MAX 4096
 /* How far below the end of the log a starting tailer looks for ids still uncommitted. */
 #define TAIL_START_WINDOW 1000
+/* Without news from the listener the log is still read this often (a safety net). */
+#define TAIL_QUIET_SCAN_MS 1000
 
 static int gap_add(struct store_tail_pos *pos, int64_t id, int64_t now_ms)
 {
@@ -741,6 +743,16 @@ int store_pg_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
         snprintf(b->err, sizeof b->err, "tail: must run outside a transaction");
         return ROOST_EINTERNAL;
     }
+    /* Nothing to read without news: no statement while the nodes are quiet. Without a listener
+     * (the server refused it) every call reads, as a polling tailer. */
+    uint64_t wakes = 0;
+    bool listening = store_pg_listener_poll(b->listener, &wakes);
+    if (pos->started && listening && wakes == pos->wakes && now_ms >= pos->scanned_ms &&
+        now_ms - pos->scanned_ms < TAIL_QUIET_SCAN_MS) {
+        return ROOST_OK;
+    }
+    pos->wakes = wakes;
+    pos->scanned_ms = now_ms;
     struct tail_rows t = {.b = b, .pos = pos, .touches = touches, .now_ms = now_ms};
     int rc;
     if (!pos->started) {

@@ -439,7 +439,13 @@ int store_pg_open(const char *url, const struct store_options *opt, struct store
     b->origin = opt->origin;
     b->lock_timeout_ms = opt->busy_timeout_ms > 0 ? opt->busy_timeout_ms : ROOST_BUSY_TIMEOUT_MS;
     b->gen = 1;
+    if ((b->listener = store_pg_listener_acquire(b->conninfo, b->schema)) == NULL) {
+        free(b->conninfo);
+        free(b);
+        return ROOST_ENOMEM;
+    }
     if ((b->db = connect_db(b, open_err, sizeof open_err)) == NULL) {
+        store_pg_listener_release(b->listener);
         free(b->conninfo);
         free(b);
         return ROOST_EUNAVAILABLE;
@@ -458,6 +464,7 @@ void store_pg_close(struct store *st)
     if (b->db != NULL) {
         PQfinish(b->db);
     }
+    store_pg_listener_release(b->listener);
     store_stmt_cache_free(&b->cache);
     free(b->slots);
     free(b->changes);
@@ -605,7 +612,8 @@ static void sb_literal(struct dynbuf *sb, struct pg_store *b, const char *text)
     PQfreemem(lit);
 }
 
-/* Appends the INSERT of the queued change rows (nothing when none). */
+/* Appends the INSERT of the queued change rows and the NOTIFY that tells every node's listener
+ * (delivered only if the transaction commits; nothing when there are none). */
 static void sb_changes(struct dynbuf *sb, struct pg_store *b)
 {
     if (b->n_changes == 0) {
@@ -621,7 +629,7 @@ static void sb_changes(struct dynbuf *sb, struct pg_store *b)
         dynbuf_addf(sb, ", %lld, %lld, %lld)", (long long)c->head, (long long)c->at_ms,
                     (long long)b->origin);
     }
-    dynbuf_adds(sb, "; ");
+    dynbuf_addf(sb, "; NOTIFY " STORE_PG_CHANNEL_FMT "; ", b->schema);
 }
 
 int store_pg_change(struct pg_store *b, const char *tenant_id, const char *agent_id, int64_t head,

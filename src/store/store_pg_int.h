@@ -48,6 +48,7 @@ struct pg_store {
     size_t changes_mark;                 /* n_changes at SAVEPOINT roost_req */
     size_t changes_ret_mark;             /* n_changes at SAVEPOINT roost_retention */
     char known_tenant[STORE_ID_MAX + 1]; /* the last tenant seen committed (never deleted) */
+    struct pg_listener *listener;        /* this process's LISTEN connection to the database */
     int64_t origin;                      /* store_options.origin */
     int64_t affected;                    /* rows the last statement changed */
     char sqlstate[6];                    /* of the last failure ("" when none) */
@@ -86,6 +87,19 @@ int store_pg_change(struct pg_store *b, const char *tenant_id, const char *agent
  * ROOST_EINVAL with a reason in err. */
 int store_pg_url_parse(const char *url, char **conninfo, char schema[STORE_PG_SCHEMA_MAX + 1],
                        char *err, size_t errlen);
+
+/* The NOTIFY channel of a schema's change log ("roost:" + schema; schema names need no quoting
+ * inside a quoted identifier: letters, digits and '_'). */
+#define STORE_PG_CHANNEL_FMT "\"roost:%s\""
+
+/* The LISTEN connection (store_pg_listen.c), one per database URL and schema in this process,
+ * shared by its stores. acquire: NULL when out of memory. */
+struct pg_listener *store_pg_listener_acquire(const char *conninfo, const char *schema);
+void store_pg_listener_release(struct pg_listener *l);
+/* Reads what arrived (never blocks, but (re)connects when needed, at most once a second): true
+ * while listening, with *wakes the count of notifications and reconnects so far (a reconnect
+ * counts: what committed while nobody listened must be read). */
+bool store_pg_listener_poll(struct pg_listener *l, uint64_t *wakes);
 
 /* The change-log tailer (store_pg.c). */
 int store_pg_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,

@@ -485,6 +485,125 @@ out:
     store_close(b);
 }
 
+static bool valid_event_id(const char *s)
+{
+    static const char alphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    if (s == NULL || strlen(s) != STORE_EVENT_ID_LEN || strncmp(s, "evt_", 4) != 0) {
+        return false;
+    }
+    for (size_t i = 4; i < STORE_EVENT_ID_LEN; i++) {
+        if (strchr(alphabet, s[i]) == NULL) {
+            return false;
+        }
+    }
+    return s[4] <= '7'; /* a 48-bit timestamp: the first char carries 3 bits */
+}
+
+/* Runs `SELECT * FROM roost_publish(args)` on db: 0 with the event id and seq, else -1 (the
+ * error printed unless quiet). */
+static int app_publish(PGconn *db, const char *args, char *id, size_t cap, long long *seq,
+                       bool quiet)
+{
+    char sql[1024];
+    snprintf(sql, sizeof sql, "SELECT event_id, seq FROM roost_publish(%s)", args);
+    PGresult *res = PQexec(db, sql);
+    int rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 ? 0 : -1;
+    if (rc == 0) {
+        snprintf(id, cap, "%s", PQgetvalue(res, 0, 0));
+        *seq = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    } else if (!quiet) {
+        printf("roost_publish: %s\n", PQerrorMessage(db));
+    }
+    PQclear(res);
+    return rc;
+}
+
+/* An application's transaction: its business row and roost_publish commit together, and the
+ * tailer of another connection hears of it; a rollback leaves neither and tells nobody. */
+static void test_store_pg_application_transaction_publish(const char *url)
+{
+    struct store *st = open_conn(url), *tailer = open_conn(url);
+    PGconn *app = pg_testutil_connect(url);
+    CHECK(st != NULL && tailer != NULL && app != NULL);
+    if (st == NULL || tailer == NULL || app == NULL) {
+        goto out;
+    }
+    struct store_tail_pos pos = {0};
+    struct store_touches t = {0};
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+    CHECK_EQ(pg_testutil_exec(app, "CREATE TABLE orders (id INT PRIMARY KEY)"), 0);
+    CHECK_EQ(pg_testutil_exec(app, "BEGIN"), 0);
+    CHECK_EQ(pg_testutil_exec(app, "INSERT INTO orders VALUES (1)"), 0);
+    char id[64] = "", id2[64] = "";
+    long long seq = 0, seq2 = 0;
+    CHECK_EQ(app_publish(app, "'tenant-a', 'app', '{\"order\": 1}', 0, 'corr-1', 'k-1', 0, 0", id,
+                         sizeof id, &seq, false),
+             0);
+    CHECK(valid_event_id(id) && seq == 1);
+    /* The same key again in the same transaction: the first event, nothing written. */
+    CHECK_EQ(app_publish(app, "'tenant-a', 'app', '{\"order\": 9}', 0, NULL, 'k-1', 0, 0", id2,
+                         sizeof id2, &seq2, false),
+             0);
+    CHECK(strcmp(id, id2) == 0 && seq2 == 1);
+    /* Not committed yet: invisible to the store. */
+    int64_t head = -1;
+    CHECK_RC(st, st->ops->head(st, TA, "app", &head), ROOST_OK);
+    CHECK(head == 0);
+    CHECK_EQ(pg_testutil_exec(app, "COMMIT"), 0);
+    struct store_event ev;
+    bool found = false;
+    found = st->ops->event_get(st, TA, id, &ev) == ROOST_OK;
+    CHECK(found && ev.seq == 1 && ev.status == STORE_PENDING && ev.payload != NULL &&
+          strcmp(ev.payload, "{\"order\": 1}") == 0 && ev.correlation_id != NULL &&
+          strcmp(ev.correlation_id, "corr-1") == 0);
+    if (found) {
+        store_event_cleanup(&ev);
+    }
+    for (int i = 0; i < 500 && t.len == 0; i++) {
+        usleep(i > 0 ? 10000 : 0);
+        CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
+    }
+    CHECK(touched(&t, "app", 1));
+    store_touches_cleanup(&t);
+
+    /* Rolled back: no row, no seq taken, and nothing for the tailer. */
+    CHECK_EQ(pg_testutil_exec(app, "BEGIN"), 0);
+    CHECK_EQ(pg_testutil_exec(app, "INSERT INTO orders VALUES (2)"), 0);
+    CHECK_EQ(app_publish(app, "'tenant-a', 'app', '{\"order\": 2}', 0, NULL, NULL, 0, 0", id,
+                         sizeof id, &seq, false),
+             0);
+    CHECK(seq == 2);
+    CHECK_EQ(pg_testutil_exec(app, "ROLLBACK"), 0);
+    CHECK_RC(st, st->ops->head(st, TA, "app", &head), ROOST_OK);
+    CHECK(head == 1);
+    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 5000, &t), ROOST_OK);
+    CHECK(t.len == 0);
+
+    /* Scheduled and expiring; bad arguments raise and the caller's transaction decides. */
+    CHECK_EQ(app_publish(app, "'tenant-a', 'app', '{}', 5, NULL, NULL, 60000, 120000", id,
+                         sizeof id, &seq, false),
+             0);
+    found = st->ops->event_get(st, TA, id, &ev) == ROOST_OK;
+    CHECK(found && ev.seq == 2 && ev.status == STORE_SCHEDULED && ev.priority == 5 &&
+          ev.expires_at_ms == ev.created_at_ms + 120000 &&
+          ev.available_at_ms == ev.created_at_ms + 60000);
+    if (found) {
+        store_event_cleanup(&ev);
+    }
+    CHECK(app_publish(app, "'tenant-a', 'app', '[1]', 0, NULL, NULL, 0, 0", id, sizeof id, &seq,
+                      true) != 0);
+    CHECK(strstr(PQerrorMessage(app), "payload must be a JSON object") != NULL);
+    CHECK(app_publish(app, "'tenant a', 'app', '{}', 0, NULL, NULL, 0, 0", id, sizeof id, &seq,
+                      true) != 0);
+    CHECK(app_publish(app, "'tenant-a', 'app', '{}', 101, NULL, NULL, 0, 0", id, sizeof id, &seq,
+                      true) != 0);
+    store_tail_pos_cleanup(&pos);
+out:
+    PQfinish(app);
+    store_close(st);
+    store_close(tailer);
+}
+
 /* ---- the connection killed under the store ---- */
 
 /* Terminates every other session of this database's roost user (the store's connections). */
@@ -627,6 +746,7 @@ static const struct test tests[] = {
     TEST(test_store_pg_concurrent_producers_no_gaps),
     TEST(test_store_pg_batched_producers_no_gaps),
     TEST(test_store_pg_competing_claimers_disjoint),
+    TEST(test_store_pg_application_transaction_publish),
     TEST(test_store_pg_lost_connection_reconnects),
     TEST(test_store_pg_failed_transaction_never_commits),
     TEST(test_store_pg_concurrent_migrate_applies_once),
