@@ -54,7 +54,8 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("claim.max_wait_s", claim_max_wait_s, CONFIG_INT, "30", 0, 300, CONFIG_RELOADABLE,           \
       "largest wait_s a long poll (inbox read or claim) may ask for")                              \
     X("tail.interval_ms", tail_interval_ms, CONFIG_INT, "100", 10, 60000, CONFIG_RELOADABLE,       \
-      "how often a node looks for commits made elsewhere (other nodes, roost_publish; MySQL)")     \
+      "how often a node looks for commits made elsewhere (other nodes, roost_publish; MySQL, "     \
+      "PostgreSQL)")                                                                               \
     X("scavenger.interval_ms", scavenger_interval_ms, CONFIG_INT, "1000", 10, 3600000,             \
       CONFIG_RELOADABLE, "how often expired leases, due and expired events are processed")         \
     X("scavenger.batch", scavenger_batch, CONFIG_INT, "1000", 1, 100000, CONFIG_RELOADABLE,        \
