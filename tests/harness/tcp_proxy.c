@@ -31,6 +31,7 @@ struct pair {
     int cfd, sfd;     /* -1 once closed */
     bool dropping;    /* the server's answer to a forwarded COMMIT is being read and dropped */
     bool held;        /* client cut, server side kept open and unread */
+    bool pg_started;  /* PostgreSQL: the startup message went (typed messages follow) */
     struct buf fromc; /* client bytes not yet forwarded (an incomplete MySQL packet) */
     struct buf froms; /* server bytes being dropped (to find the end of the answer) */
 };
@@ -38,6 +39,7 @@ struct pair {
 struct tcp_proxy {
     int lfd, port;
     bool mysql; /* client bytes are MySQL packets (else forwarded as they come) */
+    bool pg;    /* client bytes are PostgreSQL messages */
     int wake[2];
     int ctl[2]; /* a byte here makes the thread apply cut_all / block / stall */
     struct sockaddr_in target;
@@ -136,9 +138,79 @@ static bool is_commit_packet(const unsigned char *payload, size_t n)
     return false;
 }
 
+static uint32_t be32(const unsigned char *d)
+{
+    return (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | (uint32_t)d[3];
+}
+
+/* A PostgreSQL simple Query whose text ends with COMMIT (the store's "…; COMMIT"). */
+static bool is_pg_commit(const unsigned char *m, size_t n)
+{
+    static const char needle[] = "COMMIT";
+    size_t k = sizeof needle - 1;
+    if (n < 6 + k || m[0] != 'Q') {
+        return false;
+    }
+    size_t end = n - 1; /* the text's NUL */
+    return memcmp(m + end - k, needle, k) == 0;
+}
+
+/* PostgreSQL: the startup packets (length, code: SSL/GSS requests first, then the startup
+ * message of protocol 3.0), then typed messages (type, length). */
+static bool forward_pg(struct tcp_proxy *p, struct pair *pr)
+{
+    for (;;) {
+        const unsigned char *d = pr->fromc.data;
+        size_t have = pr->fromc.len, mlen;
+        if (!pr->pg_started) {
+            if (have < 8 || have < (mlen = be32(d))) {
+                return true;
+            }
+            pr->pg_started = be32(d + 4) == 0x00030000;
+        } else {
+            if (have < 5 || have < (mlen = (size_t)be32(d + 1) + 1)) {
+                return true;
+            }
+        }
+        enum tcp_proxy_cut c =
+            pr->pg_started && is_pg_commit(d, mlen) ? take_cut(p, true) : TCP_PROXY_PASS;
+        if (c == TCP_PROXY_COMMIT_NOT_SENT || c == TCP_PROXY_COMMIT_NOT_SENT_HOLD) {
+            pair_close(pr, c == TCP_PROXY_COMMIT_NOT_SENT_HOLD);
+            return false;
+        }
+        if (write_all(pr->sfd, d, mlen) != 0) {
+            return false;
+        }
+        if (c == TCP_PROXY_COMMIT_ANSWER_LOST) {
+            pr->dropping = true;
+        }
+        buf_take(&pr->fromc, mlen);
+    }
+}
+
+/* PostgreSQL: true once the dropped bytes hold the ReadyForQuery that ends the answer. */
+static bool pg_answer_complete(const struct buf *b)
+{
+    size_t off = 0;
+    while (b->len - off >= 5) {
+        size_t mlen = (size_t)be32(b->data + off + 1) + 1;
+        if (b->len - off < mlen) {
+            return false;
+        }
+        if (b->data[off] == 'Z') {
+            return true;
+        }
+        off += mlen;
+    }
+    return false;
+}
+
 /* Forwards the complete client packets buffered; false when the pair is done with. */
 static bool forward_client(struct tcp_proxy *p, struct pair *pr)
 {
+    if (p->pg) {
+        return forward_pg(p, pr);
+    }
     if (!p->mysql) {
         bool ok = write_all(pr->sfd, pr->fromc.data, pr->fromc.len) == 0;
         pr->fromc.len = 0;
@@ -211,7 +283,8 @@ static bool answer_complete(struct buf *b)
 static bool from_server(struct tcp_proxy *p, struct pair *pr, const unsigned char *d, size_t n)
 {
     if (pr->dropping) {
-        if (buf_add(&pr->froms, d, n) != 0 || answer_complete(&pr->froms)) {
+        if (buf_add(&pr->froms, d, n) != 0 ||
+            (p->pg ? pg_answer_complete(&pr->froms) : answer_complete(&pr->froms))) {
             pair_close(pr, false);
             return false;
         }
@@ -355,7 +428,19 @@ static void *proxy_main(void *arg)
     }
 }
 
+static struct tcp_proxy *proxy_start(const char *host, int port, bool mysql, bool pg);
+
 struct tcp_proxy *tcp_proxy_start(const char *host, int port, bool mysql)
+{
+    return proxy_start(host, port, mysql, false);
+}
+
+struct tcp_proxy *tcp_proxy_start_pg(const char *host, int port)
+{
+    return proxy_start(host, port, false, true);
+}
+
+static struct tcp_proxy *proxy_start(const char *host, int port, bool mysql, bool pg)
 {
     struct tcp_proxy *p = calloc(1, sizeof *p);
     if (!p) {
@@ -366,6 +451,7 @@ struct tcp_proxy *tcp_proxy_start(const char *host, int port, bool mysql)
     }
     pthread_mutex_init(&p->mu, NULL);
     p->mysql = mysql;
+    p->pg = pg;
     p->target.sin_family = AF_INET;
     p->target.sin_port = htons((uint16_t)port);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* A loopback TCP proxy for tests that need a connection to break at an exact point: between
  * roostd and MariaDB it recognises the COMMIT of a write transaction (the COM_QUERY carrying
- * "; COMMIT") and loses its answer, or never sends it; between a client and roostd it loses the
+ * "; COMMIT"; with PostgreSQL the simple Query ending in COMMIT) and loses its answer, or never
+ * sends it; between a client and roostd it loses the
  * next HTTP answer. Everything else is forwarded byte for byte. One thread; any thread may arm. */
 #ifndef ROOST_TEST_TCP_PROXY_H
 #define ROOST_TEST_TCP_PROXY_H
@@ -27,6 +28,9 @@ struct tcp_proxy;
 /* Listens on 127.0.0.1 (port 0) and forwards to host:port (an IPv4 address); `mysql`: the
  * clients speak the MySQL protocol (needed by the COMMIT cuts). NULL with a message on stderr. */
 struct tcp_proxy *tcp_proxy_start(const char *host, int port, bool mysql);
+/* The same for clients speaking the PostgreSQL protocol (the "MySQL" COMMIT cuts apply to its
+ * COMMIT; the answer dropped ends at ReadyForQuery). */
+struct tcp_proxy *tcp_proxy_start_pg(const char *host, int port);
 int tcp_proxy_port(const struct tcp_proxy *p);
 /* The next `times` matching points get `cut`; then the proxy passes again. */
 void tcp_proxy_arm(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times);
