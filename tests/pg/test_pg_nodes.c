@@ -25,9 +25,13 @@ static char g_store[1024];
 
 static bool start_pair(struct roostd *n1, struct roostd *n2, const char *name)
 {
-    if (pg_testutil_fresh_schema(g_server, name, g_store, sizeof g_store) != 0) {
+    char schema_url[900];
+    if (pg_testutil_fresh_schema(g_server, name, schema_url, sizeof schema_url) != 0) {
         return false;
     }
+    /* Other tests share the server: this test's connections carry a name of their own. */
+    snprintf(g_store, sizeof g_store, "%s&application_name=roost_nodes_%d", schema_url,
+             (int)getpid());
     char *url = h_fmt("store.url=%s", g_store);
     const char *sets[] = {url, "tail.interval_ms=50", "scavenger.interval_ms=200", NULL};
     bool ok = roostd_start(n1, NULL, sets) == 0 && roostd_start(n2, NULL, sets) == 0;
@@ -58,8 +62,10 @@ static long long query_int(PGconn *db, const char *sql)
     return v;
 }
 
+/* This test's listening connections (its application_name, set in start_pair). */
 #define LISTENERS                                                                                  \
-    " FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'"
+    " FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'"          \
+    " AND application_name = current_setting('application_name')"
 
 static void test_pg_nodes_notify_pings_cross_nodes(void)
 {

@@ -606,16 +606,19 @@ out:
 
 /* ---- the connection killed under the store ---- */
 
-/* Terminates every other session of this database's roost user (the store's connections). */
+/* Terminates the other sessions of this test (its application_name: other tests share the
+ * server). */
 static void kill_others(PGconn *admin)
 {
     pg_testutil_exec(admin, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                            " AND usename = current_user");
+                            " AND application_name = current_setting('application_name')");
 }
 
-static void test_store_pg_lost_connection_reconnects(const char *url)
+static void test_store_pg_lost_connection_reconnects(const char *schema_url)
 {
+    char url[1100];
+    snprintf(url, sizeof url, "%s&application_name=roost_lost_%d", schema_url, (int)getpid());
     struct store *st = open_conn(url);
     PGconn *admin = pg_testutil_connect(url);
     CHECK(st != NULL && admin != NULL);
