@@ -134,6 +134,11 @@ struct roost_agent_options {
     /* While streaming, the agent also pulls on its own every stream_resync_s seconds, in case a
      * ping was lost on the way, 1..86400; 0: 60. */
     int stream_resync_s;
+    /* Optional: supplies a signing key that rotates (see roost_client_set_signing_key_callback;
+     * a logged-in device's: roost_device_signing_key with the roost_device as arg), asked after
+     * token_cb before every request. Thread-safe, as token_cb. */
+    roost_signing_key_fn signing_key_cb;
+    void *signing_key_cb_arg;
 };
 
 /* Sets every field to its default (zero/NULL). */

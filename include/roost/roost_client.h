@@ -82,7 +82,9 @@ ROOST_EXPORT int roost_client_set_token(struct roost_client *c, const char *toke
 
 /* Supplies the bearer token for a client: writes the current token, NUL-terminated, into buf
  * (cap bytes, the NUL included) and returns ROOST_OK, or returns a negative roost error code
- * (the client then keeps the token it had). `arg` is the one given with the callback. */
+ * (the client then keeps the token it had). ROOST_EUNAUTHENTICATED says the credentials behind
+ * the tokens were refused for good (a revoked device): the request then fails with it without
+ * being sent. `arg` is the one given with the callback. */
 typedef int (*roost_token_fn)(void *arg, char *buf, size_t cap);
 
 /* Makes the client ask fn for its token before every request (and every SSE connection), so
@@ -137,6 +139,21 @@ ROOST_EXPORT int roost_client_set_ca_file(struct roost_client *c, const char *ca
  * (ROOST_ESIGINVALID, ROOST_EKEYUNKNOWN, ROOST_EKEYREVOKED, ROOST_EKEYWRONGAGENT, ...). */
 ROOST_EXPORT int roost_client_set_signing_key(struct roost_client *c, const char *signing_key,
                                               const char *key_id, const char *alg);
+
+/* Supplies a request-signing key that rotates (a logged-in device's: roost_device_signing_key).
+ * Asked right after the token callback before every request: *gen holds the generation of the
+ * key the client has (0: none); fn returns ROOST_OK leaving *gen alone while that key is
+ * current, or writes the current key (as roost_client_set_signing_key's signing_key: PEM text or
+ * "base64:"+secret), its key_id and alg, each NUL-terminated within its cap, and sets *gen to its
+ * generation; the client then signs with it. Any other answer keeps the key the client had.
+ * Thread rules as roost_token_fn. */
+typedef int (*roost_signing_key_fn)(void *arg, uint64_t *gen, char *key, size_t key_cap,
+                                    char *key_id, size_t id_cap, char *alg, size_t alg_cap);
+
+/* Makes the client ask fn for its signing key before every request (NULL fn: the key stays as
+ * set). Returns ROOST_OK or ROOST_EINVAL (c NULL). */
+ROOST_EXPORT int roost_client_set_signing_key_callback(struct roost_client *c,
+                                                       roost_signing_key_fn fn, void *arg);
 
 /* ---- last call details (valid until the next call on the same client) --------------------- */
 

@@ -55,9 +55,17 @@ ROOST_EXPORT int roost_device_save(const char *dir, const char *server, const ch
 ROOST_EXPORT int roost_device_open(const char *dir, const char *agent_id, struct roost_device **out,
                                    char *errbuf, size_t errlen);
 /* A roost_token_fn: `arg` is the struct roost_device. Thread-safe. A refused refresh (the device
- * revoked, or its refresh token reused elsewhere) answers ROOST_EUNAUTHENTICATED and leaves the
- * server's reason in roost_device_error. */
+ * revoked, or its refresh token reused elsewhere) answers ROOST_EUNAUTHENTICATED, then and on
+ * every later call (a client's request fails with it, unsent), and leaves the server's reason in
+ * roost_device_error. */
 ROOST_EXPORT int roost_device_token(void *arg, char *buf, size_t cap);
+/* A roost_signing_key_fn over the same device: the HMAC request-signing key the last refresh
+ * issued (a refresh comes before its key nears the end of its life, as for the access token).
+ * Give both to a client (roost_client_set_token_callback, roost_client_set_signing_key_callback)
+ * or an agent (token_cb, signing_key_cb) and it signs every request with the current key, as
+ * signatures.require = all asks, across any number of rotations. */
+ROOST_EXPORT int roost_device_signing_key(void *arg, uint64_t *gen, char *key, size_t key_cap,
+                                          char *key_id, size_t id_cap, char *alg, size_t alg_cap);
 ROOST_EXPORT const char *roost_device_error(const struct roost_device *d);
 ROOST_EXPORT const char *roost_device_server(const struct roost_device *d);
 ROOST_EXPORT const char *roost_device_agent(const struct roost_device *d);

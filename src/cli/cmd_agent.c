@@ -560,6 +560,8 @@ int cmd_agent_run(struct cli_args *a)
     if (!follow && cli_device != NULL) {
         o.token_cb = roost_device_token; /* a logged-in device: refreshed for the agent's life */
         o.token_cb_arg = cli_device;
+        o.signing_key_cb = roost_device_signing_key; /* and its key, rotated with each refresh */
+        o.signing_key_cb_arg = cli_device;
     }
     r = run_agent(a, &o, &x);
     if (cli_device != NULL && roost_device_error(cli_device)[0] != '\0') {
@@ -605,6 +607,9 @@ static int run_agent(struct cli_args *a, const struct roost_agent_options *po, s
     o.ca_file = cli_str(a, "cacert");
     if ((r = cli_resolve_signing(a, &o.signing_key_file, &o.key_id, &o.key_alg)) != CLI_EXIT_OK) {
         return r;
+    }
+    if (o.signing_key_file != NULL) {
+        o.signing_key_cb = NULL; /* a key given by the user signs, not the device's */
     }
     o.handler_ex = exec_handler;
     o.handler_ctx = x;

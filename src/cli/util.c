@@ -191,6 +191,9 @@ int cli_connect(const struct cli_args *a, struct roost_client **out)
     }
     if (cli_device != NULL) {
         roost_client_set_token_callback(c, roost_device_token, cli_device);
+        if (key_file == NULL) {
+            roost_client_set_signing_key_callback(c, roost_device_signing_key, cli_device);
+        }
     }
     *out = c;
     return CLI_EXIT_OK;

@@ -242,6 +242,7 @@ int agent_client_new(const struct roost_agent *a, struct roost_client **out)
         roost_client_set_ca_file(c, a->ca_file);
     }
     roost_client_set_token_callback(c, a->token_cb, a->token_cb_arg);
+    roost_client_set_signing_key_callback(c, a->signing_key_cb, a->signing_key_cb_arg);
     if (a->signing_key != NULL &&
         (rc = roost_client_set_signing_key(c, a->signing_key, a->key_id, a->key_alg)) != ROOST_OK) {
         roost_client_free(c);
@@ -354,6 +355,8 @@ int roost_agent_new(struct roost_agent **out, const struct roost_agent_options *
     a->token = o->token != NULL ? sdk_strdup(o->token) : NULL;
     a->token_cb = o->token_cb;
     a->token_cb_arg = o->token_cb_arg;
+    a->signing_key_cb = o->signing_key_cb;
+    a->signing_key_cb_arg = o->signing_key_cb_arg;
     a->agent_id = sdk_strdup(o->agent_id);
     a->state_dir = sdk_strdup(o->state_dir);
     a->consumer = sdk_strdup(o->consumer != NULL ? o->consumer : consumer);

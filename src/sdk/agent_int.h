@@ -38,6 +38,8 @@ struct roost_agent {
     char *server_url, *token, *agent_id, *state_dir, *consumer, *ca_file;
     roost_token_fn token_cb; /* may be NULL (roost_agent_options.token_cb) */
     void *token_cb_arg;
+    roost_signing_key_fn signing_key_cb; /* may be NULL (roost_agent_options.signing_key_cb) */
+    void *signing_key_cb_arg;
     char *signing_key, *key_id, *key_alg; /* signing_key NULL: requests are not signed */
     int concurrency, lease_s, poll_ceiling_s, long_poll_s, tempfail_max;
     int64_t stream_resync_ms;       /* safety pull while streaming (stream_resync_s) */

@@ -150,19 +150,53 @@ int roost_client_set_token_callback(struct roost_client *c, roost_token_fn fn, v
     return ROOST_OK;
 }
 
-void sdk_token_refresh(struct roost_client *c)
+int roost_client_set_signing_key_callback(struct roost_client *c, roost_signing_key_fn fn,
+                                          void *arg)
 {
-    if (c->token_fn == NULL) {
-        return;
+    if (c == NULL) {
+        return ROOST_EINVAL;
     }
-    char buf[ROOST_TOKEN_MAX_BYTES + 2];
-    buf[0] = '\0';
-    int rc = c->token_fn(c->token_arg, buf, sizeof buf);
-    buf[sizeof buf - 1] = '\0';
-    if (rc == ROOST_OK && valid_token(buf) && (c->token == NULL || strcmp(buf, c->token) != 0)) {
-        roost_client_set_token(c, buf); /* out of memory keeps the old token */
+    c->key_fn = fn;
+    c->key_arg = arg;
+    c->key_gen = 0;
+    return ROOST_OK;
+}
+
+/* The key the callback gives, when it is a new one; a key that does not load keeps the old. */
+static void signing_key_refresh(struct roost_client *c)
+{
+    char key[4096], key_id[256], alg[64];
+    uint64_t gen = c->key_gen;
+    key[0] = key_id[0] = alg[0] = '\0';
+    int rc = c->key_fn(c->key_arg, &gen, key, sizeof key, key_id, sizeof key_id, alg, sizeof alg);
+    key[sizeof key - 1] = key_id[sizeof key_id - 1] = alg[sizeof alg - 1] = '\0';
+    if (rc == ROOST_OK && gen != c->key_gen &&
+        roost_client_set_signing_key(c, key, key_id, alg[0] != '\0' ? alg : NULL) == ROOST_OK) {
+        c->key_gen = gen;
     }
-    OPENSSL_cleanse(buf, sizeof buf);
+    OPENSSL_cleanse(key, sizeof key);
+}
+
+int sdk_token_refresh(struct roost_client *c)
+{
+    if (c->token_fn != NULL) {
+        char buf[ROOST_TOKEN_MAX_BYTES + 2];
+        buf[0] = '\0';
+        int rc = c->token_fn(c->token_arg, buf, sizeof buf);
+        buf[sizeof buf - 1] = '\0';
+        if (rc == ROOST_OK && valid_token(buf) &&
+            (c->token == NULL || strcmp(buf, c->token) != 0)) {
+            roost_client_set_token(c, buf); /* out of memory keeps the old token */
+        }
+        OPENSSL_cleanse(buf, sizeof buf);
+        if (rc == ROOST_EUNAUTHENTICATED) {
+            return sdk_fail(c, rc, "the credentials behind the token were refused");
+        }
+    }
+    if (c->key_fn != NULL) {
+        signing_key_refresh(c);
+    }
+    return ROOST_OK;
 }
 
 int roost_client_set_timeouts(struct roost_client *c, long connect_timeout_ms,

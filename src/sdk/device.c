@@ -131,6 +131,12 @@ struct roost_device {
     char refresh[SECRET_MAX];
     char access[SECRET_MAX];
     int64_t access_exp, access_ttl; /* s */
+    /* the signing key the last refresh issued (HMAC), key_gen counting them */
+    char key_secret[SECRET_MAX];
+    char key_id[ROOST_ID_MAX + 1];
+    uint64_t key_gen;
+    int64_t key_exp, key_ttl; /* s */
+    bool refused;             /* a refresh was refused: the device is done */
     char error[512];
 };
 
@@ -263,6 +269,7 @@ static int refresh(struct roost_device *d)
     }
     if (rc != ROOST_OK) {
         if (status == 400) {
+            d->refused = true;
             size_t n = 0;
             const char *eb = roost_client_last_body(c, &n);
             json_t *e = eb != NULL ? json_loadb(eb, n, 0, NULL) : NULL;
@@ -280,14 +287,27 @@ static int refresh(struct roost_device *d)
     const char *at = json_string_value(json_object_get(t, "access_token"));
     const char *rt = json_string_value(json_object_get(t, "refresh_token"));
     json_int_t ttl = json_integer_value(json_object_get(t, "expires_in"));
+    json_t *key = json_object_get(t, "signing_key");
+    const char *secret = json_string_value(json_object_get(key, "secret"));
+    const char *key_id = json_string_value(json_object_get(key, "key_id"));
+    json_int_t key_ttl = json_integer_value(json_object_get(key, "expires_in"));
     char err[256];
-    if (at == NULL || rt == NULL || strlen(at) >= SECRET_MAX || strlen(rt) >= SECRET_MAX) {
+    if (at == NULL || rt == NULL || strlen(at) >= SECRET_MAX || strlen(rt) >= SECRET_MAX ||
+        (secret != NULL &&
+         (strlen(secret) + 8 >= SECRET_MAX || key_id == NULL || strlen(key_id) > ROOST_ID_MAX))) {
         rc = ROOST_EPROTO;
     } else if ((rc = roost_device_save(d->dir, d->server, resp, err, sizeof err)) == ROOST_OK) {
         snprintf(d->refresh, sizeof d->refresh, "%s", rt);
         snprintf(d->access, sizeof d->access, "%s", at);
         d->access_ttl = ttl > 0 ? (int64_t)ttl : 60;
         d->access_exp = (int64_t)time(NULL) + d->access_ttl;
+        if (secret != NULL) { /* an HMAC key (an Ed25519 one would be the agent's own) */
+            snprintf(d->key_secret, sizeof d->key_secret, "base64:%s", secret);
+            snprintf(d->key_id, sizeof d->key_id, "%s", key_id);
+            d->key_gen++;
+            d->key_ttl = key_ttl > 0 ? (int64_t)key_ttl : 60;
+            d->key_exp = (int64_t)time(NULL) + d->key_ttl;
+        }
         d->error[0] = '\0';
     } else {
         snprintf(d->error, sizeof d->error, "%s", err);
@@ -307,13 +327,38 @@ int roost_device_token(void *arg, char *buf, size_t cap)
     /* Refreshed once a third of its life is left (at least 1 s): a request never carries one
      * about to expire. */
     int64_t margin = d->access_ttl / 3 > 1 ? d->access_ttl / 3 : 1;
-    if (d->access[0] == '\0' || now + margin >= d->access_exp) {
+    int64_t key_margin = d->key_ttl / 3 > 1 ? d->key_ttl / 3 : 1;
+    if (d->refused) { /* asked once: the device is revoked, or its token was reused elsewhere */
+        rc = ROOST_EUNAUTHENTICATED;
+    } else if (d->access[0] == '\0' || now + margin >= d->access_exp ||
+               (d->key_gen != 0 && now + key_margin >= d->key_exp)) {
         rc = refresh(d);
     }
     if (rc == ROOST_OK) {
         rc = strlen(d->access) < cap ? ROOST_OK : ROOST_EINVAL;
         if (rc == ROOST_OK) {
             memcpy(buf, d->access, strlen(d->access) + 1);
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+int roost_device_signing_key(void *arg, uint64_t *gen, char *key, size_t key_cap, char *key_id,
+                             size_t id_cap, char *alg, size_t alg_cap)
+{
+    struct roost_device *d = arg;
+    pthread_mutex_lock(&d->lock);
+    int rc = ROOST_OK;
+    if (d->key_gen != 0 && d->key_gen != *gen) {
+        if (strlen(d->key_secret) < key_cap && strlen(d->key_id) < id_cap &&
+            sizeof "hmac-sha256" <= alg_cap) {
+            memcpy(key, d->key_secret, strlen(d->key_secret) + 1);
+            memcpy(key_id, d->key_id, strlen(d->key_id) + 1);
+            memcpy(alg, "hmac-sha256", sizeof "hmac-sha256");
+            *gen = d->key_gen;
+        } else {
+            rc = ROOST_EINVAL;
         }
     }
     pthread_mutex_unlock(&d->lock);

@@ -301,7 +301,10 @@ static int setup_handle(struct roost_client *c, const char *method, const char *
 
 int sdk_append_auth(struct roost_client *c, struct curl_slist **list)
 {
-    sdk_token_refresh(c); /* before the signature too, which covers the token */
+    int rc = sdk_token_refresh(c); /* before the signature too, which covers the token */
+    if (rc != ROOST_OK) {
+        return rc;
+    }
     if (c->token == NULL) {
         return ROOST_OK;
     }

@@ -38,8 +38,10 @@ void sdk_add_escaped(struct dynbuf *b, const char *z);
 int sdk_url_normalize(const char *url, char **out);
 
 /* With a token callback, asks it for the current token and keeps it when it is valid and new;
- * when the callback fails (or answers something invalid) the client keeps the token it had. */
-void sdk_token_refresh(struct roost_client *c);
+ * when the callback fails (or answers something invalid) the client keeps the token it had,
+ * unless it answers ROOST_EUNAUTHENTICATED, which is returned (recorded on c). Then asks the
+ * signing key callback, if any, and signs with the key it gives when that is a new one. */
+int sdk_token_refresh(struct roost_client *c);
 
 /* "/api/v1/agents/{agent}{tail}" with the agent id validated and escaped. ROOST_EAGENTID. */
 int sdk_path_agent(struct dynbuf *s, const char *agent_id, const char *tail);
@@ -53,8 +55,11 @@ struct roost_client {
     char *token;             /* may be NULL */
     roost_token_fn token_fn; /* NULL: token is fixed (roost_client_set_token_callback) */
     void *token_arg;
-    char *ca_file; /* may be NULL */
-    CURL *curl;    /* reused: keeps the connection alive between calls */
+    roost_signing_key_fn key_fn; /* NULL: the signing key is fixed */
+    void *key_arg;
+    uint64_t key_gen; /* of the key key_fn gave, 0: none yet */
+    char *ca_file;    /* may be NULL */
+    CURL *curl;       /* reused: keeps the connection alive between calls */
     long connect_timeout_ms;
     long request_timeout_ms;
     size_t max_response_bytes;
@@ -109,7 +114,7 @@ int sdk_curl_check(struct roost_client *c, CURLcode cc);
 void sdk_curl_unhook(struct roost_client *c);
 /* Appends "Authorization: Bearer <token>" when c has a token (the temporary line is wiped),
  * after asking the token callback, if any, for the current token (sdk_token_refresh).
- * ROOST_OK or ROOST_ENOMEM recorded on c (*list is unchanged then). */
+ * ROOST_OK, or ROOST_ENOMEM or ROOST_EUNAUTHENTICATED recorded on c (*list is unchanged then). */
 int sdk_append_auth(struct roost_client *c, struct curl_slist **list);
 /* Records a non-2xx answer (its body in c->resp) as the last call's error through
  * sdk_error_from_response: errcode, errmsg, oldest_cursor. Returns the mapped rc. */
