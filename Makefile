@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps deps-run configure build install deb image run test test-packages test-asan bench bench-sse bench-mysql bench-sweep bench-ideal chaos clean format fuzz
+.PHONY: all deps deps-run configure build install deb image run test test-packages test-asan bench bench-sse bench-mysql bench-pg bench-sweep bench-ideal chaos clean format fuzz
 
 all: build
 
@@ -75,6 +75,10 @@ bench-sse: deps build
 # SKIP LOCKED loop, cross-node ping latency; about 5 minutes (doc/BENCHMARKS.md).
 bench-mysql: deps build
 	@scripts/bench_mysql.sh
+
+# roostd on a private PostgreSQL beside bench/pg_direct (plain SKIP LOCKED loop, pgmq's shape).
+bench-pg: deps build
+	@scripts/bench_pg.sh
 
 # Scenario 1 swept over P = C ∈ {1, 2, 4, 8, 16}: roostd on SQLite and on MariaDB with 1, 2 and 4
 # nodes against direct SQLite, the plain SKIP LOCKED loop and the in-memory ceiling; medians of

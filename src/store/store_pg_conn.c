@@ -612,8 +612,7 @@ static void sb_literal(struct dynbuf *sb, struct pg_store *b, const char *text)
     PQfreemem(lit);
 }
 
-/* Appends the INSERT of the queued change rows and the NOTIFY that tells every node's listener
- * (delivered only if the transaction commits; nothing when there are none). */
+/* Appends the INSERT of the queued change rows (nothing when there are none). */
 static void sb_changes(struct dynbuf *sb, struct pg_store *b)
 {
     if (b->n_changes == 0) {
@@ -629,7 +628,7 @@ static void sb_changes(struct dynbuf *sb, struct pg_store *b)
         dynbuf_addf(sb, ", %lld, %lld, %lld)", (long long)c->head, (long long)c->at_ms,
                     (long long)b->origin);
     }
-    dynbuf_addf(sb, "; NOTIFY " STORE_PG_CHANNEL_FMT "; ", b->schema);
+    dynbuf_adds(sb, "; ");
 }
 
 int store_pg_change(struct pg_store *b, const char *tenant_id, const char *agent_id, int64_t head,
@@ -654,6 +653,11 @@ int store_pg_change(struct pg_store *b, const char *tenant_id, const char *agent
             rc = sb.err != DYNBUF_OK ? ROOST_ENOMEM : store_pg_exec(b, sb.s);
         }
         dynbuf_cleanup(&sb);
+        if (rc == ROOST_OK) {
+            char notify[STORE_PG_SCHEMA_MAX + 32];
+            snprintf(notify, sizeof notify, "NOTIFY " STORE_PG_CHANNEL_FMT, b->schema);
+            rc = store_pg_exec(b, notify);
+        }
         return rc;
     }
     /* Rows before the latest savepoint belong to a request that may still commit while this one
@@ -783,6 +787,15 @@ int store_pg_commit(struct store *st)
     struct dynbuf sb = {.max = COMMIT_SQL_MAX};
     sb_changes(&sb, b);
     dynbuf_adds(&sb, "COMMIT");
+    /* Every node's listener is told after the COMMIT, in the same round trip but in a
+     * transaction of its own: a transaction that NOTIFYs holds a database-wide lock from its
+     * commit until its end, so NOTIFY inside the write transactions would serialise their WAL
+     * flushes (no group commit in the server across roostd's writers and nodes). Sent only when
+     * the COMMIT succeeded (a failed statement skips the rest of the text); lost if the
+     * connection drops right between the two, which the tailer's once-a-second read covers. */
+    if (b->n_changes > 0) {
+        dynbuf_addf(&sb, "; NOTIFY " STORE_PG_CHANNEL_FMT, b->schema);
+    }
     if (sb.err != DYNBUF_OK) {
         dynbuf_cleanup(&sb);
         return ROOST_ENOMEM;

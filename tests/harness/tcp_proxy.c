@@ -143,7 +143,7 @@ static uint32_t be32(const unsigned char *d)
     return (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | (uint32_t)d[3];
 }
 
-/* A PostgreSQL simple Query whose text ends with COMMIT (the store's "…; COMMIT"). */
+/* A PostgreSQL simple Query holding a COMMIT statement (the store's "…; COMMIT[; NOTIFY …]"). */
 static bool is_pg_commit(const unsigned char *m, size_t n)
 {
     static const char needle[] = "COMMIT";
@@ -151,8 +151,16 @@ static bool is_pg_commit(const unsigned char *m, size_t n)
     if (n < 6 + k || m[0] != 'Q') {
         return false;
     }
-    size_t end = n - 1; /* the text's NUL */
-    return memcmp(m + end - k, needle, k) == 0;
+    const unsigned char *text = m + 5;
+    size_t len = n - 6; /* without the type, the length and the text's NUL */
+    for (size_t i = 0; i + k <= len; i++) {
+        bool starts = i == 0 || (i >= 2 && text[i - 2] == ';' && text[i - 1] == ' ');
+        bool ends = i + k == len || text[i + k] == ';';
+        if (starts && ends && memcmp(text + i, needle, k) == 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* PostgreSQL: the startup packets (length, code: SSL/GSS requests first, then the startup
