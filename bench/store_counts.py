@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: MIT
 """Statements and COMMITs per store operation, for one build or two side by side.
 
-    bench/store_counts.py [--stores sqlite,mysql] [--runs N] [--check-doc FILE] BUILD [BUILD2]
+    bench/store_counts.py [--stores sqlite,mysql,postgres] [--runs N] [--check-doc FILE] BUILD [BUILD2]
 
 For each build (a tree with bin/roostd and bin/roost) and each store, a fresh roostd runs under
 the LD_PRELOAD shim bench/store_trace.c (built as BUILD/lib/store_trace.so; --trace-lib or the
 other build's), which writes every SQL statement roostd sends (SQLite: sqlite3_trace_v2 on each
-connection; MariaDB: each mysql_real_query / mysql_stmt_execute) to a trace file. One request at a
+connection; MariaDB: each mysql_real_query / mysql_stmt_execute; PostgreSQL: each PQexec,
+PQsendQuery, PQexecPrepared) to a trace file. One request at a
 time goes through HTTP, between marker lines, so each write is a group commit of one job, its own
 transaction:
 
@@ -22,8 +23,8 @@ transaction:
     ack           ack it
     ack_batch     POST …/inbox/ack with one item (after claiming the other event)
 
-Per operation and store: statements (SQLite: statements run; MariaDB: statements sent, a
-multi-statement round trip counted per statement), COMMITs, MariaDB round trips, and on MariaDB
+Per operation and store: statements (SQLite: statements run; MariaDB and PostgreSQL: statements
+sent, a multi-statement round trip counted per statement), COMMITs, round trips, and on MariaDB
 the server's own SHOW GLOBAL STATUS deltas, Questions and Com_commit (the sampling's own SHOW
 subtracted). Background work is pushed out (scavenger, retention, metrics refresh at an hour,
 tail at a minute, webhooks off); each run's figure is the minimum over --runs runs (background
@@ -89,9 +90,33 @@ class Mariadb:
         u = urllib.parse.urlsplit(self.url)
         return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + name, u.query, u.fragment))
 
+    has_status = True
+
     def stop(self):
         subprocess.run([os.path.join(SRC, "scripts", "mariadb_test.sh"), "stop", self.dir],
                        check=False, capture_output=True)
+
+
+class Postgres:
+    """The private server of scripts/postgres_test.sh; each run gets a schema of its own. Counted
+    from the client side only (the trace): the server's own counters (pg_stat_database) are
+    flushed by each backend at most once a second, too late for one request between markers."""
+
+    has_status = False
+
+    def __init__(self, work):
+        self.dir = os.path.join(work, "pg")
+        os.chmod(work, 0o755)  # as root the server runs as postgres, which must reach its dir
+        out = subprocess.run([os.path.join(SRC, "scripts", "postgres_test.sh"), "start", self.dir],
+                             check=True, capture_output=True, text=True)
+        self.url = out.stdout.strip().splitlines()[-1]
+
+    def database_url(self, name):
+        return self.url + "?schema=" + name
+
+    def stop(self):
+        subprocess.run([os.path.join(SRC, "scripts", "postgres_test.sh"), "stop", self.dir],
+                       capture_output=True)
 
 
 class Roostd:
@@ -201,13 +226,13 @@ def one_run(build, trace_lib, store, db, work, tag):
     os.makedirs(rundir)
     data = os.path.join(rundir, "data")
     trace = os.path.join(rundir, "trace")
-    url = db.database_url("roost_cnt_" + tag.replace("-", "_")) if store == "mysql" else None
+    url = db.database_url("roost_cnt_" + tag.replace("-", "_")) if db is not None else None
     d = Roostd(build, trace_lib, trace, data, url)
     result, server = {}, {}
     try:
         time.sleep(1.5)  # start-up work (migrations, first ticks and snapshots) is over
         offset = None
-        if db is not None:
+        if db is not None and db.has_status:
             a, b = db.status(), db.status()
             offset = {k: b[k] - a[k] for k in a}  # what one SHOW itself adds
         agent = "cnt-a"
@@ -215,13 +240,13 @@ def one_run(build, trace_lib, store, db, work, tag):
         state = {}
 
         def op(name, method, path, body=None, ok=(200, 201)):
-            before = db.status() if db is not None else None
+            before = db.status() if db is not None and db.has_status else None
             with open(trace, "a") as f:
                 f.write("#BEGIN %s\n" % name)
             status, ans = d.call(method, path, body)
             with open(trace, "a") as f:
                 f.write("#END %s\n" % name)
-            if db is not None:
+            if before is not None:
                 after = db.status()
                 server[name] = {k: after[k] - before[k] - offset[k] for k in after}
             if status == 404 and name == "inbox_peek" and (ans or {}).get("error", {}).get(
@@ -264,7 +289,7 @@ def measure(build, trace_lib, stores, runs, db, work, bi):
     """{store: {op: {key: (min, varied)}}}"""
     out = {}
     for store in stores:
-        per_run = [one_run(build, trace_lib, store, db if store == "mysql" else None, work,
+        per_run = [one_run(build, trace_lib, store, db.get(store), work,
                            "b%d-%s-r%d" % (bi, store, r)) for r in range(runs)]
         out[store] = {}
         for name in OPS:
@@ -279,7 +304,9 @@ def measure(build, trace_lib, stores, runs, db, work, bi):
 COLUMNS = [("sqlite", "stmts", "SQLite statements"), ("sqlite", "commits", "SQLite COMMITs"),
            ("mysql", "stmts", "MariaDB statements"), ("mysql", "trips", "MariaDB round trips"),
            ("mysql", "commits", "MariaDB COMMITs"), ("mysql", "questions", "Questions"),
-           ("mysql", "com_commit", "Com_commit")]
+           ("mysql", "com_commit", "Com_commit"), ("postgres", "stmts", "PostgreSQL statements"),
+           ("postgres", "trips", "PostgreSQL round trips"),
+           ("postgres", "commits", "PostgreSQL COMMITs")]
 
 
 def cell(res, store, key, name):
@@ -328,7 +355,7 @@ def doc_table(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("builds", nargs="+", metavar="BUILD")
-    ap.add_argument("--stores", default="sqlite,mysql")
+    ap.add_argument("--stores", default="sqlite,mysql,postgres")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--trace-lib")
     ap.add_argument("--check-doc", metavar="FILE")
@@ -338,8 +365,8 @@ def main():
         die("one or two builds")
     builds = [os.path.abspath(b) for b in a.builds]
     stores = [s for s in a.stores.split(",") if s]
-    if not stores or any(s not in ("sqlite", "mysql") for s in stores) or a.runs < 1:
-        die("--stores takes sqlite and/or mysql, --runs at least 1")
+    if not stores or any(s not in ("sqlite", "mysql", "postgres") for s in stores) or a.runs < 1:
+        die("--stores takes sqlite, mysql and/or postgres, --runs at least 1")
     trace_lib = a.trace_lib or next(
         (p for p in (os.path.join(b, "lib", "store_trace.so") for b in reversed(builds))
          if os.path.exists(p)), None)
@@ -347,15 +374,17 @@ def main():
         die("no store_trace.so in the builds' lib/: give --trace-lib")
     trace_lib = os.path.abspath(trace_lib)
     work = tempfile.mkdtemp(prefix="store_counts.")
-    db = None
+    db = {}
     try:
         if "mysql" in stores:
-            db = Mariadb(work)
+            db["mysql"] = Mariadb(work)
+        if "postgres" in stores:
+            db["postgres"] = Postgres(work)
         results = [measure(b, trace_lib, stores, a.runs, db, work, i)
                    for i, b in enumerate(builds)]
     finally:
-        if db is not None:
-            db.stop()
+        for server in db.values():
+            server.stop()
         if a.keep:
             print("work directory: " + work, file=sys.stderr)
         else:

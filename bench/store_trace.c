@@ -9,6 +9,9 @@
  *   M <tid> <sql>   MariaDB/MySQL client: each mysql_real_query / mysql_query (a
  *                   multi-statement text is one line, one round trip) and each
  *                   mysql_stmt_execute of a prepared statement (its text from mysql_stmt_prepare)
+ *   P <tid> <sql>   libpq: each PQexec / PQsendQuery (a multi-statement text is one line, one
+ *                   round trip) and each PQexecPrepared (its text from PQprepare; preparing is
+ *                   not counted, as on MariaDB)
  *
  * <tid> is the calling thread (each roostd worker thread owns one connection). Newlines and tabs
  * in the SQL become spaces and a line is cut at 1,000 bytes. Lines go out with one write(2) to an
@@ -16,6 +19,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <libpq-fe.h>
 #include <mysql.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -175,4 +179,104 @@ my_bool mysql_stmt_close(MYSQL_STMT *stmt)
     }
     pthread_mutex_unlock(&stmts_mu);
     return real != NULL ? real(stmt) : 1;
+}
+
+/* ---- libpq ---- */
+
+static struct {
+    const PGconn *conn;
+    char *name;
+    char *sql;
+} pg_stmts[MAX_STMTS];
+
+PGresult *PQprepare(PGconn *conn, const char *name, const char *query, int n, const Oid *types)
+{
+    PGresult *(*real)(PGconn *, const char *, const char *, int, const Oid *) =
+        (PGresult * (*)(PGconn *, const char *, const char *, int, const Oid *))
+            dlsym(RTLD_NEXT, "PQprepare");
+    pthread_mutex_lock(&stmts_mu);
+    int slot = -1;
+    for (int i = 0; i < MAX_STMTS && slot < 0; i++) {
+        if (pg_stmts[i].conn == conn && pg_stmts[i].name != NULL &&
+            strcmp(pg_stmts[i].name, name) == 0) {
+            slot = i;
+        }
+    }
+    for (int i = 0; i < MAX_STMTS && slot < 0; i++) {
+        if (pg_stmts[i].conn == NULL) {
+            slot = i;
+        }
+    }
+    if (slot >= 0) {
+        free(pg_stmts[slot].name);
+        free(pg_stmts[slot].sql);
+        pg_stmts[slot].conn = conn;
+        pg_stmts[slot].name = strdup(name != NULL ? name : "");
+        pg_stmts[slot].sql = strdup(query != NULL ? query : "");
+    }
+    pthread_mutex_unlock(&stmts_mu);
+    return real != NULL ? real(conn, name, query, n, types) : NULL;
+}
+
+PGresult *PQexecPrepared(PGconn *conn, const char *name, int n, const char *const *values,
+                         const int *lengths, const int *formats, int result_format)
+{
+    PGresult *(*real)(PGconn *, const char *, int, const char *const *, const int *, const int *,
+                      int) =
+        (PGresult * (*)(PGconn *, const char *, int, const char *const *, const int *, const int *,
+                        int)) dlsym(RTLD_NEXT, "PQexecPrepared");
+    char buf[1001] = "(prepared statement of unknown text)";
+    pthread_mutex_lock(&stmts_mu);
+    for (int i = 0; i < MAX_STMTS; i++) {
+        if (pg_stmts[i].conn == conn && pg_stmts[i].name != NULL &&
+            strcmp(pg_stmts[i].name, name) == 0) {
+            snprintf(buf, sizeof buf, "%s", pg_stmts[i].sql);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&stmts_mu);
+    trace_line('P', buf, strlen(buf));
+    return real != NULL ? real(conn, name, n, values, lengths, formats, result_format) : NULL;
+}
+
+/* Set while PQexec runs: it sends through PQsendQuery, one round trip. */
+static _Thread_local int in_pqexec;
+
+PGresult *PQexec(PGconn *conn, const char *query)
+{
+    PGresult *(*real)(PGconn *, const char *) =
+        (PGresult * (*)(PGconn *, const char *)) dlsym(RTLD_NEXT, "PQexec");
+    trace_line('P', query, query != NULL ? strlen(query) : 0);
+    in_pqexec = 1;
+    PGresult *res = real != NULL ? real(conn, query) : NULL;
+    in_pqexec = 0;
+    return res;
+}
+
+int PQsendQuery(PGconn *conn, const char *query)
+{
+    int (*real)(PGconn *, const char *) =
+        (int (*)(PGconn *, const char *))dlsym(RTLD_NEXT, "PQsendQuery");
+    if (!in_pqexec) {
+        trace_line('P', query, query != NULL ? strlen(query) : 0);
+    }
+    return real != NULL ? real(conn, query) : 0;
+}
+
+void PQfinish(PGconn *conn)
+{
+    void (*real)(PGconn *) = (void (*)(PGconn *))dlsym(RTLD_NEXT, "PQfinish");
+    pthread_mutex_lock(&stmts_mu);
+    for (int i = 0; i < MAX_STMTS; i++) {
+        if (pg_stmts[i].conn == conn) {
+            free(pg_stmts[i].name);
+            free(pg_stmts[i].sql);
+            pg_stmts[i].conn = NULL;
+            pg_stmts[i].name = pg_stmts[i].sql = NULL;
+        }
+    }
+    pthread_mutex_unlock(&stmts_mu);
+    if (real != NULL) {
+        real(conn);
+    }
 }
