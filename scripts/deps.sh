@@ -9,7 +9,7 @@ set -euo pipefail
 what=${1:-all}
 pkgs=(build-essential cmake ninja-build pkg-config
       libevent-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev libinih-dev zlib1g-dev
-      libmariadb-dev libpq-dev
+      libmariadb-dev libpq-dev libsecret-1-dev
       curl ca-certificates)
 if [ "$what" = deb ]; then
   pkgs+=(debhelper dpkg-dev lintian rsync debootstrap buildah podman runc)
@@ -23,7 +23,8 @@ elif [ "$what" != run ]; then
          clang libclang-rt-14-dev
          clang-format python3 git
          python3-httpx python3-cryptography python3-pytest mypy python3-build python3-setuptools
-         python3-wheel python3-venv)
+         python3-wheel python3-venv
+         dbus gnome-keyring libsecret-tools python3-secretstorage)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -39,15 +39,19 @@ ROOST_EXPORT int roost_token_mint_ex(const char *key_pem_path, const char *tenan
 /* ---- device login credentials (roost login; doc/CREDENTIALS.md) ----
  * `roost login` saves a device's refresh token (and signing key) in a credential store: the
  * directory `dir` (NULL: $ROOST_CREDENTIALS_DIR, else $XDG_STATE_HOME/roost, else
- * ~/.local/state/roost), one file per agent, mode 0600 in a 0700 directory. A roost_device is a
+ * ~/.local/state/roost), one file per agent, mode 0600 in a 0700 directory, holding the secrets
+ * themselves or, when they went to the OS keyring, naming it. A roost_device is a
  * token provider over it: roost_device_token (a roost_token_fn) answers from memory while the
  * access token has more than a third of its life left, else rotates the refresh token at
  * /oauth/token and saves the new one before answering. Secrets are kept in memory excluded from
  * core dumps and wiped when freed; the access token is never written to disk. */
 struct roost_device;
 
-/* Saves the answer of /oauth/token (`token_json`) for `server`. ROOST_OK, ROOST_EIO, ROOST_EINVAL.
- */
+/* Saves the answer of /oauth/token (`token_json`) for `server`: in the OS keyring (the Secret
+ * Service, through libsecret) when a session bus offers one and ROOST_CREDENTIALS_STORE is not
+ * "file", the file in `dir` then keeping only what is not secret; else in that file, 0600. On
+ * success errbuf says where ("in the OS keyring (Secret Service)", or the file and why not the
+ * keyring). ROOST_OK, ROOST_EIO, ROOST_EINVAL. */
 ROOST_EXPORT int roost_device_save(const char *dir, const char *server, const char *token_json,
                                    char *errbuf, size_t errlen);
 /* Opens the saved credentials of agent_id (NULL: the only ones in the store). ROOST_ENOTFOUND

@@ -115,9 +115,11 @@ int cmd_login(struct cli_args *a)
                 free(text);
             }
             if (rc == ROOST_OK) {
-                fprintf(stderr, "roost: login: device %s approved for agent %s, scopes \"%s\"\n",
+                fprintf(stderr,
+                        "roost: login: device %s approved for agent %s, scopes \"%s\"; its "
+                        "credentials are saved %s\n",
                         json_string_value(json_object_get(ans, "device_id")), agent,
-                        json_string_value(json_object_get(ans, "scope")));
+                        json_string_value(json_object_get(ans, "scope")), e);
                 r = CLI_EXIT_OK;
             } else {
                 fprintf(stderr, "roost: login: %s\n", e);

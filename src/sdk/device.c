@@ -2,10 +2,12 @@
 /* Device login credentials (roost_token.h, doc/CREDENTIALS.md): the credential store and the
  * token provider over it.
  *
- * The store is one small interface (struct cred_store: load and save one agent's record) so an
- * OS keyring can be added beside the file backend: today the file backend only, one JSON file per
- * agent, 0600 in a 0700 directory, written to a temporary file and renamed into place. It
- * protects against other users of the machine, not against the user's own processes or root. */
+ * The store is one small interface (cred_store.h: load and save one agent's record): the OS
+ * keyring (the Secret Service, cred_keyring.c) when a session bus offers one, else one JSON file
+ * per agent, 0600 in a 0700 directory, written to a temporary file and renamed into place. The
+ * file protects against other users of the machine, not against the user's own processes or
+ * root. With the keyring the file still exists, without secrets: it names the store, so the
+ * directory lists the agents logged in either way. ROOST_CREDENTIALS_STORE=file keeps the file. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +27,7 @@
 #include "common/ids.h"
 #include "roost/roost_client.h"
 #include "roost/roost_token.h"
+#include "sdk/cred_store.h"
 
 #include "common/banned.h"
 
@@ -45,14 +48,6 @@ static int fail(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
 }
 
 /* ---- the credential store ---- */
-
-struct cred_store {
-    const char *name;
-    /* *json: the agent's record (caller cleanses and frees). ROOST_ENOTFOUND, ROOST_EIO. */
-    int (*load)(const char *dir, const char *agent, char **json);
-    /* Replaces the agent's record. ROOST_OK or ROOST_EIO. */
-    int (*save)(const char *dir, const char *agent, const char *json);
-};
 
 static void record_path(const char *dir, const char *agent, char *out, size_t len)
 {
@@ -95,6 +90,39 @@ static int file_save(const char *dir, const char *agent, const char *json)
 
 static const struct cred_store file_store = {.name = "file", .load = file_load, .save = file_save};
 
+/* The keyring unless the user asks for the file or none answers (then why, for the report). */
+static const struct cred_store *pick_store(char *why, size_t whylen)
+{
+    const char *env = getenv("ROOST_CREDENTIALS_STORE");
+    if (env != NULL && strcmp(env, "file") == 0) {
+        snprintf(why, whylen, "ROOST_CREDENTIALS_STORE=file");
+        return &file_store;
+    }
+    const struct cred_store *k = cred_keyring(why, whylen);
+    return k != NULL ? k : &file_store;
+}
+
+/* The record of agent: from the file, or from the store the file names. */
+static int record_load(const char *dir, const char *agent, char **json)
+{
+    int rc = file_store.load(dir, agent, json);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    json_t *stub = json_loads(*json, 0, NULL);
+    const char *store = json_string_value(json_object_get(stub, "store"));
+    if (store != NULL && strcmp(store, "file") != 0) {
+        OPENSSL_cleanse(*json, strlen(*json));
+        free(*json);
+        *json = NULL;
+        char why[256];
+        const struct cred_store *k = cred_keyring(why, sizeof why);
+        rc = k != NULL && strcmp(store, k->name) == 0 ? k->load(dir, agent, json) : ROOST_EIO;
+    }
+    json_decref(stub);
+    return rc;
+}
+
 static const char *default_dir(const char *dir, char *buf, size_t len)
 {
     const char *env;
@@ -123,7 +151,6 @@ static const char *default_dir(const char *dir, char *buf, size_t len)
 /* Kept in its own mapping, excluded from core dumps, wiped when freed. */
 struct roost_device {
     pthread_mutex_t lock;
-    const struct cred_store *store;
     char dir[4096];
     char server[2048];
     char tenant[ROOST_ID_MAX + 1];
@@ -157,15 +184,39 @@ int roost_device_save(const char *dir, const char *server, const char *token_jso
                             json_object_get(t, "device_id"), "refresh_token", rt, "signing_key",
                             json_object_get(t, "signing_key"));
     char *text = rec != NULL ? json_dumps(rec, JSON_COMPACT) : NULL;
-    int rc = text != NULL ? file_store.save(dir, agent, text) : ROOST_ENOMEM;
+    char why[300];
+    const struct cred_store *st = pick_store(why, sizeof why);
+    int rc = text != NULL ? st->save(dir, agent, text) : ROOST_ENOMEM;
+    if (rc == ROOST_EIO && st != &file_store) { /* e.g. a locked keyring and no one to unlock it */
+        snprintf(why, sizeof why, "the Secret Service did not store it");
+        st = &file_store;
+        rc = st->save(dir, agent, text);
+    }
     if (text != NULL) {
         OPENSSL_cleanse(text, strlen(text));
         free(text);
     }
+    if (rc == ROOST_OK && st != &file_store) {
+        /* the file keeps what is not secret and names the store holding the rest */
+        json_t *stub = json_pack("{s:s, s:O?, s:s, s:O?, s:s}", "server", server, "tenant",
+                                 json_object_get(t, "tenant"), "agent_id", agent, "device_id",
+                                 json_object_get(t, "device_id"), "store", st->name);
+        char *s = stub != NULL ? json_dumps(stub, JSON_COMPACT) : NULL;
+        rc = s != NULL ? file_store.save(dir, agent, s) : ROOST_ENOMEM;
+        free(s);
+        json_decref(stub);
+    }
+    if (rc != ROOST_OK) {
+        fail(errbuf, errlen, rc, "cannot write the credentials (%s) in %s", st->name, dir);
+    } else if (st != &file_store) {
+        fail(errbuf, errlen, rc, "in the OS keyring (Secret Service)");
+    } else {
+        fail(errbuf, errlen, rc, "in %s/device-%s.json, mode 0600 (not in the OS keyring: %s)", dir,
+             agent, why);
+    }
     json_decref(rec);
-    json_decref(t);
-    return rc == ROOST_OK ? rc
-                          : fail(errbuf, errlen, rc, "cannot write the credentials in %s", dir);
+    json_decref(t); /* agent points into it */
+    return rc;
 }
 
 /* The only record in dir, when agent is NULL. */
@@ -212,7 +263,7 @@ int roost_device_open(const char *dir, const char *agent_id, struct roost_device
         return fail(errbuf, errlen, ROOST_EINVAL, "bad agent id");
     }
     char *text = NULL;
-    if ((rc = file_store.load(dir, agent_id, &text)) != ROOST_OK) {
+    if ((rc = record_load(dir, agent_id, &text)) != ROOST_OK) {
         return fail(errbuf, errlen, rc, "no device login of agent %s in %s", agent_id, dir);
     }
     json_t *rec = json_loads(text, 0, NULL);
@@ -235,7 +286,6 @@ int roost_device_open(const char *dir, const char *agent_id, struct roost_device
     madvise(d, sizeof *d, MADV_DONTDUMP);
 #endif
     pthread_mutex_init(&d->lock, NULL);
-    d->store = &file_store;
     snprintf(d->dir, sizeof d->dir, "%s", dir);
     snprintf(d->server, sizeof d->server, "%s", server);
     snprintf(d->tenant, sizeof d->tenant, "%s", tenant != NULL ? tenant : "");

@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: MIT
+"""Device login secrets in the OS keyring: a real Secret Service (gnome-keyring-daemon, unlocked,
+on a private session bus from dbus-run-session) receives the record of `roost login`; the
+credentials directory keeps no secret; commands and `roost agent run` read the keyring and
+write each rotated refresh token back; no secret reaches the --exec child's environment, ps, the
+agent's output or roostd's log. Without a session bus, the 0600 file is used and `roost login`
+says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import time
+from typing import Any, Dict, Iterator, List, Optional
+
+import httpx
+import pytest
+
+from harness import SLOW, Roostd, roost_cli_bin, wait_until
+
+from test_device_login import admin, cli, enrol
+
+TOOLS = ("dbus-run-session", "gnome-keyring-daemon", "secret-tool")
+
+
+def have_tools() -> bool:
+    import shutil
+    return all(shutil.which(t) for t in TOOLS)
+
+
+@pytest.fixture
+def session_bus(tmp_dir: str) -> Iterator[Dict[str, str]]:
+    """A private session bus with an unlocked gnome-keyring (its files under tmp_dir): the env
+    that reaches it."""
+    if not have_tools():
+        pytest.skip("needs " + ", ".join(TOOLS) + " (scripts/deps.sh)")
+    addr_file = os.path.join(tmp_dir, "bus")
+    env = {"PATH": "/usr/bin:/bin", "HOME": tmp_dir,
+           "XDG_DATA_HOME": os.path.join(tmp_dir, "data"),
+           "XDG_RUNTIME_DIR": os.path.join(tmp_dir, "run")}
+    os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700)
+    script = ("printf pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null && "
+              f'echo "$DBUS_SESSION_BUS_ADDRESS" > {addr_file}.tmp && mv {addr_file}.tmp {addr_file} '
+              "&& exec sleep 100000")
+    p = subprocess.Popen(["dbus-run-session", "--", "sh", "-c", script], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        wait_until(lambda: os.path.exists(addr_file) or p.poll() is not None, 30,
+                   "the session bus and the keyring")
+        assert p.poll() is None, "dbus-run-session ended"
+        env["DBUS_SESSION_BUS_ADDRESS"] = open(addr_file).read().strip()
+        yield env
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=30)
+
+
+def login(srv: Roostd, env: Dict[str, str]) -> str:
+    """`roost login` approved through the CLI; returns its stderr."""
+    p = subprocess.Popen([roost_cli_bin(), "login", "--server", srv.url, "--agent", "laptop"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stderr is not None
+    out = ""
+    code: Optional[str] = None
+    while code is None:
+        line = p.stderr.readline()
+        assert line, "roost login ended before printing the code: " + out
+        out += line
+        m = re.search(r"approve ([A-Z]{4}-[A-Z]{4})", line)
+        code = m.group(1) if m else None
+    r = cli(srv, "admin", "devices", "approve", code)
+    assert r.returncode == 0, r.stderr
+    rest = p.communicate(timeout=30 * SLOW)[1]
+    assert p.returncode == 0, out + rest
+    return out + rest
+
+
+def keyring_record(env: Dict[str, str], creds: str) -> Dict[str, Any]:
+    r = subprocess.run(["secret-tool", "lookup", "agent", "laptop", "dir", creds], env=env,
+                       capture_output=True, text=True, timeout=30 * SLOW)
+    assert r.returncode == 0, r.stderr
+    return dict(json.loads(r.stdout))
+
+
+def files_holding(root: str, needle: bytes) -> List[str]:
+    found = []
+    for d, _, names in os.walk(root):
+        for n in names:
+            path = os.path.join(d, n)
+            try:
+                if needle in open(path, "rb").read():
+                    found.append(path)
+            except OSError:
+                pass
+    return found
+
+
+def test_secrets_in_the_keyring(make_server: Any, tmp_dir: str,
+                                session_bus: Dict[str, str]) -> None:
+    srv = make_server("oauth.poll_interval_s=1", "oauth.access_token_ttl_s=2")
+    creds = os.path.join(tmp_dir, "creds")
+    env = {**session_bus, "ROOST_CREDENTIALS_DIR": creds}
+    said = login(srv, env)
+    assert "saved in the OS keyring (Secret Service)" in said, said
+    rec1 = keyring_record(env, creds)
+    assert rec1["refresh_token"].startswith("rt1.default.") and rec1["agent_id"] == "laptop"
+    assert rec1["signing_key"]["secret"]
+    # the directory names the store and holds no secret; nothing on disk does
+    path = os.path.join(creds, "device-laptop.json")
+    stub = json.load(open(path))
+    assert stub["store"] == "secret-service" and "refresh_token" not in stub
+    assert "signing_key" not in stub
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    for secret in (rec1["refresh_token"], rec1["signing_key"]["secret"]):
+        assert files_holding(tmp_dir, secret.encode()) == []
+    assert files_holding(tmp_dir, b"rt1.") == []
+    # a command reads the keyring, refreshes, and writes the new refresh token back
+    r = subprocess.run([roost_cli_bin(), "inbox", "read", "--agent", "laptop", "-o", "json"],
+                       env=env, capture_output=True, text=True, timeout=30 * SLOW)
+    assert r.returncode == 0, r.stderr
+    rec2 = keyring_record(env, creds)
+    assert rec2["refresh_token"] != rec1["refresh_token"]
+    # the agent runs from the keyring across refreshes; its children see no secret
+    out_dir = os.path.join(tmp_dir, "out")
+    os.mkdir(out_dir)
+    agent = subprocess.Popen(
+        [roost_cli_bin(), "agent", "run", "--agent", "laptop", "--state-dir",
+         os.path.join(tmp_dir, "state"), "--exec",
+         f"cat /proc/self/environ > {out_dir}/$ROOST_EVENT_ID.env; "
+         f"ps axww > {out_dir}/$ROOST_EVENT_ID.ps"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = ""
+    try:
+        pub = {"Authorization": "Bearer " + srv.token("agent:laptop:publish", tenant="default")}
+        ids = []
+        end = time.monotonic() + 6  # three access-token lifetimes
+        while time.monotonic() < end:
+            r2 = httpx.post(srv.url + "/api/v1/events", headers=pub,
+                            json={"recipients": ["laptop"], "payload": {"n": len(ids)}})
+            assert r2.status_code == 201, r2.text
+            ids.append(r2.json()["events"][0]["event_id"])
+            time.sleep(0.5)
+        wait_until(lambda: all(os.path.exists(f"{out_dir}/{i}.ps") for i in ids), 30,
+                   "every event handled")
+        rec3 = keyring_record(env, creds)
+        assert rec3["refresh_token"] != rec2["refresh_token"]
+        secrets = [rec["refresh_token"] for rec in (rec1, rec2, rec3)] + \
+            [rec["signing_key"]["secret"] for rec in (rec1, rec2, rec3)]
+        for i in ids:
+            environ = open(f"{out_dir}/{i}.env", "rb").read()
+            ours = b"\n".join(ln for ln in open(f"{out_dir}/{i}.ps", "rb").read().splitlines()
+                              if roost_cli_bin().encode() in ln or tmp_dir.encode() in ln)
+            assert ours, "the agent is in ps"
+            for blob in (environ, ours):
+                for s in secrets:
+                    assert s.encode() not in blob
+                assert b"rt1." not in blob and b"eyJ" not in blob
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        try:
+            output = agent.communicate(timeout=30 * SLOW)[0]
+        except subprocess.TimeoutExpired:
+            agent.kill()
+            output = agent.communicate()[0]
+    log = open(os.path.join(srv.dir, "roostd.log")).read()
+    for s in secrets:
+        assert s not in log and s not in output and s not in said
+    # still nothing on disk (but the ps listings of the whole machine, checked above)
+    assert [f for f in files_holding(tmp_dir, b"rt1.") if not f.startswith(out_dir)] == []
+
+
+def test_no_bus_falls_back_to_the_file(make_server: Any, tmp_dir: str) -> None:
+    srv = make_server("oauth.poll_interval_s=1")
+    creds = os.path.join(tmp_dir, "creds")
+    env = {"PATH": "/usr/bin:/bin", "HOME": tmp_dir, "ROOST_CREDENTIALS_DIR": creds}
+    said = login(srv, env)
+    path = os.path.join(creds, "device-laptop.json")
+    assert f"saved in {path}, mode 0600 (not in the OS keyring: no session bus)" in said, said
+    rec = json.load(open(path))
+    assert rec["refresh_token"].startswith("rt1.") and "store" not in rec
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    r = subprocess.run([roost_cli_bin(), "inbox", "read", "--agent", "laptop"], env=env,
+                       capture_output=True, text=True, timeout=30 * SLOW)
+    assert r.returncode == 0, r.stderr
+    assert json.load(open(path))["refresh_token"] != rec["refresh_token"]
