@@ -696,6 +696,10 @@ enum store_cap {
     /* An UPDATE can hand one value back through LAST_INSERT_ID(expr) (MySQL; no UPDATE …
      * RETURNING): struct store_dialect.insert_id reads it after the statement. */
     STORE_CAP_INSERT_ID = 1u << 6,
+    /* A commit can become visible to new snapshots after a later one (InnoDB releases the agent's
+     * row lock before its commit is visible), so a reader may see seq N+1 before N: an inbox page
+     * stops at the first missing seq above the watermark and caps the head there. */
+    STORE_CAP_LATE_VISIBILITY = 1u << 7,
 };
 
 /* When this connection last wrote an agent's last_seen_at (STORE_CAP_ROUND_TRIP). */

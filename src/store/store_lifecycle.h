@@ -73,11 +73,15 @@ struct store_new_row {
 
 /* Runs a descriptor's statement through the store's dialect (struct store_dialect.run). */
 #define store_run(st, stmt, params, on_row, arg, changed)                                          \
-    ((st)->dialect->run((st), &(stmt), (params), sizeof(params) / sizeof((params)[0]), (on_row),   \
-                        (arg), (changed)))
+    ((st)->dialect->run((st), &(stmt), (params), sizeof(params) / sizeof((params)[0]), NULL,       \
+                        (on_row), (arg), (changed)))
 /* The same, for a statement without parameters. */
 #define store_run0(st, stmt, on_row, arg, changed)                                                 \
-    ((st)->dialect->run((st), &(stmt), NULL, 0, (on_row), (arg), (changed)))
+    ((st)->dialect->run((st), &(stmt), NULL, 0, NULL, (on_row), (arg), (changed)))
+/* The same with run options (struct store_run_opts: a byte budget, a time bound). */
+#define store_run_opt(st, stmt, params, opts, on_row, arg, changed)                                \
+    ((st)->dialect->run((st), &(stmt), (params), sizeof(params) / sizeof((params)[0]), (opts),     \
+                        (on_row), (arg), (changed)))
 
 /* A backend's primitives. Each returns ROOST_OK or the store error of its statement
  * (ROOST_ERETRY, ROOST_ESTORE, ROOST_ENOMEM...), never a lifecycle answer: those are decided by
@@ -109,15 +113,12 @@ struct store_dialect {
     int (*tail)(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
                 struct store_touches *touches);
 
-    /* ---- operations not yet written once (issue 30): each backend's own, called through the
-     * operations table. ---- */
-    int (*inbox_read)(struct store *st, const char *tenant_id, const char *agent_id,
-                      int64_t after_cursor, size_t limit, size_t max_bytes,
-                      struct store_inbox_page *page);
-    int (*agents_list)(struct store *st, const char *tenant_id, enum store_agents_sort sort,
-                       const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
-                       struct store_agent_stats *out, size_t *n, bool *has_more);
-    int (*metrics_snapshot)(struct store *st, int64_t now_ms, struct store_metrics_snapshot *snap);
+    /* Optional (NULL: every statement outside a transaction is its own snapshot, as at READ
+     * COMMITTED): a read of several statements that must see one snapshot opens it here (*opened
+     * set when it did: a transaction already open is the snapshot), and ends it with read_end,
+     * which passes rc through (or the error of ending it). */
+    int (*read_begin)(struct store *st, bool *opened);
+    int (*read_end)(struct store *st, bool opened, int rc);
 
     /* ---- statements and primitives ---- */
     /* Ends every lifecycle operation (SQLite: resets the cached statements, so none pins a
@@ -138,7 +139,8 @@ struct store_dialect {
      * *changed (may be NULL) gets the rows it changed. The statement is reset when it returns (no
      * snapshot stays pinned). ROOST_EINTERNAL when the descriptor has no SQL for this dialect. */
     int (*run)(struct store *st, const struct store_stmt *stmt, const struct store_param *p,
-               size_t np, store_row_fn on_row, void *arg, int64_t *changed);
+               size_t np, struct store_run_opts *o, store_row_fn on_row, void *arg,
+               int64_t *changed);
     /* STORE_CAP_INSERT_ID: the value the last statement handed back through
      * LAST_INSERT_ID(expr). */
     int64_t (*insert_id)(struct store *st);

@@ -17,18 +17,6 @@
 
 #include "common/banned.h"
 
-#define EVCOLS_I                                                                                   \
-    "i.event_id, i.agent_id, i.seq, i.status, i.priority, i.correlation_id, i.payload, "           \
-    "i.created_at, i.available_at, i.expires_at, i.lease_token, i.consumer, i.claimed_at, "        \
-    "i.claim_expires_at, i.attempts, i.timeouts, i.nacks, i.last_error, i.completed_at"
-
-/* The agents listing's counts through the state columns of migration 0007: inbox_open for
- * pending, scheduled and quarantined, inbox_lease for claimed (or the agent's primary-key range,
- * whichever the optimizer finds smaller). */
-#define MY_AGENT_STATS_COLS                                                                        \
-    AGENT_STATS_COLS_BY("i.open_state = " ST_PENDING, "i.open_state = " ST_SCHEDULED,              \
-                        "i.lease_expires_at IS NOT NULL", "i.open_state = " ST_QUARANTINED)
-
 /* roost_changes rows older than this go with retention; a tailer is never this far behind. */
 #define CHANGES_KEEP_MS (10 * 60 * 1000)
 
@@ -63,11 +51,6 @@ const char *const store_mysql_sql[S_COUNT] = {
     /* tenant, agent */
     [S_AGENT_HEAD] = "SELECT next_seq - 1, purged_through_seq FROM agents"
                      " WHERE tenant_id = ? AND agent_id = ?",
-    /* after, tenant, agent, limit: head, watermark and the page in one statement (one snapshot). */
-    [S_READ] = "SELECT a.next_seq - 1, a.purged_through_seq, " EVCOLS_I
-               " FROM agents a LEFT JOIN inbox i ON i.tenant_id = a.tenant_id"
-               " AND i.agent_id = a.agent_id AND i.seq > ?"
-               " WHERE a.tenant_id = ? AND a.agent_id = ? ORDER BY i.seq LIMIT ?",
     /* tenant, agent, now, limit: an exact-match walk of inbox_open in claim order (ready_priority
      * is the priority of a pending row); rows another claimer holds are skipped, not waited for.
      * An exact match, never a range: a locking read of a range would also lock, for an instant,
@@ -84,29 +67,6 @@ const char *const store_mysql_sql[S_COUNT] = {
                       " AS old",
     /* low id, high id, cut */
     [S_CHANGES_PRUNE] = "DELETE FROM roost_changes WHERE id BETWEEN ? AND ? AND at_ms < ?",
-    /* tenant, after_agent, limit */
-    [S_AGENTS_LIST] = "SELECT " MY_AGENT_STATS_COLS " FROM agents a"
-                      " WHERE a.tenant_id = ? AND a.agent_id > ? ORDER BY a.agent_id LIMIT ?",
-    /* tenant, limit, offset */
-    [S_AGENTS_BY_DEPTH] = "SELECT " MY_AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
-                          " ORDER BY pending DESC, a.agent_id LIMIT ? OFFSET ?",
-    /* tenant, limit, offset */
-    [S_AGENTS_BY_AGE] = "SELECT " MY_AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
-                        " ORDER BY oldest IS NULL, oldest, a.agent_id LIMIT ? OFFSET ?",
-    /* Metrics: each reads one status's rows through the index that holds them (migration 0007:
-     * inbox_open and inbox_lease cover them), never the completed history. */
-    [S_MET_PENDING] = "SELECT tenant_id, count(*), COALESCE(min(available_at), 0) FROM inbox"
-                      " WHERE open_state = " ST_PENDING " GROUP BY tenant_id",
-    [S_MET_SCHEDULED] = "SELECT tenant_id, count(*), 0 FROM inbox"
-                        " WHERE open_state = " ST_SCHEDULED " GROUP BY tenant_id",
-    [S_MET_CLAIMED] = "SELECT tenant_id, count(*), COALESCE(min(claimed_at), 0) FROM inbox"
-                      " WHERE lease_expires_at IS NOT NULL GROUP BY tenant_id",
-    [S_MET_QUARANTINED] = "SELECT tenant_id, count(*), 0 FROM inbox"
-                          " WHERE open_state = " ST_QUARANTINED " GROUP BY tenant_id",
-    /* limit */
-    [S_MET_AGENTS] =
-        "SELECT tenant_id, agent_id, count(*) AS n FROM inbox WHERE open_state = " ST_PENDING
-        " GROUP BY tenant_id, agent_id ORDER BY n DESC, tenant_id, agent_id LIMIT ?",
     /* version */
     [S_MIG_CHECK] = "SELECT 1 FROM schema_migrations WHERE version = ?",
     /* version, name */
@@ -670,165 +630,6 @@ static bool my_dup_key(struct store *st)
     return store_mysql_backend(st)->last_errno == ER_DUP_ENTRY;
 }
 
-/* ---- reads and admin views (no lifecycle decisions) ---- */
-
-/* ---- reads ---- */
-
-/* Seqs above purged_through_seq are dense (allocation and row commit together; retention deletes
- * prefixes only), so a missing seq in the page is a transaction that already released the agent's
- * row lock but is not yet visible to new snapshots: InnoDB releases locks before the commit becomes
- * visible, and under load the next publisher's row shows first (test_store_mysql's
- * producers/follower test caught it). The page stops before the hole and the head is capped
- * there, as a snapshot taken a moment earlier would show; that commit's touch comes after it. */
-static int my_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
-                         int64_t after_cursor, size_t limit, size_t max_bytes,
-                         struct store_inbox_page *page)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    /* Column 8 is i.payload (two head columns, then EVCOLS_I). */
-    struct rows rs = {.max_bytes = max_bytes, .budget_col = 8};
-    page->has_more = false;
-    page->next_cursor = after_cursor;
-    page->head = 0;
-    page->oldest_cursor = 0;
-    int64_t lim = store_limit_page(limit);
-    struct prm p[] = {PI(after_cursor), PS(tenant_id), PS(agent_id), PI(lim)};
-    int rc = Q(b, S_READ, p, &rs);
-    if (rc != ROOST_OK || rs.n == 0) {
-        goto out;
-    }
-    page->head = cell_i64(&rs, 0, 0);
-    page->oldest_cursor = cell_i64(&rs, 0, 1);
-    if (store_cursor_gone(after_cursor, page->oldest_cursor)) {
-        rc = ROOST_EGONE;
-        goto out;
-    }
-    int64_t expect = after_cursor + 1;
-    size_t r = 0;
-    for (; r < rs.n; r++) {
-        if (cell(&rs, r, 2) == NULL) {
-            break; /* the agent without events (the LEFT JOIN's empty side) */
-        }
-        if (cell_i64(&rs, r, 4) != expect) {
-            page->head = expect - 1; /* a commit not yet visible: stop before it */
-            break;
-        }
-        expect++;
-        if (limit == 0) {
-            break;
-        }
-        if (r == limit) {
-            page->has_more = true;
-            break;
-        }
-        if ((rc = push_row(&rs, r, 2, &page->events)) != ROOST_OK) {
-            goto out;
-        }
-        page->next_cursor = page->events.items[page->events.len - 1].seq;
-    }
-    if (rc == ROOST_OK && rs.cut && r == rs.n && limit > 0) {
-        page->has_more = true; /* every row kept was used: the page ended at the byte budget */
-    }
-    if (rc == ROOST_OK && !page->has_more && limit > 0 && page->head > expect - 1) {
-        /* Fewer rows than the head promises: the next one is not visible yet either. */
-        page->head = expect - 1;
-    }
-out:
-    rows_free(&rs);
-    return rc;
-}
-
-static int my_agents_list(struct store *st, const char *tenant_id, enum store_agents_sort sort,
-                          const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
-                          struct store_agent_stats *out, size_t *n, bool *has_more)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    struct rows rs = {0};
-    (void)now_ms;
-    *n = 0;
-    *has_more = false;
-    if (limit == 0) {
-        return ROOST_OK;
-    }
-    int64_t lim = store_limit_page(limit);
-    int rc;
-    if (sort == STORE_SORT_AGENT) {
-        struct prm p[] = {PS(tenant_id), PS(after_agent != NULL ? after_agent : ""), PI(lim)};
-        rc = Q(b, S_AGENTS_LIST, p, &rs);
-    } else {
-        /* A ranking reads every agent of the tenant: bounded in time by max_statement_time for
-         * this one statement (ER_STATEMENT_TIMEOUT past it). */
-        char set[64];
-        snprintf(set, sizeof set, "SET SESSION max_statement_time = %.3f",
-                 st->admin_scan_ms / 1000.0);
-        if (st->admin_scan_ms > 0 && (rc = store_mysql_exec_text(b, set)) != ROOST_OK) {
-            return rc;
-        }
-        struct prm p[] = {PS(tenant_id), PI(lim), PI(offset < 0 ? 0 : offset)};
-        rc = Q(b, sort == STORE_SORT_DEPTH ? S_AGENTS_BY_DEPTH : S_AGENTS_BY_AGE, p, &rs);
-        if (rc != ROOST_OK && b->last_errno == ER_STATEMENT_TIMEOUT) {
-            rc = ROOST_ESCANBUDGET;
-        }
-        if (st->admin_scan_ms > 0) {
-            int rc2 = store_mysql_exec_text(b, "SET SESSION max_statement_time = 0");
-            rc = rc != ROOST_OK ? rc : rc2;
-        }
-    }
-    for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
-        if (*n == limit) {
-            *has_more = true;
-            break;
-        }
-        struct store_row row = store_mysql_row(&rs, r, 0);
-        store_row_agent_stats(&row, &out[(*n)++]);
-    }
-    rows_free(&rs);
-    return rc;
-}
-
-/* Four grouped reads, one per status, then the top agents. They run as separate statements
- * (READ COMMITTED outside a transaction), so totals may straddle a commit: gauges refreshed every
- * second tolerate that, and no query holds a snapshot open across the others. */
-static int my_metrics_snapshot(struct store *st, int64_t now_ms,
-                               struct store_metrics_snapshot *snap)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    static const int by_status[] = {S_MET_PENDING, S_MET_SCHEDULED, S_MET_CLAIMED,
-                                    S_MET_QUARANTINED};
-    static const enum store_status statuses[] = {STORE_PENDING, STORE_SCHEDULED, STORE_CLAIMED,
-                                                 STORE_QUARANTINED};
-    struct rows rs = {0};
-    int rc = ROOST_OK;
-    (void)now_ms;
-    snap->n_tenants = snap->n_agents = 0;
-    snap->truncated = false;
-    for (size_t k = 0; k < sizeof by_status / sizeof by_status[0] && rc == ROOST_OK; k++) {
-        if ((rc = store_mysql_q(b, by_status[k], NULL, 0, &rs)) != ROOST_OK) {
-            break;
-        }
-        for (size_t r = 0; r < rs.n; r++) {
-            const char *tid = cell(&rs, r, 0);
-            store_metrics_add(snap, tid != NULL ? tid : "", statuses[k], cell_i64(&rs, r, 1),
-                              cell_i64(&rs, r, 2));
-        }
-        rows_free(&rs);
-    }
-    store_metrics_sort_tenants(snap);
-    if (rc == ROOST_OK && snap->max_agents > 0) {
-        struct prm p[] = {PI((int64_t)snap->max_agents)};
-        if ((rc = Q(b, S_MET_AGENTS, p, &rs)) == ROOST_OK) {
-            for (size_t r = 0; r < rs.n && snap->n_agents < snap->max_agents; r++) {
-                struct store_metrics_agent *a = &snap->agents[snap->n_agents++];
-                cell_copy(&rs, r, 0, a->tenant_id, sizeof a->tenant_id);
-                cell_copy(&rs, r, 1, a->agent_id, sizeof a->agent_id);
-                a->pending = cell_i64(&rs, r, 2);
-            }
-        }
-        rows_free(&rs);
-    }
-    return rc;
-}
-
 const struct store_dialect store_mysql_dialect = {
     .scheme = "mysql",
     .ha_list = store_mysql_ha_list,
@@ -845,13 +646,11 @@ const struct store_dialect store_mysql_dialect = {
     .savepoint_release = store_mysql_savepoint_release,
     .savepoint_rollback = store_mysql_savepoint_rollback,
     .tail = store_mysql_tail,
-    .inbox_read = my_inbox_read,
-    .agents_list = my_agents_list,
-    .metrics_snapshot = my_metrics_snapshot,
     .done = NULL,
     .set_error = my_error_set,
     .sql_col = STORE_SQL_MYSQL,
-    .caps = STORE_CAP_CHANGE_LOG | STORE_CAP_CLAIM_ALL | STORE_CAP_ROUND_TRIP | STORE_CAP_INSERT_ID,
+    .caps = STORE_CAP_CHANGE_LOG | STORE_CAP_CLAIM_ALL | STORE_CAP_ROUND_TRIP | STORE_CAP_INSERT_ID |
+            STORE_CAP_LATE_VISIBILITY,
     .insert_id = my_insert_id,
     .dup_key = my_dup_key,
     .agent_head = my_agent_head,

@@ -28,18 +28,9 @@ enum stmt_id {
     S_STATE_BYTES,
     S_CHANGE,
     S_AGENT_HEAD,
-    S_READ,
     S_CLAIM_SELECT,
     S_CHANGES_OLD,
-    S_AGENTS_BY_DEPTH,
-    S_AGENTS_BY_AGE,
-    S_MET_PENDING,
-    S_MET_SCHEDULED,
-    S_MET_CLAIMED,
-    S_MET_QUARANTINED,
-    S_MET_AGENTS,
     S_CHANGES_PRUNE,
-    S_AGENTS_LIST,
     S_MIG_CHECK,
     S_MIG_RECORD,
     S_TAIL_MAX,
@@ -228,7 +219,8 @@ int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char 
 
 /* The dialect's statement runner (store_mysql_query.c): struct store_dialect.run. */
 int store_mysql_run_stmt(struct store *st, const struct store_stmt *d, const struct store_param *p,
-                         size_t np, store_row_fn on_row, void *arg, int64_t *changed);
+                         size_t np, struct store_run_opts *o, store_row_fn on_row, void *arg,
+                         int64_t *changed);
 
 /* Choosing the node (store_mysql_ha.c). A cluster is shared by the connections of this process
  * to one host list; acquire gives NULL for a URL with one host. */

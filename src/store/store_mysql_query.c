@@ -5,6 +5,9 @@
 #include "store/store_mysql.h"
 #include "store/store_mysql_int.h"
 
+#include <mysqld_error.h>
+#include <stdio.h>
+
 #include "store/store_lifecycle.h"
 
 #include "common/banned.h"
@@ -30,8 +33,17 @@ static int cached(struct mysql_store *b, const struct store_stmt *d, MYSQL_STMT 
     return ROOST_OK;
 }
 
+/* Bounds the session's next statements by max_statement_time (0: lifts the bound). */
+static int statement_time(struct mysql_store *b, int64_t ms)
+{
+    char set[64];
+    snprintf(set, sizeof set, "SET SESSION max_statement_time = %.3f", (double)ms / 1000.0);
+    return store_mysql_exec_text(b, set);
+}
+
 int store_mysql_run_stmt(struct store *st, const struct store_stmt *d, const struct store_param *p,
-                         size_t np, store_row_fn on_row, void *arg, int64_t *changed)
+                         size_t np, struct store_run_opts *o, store_row_fn on_row, void *arg,
+                         int64_t *changed)
 {
     struct mysql_store *b = store_mysql_backend(st);
     struct prm prms[RUN_PARAMS_MAX];
@@ -59,13 +71,34 @@ int store_mysql_run_stmt(struct store *st, const struct store_stmt *d, const str
         prms[i].i = p[i].i;
         prms[i].s = p[i].s;
     }
-    struct rows rs = {0};
+    /* The budget cuts the rows while they are fetched (struct rows). */
+    struct rows rs = {.max_bytes = o != NULL ? o->max_bytes : 0,
+                      .budget_col = o != NULL ? o->budget_col : 0};
+    bool timed = o != NULL && o->max_ms > 0;
+    if (timed && (rc = statement_time(b, o->max_ms)) != ROOST_OK) {
+        return rc;
+    }
     rc = store_mysql_q_sql(b, slot, sql, prms, np, on_row != NULL ? &rs : NULL);
+    if (timed) {
+        /* Past the bound the server stops the statement with ER_STATEMENT_TIMEOUT. */
+        if (rc != ROOST_OK && b->last_errno == ER_STATEMENT_TIMEOUT) {
+            rc = ROOST_ESCANBUDGET;
+        }
+        int rc2 = statement_time(b, 0);
+        rc = rc != ROOST_OK ? rc : rc2;
+    }
+    if (o != NULL) {
+        o->cut = rc == ROOST_OK && rs.cut;
+    }
     for (size_t r = 0; rc == ROOST_OK && on_row != NULL && r < rs.n; r++) {
         struct store_row row = store_mysql_row(&rs, r, 0);
         rc = on_row(arg, &row);
         if (rc == ROOST_OK && row.failed) {
             rc = ROOST_ENOMEM;
+        }
+        if (rc == STORE_ROW_STOP) {
+            rc = ROOST_OK;
+            break;
         }
     }
     if (rc == ROOST_OK && changed != NULL) {

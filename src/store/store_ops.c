@@ -73,29 +73,6 @@ static int op_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
     return st->dialect->tail(st, pos, now_ms, touches);
 }
 
-/* ---- the operations each backend still has its own of (issue 30: to be written once) ---- */
-
-static int op_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
-                         int64_t after_cursor, size_t limit, size_t max_bytes,
-                         struct store_inbox_page *page)
-{
-    return st->dialect->inbox_read(st, tenant_id, agent_id, after_cursor, limit, max_bytes, page);
-}
-
-static int op_agents_list(struct store *st, const char *tenant_id, enum store_agents_sort sort,
-                          const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
-                          struct store_agent_stats *out, size_t *n, bool *has_more)
-{
-    return st->dialect->agents_list(st, tenant_id, sort, after_agent, offset, limit, now_ms, out, n,
-                                    has_more);
-}
-
-static int op_metrics_snapshot(struct store *st, int64_t now_ms,
-                               struct store_metrics_snapshot *snap)
-{
-    return st->dialect->metrics_snapshot(st, now_ms, snap);
-}
-
 const struct store_ops store_ops_table = {
     .close = op_close,
     .migrate = op_migrate,
@@ -113,7 +90,7 @@ const struct store_ops store_ops_table = {
     .ack_batch = store_leases_ack_batch,
     .claim_batch = store_leases_claim_batch,
     /* inbox and cursor reads (store_inbox.c) */
-    .inbox_read = op_inbox_read,
+    .inbox_read = store_inbox_read,
     .inbox_peek = store_inbox_peek,
     .state_get = store_inbox_state_get,
     .head = store_lifecycle_head,
@@ -130,15 +107,15 @@ const struct store_ops store_ops_table = {
     .retention = store_scheduler_retention,
     .nonce_prune = store_keys_nonce_prune,
     .tail = op_tail,
-    /* admin and stats (store_admin.c, store_leases.c) */
+    /* admin and stats (store_admin.c, store_stats.c, store_leases.c) */
     .quarantine_list = store_admin_quarantine_list,
     .requeue = store_admin_requeue,
     .quarantine_purge = store_admin_quarantine_purge,
-    .agents_list = op_agents_list,
+    .agents_list = store_stats_agents_list,
     .event_get = store_admin_event_get,
     .events_by_correlation = store_admin_events_by_correlation,
     .agent_seen = store_leases_agent_seen,
-    .metrics_snapshot = op_metrics_snapshot,
+    .metrics_snapshot = store_stats_metrics_snapshot,
     /* signature keys and nonces (store_keys.c) */
     .key_add = store_keys_add,
     .key_get = store_keys_get,
@@ -209,9 +186,6 @@ const char *store_dialect_missing(const struct store_dialect *d)
     NEED(d, savepoint);
     NEED(d, savepoint_release);
     NEED(d, savepoint_rollback);
-    NEED(d, inbox_read);
-    NEED(d, agents_list);
-    NEED(d, metrics_snapshot);
     NEED(d, set_error);
     NEED(d, dup_key);
     NEED(d, run);
@@ -220,6 +194,9 @@ const char *store_dialect_missing(const struct store_dialect *d)
     NEED(d, retention_end);
     if (store_dialect_has(d, STORE_CAP_INSERT_ID) && d->insert_id == NULL) {
         return "insert_id";
+    }
+    if ((d->read_begin == NULL) != (d->read_end == NULL)) {
+        return d->read_begin == NULL ? "read_begin" : "read_end";
     }
     if (store_dialect_has(d, STORE_CAP_CHANGE_LOG) && d->tail == NULL) {
         return "tail";

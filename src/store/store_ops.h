@@ -62,6 +62,9 @@ int store_scheduler_retention(struct store *st, const struct store_retention_req
                               struct store_retention_result *res);
 
 /* ---- inbox and cursor reads (store_inbox.c) ---- */
+int store_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
+                     int64_t after_cursor, size_t limit, size_t max_bytes,
+                     struct store_inbox_page *page);
 int store_inbox_peek(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
                      struct store_event *out, bool *found);
 int store_inbox_state_get(struct store *st, const char *tenant_id, const char *agent_id,
@@ -81,6 +84,13 @@ int store_admin_requeue(struct store *st, const char *tenant_id, const char *eve
                         int64_t now_ms, struct store_touches *touches);
 int store_admin_quarantine_purge(struct store *st, const char *tenant_id, const char *agent_id,
                                  const char *event_id, size_t limit, size_t *purged);
+
+/* ---- stats (store_stats.c) ---- */
+int store_stats_agents_list(struct store *st, const char *tenant_id, enum store_agents_sort sort,
+                            const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
+                            struct store_agent_stats *out, size_t *n, bool *has_more);
+int store_stats_metrics_snapshot(struct store *st, int64_t now_ms,
+                                 struct store_metrics_snapshot *snap);
 
 /* ---- signature keys and nonces (store_keys.c) ---- */
 int store_keys_add(struct store *st, const char *tenant_id, const struct store_key *key,

@@ -21,11 +21,6 @@
 
 #define PG STORE_SQL_PG
 
-#define EVCOLS_I                                                                                   \
-    "i.event_id, i.agent_id, i.seq, i.status, i.priority, i.correlation_id, i.payload, "           \
-    "i.created_at, i.available_at, i.expires_at, i.lease_token, i.consumer, i.claimed_at, "        \
-    "i.claim_expires_at, i.attempts, i.timeouts, i.nacks, i.last_error, i.completed_at"
-
 /* roost_changes rows older than this go with retention; a tailer is never this far behind. */
 #define CHANGES_KEEP_MS (10 * 60 * 1000)
 
@@ -82,40 +77,6 @@ STORE_STMT_ONLY(PG_CLAIM_SELECT, PG,
 STORE_STMT_ONLY(PG_CHANGES_PRUNE, PG,
                 "DELETE FROM roost_changes WHERE id = ANY(ARRAY(SELECT id FROM roost_changes"
                 " WHERE at_ms < ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED))");
-
-/* ---- reads ---- */
-
-/* after, tenant, agent, limit: head, watermark and the page in one statement (one snapshot). */
-STORE_STMT_ONLY(PG_READ, PG,
-                "SELECT a.next_seq - 1, a.purged_through_seq, " EVCOLS_I
-                " FROM agents a LEFT JOIN inbox i ON i.tenant_id = a.tenant_id"
-                " AND i.agent_id = a.agent_id AND i.seq > ?1"
-                " WHERE a.tenant_id = ?2 AND a.agent_id = ?3 ORDER BY i.seq LIMIT ?4");
-STORE_STMT_ONLY(PG_AGENTS_LIST, PG,
-                "SELECT " AGENT_STATS_COLS " FROM agents a"
-                " WHERE a.tenant_id = ? AND a.agent_id > ? ORDER BY a.agent_id LIMIT ?");
-STORE_STMT_ONLY(PG_AGENTS_BY_DEPTH, PG,
-                "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
-                " ORDER BY pending DESC, a.agent_id LIMIT ? OFFSET ?");
-STORE_STMT_ONLY(PG_AGENTS_BY_AGE, PG,
-                "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?"
-                " ORDER BY oldest NULLS LAST, a.agent_id LIMIT ? OFFSET ?");
-/* Metrics: each reads one status's rows through its partial index, never the history. */
-STORE_STMT_ONLY(PG_MET_PENDING, PG,
-                "SELECT tenant_id, count(*), COALESCE(min(available_at), 0) FROM inbox"
-                " WHERE status = " ST_PENDING " GROUP BY tenant_id");
-STORE_STMT_ONLY(PG_MET_SCHEDULED, PG,
-                "SELECT tenant_id, count(*), 0 FROM inbox WHERE status = " ST_SCHEDULED
-                " GROUP BY tenant_id");
-STORE_STMT_ONLY(PG_MET_CLAIMED, PG,
-                "SELECT tenant_id, count(*), COALESCE(min(claimed_at), 0) FROM inbox"
-                " WHERE status = " ST_CLAIMED " GROUP BY tenant_id");
-STORE_STMT_ONLY(PG_MET_QUARANTINED, PG,
-                "SELECT tenant_id, count(*), 0 FROM inbox WHERE status = " ST_QUARANTINED
-                " GROUP BY tenant_id");
-STORE_STMT_ONLY(PG_MET_AGENTS, PG,
-                "SELECT tenant_id, agent_id, count(*) AS n FROM inbox WHERE status = " ST_PENDING
-                " GROUP BY tenant_id, agent_id ORDER BY n DESC, tenant_id, agent_id LIMIT ?");
 
 /* ---- the tailer ---- */
 
@@ -465,205 +426,6 @@ static bool pg_dup_key(struct store *st)
     return strcmp(store_pg_backend(st)->sqlstate, "23505") == 0;
 }
 
-/* ---- reads ---- */
-
-struct read_rows {
-    struct store_inbox_page *page;
-    int64_t after, expect;
-    size_t limit, max_bytes, used, r;
-    bool first, stop;
-    int rc;
-};
-
-/* The page's rows in seq order. Seqs above the watermark are dense and PostgreSQL makes a commit
- * visible before it releases the agent's row lock, so no seq shows before a lower one; the check
- * for a missing seq (MySQL's visibility hole) stays as a guard: the page stops before it. */
-static int row_read(void *arg, struct store_row *row)
-{
-    struct read_rows *c = arg;
-    struct store_inbox_page *page = c->page;
-    if (c->stop) {
-        return ROOST_OK;
-    }
-    if (c->first) {
-        c->first = false;
-        page->head = row->i64(row, 0);
-        page->oldest_cursor = row->i64(row, 1);
-        if (store_cursor_gone(c->after, page->oldest_cursor)) {
-            c->stop = true;
-            return ROOST_EGONE;
-        }
-    }
-    if (row->text(row, 2) == NULL) {
-        c->stop = true; /* the agent without events (the LEFT JOIN's empty side) */
-        return ROOST_OK;
-    }
-    if (row->i64(row, 4) != c->expect) {
-        page->head = c->expect - 1;
-        c->stop = true;
-        return ROOST_OK;
-    }
-    c->expect++;
-    if (c->limit == 0) {
-        c->stop = true;
-        return ROOST_OK;
-    }
-    if (c->r == c->limit) {
-        page->has_more = true;
-        c->stop = true;
-        return ROOST_OK;
-    }
-    const char *payload = row->text(row, 8);
-    if (!store_budget_take(&c->used, page->events.len, payload != NULL ? strlen(payload) : 0,
-                           c->max_bytes)) {
-        page->has_more = true; /* the page ended at the byte budget */
-        c->stop = true;
-        return ROOST_OK;
-    }
-    c->r++;
-    struct store_row shifted = *row;
-    shifted.c0 = 2;
-    int rc = store_row_push_event(&shifted, &page->events);
-    row->failed = shifted.failed;
-    if (rc == ROOST_OK) {
-        page->next_cursor = page->events.items[page->events.len - 1].seq;
-    }
-    return rc;
-}
-
-static int pg_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
-                         int64_t after_cursor, size_t limit, size_t max_bytes,
-                         struct store_inbox_page *page)
-{
-    page->has_more = false;
-    page->next_cursor = after_cursor;
-    page->head = 0;
-    page->oldest_cursor = 0;
-    struct read_rows c = {.page = page,
-                          .after = after_cursor,
-                          .expect = after_cursor + 1,
-                          .limit = limit,
-                          .max_bytes = max_bytes,
-                          .first = true};
-    struct store_param p[] = {ARG_I(after_cursor), ARG_T(tenant_id), ARG_T(agent_id),
-                              ARG_I(store_limit_page(limit))};
-    int rc = store_run(st, PG_READ, p, row_read, &c, NULL);
-    if (rc == ROOST_OK && !c.first && !page->has_more && limit > 0 && page->head > c.expect - 1) {
-        page->head = c.expect - 1; /* fewer rows than the head promises */
-    }
-    return rc;
-}
-
-struct agents_rows {
-    struct store_agent_stats *out;
-    size_t *n, limit;
-    bool *has_more;
-};
-
-static int row_agent(void *arg, struct store_row *row)
-{
-    struct agents_rows *a = arg;
-    if (*a->n == a->limit) {
-        *a->has_more = true;
-        return ROOST_OK;
-    }
-    store_row_agent_stats(row, &a->out[(*a->n)++]);
-    return ROOST_OK;
-}
-
-static int pg_agents_list(struct store *st, const char *tenant_id, enum store_agents_sort sort,
-                          const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
-                          struct store_agent_stats *out, size_t *n, bool *has_more)
-{
-    struct pg_store *b = store_pg_backend(st);
-    (void)now_ms;
-    *n = 0;
-    *has_more = false;
-    if (limit == 0) {
-        return ROOST_OK;
-    }
-    struct agents_rows a = {.out = out, .n = n, .limit = limit, .has_more = has_more};
-    int64_t lim = store_limit_page(limit);
-    if (sort == STORE_SORT_AGENT) {
-        struct store_param p[] = {ARG_T(tenant_id), ARG_T(after_agent != NULL ? after_agent : ""),
-                                  ARG_I(lim)};
-        return store_run(st, PG_AGENTS_LIST, p, row_agent, &a, NULL);
-    }
-    /* A ranking reads every agent of the tenant: bounded by statement_timeout for this one
-     * statement (SQLSTATE 57014 past it). */
-    char set[64];
-    snprintf(set, sizeof set, "SET statement_timeout = %d", st->admin_scan_ms);
-    int rc = st->admin_scan_ms > 0 ? store_pg_exec(b, set) : ROOST_OK;
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    struct store_param p[] = {ARG_T(tenant_id), ARG_I(lim), ARG_I(offset < 0 ? 0 : offset)};
-    const struct store_stmt *rank =
-        sort == STORE_SORT_DEPTH ? &PG_AGENTS_BY_DEPTH : &PG_AGENTS_BY_AGE;
-    rc = st->dialect->run(st, rank, p, sizeof p / sizeof p[0], row_agent, &a, NULL);
-    if (rc != ROOST_OK && strcmp(b->sqlstate, "57014") == 0) {
-        rc = ROOST_ESCANBUDGET;
-    }
-    if (st->admin_scan_ms > 0) {
-        int rc2 = store_pg_exec(b, "SET statement_timeout = 0");
-        rc = rc != ROOST_OK ? rc : rc2;
-    }
-    return rc;
-}
-
-struct met_rows {
-    struct store_metrics_snapshot *snap;
-    enum store_status status;
-};
-
-static int row_met(void *arg, struct store_row *row)
-{
-    struct met_rows *m = arg;
-    const char *tid = row->text(row, 0);
-    store_metrics_add(m->snap, tid != NULL ? tid : "", m->status, row->i64(row, 1),
-                      row->i64(row, 2));
-    return ROOST_OK;
-}
-
-static int row_met_agent(void *arg, struct store_row *row)
-{
-    struct store_metrics_snapshot *snap = arg;
-    if (snap->n_agents >= snap->max_agents) {
-        return ROOST_OK;
-    }
-    struct store_metrics_agent *a = &snap->agents[snap->n_agents++];
-    const char *t = row->text(row, 0), *ag = row->text(row, 1);
-    snprintf(a->tenant_id, sizeof a->tenant_id, "%s", t != NULL ? t : "");
-    snprintf(a->agent_id, sizeof a->agent_id, "%s", ag != NULL ? ag : "");
-    a->pending = row->i64(row, 2);
-    return ROOST_OK;
-}
-
-/* Four grouped reads, one per status, then the top agents: separate statements (each its own
- * snapshot), so totals may straddle a commit, which gauges refreshed every second tolerate. */
-static int pg_metrics_snapshot(struct store *st, int64_t now_ms,
-                               struct store_metrics_snapshot *snap)
-{
-    static const struct store_stmt *const by_status[] = {&PG_MET_PENDING, &PG_MET_SCHEDULED,
-                                                         &PG_MET_CLAIMED, &PG_MET_QUARANTINED};
-    static const enum store_status statuses[] = {STORE_PENDING, STORE_SCHEDULED, STORE_CLAIMED,
-                                                 STORE_QUARANTINED};
-    (void)now_ms;
-    snap->n_tenants = snap->n_agents = 0;
-    snap->truncated = false;
-    int rc = ROOST_OK;
-    for (size_t k = 0; k < sizeof by_status / sizeof by_status[0] && rc == ROOST_OK; k++) {
-        struct met_rows m = {.snap = snap, .status = statuses[k]};
-        rc = st->dialect->run(st, by_status[k], NULL, 0, row_met, &m, NULL);
-    }
-    store_metrics_sort_tenants(snap);
-    if (rc == ROOST_OK && snap->max_agents > 0) {
-        struct store_param p[] = {ARG_I((int64_t)snap->max_agents)};
-        rc = store_run(st, PG_MET_AGENTS, p, row_met_agent, snap, NULL);
-    }
-    return rc;
-}
-
 /* ---- the tailer ---- */
 
 #define TAIL_PAGE 1000
@@ -833,9 +595,6 @@ const struct store_dialect store_pg_dialect = {
     .savepoint_release = store_pg_savepoint_release,
     .savepoint_rollback = store_pg_savepoint_rollback,
     .tail = store_pg_tail,
-    .inbox_read = pg_inbox_read,
-    .agents_list = pg_agents_list,
-    .metrics_snapshot = pg_metrics_snapshot,
     .done = NULL,
     .set_error = pg_error_set,
     .sql_col = STORE_SQL_PG,

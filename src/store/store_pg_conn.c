@@ -319,8 +319,45 @@ static const char *row_text(struct store_row *row, int col)
     return PQgetisnull(res, (int)row->r, col) ? NULL : PQgetvalue(res, (int)row->r, col);
 }
 
+static int run_once(struct store *st, const struct store_stmt *d, const struct store_param *p,
+                    size_t np, struct store_run_opts *o, store_row_fn on_row, void *arg,
+                    int64_t *changed);
+
+/* Bounds the session's next statements by statement_timeout (0: lifts the bound). */
+static int statement_time(struct pg_store *b, int64_t ms)
+{
+    char set[64];
+    snprintf(set, sizeof set, "SET statement_timeout = %lld", (long long)ms);
+    return store_pg_exec(b, set);
+}
+
 int store_pg_run(struct store *st, const struct store_stmt *d, const struct store_param *p,
-                 size_t np, store_row_fn on_row, void *arg, int64_t *changed)
+                 size_t np, struct store_run_opts *o, store_row_fn on_row, void *arg,
+                 int64_t *changed)
+{
+    struct pg_store *b = store_pg_backend(st);
+    if (o != NULL) {
+        o->cut = false;
+    }
+    if (o == NULL || o->max_ms <= 0) {
+        return run_once(st, d, p, np, o, on_row, arg, changed);
+    }
+    int rc = statement_time(b, o->max_ms);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    rc = run_once(st, d, p, np, o, on_row, arg, changed);
+    /* Past the bound the server cancels the statement (SQLSTATE 57014, query_canceled). */
+    if (rc != ROOST_OK && strcmp(b->sqlstate, "57014") == 0) {
+        rc = ROOST_ESCANBUDGET;
+    }
+    int rc2 = statement_time(b, 0);
+    return rc != ROOST_OK ? rc : rc2;
+}
+
+static int run_once(struct store *st, const struct store_stmt *d, const struct store_param *p,
+                    size_t np, struct store_run_opts *o, store_row_fn on_row, void *arg,
+                    int64_t *changed)
 {
     struct pg_store *b = store_pg_backend(st);
     if (changed != NULL) {
@@ -398,12 +435,25 @@ int store_pg_run(struct store *st, const struct store_stmt *d, const struct stor
         const char *tuples = PQcmdTuples(res);
         b->affected = tuples[0] != '\0' ? strtoll(tuples, NULL, 10) : PQntuples(res);
         int n = PQntuples(res);
+        size_t used = 0;
         for (int r = 0; on_row != NULL && r < n && rc == ROOST_OK; r++) {
+            if (o != NULL && o->max_bytes != 0) {
+                int c = (int)o->budget_col;
+                size_t bytes = PQgetisnull(res, r, c) ? 0 : (size_t)PQgetlength(res, r, c);
+                if (!store_budget_take(&used, (size_t)r, bytes, o->max_bytes)) {
+                    o->cut = true;
+                    break;
+                }
+            }
             struct store_row row = {
                 .i64 = row_i64, .text = row_text, .src = res, .r = (size_t)r, .c0 = 0};
             rc = on_row(arg, &row);
             if (rc == ROOST_OK && row.failed) {
                 rc = ROOST_ENOMEM;
+            }
+            if (rc == STORE_ROW_STOP) {
+                rc = ROOST_OK;
+                break;
             }
         }
         PQclear(res);

@@ -76,7 +76,8 @@ int store_pg_savepoint(struct store *st);
 int store_pg_savepoint_release(struct store *st);
 int store_pg_savepoint_rollback(struct store *st);
 int store_pg_run(struct store *st, const struct store_stmt *d, const struct store_param *p,
-                 size_t np, store_row_fn on_row, void *arg, int64_t *changed);
+                 size_t np, struct store_run_opts *o, store_row_fn on_row, void *arg,
+                 int64_t *changed);
 /* Runs SQL text without parameters or rows (inside the transaction when one is open). */
 int store_pg_exec(struct pg_store *b, const char *sql);
 /* Queues the change-log row of (tenant, agent, head) for this transaction's COMMIT (one per

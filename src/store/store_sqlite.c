@@ -13,7 +13,6 @@
 #include "common/dynbuf.h"
 #include "common/hash.h"
 #include "common/jsonutil.h"
-#include "common/timeutil.h"
 #include "store/store_lifecycle.h"
 #include "store/store_ops.h"
 #include "store/store_sql.h"
@@ -72,8 +71,6 @@ const char *const store_sqlite_sql[S_COUNT] = {
                       " RETURNING length(state)",
     [S_AGENT_HEAD] = "SELECT next_seq - 1, purged_through_seq FROM agents"
                      " WHERE tenant_id = ?1 AND agent_id = ?2",
-    [S_READ] = "SELECT " EVCOLS " FROM inbox"
-               " WHERE tenant_id = ?1 AND agent_id = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4",
     /* A walk of inbox_claim (pending rows only) in claim order (no sort step), whole rows: the
      * claim's UPDATE then needs no RETURNING (each would buffer its rows in a temporary B-tree).
      * The walk stops at the first row over the byte budget. */
@@ -81,26 +78,6 @@ const char *const store_sqlite_sql[S_COUNT] = {
                        " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_PENDING
                        " AND (expires_at IS NULL OR expires_at > ?3)"
                        " ORDER BY priority DESC, seq ASC LIMIT ?4",
-    [S_AGENTS_LIST] = "SELECT " AGENT_STATS_COLS " FROM agents a"
-                      " WHERE a.tenant_id = ?1 AND a.agent_id > ?2 ORDER BY a.agent_id LIMIT ?3",
-    [S_AGENTS_BY_DEPTH] = "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?1"
-                          " ORDER BY pending DESC, a.agent_id LIMIT ?3 OFFSET ?2",
-    [S_AGENTS_BY_AGE] = "SELECT " AGENT_STATS_COLS " FROM agents a WHERE a.tenant_id = ?1"
-                        " ORDER BY oldest IS NULL, oldest, a.agent_id LIMIT ?3 OFFSET ?2",
-    /* Metrics: one walk per status over that status's partial index (inbox_claim for pending,
-     * migration 0005), so the completed history is never read; INDEXED BY because the planner
-     * may rather walk the primary key, every row, to get tenant order for free. */
-    [S_MET_PENDING] = "SELECT tenant_id, count(*), min(available_at) FROM inbox"
-                      " INDEXED BY inbox_claim WHERE status = " ST_PENDING " GROUP BY tenant_id",
-    [S_MET_SCHEDULED] = "SELECT tenant_id, count(*), 0 FROM inbox INDEXED BY inbox_due"
-                        " WHERE status = " ST_SCHEDULED " GROUP BY tenant_id",
-    [S_MET_CLAIMED] = "SELECT tenant_id, count(*), min(claimed_at) FROM inbox"
-                      " INDEXED BY inbox_scavenge WHERE status = " ST_CLAIMED " GROUP BY tenant_id",
-    [S_MET_QUARANTINED] = "SELECT tenant_id, count(*), 0 FROM inbox INDEXED BY inbox_quarantine"
-                          " WHERE status = " ST_QUARANTINED " GROUP BY tenant_id",
-    [S_MET_AGENTS] = "SELECT tenant_id, agent_id, count(*) AS n FROM inbox INDEXED BY inbox_claim"
-                     " WHERE status = " ST_PENDING " GROUP BY tenant_id, agent_id"
-                     " ORDER BY n DESC, tenant_id, agent_id LIMIT ?1",
 };
 
 /* ---- the dialect: one statement per primitive (store_lifecycle.h) ---- */
@@ -568,174 +545,16 @@ static bool sq_dup_key(struct store *st)
     return e == SQLITE_CONSTRAINT_UNIQUE || e == SQLITE_CONSTRAINT_PRIMARYKEY;
 }
 
-/* ---- reads and admin views (no lifecycle decisions) ---- */
-
-static int sq_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
-                         int64_t after_cursor, size_t limit, size_t max_bytes,
-                         struct store_inbox_page *page)
+/* A read of several statements sees one snapshot: a read transaction, unless one is open. */
+static int sq_read_begin(struct store *st, bool *opened)
 {
-    struct sqlite_store *b = store_sqlite_backend(st);
-    bool opened;
-    int64_t purged = 0;
-    sqlite3_stmt *s;
-    page->has_more = false;
-    page->next_cursor = after_cursor;
-    page->head = 0;
-    page->oldest_cursor = 0;
-    int rc = store_sqlite_read_begin(b, &opened);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    if ((rc = sq_agent_head(st, tenant_id, agent_id, &page->head, &purged)) != ROOST_OK) {
-        goto out;
-    }
-    page->oldest_cursor = purged;
-    if (store_cursor_gone(after_cursor, purged)) {
-        rc = ROOST_EGONE;
-        goto out;
-    }
-    if (limit == 0) {
-        goto out;
-    }
-    if ((rc = store_sqlite_prep(b, S_READ, &s)) != ROOST_OK) {
-        goto out;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id);
-    sqlite3_bind_int64(s, 3, after_cursor);
-    sqlite3_bind_int64(s, 4, store_limit_page(limit));
-    size_t got = 0, used = 0;
-    while ((rc = store_sqlite_step(b, s)) == 1) {
-        /* Column 6 is the payload (EVCOLS); SQLite loads it only for the rows stepped on. */
-        if (got == limit ||
-            !store_budget_take(&used, got, (size_t)sqlite3_column_bytes(s, 6), max_bytes)) {
-            page->has_more = true;
-            break;
-        }
-        if ((rc = store_sqlite_push_row(s, &page->events)) != ROOST_OK) {
-            goto out;
-        }
-        page->next_cursor = page->events.items[page->events.len - 1].seq;
-        got++;
-    }
-    rc = rc < 0 ? rc : ROOST_OK;
-out:
-    return store_sqlite_read_end(b, opened, rc);
+    return store_sqlite_read_begin(store_sqlite_backend(st), opened);
 }
 
-/* The progress handler of a sorted admin listing: interrupts it past its deadline. */
-struct scan_deadline {
-    int64_t at_ms;
-    bool hit;
-};
-
-static int scan_progress(void *arg)
+static int sq_read_end(struct store *st, bool opened, int rc)
 {
-    struct scan_deadline *d = arg;
-    d->hit = time_mono_ms() > d->at_ms;
-    return d->hit;
+    return store_sqlite_read_end(store_sqlite_backend(st), opened, rc);
 }
-
-static int sq_agents_list(struct store *st, const char *tenant_id, enum store_agents_sort sort,
-                          const char *after_agent, int64_t offset, size_t limit, int64_t now_ms,
-                          struct store_agent_stats *out, size_t *n, bool *has_more)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    sqlite3_stmt *s;
-    (void)now_ms;
-    *n = 0;
-    *has_more = false;
-    enum stmt_id id = sort == STORE_SORT_DEPTH ? S_AGENTS_BY_DEPTH
-                      : sort == STORE_SORT_AGE ? S_AGENTS_BY_AGE
-                                               : S_AGENTS_LIST;
-    int rc = store_sqlite_prep(b, id, &s);
-    if (rc != ROOST_OK || limit == 0) {
-        goto out;
-    }
-    bind_text(s, 1, tenant_id);
-    if (id == S_AGENTS_LIST) {
-        bind_text(s, 2, after_agent != NULL ? after_agent : "");
-    } else {
-        sqlite3_bind_int64(s, 2, offset < 0 ? 0 : offset);
-    }
-    sqlite3_bind_int64(s, 3, store_limit_page(limit));
-    /* A ranking reads every agent of the tenant: bounded in time (checked every 1000 VM steps). */
-    struct scan_deadline dl = {.at_ms = time_mono_ms() + st->admin_scan_ms};
-    bool budget = id != S_AGENTS_LIST && st->admin_scan_ms > 0;
-    if (budget) {
-        sqlite3_progress_handler(b->db, 1000, scan_progress, &dl);
-    }
-    while ((rc = store_sqlite_step(b, s)) == 1) {
-        if (*n == limit) {
-            *has_more = true;
-            break;
-        }
-        struct store_row row = store_sqlite_row(s);
-        store_row_agent_stats(&row, &out[(*n)++]);
-    }
-    if (budget) {
-        sqlite3_progress_handler(b->db, 0, NULL, NULL);
-    }
-    rc = dl.hit ? ROOST_ESCANBUDGET : rc < 0 ? rc : ROOST_OK;
-out:
-    store_sqlite_reset_all(b);
-    return rc;
-}
-
-static int sq_metrics_snapshot(struct store *st, int64_t now_ms,
-                               struct store_metrics_snapshot *snap)
-{
-    struct sqlite_store *b = store_sqlite_backend(st);
-    static const enum stmt_id by_status[] = {S_MET_PENDING, S_MET_SCHEDULED, S_MET_CLAIMED,
-                                             S_MET_QUARANTINED};
-    static const enum store_status statuses[] = {STORE_PENDING, STORE_SCHEDULED, STORE_CLAIMED,
-                                                 STORE_QUARANTINED};
-    sqlite3_stmt *s;
-    (void)now_ms;
-    snap->n_tenants = snap->n_agents = 0;
-    snap->truncated = false;
-    /* One read transaction: every query sees the same snapshot. */
-    int rc = store_sqlite_exec_id(b, S_BEGIN_READ);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    for (size_t q = 0; q < sizeof by_status / sizeof by_status[0]; q++) {
-        if ((rc = store_sqlite_prep(b, by_status[q], &s)) != ROOST_OK) {
-            goto out;
-        }
-        while ((rc = store_sqlite_step(b, s)) == 1) {
-            const unsigned char *tid = sqlite3_column_text(s, 0);
-            store_metrics_add(snap, tid ? (const char *)tid : "", statuses[q],
-                              sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2));
-        }
-        if (rc < 0) {
-            goto out;
-        }
-    }
-    store_metrics_sort_tenants(snap);
-    if (snap->max_agents > 0) {
-        if ((rc = store_sqlite_prep(b, S_MET_AGENTS, &s)) != ROOST_OK) {
-            goto out;
-        }
-        sqlite3_bind_int64(s, 1, store_limit(snap->max_agents));
-        while (snap->n_agents < snap->max_agents && (rc = store_sqlite_step(b, s)) == 1) {
-            struct store_metrics_agent *a = &snap->agents[snap->n_agents++];
-            col_copy(s, 0, a->tenant_id, sizeof a->tenant_id);
-            col_copy(s, 1, a->agent_id, sizeof a->agent_id);
-            a->pending = sqlite3_column_int64(s, 2);
-        }
-        if (rc < 0) {
-            goto out;
-        }
-    }
-    rc = ROOST_OK;
-out:
-    store_sqlite_reset_all(b);
-    store_sqlite_exec_id(b, S_ROLLBACK); /* read-only: ends the snapshot */
-    return rc;
-}
-
-/* ---- signature keys and nonces ---- */
 
 const struct store_dialect store_sqlite_dialect = {
     .scheme = "sqlite",
@@ -753,9 +572,8 @@ const struct store_dialect store_sqlite_dialect = {
     .savepoint_release = store_sqlite_savepoint_release,
     .savepoint_rollback = store_sqlite_savepoint_rollback,
     .tail = NULL,
-    .inbox_read = sq_inbox_read,
-    .agents_list = sq_agents_list,
-    .metrics_snapshot = sq_metrics_snapshot,
+    .read_begin = sq_read_begin,
+    .read_end = sq_read_end,
     .done = sq_done,
     .set_error = sq_set_error,
     .sql_col = STORE_SQL_SQLITE,

@@ -36,16 +36,7 @@ enum stmt_id {
     S_INBOX_INSERT_MANY,
     S_STATE_PATCH,
     S_AGENT_HEAD,
-    S_READ,
     S_CLAIM_SELECT,
-    S_AGENTS_LIST,
-    S_AGENTS_BY_DEPTH,
-    S_AGENTS_BY_AGE,
-    S_MET_PENDING,
-    S_MET_SCHEDULED,
-    S_MET_CLAIMED,
-    S_MET_QUARANTINED,
-    S_MET_AGENTS,
     S_COUNT
 };
 
@@ -126,7 +117,8 @@ int store_sqlite_read_end(struct sqlite_store *b, bool opened, int rc);
 /* The dialect's statement runner (store_sqlite_query.c): struct store_dialect.run, and the
  * close that finalizes what it prepared. */
 int store_sqlite_run_stmt(struct store *st, const struct store_stmt *d, const struct store_param *p,
-                          size_t np, store_row_fn on_row, void *arg, int64_t *changed);
+                          size_t np, struct store_run_opts *o, store_row_fn on_row, void *arg,
+                          int64_t *changed);
 void store_sqlite_run_close(struct sqlite_store *b);
 
 /* The connection's vtable entries (store_sqlite_conn.c). */

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 
+#include "common/timeutil.h"
 #include "store/store_lifecycle.h"
 
 #include "common/banned.h"
@@ -42,17 +43,42 @@ static int cached(struct sqlite_store *b, const struct store_stmt *d, sqlite3_st
     return ROOST_OK;
 }
 
+/* The progress handler of a time-bounded statement: interrupts it past its deadline. */
+struct run_deadline {
+    int64_t at_ms;
+    bool hit;
+};
+
+static int run_progress(void *arg)
+{
+    struct run_deadline *d = arg;
+    d->hit = time_mono_ms() > d->at_ms;
+    return d->hit;
+}
+
 int store_sqlite_run_stmt(struct store *st, const struct store_stmt *d, const struct store_param *p,
-                          size_t np, store_row_fn on_row, void *arg, int64_t *changed)
+                          size_t np, struct store_run_opts *o, store_row_fn on_row, void *arg,
+                          int64_t *changed)
 {
     struct sqlite_store *b = store_sqlite_backend(st);
     sqlite3_stmt *s;
+    size_t max_bytes = o != NULL ? o->max_bytes : 0, used = 0, n = 0;
+    struct run_deadline dl = {0};
+    bool timed = o != NULL && o->max_ms > 0;
     if (changed != NULL) {
         *changed = 0;
+    }
+    if (o != NULL) {
+        o->cut = false;
     }
     int rc = cached(b, d, &s);
     if (rc != ROOST_OK) {
         return rc;
+    }
+    if (timed) {
+        /* Checked every 1000 VM steps. */
+        dl.at_ms = time_mono_ms() + o->max_ms;
+        sqlite3_progress_handler(b->db, 1000, run_progress, &dl);
     }
     for (size_t i = 0; i < np; i++) {
         int col = (int)i + 1;
@@ -68,14 +94,28 @@ int store_sqlite_run_stmt(struct store *st, const struct store_stmt *d, const st
         if (on_row == NULL) {
             continue;
         }
+        /* SQLite loads a column's value only for the rows stepped on. */
+        if (max_bytes != 0 &&
+            !store_budget_take(&used, n, (size_t)sqlite3_column_bytes(s, (int)o->budget_col),
+                               max_bytes)) {
+            o->cut = true;
+            rc = ROOST_OK;
+            break;
+        }
+        n++;
         struct store_row row = store_sqlite_row(s);
         if ((rc = on_row(arg, &row)) != ROOST_OK) {
+            rc = rc == STORE_ROW_STOP ? ROOST_OK : rc;
             break;
         }
         if (row.failed) {
             rc = ROOST_ENOMEM;
             break;
         }
+    }
+    if (timed) {
+        sqlite3_progress_handler(b->db, 0, NULL, NULL);
+        rc = dl.hit ? ROOST_ESCANBUDGET : rc;
     }
     if (rc == ROOST_OK && changed != NULL) {
         *changed = sqlite3_changes(b->db);

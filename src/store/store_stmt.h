@@ -83,8 +83,23 @@ struct store_param {
 
 struct store_row;
 /* A row of a statement, to the caller's callback; non-zero (an error code) stops the statement.
- */
+ * STORE_ROW_STOP stops it without an error: the statement's run answers ROOST_OK. */
 typedef int (*store_row_fn)(void *arg, struct store_row *row);
+#define STORE_ROW_STOP 1
+
+/* How a statement runs beyond its parameters (NULL: plainly), for the few reads that need more. */
+struct store_run_opts {
+    /* A byte budget on the rows delivered (store_budget_take over the length of column
+     * budget_col; 0 = none): the rows stop before the first one over it and `cut` is set. A
+     * dialect that fetches a whole result before delivering it stops fetching there, so a page of
+     * large payloads never sits in memory whole. */
+    size_t max_bytes;
+    unsigned budget_col;
+    /* A time bound on the statement, in ms (0 = none): past it the statement is stopped and the
+     * run answers ROOST_ESCANBUDGET (a ranking that reads every agent of a tenant). */
+    int64_t max_ms;
+    bool cut; /* out: the budget cut the rows */
+};
 
 /* ---- the per-connection cache the dialects keep their prepared statements in ---- */
 

@@ -42,6 +42,10 @@ struct fake {
     struct store_retention_row rows[8];
     size_t n_rows;
     int64_t deleted_through, watermark;
+    /* INBOX_PAGE_HEAD: the agent's head and the seqs of the rows visible after the cursor */
+    int64_t head;
+    int64_t page[8];
+    size_t n_page;
     const char *answering; /* the statement fk_run runs */
 };
 
@@ -116,6 +120,10 @@ static int64_t fr_i64(struct store_row *row, int col)
     if (strcmp(f->answering, "ACK_AVAILABLE") == 0) {
         return NOW - 5;
     }
+    if (strcmp(f->answering, "INBOX_PAGE_HEAD") == 0) {
+        /* head, watermark 0, then EVCOLS: seq at column 2 + 2 */
+        return col == 0 ? f->head : col == 4 ? f->page[row->r] : 0;
+    }
     if (strcmp(f->answering, "RETENTION_ROWS") == 0) {
         const struct store_retention_row *r = &f->rows[row->r];
         int64_t cols[] = {r->seq, r->status, r->completed_at_ms, r->created_at_ms};
@@ -143,18 +151,23 @@ static const char *fr_text(struct store_row *row, int col)
     if (strcmp(f->answering, "RETENTION_AGENTS") == 0) {
         return col == 0 ? "t" : "a";
     }
+    if (strcmp(f->answering, "INBOX_PAGE_HEAD") == 0) {
+        return col == 2 || col == 3 ? "e" : NULL; /* event_id, agent_id */
+    }
     return col == 2 && f->row.lease_token[0] != '\0' ? f->row.lease_token : NULL;
 }
 
 /* Records the statement it was asked to run (its descriptor's name) and answers the lease
  * statements from the script: rows, rows changed, and what an update was asked to write. */
 static int fk_run(struct store *st, const struct store_stmt *stmt, const struct store_param *p,
-                  size_t np, store_row_fn on_row, void *arg, int64_t *changed)
+                  size_t np, struct store_run_opts *o, store_row_fn on_row, void *arg,
+                  int64_t *changed)
 {
     struct fake *f = F(st);
     struct store_row row = {.i64 = fr_i64, .text = fr_text, .src = f};
     int64_t n = 0;
     int rc = ROOST_OK;
+    (void)o; /* no byte budget or time bound: the fake answers few small rows at once */
     logf_(st, stmt->name);
     if (store_stmt_sql(stmt, STORE_SQL_SQLITE) == NULL) {
         return ROOST_EINTERNAL;
@@ -167,6 +180,12 @@ static int fk_run(struct store *st, const struct store_stmt *stmt, const struct 
     } else if (strcmp(stmt->name, "RETENTION_AGENTS") == 0 && np == 3 && p[1].s != NULL &&
                p[1].s[0] == '\0') {
         rc = on_row(arg, &row); /* one agent, then none after it */
+    } else if (strcmp(stmt->name, "INBOX_PAGE_HEAD") == 0 && np == 4) {
+        /* the LIMIT (p[3]), as the database would */
+        for (row.r = 0; rc == ROOST_OK && row.r < f->n_page && (int64_t)row.r < p[3].i; row.r++) {
+            rc = on_row(arg, &row);
+        }
+        rc = rc == STORE_ROW_STOP ? ROOST_OK : rc;
     } else if (strcmp(stmt->name, "RETENTION_ROWS") == 0 && np == 3) {
         for (row.r = 0; rc == ROOST_OK && row.r < f->n_rows && (int64_t)row.r < p[2].i; row.r++) {
             rc = on_row(arg, &row);
@@ -397,6 +416,71 @@ static void test_store_ops_reads_run_their_statements(void)
     CHECK_STREQ(f.log, "NONCE_PRUNE;");
 }
 
+/* The inbox page of a dialect without a snapshot across statements: head and rows from one
+ * statement. Where commits can show out of seq order (STORE_CAP_LATE_VISIBILITY) the page stops
+ * at the first missing seq and the head is capped below it; elsewhere a gap is just a gap (a
+ * purged quarantined event). */
+static void test_store_ops_inbox_page_stops_at_a_hole(void)
+{
+    static struct store_dialect late;
+    late = fake_dialect;
+    late.caps |= STORE_CAP_LATE_VISIBILITY;
+    struct fake f;
+    struct store *st = &f.base;
+    struct store_inbox_page page;
+
+    fake_init(&f);
+    f.base.dialect = &late;
+    f.head = 4;
+    f.n_page = 3;
+    f.page[0] = 1, f.page[1] = 2, f.page[2] = 4; /* seq 3 committed but not visible yet */
+    memset(&page, 0, sizeof page);
+    CHECK_EQ(store_call(st, inbox_read, "t", "a", 0, 10, 0, &page), ROOST_OK);
+    CHECK_STREQ(f.log, "INBOX_PAGE_HEAD;");
+    CHECK_EQ(page.events.len, 2);
+    CHECK_EQ(page.next_cursor, 2);
+    CHECK_EQ(page.head, 2);
+    CHECK(!page.has_more);
+    store_events_cleanup(&page.events);
+
+    /* Dense rows, fewer than the head promises: the head is capped at the last one seen. */
+    fake_init(&f);
+    f.base.dialect = &late;
+    f.head = 5;
+    f.n_page = 2;
+    f.page[0] = 1, f.page[1] = 2;
+    memset(&page, 0, sizeof page);
+    CHECK_EQ(store_call(st, inbox_read, "t", "a", 0, 10, 0, &page), ROOST_OK);
+    CHECK_EQ(page.events.len, 2);
+    CHECK_EQ(page.head, 2);
+    store_events_cleanup(&page.events);
+
+    /* A full page: has_more, the head stands. */
+    fake_init(&f);
+    f.base.dialect = &late;
+    f.head = 4;
+    f.n_page = 3;
+    f.page[0] = 1, f.page[1] = 2, f.page[2] = 3;
+    memset(&page, 0, sizeof page);
+    CHECK_EQ(store_call(st, inbox_read, "t", "a", 0, 2, 0, &page), ROOST_OK);
+    CHECK_EQ(page.events.len, 2);
+    CHECK(page.has_more);
+    CHECK_EQ(page.head, 4);
+    store_events_cleanup(&page.events);
+
+    /* Without the capability the gap is kept. */
+    fake_init(&f);
+    f.head = 4;
+    f.n_page = 3;
+    f.page[0] = 1, f.page[1] = 2, f.page[2] = 4;
+    memset(&page, 0, sizeof page);
+    CHECK_EQ(store_call(st, inbox_read, "t", "a", 0, 10, 0, &page), ROOST_OK);
+    CHECK_EQ(page.events.len, 3);
+    CHECK_EQ(page.next_cursor, 4);
+    CHECK_EQ(page.head, 4);
+    store_events_cleanup(&page.events);
+}
+
 /* The start-up checks: complete as shipped, and each fails on a hole. */
 static void test_store_ops_completeness_checks(void)
 {
@@ -416,6 +500,9 @@ static void test_store_ops_completeness_checks(void)
     d = store_mysql_dialect;
     d.tail = NULL; /* a change log without a tailer */
     CHECK_STREQ(store_dialect_missing(&d), "tail");
+    d = store_sqlite_dialect;
+    d.read_end = NULL; /* a snapshot that would never end */
+    CHECK_STREQ(store_dialect_missing(&d), "read_end");
 
     /* A statement without SQL for a dialect fails where it would run. */
     static const struct store_stmt holed = {"HOLED", {[STORE_SQL_SQLITE] = "SELECT 1"}};
@@ -425,7 +512,7 @@ static void test_store_ops_completeness_checks(void)
     CHECK(store_stmt_sql(&empty, STORE_SQL_SQLITE) == NULL);
     struct fake f;
     fake_init(&f);
-    CHECK_EQ(f.base.dialect->run(&f.base, &empty, NULL, 0, NULL, NULL, NULL), ROOST_EINTERNAL);
+    CHECK_EQ(f.base.dialect->run(&f.base, &empty, NULL, 0, NULL, NULL, NULL, NULL), ROOST_EINTERNAL);
 
     /* Capabilities, asked by URL before anything is open. */
     CHECK(store_url_has("sqlite:///tmp/x.db", STORE_CAP_SINGLE_WRITER));
@@ -442,6 +529,7 @@ int main(void)
     RUN(test_store_ops_extend_cap);
     RUN(test_store_ops_retention_deletes_the_prefix);
     RUN(test_store_ops_reads_run_their_statements);
+    RUN(test_store_ops_inbox_page_stops_at_a_hole);
     RUN(test_store_ops_completeness_checks);
     return check_summary();
 }
