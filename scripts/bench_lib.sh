@@ -136,8 +136,9 @@ bench_counters() {
             curl -s --max-time 10 --retry 1 "$u/metrics" || echo "roost_metrics_unreadable 1"
         done | awk '$1 == "roost_store_write_retries_total" { r += $2 }
             $1 == "roost_group_commit_batch_size_count" { c += $2 }
+            $1 == "roost_store_write_overlaps_total" { o += $2 }
             $1 == "roost_metrics_unreadable" { bad = 1 }
-            END { if (bad) printf "roostd_unreadable=1 "; printf "roostd_retries=%d roostd_commits=%d", r, c }'
+            END { if (bad) printf "roostd_unreadable=1 "; printf "roostd_retries=%d roostd_commits=%d roostd_overlaps=%d", r, c, o }'
     fi
     echo
 }
@@ -180,8 +181,9 @@ bench_counter_deltas() { # BEFORE AFTER ACKED
         if ("roostd_cpu_ticks" in v1)
             printf "roostd_cpu_ms_per_cycle=%.3f ", (v1["roostd_cpu_ticks"] - v0["roostd_cpu_ticks"]) * tick / c
         if ("roostd_retries" in v1 && !("roostd_unreadable" in v0) && !("roostd_unreadable" in v1))
-            printf "roostd_retries=%d roostd_commits_per_cycle=%.2f ", v1["roostd_retries"] - v0["roostd_retries"],
-                (v1["roostd_commits"] - v0["roostd_commits"]) / c
+            printf "roostd_retries=%d roostd_commits_per_cycle=%.2f roostd_overlaps_per_commit=%.2f ",
+                v1["roostd_retries"] - v0["roostd_retries"], (v1["roostd_commits"] - v0["roostd_commits"]) / c,
+                (v1["roostd_overlaps"] - v0["roostd_overlaps"]) / (v1["roostd_commits"] > v0["roostd_commits"] ? v1["roostd_commits"] - v0["roostd_commits"] : 1)
     }' | sed 's/ $//'
 }
 
@@ -245,6 +247,8 @@ bench_measure() {
             "the whole window (a mark missed, or /metrics or MariaDB did not answer); its per-cycle" \
             "columns stay empty" >&2
     fi
+    # The load average as the window closed: on a shared machine it says what else was running.
+    d+="${d:+ }loadavg=$(cut -d' ' -f1 /proc/loadavg)"
     echo "scenario=$scenario run=$run ${line#RESULT }${d:+ $d}" >>"$RAW"
     local errors
     errors=$(kv "$line" errors)
@@ -263,7 +267,7 @@ fresh_db() { # fresh_db NAME → URL of a new, empty database NAME on the MariaD
     echo "${BASE_URL%/*}/$1"
 }
 
-# start_nodes N URL DIR: N roostd nodes on database URL (BIN/roostd, tail.interval_ms=TAIL_MS,
+# start_nodes N URL DIR: N roostd nodes on database URL (ROOSTD_BIN, default BIN/roostd, tail.interval_ms=TAIL_MS,
 # ROOSTD_ARGS), data dirs DIR/n1…; node 1's token key signs for all of them. Sets NODE_URLS (comma
 # list) and KEY; the nodes join SERVER_PIDS (bench_stop_all stops them).
 start_nodes() {
@@ -275,7 +279,7 @@ start_nodes() {
         mkdir -p "$d"
         local keyopt=()
         [ "$i" -gt 1 ] && keyopt=(--set "auth.key_file=$KEY")
-        "$BIN/roostd" --data-dir "$d" --listen 127.0.0.1:0 --ready-file "$d/ready" --store "$url" \
+        "${ROOSTD_BIN:-$BIN/roostd}" --data-dir "$d" --listen 127.0.0.1:0 --ready-file "$d/ready" --store "$url" \
             --set "tail.interval_ms=$TAIL_MS" "${keyopt[@]}" "${ROOSTD_ARGS[@]}" >"$d/roostd.log" 2>&1 &
         SERVER_PIDS+=($!)
         bench_wait_ready "${SERVER_PIDS[-1]}" "$d/ready" "$d/roostd.log"

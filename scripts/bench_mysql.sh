@@ -5,6 +5,9 @@
 # BENCH_DIR, on the disk under test) and per run:
 #   mysql_p2c2 / mysql_p8c8   bench/mysql_direct, the plain SKIP LOCKED loop (the peer)
 #   roostd1_p2c2 / _p8c8      one roostd on the database, driven by bench/roost_load
+#   roostd1a_p2c2 / _p8c8     the same with one agent shared by every producer and consumer
+#   base1_…, base1a_…         with BENCH_BASE_ROOSTD: the same two shapes on another build's roostd,
+#                             each right before the build under test (alternating, one run)
 #   roostd2_p8c8, roostd4_p8c8  2 and 4 roostd nodes on one database, roost_load's producer and
 #                             consumer i on node i % n (all nodes share one token key)
 #   ping_2n                   scenario 6: bench/sse_bench subscribers on node 1, paced publishes
@@ -31,6 +34,8 @@
 #   BENCH_KEEP         1: keep data directories, logs and the MariaDB data
 #   BENCH_WRITE_DOC    1: replace the MariaDB results section of doc/BENCHMARKS.md with this run's
 #   BENCH_ONLY         space-separated scenario names to run (default: all), for quick looks
+#   BENCH_BASE_ROOSTD  a base build's roostd binary: adds the base1_… and base1a_… scenarios and
+#                      the new/base ratios
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -87,15 +92,24 @@ BENCH_DB_PIDFILE=$DBDIR/mysqld.pid
 COUNTERS_DB=1
 sql() { bench_sql "$@"; }
 
-# A roostd scenario: fresh database, N nodes, one roost_load, nodes stopped.
+BASE_ROOSTD=${BENCH_BASE_ROOSTD:-}
+
+# A roostd scenario: fresh database, N nodes, one roost_load, nodes stopped. Scenarios named
+# base* run BASE_ROOSTD; *1a_* share one agent among every producer and consumer (default: one
+# agent per consumer).
 roostd_scenario() { # SCENARIO RUN NODES P C
-    local s=$1 run=$2 n=$3 p=$4 c=$5 d url
+    local s=$1 run=$2 n=$3 p=$4 c=$5 d url agents=()
+    want "$s" || return 0
+    case $s in base*) [ -n "$BASE_ROOSTD" ] || return 0 ;; esac
+    case $s in *1a_*) agents=(--agents 1) ;; esac
     d=$WORK/runs/$s.$run
     url=$(fresh_db "rb_${s}_$run")
+    case $s in base*) ROOSTD_BIN=$BASE_ROOSTD ;; *) ROOSTD_BIN="" ;; esac
     start_nodes "$n" "$url" "$d"
+    ROOSTD_BIN=""
     COUNTERS_URLS=$NODE_URLS
     bench_measure "$s" "$run" "$BIN/roost_load" --url "$NODE_URLS" --key-file "$KEY" \
-        --seconds "$SECS" --warmup "$WARMUP" --producers "$p" --consumers "$c"
+        --seconds "$SECS" --warmup "$WARMUP" --producers "$p" --consumers "$c" "${agents[@]}"
     COUNTERS_URLS=""
     bench_stop_all
 }
@@ -127,10 +141,17 @@ for run in $(seq 1 "$RUNS"); do
         --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2
     ! want mysql_p8c8 || bench_measure mysql_p8c8 "$run" "$BIN/mysql_direct" --url "$url" --fresh \
         --seconds "$SECS" --warmup "$WARMUP" --producers 8 --consumers 8
-    ! want roostd1_p2c2 || roostd_scenario roostd1_p2c2 "$run" 1 2 2
-    ! want roostd1_p8c8 || roostd_scenario roostd1_p8c8 "$run" 1 8 8
-    ! want roostd2_p8c8 || roostd_scenario roostd2_p8c8 "$run" 2 8 8
-    ! want roostd4_p8c8 || roostd_scenario roostd4_p8c8 "$run" 4 8 8
+    for shape in 1_p2c2 1_p8c8 1a_p2c2 1a_p8c8; do
+        # The base build first in odd runs, second in even ones.
+        if [ $((run % 2)) = 1 ]; then order="base roostd"; else order="roostd base"; fi
+        for who in $order; do
+            case $shape in *p2c2) pc="2 2" ;; *) pc="8 8" ;; esac
+            # shellcheck disable=SC2086
+            roostd_scenario "$who$shape" "$run" 1 $pc
+        done
+    done
+    roostd_scenario roostd2_p8c8 "$run" 2 8 8
+    roostd_scenario roostd4_p8c8 "$run" 4 8 8
 
     # Scenario 6: subscribers on node 1, publishes on node 2.
     want ping_2n || continue
@@ -168,9 +189,12 @@ row() { # scenario, description
     local s=$1
     grep -q "^scenario=$s " "$RAW" || return 0
     local x=-
-    case $s in roostd*) x=$(ratio "$s" "mysql_${s#roostd*_}") ;; esac
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
-        "$(median "$s" cycles_per_s)" "$(range "$s" cycles_per_s)" "$x" "$(median "$s" publish_per_s)" \
+    case $s in roostd* | base*) x=$(ratio "$s" "mysql_${s##*_}") ;; esac
+    local xb=-
+    case $s in roostd1*) xb=$(ratio "$s" "base${s#roostd}") ;; esac
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
+        "$(median "$s" cycles_per_s)" "$(range "$s" cycles_per_s)" "$x" "$xb" "$(median "$s" loadavg)" \
+        "$(median "$s" publish_per_s)" \
         "$(median "$s" publish_p50_ms)" "$(median "$s" ack_p50_ms)" \
         "$(median "$s" db_questions_per_cycle)" "$(median "$s" db_commits_per_cycle)" \
         "$(median "$s" db_commit_stmts_per_cycle)" \
@@ -194,12 +218,18 @@ RESULTS=$WORK/results.md
     echo "$RUNS runs × ${SECS} s windows after ${WARMUP} s warm-up; medians (min–max over runs); $ELAPSED s in all."
     echo "Command: \`make bench-mysql\` (\`BUILD_DIR=${BUILD_DIR#"$ROOT"/} BENCH_RUNS=$RUNS BENCH_SECONDS=$SECS BENCH_WARMUP=$WARMUP BENCH_TAIL_MS=$TAIL_MS BENCH_PING_SAMPLES=$PING_SAMPLES BENCH_PING_PERIOD=$PING_PERIOD scripts/bench_mysql.sh\`)."
     echo
-    echo "| scenario | what | full cycles/s | range | × loop, same shape | publishes/s | publish RTT p50 ms | ack RTT p50 ms | SQL statements / cycle | Handler_commit / cycle | COMMIT statements / cycle | Innodb deadlocks | row lock waits | retries | errors |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| scenario | what | full cycles/s | range | × loop, same shape | × base build | load avg | publishes/s | publish RTT p50 ms | ack RTT p50 ms | SQL statements / cycle | Handler_commit / cycle | COMMIT statements / cycle | Innodb deadlocks | row lock waits | retries | errors |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     row mysql_p2c2 "plain SKIP LOCKED loop (mysql_direct), P2 C2"
     row mysql_p8c8 "plain SKIP LOCKED loop (mysql_direct), P8 C8"
     row roostd1_p2c2 "roostd, 1 node, P2 C2"
     row roostd1_p8c8 "roostd, 1 node, P8 C8"
+    row roostd1a_p2c2 "roostd, 1 node, P2 C2, one agent"
+    row roostd1a_p8c8 "roostd, 1 node, P8 C8, one agent"
+    row base1_p2c2 "base build, 1 node, P2 C2"
+    row base1_p8c8 "base build, 1 node, P8 C8"
+    row base1a_p2c2 "base build, 1 node, P2 C2, one agent"
+    row base1a_p8c8 "base build, 1 node, P8 C8, one agent"
     row roostd2_p8c8 "roostd, 2 nodes, P8 C8"
     row roostd4_p8c8 "roostd, 4 nodes, P8 C8"
     echo

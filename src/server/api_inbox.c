@@ -103,7 +103,9 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
     op->job.done = done;
     op->job.write = write;
     op->job.name = request_job_kind(op->rq);
-    op->job.affinity = hash_tenant_agent(op->rq->principal.tenant_id, op->rq->agent_id);
+    /* Claims, acks, releases and extends never take the agent's sequence lock (only publishes
+     * do): no affinity, so they never queue behind that agent's publishes on one writer. */
+    op->job.affinity = 0;
     op->job.tenant = workers_tenant_key(op->rq->principal.tenant_id);
     if (op->deadline_ms) {
         op->serial =

@@ -454,9 +454,10 @@ void daemon_cleanup(struct daemon *d)
             workers_get_stats(sh->workers, &ws);
             log_info("store writes",
                      "tenant_store=%s commits=%llu write_jobs=%llu max_group=%llu retries=%llu "
-                     "scans=%llu reads_deferred=%llu",
+                     "overlaps=%llu handoffs=%llu scans=%llu reads_deferred=%llu",
                      sh->tenant_id ? sh->tenant_id : "default", ws.commits, ws.write_jobs,
-                     ws.max_group, ws.retries, ws.scans, ws.reads_deferred);
+                     ws.max_group, ws.retries, ws.overlaps, ws.handoffs, ws.scans,
+                     ws.reads_deferred);
         }
         workers_free(sh->workers);
         sh->workers = NULL;

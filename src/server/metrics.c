@@ -660,6 +660,8 @@ static void render_read_lanes(struct metrics *m, struct evbuffer *out)
         workers_get_stats(w, &ws);
         sum.reads_deferred += ws.reads_deferred;
         sum.scans += ws.scans;
+        sum.overlaps += ws.overlaps;
+        sum.handoffs += ws.handoffs;
     }
     family(out, "roost_store_reads_deferred_total", "counter",
            "Times a free store reader passed over queued reads whose tenant held its share of the "
@@ -668,6 +670,12 @@ static void render_read_lanes(struct metrics *m, struct evbuffer *out)
     family(out, "roost_store_scans_total", "counter",
            "Jobs run on the scan readers (admin listings, bulk inbox reads).");
     evbuffer_add_printf(out, "roost_store_scans_total %llu\n", sum.scans);
+    family(out, "roost_store_write_overlaps_total", "counter",
+           "Write groups that began while another writer's COMMIT was in flight.");
+    evbuffer_add_printf(out, "roost_store_write_overlaps_total %llu\n", sum.overlaps);
+    family(out, "roost_store_write_handoffs_total", "counter",
+           "Write jobs moved off a committing writer's queue to an idle writer.");
+    evbuffer_add_printf(out, "roost_store_write_handoffs_total %llu\n", sum.handoffs);
 }
 
 int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *out)

@@ -92,6 +92,9 @@ struct thread_slot {
     uint64_t last_tenant; /* the tenant of the job taken last into a group (round robin) */
     struct job **running;
     size_t n_running;
+    /* The running group has sent (or is about to send) its COMMIT: its statements are done, so
+     * its agents' jobs need not wait for it (overlap, see writer_for). */
+    bool committing;
 };
 
 struct workers {
@@ -366,9 +369,12 @@ static int run_kind(struct workers *w, struct store *st, struct group *g, size_t
  * pass runs the others each alone inside its own savepoint, so a group takes at most two passes.
  * A batch that fails as a whole (which job was at fault is unknown) sends the group to the second
  * pass too. A group of one job needs no savepoint at all: its transaction is its savepoint. */
-static int run_group(struct workers *w, struct store *st, struct group *g, bool isolate,
+static void commit_begins(struct workers *w, struct thread_slot *slot);
+
+static int run_group(struct workers *w, struct thread_slot *slot, struct group *g, bool isolate,
                      bool *committed)
 {
+    struct store *st = slot->st;
     size_t left = 0;
     *committed = false;
     g->batches = g->batched = 0;
@@ -395,7 +401,7 @@ static int run_group(struct workers *w, struct store *st, struct group *g, bool 
         bool alone = true;
         if (!isolate && job->batch != NULL && (rc = run_kind(w, st, g, i, &alone)) != ROOST_OK) {
             if (rc == RUN_ISOLATED) {
-                return run_group(w, st, g, true, committed);
+                return run_group(w, slot, g, true, committed);
             }
             goto fail;
         }
@@ -420,12 +426,13 @@ static int run_group(struct workers *w, struct store *st, struct group *g, bool 
             /* The job may have written part of its work: the others run again without it. */
             g->skip[i] = true;
             store_call0(st, rollback);
-            return run_group(w, st, g, true, committed);
+            return run_group(w, slot, g, true, committed);
         }
         if (rc != ROOST_OK) {
             goto fail;
         }
     }
+    commit_begins(w, slot);
     int64_t t0 = time_mono_us();
     /* A COMMIT whose answer was lost is resolved inside the store (MySQL: the commit marker):
      * ROOST_OK means it committed, ROOST_ERETRY that it did not and never will (the group
@@ -442,6 +449,44 @@ static int run_group(struct workers *w, struct store *st, struct group *g, bool 
 fail:
     store_call0(st, rollback);
     return rc;
+}
+
+/* The writer's group has run its statements and now commits (under no lock). Its agents' row locks
+ * stay held only until that COMMIT, so the jobs queued behind it need not wait for the COMMIT's
+ * answer (on MariaDB the redo log's fsync, most of a group's time): when another writer is idle,
+ * they move to it, and their statements travel while this COMMIT waits. A publish of the same
+ * agent there waits on the agent's row lock, which InnoDB releases once the COMMIT is written and
+ * before it is flushed, so the two fsyncs are shared (one group commit of the log); seqs stay
+ * commit-ordered and gap-free, since they are only ever allocated under that lock (doc/internals.md,
+ * "Group commit"). With one writer (SQLite) there is nobody to move them to. */
+static void commit_begins(struct workers *w, struct thread_slot *slot)
+{
+    if (w->n_writers < 2) {
+        return;
+    }
+    pthread_mutex_lock(&w->mu);
+    slot->committing = true;
+    struct thread_slot *idle = NULL;
+    for (int i = 0; i < w->n_writers && slot->writes.len > 0 && !w->stopping; i++) {
+        struct thread_slot *s = &w->slots[i];
+        if (s != slot && s->writes.len == 0 && s->n_running == 0) {
+            idle = s;
+            break;
+        }
+    }
+    size_t moved = 0;
+    if (idle != NULL) {
+        moved = slot->writes.len;
+        idle->writes = slot->writes;
+        memset(&slot->writes, 0, sizeof slot->writes);
+        pthread_cond_signal(&idle->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (moved > 0) {
+        pthread_mutex_lock(&w->stats_mu);
+        w->stats.handoffs += moved;
+        pthread_mutex_unlock(&w->stats_mu);
+    }
 }
 
 static void group_free(struct group *g)
@@ -486,7 +531,17 @@ static void *writer_main(void *arg)
         }
         slot->running = g.jobs;
         slot->n_running = n;
+        slot->committing = false;
+        bool overlap = false;
+        for (int i = 0; i < w->n_writers && n > 0; i++) {
+            overlap = overlap || w->slots[i].committing;
+        }
         pthread_mutex_unlock(&w->mu);
+        if (overlap) {
+            pthread_mutex_lock(&w->stats_mu);
+            w->stats.overlaps++;
+            pthread_mutex_unlock(&w->stats_mu);
+        }
         if (n == 0) {
             if (!g.jobs) {
                 /* Out of memory at start: fail whatever arrives, one by one. */
@@ -515,8 +570,11 @@ static void *writer_main(void *arg)
             if (attempt > 0) {
                 retries++;
                 sleep_ms(1L << attempt);
+                pthread_mutex_lock(&w->mu);
+                slot->committing = false; /* it takes its locks again */
+                pthread_mutex_unlock(&w->mu);
             }
-            rc = run_group(w, slot->st, &g, false, &committed);
+            rc = run_group(w, slot, &g, false, &committed);
         }
         for (size_t i = 0; i < n; i++) {
             /* A failed commit fails every job of the group: none of them is durable, except
@@ -546,6 +604,7 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&w->stats_mu);
         pthread_mutex_lock(&w->mu);
         slot->n_running = 0;
+        slot->committing = false;
         pthread_mutex_unlock(&w->mu);
         for (size_t i = 0; i < n; i++) {
             complete(w, g.jobs[i]);
@@ -640,7 +699,8 @@ fail:
 }
 
 /* The writer for a write job (under w->mu): the one that has a job of the same affinity queued
- * or running, so one agent's writes never wait on each other's row locks across connections;
+ * or running, so one agent's writes never wait on each other's row locks across connections, unless
+ * the group running there is committing (its locks go with that COMMIT, see commit_begins);
  * otherwise the least busy, so agents spread over the writers as they come and go. */
 static struct thread_slot *writer_for(struct workers *w, uint64_t affinity)
 {
@@ -653,7 +713,7 @@ static struct thread_slot *writer_for(struct workers *w, uint64_t affinity)
                 return slot;
             }
         }
-        for (size_t k = 0; affinity != 0 && k < slot->n_running; k++) {
+        for (size_t k = 0; affinity != 0 && !slot->committing && k < slot->n_running; k++) {
             if (slot->running[k]->affinity == affinity) {
                 return slot;
             }

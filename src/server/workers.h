@@ -85,6 +85,8 @@ struct workers_stats {
     unsigned long long reads_deferred; /* a free reader passed a queued read over: its tenant held
                                           its share of the lane */
     unsigned long long scans;          /* jobs run on the scan readers */
+    unsigned long long overlaps; /* groups that began while another writer's COMMIT was in flight */
+    unsigned long long handoffs; /* queued write jobs moved off a committing writer to an idle one */
 };
 
 struct workers;

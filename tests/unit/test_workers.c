@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness/check.h"
@@ -496,6 +497,95 @@ static void test_workers_writer_affinity(void)
         CHECK(in_order);
         store_events_cleanup(&evs);
     }
+}
+
+/* Two writers (MySQL): the next group's statements run while the previous group's COMMIT waits.
+ * BACKUP STAGE BLOCK_COMMIT holds every COMMIT on the server (statements go on). The gate, a
+ * publish to agent ov, holds writer 1 while N_OV publishes to ov queue behind it (affinity); once
+ * it commits, they move to the idle writer 2 (handoffs), whose group begins while writer 1's
+ * COMMIT is in flight (overlaps) and waits on ov's row lock, which writer 1 holds until its COMMIT.
+ * Nothing completes before the commits resume; then all do, without a retry, and ov's seqs are
+ * 1..N_OV+1 in commit order with no gap (DESIGN §4.2). */
+#define N_OV 10
+static void block_commits(MYSQL *db, bool on)
+{
+    static const char *const stages[] = {"BACKUP STAGE START", "BACKUP STAGE FLUSH",
+                                         "BACKUP STAGE BLOCK_DDL", "BACKUP STAGE BLOCK_COMMIT"};
+    for (size_t i = 0; on && i < sizeof stages / sizeof stages[0]; i++) {
+        CHECK_EQ(mysql_testutil_exec(db, stages[i]), 0);
+    }
+    if (!on) {
+        CHECK_EQ(mysql_testutil_exec(db, "BACKUP STAGE END"), 0);
+    }
+}
+
+/* Waits (30 s at most) until the pool's stats show at least `overlaps` overlapping groups. */
+static bool wait_overlaps(struct workers *w, unsigned long long overlaps, struct workers_stats *st)
+{
+    for (int i = 0; i < 3000; i++) {
+        workers_get_stats(w, st);
+        if (st->overlaps >= overlaps) {
+            return true;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+static void test_workers_overlap_commit(void)
+{
+    MYSQL *ctl = mysql_testutil_connect(url);
+    CHECK(ctl != NULL);
+    struct workers *w = ctl ? new_workers_w(1, 2, 64) : NULL;
+    if (!w) {
+        if (ctl) {
+            mysql_close(ctl);
+        }
+        return;
+    }
+    static struct pub_job rest[N_OV];
+    struct gate gate;
+    gate_init(&gate, "ov");
+    gate.job.affinity = 1;
+    int base_done = completed;
+    gate_close(w, &gate);
+    for (int i = 0; i < N_OV; i++) {
+        pub_init(&rest[i], "ov", ROOST_OK);
+        rest[i].job.affinity = 1;
+        workers_submit(w, &rest[i].job);
+    }
+    block_commits(ctl, true);
+    gate_open(&gate);
+    struct workers_stats stats;
+    CHECK(wait_overlaps(w, 1, &stats));
+    CHECK_EQ(stats.handoffs, N_OV);
+    int done = 0;
+    for (int i = 0; i < N_OV; i++) {
+        done += rest[i].done_calls;
+    }
+    CHECK_EQ(done + gate.done_calls, 0);
+    block_commits(ctl, false);
+    CHECK(loop_until(base_done + N_OV + 1));
+    int ok = gate.job.rc == ROOST_OK && gate.done_calls == 1;
+    for (int i = 0; i < N_OV; i++) {
+        ok += rest[i].job.rc == ROOST_OK && rest[i].done_calls == 1;
+    }
+    CHECK_EQ(ok, N_OV + 1);
+    workers_get_stats(w, &stats);
+    CHECK_EQ(stats.retries, 0);
+    CHECK_EQ(stats.commits, 2);
+    workers_free(w);
+    gate_destroy(&gate);
+    mysql_close(ctl);
+    struct store_events evs = {0};
+    CHECK_EQ(inbox_of("ov", &evs), N_OV + 1);
+    bool in_order = evs.len == (size_t)N_OV + 1;
+    for (size_t i = 0; in_order && i < evs.len; i++) {
+        in_order = evs.items[i].seq == (int64_t)i + 1;
+    }
+    CHECK(in_order);
+    store_events_cleanup(&evs);
 }
 
 static void test_workers_failing_job_rolled_back_alone(void)
@@ -1226,6 +1316,7 @@ int main(int argc, char **argv)
     if (argc > 1) {
         /* SQLite has one writer at a time: a second writer would wait on the gate's lock. */
         RUN(test_workers_writer_affinity);
+        RUN(test_workers_overlap_commit);
     }
 
     event_base_free(base);
