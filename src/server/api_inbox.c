@@ -103,9 +103,10 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
     op->job.done = done;
     op->job.write = write;
     op->job.name = request_job_kind(op->rq);
+    op->job.affinity = hash_tenant_agent(op->rq->principal.tenant_id, op->rq->agent_id);
     /* Claims, acks, releases and extends never take the agent's sequence lock (only publishes
-     * do): no affinity, so they never queue behind that agent's publishes on one writer. */
-    op->job.affinity = 0;
+     * do): with store.write_overlap they need not follow the agent's publishes to one writer. */
+    op->job.no_seq_lock = write;
     op->job.tenant = workers_tenant_key(op->rq->principal.tenant_id);
     if (op->deadline_ms) {
         op->serial =

@@ -38,6 +38,9 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
       "or the CPU a small inbox read needs")                                                       \
     X("store.writers", store_writers, CONFIG_INT, "0", 0, 64, 0,                                   \
       "write threads, each with its own transaction: 0 = 2 on MySQL; SQLite has 1")                \
+    X("store.write_overlap", store_write_overlap, CONFIG_BOOL, "false", 0, 0, 0,                   \
+      "several writers (MySQL): a group's statements run while the previous group's COMMIT "       \
+      "waits for its fsync, and claims, acks, releases and extends go to any writer")              \
     X("store.group_commit_max", store_group_commit_max, CONFIG_INT, "256", 1, 10000, 0,            \
       "most write requests (and rows) sharing one transaction and one fsync")                      \
     X("store.failover_timeout_s", store_failover_timeout_s, CONFIG_INT, "10", 2, 600, 0,           \

@@ -269,6 +269,7 @@ static int shards_open(struct runtime *rt, char *err, size_t errlen)
             }
             return -1;
         }
+        workers_set_overlap(sh->workers, cfg->store_write_overlap);
     }
     return 0;
 }

@@ -110,6 +110,7 @@ struct workers {
 
     struct thread_slot *slots;
     int n_slots, n_writers;
+    bool overlap; /* workers_set_overlap */
 
     pthread_mutex_t stats_mu;
     struct workers_stats stats;
@@ -457,11 +458,11 @@ fail:
  * they move to it, and their statements travel while this COMMIT waits. A publish of the same
  * agent there waits on the agent's row lock, which InnoDB releases once the COMMIT is written and
  * before it is flushed, so the two fsyncs are shared (one group commit of the log); seqs stay
- * commit-ordered and gap-free, since they are only ever allocated under that lock (doc/internals.md,
- * "Group commit"). With one writer (SQLite) there is nobody to move them to. */
+ * commit-ordered and gap-free, since they are only ever allocated under that lock
+ * (doc/internals.md, "Group commit"). With one writer (SQLite) there is nobody to move them to. */
 static void commit_begins(struct workers *w, struct thread_slot *slot)
 {
-    if (w->n_writers < 2) {
+    if (w->n_writers < 2 || !w->overlap) {
         return;
     }
     pthread_mutex_lock(&w->mu);
@@ -702,8 +703,9 @@ fail:
  * or running, so one agent's writes never wait on each other's row locks across connections, unless
  * the group running there is committing (its locks go with that COMMIT, see commit_begins);
  * otherwise the least busy, so agents spread over the writers as they come and go. */
-static struct thread_slot *writer_for(struct workers *w, uint64_t affinity)
+static struct thread_slot *writer_for(struct workers *w, const struct job *job)
 {
+    uint64_t affinity = w->overlap && job->no_seq_lock ? 0 : job->affinity;
     struct thread_slot *best = &w->slots[0];
     size_t best_load = SIZE_MAX;
     for (int i = 0; i < w->n_writers && w->n_writers > 1; i++) {
@@ -731,7 +733,7 @@ void workers_submit(struct workers *w, struct job *job)
 {
     pthread_mutex_lock(&w->mu);
     if (job->write) {
-        struct thread_slot *slot = writer_for(w, job->affinity);
+        struct thread_slot *slot = writer_for(w, job);
         queue_push(&slot->writes, job);
         pthread_cond_signal(&slot->cv);
     } else {
@@ -776,6 +778,11 @@ void workers_free(struct workers *w)
     pthread_cond_destroy(&w->reads.cv);
     pthread_cond_destroy(&w->scans.cv);
     free(w);
+}
+
+void workers_set_overlap(struct workers *w, bool on)
+{
+    w->overlap = on;
 }
 
 void workers_set_observer(struct workers *w, const struct workers_observer *obs)

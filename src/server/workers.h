@@ -61,6 +61,9 @@ struct job {
     /* Write jobs only, with store.writers > 1: jobs of one affinity (an agent's
      * hash_tenant_agent) in flight together run on one writer; 0 = none. */
     uint64_t affinity;
+    /* Write jobs only: the job never takes its agent's sequence lock (claims, acks, releases,
+     * extends); with overlap on (workers_set_overlap) its affinity is ignored. */
+    bool no_seq_lock;
     /* The tenant served (workers_tenant_key), 0 = none (the node's own jobs), which no share
      * limits: readers take tenants in turn within their shares, and writers fill a group in
      * turn between tenants. */
@@ -85,8 +88,8 @@ struct workers_stats {
     unsigned long long reads_deferred; /* a free reader passed a queued read over: its tenant held
                                           its share of the lane */
     unsigned long long scans;          /* jobs run on the scan readers */
-    unsigned long long overlaps; /* groups that began while another writer's COMMIT was in flight */
-    unsigned long long handoffs; /* queued write jobs moved off a committing writer to an idle one */
+    unsigned long long overlaps; /* groups begun while another writer's COMMIT was in flight */
+    unsigned long long handoffs; /* queued jobs moved off a committing writer to an idle one */
 };
 
 struct workers;
@@ -122,6 +125,12 @@ struct workers_observer {
     void (*group_retried)(void *arg, unsigned n);
     void *arg;
 };
+
+/* Overlap (off by default; set before jobs are submitted): when a writer's group starts its
+ * COMMIT, the jobs queued behind it move to an idle writer and new ones no longer follow it by
+ * affinity, so the next group's statements run while that COMMIT waits; jobs with no_seq_lock go
+ * to the least busy writer. Counted in workers_stats.overlaps and .handoffs. */
+void workers_set_overlap(struct workers *w, bool on);
 
 /* Reports to `obs` (copied) from now on; set before jobs are submitted. */
 void workers_set_observer(struct workers *w, const struct workers_observer *obs);

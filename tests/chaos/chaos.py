@@ -357,6 +357,10 @@ class Node:
                 "--set", f"claim.max_attempts={MAX_ATTEMPTS}",
                 "--set", "scavenger.interval_ms=250", "--set", "sse.heartbeat_s=5",
                 "--set", "tail.interval_ms=100", "--set", "metrics.refresh_ms=1000"]
+        # CHAOS_ROOSTD_SET="k=v k2=v2": more --set options for every node (e.g.
+        # store.write_overlap=true, to run the profile with a mode that is off by default).
+        for kv in os.environ.get("CHAOS_ROOSTD_SET", "").split():
+            args += ["--set", kv]
         env = dict(os.environ)
         if self.faketime:
             # Only the wall clock jumps (leases, TTLs, due times); libevent's timers run on the

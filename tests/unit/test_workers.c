@@ -484,6 +484,7 @@ static void test_workers_writer_affinity(void)
     struct workers_stats stats;
     workers_get_stats(w, &stats);
     CHECK_EQ(stats.retries, 0);
+    CHECK_EQ(stats.overlaps + stats.handoffs, 0); /* overlap is off by default */
     workers_free(w);
     gate_destroy(&gate);
     const char *agents[] = {"a1", "a2"};
@@ -544,6 +545,7 @@ static void test_workers_overlap_commit(void)
         }
         return;
     }
+    workers_set_overlap(w, true);
     static struct pub_job rest[N_OV];
     struct gate gate;
     gate_init(&gate, "ov");
