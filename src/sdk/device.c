@@ -298,8 +298,27 @@ int roost_device_open(const char *dir, const char *agent_id, struct roost_device
 }
 
 /* One refresh: the next access token and refresh token, the latter saved before use. */
+/* Another process of the same device (a command beside `agent run`) may have rotated the refresh
+ * token since we read it: the store's is the live one, ours would be a replay. */
+static void adopt_stored_refresh(struct roost_device *d)
+{
+    char *text = NULL;
+    if (record_load(d->dir, d->agent, &text) != ROOST_OK) {
+        return;
+    }
+    json_t *rec = json_loads(text, 0, NULL);
+    OPENSSL_cleanse(text, strlen(text));
+    free(text);
+    const char *rt = json_string_value(json_object_get(rec, "refresh_token"));
+    if (rt != NULL && rt[0] != '\0' && strlen(rt) < sizeof d->refresh) {
+        snprintf(d->refresh, sizeof d->refresh, "%s", rt);
+    }
+    json_decref(rec);
+}
+
 static int refresh(struct roost_device *d)
 {
+    adopt_stored_refresh(d);
     struct roost_client *c = NULL;
     int rc = roost_client_new(&c, d->server, NULL);
     if (rc != ROOST_OK) {

@@ -188,3 +188,87 @@ def test_no_bus_falls_back_to_the_file(make_server: Any, tmp_dir: str) -> None:
                        capture_output=True, text=True, timeout=30 * SLOW)
     assert r.returncode == 0, r.stderr
     assert json.load(open(path))["refresh_token"] != rec["refresh_token"]
+
+
+def write_record(creds: str, srv: Roostd, tok: Dict[str, Any]) -> str:
+    os.makedirs(creds, mode=0o700, exist_ok=True)
+    rec = {"server": srv.url, "tenant": tok["tenant"], "agent_id": "laptop",
+           "device_id": tok["device_id"], "refresh_token": tok["refresh_token"]}
+    path = os.path.join(creds, "device-laptop.json")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(fd, json.dumps(rec).encode())
+    os.close(fd)
+    return path
+
+
+def use_for(client: Any, seconds: float) -> int:
+    """Reads the inbox over `seconds` (several access-token lifetimes); the number of calls."""
+    n = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        client.inbox("laptop")
+        n += 1
+        time.sleep(0.2)
+    return n
+
+
+def test_python_sdk_reads_the_file_store(make_server: Any, tmp_dir: str) -> None:
+    """roost.DeviceLogin over the CLI's 0600 file, under signatures.require = all with 2 s access
+    tokens and 4 s keys: it refreshes, signs with each new key, writes the rotated refresh token
+    back in the CLI's format (the CLI carries on from it), and a revoked device raises."""
+    import roost
+    srv = make_server("oauth.poll_interval_s=1", "oauth.access_token_ttl_s=2",
+                      "oauth.signing_key_ttl_s=4", "signatures.require=all")
+    tok = enrol(srv)
+    creds = os.path.join(tmp_dir, "creds")
+    path = write_record(creds, srv, tok)
+    device = roost.DeviceLogin(dir=creds)  # the only agent logged in there
+    assert device.agent == "laptop" and device.server == srv.url and device.store == "file"
+    with roost.Client(device.server, token=device, signing_key=device.signing_key) as c:
+        assert use_for(c, 6) > 5  # three access-token lifetimes, every call signed and accepted
+    rec = json.load(open(path))
+    assert rec["refresh_token"] != tok["refresh_token"]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    d = httpx.get(srv.url + "/api/v1/admin/devices", headers=admin(srv)).json()["devices"][0]
+    assert d["refreshes"] >= 3, d
+    env = {"PATH": "/usr/bin:/bin", "HOME": tmp_dir, "ROOST_CREDENTIALS_DIR": creds}
+    r = subprocess.run([roost_cli_bin(), "inbox", "read", "--agent", "laptop"], env=env,
+                       capture_output=True, text=True, timeout=30 * SLOW)
+    assert r.returncode == 0, r.stderr
+    # the CLI rotated it on: a new DeviceLogin reads the CLI's record; revoked, it raises why
+    device2 = roost.DeviceLogin("laptop", dir=creds)
+    assert device2.get()
+    httpx.post(srv.url + f"/api/v1/admin/devices/{tok['device_id']}/revoke", headers=admin(srv))
+    end = time.monotonic() + 3  # past the access token's life: the next get() refreshes
+    wait_until(lambda: time.monotonic() > end, 10, "the access token's end")
+    with pytest.raises(roost.Unauthorized, match="revoked"):
+        device2.get()
+    with pytest.raises(roost.Unauthorized, match="revoked"):
+        device2.get()  # remembered: no second refresh
+
+
+def test_python_sdk_reads_the_keyring(make_server: Any, tmp_dir: str,
+                                      session_bus: Dict[str, str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """roost.DeviceLogin over a record `roost login` put in the keyring: read through
+    secretstorage, refreshed, written back to the keyring (never to disk), and the CLI carries on
+    from what Python wrote."""
+    pytest.importorskip("secretstorage")
+    import roost
+    srv = make_server("oauth.poll_interval_s=1", "oauth.access_token_ttl_s=2")
+    creds = os.path.join(tmp_dir, "creds")
+    env = {**session_bus, "ROOST_CREDENTIALS_DIR": creds}
+    assert "saved in the OS keyring" in login(srv, env)
+    rec1 = keyring_record(env, creds)
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", session_bus["DBUS_SESSION_BUS_ADDRESS"])
+    device = roost.DeviceLogin("laptop", dir=creds)
+    assert device.store == "secret-service"
+    with roost.Client(device.server, token=device, signing_key=device.signing_key) as c:
+        assert use_for(c, 4) > 3
+    rec2 = keyring_record(env, creds)
+    assert rec2["refresh_token"] != rec1["refresh_token"]
+    assert files_holding(tmp_dir, b"rt1.") == []
+    r = subprocess.run([roost_cli_bin(), "inbox", "read", "--agent", "laptop"], env=env,
+                       capture_output=True, text=True, timeout=30 * SLOW)
+    assert r.returncode == 0, r.stderr
+    assert keyring_record(env, creds)["refresh_token"] != rec2["refresh_token"]

@@ -50,6 +50,7 @@ from ._models import (
     PublishResult,
     Ticket,
 )
+from ._device import DeviceLogin
 from ._signing import SigningKey
 from ._tokens import TokenCommand, TokenFile, TokenSource
 
@@ -67,6 +68,7 @@ __all__ = [
     "read_status",
     # credentials
     "SigningKey",
+    "DeviceLogin",
     "TokenSource",
     "TokenFile",
     "TokenCommand",

@@ -53,7 +53,7 @@ from ._errors import (
 )
 from ._ids import default_consumer
 from ._models import AgentState, Event
-from ._signing import SigningKey
+from ._signing import KeyLike, SigningKey
 from ._state import StateFile, now_ms
 from ._tokens import TokenLike
 
@@ -217,7 +217,7 @@ class Agent:
         state_dir: str,
         base_url: Optional[str] = None,
         token: Optional[TokenLike] = None,
-        signing_key: Optional[SigningKey] = None,
+        signing_key: Optional[KeyLike] = None,
         concurrency: int = 1,
         lease_s: int = 60,
         long_poll_s: int = 25,

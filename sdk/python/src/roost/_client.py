@@ -42,7 +42,7 @@ from ._models import (
     PublishResult,
     Ticket,
 )
-from ._signing import SigningKey
+from ._signing import KeyLike, SigningKey
 from ._sse import SSEParser, StreamBackoff, ping_of
 from ._tokens import TokenLike
 from ._transport import async_transport, sync_transport
@@ -76,7 +76,7 @@ def _fatal_stream_error(err: RoostError) -> bool:
 
 class _Base:
     def __init__(self, base_url: Optional[str], token: Optional[TokenLike],
-                 signing_key: Optional[SigningKey], timeout_s: float, max_retries: int) -> None:
+                 signing_key: Optional[KeyLike], timeout_s: float, max_retries: int) -> None:
         self._core = ClientCore(base_url, token=token, signing_key=signing_key,
                                 timeout_s=timeout_s, max_retries=max_retries)
 
@@ -101,7 +101,8 @@ class Client(_Base):
         base_url: roostd's URL (default ``$ROOST_SERVER``, else ``http://127.0.0.1:8080``).
         token: a bearer token string, a :class:`TokenFile`, a :class:`TokenCommand`, or a
             callable returning the token (asked before every request).
-        signing_key: a :class:`SigningKey`: every request is then signed (RFC 9421).
+        signing_key: a :class:`SigningKey`: every request is then signed (RFC 9421); or a
+            callable answering the current key (one that rotates: ``DeviceLogin.signing_key``).
         timeout_s: per-request timeout (long polls get their ``wait_s`` on top).
         max_retries: how often a retryable call (publish, reads, acks) is repeated after a
             connection error, 503 or 429.
@@ -109,7 +110,7 @@ class Client(_Base):
     """
 
     def __init__(self, base_url: Optional[str] = None, *, token: Optional[TokenLike] = None,
-                 signing_key: Optional[SigningKey] = None, timeout_s: float = 30.0,
+                 signing_key: Optional[KeyLike] = None, timeout_s: float = 30.0,
                  max_retries: int = 5, http: Optional[httpx.Client] = None) -> None:
         super().__init__(base_url, token, signing_key, timeout_s, max_retries)
         self._http = http or httpx.Client(transport=sync_transport())
@@ -462,7 +463,7 @@ class AsyncClient(_Base):
     """
 
     def __init__(self, base_url: Optional[str] = None, *, token: Optional[TokenLike] = None,
-                 signing_key: Optional[SigningKey] = None, timeout_s: float = 30.0,
+                 signing_key: Optional[KeyLike] = None, timeout_s: float = 30.0,
                  max_retries: int = 5, http: Optional[httpx.AsyncClient] = None) -> None:
         super().__init__(base_url, token, signing_key, timeout_s, max_retries)
         self._http = http or httpx.AsyncClient(transport=async_transport())

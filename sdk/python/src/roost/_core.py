@@ -34,7 +34,7 @@ from ._models import (
     PublishResult,
     Ticket,
 )
-from ._signing import SigningKey
+from ._signing import KeyLike, SigningKey
 from ._tokens import TokenLike, TokenSource, token_source
 
 T = TypeVar("T")
@@ -139,7 +139,7 @@ class ClientCore:
         base_url: Optional[str] = None,
         *,
         token: Optional[TokenLike] = None,
-        signing_key: Optional[SigningKey] = None,
+        signing_key: Optional[KeyLike] = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_retries: int = DEFAULT_MAX_RETRIES,
         user_agent: str = "roost-python",
@@ -178,8 +178,9 @@ class ClientCore:
             h["Authorization"] = authz
         if call.body is not None:
             h["Content-Type"] = "application/json"
-        if self.signing_key is not None:
-            h.update(self.signing_key.headers(call.method, self.authority,
+        key = self.signing_key() if callable(self.signing_key) else self.signing_key
+        if key is not None:
+            h.update(key.headers(call.method, self.authority,
                                               self.prefix + call.path, call.query_string(),
                                               authz, call.body))
         return h

@@ -20,7 +20,7 @@ import hmac
 import os
 import secrets
 import time
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
@@ -56,6 +56,11 @@ def _sf_string(value: str) -> str:
 def content_digest(body: bytes) -> str:
     """The RFC 9530 ``Content-Digest`` value (sha-256) of ``body``."""
     return "sha-256=:" + base64.b64encode(hashlib.sha256(body).digest()).decode("ascii") + ":"
+
+
+#: A signing key, or a callable answering the current one (a key that rotates, e.g.
+#: :meth:`roost.DeviceLogin.signing_key`), asked before every request.
+KeyLike = Union["SigningKey", Callable[[], Optional["SigningKey"]]]
 
 
 class SigningKey:
