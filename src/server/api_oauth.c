@@ -39,6 +39,7 @@
 #include "server/api.h"
 #include "server/api_json.h"
 #include "server/auth.h"
+#include "server/ratelimit.h"
 #include "server/request.h"
 #include "server/runtime.h"
 #include "server/workers.h"
@@ -207,6 +208,25 @@ static void done_device_auth(struct job *job)
 
 void api_oauth_device_authorization(struct request *rq)
 {
+    /* It needs no token, so anyone can call it: each address gets so many pending devices. */
+    struct evhttp_connection *conn = evhttp_request_get_connection(rq->req);
+    char *peer = NULL;
+    ev_uint16_t port = 0;
+    if (conn != NULL) {
+        evhttp_connection_get_peer(conn, &peer, &port);
+    }
+    double per_min = (double)rq->rt->cfg->oauth_device_authorizations_per_min;
+    int64_t wait_s = ratelimit_take(rq->rt->device_rl, peer != NULL ? peer : "", per_min / 60.0,
+                                    per_min, 1.0, time_mono_ms());
+    if (wait_s > 0) {
+        char after[24];
+        snprintf(after, sizeof after, "%lld", (long long)wait_s);
+        evhttp_add_header(evhttp_request_get_output_headers(rq->req), "Retry-After", after);
+        oauth_error(rq, 429, "slow_down",
+                    "too many device authorizations from this address: retry after Retry-After "
+                    "seconds");
+        return;
+    }
     const char *bad = NULL;
     if (body_param_only(rq, rq->body, "", &bad) != ROOST_OK) {
         oauth_error(rq, 400, "invalid_request", "unknown parameter");
@@ -250,12 +270,6 @@ void api_oauth_device_authorization(struct request *rq)
         snprintf(d->scope_requested, sizeof d->scope_requested, "%s", scope);
     }
     snprintf(d->name, sizeof d->name, "%s", name != NULL ? name : "");
-    struct evhttp_connection *conn = evhttp_request_get_connection(rq->req);
-    char *peer = NULL;
-    ev_uint16_t port = 0;
-    if (conn != NULL) {
-        evhttp_connection_get_peer(conn, &peer, &port);
-    }
     snprintf(d->address, sizeof d->address, "%s", peer != NULL ? peer : "");
     int64_t now = time_now_ms();
     d->created_at_ms = now;

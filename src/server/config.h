@@ -236,6 +236,10 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("oauth.key_overlap_s", oauth_key_overlap_s, CONFIG_INT, "60", 0, 3600, CONFIG_RELOADABLE,    \
       "after a refresh the device's previous signing key still verifies this long, so requests "   \
       "signed before it never fail")                                                               \
+    X("oauth.device_authorizations_per_min", oauth_device_authorizations_per_min, CONFIG_INT,      \
+      "30", 0, 100000, CONFIG_RELOADABLE,                                                          \
+      "device authorizations one client address may start per minute on this node (bursts of "     \
+      "that many); more get 429 slow_down with Retry-After; 0 = no limit")                         \
     X("oauth.refresh_reuse_interval_s", oauth_refresh_reuse_interval_s, CONFIG_INT, "30", 0, 300,  \
       CONFIG_RELOADABLE,                                                                           \
       "a refresh token (or device code) presented again this soon after it was exchanged, before " \

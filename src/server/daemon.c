@@ -367,8 +367,9 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     rt->register_rl = ratelimit_new();
     rt->access_log = access_log_new(rt->base);
     rt->ingest_rl = ratelimit_new();
+    rt->device_rl = ratelimit_new();
     if (!rt->waiters || !rt->sse || !rt->publish_rl || !rt->ticket_rl || !rt->register_rl ||
-        !rt->access_log || !rt->ingest_rl) {
+        !rt->access_log || !rt->ingest_rl || !rt->device_rl) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -476,6 +477,8 @@ void daemon_cleanup(struct daemon *d)
     rt->ticket_rl = NULL;
     ratelimit_free(rt->ingest_rl);
     rt->ingest_rl = NULL;
+    ratelimit_free(rt->device_rl);
+    rt->device_rl = NULL;
     ratelimit_free(rt->register_rl);
     rt->register_rl = NULL;
     rt->sse = NULL;

@@ -52,6 +52,7 @@ struct runtime {
     struct ratelimit *ticket_rl;   /* limits.tickets_per_s, per tenant */
     struct ratelimit *register_rl; /* webhooks.registrations_per_min, per tenant */
     struct ratelimit *ingest_rl;   /* ingest.rate_per_s, per inbound webhook source */
+    struct ratelimit *device_rl;   /* oauth.device_authorizations_per_min, per client address */
     struct server_key sign_key;    /* roostd's Ed25519 signing key, served at /api/v1/keys/server */
     /* Webhooks: the signer (sign_key and its kid) and what registrations may reach. */
     struct webhooks_signer *hook_signer;

@@ -582,3 +582,19 @@ def test_lost_answer_token_revokes(make_server: Any) -> None:
     r = refresh(srv, lost["refresh_token"])
     assert err(r) == "invalid_grant" and "reuse" in r.json()["error_description"]
     assert err(refresh(srv, t2["refresh_token"])) == "invalid_grant"
+
+
+def test_device_authorization_rate_limit(make_server: Any) -> None:
+    """/oauth/device_authorization needs no token: one address starts so many a minute."""
+    srv = make_server("oauth.device_authorizations_per_min=3")
+    for _ in range(3):
+        start(srv)
+    # the burst (3), then at most the one the bucket lends (roostd's limiter goes into debt once)
+    codes = [httpx.post(srv.url + "/oauth/device_authorization",
+                        data={"client_id": "laptop"}).status_code for _ in range(2)]
+    assert codes[-1] == 429 and codes.count(200) <= 1, codes
+    r = httpx.post(srv.url + "/oauth/device_authorization", data={"client_id": "laptop"})
+    assert r.status_code == 429 and r.json()["error"] == "slow_down", r.text
+    assert 1 <= int(r.headers["retry-after"]) <= 60
+    # the rest of the server is not affected
+    assert httpx.get(srv.url + "/.well-known/oauth-authorization-server").status_code == 200
