@@ -37,6 +37,7 @@ let timer = null;
 // ...}, oldest first, at most `max` of them), the window they span, and the agent's samples.
 let history = newHistory();
 let eventShown = null; // the event id in the event pane
+let devicesAt = 0; // when the device list was last read (0: read it on the next refresh)
 // Webhook endpoints: the listing, and per endpoint id the attempts read so far. The attempt log
 // is oldest first and paged by attempt id, so each poll asks only for attempts after the last
 // one seen.
@@ -205,6 +206,8 @@ function useTenant(i) {
   attempts = new Map();
   selectedEndpoint = null;
   endpointsAt = 0;
+  devicesAt = 0;
+  $('device-list').tBodies[0].replaceChildren();
   $('agent').hidden = true;
   $('endpoint').hidden = true;
   $('agents').tBodies[0].replaceChildren();
@@ -259,6 +262,15 @@ async function refresh() {
       attempts = read.seen; // deleted endpoints drop out
       endpointsAt = Date.now();
       renderEndpoints();
+    }
+    if (Date.now() - devicesAt >= ENDPOINT_POLL_MS) {
+      // tenant:admin only: without it the section says so instead of failing the page
+      const r = await c.get('/api/v1/admin/devices?limit=100').catch((err) => ({ err }));
+      if (c !== client) {
+        throw new Error('tenant switched');
+      }
+      devicesAt = Date.now();
+      renderDevices(r.devices ?? [], r.err);
     }
     $('live').textContent = `${current.tenant} · updated ${when(new Date().toISOString())}`;
     showError(null);
@@ -701,6 +713,51 @@ function renderAttempts() {
   }), 'attempt');
 }
 
+// ---- devices (roost login, doc/CREDENTIALS.md) ----
+
+/** The user code the verification link names (#devices?user_code=BCDF-GHJK), upper case. */
+function wantedCode() {
+  const m = /[?&]user_code=([A-Za-z]{4}-?[A-Za-z]{4})/.exec(location.hash);
+  return m ? m[1].toUpperCase().replace(/^(....)-?(....)$/, '$1-$2') : null;
+}
+
+function renderDevices(list, err) {
+  const code = wantedCode();
+  $('devices-note').textContent = err ? `Devices: ${err.message}` :
+    code ? `Approve only if ${code} is the code the person at the device read to you.` :
+    list.length === 0 ? 'No device login in this tenant.' : '';
+  const order = { pending: 0, approved: 1, denied: 2, revoked: 3 };
+  const rows = [...list].sort((a, b) => order[a.status] - order[b.status]);
+  patch($('device-list').tBodies[0], rows.map((d) => {
+    const tr = el('tr');
+    tr.dataset.device = d.device_id;
+    tr.dataset.status = d.status;
+    tr.dataset.code = d.user_code;
+    if (code && d.user_code === code) {
+      tr.className = 'sel';
+    }
+    const td = el('td');
+    const button = (label, action, cls, fn) => {
+      const b = el('button', label, cls);
+      b.dataset.action = action;
+      b.addEventListener('click', () => {
+        devicesAt = 0; // show the new state at once
+        act(fn);
+      });
+      td.append(b, ' ');
+    };
+    if (d.status === 'pending') {
+      button('Approve', 'approve', '', () => client.post('/api/v1/admin/devices/approve', { user_code: d.user_code }));
+      button('Deny', 'deny', 'danger', () => client.post('/api/v1/admin/devices/deny', { user_code: d.user_code }));
+    } else if (d.status === 'approved') {
+      button('Revoke', 'revoke', 'danger', () => client.post(`/api/v1/admin/devices/${enc(d.device_id)}/revoke`, {}));
+    }
+    tr.append(el('td', d.user_code), el('td', d.agent_id), el('td', d.name), el('td', d.address),
+      el('td', d.scope_granted || d.scope_requested), el('td', d.status, d.status === 'revoked' ? 'off' : ''), td);
+    return tr;
+  }), 'device');
+}
+
 // ---- wiring ----
 
 $('signin-form').addEventListener('submit', (e) => {
@@ -732,6 +789,10 @@ $('publish-form').addEventListener('submit', async (e) => {
   } catch (err) {
     $('pub-result').textContent = `${err.code ?? ''} ${err.message}`;
   }
+  refresh();
+});
+window.addEventListener('hashchange', () => {
+  devicesAt = 0;
   refresh();
 });
 document.addEventListener('visibilitychange', () => document.visibilityState === 'visible' && refresh());

@@ -612,6 +612,50 @@ async function part(what, fn) {
   }
 }
 
+// roost login's verification link opens the dashboard on its user code; the operator approves
+// it (the device's next poll gets its tokens), denies another, and revokes the first.
+async function scenarioDashboardDevices(d, b, admin) {
+  const form = (path, body) => fetch(d.url + path, { method: 'POST', body: new URLSearchParams(body) })
+    .then(async (r) => ({ status: r.status, json: await r.json() }));
+  const start = (agent) => form('/oauth/device_authorization',
+    { client_id: agent, device_name: 'laptop box', tenant: 't1' }); // the operator's tenant
+  const a = await start('dev.a');
+  const other = await start('dev.b');
+  check(a.status === 200 && other.status === 200, 'two device authorizations');
+  const poll = (dc, agent) => form('/oauth/token', { grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+    device_code: dc.device_code, client_id: agent });
+  check((await poll(a.json, 'dev.a')).json.error === 'authorization_pending', 'pending before approval');
+  const page = await b.context.newPage();
+  page.setDefaultTimeout(10000);
+  page.on('pageerror', (e) => console.error(`dashboard: ${e}`));
+  await page.goto(a.json.verification_uri_complete);
+  await page.fill('#tokens', admin);
+  await page.click('#signin-button');
+  const row = `#device-list tr[data-code="${a.json.user_code}"]`;
+  await page.waitForSelector(`${row}.sel[data-status="pending"]`);
+  const text = await page.textContent(row);
+  check(text.includes('dev.a') && text.includes('laptop box') && text.includes('127.0.0.1') &&
+    text.includes('agent:dev.a:consume'), `the row shows agent, name, address, scopes: ${text}`);
+  check((await page.textContent('#devices-note')).includes(a.json.user_code), 'the note names the code');
+  // once decided, a device no longer shows its code: follow it by its id
+  const byId = `#device-list tr[data-device="${await page.getAttribute(row, 'data-device')}"]`;
+  await page.click(`${row} button[data-action="approve"]`);
+  await page.waitForSelector(`${byId}[data-status="approved"]`);
+  await new Promise((r) => setTimeout(r, a.json.interval * 1000));
+  const tok = await poll(a.json, 'dev.a');
+  check(tok.status === 200 && tok.json.refresh_token?.startsWith('rt1.'), `approved in the browser: tokens (${tok.status})`);
+  const otherRow = `#device-list tr[data-code="${other.json.user_code}"]`;
+  const otherId = `#device-list tr[data-device="${await page.getAttribute(otherRow, 'data-device')}"]`;
+  await page.click(`${otherRow} button[data-action="deny"]`);
+  await page.waitForSelector(`${otherId}[data-status="denied"]`);
+  check((await poll(other.json, 'dev.b')).json.error === 'access_denied', 'denied in the browser');
+  await page.click(`${byId} button[data-action="revoke"]`);
+  await page.waitForSelector(`${byId}[data-status="revoked"]`);
+  const r = await form('/oauth/token', { grant_type: 'refresh_token', refresh_token: tok.json.refresh_token });
+  check(r.json.error === 'invalid_grant', 'revoked in the browser: its refresh fails');
+  await page.close();
+}
+
 async function scenarioDashboardEvents(d, b, admin, producer) {
   const operator = await mint(d, 'tenant:admin agent:*:read agent:*:publish agent:*:consume');
   const page = await b.context.newPage();
@@ -774,6 +818,7 @@ async function main() {
       case 'ticket': await scenarioTicket(d, b, admin); break;
       case 'dashboard': await scenarioDashboard(d, b, admin, producer, tls); break;
       case 'dashboard_events': await scenarioDashboardEvents(d, b, admin, producer); break;
+      case 'dashboard_devices': await scenarioDashboardDevices(d, b, admin); break;
       default: throw new Error(`unknown scenario ${scenario}`);
     }
   } finally {
