@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -316,9 +317,8 @@ static void adopt_stored_refresh(struct roost_device *d)
     json_decref(rec);
 }
 
-static int refresh(struct roost_device *d)
+static int refresh_locked(struct roost_device *d)
 {
-    adopt_stored_refresh(d);
     struct roost_client *c = NULL;
     int rc = roost_client_new(&c, d->server, NULL);
     if (rc != ROOST_OK) {
@@ -384,6 +384,27 @@ static int refresh(struct roost_device *d)
     json_decref(t);
     OPENSSL_cleanse(resp, strlen(resp));
     roost_free(resp);
+    return rc;
+}
+
+/* One refresh at a time per device across processes (agent run and a command beside it): each
+ * reads the token the other saved, so neither presents a used one (a replay, once the reuse
+ * interval has passed). An advisory lock on device-<agent>.lock beside the record; without it
+ * (read-only directory) the refresh goes on unlocked. */
+static int refresh(struct roost_device *d)
+{
+    char path[sizeof d->dir + ROOST_ID_MAX + 16];
+    snprintf(path, sizeof path, "%s/device-%s.lock", d->dir, d->agent);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+        while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+        }
+    }
+    adopt_stored_refresh(d);
+    int rc = refresh_locked(d);
+    if (fd >= 0) {
+        close(fd); /* releases the lock */
+    }
     return rc;
 }
 

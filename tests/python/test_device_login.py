@@ -598,3 +598,29 @@ def test_device_authorization_rate_limit(make_server: Any) -> None:
     assert 1 <= int(r.headers["retry-after"]) <= 60
     # the rest of the server is not affected
     assert httpx.get(srv.url + "/.well-known/oauth-authorization-server").status_code == 200
+
+
+def test_concurrent_commands_share_one_device(make_server: Any, tmp_dir: str) -> None:
+    """Six commands of one logged-in device start at once, each refreshing: they take turns
+    (device-<agent>.lock) and each presents the token the previous one saved, so none is a
+    replay (the reuse interval is 0 here: any second use would revoke the device)."""
+    import os
+    import subprocess
+    from harness import roost_cli_bin
+    srv = make_server("oauth.poll_interval_s=1", "oauth.refresh_reuse_interval_s=0")
+    tok = enrol(srv)
+    creds = os.path.join(tmp_dir, "creds")
+    os.makedirs(creds, mode=0o700)
+    fd = os.open(os.path.join(creds, "device-laptop.json"), os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(fd, json.dumps({"server": srv.url, "tenant": "default", "agent_id": "laptop",
+                             "device_id": tok["device_id"],
+                             "refresh_token": tok["refresh_token"]}).encode())
+    os.close(fd)
+    env = {"PATH": "/usr/bin:/bin", "HOME": tmp_dir, "ROOST_CREDENTIALS_DIR": creds}
+    procs = [subprocess.Popen([roost_cli_bin(), "inbox", "read", "--agent", "laptop"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for _ in range(6)]
+    errs = [p.communicate(timeout=60 * SLOW)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, errs
+    d = httpx.get(srv.url + "/api/v1/admin/devices", headers=admin(srv)).json()["devices"][0]
+    assert d["status"] == "approved" and d["refreshes"] == 7, d  # the login, then one each

@@ -12,6 +12,7 @@ to the same store before the new access token is used.
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import json
 import os
@@ -172,6 +173,21 @@ class DeviceLogin(TokenSource):
         os.replace(tmp, self._path())
 
     def _refresh_now(self) -> None:
+        # one refresh at a time per device across processes, as libroost (device-<agent>.lock)
+        fd = -1
+        try:
+            fd = os.open(os.path.join(self.dir, f"device-{self.agent}.lock"),
+                         os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass  # a read-only directory: unlocked
+        try:
+            self._refresh_locked()
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def _refresh_locked(self) -> None:
         try:  # another process of the device may have rotated it: the stored one is live
             self._refresh = str(self._load()["refresh_token"])
         except (RoostError, ValueError, KeyError):
