@@ -198,7 +198,7 @@ int store_inbox_read(struct store *st, const char *tenant_id, const char *agent_
         if ((rc = d->read_begin(st, &opened)) != ROOST_OK) {
             return store_op_done(st, rc);
         }
-        rc = d->agent_head(st, tenant_id, agent_id, &page->head, &purged);
+        rc = store_agent_head(st, tenant_id, agent_id, &page->head, &purged);
         page->oldest_cursor = purged;
         if (rc == ROOST_OK && store_cursor_gone(after_cursor, purged)) {
             rc = ROOST_EGONE;

@@ -403,6 +403,45 @@ static int claim_all(struct store *st, const char *tenant_id, const char *agent_
     return rc;
 }
 
+/* tenant, agent, now, limit: the agent's pending rows in claim order, whole rows (EVCOLS; the
+ * claim's UPDATE then needs no RETURNING). SQLite walks inbox_claim (pending rows only) in claim
+ * order, no sort step; the one write lock keeps them the claimer's. MariaDB walks inbox_open by
+ * an exact match (ready_priority is the priority of a pending row), never a range: a locking
+ * read of a range would also lock, for an instant, the record past its end, here another agent's
+ * first pending row; FORCE INDEX spares the optimizer the agent's primary-key and idempotency-key
+ * ranges (see ACK): 71 → 61 µs per execution. PostgreSQL walks inbox_claim. With several writers
+ * the rows are locked, those another claimer holds skipped (SKIP LOCKED), not waited for. */
+STORE_STMT(CLAIM_SELECT,
+           "SELECT " EVCOLS " FROM inbox WHERE tenant_id = ? AND agent_id = ? AND status = "
+           ST_PENDING " AND (expires_at IS NULL OR expires_at > ?)"
+           " ORDER BY priority DESC, seq ASC LIMIT ?",
+           "SELECT " EVCOLS " FROM inbox FORCE INDEX (inbox_open)"
+           " WHERE open_state = " ST_PENDING " AND tenant_id = ? AND agent_id = ?"
+           " AND (expires_at IS NULL OR expires_at > ?)"
+           " ORDER BY ready_priority DESC, seq ASC LIMIT ? FOR UPDATE SKIP LOCKED",
+           "SELECT " EVCOLS " FROM inbox WHERE tenant_id = ? AND agent_id = ? AND status = "
+           ST_PENDING " AND (expires_at IS NULL OR expires_at > ?)"
+           " ORDER BY priority DESC, seq LIMIT ? FOR UPDATE SKIP LOCKED");
+
+static int on_candidate(void *arg, struct store_row *row)
+{
+    return store_row_push_event(row, arg);
+}
+
+/* Appends up to `limit` claimable rows in claim order, stopping before the first row whose
+ * payload (column 6) would take the batch past `max_bytes` (*cut then set; the rest stays
+ * pending, untouched; on MariaDB it stays locked until the transaction ends, not updated). */
+static int claim_select(struct store *st, const char *tenant_id, const char *agent_id,
+                        int64_t now_ms, int64_t limit, size_t max_bytes,
+                        struct store_events *cands, bool *cut)
+{
+    struct store_run_opts o = {.max_bytes = max_bytes, .budget_col = 6};
+    struct store_param p[] = {ARG_T(tenant_id), ARG_T(agent_id), ARG_I(now_ms), ARG_I(limit)};
+    int rc = store_run_opt(st, CLAIM_SELECT, p, &o, on_candidate, cands, NULL);
+    *cut = rc == ROOST_OK && o.cut;
+    return rc;
+}
+
 int store_leases_claim(struct store *st, const char *tenant_id, const char *agent_id, size_t limit,
                        size_t max_bytes, int64_t lease_s, const char *consumer, int64_t now_ms,
                        struct store_events *out, bool *has_more)
@@ -420,8 +459,8 @@ int store_leases_claim(struct store *st, const char *tenant_id, const char *agen
     }
     /* Candidates first: updating rows under a live walk of the claim index is not defined on
      * every backend. Rows past the byte budget are not touched (no lease, no attempt). */
-    int rc = d->claim_select(st, tenant_id, agent_id, now_ms, store_limit(limit), max_bytes, &cands,
-                             &cut);
+    int rc =
+        claim_select(st, tenant_id, agent_id, now_ms, store_limit(limit), max_bytes, &cands, &cut);
     /* A batch that ended at its limit or its budget may have more claimable at once. */
     bool more = cut || cands.len == limit;
     bool batched = rc == ROOST_OK && cands.len > 0 && store_dialect_has(d, STORE_CAP_CLAIM_ALL);
@@ -482,7 +521,6 @@ static int claim_key_cmp(const void *pa, const void *pb)
 static int claim_shared(struct store *st, struct store_claim_entry *entries, const size_t *idx,
                         size_t m, int64_t now_ms)
 {
-    const struct store_dialect *d = dialect(st);
     const char *tenant_id = entries[idx[0]].tenant_id, *agent_id = entries[idx[0]].agent_id;
     struct store_events cands = {0}, share = {0};
     int64_t total = 0;
@@ -492,7 +530,7 @@ static int claim_shared(struct store *st, struct store_claim_entry *entries, con
         entries[idx[j]].rc = ROOST_OK;
         total += entries[idx[j]].limit > 0 ? store_limit(entries[idx[j]].limit) : 0;
     }
-    int rc = total > 0 ? d->claim_select(st, tenant_id, agent_id, now_ms, total, 0, &cands, &cut)
+    int rc = total > 0 ? claim_select(st, tenant_id, agent_id, now_ms, total, 0, &cands, &cut)
                        : ROOST_OK;
     size_t k = 0;
     for (size_t j = 0; rc == ROOST_OK && j < m; j++) {

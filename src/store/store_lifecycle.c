@@ -77,16 +77,53 @@ void store_event_claimed(struct store_event *ev, const char *token, const char *
     ev->attempts++;
 }
 
+/* tenant, agent: next_seq holds the next seq to assign, so the head is next_seq - 1. */
+STORE_STMT_SAME(AGENT_HEAD, "SELECT next_seq - 1, purged_through_seq FROM agents"
+                            " WHERE tenant_id = ? AND agent_id = ?");
+
+struct head_row {
+    int64_t *head, *purged;
+};
+
+static int on_head(void *arg, struct store_row *row)
+{
+    struct head_row *h = arg;
+    *h->head = row->i64(row, 0);
+    *h->purged = row->i64(row, 1);
+    return ROOST_OK;
+}
+
+int store_agent_head(struct store *st, const char *tenant_id, const char *agent_id, int64_t *head,
+                     int64_t *purged)
+{
+    struct head_row h = {.head = head, .purged = purged};
+    struct store_param p[] = {ARG_T(tenant_id), ARG_T(agent_id)};
+    *head = *purged = 0;
+    return store_run(st, AGENT_HEAD, p, on_head, &h, NULL);
+}
+
+/* One writer process (no change log): the commit's touches are all anyone needs. */
+int store_changed(struct store *st, const char *tenant_id, const char *agent_id, int64_t head,
+                  int64_t now_ms, struct store_touches *touches)
+{
+    const struct store_dialect *d = dialect(st);
+    int rc = ROOST_OK;
+    if (store_dialect_has(d, STORE_CAP_CHANGE_LOG)) {
+        rc = d->change_log(st, tenant_id, agent_id, head, now_ms);
+    }
+    return rc == ROOST_OK && touches != NULL ? store_touches_add(touches, tenant_id, agent_id, head)
+                                             : rc;
+}
+
 int store_touch(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
                 struct store_touches *touches)
 {
-    const struct store_dialect *d = dialect(st);
     int64_t head, purged;
-    if (touches == NULL && !store_dialect_has(d, STORE_CAP_CHANGE_LOG)) {
+    if (touches == NULL && !store_dialect_has(dialect(st), STORE_CAP_CHANGE_LOG)) {
         return ROOST_OK;
     }
-    int rc = d->agent_head(st, tenant_id, agent_id, &head, &purged);
-    return rc != ROOST_OK ? rc : d->changed(st, tenant_id, agent_id, head, now_ms, touches);
+    int rc = store_agent_head(st, tenant_id, agent_id, &head, &purged);
+    return rc != ROOST_OK ? rc : store_changed(st, tenant_id, agent_id, head, now_ms, touches);
 }
 
 /* ---- publish ---- */
@@ -182,7 +219,7 @@ int store_lifecycle_publish(struct store *st, const struct store_publish_req *re
     }
     for (size_t i = 0; rc == ROOST_OK && i < heads.len; i++) {
         const struct store_touch *t = &heads.items[i];
-        rc = d->changed(st, t->tenant_id, t->agent_id, t->head, req->now_ms, touches);
+        rc = store_changed(st, t->tenant_id, t->agent_id, t->head, req->now_ms, touches);
     }
     store_touches_cleanup(&heads);
     free(order);
@@ -302,7 +339,6 @@ static int batch_rows_build(struct store *st, struct store_publish_entry *entrie
 static int batch_rows_answer(struct store *st, struct batch_row *rows, size_t n_rows,
                              struct store_publish_entry *entries, size_t n, const bool *batched)
 {
-    const struct store_dialect *d = dialect(st);
     int rc = ROOST_OK;
     for (size_t r = 0; r < n_rows; r++) {
         struct store_published *o = &rows[r].entry->out[rows[r].out_idx];
@@ -333,7 +369,7 @@ static int batch_rows_answer(struct store *st, struct batch_row *rows, size_t n_
     /* changed() keeps the highest head per agent, for the entry's touches and the change log. */
     for (size_t r = 0; rc == ROOST_OK && r < n_rows; r++) {
         const struct store_new_row *row = &rows[r].row;
-        rc = d->changed(st, row->tenant_id, row->agent_id, row->seq, rows[r].entry->req->now_ms,
+        rc = store_changed(st, row->tenant_id, row->agent_id, row->seq, rows[r].entry->req->now_ms,
                         rows[r].entry->touches);
     }
     return rc;
@@ -403,5 +439,5 @@ int store_lifecycle_head(struct store *st, const char *tenant_id, const char *ag
                          int64_t *head)
 {
     int64_t purged;
-    return store_op_done(st, dialect(st)->agent_head(st, tenant_id, agent_id, head, &purged));
+    return store_op_done(st, store_agent_head(st, tenant_id, agent_id, head, &purged));
 }

@@ -146,13 +146,10 @@ struct store_dialect {
     int64_t (*insert_id)(struct store *st);
 
     /* ---- agents and touches ---- */
-    /* The agent's head and watermark, both 0 for an agent without a row. */
-    int (*agent_head)(struct store *st, const char *tenant_id, const char *agent_id, int64_t *head,
-                      int64_t *purged);
-    /* The agent's head moved or its claimable set changed: add the touch (touches may be NULL),
-     * and on a backend with a change log, write its row in this transaction. */
-    int (*changed)(struct store *st, const char *tenant_id, const char *agent_id, int64_t head,
-                   int64_t now_ms, struct store_touches *touches);
+    /* STORE_CAP_CHANGE_LOG: records the agent's new head in the change log other nodes tail,
+     * written with this transaction's COMMIT. */
+    int (*change_log)(struct store *st, const char *tenant_id, const char *agent_id, int64_t head,
+                      int64_t now_ms);
 
     /* ---- publish ---- */
     /* Before the rows of a request: the tenant row exists; a dialect with row locks may lock
@@ -180,14 +177,6 @@ struct store_dialect {
                        const char *patch, int64_t seq, int64_t now_ms, int64_t *state_bytes);
 
     /* ---- leases ---- */
-    /* Appends up to `limit` claimable rows in claim order (pending, unexpired, priority desc,
-     * seq asc), stopping before the first row whose payload would take the batch past
-     * `max_bytes` (store_budget_take; *cut then set). Each needs at least its seq; a dialect may
-     * fill the whole event. A dialect with STORE_CAP_CLAIM_ALL leaves them the claimer's until
-     * the transaction ends. */
-    int (*claim_select)(struct store *st, const char *tenant_id, const char *agent_id,
-                        int64_t now_ms, int64_t limit, size_t max_bytes, struct store_events *cands,
-                        bool *cut);
     /* Optional (NULL: one CLAIM_UPDATE per candidate, store_leases.c). Claims every candidate
      * in one statement (STORE_CAP_CLAIM_ALL: each is still pending); cands->items[i] gets
      * tokens[i]. Any other outcome is an error. */
@@ -229,6 +218,14 @@ bool store_cursor_gone(int64_t after_cursor, int64_t purged_through_seq);
  * whose UPDATE cannot return the row). */
 void store_event_claimed(struct store_event *ev, const char *token, const char *consumer,
                          int64_t now_ms, int64_t claim_expires_at_ms);
+
+/* The agent's head and watermark, both 0 for an agent without a row. */
+int store_agent_head(struct store *st, const char *tenant_id, const char *agent_id, int64_t *head,
+                     int64_t *purged);
+/* The agent's head moved or its claimable set changed: add the touch (touches may be NULL), and
+ * on a backend with a change log, write its row in this transaction. */
+int store_changed(struct store *st, const char *tenant_id, const char *agent_id, int64_t head,
+                  int64_t now_ms, struct store_touches *touches);
 
 /* Every operation ends here (rc passes through): the dialect's done. */
 int store_op_done(struct store *st, int rc);

@@ -48,19 +48,6 @@ const char *const store_mysql_sql[S_COUNT] = {
     /* tenant, agent, head, now, origin */
     [S_CHANGE] = "INSERT INTO roost_changes (tenant_id, agent_id, head, at_ms, origin)"
                  " VALUES (?, ?, ?, ?, ?)",
-    /* tenant, agent */
-    [S_AGENT_HEAD] = "SELECT next_seq - 1, purged_through_seq FROM agents"
-                     " WHERE tenant_id = ? AND agent_id = ?",
-    /* tenant, agent, now, limit: an exact-match walk of inbox_open in claim order (ready_priority
-     * is the priority of a pending row); rows another claimer holds are skipped, not waited for.
-     * An exact match, never a range: a locking read of a range would also lock, for an instant,
-     * the record past its end, which here is another agent's first pending row. FORCE INDEX
-     * spares the optimizer the agent's primary-key and idempotency-key ranges (see ACK in
-     * store_leases.c): 71 → 61 µs per execution. */
-    [S_CLAIM_SELECT] = "SELECT " EVCOLS " FROM inbox FORCE INDEX (inbox_open)"
-                       " WHERE open_state = " ST_PENDING " AND tenant_id = ? AND agent_id = ?"
-                       " AND (expires_at IS NULL OR expires_at > ?)"
-                       " ORDER BY ready_priority DESC, seq ASC LIMIT ? FOR UPDATE SKIP LOCKED",
     /* cut, limit */
     [S_CHANGES_OLD] = "SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), -1) FROM (SELECT id FROM"
                       " roost_changes WHERE at_ms < ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)"
@@ -81,14 +68,6 @@ const char *const store_mysql_sql[S_COUNT] = {
                     " WHERE id IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
-/* ---- rows ---- */
-
-static int push_row(const struct rows *rs, size_t r, int c0, struct store_events *list)
-{
-    struct store_row row = store_mysql_row(rs, r, c0);
-    return store_row_push_event(&row, list);
-}
-
 /* ---- the dialect: the statements of each primitive (store_lifecycle.h) ---- */
 
 static void my_error_set(struct store *st, const char *msg)
@@ -97,31 +76,11 @@ static void my_error_set(struct store *st, const char *msg)
     snprintf(b->err, sizeof b->err, "%s", msg);
 }
 
-static int my_agent_head(struct store *st, const char *tenant_id, const char *agent_id,
-                         int64_t *head, int64_t *purged)
+/* Records the change for the tailers of every node (written with this transaction's COMMIT). */
+static int my_change_log(struct store *st, const char *tenant_id, const char *agent_id,
+                         int64_t head, int64_t now_ms)
 {
-    struct rows rs = {0};
-    struct prm p[] = {PS(tenant_id), PS(agent_id)};
-    int rc = Q(store_mysql_backend(st), S_AGENT_HEAD, p, &rs);
-    if (rc == ROOST_OK) {
-        *head = rs.n > 0 ? cell_i64(&rs, 0, 0) : 0;
-        *purged = rs.n > 0 ? cell_i64(&rs, 0, 1) : 0;
-    }
-    rows_free(&rs);
-    return rc;
-}
-
-/* Records the change for the tailers of every node (written with this transaction's COMMIT)
- * and the local touch. */
-static int my_changed(struct store *st, const char *tenant_id, const char *agent_id, int64_t head,
-                      int64_t now_ms, struct store_touches *touches)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    int rc = store_mysql_change(b, tenant_id, agent_id, head, now_ms);
-    if (rc == ROOST_OK && touches != NULL) {
-        rc = store_touches_add(touches, tenant_id, agent_id, head);
-    }
-    return rc;
+    return store_mysql_change(store_mysql_backend(st), tenant_id, agent_id, head, now_ms);
 }
 
 /* Creates the tenant row when missing. A plain read first: INSERT IGNORE on an existing row takes
@@ -517,24 +476,6 @@ static int my_state_patch(struct store *st, const char *tenant_id, const char *a
     return rc;
 }
 
-/* Whole rows, locked (SKIP LOCKED) by this transaction, so each update by primary key matches.
- * Rows past the budget stay locked until the transaction ends, but are not updated. */
-static int my_claim_select(struct store *st, const char *tenant_id, const char *agent_id,
-                           int64_t now_ms, int64_t limit, size_t max_bytes,
-                           struct store_events *cands, bool *cut)
-{
-    /* Column 6 is the payload (EVCOLS). */
-    struct rows rs = {.max_bytes = max_bytes, .budget_col = 6};
-    struct prm p[] = {PS(tenant_id), PS(agent_id), PI(now_ms), PI(limit)};
-    int rc = Q(store_mysql_backend(st), S_CLAIM_SELECT, p, &rs);
-    *cut = rc == ROOST_OK && rs.cut;
-    for (size_t r = 0; rc == ROOST_OK && r < rs.n; r++) {
-        rc = push_row(&rs, r, 0, cands);
-    }
-    rows_free(&rs);
-    return rc;
-}
-
 /* One UPDATE for the whole claim: each row's token picked by its seq (ELT(FIELD(seq, …), …)).
  * Text, not a prepared statement, since its shape depends on the count; the ids are escaped and
  * the rest are integers and lease tokens of a fixed alphabet. */
@@ -653,8 +594,7 @@ const struct store_dialect store_mysql_dialect = {
             STORE_CAP_LATE_VISIBILITY,
     .insert_id = my_insert_id,
     .dup_key = my_dup_key,
-    .agent_head = my_agent_head,
-    .changed = my_changed,
+    .change_log = my_change_log,
     .publish_begin = my_publish_begin,
     .idem_find = my_idem_find,
     .seq_alloc = my_seq_alloc,
@@ -662,7 +602,6 @@ const struct store_dialect store_mysql_dialect = {
     .seq_insert = my_seq_insert,
     .insert_rows = my_insert_rows,
     .state_patch = my_state_patch,
-    .claim_select = my_claim_select,
     .claim_update_all = my_claim_update_all,
     .ack_rows = my_ack_rows,
     .retention_begin = my_retention_begin,

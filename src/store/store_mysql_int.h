@@ -27,8 +27,6 @@ enum stmt_id {
     S_STATE_PATCH,
     S_STATE_BYTES,
     S_CHANGE,
-    S_AGENT_HEAD,
-    S_CLAIM_SELECT,
     S_CHANGES_OLD,
     S_CHANGES_PRUNE,
     S_MIG_CHECK,

@@ -189,7 +189,6 @@ const char *store_dialect_missing(const struct store_dialect *d)
     NEED(d, set_error);
     NEED(d, dup_key);
     NEED(d, run);
-    NEED(d, claim_select);
     NEED(d, retention_begin);
     NEED(d, retention_end);
     if (store_dialect_has(d, STORE_CAP_INSERT_ID) && d->insert_id == NULL) {
@@ -197,6 +196,9 @@ const char *store_dialect_missing(const struct store_dialect *d)
     }
     if ((d->read_begin == NULL) != (d->read_end == NULL)) {
         return d->read_begin == NULL ? "read_begin" : "read_end";
+    }
+    if (store_dialect_has(d, STORE_CAP_CHANGE_LOG) && d->change_log == NULL) {
+        return "change_log";
     }
     if (store_dialect_has(d, STORE_CAP_CHANGE_LOG) && d->tail == NULL) {
         return "tail";

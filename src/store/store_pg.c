@@ -60,19 +60,9 @@ STORE_STMT_ONLY(PG_STATE_READ, PG,
 STORE_STMT_ONLY(PG_STATE_WRITE, PG,
                 "UPDATE agents SET state = ?, state_cursor = ?, updated_at = ?"
                 " WHERE tenant_id = ? AND agent_id = ?");
-STORE_STMT_ONLY(PG_AGENT_HEAD, PG,
-                "SELECT next_seq - 1, purged_through_seq FROM agents"
-                " WHERE tenant_id = ? AND agent_id = ?");
 
 /* ---- claims, retention ---- */
 
-/* tenant, agent, now, limit: the agent's pending rows in claim order (inbox_claim), locked;
- * rows another claimer holds are skipped, not waited for. */
-STORE_STMT_ONLY(PG_CLAIM_SELECT, PG,
-                "SELECT " EVCOLS
-                " FROM inbox WHERE tenant_id = ? AND agent_id = ? AND status = " ST_PENDING
-                " AND (expires_at IS NULL OR expires_at > ?)"
-                " ORDER BY priority DESC, seq LIMIT ? FOR UPDATE SKIP LOCKED");
 /* cut, limit: the oldest change rows nobody else is pruning. */
 STORE_STMT_ONLY(PG_CHANGES_PRUNE, PG,
                 "DELETE FROM roost_changes WHERE id = ANY(ARRAY(SELECT id FROM roost_changes"
@@ -105,14 +95,6 @@ static int row_i64s(void *arg, struct store_row *row)
     return ROOST_OK;
 }
 
-/* The first two columns. */
-static int row_i64_2(void *arg, struct store_row *row)
-{
-    struct i64s *o = arg;
-    o->v[1] = row->i64(row, 1);
-    return row_i64s(arg, row);
-}
-
 /* ---- the dialect: agents and touches ---- */
 
 static void pg_error_set(struct store *st, const char *msg)
@@ -121,27 +103,11 @@ static void pg_error_set(struct store *st, const char *msg)
     snprintf(b->err, sizeof b->err, "%s", msg);
 }
 
-static int pg_agent_head(struct store *st, const char *tenant_id, const char *agent_id,
-                         int64_t *head, int64_t *purged)
+/* Records the change for the other nodes (written in this transaction's COMMIT round trip). */
+static int pg_change_log(struct store *st, const char *tenant_id, const char *agent_id,
+                         int64_t head, int64_t now_ms)
 {
-    struct i64s o = {0};
-    struct store_param p[] = {ARG_T(tenant_id), ARG_T(agent_id)};
-    int rc = store_run(st, PG_AGENT_HEAD, p, row_i64_2, &o, NULL);
-    *head = o.v[0];
-    *purged = o.v[1];
-    return rc;
-}
-
-/* Records the change for the other nodes (written in this transaction's COMMIT round trip) and
- * the local touch. */
-static int pg_changed(struct store *st, const char *tenant_id, const char *agent_id, int64_t head,
-                      int64_t now_ms, struct store_touches *touches)
-{
-    int rc = store_pg_change(store_pg_backend(st), tenant_id, agent_id, head, now_ms);
-    if (rc == ROOST_OK && touches != NULL) {
-        rc = store_touches_add(touches, tenant_id, agent_id, head);
-    }
-    return rc;
+    return store_pg_change(store_pg_backend(st), tenant_id, agent_id, head, now_ms);
 }
 
 /* ---- publish ---- */
@@ -356,42 +322,6 @@ static int pg_state_patch(struct store *st, const char *tenant_id, const char *a
     return rc;
 }
 
-/* ---- leases ---- */
-
-struct claim_rows {
-    struct store_events *cands;
-    size_t max_bytes, used;
-    bool cut;
-};
-
-static int row_claim(void *arg, struct store_row *row)
-{
-    struct claim_rows *c = arg;
-    if (c->cut) {
-        return ROOST_OK;
-    }
-    const char *payload = row->text(row, 6); /* EVCOLS: payload is column 6 */
-    if (!store_budget_take(&c->used, c->cands->len, payload != NULL ? strlen(payload) : 0,
-                           c->max_bytes)) {
-        c->cut = true;
-        return ROOST_OK;
-    }
-    return store_row_push_event(row, c->cands);
-}
-
-/* Whole rows, locked (SKIP LOCKED) by this transaction, so each update by primary key matches.
- * Rows past the budget stay locked until the transaction ends, but are not updated. */
-static int pg_claim_select(struct store *st, const char *tenant_id, const char *agent_id,
-                           int64_t now_ms, int64_t limit, size_t max_bytes,
-                           struct store_events *cands, bool *cut)
-{
-    struct claim_rows c = {.cands = cands, .max_bytes = max_bytes};
-    struct store_param p[] = {ARG_T(tenant_id), ARG_T(agent_id), ARG_I(now_ms), ARG_I(limit)};
-    int rc = store_run(st, PG_CLAIM_SELECT, p, row_claim, &c, NULL);
-    *cut = rc == ROOST_OK && c.cut;
-    return rc;
-}
-
 /* ---- retention ---- */
 
 static int pg_retention_end(struct store *st, int rc)
@@ -601,15 +531,13 @@ const struct store_dialect store_pg_dialect = {
     .caps =
         STORE_CAP_CHANGE_LOG | STORE_CAP_UPSERT_WHERE | STORE_CAP_CLAIM_ALL | STORE_CAP_ROUND_TRIP,
     .dup_key = pg_dup_key,
-    .agent_head = pg_agent_head,
-    .changed = pg_changed,
+    .change_log = pg_change_log,
     .publish_begin = pg_publish_begin,
     .idem_find = pg_idem_find,
     .seq_alloc = pg_seq_alloc,
     .inbox_insert = pg_inbox_insert,
     .seq_insert = pg_seq_insert,
     .state_patch = pg_state_patch,
-    .claim_select = pg_claim_select,
     .retention_begin = pg_retention_begin,
     .retention_end = pg_retention_end,
     .run = store_pg_run,

@@ -69,46 +69,9 @@ const char *const store_sqlite_sql[S_COUNT] = {
     [S_STATE_PATCH] = "UPDATE agents SET state = json_patch(state, ?3), state_cursor = ?4,"
                       " updated_at = ?5 WHERE tenant_id = ?1 AND agent_id = ?2"
                       " RETURNING length(state)",
-    [S_AGENT_HEAD] = "SELECT next_seq - 1, purged_through_seq FROM agents"
-                     " WHERE tenant_id = ?1 AND agent_id = ?2",
-    /* A walk of inbox_claim (pending rows only) in claim order (no sort step), whole rows: the
-     * claim's UPDATE then needs no RETURNING (each would buffer its rows in a temporary B-tree).
-     * The walk stops at the first row over the byte budget. */
-    [S_CLAIM_SELECT] = "SELECT " EVCOLS " FROM inbox"
-                       " WHERE tenant_id = ?1 AND agent_id = ?2 AND status = " ST_PENDING
-                       " AND (expires_at IS NULL OR expires_at > ?3)"
-                       " ORDER BY priority DESC, seq ASC LIMIT ?4",
 };
 
 /* ---- the dialect: one statement per primitive (store_lifecycle.h) ---- */
-
-static int sq_agent_head(struct store *st, const char *tenant_id, const char *agent_id,
-                         int64_t *head, int64_t *purged)
-{
-    sqlite3_stmt *s;
-    int rc = stmt(st, S_AGENT_HEAD, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id);
-    if ((rc = step(st, s)) < 0) {
-        return rc;
-    }
-    *head = rc == 1 ? sqlite3_column_int64(s, 0) : 0;
-    *purged = rc == 1 ? sqlite3_column_int64(s, 1) : 0;
-    sqlite3_reset(s);
-    return ROOST_OK;
-}
-
-/* One writer process: the commit's touches are all anyone needs, no change log. */
-static int sq_changed(struct store *st, const char *tenant_id, const char *agent_id, int64_t head,
-                      int64_t now_ms, struct store_touches *touches)
-{
-    (void)st;
-    (void)now_ms;
-    return touches != NULL ? store_touches_add(touches, tenant_id, agent_id, head) : ROOST_OK;
-}
 
 /* The IMMEDIATE transaction already holds the one write lock: no agent locks to take. */
 static int sq_publish_begin(struct store *st, const struct store_publish_req *req)
@@ -491,35 +454,6 @@ static int sq_state_patch(struct store *st, const char *tenant_id, const char *a
     return ROOST_OK;
 }
 
-/* Whole rows (EVCOLS; column 6 is the payload, counted against the byte budget). */
-static int sq_claim_select(struct store *st, const char *tenant_id, const char *agent_id,
-                           int64_t now_ms, int64_t limit, size_t max_bytes,
-                           struct store_events *cands, bool *cut)
-{
-    sqlite3_stmt *s;
-    size_t used = 0;
-    int rc = stmt(st, S_CLAIM_SELECT, &s);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    bind_text(s, 1, tenant_id);
-    bind_text(s, 2, agent_id);
-    sqlite3_bind_int64(s, 3, now_ms);
-    sqlite3_bind_int64(s, 4, limit);
-    while ((rc = step(st, s)) == 1) {
-        if (!store_budget_take(&used, cands->len, (size_t)sqlite3_column_bytes(s, 6), max_bytes)) {
-            *cut = true; /* the rest stays pending, untouched */
-            break;
-        }
-        if ((rc = store_sqlite_push_row(s, cands)) != ROOST_OK) {
-            sqlite3_reset(s);
-            return rc;
-        }
-    }
-    sqlite3_reset(s);
-    return rc < 0 ? rc : ROOST_OK;
-}
-
 static int sq_retention_begin(struct store *st, const struct store_retention_req *req)
 {
     (void)req;
@@ -580,15 +514,12 @@ const struct store_dialect store_sqlite_dialect = {
     .caps = STORE_CAP_SINGLE_WRITER | STORE_CAP_UPSERT_WHERE | STORE_CAP_PUBLISH_ROWS_AS_BATCH |
             STORE_CAP_CLAIM_ALL,
     .dup_key = sq_dup_key,
-    .agent_head = sq_agent_head,
-    .changed = sq_changed,
     .publish_begin = sq_publish_begin,
     .idem_find = sq_idem_find,
     .seq_alloc = sq_seq_alloc,
     .inbox_insert = sq_inbox_insert,
     .insert_rows = sq_insert_rows,
     .state_patch = sq_state_patch,
-    .claim_select = sq_claim_select,
     .retention_begin = sq_retention_begin,
     .retention_end = sq_retention_end,
     .run = store_sqlite_run_stmt,

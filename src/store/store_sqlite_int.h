@@ -35,8 +35,6 @@ enum stmt_id {
     S_INBOX_INSERT,
     S_INBOX_INSERT_MANY,
     S_STATE_PATCH,
-    S_AGENT_HEAD,
-    S_CLAIM_SELECT,
     S_COUNT
 };
 

@@ -72,23 +72,16 @@ static void fk_set_error(struct store *st, const char *msg)
     (void)msg;
 }
 
-static int fk_agent_head(struct store *st, const char *t, const char *a, int64_t *head,
-                         int64_t *purged)
+/* The change log of a fake with STORE_CAP_CHANGE_LOG. */
+static int fk_change_log(struct store *st, const char *t, const char *a, int64_t head,
+                         int64_t now_ms)
 {
     (void)t;
     (void)a;
-    logf_(st, "agent_head");
-    *head = 7;
-    *purged = 0;
-    return ROOST_OK;
-}
-
-static int fk_changed(struct store *st, const char *t, const char *a, int64_t head, int64_t now_ms,
-                      struct store_touches *touches)
-{
+    (void)head;
     (void)now_ms;
-    logf_(st, "changed");
-    return touches != NULL ? store_touches_add(touches, t, a, head) : ROOST_OK;
+    logf_(st, "change_log");
+    return ROOST_OK;
 }
 
 static int fk_retention_begin(struct store *st, const struct store_retention_req *req)
@@ -119,6 +112,9 @@ static int64_t fr_i64(struct store_row *row, int col)
     const struct store_lease_row *l = &f->row;
     if (strcmp(f->answering, "ACK_AVAILABLE") == 0) {
         return NOW - 5;
+    }
+    if (strcmp(f->answering, "AGENT_HEAD") == 0) {
+        return col == 0 ? 7 : 0; /* head 7, watermark 0 */
     }
     if (strcmp(f->answering, "INBOX_PAGE_HEAD") == 0) {
         /* head, watermark 0, then EVCOLS: seq at column 2 + 2 */
@@ -180,6 +176,8 @@ static int fk_run(struct store *st, const struct store_stmt *stmt, const struct 
     } else if (strcmp(stmt->name, "RETENTION_AGENTS") == 0 && np == 3 && p[1].s != NULL &&
                p[1].s[0] == '\0') {
         rc = on_row(arg, &row); /* one agent, then none after it */
+    } else if (strcmp(stmt->name, "AGENT_HEAD") == 0 && on_row != NULL) {
+        rc = on_row(arg, &row);
     } else if (strcmp(stmt->name, "INBOX_PAGE_HEAD") == 0 && np == 4) {
         /* the LIMIT (p[3]), as the database would */
         for (row.r = 0; rc == ROOST_OK && row.r < f->n_page && (int64_t)row.r < p[3].i; row.r++) {
@@ -219,8 +217,7 @@ static const struct store_dialect fake_dialect = {
     .set_error = fk_set_error,
     .dup_key = fk_dup_key,
     .run = fk_run,
-    .agent_head = fk_agent_head,
-    .changed = fk_changed,
+    .change_log = fk_change_log,
     .retention_begin = fk_retention_begin,
     .retention_end = fk_retention_end,
 };
@@ -287,9 +284,24 @@ static void test_store_ops_release_targets_and_quarantine(void)
     CHECK_EQ(f.to, STORE_PENDING);
     CHECK_EQ(f.available_at, NOW);
     CHECK_EQ(f.nack, 1);
-    CHECK_STREQ(f.log, "LEASE_FIND;RELEASE_UPDATE;agent_head;changed;");
+    CHECK_STREQ(f.log, "LEASE_FIND;RELEASE_UPDATE;AGENT_HEAD;");
     CHECK(touches.len == 1 && touches.items[0].head == 7);
     store_touches_cleanup(&touches);
+    /* With a change log the agent is touched (its row written) even without a touch set. */
+    static struct store_dialect logged;
+    logged = fake_dialect;
+    logged.caps |= STORE_CAP_CHANGE_LOG;
+    fake_init(&f);
+    f.base.dialect = &logged;
+    claimed(&f, TOKEN, 1);
+    f.changed = true;
+    CHECK_EQ(store_call(st, release, "t", "a", "evt_1", TOKEN, STORE_RELEASE_TRANSIENT, 0, "x", 3,
+                        NOW, NULL, &to),
+             ROOST_OK);
+    CHECK_STREQ(f.log, "LEASE_FIND;RELEASE_UPDATE;AGENT_HEAD;change_log;");
+    fake_init(&f);
+    claimed(&f, TOKEN, 1);
+    f.changed = true;
     /* Transient with a delay: scheduled at now + delay, nobody touched. */
     f.log[0] = '\0';
     CHECK_EQ(store_call(st, release, "t", "a", "evt_1", TOKEN, STORE_RELEASE_TRANSIENT, 30, NULL, 3,
