@@ -630,7 +630,7 @@ static const struct cli_option sources_add_opts[] = {
      .kind = CLI_CHOICE,
      .arg = "SCHEME",
      .flags = CLI_REQUIRED,
-     .choices = "standard-webhooks github stripe token hmac",
+     .choices = "standard-webhooks github stripe token hmac jwt",
      .help = "how deliveries are verified (doc/INGEST.md)"},
     {.name = "agents",
      .kind = CLI_STRING,
@@ -647,7 +647,7 @@ static const struct cli_option sources_add_opts[] = {
     {.name = "options",
      .kind = CLI_STRING,
      .arg = "JSON",
-     .help = "the scheme's options, e.g. '{\"header\":\"X-Token\"}' (token, hmac)"},
+     .help = "the scheme's options, e.g. '{\"header\":\"X-Token\"}' (token, hmac, jwt)"},
     SOURCE_SECRET_OPTS,
     {0},
 };

@@ -4,6 +4,7 @@
  * and bounded: nothing is allocated before the token length and shape have been checked. */
 #include "proto/jwt.h"
 
+#include <math.h>
 #include <openssl/bn.h>
 #include <openssl/crypto.h>
 #include <openssl/ecdsa.h>
@@ -13,6 +14,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/base64.h"
 
@@ -425,4 +427,136 @@ int jwt_sign_eddsa(const json_t *claims, EVP_PKEY *key, const char *kid, char **
     }
     json_decref(header);
     return rc;
+}
+
+int jwt_bearer(const char *authorization, const char **tok, size_t *len)
+{
+    if (authorization == NULL) {
+        return -1;
+    }
+    /* Bounded scan: never walk further than a maximal header could be. */
+    size_t hlen = strnlen(authorization, JWT_MAX_TOKEN_BYTES + 64);
+    if (hlen > JWT_MAX_TOKEN_BYTES + 63) {
+        return -1;
+    }
+    const char *s = authorization;
+    const char *end = authorization + hlen;
+    while (s < end && (*s == ' ' || *s == '\t')) {
+        s++;
+    }
+    /* RFC 9110 §11.1: the auth-scheme is case-insensitive; at least one space follows it. */
+    if (end - s < 7 || strncasecmp(s, "Bearer", 6) != 0 || (s[6] != ' ' && s[6] != '\t')) {
+        return -1;
+    }
+    s += 6;
+    while (s < end && (*s == ' ' || *s == '\t')) {
+        s++;
+    }
+    while (end > s && (end[-1] == ' ' || end[-1] == '\t')) {
+        end--;
+    }
+    size_t n = (size_t)(end - s);
+    if (n == 0 || n > JWT_MAX_TOKEN_BYTES) {
+        return -1;
+    }
+    *tok = s;
+    *len = n;
+    return 0;
+}
+
+int jwt_header_check(const struct jwt_parts *p, enum jwt_alg *alg, const char **kid)
+{
+    if (json_object_get(p->header, "crit") != NULL) {
+        return -1;
+    }
+    const json_t *kid_v = json_object_get(p->header, "kid");
+    if (kid_v != NULL && (!json_is_string(kid_v) || json_string_length(kid_v) > JWK_KID_MAX ||
+                          strlen(json_string_value(kid_v)) != json_string_length(kid_v))) {
+        return -1;
+    }
+    *kid = json_string_value(kid_v);
+    *alg = jwt_alg_parse(json_string_value(json_object_get(p->header, "alg")));
+    return 0;
+}
+
+bool jwt_numeric_date_ms(const json_t *claims, const char *name, bool *present, int64_t *ms)
+{
+    const json_t *v = json_object_get(claims, name);
+    *present = v != NULL;
+    if (v == NULL) {
+        return true;
+    }
+    if (!json_is_number(v)) {
+        return false;
+    }
+    double s = json_number_value(v);
+    if (!isfinite(s)) {
+        return false;
+    }
+    const double cap = 9007199254740992.0; /* 2^53: the arithmetic below cannot overflow */
+    if (s > cap) {
+        s = cap;
+    } else if (s < -cap) {
+        s = -cap;
+    }
+    *ms = (int64_t)(s * 1000.0);
+    return true;
+}
+
+bool jwt_times_valid(int64_t exp_ms, int64_t nbf_ms, int64_t iat_ms, int64_t now_ms)
+{
+    return now_ms < exp_ms + JWT_LEEWAY_MS &&
+           (nbf_ms == JWT_NO_TIME || now_ms + JWT_LEEWAY_MS >= nbf_ms) &&
+           (iat_ms == JWT_NO_TIME || iat_ms <= now_ms + JWT_LEEWAY_MS);
+}
+
+static bool string_is(const json_t *v, const char *want)
+{
+    size_t n = strlen(want);
+    return json_is_string(v) && json_string_length(v) == n &&
+           memcmp(json_string_value(v), want, n) == 0;
+}
+
+bool jwt_issuer_audience_ok(const json_t *claims, const char *issuer, const char *audience)
+{
+    if (issuer != NULL && !string_is(json_object_get(claims, "iss"), issuer)) {
+        return false;
+    }
+    if (audience == NULL) {
+        return true;
+    }
+    const json_t *aud = json_object_get(claims, "aud");
+    if (json_is_string(aud)) {
+        return string_is(aud, audience);
+    }
+    size_t i;
+    const json_t *v;
+    json_array_foreach(aud, i, v)
+    {
+        if (string_is(v, audience)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+const struct jwk *jwks_select(const struct jwks *set, enum jwt_alg alg, const char *kid,
+                              bool *unknown_kid)
+{
+    const struct jwk *found = NULL;
+    size_t n = 0;
+    *unknown_kid = kid != NULL && alg != JWT_ALG_UNKNOWN;
+    for (size_t i = 0; alg != JWT_ALG_UNKNOWN && i < set->n_keys; i++) {
+        const struct jwk *k = &set->keys[i];
+        if (kid != NULL) {
+            if (k->has_kid && strcmp(k->kid, kid) == 0) {
+                *unknown_kid = false;
+                return jwk_alg(k) == alg ? k : NULL;
+            }
+        } else if (jwk_alg(k) == alg) {
+            found = k;
+            n++;
+        }
+    }
+    return kid == NULL && n == 1 ? found : NULL;
 }

@@ -13,7 +13,9 @@
 
 #include <jansson.h>
 #include <openssl/evp.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/limits.h"
 #include "proto/jwk.h"
@@ -60,6 +62,40 @@ int jwt_sign(const json_t *header, const json_t *claims, enum jwt_alg alg, EVP_P
 /* Signs `claims` (any JSON object) with an Ed25519 private key: header {"alg":"EdDSA","typ":"JWT"}
  * plus "kid" when kid != NULL. *out is a NUL-terminated token the caller frees. Returns 0 or -1. */
 int jwt_sign_eddsa(const json_t *claims, EVP_PKEY *key, const char *kid, char **out);
+
+/* ---- claims and key selection, as roostd checks its own and an identity provider's tokens ---- */
+
+/* The leeway on exp, nbf and iat (clocks of two machines differ). */
+#define JWT_LEEWAY_MS 60000
+#define JWT_NO_TIME INT64_MIN /* an absent nbf or iat */
+
+/* The token of an Authorization header "Bearer <token>" (scheme case-insensitive, blanks
+ * trimmed, scanned no further than a maximal token): *tok and *len point into `authorization`.
+ * 0, or -1 when it is not a bearer token of 1..JWT_MAX_TOKEN_BYTES bytes. */
+int jwt_bearer(const char *authorization, const char **tok, size_t *len);
+
+/* The decoded header's checks before any key is chosen: no "crit" (RFC 7515 §4.1.11: we
+ * understand no extension), a "kid" (when present) a string of at most JWK_KID_MAX bytes
+ * without NUL. *alg and *kid (NULL when absent) are read from it. 0 or -1. */
+int jwt_header_check(const struct jwt_parts *p, enum jwt_alg *alg, const char **kid);
+
+/* A NumericDate claim (seconds, integer or fraction) as milliseconds, saturated to +-2^53 s.
+ * false when present but not a finite number; *present tells whether it is there. */
+bool jwt_numeric_date_ms(const json_t *claims, const char *name, bool *present, int64_t *ms);
+
+/* exp (required by the caller) not passed, nbf reached, iat not in the future: each with
+ * JWT_LEEWAY_MS; nbf_ms/iat_ms may be JWT_NO_TIME. */
+bool jwt_times_valid(int64_t exp_ms, int64_t nbf_ms, int64_t iat_ms, int64_t now_ms);
+
+/* claims.iss is exactly `issuer`; claims.aud (a string or an array of strings, RFC 7519
+ * §4.1.3) holds `audience`. A NULL want is not checked. */
+bool jwt_issuer_audience_ok(const json_t *claims, const char *issuer, const char *audience);
+
+/* RFC 8725 §3.1: the key in `set` a token with header alg/kid may be verified with. With a kid:
+ * the key of that kid, only when it is of alg's type (*unknown_kid set when no key has that kid);
+ * without: the one key of alg's type when there is exactly one. NULL when none fits. */
+const struct jwk *jwks_select(const struct jwks *set, enum jwt_alg alg, const char *kid,
+                              bool *unknown_kid);
 
 /* base64url without padding; the caller frees *out. Decode refuses padding and bad characters. */
 int jwt_b64url_encode(const unsigned char *in, size_t len, char **out);

@@ -8,12 +8,14 @@
  * nothing else, and tells the sender only that it was refused. */
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/base64.h"
 #include "common/hash.h"
@@ -23,6 +25,7 @@
 #include "server/api.h"
 #include "server/api_json.h"
 #include "server/config.h"
+#include "server/ingest_jwks.h"
 #include "server/ingest_verify.h"
 #include "server/metrics.h"
 #include "server/ratelimit.h"
@@ -492,6 +495,8 @@ void api_admin_sources_receipts(struct request *rq)
 
 /* ==== POST /ingest/{source_id} ==== */
 
+#define INGEST_HEADERS_MAX 100
+
 struct ingest_op {
     struct job job;
     struct request *rq;
@@ -513,11 +518,31 @@ struct ingest_op {
     json_t *cfg;
     int64_t now_ms;
     size_t max_state_bytes;
+    /* The delivery, copied on the loop so that a store worker verifies it (a jwt source's key
+     * set may have to be fetched: never on the loop). */
+    unsigned char *body;
+    size_t body_len;
+    bool body_too_large;
+    struct {
+        char *name, *value;
+    } hdrs[INGEST_HEADERS_MAX];
+    size_t n_hdrs;
+    int64_t max_payload, max_depth, tolerance_s;
+    const struct webhooks_net *net;
+    /* the verdict of the worker: record(verdict_rc, verdict_reason), or ENOMEM */
+    int verdict_rc;
+    const char *verdict_reason;
+    bool oom;
 };
 
 static void ingest_op_free(void *p)
 {
     struct ingest_op *op = p;
+    free(op->body);
+    for (size_t i = 0; i < op->n_hdrs; i++) {
+        free(op->hdrs[i].name);
+        free(op->hdrs[i].value);
+    }
     store_source_cleanup(&op->src);
     free(op->payload);
     json_decref(op->cfg);
@@ -527,16 +552,27 @@ static void ingest_op_free(void *p)
 
 static const char *header_of(void *ctx, const char *name)
 {
-    return evhttp_find_header(evhttp_request_get_input_headers(ctx), name);
+    const struct ingest_op *op = ctx;
+    for (size_t i = 0; i < op->n_hdrs; i++) {
+        if (strcasecmp(op->hdrs[i].name, name) == 0) {
+            return op->hdrs[i].value;
+        }
+    }
+    return NULL;
 }
 
 static void lookup(struct ingest_op *op);
+static void verify_delivery(struct ingest_op *op);
 
 static int run_lookup(struct job *job, struct store *st)
 {
     struct ingest_op *op = (struct ingest_op *)job;
     store_source_cleanup(&op->src);
-    return store_call(st, source_get, NULL, op->rq->key_id, &op->src);
+    int rc = store_call(st, source_get, NULL, op->rq->key_id, &op->src);
+    if (rc == ROOST_OK) {
+        verify_delivery(op); /* on this worker: verification may block (a key set's fetch) */
+    }
+    return rc;
 }
 
 /* A refusal or an acceptance, recorded (and for an acceptance published) in one transaction. */
@@ -637,7 +673,7 @@ static json_t *kept_headers(struct ingest_op *op)
     names[n_names++] = json_string_value(json_object_get(opts, "type_header"));
     for (size_t i = 0; h != NULL && i < n_names; i++) {
         const char *name = names[i];
-        const char *v = name != NULL ? header_of(op->rq->req, name) : NULL;
+        const char *v = name != NULL ? header_of(op, name) : NULL;
         if (v == NULL || strlen(v) > HEADER_VALUE_MAX) {
             continue;
         }
@@ -701,41 +737,43 @@ static void idempotency_key(struct ingest_op *op, const char *delivery_id)
     }
 }
 
-/* The source is found: check, verify, route, build the event, record. */
-static void ingest_found(struct ingest_op *op)
+static void verdict(struct ingest_op *op, int rc, const char *reason)
 {
-    struct request *rq = op->rq;
-    const struct config *cfg = rq->rt->cfg;
-    struct evbuffer *in = evhttp_request_get_input_buffer(rq->req);
-    size_t len = evbuffer_get_length(in);
-    op->receipt.size = (int64_t)len;
+    op->verdict_rc = rc;
+    op->verdict_reason = reason;
+}
+
+/* The source is found (on a store worker): check, verify, route, build the event; done_lookup
+ * records the verdict. */
+static void verify_delivery(struct ingest_op *op)
+{
+    size_t len = op->body_len;
+    json_decref(op->cfg);
     op->cfg = json_loads(op->src.config, 0, NULL);
     if (op->cfg == NULL) {
-        record(op, ROOST_EINGESTREFUSED, "source_unusable");
+        verdict(op, ROOST_EINGESTREFUSED, "source_unusable");
         return;
     }
-    if (len > (size_t)cfg->ingest_max_body_bytes) {
-        record(op, ROOST_ETOOLARGE, "body_too_large");
+    if (op->body_too_large) {
+        verdict(op, ROOST_ETOOLARGE, "body_too_large");
         return;
     }
-    const unsigned char *data = len > 0 ? evbuffer_pullup(in, -1) : (const unsigned char *)"";
-    if (data == NULL) {
-        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
-        return;
-    }
+    const unsigned char *data = op->body;
     /* The body as JSON when it is JSON (bounded depth), else kept as base64. */
     json_t *body = NULL;
-    if (len > 0 && jsonutil_depth((const char *)data, len, (size_t)cfg->limits_max_json_depth) <=
-                       (size_t)cfg->limits_max_json_depth) {
+    if (len > 0 &&
+        jsonutil_depth((const char *)data, len, (size_t)op->max_depth) <= (size_t)op->max_depth) {
         body = json_loadb((const char *)data, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
     }
     struct ingest_delivery d = {.body = data,
                                 .body_len = len,
                                 .header = header_of,
-                                .ctx = rq->req,
+                                .ctx = op,
                                 .json = body,
                                 .now_s = op->now_ms / 1000,
-                                .tolerance_s = cfg->ingest_tolerance_s};
+                                .tolerance_s = op->tolerance_s,
+                                .jwks_get = ingest_jwks_get,
+                                .jwks_ctx = (void *)op->net};
     struct ingest_verified v;
     const char *reason = NULL;
     bool overlap = op->src.old_secret[0] != '\0' && op->src.old_until_ms > op->now_ms;
@@ -743,13 +781,13 @@ static void ingest_found(struct ingest_op *op)
     if (ingest_verify(op->src.scheme, opts, op->src.secret, overlap ? op->src.old_secret : NULL, &d,
                       &v, &reason) != 0) {
         json_decref(body);
-        record(op, ROOST_EINGESTREFUSED, reason);
+        verdict(op, ROOST_EINGESTREFUSED, reason);
         return;
     }
     snprintf(op->receipt.delivery_id, sizeof op->receipt.delivery_id, "%s", v.delivery_id);
     if (!route(op, body)) {
         json_decref(body);
-        record(op, ROOST_EINGESTUNROUTABLE, "unroutable");
+        verdict(op, ROOST_EINGESTUNROUTABLE, "unroutable");
         return;
     }
     char at[TIME_RFC3339_LEN + 1];
@@ -772,12 +810,12 @@ static void ingest_found(struct ingest_op *op)
     op->payload = ev != NULL ? jsonutil_dump(ev) : NULL;
     json_decref(ev);
     if (op->payload == NULL) {
-        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        op->oom = true;
         return;
     }
-    if (strlen(op->payload) > (size_t)cfg->limits_max_payload_bytes) {
+    if (strlen(op->payload) > (size_t)op->max_payload) {
         op->n_recipients = 0;
-        record(op, ROOST_ETOOLARGE, "event_too_large");
+        verdict(op, ROOST_ETOOLARGE, "event_too_large");
         return;
     }
     idempotency_key(op, v.delivery_id);
@@ -788,7 +826,7 @@ static void ingest_found(struct ingest_op *op)
                                            .correlation_id = op->correlation,
                                            .idempotency_key = op->idem_key,
                                            .available_at_ms = op->now_ms};
-    record(op, ROOST_OK, v.used_old_secret ? "ok_previous_secret" : "ok");
+    verdict(op, ROOST_OK, v.used_old_secret ? "ok_previous_secret" : "ok");
 }
 
 static void done_lookup(struct job *job)
@@ -799,11 +837,11 @@ static void done_lookup(struct job *job)
         lookup(op);
         return;
     }
-    if (job->rc != ROOST_OK) {
-        request_reply_error(op->rq, job->rc, NULL, NULL);
+    if (job->rc != ROOST_OK || op->oom) {
+        request_reply_error(op->rq, op->oom ? ROOST_ENOMEM : job->rc, NULL, NULL);
         return;
     }
-    ingest_found(op);
+    record(op, op->verdict_rc, op->verdict_reason);
 }
 
 static void lookup(struct ingest_op *op)
@@ -851,5 +889,31 @@ void api_ingest(struct request *rq)
         evhttp_connection_get_peer(conn, &host, &port);
     }
     snprintf(op->receipt.peer, sizeof op->receipt.peer, "%s", host != NULL ? host : "");
+    op->max_payload = cfg->limits_max_payload_bytes;
+    op->max_depth = cfg->limits_max_json_depth;
+    op->tolerance_s = cfg->ingest_tolerance_s;
+    op->net = rq->rt->hook_net;
+    struct evbuffer *in = evhttp_request_get_input_buffer(rq->req);
+    size_t len = evbuffer_get_length(in);
+    op->receipt.size = (int64_t)len;
+    op->body_too_large = len > (size_t)cfg->ingest_max_body_bytes;
+    op->body = malloc(len + 1);
+    bool ok = op->body != NULL &&
+              (op->body_too_large || evbuffer_copyout(in, op->body, len) == (ev_ssize_t)len);
+    op->body_len = op->body_too_large ? 0 : len;
+    for (struct evkeyval *h = evhttp_request_get_input_headers(rq->req)->tqh_first; h != NULL;
+         h = h->next.tqe_next) {
+        if (op->n_hdrs == INGEST_HEADERS_MAX) {
+            break; /* libevent bounds the header block; what a scheme reads comes first anyway */
+        }
+        op->hdrs[op->n_hdrs].name = strdup(h->key);
+        op->hdrs[op->n_hdrs].value = strdup(h->value);
+        ok = ok && op->hdrs[op->n_hdrs].name != NULL && op->hdrs[op->n_hdrs].value != NULL;
+        op->n_hdrs++;
+    }
+    if (!ok) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return;
+    }
     lookup(op);
 }

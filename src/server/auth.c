@@ -37,7 +37,7 @@
 
 #include "common/banned.h"
 
-#define AUTH_SKEW_MS 60000
+#define AUTH_SKEW_MS JWT_LEEWAY_MS
 #define AUTH_SUB_MAX 256
 
 /* Verified tokens, so a client pays for one Ed25519 verification per token rather than one per
@@ -54,7 +54,7 @@
 struct token_slot {
     char *token; /* a copy of the verified token, NULL when the slot is empty */
     size_t token_len;
-    int64_t nbf_ms; /* NO_TIME = absent */
+    int64_t nbf_ms; /* JWT_NO_TIME = absent */
     int64_t iat_ms;
     struct auth_principal principal;
 };
@@ -544,61 +544,24 @@ bool auth_allows(const struct auth_principal *p, enum auth_action action, const 
 
 /* ---- tokens ---- */
 
-/* A NumericDate claim (seconds, integer or fraction) as milliseconds, saturated to ±2^53 s so the
- * arithmetic below cannot overflow. Returns false when present but not a number. */
-static bool numeric_date_ms(const json_t *claims, const char *name, bool *present, int64_t *ms)
-{
-    const json_t *v = json_object_get(claims, name);
-    *present = v != NULL;
-    if (v == NULL) {
-        return true;
-    }
-    if (!json_is_number(v)) {
-        return false;
-    }
-    double s = json_number_value(v);
-    if (!isfinite(s)) {
-        return false;
-    }
-    const double cap = 9007199254740992.0; /* 2^53 */
-    if (s > cap) {
-        s = cap;
-    } else if (s < -cap) {
-        s = -cap;
-    }
-    *ms = (int64_t)(s * 1000.0);
-    return true;
-}
-
-#define NO_TIME INT64_MIN /* an absent nbf or iat */
-
-/* exp is required (RFC 7519 §4.1.4: valid only before it), nbf and iat optional; each with
- * AUTH_SKEW_MS of tolerance. */
-static bool times_valid(int64_t exp_ms, int64_t nbf_ms, int64_t iat_ms, int64_t now_ms)
-{
-    return now_ms < exp_ms + AUTH_SKEW_MS &&
-           (nbf_ms == NO_TIME || now_ms + AUTH_SKEW_MS >= nbf_ms) &&
-           (iat_ms == NO_TIME || iat_ms <= now_ms + AUTH_SKEW_MS);
-}
-
 static int check_claims(const json_t *claims, int64_t now_ms, struct auth_principal *out,
                         int64_t *nbf_out, int64_t *iat_out)
 {
     bool present;
     int64_t exp_ms = 0, nbf_ms = 0, iat_ms = 0;
 
-    if (!numeric_date_ms(claims, "exp", &present, &exp_ms) || !present) {
+    if (!jwt_numeric_date_ms(claims, "exp", &present, &exp_ms) || !present) {
         return -1;
     }
-    if (!numeric_date_ms(claims, "nbf", &present, &nbf_ms)) {
+    if (!jwt_numeric_date_ms(claims, "nbf", &present, &nbf_ms)) {
         return -1;
     }
-    nbf_ms = present ? nbf_ms : NO_TIME;
-    if (!numeric_date_ms(claims, "iat", &present, &iat_ms)) {
+    nbf_ms = present ? nbf_ms : JWT_NO_TIME;
+    if (!jwt_numeric_date_ms(claims, "iat", &present, &iat_ms)) {
         return -1;
     }
-    iat_ms = present ? iat_ms : NO_TIME;
-    if (!times_valid(exp_ms, nbf_ms, iat_ms, now_ms)) {
+    iat_ms = present ? iat_ms : JWT_NO_TIME;
+    if (!jwt_times_valid(exp_ms, nbf_ms, iat_ms, now_ms)) {
         if (now_ms >= exp_ms + AUTH_SKEW_MS) {
             out->exp_ms = exp_ms; /* expired: auth_authenticate tells when */
         }
@@ -652,58 +615,18 @@ static const struct jwk *select_key(const struct auth *a, enum jwt_alg alg, cons
     if (alg == JWT_ALG_HS256) {
         return a->has_hs256 ? &a->hs256 : NULL;
     }
-    const struct jwk *found = NULL;
-    size_t n = 0;
-    for (size_t i = 0; i < a->jwks.n_keys; i++) {
-        const struct jwk *k = &a->jwks.keys[i];
-        if (kid != NULL) {
-            if (k->has_kid && strcmp(k->kid, kid) == 0) {
-                return jwk_alg(k) == alg ? k : NULL;
-            }
-        } else if (jwk_alg(k) == alg) {
-            found = k;
-            n++;
-        }
-    }
-    if (alg == JWT_ALG_EDDSA) {
+    bool unknown_kid;
+    const struct jwk *k = jwks_select(&a->jwks, alg, kid, &unknown_kid);
+    if (alg == JWT_ALG_EDDSA && (kid == NULL || unknown_kid)) {
         *own = true;
         return &a->own;
     }
-    return kid == NULL && n == 1 ? found : NULL;
+    return k;
 }
 
 static bool issuer_audience_ok(const struct auth *a, const json_t *claims)
 {
-    if (a->issuer != NULL) {
-        const json_t *iss = json_object_get(claims, "iss");
-        if (!json_is_string(iss) || strcmp(json_string_value(iss), a->issuer) != 0 ||
-            strlen(a->issuer) != json_string_length(iss)) {
-            return false;
-        }
-    }
-    if (a->audience != NULL) {
-        /* RFC 7519 §4.1.3: a single string or an array of strings. */
-        const json_t *aud = json_object_get(claims, "aud");
-        size_t want = strlen(a->audience);
-        if (json_is_string(aud)) {
-            return json_string_length(aud) == want &&
-                   memcmp(json_string_value(aud), a->audience, want) == 0;
-        }
-        if (!json_is_array(aud)) {
-            return false;
-        }
-        size_t i;
-        const json_t *v;
-        json_array_foreach(aud, i, v)
-        {
-            if (json_is_string(v) && json_string_length(v) == want &&
-                memcmp(json_string_value(v), a->audience, want) == 0) {
-                return true;
-            }
-        }
-        return false;
-    }
-    return true;
+    return jwt_issuer_audience_ok(claims, a->issuer, a->audience);
 }
 
 void auth_principal_clear(struct auth_principal *p)
@@ -741,29 +664,9 @@ int auth_authenticate(const struct auth *a, const char *authorization, int64_t n
     if (a == NULL || a->key == NULL || authorization == NULL) {
         return ROOST_EUNAUTHENTICATED;
     }
-    /* Bounded scan: never walk further than a maximal header could be. */
-    size_t hlen = strnlen(authorization, JWT_MAX_TOKEN_BYTES + 64);
-    if (hlen > JWT_MAX_TOKEN_BYTES + 63) {
-        return ROOST_EUNAUTHENTICATED;
-    }
-    const char *s = authorization;
-    const char *end = authorization + hlen;
-    while (s < end && (*s == ' ' || *s == '\t')) {
-        s++;
-    }
-    /* RFC 9110 §11.1: the auth-scheme is case-insensitive; at least one space follows it. */
-    if (end - s < 7 || strncasecmp(s, "Bearer", 6) != 0 || (s[6] != ' ' && s[6] != '\t')) {
-        return ROOST_EUNAUTHENTICATED;
-    }
-    s += 6;
-    while (s < end && (*s == ' ' || *s == '\t')) {
-        s++;
-    }
-    while (end > s && (end[-1] == ' ' || end[-1] == '\t')) {
-        end--;
-    }
-    size_t token_len = (size_t)(end - s);
-    if (token_len == 0 || token_len > JWT_MAX_TOKEN_BYTES) {
+    const char *s;
+    size_t token_len;
+    if (jwt_bearer(authorization, &s, &token_len) != 0) {
         return ROOST_EUNAUTHENTICATED;
     }
     struct token_slot *slot = NULL;
@@ -774,7 +677,8 @@ int auth_authenticate(const struct auth *a, const char *authorization, int64_t n
         pthread_mutex_lock(&a->cache->mu);
         if (slot->token != NULL && slot->token_len == token_len &&
             memcmp(slot->token, s, token_len) == 0) {
-            bool valid = times_valid(slot->principal.exp_ms, slot->nbf_ms, slot->iat_ms, now_ms);
+            bool valid =
+                jwt_times_valid(slot->principal.exp_ms, slot->nbf_ms, slot->iat_ms, now_ms);
             if (valid) {
                 principal_copy(out, &slot->principal);
             } else if (now_ms >= slot->principal.exp_ms + AUTH_SKEW_MS) {
@@ -789,19 +693,13 @@ int auth_authenticate(const struct auth *a, const char *authorization, int64_t n
         return ROOST_EUNAUTHENTICATED;
     }
     decoded = true;
-    /* RFC 7515 §4.1.11: we understand no header extension, so any "crit" must be refused. */
-    if (json_object_get(parts.header, "crit") != NULL) {
-        goto out;
-    }
-    const json_t *kid_v = json_object_get(parts.header, "kid");
-    if (kid_v != NULL && (!json_is_string(kid_v) || json_string_length(kid_v) > JWK_KID_MAX ||
-                          strlen(json_string_value(kid_v)) != json_string_length(kid_v))) {
+    enum jwt_alg alg;
+    const char *kid;
+    if (jwt_header_check(&parts, &alg, &kid) != 0) {
         goto out;
     }
     bool own = false;
-    const struct jwk *key =
-        select_key(a, jwt_alg_parse(json_string_value(json_object_get(parts.header, "alg"))),
-                   json_string_value(kid_v), &own);
+    const struct jwk *key = select_key(a, alg, kid, &own);
     if (key == NULL || jwt_verify(&parts, key) != 0) {
         goto out;
     }

@@ -14,6 +14,8 @@
 #include "common/base64.h"
 #include "common/ids.h"
 #include "common/strutil.h"
+#include "proto/jwk.h"
+#include "proto/jwt.h"
 
 #include "common/banned.h"
 
@@ -383,6 +385,109 @@ static int verify_token(const json_t *config, const char *secret, const struct i
     return generic_ids(config, d, out, reason);
 }
 
+/* ---- jwt (A2A push notifications): "Authorization: Bearer <JWT>" signed by a key of the
+ * source's JWK Set (the secret, inline, or options.jwks_url), iss and aud as configured, exp,
+ * iat within the tolerance, jti the delivery id; the algorithm, key and header rules are those of
+ * roostd's own tokens (proto/jwt.h) ---- */
+
+static int jwt_key_set(const json_t *config, const char *secret, const struct ingest_delivery *d,
+                       bool refresh, struct jwks *set)
+{
+    const char *url = opt_str(config, "jwks_url", NULL);
+    char *text = NULL, err[128];
+    if (url != NULL &&
+        (d->jwks_get == NULL || d->jwks_get(d->jwks_ctx, url, refresh, &text) != 0)) {
+        return -1;
+    }
+    const char *json = url != NULL ? text : secret;
+    int rc = jwks_parse(json, strlen(json), set, err, sizeof err);
+    free(text);
+    return rc;
+}
+
+static int verify_jwt(const json_t *config, const char *secret, const struct ingest_delivery *d,
+                      struct ingest_verified *out, const char **reason)
+{
+    const char *tok;
+    size_t tok_len;
+    struct jwt_parts p;
+    if (jwt_bearer(d->header(d->ctx, "Authorization"), &tok, &tok_len) != 0) {
+        *reason = "token_missing";
+        return -1;
+    }
+    if (jwt_decode(tok, tok_len, &p) != 0) {
+        *reason = "jwt_malformed";
+        return -1;
+    }
+    int rc = -1;
+    enum jwt_alg alg;
+    const char *kid;
+    struct jwks set = {0};
+    bool unknown_kid = false;
+    const struct jwk *key = NULL;
+    if (jwt_header_check(&p, &alg, &kid) != 0 || alg == JWT_ALG_UNKNOWN) {
+        *reason = "jwt_alg_refused";
+        goto out;
+    }
+    if (jwt_key_set(config, secret, d, false, &set) != 0) {
+        *reason = "jwks_unavailable";
+        goto out;
+    }
+    key = jwks_select(&set, alg, kid, &unknown_kid);
+    if (key == NULL && unknown_kid && opt_str(config, "jwks_url", NULL) != NULL) {
+        jwks_cleanup(&set); /* the sender may have rotated its keys: ask for them again */
+        if (jwt_key_set(config, secret, d, true, &set) != 0) {
+            *reason = "jwks_unavailable";
+            goto out;
+        }
+        key = jwks_select(&set, alg, kid, &unknown_kid);
+    }
+    if (key == NULL) {
+        *reason = unknown_kid ? "jwt_kid_unknown" : "jwt_no_key_for_alg";
+        goto out;
+    }
+    if (jwt_verify(&p, key) != 0) {
+        *reason = "signature_mismatch";
+        goto out;
+    }
+    bool has_exp, has_iat, has_nbf;
+    int64_t exp_ms = 0, iat_ms = 0, nbf_ms = 0, now_ms = d->now_s * 1000;
+    if (!jwt_numeric_date_ms(p.claims, "exp", &has_exp, &exp_ms) ||
+        !jwt_numeric_date_ms(p.claims, "iat", &has_iat, &iat_ms) ||
+        !jwt_numeric_date_ms(p.claims, "nbf", &has_nbf, &nbf_ms) || !has_exp || !has_iat) {
+        *reason = "jwt_times_missing";
+        goto out;
+    }
+    if (!jwt_times_valid(exp_ms, has_nbf ? nbf_ms : JWT_NO_TIME, iat_ms, now_ms)) {
+        *reason = now_ms >= exp_ms + JWT_LEEWAY_MS ? "jwt_expired" : "jwt_not_yet_valid";
+        goto out;
+    }
+    if (iat_ms < now_ms - d->tolerance_s * 1000) { /* a replay of an old push */
+        *reason = "timestamp_too_old";
+        goto out;
+    }
+    if (!jwt_issuer_audience_ok(p.claims, opt_str(config, "issuer", NULL),
+                                opt_str(config, "audience", NULL))) {
+        *reason = "jwt_issuer_or_audience";
+        goto out;
+    }
+    const json_t *jti = json_object_get(p.claims, "jti");
+    if (!json_is_string(jti) || !copy_token(json_string_value(jti), json_string_length(jti),
+                                            out->delivery_id, INGEST_DELIVERY_ID_MAX)) {
+        *reason = "delivery_id_missing";
+        goto out;
+    }
+    const char *tp = opt_str(config, "type_pointer", NULL);
+    if (tp != NULL) {
+        (void)body_token(d, tp, out->type, INGEST_TYPE_MAX);
+    }
+    rc = 0;
+out:
+    jwks_cleanup(&set);
+    jwt_parts_cleanup(&p);
+    return rc;
+}
+
 static const char *md_name(const char *alg)
 {
     return strcmp(alg, "sha256") == 0   ? "SHA256"
@@ -456,6 +561,7 @@ struct scheme {
 static const char *const no_opts[] = {NULL};
 static const char *const token_opts[] = {"header",      "id_header",    "id_pointer",
                                          "type_header", "type_pointer", NULL};
+static const char *const jwt_opts[] = {"issuer", "audience", "jwks_url", "type_pointer", NULL};
 static const char *const hmac_opts[] = {
     "header",    "algorithm",  "encoding",    "prefix",       "timestamp_header",
     "id_header", "id_pointer", "type_header", "type_pointer", NULL};
@@ -466,6 +572,7 @@ static const struct scheme schemes[] = {
     {"stripe", no_opts, true, true},
     {"token", token_opts, false, false},
     {"hmac", hmac_opts, false, false},
+    {"jwt", jwt_opts, false, false},
 };
 
 static const struct scheme *scheme_find(const char *name)
@@ -499,12 +606,65 @@ int ingest_secret_new(const char *scheme, char *out, size_t cap)
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
+/* jwt: issuer and audience required; the key set is the secret (a JWK Set, stored compact) or
+ * at options.jwks_url (https; then the secret is one of our making, unused). */
+static int jwt_config_check(const json_t *config, char *secret, size_t cap, const char **why)
+{
+    const char *url = opt_str(config, "jwks_url", NULL);
+    const char *tp = opt_str(config, "type_pointer", NULL);
+    if (opt_str(config, "issuer", NULL) == NULL || opt_str(config, "audience", NULL) == NULL) {
+        *why = "the jwt scheme needs options.issuer and options.audience";
+        return -1;
+    }
+    if (tp != NULL && tp[0] != '/') {
+        *why = "a pointer option must be a JSON pointer (RFC 6901) starting with /";
+        return -1;
+    }
+    if (url != NULL) {
+        if (strncmp(url, "https://", 8) != 0) {
+            *why = "options.jwks_url must be an https URL";
+            return -1;
+        }
+        if (secret[0] != '\0') {
+            *why = "give the key set inline as secret or as options.jwks_url, not both";
+            return -1;
+        }
+        return ingest_secret_new("jwt", secret, cap) == 0 ? 0 : (*why = "no randomness", -1);
+    }
+    struct jwks set;
+    char err[128];
+    if (secret[0] == '\0' || jwks_parse(secret, strlen(secret), &set, err, sizeof err) != 0) {
+        *why = "the jwt scheme needs its JWK Set as secret (or options.jwks_url)";
+        return -1;
+    }
+    size_t n = set.n_keys;
+    bool priv = set.had_private_members;
+    jwks_cleanup(&set);
+    if (n == 0 || priv) {
+        *why = n == 0 ? "secret has no usable public key (EdDSA, ES256 or RS256)"
+                      : "secret carries private key members: give the public keys only";
+        return -1;
+    }
+    /* Stored compact, so it fits and reads back as given. */
+    json_t *v = json_loads(secret, JSON_REJECT_DUPLICATES, NULL);
+    char *compact = v != NULL ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(v);
+    int rc = compact != NULL && strlen(compact) < cap ? 0 : -1;
+    if (rc == 0) {
+        memcpy(secret, compact, strlen(compact) + 1);
+    } else {
+        *why = "secret (the JWK Set) is too long";
+    }
+    free(compact);
+    return rc;
+}
+
 int ingest_config_check(const char *scheme, const json_t *config, char *secret, size_t cap,
                         const char **why)
 {
     const struct scheme *s = scheme_find(scheme);
     if (s == NULL) {
-        *why = "scheme must be standard-webhooks, github, stripe, token or hmac";
+        *why = "scheme must be standard-webhooks, github, stripe, token, hmac or jwt";
         return -1;
     }
     const char *key;
@@ -538,6 +698,9 @@ int ingest_config_check(const char *scheme, const json_t *config, char *secret, 
             *why = "options.encoding must be hex or base64";
             return -1;
         }
+    }
+    if (strcmp(scheme, "jwt") == 0) {
+        return jwt_config_check(config, secret, cap, why);
     }
     const char *ptr;
     if (((ptr = opt_str(config, "id_pointer", NULL)) != NULL && ptr[0] != '/') ||
@@ -596,6 +759,7 @@ static int verify_one(const struct scheme *s, const json_t *config, const char *
            : strcmp(name, "github") == 0          ? verify_github(secret, d, out, reason)
            : strcmp(name, "stripe") == 0          ? verify_stripe(secret, d, out, reason)
            : strcmp(name, "token") == 0           ? verify_token(config, secret, d, out, reason)
+           : strcmp(name, "jwt") == 0             ? verify_jwt(config, secret, d, out, reason)
                                                   : verify_hmac(config, secret, d, out, reason);
 }
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Verification of inbound webhook deliveries (DESIGN §6.5), each scheme exactly as its sender
- * documents it: standard-webhooks (OpenAI, Anthropic, Svix), github, stripe, token, hmac. Pure
- * functions over the body, the headers and the source's config (a leaf: common and OpenSSL
- * only). Signatures are compared in constant time; a signed timestamp must be within the
- * tolerance either way. */
+ * documents it: standard-webhooks (OpenAI, Anthropic, Svix), github, stripe, token, hmac, jwt (A2A
+ * push notifications). Pure functions over the body, the headers and the source's config (a leaf:
+ * common, proto and OpenSSL only; a jwt key set behind a URL comes through d->jwks_get). Signatures
+ * are compared in constant time; a signed timestamp must be within the tolerance either way. */
 #ifndef ROOST_SERVER_INGEST_VERIFY_H
 #define ROOST_SERVER_INGEST_VERIFY_H
 
@@ -26,6 +26,11 @@ struct ingest_delivery {
     const json_t *json;
     int64_t now_s;
     int64_t tolerance_s;
+    /* jwt with options.jwks_url: the key set's text at url (malloc'd into *text, the caller of
+     * ingest_verify caches it); refresh asks for a fresh copy because a token named a kid the
+     * cached one lacks (the fetcher bounds how often). 0 or -1. NULL: no URL key sets. */
+    int (*jwks_get)(void *jwks_ctx, const char *url, bool refresh, char **text);
+    void *jwks_ctx;
 };
 
 /* What a verified delivery is: the sender's delivery id (the idempotency key's tail) and its

@@ -543,7 +543,7 @@ const struct route router_routes[] =
                   .min = 1,
                   .max = STORE_SOURCE_SCHEME_MAX,
                   .required = true,
-                  .values = "standard-webhooks|github|stripe|token|hmac"},
+                  .values = "standard-webhooks|github|stripe|token|hmac|jwt"},
                  B_STR("secret", 1, STORE_SOURCE_SECRET_MAX),
                  {.name = "options", .in = RP_BODY, .type = RP_OBJECT},
                  {.name = "agents", .in = RP_BODY, .type = RP_ARRAY, .min = 1, .max = 100},

@@ -101,7 +101,8 @@ void webhooks_result_cleanup(struct webhooks_result *r);
 /* One POST in flight (owned by whoever made it). */
 struct webhooks_call;
 /* Prepares a POST of body (copied) with the headers (taken over) to url, through the filter, no
- * redirects, https only, timeout_ms overall. NULL when out of memory. */
+ * redirects, https only, timeout_ms overall; a GET when body is NULL (body_len 0). NULL when out
+ * of memory. */
 struct webhooks_call *webhooks_call_new(const struct webhooks_net *net, const char *url,
                                         struct webhooks_headers *headers, const char *body,
                                         size_t body_len, long timeout_ms);

@@ -117,7 +117,9 @@ struct webhooks_call *webhooks_call_new(const struct webhooks_net *net, const ch
         return NULL;
     }
     c->net = net;
-    memcpy(c->body, body, body_len);
+    if (body_len > 0) {
+        memcpy(c->body, body, body_len);
+    }
     c->body[body_len] = '\0';
     bool ok = true;
     for (size_t i = 0; i < headers->n; i++) {
@@ -138,8 +140,11 @@ struct webhooks_call *webhooks_call_new(const struct webhooks_net *net, const ch
          curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, c) == CURLE_OK &&
          curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, add_ca) == CURLE_OK &&
          curl_easy_setopt(e, CURLOPT_SSL_CTX_DATA, (void *)net) == CURLE_OK &&
-         curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body) == CURLE_OK &&
-         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len) == CURLE_OK &&
+         (body == NULL /* a GET */
+              ? curl_easy_setopt(e, CURLOPT_HTTPGET, 1L) == CURLE_OK
+              : curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body) == CURLE_OK &&
+                    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len) ==
+                        CURLE_OK) &&
          curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers) == CURLE_OK &&
          curl_easy_setopt(e, CURLOPT_USERAGENT, "roostd-webhooks/1") == CURLE_OK &&
          curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_answer) == CURLE_OK &&

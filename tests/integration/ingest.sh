@@ -3,7 +3,8 @@
 # Inbound webhooks end to end (issue 31): `ingest.sh ROOSTD ROOST_CLI`. roostd on SQLite;
 # tests/js/ingest_test.mjs sends deliveries signed by the senders' own npm libraries (every
 # scheme's acceptance, duplicate, refusals with nothing written, rotation, routing, tenant
-# isolation, rate limit, metrics). Then here: the CLI (admin sources add/list/show/receipts/
+# isolation, rate limit, metrics); tests/js/ingest_jwt_test.mjs the jwt scheme (A2A pushes signed
+# by jose, the JWK Set served over HTTPS by a private test CA roostd trusts). Then here: the CLI (admin sources add/list/show/receipts/
 # rotate/rm, the secret shown once); `roost agent run` (an agent with no public address) handles
 # a signed delivery within a second; roostd SIGKILLed while deliveries are in flight, the sender
 # retrying each until it gets a 2xx: every delivery lands exactly once, and none that got a 2xx
@@ -18,8 +19,10 @@ roost=${2:?roost binary}
 need curl node jq
 js_dir=$(cd "$(dirname "$0")/../js" && pwd)
 
-start() {
-  roostd_start "$roostd" "$dir/data" --set store.synchronous=full --set ingest.rate_per_s=20 "$@"
+test_cert jwks IP:127.0.0.1 || abort "no test certificate: $(cat "$dir/openssl.log")"
+start() { # the jwt sources' key sets are fetched like webhooks: through the filter, our CA
+  roostd_start "$roostd" "$dir/data" --set store.synchronous=full --set ingest.rate_per_s=20 \
+    --set webhooks.allow_cidrs=127.0.0.1/32 --set "webhooks.ca_file=$dir/ca.pem" "$@"
 }
 start || abort "roostd did not start: $(cat "$dir/roostd.log")"
 
@@ -33,6 +36,12 @@ node_rc=$?
 cat "$dir/node.out"
 check "ingest_test.mjs passed" test "$node_rc" -eq 0
 passed=$((passed + $(tail -n1 "$dir/node.out" | sed -n 's/^\([0-9]*\) passed.*/\1/p')))
+
+node "$js_dir/ingest_jwt_test.mjs" "$url" "$t1" "$dir/jwks.pem" "$dir/jwks.key" >"$dir/node_jwt.out" 2>&1
+node_rc=$?
+cat "$dir/node_jwt.out"
+check "ingest_jwt_test.mjs passed" test "$node_rc" -eq 0
+passed=$((passed + $(tail -n1 "$dir/node_jwt.out" | sed -n 's/^\([0-9]*\) passed.*/\1/p')))
 
 export ROOST_SERVER=$url ROOST_TOKEN=$t1
 
