@@ -693,8 +693,9 @@ enum store_cap {
     /* Every statement is a round trip to a server (MySQL): a per-connection memo that skips a
      * write which would change nothing pays for itself. */
     STORE_CAP_ROUND_TRIP = 1u << 5,
-    /* An UPDATE can hand one value back through LAST_INSERT_ID(expr) (MySQL; no UPDATE …
-     * RETURNING): struct store_dialect.insert_id reads it after the statement. */
+    /* An UPDATE can hand one value back (MySQL: LAST_INSERT_ID(expr), no UPDATE … RETURNING;
+     * PostgreSQL: RETURNING, the first value of a statement run without a row callback):
+     * struct store_dialect.insert_id reads it after the statement. */
     STORE_CAP_INSERT_ID = 1u << 6,
     /* A commit can become visible to new snapshots after a later one (InnoDB releases the agent's
      * row lock before its commit is visible), so a reader may see seq N+1 before N: an inbox page

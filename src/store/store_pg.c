@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "store/store_ops.h"
 #include "store/store_sql.h"
 
@@ -63,6 +64,15 @@ STORE_STMT_ONLY(PG_STATE_WRITE, PG,
 
 /* ---- claims, retention ---- */
 
+/* tenant, agent, consumer, now, expires, seqs ('{4,7}'), tokens ('{"lt_…","lt_…"}'): every
+ * candidate of a claim in one statement whatever their count (arrays, so one prepared statement),
+ * each row with its own lease token. */
+STORE_STMT_ONLY(PG_CLAIM_UPDATE_ALL, PG,
+                "UPDATE inbox i SET status = " ST_CLAIMED ", lease_token = u.tok, consumer = ?3,"
+                " claimed_at = ?4, claim_expires_at = ?5, attempts = i.attempts + 1"
+                " FROM unnest(?6::bigint[], ?7::text[]) AS u(seq, tok)"
+                " WHERE i.tenant_id = ?1 AND i.agent_id = ?2 AND i.seq = u.seq"
+                " AND i.status = " ST_PENDING);
 /* cut, limit: the oldest change rows nobody else is pruning. */
 STORE_STMT_ONLY(PG_CHANGES_PRUNE, PG,
                 "DELETE FROM roost_changes WHERE id = ANY(ARRAY(SELECT id FROM roost_changes"
@@ -322,6 +332,47 @@ static int pg_state_patch(struct store *st, const char *tenant_id, const char *a
     return rc;
 }
 
+/* ---- leases ---- */
+
+/* The candidates (locked by claim_select) claimed by one statement; any other count than all of
+ * them is an error. */
+static int pg_claim_update_all(struct store *st, const char *tenant_id, const char *agent_id,
+                               struct store_events *cands,
+                               const char (*tokens)[STORE_LEASE_TOKEN_LEN + 1],
+                               const char *consumer, int64_t now_ms, int64_t claim_expires_at_ms)
+{
+    struct dynbuf seqs = {.max = (size_t)1 << 24}, toks = {.max = (size_t)1 << 24};
+    dynbuf_addc(&seqs, '{');
+    dynbuf_addc(&toks, '{');
+    for (size_t i = 0; i < cands->len; i++) {
+        /* Lease tokens are letters, digits and '_' (ids.h): quoted, nothing to escape. */
+        dynbuf_addf(&seqs, "%s%lld", i > 0 ? "," : "", (long long)cands->items[i].seq);
+        dynbuf_addf(&toks, "%s\"%s\"", i > 0 ? "," : "", tokens[i]);
+    }
+    dynbuf_addc(&seqs, '}');
+    dynbuf_addc(&toks, '}');
+    dynbuf_addc(&seqs, '\0');
+    dynbuf_addc(&toks, '\0');
+    int rc = ROOST_ENOMEM;
+    int64_t changed = 0;
+    if (seqs.err == DYNBUF_OK && toks.err == DYNBUF_OK) {
+        struct store_param p[] = {
+            ARG_T(tenant_id),           ARG_T(agent_id), ARG_T(consumer), ARG_I(now_ms),
+            ARG_I(claim_expires_at_ms), ARG_T(seqs.s),   ARG_T(toks.s)};
+        rc = store_run(st, PG_CLAIM_UPDATE_ALL, p, NULL, NULL, &changed);
+    }
+    dynbuf_cleanup(&seqs);
+    dynbuf_cleanup(&toks);
+    if (rc == ROOST_OK && changed != (int64_t)cands->len) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "claim: %lld of %zu locked rows updated", (long long)changed,
+                 cands->len);
+        pg_error_set(st, msg);
+        rc = ROOST_ESTORE;
+    }
+    return rc;
+}
+
 /* ---- retention ---- */
 
 static int pg_retention_end(struct store *st, int rc)
@@ -348,6 +399,11 @@ static int pg_retention_begin(struct store *st, const struct store_retention_req
     struct store_param p[] = {ARG_I(req->now_ms - CHANGES_KEEP_MS), ARG_I(store_limit(req->batch))};
     rc = store_run(st, PG_CHANGES_PRUNE, p, NULL, NULL, NULL);
     return rc == ROOST_OK ? rc : pg_retention_end(st, rc);
+}
+
+static int64_t pg_insert_id(struct store *st)
+{
+    return store_pg_backend(st)->returned;
 }
 
 /* A unique key refused the last statement. */
@@ -528,8 +584,9 @@ const struct store_dialect store_pg_dialect = {
     .done = NULL,
     .set_error = pg_error_set,
     .sql_col = STORE_SQL_PG,
-    .caps =
-        STORE_CAP_CHANGE_LOG | STORE_CAP_UPSERT_WHERE | STORE_CAP_CLAIM_ALL | STORE_CAP_ROUND_TRIP,
+    .caps = STORE_CAP_CHANGE_LOG | STORE_CAP_UPSERT_WHERE | STORE_CAP_CLAIM_ALL |
+            STORE_CAP_ROUND_TRIP | STORE_CAP_INSERT_ID,
+    .insert_id = pg_insert_id,
     .dup_key = pg_dup_key,
     .change_log = pg_change_log,
     .publish_begin = pg_publish_begin,
@@ -538,6 +595,7 @@ const struct store_dialect store_pg_dialect = {
     .inbox_insert = pg_inbox_insert,
     .seq_insert = pg_seq_insert,
     .state_patch = pg_state_patch,
+    .claim_update_all = pg_claim_update_all,
     .retention_begin = pg_retention_begin,
     .retention_end = pg_retention_end,
     .run = store_pg_run,

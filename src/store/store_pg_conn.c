@@ -436,6 +436,10 @@ static int run_once(struct store *st, const struct store_stmt *d, const struct s
         b->affected = tuples[0] != '\0' ? strtoll(tuples, NULL, 10) : PQntuples(res);
         int n = PQntuples(res);
         size_t used = 0;
+        /* STORE_CAP_INSERT_ID: what an UPDATE … RETURNING handed back (insert_id). */
+        b->returned = on_row == NULL && n > 0 && PQnfields(res) > 0 && !PQgetisnull(res, 0, 0)
+                          ? strtoll(PQgetvalue(res, 0, 0), NULL, 10)
+                          : 0;
         for (int r = 0; on_row != NULL && r < n && rc == ROOST_OK; r++) {
             if (o != NULL && o->max_bytes != 0) {
                 int c = (int)o->budget_col;

@@ -51,7 +51,8 @@ struct pg_store {
     struct pg_listener *listener;        /* this process's LISTEN connection to the database */
     int64_t origin;                      /* store_options.origin */
     int64_t affected;                    /* rows the last statement changed */
-    char sqlstate[6];                    /* of the last failure ("" when none) */
+    int64_t returned; /* the first value of the last statement run without a row callback */
+    char sqlstate[6]; /* of the last failure ("" when none) */
     char err[512];
 };
 
