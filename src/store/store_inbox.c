@@ -115,11 +115,11 @@ struct page_read {
     struct store_inbox_page *page;
     size_t limit;
     int64_t after_cursor;
-    int64_t expect;   /* the next seq the page should hold */
-    bool with_head;   /* INBOX_PAGE_HEAD: the head and watermark lead every row */
-    bool holes;       /* STORE_CAP_LATE_VISIBILITY */
-    bool stopped;     /* the page ended before the rows did */
-    size_t rows;      /* rows seen */
+    int64_t expect; /* the next seq the page should hold */
+    bool with_head; /* INBOX_PAGE_HEAD: the head and watermark lead every row */
+    bool holes;     /* STORE_CAP_LATE_VISIBILITY */
+    bool stopped;   /* the page ended before the rows did */
+    size_t rows;    /* rows seen */
 };
 
 static int on_page_row(void *arg, struct store_row *row)
@@ -213,8 +213,7 @@ int store_inbox_read(struct store *st, const char *tenant_id, const char *agent_
     if (rc == ROOST_OK && o.cut && !pr.stopped && limit > 0) {
         page->has_more = true; /* every row kept was used: the page ended at the byte budget */
     }
-    if (rc == ROOST_OK && pr.holes && !page->has_more && limit > 0 &&
-        page->head > pr.expect - 1) {
+    if (rc == ROOST_OK && pr.holes && !page->has_more && limit > 0 && page->head > pr.expect - 1) {
         /* Fewer rows than the head promises: the next one is not visible yet either. */
         page->head = pr.expect - 1;
     }

@@ -412,15 +412,17 @@ static int claim_all(struct store *st, const char *tenant_id, const char *agent_
  * ranges (see ACK): 71 → 61 µs per execution. PostgreSQL walks inbox_claim. With several writers
  * the rows are locked, those another claimer holds skipped (SKIP LOCKED), not waited for. */
 STORE_STMT(CLAIM_SELECT,
-           "SELECT " EVCOLS " FROM inbox WHERE tenant_id = ? AND agent_id = ? AND status = "
-           ST_PENDING " AND (expires_at IS NULL OR expires_at > ?)"
+           "SELECT " EVCOLS
+           " FROM inbox WHERE tenant_id = ? AND agent_id = ? AND status = " ST_PENDING
+           " AND (expires_at IS NULL OR expires_at > ?)"
            " ORDER BY priority DESC, seq ASC LIMIT ?",
            "SELECT " EVCOLS " FROM inbox FORCE INDEX (inbox_open)"
            " WHERE open_state = " ST_PENDING " AND tenant_id = ? AND agent_id = ?"
            " AND (expires_at IS NULL OR expires_at > ?)"
            " ORDER BY ready_priority DESC, seq ASC LIMIT ? FOR UPDATE SKIP LOCKED",
-           "SELECT " EVCOLS " FROM inbox WHERE tenant_id = ? AND agent_id = ? AND status = "
-           ST_PENDING " AND (expires_at IS NULL OR expires_at > ?)"
+           "SELECT " EVCOLS
+           " FROM inbox WHERE tenant_id = ? AND agent_id = ? AND status = " ST_PENDING
+           " AND (expires_at IS NULL OR expires_at > ?)"
            " ORDER BY priority DESC, seq LIMIT ? FOR UPDATE SKIP LOCKED");
 
 static int on_candidate(void *arg, struct store_row *row)
@@ -432,8 +434,8 @@ static int on_candidate(void *arg, struct store_row *row)
  * payload (column 6) would take the batch past `max_bytes` (*cut then set; the rest stays
  * pending, untouched; on MariaDB it stays locked until the transaction ends, not updated). */
 static int claim_select(struct store *st, const char *tenant_id, const char *agent_id,
-                        int64_t now_ms, int64_t limit, size_t max_bytes,
-                        struct store_events *cands, bool *cut)
+                        int64_t now_ms, int64_t limit, size_t max_bytes, struct store_events *cands,
+                        bool *cut)
 {
     struct store_run_opts o = {.max_bytes = max_bytes, .budget_col = 6};
     struct store_param p[] = {ARG_T(tenant_id), ARG_T(agent_id), ARG_I(now_ms), ARG_I(limit)};

@@ -370,7 +370,7 @@ static int batch_rows_answer(struct store *st, struct batch_row *rows, size_t n_
     for (size_t r = 0; rc == ROOST_OK && r < n_rows; r++) {
         const struct store_new_row *row = &rows[r].row;
         rc = store_changed(st, row->tenant_id, row->agent_id, row->seq, rows[r].entry->req->now_ms,
-                        rows[r].entry->touches);
+                           rows[r].entry->touches);
     }
     return rc;
 }

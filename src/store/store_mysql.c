@@ -590,8 +590,8 @@ const struct store_dialect store_mysql_dialect = {
     .done = NULL,
     .set_error = my_error_set,
     .sql_col = STORE_SQL_MYSQL,
-    .caps = STORE_CAP_CHANGE_LOG | STORE_CAP_CLAIM_ALL | STORE_CAP_ROUND_TRIP | STORE_CAP_INSERT_ID |
-            STORE_CAP_LATE_VISIBILITY,
+    .caps = STORE_CAP_CHANGE_LOG | STORE_CAP_CLAIM_ALL | STORE_CAP_ROUND_TRIP |
+            STORE_CAP_INSERT_ID | STORE_CAP_LATE_VISIBILITY,
     .insert_id = my_insert_id,
     .dup_key = my_dup_key,
     .change_log = my_change_log,

@@ -171,8 +171,8 @@ static int on_met_agent(void *arg, struct store_row *row)
 int store_stats_metrics_snapshot(struct store *st, int64_t now_ms,
                                  struct store_metrics_snapshot *snap)
 {
-    static const struct store_stmt *const by_status[] = {&MET_PENDING, &MET_SCHEDULED,
-                                                         &MET_CLAIMED, &MET_QUARANTINED};
+    static const struct store_stmt *const by_status[] = {&MET_PENDING, &MET_SCHEDULED, &MET_CLAIMED,
+                                                         &MET_QUARANTINED};
     static const enum store_status statuses[] = {STORE_PENDING, STORE_SCHEDULED, STORE_CLAIMED,
                                                  STORE_QUARANTINED};
     const struct store_dialect *d = st->dialect;

@@ -524,7 +524,8 @@ static void test_store_ops_completeness_checks(void)
     CHECK(store_stmt_sql(&empty, STORE_SQL_SQLITE) == NULL);
     struct fake f;
     fake_init(&f);
-    CHECK_EQ(f.base.dialect->run(&f.base, &empty, NULL, 0, NULL, NULL, NULL, NULL), ROOST_EINTERNAL);
+    CHECK_EQ(f.base.dialect->run(&f.base, &empty, NULL, 0, NULL, NULL, NULL, NULL),
+             ROOST_EINTERNAL);
 
     /* Capabilities, asked by URL before anything is open. */
     CHECK(store_url_has("sqlite:///tmp/x.db", STORE_CAP_SINGLE_WRITER));
