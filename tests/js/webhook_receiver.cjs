@@ -10,7 +10,7 @@
 // (kid: the keyid of the RFC 9421 signature, the key the sending node signed with)
 // What a path answers: its first segment names the behaviour: /ok → 200, /s500 → 500,
 // /redirect → 302 to /ok, /gone → 410, /hang → never answers (but the verification challenge),
-// /hangverify → never answers anything, not even the challenge, /slowok → 200 after 1.5 s,
+// /hangverify → never answers anything, not even the challenge,
 // /flip → 500 until the file STATE_DIR/flip exists, then 200, /stall/N → 500 to an event's first
 // N - 1 deliveries, never answers its Nth, 200 from then on (counted per webhook-id for the life
 // of the receiver, so across roostd restarts). The verification challenge is answered correctly
@@ -132,9 +132,6 @@ const server = https.createServer({ cert: fs.readFileSync(cert), key: fs.readFil
         return; // never answers: roostd's timeout ends it
       }
       fs.appendFileSync(`${stateDir}/log`, JSON.stringify(line) + '\n');
-      if (behaviour === 'slowok' && !(doc && doc.type === 'endpoint.verification')) {
-        await new Promise((r) => setTimeout(r, 1500));
-      }
       const h = { 'Content-Type': 'application/json' };
       if (status === 302) h.Location = `https://${req.headers.host}/ok`;
       res.writeHead(status, h);
