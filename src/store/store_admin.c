@@ -213,6 +213,33 @@ STORE_STMT(PURGE_ALL,
            "DELETE FROM inbox WHERE ctid = ANY(ARRAY(SELECT ctid FROM inbox WHERE tenant_id = ?"
            " AND status = " ST_QUARANTINED " LIMIT ?)) AND status = " ST_QUARANTINED);
 
+/* Before a purge: each agent's gaps_through_seq raised to its highest quarantined seq in the
+ * purge's scope (tenant, event_id; tenant, agent; tenant), so the rows deleted leave gaps a cursor
+ * read knows are gone for good (store_inbox.c). Every seq below a quarantined one committed long
+ * before it was claimed and quarantined, so no commit still on its way hides under the mark. */
+#define GAPS_MARK_SQLITE(where)                                                                    \
+    "UPDATE agents SET gaps_through_seq = max(gaps_through_seq, q.m) FROM (SELECT tenant_id,"      \
+    " agent_id, MAX(seq) AS m FROM inbox WHERE " where " AND status = " ST_QUARANTINED             \
+    " GROUP BY tenant_id, agent_id) AS q WHERE agents.tenant_id = q.tenant_id"                     \
+    " AND agents.agent_id = q.agent_id"
+#define GAPS_MARK_MYSQL(where)                                                                     \
+    "UPDATE agents a JOIN (SELECT tenant_id, agent_id, MAX(seq) AS m FROM inbox WHERE " where      \
+    " GROUP BY tenant_id, agent_id) q ON a.tenant_id = q.tenant_id AND a.agent_id = q.agent_id"    \
+    " SET a.gaps_through_seq = GREATEST(a.gaps_through_seq, q.m)"
+#define GAPS_MARK_PG(where)                                                                        \
+    "UPDATE agents a SET gaps_through_seq = GREATEST(a.gaps_through_seq, q.m) FROM (SELECT"        \
+    " tenant_id, agent_id, MAX(seq) AS m FROM inbox WHERE " where " AND status = " ST_QUARANTINED  \
+    " GROUP BY tenant_id, agent_id) q WHERE a.tenant_id = q.tenant_id AND a.agent_id = q.agent_id"
+STORE_STMT(GAPS_MARK_ONE, GAPS_MARK_SQLITE("tenant_id = ? AND event_id = ?"),
+           GAPS_MARK_MYSQL("tenant_id = ? AND event_id = ? AND status = " ST_QUARANTINED),
+           GAPS_MARK_PG("tenant_id = ? AND event_id = ?"));
+STORE_STMT(GAPS_MARK_AGENT, GAPS_MARK_SQLITE("tenant_id = ? AND agent_id = ?"),
+           GAPS_MARK_MYSQL("open_state = " ST_QUARANTINED " AND tenant_id = ? AND agent_id = ?"),
+           GAPS_MARK_PG("tenant_id = ? AND agent_id = ?"));
+STORE_STMT(GAPS_MARK_ALL, GAPS_MARK_SQLITE("tenant_id = ?"),
+           GAPS_MARK_MYSQL("open_state = " ST_QUARANTINED " AND tenant_id = ?"),
+           GAPS_MARK_PG("tenant_id = ?"));
+
 /* Deletes quarantined rows: the event, or up to `limit` of the agent (or of the tenant when
  * agent_id is NULL). */
 static int quarantine_delete(struct store *st, const char *tenant_id, const char *agent_id,
@@ -222,13 +249,21 @@ static int quarantine_delete(struct store *st, const char *tenant_id, const char
     int rc;
     if (event_id != NULL) {
         struct store_param p[] = {ARG_T(tenant_id), ARG_T(event_id)};
-        rc = store_run(st, PURGE_ONE, p, NULL, NULL, &n);
+        if ((rc = store_run(st, GAPS_MARK_ONE, p, NULL, NULL, NULL)) == ROOST_OK) {
+            rc = store_run(st, PURGE_ONE, p, NULL, NULL, &n);
+        }
     } else if (agent_id != NULL) {
+        struct store_param mark[] = {ARG_T(tenant_id), ARG_T(agent_id)};
         struct store_param p[] = {ARG_T(tenant_id), ARG_T(agent_id), ARG_I(limit)};
-        rc = store_run(st, PURGE_AGENT, p, NULL, NULL, &n);
+        if ((rc = store_run(st, GAPS_MARK_AGENT, mark, NULL, NULL, NULL)) == ROOST_OK) {
+            rc = store_run(st, PURGE_AGENT, p, NULL, NULL, &n);
+        }
     } else {
+        struct store_param mark[] = {ARG_T(tenant_id)};
         struct store_param p[] = {ARG_T(tenant_id), ARG_I(limit)};
-        rc = store_run(st, PURGE_ALL, p, NULL, NULL, &n);
+        if ((rc = store_run(st, GAPS_MARK_ALL, mark, NULL, NULL, NULL)) == ROOST_OK) {
+            rc = store_run(st, PURGE_ALL, p, NULL, NULL, &n);
+        }
     }
     *purged = rc == ROOST_OK ? (size_t)n : 0;
     return rc;

@@ -103,10 +103,11 @@ int store_inbox_state_get(struct store *st, const char *tenant_id, const char *a
  * 6 is the payload (EVCOLS). */
 STORE_STMT_SAME(INBOX_PAGE, "SELECT " EVCOLS " FROM inbox WHERE tenant_id = ? AND agent_id = ?"
                             " AND seq > ? ORDER BY seq LIMIT ?");
-/* after, tenant, agent, limit: head, watermark and the page in one statement (one snapshot); an
- * agent without events is one row whose event columns are NULL. Column 8 is the payload. */
+/* after, tenant, agent, limit: head, watermark, purge mark and the page in one statement (one
+ * snapshot); an agent without events is one row whose event columns are NULL. Column 9 is the
+ * payload. */
 STORE_STMT_SAME(INBOX_PAGE_HEAD,
-                "SELECT a.next_seq - 1, a.purged_through_seq, " EVCOLS_I
+                "SELECT a.next_seq - 1, a.purged_through_seq, a.gaps_through_seq, " EVCOLS_I
                 " FROM agents a LEFT JOIN inbox i ON i.tenant_id = a.tenant_id"
                 " AND i.agent_id = a.agent_id AND i.seq > ?"
                 " WHERE a.tenant_id = ? AND a.agent_id = ? ORDER BY i.seq LIMIT ?");
@@ -115,12 +116,21 @@ struct page_read {
     struct store_inbox_page *page;
     size_t limit;
     int64_t after_cursor;
-    int64_t expect; /* the next seq the page should hold */
-    bool with_head; /* INBOX_PAGE_HEAD: the head and watermark lead every row */
-    bool holes;     /* STORE_CAP_LATE_VISIBILITY */
-    bool stopped;   /* the page ended before the rows did */
-    size_t rows;    /* rows seen */
+    int64_t expect;       /* the next seq the page should hold */
+    int64_t gaps_through; /* seqs up to here without a row were purged (INBOX_PAGE_HEAD) */
+    bool with_head;       /* INBOX_PAGE_HEAD: the head and watermark lead every row */
+    bool holes;           /* STORE_CAP_LATE_VISIBILITY */
+    bool stopped;         /* the page ended before the rows did */
+    size_t rows;          /* rows seen */
 };
+
+/* Moves the expected seq over the gap before `seq` as far as the gaps are purged ones. */
+static void skip_purged(struct page_read *pr, int64_t seq)
+{
+    if (pr->expect <= pr->gaps_through) {
+        pr->expect = seq < pr->gaps_through + 1 ? seq : pr->gaps_through + 1;
+    }
+}
 
 static int on_page_row(void *arg, struct store_row *row)
 {
@@ -130,17 +140,21 @@ static int on_page_row(void *arg, struct store_row *row)
         if (pr->rows++ == 0) {
             page->head = row->i64(row, 0);
             page->oldest_cursor = row->i64(row, 1);
+            pr->gaps_through = row->i64(row, 2);
             if (store_cursor_gone(pr->after_cursor, page->oldest_cursor)) {
                 return ROOST_EGONE;
             }
         }
-        if (row->text(row, 2) == NULL) {
+        if (row->text(row, 3) == NULL) {
             pr->stopped = true; /* the agent without events (the LEFT JOIN's empty side) */
             return STORE_ROW_STOP;
         }
     }
-    row->c0 = pr->with_head ? 2 : 0;
+    row->c0 = pr->with_head ? 3 : 0;
     int64_t seq = row->i64(row, row->c0 + 2);
+    if (pr->holes) {
+        skip_purged(pr, seq);
+    }
     if (pr->holes && seq != pr->expect) {
         page->head = pr->expect - 1; /* a commit not yet visible: stop before it */
         pr->stopped = true;
@@ -166,10 +180,12 @@ static int on_page_row(void *arg, struct store_row *row)
 /* A dialect that holds a snapshot across statements (read_begin) reads the head, then the page;
  * one without reads both in one statement. Where commits can show out of seq order
  * (STORE_CAP_LATE_VISIBILITY), seqs above the watermark are dense (allocation and row commit
- * together; retention deletes prefixes only), so a missing seq is a transaction that released the
- * agent's row lock but is not yet visible: the page stops before the hole and the head is capped
- * there, as a snapshot taken a moment earlier would show; that commit's touch comes after it
- * (test_store_mysql's producers/follower test). */
+ * together; retention deletes prefixes only; a purge of quarantined rows raises the agent's
+ * gaps_through_seq over the seqs it deletes), so a missing seq above that mark is a transaction
+ * that released the agent's row lock but is not yet visible: the page stops before the hole and
+ * the head is capped there, as a snapshot taken a moment earlier would show; that commit's touch
+ * comes after it (test_store_mysql's producers/follower test). Such dialects read without
+ * read_begin, so the mark comes in the page's one statement. */
 int store_inbox_read(struct store *st, const char *tenant_id, const char *agent_id,
                      int64_t after_cursor, size_t limit, size_t max_bytes,
                      struct store_inbox_page *page)
@@ -181,7 +197,7 @@ int store_inbox_read(struct store *st, const char *tenant_id, const char *agent_
                            .expect = after_cursor + 1,
                            .with_head = d->read_begin == NULL,
                            .holes = store_dialect_has(d, STORE_CAP_LATE_VISIBILITY)};
-    struct store_run_opts o = {.max_bytes = max_bytes, .budget_col = pr.with_head ? 8 : 6};
+    struct store_run_opts o = {.max_bytes = max_bytes, .budget_col = pr.with_head ? 9 : 6};
     int64_t lim = store_limit_page(limit);
     int rc;
     page->has_more = false;
@@ -214,7 +230,9 @@ int store_inbox_read(struct store *st, const char *tenant_id, const char *agent_
         page->has_more = true; /* every row kept was used: the page ended at the byte budget */
     }
     if (rc == ROOST_OK && pr.holes && !page->has_more && limit > 0 && page->head > pr.expect - 1) {
-        /* Fewer rows than the head promises: the next one is not visible yet either. */
+        /* Fewer rows than the head promises: past the purged ones, the next one is not visible
+         * yet either. */
+        skip_purged(&pr, page->head + 1);
         page->head = pr.expect - 1;
     }
     return store_op_done(st, rc);

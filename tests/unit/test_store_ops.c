@@ -44,6 +44,7 @@ struct fake {
     int64_t deleted_through, watermark;
     /* INBOX_PAGE_HEAD: the agent's head and the seqs of the rows visible after the cursor */
     int64_t head;
+    int64_t gaps_through; /* the purge mark */
     int64_t page[8];
     size_t n_page;
     const char *answering; /* the statement fk_run runs */
@@ -117,8 +118,8 @@ static int64_t fr_i64(struct store_row *row, int col)
         return col == 0 ? 7 : 0; /* head 7, watermark 0 */
     }
     if (strcmp(f->answering, "INBOX_PAGE_HEAD") == 0) {
-        /* head, watermark 0, then EVCOLS: seq at column 2 + 2 */
-        return col == 0 ? f->head : col == 4 ? f->page[row->r] : 0;
+        /* head, watermark 0, purge mark, then EVCOLS: seq at column 3 + 2 */
+        return col == 0 ? f->head : col == 2 ? f->gaps_through : col == 5 ? f->page[row->r] : 0;
     }
     if (strcmp(f->answering, "RETENTION_ROWS") == 0) {
         const struct store_retention_row *r = &f->rows[row->r];
@@ -148,7 +149,7 @@ static const char *fr_text(struct store_row *row, int col)
         return col == 0 ? "t" : "a";
     }
     if (strcmp(f->answering, "INBOX_PAGE_HEAD") == 0) {
-        return col == 2 || col == 3 ? "e" : NULL; /* event_id, agent_id */
+        return col == 3 || col == 4 ? "e" : NULL; /* event_id, agent_id */
     }
     return col == 2 && f->row.lease_token[0] != '\0' ? f->row.lease_token : NULL;
 }
@@ -430,8 +431,8 @@ static void test_store_ops_reads_run_their_statements(void)
 
 /* The inbox page of a dialect without a snapshot across statements: head and rows from one
  * statement. Where commits can show out of seq order (STORE_CAP_LATE_VISIBILITY) the page stops
- * at the first missing seq and the head is capped below it; elsewhere a gap is just a gap (a
- * purged quarantined event). */
+ * at the first missing seq above the purge mark and the head is capped below it; elsewhere a gap
+ * is just a gap (a purged quarantined event). */
 static void test_store_ops_inbox_page_stops_at_a_hole(void)
 {
     static struct store_dialect late;
@@ -478,6 +479,29 @@ static void test_store_ops_inbox_page_stops_at_a_hole(void)
     CHECK_EQ(page.events.len, 2);
     CHECK(page.has_more);
     CHECK_EQ(page.head, 4);
+    store_events_cleanup(&page.events);
+
+    /* Gaps at or below the purge mark are purged events: passed over, up to the mark only. */
+    fake_init(&f);
+    f.base.dialect = &late;
+    f.head = 6;
+    f.gaps_through = 3;
+    f.n_page = 3;
+    f.page[0] = 1, f.page[1] = 4, f.page[2] = 6; /* 2 and 3 purged, 5 not visible yet */
+    memset(&page, 0, sizeof page);
+    CHECK_EQ(store_call(st, inbox_read, "t", "a", 0, 10, 0, &page), ROOST_OK);
+    CHECK_EQ(page.events.len, 2);
+    CHECK_EQ(page.next_cursor, 4);
+    CHECK_EQ(page.head, 4);
+    store_events_cleanup(&page.events);
+    /* The last seqs purged: the head stands over them. */
+    f.head = 3;
+    f.n_page = 1;
+    memset(&page, 0, sizeof page);
+    CHECK_EQ(store_call(st, inbox_read, "t", "a", 0, 10, 0, &page), ROOST_OK);
+    CHECK_EQ(page.events.len, 1);
+    CHECK_EQ(page.next_cursor, 1);
+    CHECK_EQ(page.head, 3);
     store_events_cleanup(&page.events);
 
     /* Without the capability the gap is kept. */
