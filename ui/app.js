@@ -6,7 +6,8 @@
 // id or correlation id and shown in the event pane (attempts, last error, consumer, lease), read
 // again with every refresh, so it never shows a state the event has left. Webhook endpoints
 // (state, failure run, last attempt, recent attempts) every ENDPOINT_POLL_MS, with disable and
-// enable. Every request goes through roost.js's client (Authorization header, token refresh);
+// enable. Inbound webhook sources (scheme, target, ingest URL, the outcomes of their recent
+// receipts) and each source's receipt log, as often. Every request goes through roost.js's client (Authorization header, token refresh);
 // test events through Roost.publish.
 // Tokens are kept in memory (or sessionStorage when asked): never in localStorage, never in a URL.
 // All text goes into the page with textContent: nothing from the API is ever parsed as HTML.
@@ -23,6 +24,7 @@ const SESSION_KEY = 'roost.dashboard.tokens';
 // Endpoints cost one request each for their new attempts, so they are read less often.
 const ENDPOINT_POLL_MS = 2000;
 const RECENT_ATTEMPTS = 50; // kept per endpoint, shown newest first
+const RECENT_RECEIPTS = 100; // read per source at each of its polls (the log is newest first)
 
 const $ = (id) => document.getElementById(id);
 
@@ -46,6 +48,13 @@ let endpoints = [];
 let attempts = new Map();
 let selectedEndpoint = null;
 let endpointsAt = 0; // when the endpoints were last read (0: read them at the next refresh)
+// Inbound webhook sources, and per source id its newest receipts ({recent, more}).
+let sources = [];
+/** @type {Map<string, {recent: object[], more: boolean}>} */
+let receipts = new Map();
+let selectedSource = null;
+let sourcesAt = 0; // as endpointsAt
+let sourcesErr = null; // why the sources could not be read (a token without tenant:admin)
 
 function tenantOf(token) {
   try {
@@ -208,6 +217,13 @@ function useTenant(i) {
   endpointsAt = 0;
   devicesAt = 0;
   $('device-list').tBodies[0].replaceChildren();
+  sources = [];
+  receipts = new Map();
+  selectedSource = null;
+  sourcesAt = 0;
+  sourcesErr = null;
+  $('source').hidden = true;
+  $('source-list').tBodies[0].replaceChildren();
   $('agent').hidden = true;
   $('endpoint').hidden = true;
   $('agents').tBodies[0].replaceChildren();
@@ -262,6 +278,18 @@ async function refresh() {
       attempts = read.seen; // deleted endpoints drop out
       endpointsAt = Date.now();
       renderEndpoints();
+    }
+    if (Date.now() - sourcesAt >= ENDPOINT_POLL_MS) {
+      // tenant:admin only, as the devices below
+      const read = await loadSources(c).catch((err) => ({ err }));
+      if (c !== client) {
+        throw new Error('tenant switched');
+      }
+      sources = read.list ?? [];
+      receipts = read.seen ?? new Map();
+      sourcesErr = read.err ?? null;
+      sourcesAt = Date.now();
+      renderSources();
     }
     if (Date.now() - devicesAt >= ENDPOINT_POLL_MS) {
       // tenant:admin only: without it the section says so instead of failing the page
@@ -711,6 +739,81 @@ function renderAttempts() {
     tr.title = at.response_head; // the first bytes of the answer
     return tr;
   }), 'attempt');
+}
+
+// ---- inbound webhook sources (doc/INGEST.md) ----
+
+/** The tenant's sources, and the newest receipts of each (one request a source). */
+async function loadSources(c) {
+  const list = [];
+  for (let next = null; ;) {
+    const r = await c.get(`/api/v1/admin/sources?limit=100${next ? `&next=${enc(next)}` : ''}`);
+    list.push(...r.sources);
+    if (!r.next) {
+      break;
+    }
+    next = r.next;
+  }
+  const seen = new Map(await Promise.all(list.map(async (src) => {
+    // a source deleted since the listing has no log: shown empty until the next poll drops it
+    const r = await c.get(`/api/v1/admin/sources/${enc(src.source_id)}/receipts?limit=${RECENT_RECEIPTS}`)
+      .catch(() => ({ receipts: [], next: null }));
+    return [src.source_id, { recent: r.receipts, more: Boolean(r.next) }];
+  })));
+  return { list, seen };
+}
+
+/** Where a source's events go: its agents, or the agent its pointer names within the selector. */
+function targetOf(src) {
+  return src.agents ? src.agents.join(', ') : `${src.agent_pointer} within ${src.agent_selector}`;
+}
+
+function renderSources() {
+  $('sources-note').textContent = sourcesErr ? `Sources: ${sourcesErr.message}` :
+    sources.length === 0 ? 'No inbound webhook source in this tenant.' : '';
+  patch($('source-list').tBodies[0], sources.map((src) => {
+    const tr = el('tr');
+    tr.dataset.source = src.source_id;
+    if (src.source_id === selectedSource) {
+      tr.className = 'sel';
+    }
+    const r = receipts.get(src.source_id) ?? { recent: [], more: false };
+    const n = (outcome) => r.recent.filter((x) => x.outcome === outcome).length;
+    const counts = `${n('accepted')} accepted · ${n('duplicate')} duplicate · ${n('refused')} refused` +
+      (r.more ? ` (the last ${r.recent.length})` : '');
+    const last = r.recent[0];
+    const url = el('td', src.ingest_url, 'url');
+    url.title = src.ingest_url;
+    tr.append(el('td', src.name), el('td', src.scheme), el('td', targetOf(src)), url,
+      el('td', counts, n('refused') > 0 ? 'q' : ''),
+      el('td', last ? `${last.outcome} · ${since(last.at)} (${when(last.at)})` : 'none yet'));
+    tr.addEventListener('click', () => selectSource(src.source_id));
+    return tr;
+  }), 'source');
+  renderReceipts();
+}
+
+function selectSource(id) {
+  selectedSource = id;
+  renderSources();
+}
+
+function renderReceipts() {
+  const src = sources.find((x) => x.source_id === selectedSource);
+  $('source').hidden = !src;
+  if (!src) {
+    return;
+  }
+  $('source-name').textContent = `${src.name} (${src.source_id})`;
+  patch($('receipts').tBodies[0], (receipts.get(src.source_id)?.recent ?? []).map((rc) => {
+    const tr = el('tr');
+    tr.dataset.receipt = rc.receipt_id;
+    tr.dataset.outcome = rc.outcome;
+    tr.append(timeCell(rc.at), el('td', rc.outcome, rc.outcome === 'refused' ? 'q' : ''),
+      el('td', rc.reason), el('td', rc.delivery_id ?? '–'), el('td', `${rc.size} B`),
+      el('td', rc.peer), el('td', rc.events));
+    return tr;
+  }), 'receipt');
 }
 
 // ---- devices (roost login, doc/CREDENTIALS.md) ----

@@ -608,7 +608,9 @@ static void done_record(struct job *job)
 {
     struct ingest_op *op = (struct ingest_op *)job;
     struct request *rq = op->rq;
-    metrics_ingest(rq->rt->metrics, op->src.tenant_id, op->src.source_id, op->receipt.outcome);
+    if (op->refusal != NULL || job->rc == ROOST_OK) { /* a 503 is no answer: the sender retries */
+        metrics_ingest(rq->rt->metrics, op->src.tenant_id, op->src.source_id, op->receipt.outcome);
+    }
     if (op->refusal != NULL) {
         /* The sender learns that it was refused, never why (the receipt log says). */
         request_reply_error(rq, op->refusal_rc, NULL, NULL);

@@ -195,6 +195,9 @@ int h_request(struct h_client *c, const char *method, const char *path, const ch
     if (opts->extra_header) {
         list = curl_slist_append(list, opts->extra_header);
     }
+    for (const char *const *h = opts->headers; h != NULL && *h != NULL; h++) {
+        list = curl_slist_append(list, *h);
+    }
     curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, list);
     curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
     if (strcmp(method, "GET") == 0 && !body) {

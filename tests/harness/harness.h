@@ -72,9 +72,10 @@ struct h_response {
 void h_response_cleanup(struct h_response *r);
 
 struct h_req_opts {
-    const char *content_type; /* NULL: application/json when there is a body; "" = none */
-    const char *extra_header; /* one more "Name: value" line, or NULL */
-    long timeout_ms;          /* 0: 30 s */
+    const char *content_type;   /* NULL: application/json when there is a body; "" = none */
+    const char *extra_header;   /* one more "Name: value" line, or NULL */
+    const char *const *headers; /* more such lines, NULL-ended, or NULL */
+    long timeout_ms;            /* 0: 30 s */
 };
 
 /* One request. body may be NULL (no body); body_len 0 with a non-NULL body sends an empty body

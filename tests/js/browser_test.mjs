@@ -16,6 +16,12 @@
 //              last error, consumer and lease; the event pane follows a requeue; the charts keep
 //              their history across a reload; no horizontal scroll at 400 px; times with a date;
 //              an agent with an open stream is seen now
+//   dashboard_devices  roost login's link opens /ui on its code; approve, deny, revoke by clicking
+//   dashboard_sources  /ui lists the tenant's inbound webhook sources (scheme, target, ingest
+//              URL, outcomes of their receipts) and a source's receipts (accepted, duplicate,
+//              refused with the reason, time, size, peer) for deliveries signed by the senders'
+//              own libraries; a delivery sent while the page is open shows; another tenant's
+//              sources are never listed, and the tenant switch shows only its own
 // Test pages are served on roostd's own origin (Playwright answers /test/*), so they import
 // /sdk/roost.js from roostd and can share a SharedWorker. Ends with "N passed, N failed".
 // Env: ROOSTD (binary), CHROMIUM (default /usr/bin/chromium), ROOST_SCREENSHOTS (a directory:
@@ -28,6 +34,7 @@ import { createHmac, createPrivateKey, randomBytes } from 'node:crypto';
 import { createServer } from 'node:https';
 import { SignJWT } from 'jose';
 import { chromium } from 'playwright-core';
+import { signHeaders } from './ingest_sign.mjs';
 
 const scenario = process.argv[2];
 const roostdBin = process.env.ROOSTD;
@@ -656,6 +663,98 @@ async function scenarioDashboardDevices(d, b, admin) {
   await page.close();
 }
 
+// Inbound webhook sources in the dashboard: deliveries signed by npm standardwebhooks and
+// @octokit/webhooks-methods (ingest_sign.mjs), seen as the operator sees them.
+async function scenarioDashboardSources(d, b, admin) {
+  const admin2 = await mint(d, 'tenant:admin agent:*:read', 600, 't2');
+  const add = async (token, body) => {
+    const r = await api(d, 'POST', '/api/v1/admin/sources', token, body);
+    check(r.status === 201, `source ${body.name} added: ${r.status}`);
+    return r.json;
+  };
+  const deliver = async (src, body, headers) => (await fetch(`${d.url}/ingest/${src.source_id}`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body })).status;
+  const openai = await add(admin, { name: 'openai', scheme: 'standard-webhooks', agents: ['openai-agent'] });
+  const gh = await add(admin, { name: 'github', scheme: 'github', agents: ['gh-agent', 'ops'] });
+  const routed = await add(admin, { name: 'routed', scheme: 'standard-webhooks',
+    agent_pointer: '/metadata/agent', agent_selector: 'support-*' });
+  const other = await add(admin2, { name: 'other-tenant', scheme: 'github', agents: ['t2-agent'] });
+
+  const body = JSON.stringify({ type: 'response.completed', data: { id: 'resp_1' } });
+  const good = await signHeaders('standard-webhooks', openai.secret, body, { id: 'msg-dash-1' });
+  const wrongKey = `whsec_${Buffer.from('not the secret of this source!!!').toString('base64')}`;
+  const big = JSON.stringify({ pad: 'x'.repeat(200000) });
+  const codes = [
+    await deliver(openai, body, good),
+    await deliver(openai, body, good), // the sender's retry
+    await deliver(openai, body, await signHeaders('standard-webhooks', wrongKey, body, { id: 'msg-dash-x' })),
+    await deliver(openai, big, await signHeaders('standard-webhooks', openai.secret, big, { id: 'msg-dash-big' })),
+  ];
+  check(JSON.stringify(codes) === '[200,200,401,413]', `the deliveries answered 200, 200, 401, 413: ${codes}`);
+  const push = JSON.stringify({ ref: 'refs/heads/main' });
+  check(await deliver(gh, push, await signHeaders('github', gh.secret, push, { id: 'gh-dash-1' })) === 200,
+    'the GitHub delivery is accepted');
+  check(await deliver(other, push, await signHeaders('github', other.secret, push, { id: 't2-dash-1' })) === 200,
+    "tenant 2's delivery is accepted");
+
+  const page = await b.context.newPage();
+  page.setDefaultTimeout(15000);
+  page.on('pageerror', (e) => console.error(`dashboard: ${e}`));
+  await page.goto(`${d.url}/ui/`);
+  await page.fill('#tokens', `${admin}\n${admin2}`);
+  await page.click('#signin-button');
+  const row = (src) => `#source-list tr[data-source="${src.source_id}"]`;
+  const rowText = (src, text) => page.waitForFunction(([sel, t]) =>
+    document.querySelector(sel)?.textContent.includes(t), [row(src), text]).then(() => true, () => false);
+  check(await rowText(openai, '1 accepted · 1 duplicate · 2 refused'),
+    `the openai source counts its receipts: ${await page.textContent(row(openai)).catch(() => 'no row')}`);
+  const text = await page.textContent(row(openai));
+  check(text.includes('openai') && text.includes('standard-webhooks') && text.includes('openai-agent') &&
+    text.includes(openai.ingest_url) && text.includes(`/ingest/${openai.source_id}`),
+  `the row shows name, scheme, target and ingest URL: ${text}`);
+  check(await rowText(gh, 'gh-agent, ops') && await rowText(gh, '1 accepted · 0 duplicate · 0 refused'),
+    `the github source: ${await page.textContent(row(gh)).catch(() => 'no row')}`);
+  check(await rowText(routed, '/metadata/agent within support-*') && await rowText(routed, 'none yet'),
+    `a routed source shows its pointer and selector: ${await page.textContent(row(routed)).catch(() => 'no row')}`);
+  check(await page.locator(row(other)).count() === 0, "tenant 1's page never lists tenant 2's source");
+
+  // The receipt log of a source: newest first, each with its outcome, reason, size and peer.
+  await page.click(row(openai));
+  await page.waitForSelector('#source:not([hidden]) #receipts tbody tr:nth-child(4)');
+  const rows = await page.$$eval('#receipts tbody tr', (trs) => trs.map((tr) =>
+    [...tr.cells].map((td) => td.textContent)));
+  const outcomes = rows.map((r) => r[1]).sort().join(',');
+  check(outcomes === 'accepted,duplicate,refused,refused', `the receipts' outcomes: ${outcomes}`);
+  check(rows.some((r) => r[1] === 'refused' && r[2] === 'signature_mismatch') &&
+    rows.some((r) => r[1] === 'refused' && r[2] === 'body_too_large'), `the refusals say why: ${JSON.stringify(rows)}`);
+  check(rows.filter((r) => r[3] === 'msg-dash-1').length === 2 && rows.every((r) => r[5] === '127.0.0.1') &&
+    rows.every((r) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(r[0])) &&
+    rows.some((r) => r[4] === `${Buffer.byteLength(big)} B`) && rows.some((r) => r[4] === `${Buffer.byteLength(body)} B`),
+  `delivery id, time with its date, size and peer: ${JSON.stringify(rows)}`);
+  check((await page.textContent('#source-name')).includes(openai.source_id), 'the pane names the source');
+
+  // A delivery while the page is open shows at a later poll, in the list and the receipts.
+  const live = JSON.stringify({ type: 'response.completed', data: { id: 'resp_2' } });
+  check(await deliver(openai, live, await signHeaders('standard-webhooks', openai.secret, live, { id: 'msg-dash-2' })) === 200,
+    'a delivery sent while the page is open is accepted');
+  check(await page.waitForFunction(() => [...document.querySelectorAll('#receipts tbody tr')]
+    .some((tr) => tr.cells[3].textContent === 'msg-dash-2' && tr.cells[1].textContent === 'accepted'))
+    .then(() => true, () => false), 'the new receipt shows');
+  check(await rowText(openai, '2 accepted · 1 duplicate · 2 refused'), 'the counts follow');
+  if (process.env.ROOST_SCREENSHOTS) {
+    await page.screenshot({ path: join(process.env.ROOST_SCREENSHOTS, 'dashboard-sources.png'), fullPage: true });
+  }
+
+  // The other tenant: its own source only, none of tenant 1's, and no receipt pane left open.
+  await page.selectOption('#tenant', '1');
+  check(await rowText(other, '1 accepted') && await rowText(other, 't2-agent'),
+    `tenant 2 sees its source: ${await page.textContent('#source-list').catch(() => '')}`);
+  check(await page.locator(row(openai)).count() === 0 && await page.locator(row(gh)).count() === 0,
+    "tenant 2's page lists none of tenant 1's sources");
+  check(await page.isHidden('#source'), 'the receipt pane of the other tenant is closed');
+  await page.close();
+}
+
 async function scenarioDashboardEvents(d, b, admin, producer) {
   const operator = await mint(d, 'tenant:admin agent:*:read agent:*:publish agent:*:consume');
   const page = await b.context.newPage();
@@ -819,6 +918,7 @@ async function main() {
       case 'dashboard': await scenarioDashboard(d, b, admin, producer, tls); break;
       case 'dashboard_events': await scenarioDashboardEvents(d, b, admin, producer); break;
       case 'dashboard_devices': await scenarioDashboardDevices(d, b, admin); break;
+      case 'dashboard_sources': await scenarioDashboardSources(d, b, admin); break;
       default: throw new Error(`unknown scenario ${scenario}`);
     }
   } finally {
