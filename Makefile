@@ -93,13 +93,14 @@ bench-sweep: deps build
 bench-ideal: deps build
 	@MYSQL=$${MYSQL:-1} scripts/bench_ideal.sh
 
-# The chaos matrix (doc/RELIABILITY.md): SQLite, a private MariaDB and a 3-node Galera cluster
-# (scripts/galera.sh), each CHAOS_MINUTES of seeded faults (CHAOS_SEED), then the invariant
-# checker; with Galera also the failover test (ctest label galera). Run directories (logs,
-# figures in summary.json) stay under build/chaos/. Exits non-zero if anything fails.
+# The chaos matrix (doc/RELIABILITY.md): SQLite, a private MariaDB, a private PostgreSQL and a
+# 3-node Galera cluster (scripts/galera.sh), each CHAOS_MINUTES of seeded faults (CHAOS_SEED),
+# then the invariant checker; with Galera also the failover test (ctest label galera). Run
+# directories (logs, figures in summary.json) stay under build/chaos/. Exits non-zero if anything
+# fails.
 CHAOS_SEED ?= 1
 CHAOS_MINUTES ?= 5
-CHAOS_PROFILES ?= sqlite mysql $(if $(wildcard scripts/galera.sh),galera)
+CHAOS_PROFILES ?= sqlite mysql postgres $(if $(wildcard scripts/galera.sh),galera)
 chaos: deps build
 	@status=0; for p in $(CHAOS_PROFILES); do \
 	    python3 tests/chaos/chaos.py --profile $$p --seed $(CHAOS_SEED) \

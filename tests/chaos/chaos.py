@@ -5,7 +5,7 @@ workers, producers and cursor followers on loopback, injects faults on a seeded 
 dumps the database and hands the run directory to the checker (tests/chaos/check.py), whose exit
 status it returns.
 
-  chaos.py --profile sqlite|mysql|galera --bin-dir build/bin --out DIR
+  chaos.py --profile sqlite|mysql|postgres|galera --bin-dir build/bin --out DIR
            [--seed N] [--minutes M | --one-pass] [--rate EVENTS_PER_S]
 
 CHAOS_SEED and CHAOS_MINUTES are the defaults of --seed and --minutes. Everything listens on
@@ -41,11 +41,18 @@ FAULT_KINDS = {
     # node_kill twice: each pass kills each of the two nodes (faults take nodes in turn).
     "mysql": ["worker_kill", "node_kill", "node_kill", "node_stop", "agent_cut", "agent_stall",
               "db_restart", "db_kill", "db_cut", "db_stall", "db_commit_lost", "clock_jump"],
+    # PostgreSQL: MariaDB's faults (db_kill is SIGKILL to the postmaster and every backend under
+    # load), and db_idle_outage: the server stopped for DB_OUTAGE_S while the agents sit idle.
+    "postgres": ["worker_kill", "node_kill", "node_kill", "node_stop", "agent_cut", "agent_stall",
+                 "db_restart", "db_kill", "db_cut", "db_stall", "db_commit_lost", "clock_jump",
+                 "db_idle_outage"],
     "galera": ["worker_kill", "node_kill", "node_kill", "agent_stall", "writer_kill",
                "writer_stop", "writer_partition", "standby_kill", "standby_stop"],
 }
 # Galera starts with three faults of the writer in a row (issue 16's "done when").
 FIRST_FAULTS = {"galera": ["writer_kill", "writer_stop", "writer_partition"]}
+# db_idle_outage: how long the database stays down (issue 32: 30 s under an idle agent).
+DB_OUTAGE_S = 30
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 
 
@@ -119,8 +126,9 @@ def wait_for(cond, timeout_s, what):
 class Proxy:
     """One chaos_proxy process (tests/chaos/chaos_proxy.c) driven through its stdin."""
 
-    def __init__(self, bin_dir, target_port, mysql, name):
-        args = [os.path.join(bin_dir, "chaos_proxy"), str(target_port)] + (["mysql"] if mysql else [])
+    def __init__(self, bin_dir, target_port, proto, name):
+        """proto: "mysql" or "pg" between roostd and a database (the COMMIT cuts), "" for HTTP."""
+        args = [os.path.join(bin_dir, "chaos_proxy"), str(target_port)] + ([proto] if proto else [])
         self.name = name
         self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.p.stdout.readline().split()
@@ -159,14 +167,20 @@ class Proxy:
 
 
 class Store:
-    """The database: a SQLite file, a private MariaDB (scripts/mariadb_test.sh) or a 3-node Galera
-    cluster (scripts/galera.sh). Each roostd node reaches MariaDB through a proxy of its own."""
+    """The database: a SQLite file, a private MariaDB (scripts/mariadb_test.sh), a private
+    PostgreSQL (scripts/postgres_test.sh, Roost's tables in its default schema "roost") or a
+    3-node Galera cluster (scripts/galera.sh). Each roostd node reaches MariaDB or PostgreSQL
+    through a proxy of its own."""
 
     def __init__(self, run):
         self.run = run
         self.kind = run.profile
+        self.proto = "pg" if self.kind == "postgres" else "mysql"
         self.db_proxies = []
-        if self.kind == "sqlite":
+        if self.kind == "postgres":
+            self.dir = run.db_dir
+            self.url = urllib.parse.urlsplit(script(run, [run.postgres_sh, "start", self.dir]).strip())
+        elif self.kind == "sqlite":
             self.path = os.path.join(run.out, "roost.db")
         elif self.kind == "mysql":
             self.dir = run.mysql_dir
@@ -189,17 +203,25 @@ class Store:
         if self.kind == "galera":
             return self.galera.node_url(i)
         while len(self.db_proxies) <= i:
-            self.db_proxies.append(Proxy(self.run.bin_dir, self.url.port, True, f"db{i}"))
+            self.db_proxies.append(Proxy(self.run.bin_dir, self.url.port, self.proto, f"db{i}"))
         u = self.url
-        return f"mysql://{u.username}:{urllib.parse.quote(urllib.parse.unquote(u.password), safe='')}" \
-               f"@127.0.0.1:{self.db_proxies[i].port}/roost_chaos"
+        scheme, path = ("postgres", u.path) if self.kind == "postgres" else ("mysql", "/roost_chaos")
+        return f"{scheme}://{u.username}:{urllib.parse.quote(urllib.parse.unquote(u.password), safe='')}" \
+               f"@127.0.0.1:{self.db_proxies[i].port}{path}"
 
     def pid(self):
         with open(os.path.join(self.dir, "mysqld.pid")) as f:
             return int(f.read().strip())
 
-    def restart(self, hard):
-        """Stops the server (SIGKILL when hard, else a clean shutdown) and starts it again."""
+    def restart(self, hard, down_s=None):
+        """Stops the server (SIGKILL when hard, else a clean shutdown) and starts it again after
+        down_s (default 0.5-2 s)."""
+        if self.kind == "postgres":
+            # The script waits for the postmaster to die; script() reaps it (our orphan).
+            script(self.run, [self.run.postgres_sh, "kill" if hard else "pause", self.dir])
+            time.sleep(self.run.rng.uniform(0.5, 2.0) if down_s is None else down_s)
+            script(self.run, [self.run.postgres_sh, "resume", self.dir])
+            return
         if hard:
             pid = self.pid()
             os.kill(pid, signal.SIGKILL)
@@ -226,6 +248,12 @@ class Store:
             return {"inbox": inbox, "agents": agents}
 
         def query(sql):
+            if self.kind == "postgres":
+                out = subprocess.run(
+                    [self.run.postgres_sh, "psql", self.dir, "-d", self.url.path.lstrip("/"),
+                     "-At", "-F", "\t", "-P", "null=NULL", "-c", "SET search_path = roost",
+                     "-c", sql], check=True, stdout=subprocess.PIPE, text=True).stdout
+                return [line.split("\t") for line in out.splitlines() if line]
             if self.kind == "galera":
                 g = self.galera
                 return g.sql(g.live_node(), sql, db=g.database)
@@ -249,6 +277,8 @@ class Store:
             p.stop()
         if self.kind == "mysql" and not self.run.keep:
             script(self.run, [self.run.mariadb_sh, "stop", self.dir], check=False)
+        if self.kind == "postgres" and not self.run.keep:
+            script(self.run, [self.run.postgres_sh, "stop", self.dir], check=False)
         if self.kind == "galera":
             self.galera.stop()
 
@@ -266,7 +296,7 @@ class Galera:
         self.url = urllib.parse.urlsplit(out)
         hosts = self.url.netloc.split("@", 1)[1].split(",")
         self.ports = [int(h.rsplit(":", 1)[1]) for h in hosts]
-        self.proxies = [Proxy(run.bin_dir, p, True, f"galera{n}") for n, p in enumerate(self.ports)]
+        self.proxies = [Proxy(run.bin_dir, p, "mysql", f"galera{n}") for n, p in enumerate(self.ports)]
         self.sql(0, f"DROP DATABASE IF EXISTS {self.database}; CREATE DATABASE {self.database} "
                     "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
 
@@ -332,9 +362,9 @@ class Node:
         self.dir = os.path.join(run.out, f"node{i}")
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         self.p = None
-        # The clock jumps on node0 of SQLite (the only node) and node1 of MariaDB (one node's
-        # clock ahead of the other's, for a while: leases it judges expire early).
-        self.faketime = (run.profile, i) in (("sqlite", 0), ("mysql", 1))
+        # The clock jumps on node0 of SQLite (the only node) and node1 of MariaDB or PostgreSQL
+        # (one node's clock ahead of the other's, for a while: leases it judges expire early).
+        self.faketime = (run.profile, i) in (("sqlite", 0), ("mysql", 1), ("postgres", 1))
         self.fiu = run.profile == "sqlite" and i == 0
         self.offset_s = 0
         self.offset_file = os.path.join(run.out, f"node{i}.faketime")
@@ -507,28 +537,40 @@ class Producer(threading.Thread):
         tok = self.ctx.token
         node_i = self.n % len(self.clients)
         while not self.ctx.stop_producers.is_set():
-            batch = [self.item() for _ in range(self.rng.randint(2, 4) if self.rng.random() < 0.1 else 1)]
-            body = batch[0][0] if len(batch) == 1 else {"events": [b[0] for b in batch]}
-            items = [b[1] for b in batch]
-            for attempt in range(1, 61):
-                node_i = (node_i + 1) % len(self.clients)
-                t0 = time.time()
-                status, doc, err = self.clients[node_i].request("POST", "/api/v1/events", tok, body)
-                rec = {"t0": t0, "t": time.time(), "p": self.n, "node": node_i, "attempt": attempt,
-                       "items": items, "status": status}
-                if doc and "events" in doc:
-                    rec["events"] = [{"event_id": e.get("event_id"), "agent": e.get("agent_id"),
-                                      "seq": e.get("sequence_number"),
-                                      "duplicate": e.get("duplicate", False)} for e in doc["events"]]
-                elif doc and "error" in doc:
-                    rec["code"] = doc["error"].get("code")
-                if err:
-                    rec["error"] = err
-                self.ctx.record("publishes", rec)
-                if status in (200, 201) or 400 <= status < 500 and status != 429:
-                    break
-                time.sleep(min(2.0, 0.1 * attempt) * self.rng.uniform(0.5, 1.5))
+            self.ctx.producers_go.wait()
+            with self.ctx.lock:
+                self.ctx.publishing += 1
+            try:
+                node_i = self.publish(tok, node_i)
+            finally:
+                with self.ctx.lock:
+                    self.ctx.publishing -= 1
             time.sleep(self.rng.expovariate(self.ctx.rate / self.ctx.n_producers))
+
+    def publish(self, tok, node_i):
+        """One publish (a single event or a batch), retried until a definitive answer."""
+        batch = [self.item() for _ in range(self.rng.randint(2, 4) if self.rng.random() < 0.1 else 1)]
+        body = batch[0][0] if len(batch) == 1 else {"events": [b[0] for b in batch]}
+        items = [b[1] for b in batch]
+        for attempt in range(1, 61):
+            node_i = (node_i + 1) % len(self.clients)
+            t0 = time.time()
+            status, doc, err = self.clients[node_i].request("POST", "/api/v1/events", tok, body)
+            rec = {"t0": t0, "t": time.time(), "p": self.n, "node": node_i, "attempt": attempt,
+                   "items": items, "status": status}
+            if doc and "events" in doc:
+                rec["events"] = [{"event_id": e.get("event_id"), "agent": e.get("agent_id"),
+                                  "seq": e.get("sequence_number"),
+                                  "duplicate": e.get("duplicate", False)} for e in doc["events"]]
+            elif doc and "error" in doc:
+                rec["code"] = doc["error"].get("code")
+            if err:
+                rec["error"] = err
+            self.ctx.record("publishes", rec)
+            if status in (200, 201) or 400 <= status < 500 and status != 429:
+                break
+            time.sleep(min(2.0, 0.1 * attempt) * self.rng.uniform(0.5, 1.5))
+        return node_i
 
 
 class Follower(threading.Thread):
@@ -587,7 +629,8 @@ class Run:
         self.keep = a.keep
         self.one_pass = a.one_pass
         self.mariadb_sh = os.path.join(SRC, "scripts", "mariadb_test.sh")
-        self.mysql_dir = a.mysql_dir or f"/tmp/roost-chaos-{os.getpid()}"
+        self.postgres_sh = os.path.join(SRC, "scripts", "postgres_test.sh")
+        self.mysql_dir = self.db_dir = a.mysql_dir or f"/tmp/roost-chaos-{os.getpid()}"
         self.rng = random.Random(a.seed)
         self.lock = threading.Lock()
         self.files = {}
@@ -596,6 +639,11 @@ class Run:
         self.pids = {}
         self.rss = {}
         self.stop_producers = threading.Event()
+        # Cleared to hold the producers between publishes (db_idle_outage); publishing counts
+        # those inside a publish and its retries.
+        self.producers_go = threading.Event()
+        self.producers_go.set()
+        self.publishing = 0
         self.stop_sampler = threading.Event()
         self.n_producers = 3
         self.nodes, self.workers, self.agent_proxies, self.producers = [], [], [], []
@@ -648,13 +696,14 @@ class Run:
         with open(self.token_file, "w") as f:
             f.write(self.token + "\n")
         self.store = Store(self)
-        # SQLite is one node (doc/OPERATIONS.md: one process owns the file); MariaDB gets two.
+        # SQLite is one node (doc/OPERATIONS.md: one process owns the file); MariaDB and
+        # PostgreSQL get two.
         n_nodes = 1 if self.profile == "sqlite" else 2
         for i in range(n_nodes):
             node = Node(self, i)
             node.start()
             self.nodes.append(node)
-            self.agent_proxies.append(Proxy(self.bin_dir, node.port, False, f"agents{i}"))
+            self.agent_proxies.append(Proxy(self.bin_dir, node.port, "", f"agents{i}"))
         for name, agent, node in WORKERS:
             w = Worker(self, name, agent, node % n_nodes)
             w.start()
@@ -735,6 +784,8 @@ class Run:
         if kind in ("db_restart", "db_kill"):
             self.store.restart(kind == "db_kill")
             return "db"
+        if kind == "db_idle_outage":
+            return self.idle_outage()
         if kind == "db_commit_lost":
             # The answers of the next 3 COMMITs of one node are lost: roostd cannot know whether
             # they committed and must find out before it answers anybody (DESIGN §8.3).
@@ -762,6 +813,23 @@ class Run:
         if kind.startswith("writer_") or kind.startswith("standby_"):
             return self.galera_fault(kind)
         raise ValueError(kind)
+
+    def idle_outage(self):
+        """The database stopped for DB_OUTAGE_S while nothing is left to do: producers held, every
+        publish answered and every answered event final (up to a minute each, then the outage
+        comes anyway), so the agents sit in their idle polls and streams through it. The
+        producers go on once the server is back: the work after it shows the idle agents and
+        both nodes (their connections and listeners) came back."""
+        self.producers_go.clear()
+        try:
+            wait_for(lambda: self.publishing == 0, 60, "the producers' publishes to end")
+            deadline = time.time() + 60
+            while self.open_events() != 0 and time.time() < deadline:
+                time.sleep(0.5)
+            self.store.restart(False, down_s=DB_OUTAGE_S)
+        finally:
+            self.producers_go.set()
+        return "db"
 
     def galera_fault(self, kind):
         g = self.store.galera
@@ -808,29 +876,31 @@ class Run:
             log(f"fault {kind} {target} {f['end'] - start:.1f}s")
             time.sleep(self.rng.uniform(2, 4) if self.one_pass else self.rng.uniform(3, 7))
 
+    def open_events(self):
+        """How many events are not final yet (scheduled, pending or claimed) as node 0 reads the
+        inboxes; -1 when it does not answer."""
+        c = Http(self.nodes[0].port)
+        open_n = 0
+        for agent in ("a1", "a2", "a3"):
+            cursor = 0
+            while True:
+                st, doc, _ = c.request("GET", f"/api/v1/agents/{agent}/inbox?after_cursor="
+                                              f"{cursor}&limit=1000", self.token)
+                if st != 200:
+                    return -1
+                open_n += sum(1 for e in doc["events"]
+                              if e.get("status") in ("scheduled", "pending", "claimed"))
+                cursor = doc["next_cursor"]
+                if not doc["has_more"]:
+                    break
+        return open_n
+
     def drain(self, timeout_s):
         """Waits until every answered event reached a final status (reading the follower's view)
         or timeout_s passed."""
-        c = Http(self.nodes[0].port)
         deadline = time.time() + timeout_s
         while time.time() < deadline:
-            open_n = 0
-            for agent in ("a1", "a2", "a3"):
-                cursor = 0
-                while True:
-                    st, doc, _ = c.request("GET", f"/api/v1/agents/{agent}/inbox?after_cursor="
-                                                  f"{cursor}&limit=1000", self.token)
-                    if st != 200:
-                        open_n = -1
-                        break
-                    open_n += sum(1 for e in doc["events"]
-                                  if e.get("status") in ("scheduled", "pending", "claimed"))
-                    cursor = doc["next_cursor"]
-                    if not doc["has_more"]:
-                        break
-                if open_n < 0:
-                    break
-            if open_n == 0:
+            if self.open_events() == 0:
                 return True
             time.sleep(1)
         return False
@@ -857,6 +927,7 @@ class Run:
                 f"seed {self.seed}, {self.minutes} min")
             self.chaos()
             self.stop_producers.set()
+            self.producers_go.set()
             for p in self.producers:
                 p.join(timeout=120)
             meta["drain_start"] = time.time()
@@ -903,7 +974,8 @@ def main():
     ap.add_argument("--seed", type=int, default=int(os.environ.get("CHAOS_SEED") or 1))
     ap.add_argument("--minutes", type=float, default=float(os.environ.get("CHAOS_MINUTES") or 1))
     ap.add_argument("--rate", type=float, default=12.0, help="events published per second")
-    ap.add_argument("--mysql-dir", help="directory of the private MariaDB (default /tmp/...)")
+    ap.add_argument("--mysql-dir", help="directory of the private MariaDB or PostgreSQL "
+                                        "(default /tmp/...)")
     ap.add_argument("--keep", action="store_true", help="keep the database server's directory")
     ap.add_argument("--one-pass", action="store_true",
                     help="every fault kind exactly once, shortly spaced (--minutes is ignored)")

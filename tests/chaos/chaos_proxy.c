@@ -2,12 +2,12 @@
 /* The chaos runner's TCP proxy as a program: the harness proxy (tests/harness/tcp_proxy.c)
  * between agents and roostd or between roostd and a database, driven by lines on stdin.
  *
- *   chaos_proxy TARGET_PORT [mysql]   prints "port N" (its loopback port), then obeys:
+ *   chaos_proxy TARGET_PORT [mysql|pg]   prints "port N" (its loopback port), then obeys:
  *   cut        close every connection now
  *   block      cut, and close every new connection at once, until "unblock"
  *   stall      forward, read and accept nothing (open, silent connections) until "resume"
  *   conns      answer "ok N": N client connections open (as of the thread's last round)
- *   commitlost N   (mysql) the answers of the next N COMMITs are lost, their connections cut
+ *   commitlost N   (mysql, pg) the answers of the next N COMMITs are lost, their connections cut
  *   cuts       answer "ok N": how many such cuts happened since the start
  *   quit       (or end of input) stop
  *
@@ -23,7 +23,7 @@
 int main(int argc, char **argv)
 {
     if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: chaos_proxy TARGET_PORT [mysql]\n");
+        fprintf(stderr, "usage: chaos_proxy TARGET_PORT [mysql|pg]\n");
         return 2;
     }
     char *end = NULL;
@@ -32,8 +32,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "chaos_proxy: bad port %s\n", argv[1]);
         return 2;
     }
-    bool mysql = argc == 3 && strcmp(argv[2], "mysql") == 0;
-    struct tcp_proxy *p = tcp_proxy_start("127.0.0.1", (int)port, mysql);
+    const char *proto = argc == 3 ? argv[2] : "";
+    struct tcp_proxy *p = strcmp(proto, "pg") == 0 ? tcp_proxy_start_pg("127.0.0.1", (int)port)
+                                                   : tcp_proxy_start("127.0.0.1", (int)port,
+                                                                     strcmp(proto, "mysql") == 0);
     if (!p) {
         return 1;
     }
