@@ -701,6 +701,13 @@ enum store_cap {
      * row lock before its commit is visible), so a reader may see seq N+1 before N: an inbox page
      * stops at the first missing seq above the watermark and caps the head there. */
     STORE_CAP_LATE_VISIBILITY = 1u << 7,
+    /* The database merges a JSON Merge Patch (RFC 7386) into a document itself (SQLite's
+     * json_patch, MySQL's JSON_MERGE_PATCH); without it the state is read, merged in C and
+     * written back (PostgreSQL: jsonb would not keep the document's text). */
+    STORE_CAP_MERGE_PATCH = 1u << 8,
+    /* A parameter can be an array literal ('{4,7}'; PostgreSQL): one prepared statement takes
+     * any count of values. */
+    STORE_CAP_ARRAY_PARAMS = 1u << 9,
 };
 
 /* When this connection last wrote an agent's last_seen_at (STORE_CAP_ROUND_TRIP). */
@@ -710,6 +717,14 @@ struct store_seen_slot {
     int64_t at_ms;
 };
 
+/* An agent's next_seq as this connection last wrote it (STORE_CAP_SINGLE_WRITER), which the
+ * publish's conditional UPDATE checks: never trusted. */
+#define STORE_SEQ_GUESSES 256
+struct store_seq_guess {
+    uint64_t key; /* hash_tenant_agent; 0 = empty */
+    int64_t next_seq;
+};
+
 struct store_dialect;
 struct store {
     const struct store_ops *ops;
@@ -717,6 +732,10 @@ struct store {
     const struct store_dialect *dialect;
     int admin_scan_ms; /* store_options.admin_scan_ms, set by store_open */
     struct store_seen_slot seen[STORE_SEEN_SLOTS];
+    /* STORE_CAP_ROUND_TRIP: the last tenant this connection saw committed (tenant rows are never
+     * deleted, so a publish of it needs no check). */
+    char known_tenant[STORE_ID_MAX + 1];
+    struct store_seq_guess seq_guess[STORE_SEQ_GUESSES];
 };
 
 /* Opens a store by URL scheme ("sqlite://PATH", "mysql://USER:PASS@HOST:PORT/DB"). ROOST_EINVAL for

@@ -2,13 +2,13 @@
 /* Claims and leases (store_ops.h), written once (DESIGN §4.3–4.4): claim, ack, release, extend,
  * release-all and the agent's last-seen mark, each deciding here (fencing, the repeated-ack rule,
  * release target and delay, the extend cap, quarantine at max attempts) with its statements in
- * every dialect beside it. The candidate read (claim_select) and the one-statement claim and ack
- * of a batch (claim_update_all, ack_rows) are still the dialect's: their shape depends on a row
- * budget or a count. */
+ * every dialect beside it. MySQL's one-statement claim and ack of a batch (claim_update_all,
+ * ack_rows) are still its own: their text depends on the count. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/hash.h"
 #include "common/ids.h"
 #include "store/store_lifecycle.h"
@@ -357,9 +357,53 @@ int store_leases_agent_seen(struct store *st, const char *tenant_id, const char 
     return store_op_done(st, seen(st, tenant_id, agent_id, now_ms));
 }
 
+/* tenant, agent, consumer, now, expires, seqs ('{4,7}'), tokens ('{"lt_…","lt_…"}'): every
+ * candidate of a claim in one statement whatever their count (STORE_CAP_ARRAY_PARAMS: arrays, so
+ * one prepared statement), each row with its own lease token. */
+STORE_STMT_ONLY(CLAIM_UPDATE_ALL, STORE_SQL_PG,
+                "UPDATE inbox i SET status = " ST_CLAIMED ", lease_token = u.tok, consumer = ?3,"
+                " claimed_at = ?4, claim_expires_at = ?5, attempts = i.attempts + 1"
+                " FROM unnest(?6::bigint[], ?7::text[]) AS u(seq, tok)"
+                " WHERE i.tenant_id = ?1 AND i.agent_id = ?2 AND i.seq = u.seq"
+                " AND i.status = " ST_PENDING);
+
+static int claim_update_arrays(struct store *st, const char *tenant_id, const char *agent_id,
+                               struct store_events *cands,
+                               const char (*tokens)[STORE_LEASE_TOKEN_LEN + 1],
+                               const char *consumer, int64_t now_ms, int64_t claim_expires_at_ms)
+{
+    struct dynbuf seqs = {.max = (size_t)1 << 24}, toks = {.max = (size_t)1 << 24};
+    dynbuf_addc(&seqs, '{');
+    dynbuf_addc(&toks, '{');
+    for (size_t i = 0; i < cands->len; i++) {
+        /* Lease tokens are letters, digits and '_' (ids.h): quoted, nothing to escape. */
+        dynbuf_addf(&seqs, "%s%lld", i > 0 ? "," : "", (long long)cands->items[i].seq);
+        dynbuf_addf(&toks, "%s\"%s\"", i > 0 ? "," : "", tokens[i]);
+    }
+    dynbuf_addc(&seqs, '}');
+    dynbuf_addc(&toks, '}');
+    int rc = ROOST_ENOMEM;
+    int64_t changed = 0;
+    if (seqs.err == DYNBUF_OK && toks.err == DYNBUF_OK) {
+        struct store_param p[] = {
+            ARG_T(tenant_id),           ARG_T(agent_id), ARG_T(consumer), ARG_I(now_ms),
+            ARG_I(claim_expires_at_ms), ARG_T(seqs.s),   ARG_T(toks.s)};
+        rc = store_run(st, CLAIM_UPDATE_ALL, p, NULL, NULL, &changed);
+    }
+    dynbuf_cleanup(&seqs);
+    dynbuf_cleanup(&toks);
+    if (rc == ROOST_OK && changed != (int64_t)cands->len) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "claim: %lld of %zu locked rows updated", (long long)changed,
+                 cands->len);
+        rc = store_op_fail(st, ROOST_ESTORE, msg);
+    }
+    return rc;
+}
+
 /* Claims every candidate (STORE_CAP_CLAIM_ALL: claim_select left them all this claimer's) and
- * moves them to out: in one statement where the dialect has one (claim_update_all), else one
- * CLAIM_UPDATE per row, each of which must claim its row. */
+ * moves them to out: in one statement where the dialect has one (array parameters, or its own
+ * claim_update_all), else one CLAIM_UPDATE per row, each of which must claim its row. */
 static int claim_all(struct store *st, const char *tenant_id, const char *agent_id,
                      struct store_events *cands, const char *who, int64_t now_ms, int64_t expires,
                      struct store_events *out)
@@ -375,13 +419,18 @@ static int claim_all(struct store *st, const char *tenant_id, const char *agent_
             break;
         }
     }
-    if (rc == ROOST_OK && dialect(st)->claim_update_all != NULL) {
-        rc = dialect(st)->claim_update_all(st, tenant_id, agent_id, cands,
-                                           (const char(*)[STORE_LEASE_TOKEN_LEN + 1]) tokens, who,
-                                           now_ms, expires);
+    const char(*toks)[STORE_LEASE_TOKEN_LEN + 1] =
+        (const char(*)[STORE_LEASE_TOKEN_LEN + 1]) tokens;
+    bool one = true;
+    if (rc == ROOST_OK && store_dialect_has(dialect(st), STORE_CAP_ARRAY_PARAMS)) {
+        rc = claim_update_arrays(st, tenant_id, agent_id, cands, toks, who, now_ms, expires);
+    } else if (rc == ROOST_OK && dialect(st)->claim_update_all != NULL) {
+        rc = dialect(st)->claim_update_all(st, tenant_id, agent_id, cands, toks, who, now_ms,
+                                           expires);
+    } else {
+        one = false;
     }
-    for (size_t i = 0; rc == ROOST_OK && dialect(st)->claim_update_all == NULL && i < cands->len;
-         i++) {
+    for (size_t i = 0; rc == ROOST_OK && !one && i < cands->len; i++) {
         bool claimed = false;
         rc = claim_row(st, tenant_id, agent_id, cands->items[i].seq, tokens[i], who, now_ms,
                        expires, &claimed);

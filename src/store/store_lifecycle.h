@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The event lifecycle of DESIGN §4.3–4.5, written once for every backend: the store_lifecycle_*
- * functions are the vtable entries of the lifecycle operations and make every decision (what is
- * claimable, lease fencing, the repeated-ack rule, release target and delay, the extend cap,
- * quarantine at max attempts, retention's deletable prefix and watermark, limit bounds). They
- * reach the database only through the backend's struct store_dialect: small primitives, each one
- * SQL statement (or a dialect's fixed pair) per backend. A new operation is one function here and
- * one primitive per dialect. Internal to src/store/. */
+/* What the store's operations (store_ops.h, one subject file each) share: the dialect every
+ * statement runs through (struct store_dialect: driver mechanics, facts and capabilities; the
+ * statements themselves are descriptors beside their operation, store_stmt.h), the rows they pass
+ * around, and the lifecycle's small rules and helpers (the agent's head, touches, the end of an
+ * operation). Internal to src/store/. */
 #ifndef ROOST_STORE_LIFECYCLE_H
 #define ROOST_STORE_LIFECYCLE_H
 
@@ -141,8 +139,8 @@ struct store_dialect {
     int (*run)(struct store *st, const struct store_stmt *stmt, const struct store_param *p,
                size_t np, struct store_run_opts *o, store_row_fn on_row, void *arg,
                int64_t *changed);
-    /* STORE_CAP_INSERT_ID: the value the last statement handed back through
-     * LAST_INSERT_ID(expr). */
+    /* STORE_CAP_INSERT_ID: the value the last statement handed back (MySQL: LAST_INSERT_ID(expr),
+     * PostgreSQL: the first value of a statement run without a row callback). */
     int64_t (*insert_id)(struct store *st);
 
     /* ---- agents and touches ---- */
@@ -151,35 +149,20 @@ struct store_dialect {
     int (*change_log)(struct store *st, const char *tenant_id, const char *agent_id, int64_t head,
                       int64_t now_ms);
 
-    /* ---- publish ---- */
-    /* Before the rows of a request: the tenant row exists; a dialect with row locks may lock
-     * every recipient agent in sorted order here (DESIGN §4.2). */
-    int (*publish_begin)(struct store *st, const struct store_publish_req *req);
-    /* The row an earlier publish with this idempotency key wrote: *found, and o->event_id/seq. */
-    int (*idem_find)(struct store *st, const char *tenant_id, const char *agent_id, const char *key,
-                     int64_t now_ms, struct store_published *o, bool *found);
-    /* Allocates the agent's next seq (creating the agent), row-locking it until COMMIT. */
-    int (*seq_alloc)(struct store *st, const char *tenant_id, const char *agent_id, int64_t now_ms,
-                     int64_t *seq);
-    int (*inbox_insert)(struct store *st, const struct store_new_row *row);
-    /* Optional (NULL: seq_alloc, then inbox_insert): both in one round trip; row->seq is ignored
-     * and the allocated seq goes to *seq. */
-    int (*seq_insert)(struct store *st, const struct store_new_row *row, int64_t now_ms,
-                      int64_t *seq);
-    /* Optional (NULL: publish_batch publishes entry by entry). Allocates the seqs of rows[0..n)
-     * and inserts them all, creating tenants and agents as needed. The rows come sorted by
-     * (tenant_id, agent_id), the order their agents are row-locked in, until COMMIT (DESIGN
-     * §4.2); the rows of one agent take consecutive seqs in the order given (rows[i].seq set). */
+    /* ---- publish (store_publish.c) ---- */
+    /* Optional (NULL: the statements of store_publish.c). A batch's rows in one round trip
+     * (MySQL: the statements' shape depends on the rows, so they are built as text). Allocates
+     * the seqs of rows[0..n) and inserts them all, creating agents as needed (the tenants exist).
+     * The rows come sorted by (tenant_id, agent_id), the order their agents are row-locked in,
+     * until COMMIT (DESIGN §4.2); the rows of one agent take consecutive seqs in the order given
+     * (rows[i].seq set). */
     int (*insert_rows)(struct store *st, struct store_new_row *rows, size_t n, int64_t now_ms);
-    /* Merges `patch` into agents.state and sets state_cursor = seq; *state_bytes gets the length
-     * of the merged document. */
-    int (*state_patch)(struct store *st, const char *tenant_id, const char *agent_id,
-                       const char *patch, int64_t seq, int64_t now_ms, int64_t *state_bytes);
 
     /* ---- leases ---- */
-    /* Optional (NULL: one CLAIM_UPDATE per candidate, store_leases.c). Claims every candidate
-     * in one statement (STORE_CAP_CLAIM_ALL: each is still pending); cands->items[i] gets
-     * tokens[i]. Any other outcome is an error. */
+    /* Optional (NULL: with STORE_CAP_ARRAY_PARAMS one CLAIM_UPDATE_ALL, else one CLAIM_UPDATE
+     * per candidate, store_leases.c). Claims every candidate in one statement built for their
+     * count (MySQL; STORE_CAP_CLAIM_ALL: each is still pending); cands->items[i] gets tokens[i].
+     * Any other outcome is an error. */
     int (*claim_update_all)(struct store *st, const char *tenant_id, const char *agent_id,
                             struct store_events *cands,
                             const char (*tokens)[STORE_LEASE_TOKEN_LEN + 1], const char *consumer,
@@ -193,10 +176,11 @@ struct store_dialect {
                     struct store_lease_row *rows, int64_t *avail, bool *found, size_t *completed);
 
     /* ---- retention (store_scheduler.c) ---- */
-    /* Opens the pass's savepoint (and does the dialect's own housekeeping: a change log prunes
-     * itself here). On failure it leaves nothing open. */
-    int (*retention_begin)(struct store *st, const struct store_retention_req *req);
-    /* Releases the savepoint (rc ROOST_OK) or rolls the pass back to it. */
+    /* Opens the pass's savepoint (and marks where the pass's change-log rows begin). On failure
+     * it leaves nothing open. */
+    int (*retention_begin)(struct store *st);
+    /* Releases the savepoint (rc ROOST_OK) or rolls the pass back to it (its change-log rows
+     * with it); passes rc through. */
     int (*retention_end)(struct store *st, int rc);
 };
 
@@ -237,9 +221,6 @@ int store_touch(struct store *st, const char *tenant_id, const char *agent_id, i
                 struct store_touches *touches);
 
 /* The lifecycle operations (semantics in store.h). */
-int store_lifecycle_publish(struct store *st, const struct store_publish_req *req,
-                            struct store_published *out, struct store_touches *touches);
-int store_lifecycle_publish_batch(struct store *st, struct store_publish_entry *entries, size_t n);
 int store_lifecycle_head(struct store *st, const char *tenant_id, const char *agent_id,
                          int64_t *head);
 

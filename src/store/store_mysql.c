@@ -1,59 +1,25 @@
 /* SPDX-License-Identifier: MIT */
-/* The MySQL/MariaDB backend of the store: its SQL, the dialect primitives the shared lifecycle
- * (store_lifecycle.c) runs on, and the read-only views. What differs from SQLite is locking: the
- * agent row lock orders seqs (DESIGN §4.2), claims use SKIP LOCKED, every writing
- * transaction appends to the change log the tailers follow (store_mysql_tail.c), and an inbox
- * page stops at a commit not yet visible. The connection, statement cache, reconnects and
- * transactions are in store_mysql_conn.c; signature keys and nonces in store_mysql_keys.c. */
+/* The MySQL/MariaDB dialect (struct store_dialect): its facts and capabilities, the driver's
+ * statements (the change log, migrations, the tailer's reads), and the writes of a batch whose
+ * shape depends on its rows, built as text so each goes out in one round trip (insert_rows,
+ * claim_update_all, ack_rows). Every other operation's SQL is in its subject file (store_ops.h),
+ * MySQL's column beside the others. The connection, statement cache, reconnects and transactions
+ * are in store_mysql_conn.c, the tailer in store_mysql_tail.c. */
 #include "store/store_mysql.h"
 #include "store/store_mysql_int.h"
 
 #include <mysqld_error.h>
 
-#include "common/hash.h"
 #include "store/store_lifecycle.h"
 #include "store/store_ops.h"
 #include "store/store_sql.h"
 
 #include "common/banned.h"
 
-/* roost_changes rows older than this go with retention; a tailer is never this far behind. */
-#define CHANGES_KEEP_MS (10 * 60 * 1000)
-
 const char *const store_mysql_sql[S_COUNT] = {
-    /* tenant */
-    [S_TENANT_FIND] = "SELECT 1 FROM tenants WHERE tenant_id = ?",
-    /* tenant, now */
-    [S_TENANT_ENSURE] = "INSERT IGNORE INTO tenants (tenant_id, created_at) VALUES (?, ?)",
-    /* tenant, agent, now, now: creates or row-locks the agent without moving next_seq. */
-    [S_AGENT_LOCK] = "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at, updated_at)"
-                     " VALUES (?, ?, 1, ?, ?) ON DUPLICATE KEY UPDATE next_seq = next_seq",
-    /* tenant, agent, key */
-    [S_IDEM_FIND] = "SELECT event_id, seq FROM inbox"
-                    " WHERE tenant_id = ? AND agent_id = ? AND idempotency_key = ?",
-    /* tenant, agent, now, now: allocates the seq under the agent's row lock (DESIGN §4.2), in one
-     * round trip: LAST_INSERT_ID(expr) hands the new next_seq back as the statement's insert id. */
-    [S_SEQ_ALLOC] = "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at, updated_at)"
-                    " VALUES (?, ?, LAST_INSERT_ID(2), ?, ?) ON DUPLICATE KEY UPDATE"
-                    " next_seq = LAST_INSERT_ID(next_seq + 1), updated_at = VALUES(updated_at)",
-    /* the 12 columns in order */
-    [S_INBOX_INSERT] = "INSERT INTO inbox (tenant_id, agent_id, seq, event_id, status, priority,"
-                       " correlation_id, idempotency_key, payload, created_at, available_at,"
-                       " expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    /* patch, seq, now, tenant, agent */
-    [S_STATE_PATCH] = "UPDATE agents SET state = JSON_COMPACT(JSON_MERGE_PATCH(state, ?)),"
-                      " state_cursor = ?, updated_at = ? WHERE tenant_id = ? AND agent_id = ?",
-    /* tenant, agent: MariaDB has no UPDATE … RETURNING; only publishes with a state_patch pay. */
-    [S_STATE_BYTES] = "SELECT LENGTH(state) FROM agents WHERE tenant_id = ? AND agent_id = ?",
     /* tenant, agent, head, now, origin */
     [S_CHANGE] = "INSERT INTO roost_changes (tenant_id, agent_id, head, at_ms, origin)"
                  " VALUES (?, ?, ?, ?, ?)",
-    /* cut, limit */
-    [S_CHANGES_OLD] = "SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), -1) FROM (SELECT id FROM"
-                      " roost_changes WHERE at_ms < ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)"
-                      " AS old",
-    /* low id, high id, cut */
-    [S_CHANGES_PRUNE] = "DELETE FROM roost_changes WHERE id BETWEEN ? AND ? AND at_ms < ?",
     /* version */
     [S_MIG_CHECK] = "SELECT 1 FROM schema_migrations WHERE version = ?",
     /* version, name */
@@ -81,180 +47,6 @@ static int my_change_log(struct store *st, const char *tenant_id, const char *ag
                          int64_t head, int64_t now_ms)
 {
     return store_mysql_change(store_mysql_backend(st), tenant_id, agent_id, head, now_ms);
-}
-
-/* Creates the tenant row when missing. A plain read first: INSERT IGNORE on an existing row takes
- * a shared lock every publisher of the tenant would hold until its commit. */
-static int tenant_ensure(struct mysql_store *b, const char *tenant_id, int64_t now_ms)
-{
-    if (strcmp(b->known_tenant, tenant_id) == 0) {
-        return ROOST_OK;
-    }
-    struct rows rs = {0};
-    struct prm fp[] = {PS(tenant_id)};
-    int rc = Q(b, S_TENANT_FIND, fp, &rs);
-    bool found = rc == ROOST_OK && rs.n > 0;
-    rows_free(&rs);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    if (found) {
-        snprintf(b->known_tenant, sizeof b->known_tenant, "%s", tenant_id);
-        return ROOST_OK;
-    }
-    struct prm tp[] = {PS(tenant_id), PI(now_ms)};
-    return Q(b, S_TENANT_ENSURE, tp, NULL);
-}
-
-static int str_cmp(const void *pa, const void *pb)
-{
-    return strcmp(*(const char *const *)pa, *(const char *const *)pb);
-}
-
-/* A request with several items first locks all its agents in one sorted pass, so two fan-outs
- * never wait on each other in a cycle (each item alone already goes in sorted order). */
-static int my_publish_begin(struct store *st, const struct store_publish_req *req)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    int rc = tenant_ensure(b, req->tenant_id, req->now_ms);
-    if (rc != ROOST_OK || req->n_items <= 1) {
-        return rc;
-    }
-    size_t total = 0, k = 0;
-    for (size_t i = 0; i < req->n_items; i++) {
-        total += req->items[i].n_recipients;
-    }
-    const char **all = malloc((total ? total : 1) * sizeof *all);
-    if (all == NULL) {
-        return ROOST_ENOMEM;
-    }
-    for (size_t i = 0; i < req->n_items; i++) {
-        for (size_t j = 0; j < req->items[i].n_recipients; j++) {
-            all[k++] = req->items[i].recipients[j];
-        }
-    }
-    qsort(all, total, sizeof *all, str_cmp);
-    for (size_t j = 0; j < total && rc == ROOST_OK; j++) {
-        if (j > 0 && strcmp(all[j - 1], all[j]) == 0) {
-            continue;
-        }
-        struct prm lk[] = {PS(req->tenant_id), PS(all[j]), PI(req->now_ms), PI(req->now_ms)};
-        rc = Q(b, S_AGENT_LOCK, lk, NULL);
-    }
-    free(all);
-    return rc;
-}
-
-/* Locks the agent first: a concurrent publish with the same key then waits here and finds this
- * one's row, instead of both inserting and one failing on the unique index. */
-static int my_idem_find(struct store *st, const char *tenant_id, const char *agent_id,
-                        const char *key, int64_t now_ms, struct store_published *o, bool *found)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    struct rows rs = {0};
-    struct prm lk[] = {PS(tenant_id), PS(agent_id), PI(now_ms), PI(now_ms)};
-    int rc = Q(b, S_AGENT_LOCK, lk, NULL);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    struct prm p[] = {PS(tenant_id), PS(agent_id), PS(key)};
-    if ((rc = Q(b, S_IDEM_FIND, p, &rs)) == ROOST_OK && (*found = rs.n > 0)) {
-        cell_copy(&rs, 0, 0, o->event_id, sizeof o->event_id);
-        o->seq = cell_i64(&rs, 0, 1);
-    }
-    rows_free(&rs);
-    return rc;
-}
-
-/* The seq S_SEQ_ALLOC just took: its upsert leaves LAST_INSERT_ID(next_seq) = seq + 1. */
-static int seq_allocated(struct mysql_store *b, int64_t *seq)
-{
-    if (b->insert_id < 2) {
-        snprintf(b->err, sizeof b->err, "publish: sequence allocation returned %llu",
-                 (unsigned long long)b->insert_id);
-        return ROOST_ESTORE;
-    }
-    *seq = (int64_t)b->insert_id - 1;
-    return ROOST_OK;
-}
-
-static int my_seq_alloc(struct store *st, const char *tenant_id, const char *agent_id,
-                        int64_t now_ms, int64_t *seq)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    struct prm p[] = {PS(tenant_id), PS(agent_id), PI(now_ms), PI(now_ms)};
-    int rc = Q(b, S_SEQ_ALLOC, p, NULL);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    return seq_allocated(b, seq);
-}
-
-static int my_inbox_insert(struct store *st, const struct store_new_row *row)
-{
-    struct prm p[] = {
-        PS(row->tenant_id),      PS(row->agent_id),        PI(row->seq),
-        PS(row->event_id),       PI(row->status),          PI(row->priority),
-        PS(row->correlation_id), PS(row->idempotency_key), PS(row->payload),
-        PI(row->created_at_ms),  PI(row->available_at_ms), PIN(row->expires_at_ms),
-    };
-    return Q(store_mysql_backend(st), S_INBOX_INSERT, p, NULL);
-}
-
-/* S_SEQ_ALLOC and S_INBOX_INSERT in one round trip: the inbox row takes LAST_INSERT_ID() - 1,
- * the seq the upsert just allocated under the agent's row lock, and the upsert's insert id is the
- * answer. Text, since prepared statements cannot share a round trip. */
-static int my_seq_insert(struct store *st, const struct store_new_row *row, int64_t now_ms,
-                         int64_t *seq)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX};
-    dynbuf_adds(&sb, "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at,"
-                     " updated_at) VALUES (");
-    store_mysql_sb_quoted(&sb, b, row->tenant_id);
-    dynbuf_adds(&sb, ", ");
-    store_mysql_sb_quoted(&sb, b, row->agent_id);
-    dynbuf_adds(&sb, ", LAST_INSERT_ID(2), ");
-    dynbuf_addf(&sb, "%lld", (long long)(now_ms));
-    dynbuf_adds(&sb, ", ");
-    dynbuf_addf(&sb, "%lld", (long long)(now_ms));
-    dynbuf_adds(&sb, ") ON DUPLICATE KEY UPDATE next_seq = LAST_INSERT_ID(next_seq + 1),"
-                     " updated_at = VALUES(updated_at); INSERT INTO inbox (tenant_id,"
-                     " agent_id, seq, event_id, status, priority, correlation_id,"
-                     " idempotency_key, payload, created_at, available_at, expires_at)"
-                     " VALUES (");
-    store_mysql_sb_quoted(&sb, b, row->tenant_id);
-    dynbuf_adds(&sb, ", ");
-    store_mysql_sb_quoted(&sb, b, row->agent_id);
-    dynbuf_adds(&sb, ", LAST_INSERT_ID() - 1, ");
-    store_mysql_sb_quoted(&sb, b, row->event_id);
-    dynbuf_adds(&sb, ", ");
-    dynbuf_addf(&sb, "%lld", (long long)(row->status));
-    dynbuf_adds(&sb, ", ");
-    dynbuf_addf(&sb, "%lld", (long long)(row->priority));
-    dynbuf_adds(&sb, ", ");
-    store_mysql_sb_text(&sb, b, row->correlation_id);
-    dynbuf_adds(&sb, ", ");
-    store_mysql_sb_text(&sb, b, row->idempotency_key);
-    dynbuf_adds(&sb, ", ");
-    store_mysql_sb_text(&sb, b, row->payload);
-    dynbuf_adds(&sb, ", ");
-    dynbuf_addf(&sb, "%lld", (long long)(row->created_at_ms));
-    dynbuf_adds(&sb, ", ");
-    dynbuf_addf(&sb, "%lld", (long long)(row->available_at_ms));
-    dynbuf_adds(&sb, ", ");
-    if (row->expires_at_ms != 0) {
-        dynbuf_addf(&sb, "%lld", (long long)(row->expires_at_ms));
-    } else {
-        dynbuf_adds(&sb, "NULL");
-    }
-    dynbuf_adds(&sb, ")");
-    int rc = store_mysql_exec_sb(b, &sb);
-    dynbuf_cleanup(&sb);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    return seq_allocated(b, seq);
 }
 
 /* Appends an integer, or NULL for 0 ("none", as expires_at). */
@@ -286,15 +78,7 @@ static bool same_agent(const struct store_new_row *a, const struct store_new_row
 static int my_insert_rows(struct store *st, struct store_new_row *rows, size_t n, int64_t now_ms)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    int rc = ROOST_OK;
-    for (size_t r = 0; r < n && rc == ROOST_OK; r++) {
-        if (r == 0 || strcmp(rows[r - 1].tenant_id, rows[r].tenant_id) != 0) {
-            rc = tenant_ensure(b, rows[r].tenant_id, now_ms);
-        }
-    }
-    if (rc != ROOST_OK || n == 0) {
-        return rc;
-    }
+    int rc;
     struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX}, odku = {.max = STORE_MYSQL_SQL_MAX};
     dynbuf_adds(&sb, "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at, updated_at)"
                      " VALUES ");
@@ -458,24 +242,6 @@ static int my_ack_rows(struct store *st, const struct store_ack_entry *acks, siz
     return rc;
 }
 
-static int my_state_patch(struct store *st, const char *tenant_id, const char *agent_id,
-                          const char *patch, int64_t seq, int64_t now_ms, int64_t *state_bytes)
-{
-    struct mysql_store *b = store_mysql_backend(st);
-    struct prm p[] = {PS(patch), PI(seq), PI(now_ms), PS(tenant_id), PS(agent_id)};
-    int rc = Q(b, S_STATE_PATCH, p, NULL);
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    struct rows rs = {0};
-    struct prm k[] = {PS(tenant_id), PS(agent_id)};
-    if ((rc = Q(b, S_STATE_BYTES, k, &rs)) == ROOST_OK) {
-        *state_bytes = rs.n > 0 ? cell_i64(&rs, 0, 0) : 0;
-    }
-    rows_free(&rs);
-    return rc;
-}
-
 /* One UPDATE for the whole claim: each row's token picked by its seq (ELT(FIELD(seq, …), …)).
  * Text, not a prepared statement, since its shape depends on the count; the ids are escaped and
  * the rest are integers and lease tokens of a fixed alphabet. */
@@ -537,26 +303,12 @@ static int my_retention_end(struct store *st, int rc)
     return rc;
 }
 
-/* Also prunes the tailers' change log: old rows go in a batch this node locks first (SKIP
- * LOCKED), so a node pruning at the same time takes the next batch instead of waiting for this
- * one's COMMIT. */
-static int my_retention_begin(struct store *st, const struct store_retention_req *req)
+/* Opens the pass's savepoint; the change-log rows queued from here on are the pass's. */
+static int my_retention_begin(struct store *st)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    struct rows rs = {0};
     b->changes_ret_mark = b->n_changes;
-    int rc = store_mysql_exec_text(b, "SAVEPOINT roost_retention");
-    if (rc != ROOST_OK) {
-        return rc;
-    }
-    struct prm pp[] = {PI(req->now_ms - CHANGES_KEEP_MS), PI(store_limit(req->batch))};
-    if ((rc = Q(b, S_CHANGES_OLD, pp, &rs)) == ROOST_OK) {
-        struct prm dp[] = {PI(rs.n ? cell_i64(&rs, 0, 0) : 0), PI(rs.n ? cell_i64(&rs, 0, 1) : -1),
-                           PI(req->now_ms - CHANGES_KEEP_MS)};
-        rc = Q(b, S_CHANGES_PRUNE, dp, NULL);
-    }
-    rows_free(&rs);
-    return rc == ROOST_OK ? rc : my_retention_end(st, rc);
+    return store_mysql_exec_text(b, "SAVEPOINT roost_retention");
 }
 
 static int64_t my_insert_id(struct store *st)
@@ -591,17 +343,11 @@ const struct store_dialect store_mysql_dialect = {
     .set_error = my_error_set,
     .sql_col = STORE_SQL_MYSQL,
     .caps = STORE_CAP_CHANGE_LOG | STORE_CAP_CLAIM_ALL | STORE_CAP_ROUND_TRIP |
-            STORE_CAP_INSERT_ID | STORE_CAP_LATE_VISIBILITY,
+            STORE_CAP_INSERT_ID | STORE_CAP_LATE_VISIBILITY | STORE_CAP_MERGE_PATCH,
     .insert_id = my_insert_id,
     .dup_key = my_dup_key,
     .change_log = my_change_log,
-    .publish_begin = my_publish_begin,
-    .idem_find = my_idem_find,
-    .seq_alloc = my_seq_alloc,
-    .inbox_insert = my_inbox_insert,
-    .seq_insert = my_seq_insert,
     .insert_rows = my_insert_rows,
-    .state_patch = my_state_patch,
     .claim_update_all = my_claim_update_all,
     .ack_rows = my_ack_rows,
     .retention_begin = my_retention_begin,

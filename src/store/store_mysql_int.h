@@ -17,25 +17,7 @@
 #include "store/store_sql.h"
 #include "store/store_stmt.h"
 
-enum stmt_id {
-    S_TENANT_FIND,
-    S_TENANT_ENSURE,
-    S_AGENT_LOCK,
-    S_IDEM_FIND,
-    S_SEQ_ALLOC,
-    S_INBOX_INSERT,
-    S_STATE_PATCH,
-    S_STATE_BYTES,
-    S_CHANGE,
-    S_CHANGES_OLD,
-    S_CHANGES_PRUNE,
-    S_MIG_CHECK,
-    S_MIG_RECORD,
-    S_TAIL_MAX,
-    S_TAIL_SCAN,
-    S_TAIL_GAPS,
-    S_COUNT
-};
+enum stmt_id { S_CHANGE, S_MIG_CHECK, S_MIG_RECORD, S_TAIL_MAX, S_TAIL_SCAN, S_TAIL_GAPS, S_COUNT };
 
 /* The SQL of each statement (store_mysql.c); its comment lists the parameters in order. */
 extern const char *const store_mysql_sql[S_COUNT];
@@ -81,9 +63,7 @@ struct mysql_store {
     size_t n_changes, cap_changes;
     size_t changes_mark;     /* n_changes at the request's SAVEPOINT roost_req */
     size_t changes_ret_mark; /* n_changes at SAVEPOINT roost_retention */
-    /* The last tenant seen committed: tenant rows are never deleted, so it needs no check. */
-    char known_tenant[STORE_ID_MAX + 1];
-    int64_t origin; /* store_options.origin */
+    int64_t origin;          /* store_options.origin */
     uint64_t affected;
     uint64_t insert_id;
     unsigned last_errno; /* server code of the last failure (ER_DUP_ENTRY is an answer here) */

@@ -41,6 +41,58 @@ static int statement_time(struct mysql_store *b, int64_t ms)
     return store_mysql_exec_text(b, set);
 }
 
+/* True when the text holds several statements (a ';' outside a string literal). */
+static bool several(const char *sql)
+{
+    bool quoted = false;
+    for (const char *c = sql; *c != '\0'; c++) {
+        quoted = *c == '\'' ? !quoted : quoted;
+        if (*c == ';' && !quoted) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A descriptor of several statements goes out as one text round trip (prepared statements cannot
+ * share one), its parameters escaped into the text in order; the rows of its first statement that
+ * returns any go to rs. */
+static int run_text(struct mysql_store *b, const struct store_stmt *d, const char *sql,
+                    const struct store_param *p, size_t np, struct rows *rs)
+{
+    struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX};
+    bool quoted = false, extra = false;
+    size_t k = 0;
+    for (const char *c = sql; *c != '\0' && !extra; c++) {
+        quoted = *c == '\'' ? !quoted : quoted;
+        if (*c != '?' || quoted) {
+            dynbuf_addc(&sb, *c);
+            continue;
+        }
+        if (k == np) {
+            extra = true;
+            break;
+        }
+        const struct store_param *v = &p[k++];
+        if (v->type == STORE_P_INT) {
+            dynbuf_addf(&sb, "%lld", (long long)v->i);
+        } else if (v->type == STORE_P_TEXT && strlen(v->s) <= STORE_ID_MAX) {
+            store_mysql_sb_quoted(&sb, b, v->s);
+        } else {
+            store_mysql_sb_text(&sb, b, v->type == STORE_P_TEXT ? v->s : NULL);
+        }
+    }
+    int rc;
+    if (extra || k != np) {
+        snprintf(b->err, sizeof b->err, "%s: %zu parameters bound", d->name, np);
+        rc = ROOST_EINTERNAL;
+    } else {
+        rc = store_mysql_exec_sb_rows(b, &sb, rs);
+    }
+    dynbuf_cleanup(&sb);
+    return rc;
+}
+
 int store_mysql_run_stmt(struct store *st, const struct store_stmt *d, const struct store_param *p,
                          size_t np, struct store_run_opts *o, store_row_fn on_row, void *arg,
                          int64_t *changed)
@@ -78,7 +130,8 @@ int store_mysql_run_stmt(struct store *st, const struct store_stmt *d, const str
     if (timed && (rc = statement_time(b, o->max_ms)) != ROOST_OK) {
         return rc;
     }
-    rc = store_mysql_q_sql(b, slot, sql, prms, np, on_row != NULL ? &rs : NULL);
+    rc = several(sql) ? run_text(b, d, sql, p, np, on_row != NULL ? &rs : NULL)
+                      : store_mysql_q_sql(b, slot, sql, prms, np, on_row != NULL ? &rs : NULL);
     if (timed) {
         /* Past the bound the server stops the statement with ER_STATEMENT_TIMEOUT. */
         if (rc != ROOST_OK && b->last_errno == ER_STATEMENT_TIMEOUT) {

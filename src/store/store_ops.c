@@ -86,7 +86,7 @@ const struct store_ops store_ops_table = {
     .savepoint_rollback = op_savepoint_rollback,
     /* publish (store_publish.c, store_lifecycle.c) */
     .publish = store_publish_op,
-    .publish_batch = store_lifecycle_publish_batch,
+    .publish_batch = store_publish_batch_op,
     .ack_batch = store_leases_ack_batch,
     .claim_batch = store_leases_claim_batch,
     /* inbox and cursor reads (store_inbox.c) */

@@ -25,6 +25,7 @@ const char *store_dialect_missing(const struct store_dialect *d);
 /* ---- publish (store_publish.c) ---- */
 int store_publish_op(struct store *st, const struct store_publish_req *req,
                      struct store_published *out, struct store_touches *touches);
+int store_publish_batch_op(struct store *st, struct store_publish_entry *entries, size_t n);
 
 /* ---- claims and leases (store_leases.c) ---- */
 int store_leases_claim(struct store *st, const char *tenant_id, const char *agent_id, size_t limit,

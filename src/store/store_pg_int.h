@@ -45,12 +45,11 @@ struct pg_store {
         int64_t head, at_ms;
     } * changes;
     size_t n_changes, cap_changes;
-    size_t changes_mark;                 /* n_changes at SAVEPOINT roost_req */
-    size_t changes_ret_mark;             /* n_changes at SAVEPOINT roost_retention */
-    char known_tenant[STORE_ID_MAX + 1]; /* the last tenant seen committed (never deleted) */
-    struct pg_listener *listener;        /* this process's LISTEN connection to the database */
-    int64_t origin;                      /* store_options.origin */
-    int64_t affected;                    /* rows the last statement changed */
+    size_t changes_mark;          /* n_changes at SAVEPOINT roost_req */
+    size_t changes_ret_mark;      /* n_changes at SAVEPOINT roost_retention */
+    struct pg_listener *listener; /* this process's LISTEN connection to the database */
+    int64_t origin;               /* store_options.origin */
+    int64_t affected;             /* rows the last statement changed */
     int64_t returned; /* the first value of the last statement run without a row callback */
     char sqlstate[6]; /* of the last failure ("" when none) */
     char err[512];

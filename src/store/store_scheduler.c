@@ -2,9 +2,9 @@
 /* The scheduler's passes (store_ops.h), written once (DESIGN §4.4–4.5): scavenge (expired leases
  * back to pending or to quarantine at max attempts), promote (due scheduled rows to pending),
  * expire (rows past their TTL) and retention (each agent's deletable prefix, archived, deleted,
- * the watermark moved), each deciding here with its statements in every dialect beside it. The
- * pass's savepoint (retention_begin/end) is the dialect's: transaction mechanics, and on a
- * change-log dialect the log's own pruning. */
+ * the watermark moved, and a change log's old rows pruned), each deciding here with its
+ * statements in every dialect beside it. The pass's savepoint (retention_begin/end) is the
+ * dialect's: transaction mechanics. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -501,6 +501,45 @@ static int retain_agent(struct store *st, const struct store_retention_req *req,
     return ROOST_OK;
 }
 
+/* roost_changes rows older than this go with retention; a tailer is never this far behind. */
+#define CHANGES_KEEP_MS (10 * 60 * 1000)
+
+/* cut, limit: the range of the oldest change rows nobody else is pruning (SKIP LOCKED: a node
+ * pruning at the same time takes the next batch instead of waiting for this one's COMMIT); then
+ * low id, high id, cut. */
+#define CHANGES_OLD_SQL                                                                            \
+    "SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), -1) FROM (SELECT id FROM roost_changes"        \
+    " WHERE at_ms < ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED) AS old"
+#define CHANGES_PRUNE_SQL "DELETE FROM roost_changes WHERE id BETWEEN ? AND ? AND at_ms < ?"
+STORE_STMT_ONLY2(CHANGES_OLD, STORE_SQL_MYSQL, CHANGES_OLD_SQL, STORE_SQL_PG, CHANGES_OLD_SQL);
+STORE_STMT_ONLY2(CHANGES_PRUNE, STORE_SQL_MYSQL, CHANGES_PRUNE_SQL, STORE_SQL_PG,
+                 CHANGES_PRUNE_SQL);
+
+struct id_range {
+    int64_t lo, hi;
+};
+
+static int on_id_range(void *arg, struct store_row *row)
+{
+    struct id_range *r = arg;
+    r->lo = row->i64(row, 0);
+    r->hi = row->i64(row, 1);
+    return ROOST_OK;
+}
+
+/* A change log (STORE_CAP_CHANGE_LOG) is pruned with retention, in the pass's savepoint. */
+static int changes_prune(struct store *st, int64_t now_ms, size_t batch)
+{
+    struct id_range r = {0, -1};
+    struct store_param op[] = {ARG_I(now_ms - CHANGES_KEEP_MS), ARG_I(store_limit(batch))};
+    int rc = store_run(st, CHANGES_OLD, op, on_id_range, &r, NULL);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    struct store_param dp[] = {ARG_I(r.lo), ARG_I(r.hi), ARG_I(now_ms - CHANGES_KEEP_MS)};
+    return store_run(st, CHANGES_PRUNE, dp, NULL, NULL, NULL);
+}
+
 /* Walks the agents in (tenant, agent) order inside one savepoint, so a failing archive callback
  * leaves every row and watermark as it was. */
 int store_scheduler_retention(struct store *st, const struct store_retention_req *req,
@@ -521,11 +560,14 @@ int store_scheduler_retention(struct store *st, const struct store_retention_req
         free(rows);
         return store_op_done(st, ROOST_ENOMEM);
     }
-    int rc = d->retention_begin(st, req);
+    int rc = d->retention_begin(st);
     if (rc != ROOST_OK) {
         goto out;
     }
-    for (;;) {
+    if (store_dialect_has(d, STORE_CAP_CHANGE_LOG)) {
+        rc = changes_prune(st, req->now_ms, req->batch);
+    }
+    for (; rc == ROOST_OK;) {
         size_t n = 0;
         if ((rc = retention_agents(st, &after, RETENTION_AGENT_PAGE, agents, &n)) != ROOST_OK) {
             break;

@@ -27,26 +27,11 @@ enum stmt_id {
     S_RET_SAVEPOINT,
     S_RET_RELEASE,
     S_RET_ROLLBACK,
-    S_TENANT_ENSURE,
-    S_IDEM_FIND,
-    S_SEQ_ALLOC,
-    S_SEQ_ALLOC_MANY,
-    S_SEQ_NEXT,
-    S_INBOX_INSERT,
-    S_INBOX_INSERT_MANY,
-    S_STATE_PATCH,
     S_COUNT
 };
 
 /* The SQL of each statement (store_sqlite.c). */
 extern const char *const store_sqlite_sql[S_COUNT];
-
-/* An agent's next_seq as this connection last wrote it (hash_tenant_agent key; 0 = empty). */
-struct sqlite_seq_guess {
-    uint64_t key;
-    int64_t next_seq;
-};
-#define SQLITE_SEQ_GUESSES 256
 
 struct sqlite_store {
     struct store base; /* first: struct store * and struct sqlite_store * convert */
@@ -57,8 +42,6 @@ struct sqlite_store {
     struct store_stmt_cache cache;
     sqlite3_stmt **run;
     size_t n_run;
-    /* Guesses the conditional UPDATE of seq_alloc checks (store_sqlite.c): never trusted. */
-    struct sqlite_seq_guess seq_guess[SQLITE_SEQ_GUESSES];
     char err[512];
 };
 

@@ -173,6 +173,7 @@ struct pubopt {
     int64_t expires_at;
     const char *patch;
     const char *corr;
+    size_t max_state;
 };
 
 /* Publishes one event to one or more recipients in one transaction. */
@@ -195,8 +196,11 @@ static int publish_to(struct store *st, const char *tenant, const char *const *r
         .expires_at_ms = o->expires_at,
         .state_patch = o->patch,
     };
-    struct store_publish_req req = {
-        .tenant_id = tenant, .items = &item, .n_items = 1, .now_ms = now};
+    struct store_publish_req req = {.tenant_id = tenant,
+                                    .items = &item,
+                                    .n_items = 1,
+                                    .now_ms = now,
+                                    .max_state_bytes = o->max_state};
     return IN_TX(st, st->ops->publish(st, &req, out, touches));
 }
 
@@ -388,6 +392,30 @@ static void test_store_publish_fields_roundtrip(struct fx *f)
     CHECK(ev.expires_at_ms == T0 + 60000);
     CHECK(ev.lease_token[0] == '\0' && ev.last_error == NULL && ev.completed_at_ms == 0);
     store_event_cleanup(&ev);
+}
+
+/* The state's bound counts the merged document, as each backend merges it (in the database or in
+ * C): a patch that leaves it at the bound is taken, one past it fails the request whole. */
+static void test_store_state_patch_bound(struct fx *f)
+{
+    struct store *st = f->st;
+    struct store_published out[1];
+    const char *ra[] = {"a"};
+    const char *merged = "{\"n\":1,\"s\":\"abcdef\"}"; /* 20 bytes */
+    struct pubopt o = {.patch = "{\"n\":1}", .max_state = strlen(merged)};
+    CHECK_RC(publish_to(st, TA, ra, 1, "{}", &o, T0, out, NULL), ROOST_OK);
+    o.patch = "{\"s\":\"abcdef\"}";
+    CHECK_RC(publish_to(st, TA, ra, 1, "{}", &o, T0 + 1, out, NULL), ROOST_OK);
+    o.patch = "{\"s\":\"abcdefg\"}";
+    CHECK_RC(publish_to(st, TA, ra, 1, "{}", &o, T0 + 2, out, NULL), ROOST_ESTATETOOLARGE);
+    o.patch = "{\"s\":null,\"t\":[1,2]}";
+    CHECK_RC(publish_to(st, TA, ra, 1, "{}", &o, T0 + 3, out, NULL), ROOST_OK);
+    char *state = NULL;
+    int64_t cursor = -1;
+    CHECK_RC(st->ops->state_get(st, TA, "a", &state, &cursor), ROOST_OK);
+    CHECK(state != NULL && strcmp(state, "{\"n\":1,\"t\":[1,2]}") == 0);
+    CHECK(cursor == 3 && head_of(st, TA, "a") == 3);
+    free(state);
 }
 
 static void test_store_idempotency_key_dedups(struct fx *f)
@@ -2117,6 +2145,7 @@ static const struct test tests[] = {
     TEST(test_store_publish_rollback_leaves_nothing),
     TEST(test_store_publish_fields_roundtrip),
     TEST(test_store_idempotency_key_dedups),
+    TEST(test_store_state_patch_bound),
     TEST(test_store_delayed_event_scheduled_then_promoted),
     TEST(test_store_claim_order_priority_then_seq),
     TEST(test_store_inbox_peek_is_the_next_claim),

@@ -85,9 +85,8 @@ static int fk_change_log(struct store *st, const char *t, const char *a, int64_t
     return ROOST_OK;
 }
 
-static int fk_retention_begin(struct store *st, const struct store_retention_req *req)
+static int fk_retention_begin(struct store *st)
 {
-    (void)req;
     logf_(st, "retention_begin");
     return ROOST_OK;
 }
@@ -120,6 +119,9 @@ static int64_t fr_i64(struct store_row *row, int col)
     if (strcmp(f->answering, "INBOX_PAGE_HEAD") == 0) {
         /* head, watermark 0, purge mark, then EVCOLS: seq at column 3 + 2 */
         return col == 0 ? f->head : col == 2 ? f->gaps_through : col == 5 ? f->page[row->r] : 0;
+    }
+    if (strcmp(f->answering, "SEQ_ALLOC") == 0) {
+        return 1; /* the agent's first seq */
     }
     if (strcmp(f->answering, "RETENTION_ROWS") == 0) {
         const struct store_retention_row *r = &f->rows[row->r];
@@ -166,7 +168,7 @@ static int fk_run(struct store *st, const struct store_stmt *stmt, const struct 
     int rc = ROOST_OK;
     (void)o; /* no byte budget or time bound: the fake answers few small rows at once */
     logf_(st, stmt->name);
-    if (store_stmt_sql(stmt, STORE_SQL_SQLITE) == NULL) {
+    if (store_stmt_sql(stmt, st->dialect->sql_col) == NULL) {
         return ROOST_EINTERNAL;
     }
     f->answering = stmt->name;
@@ -177,6 +179,10 @@ static int fk_run(struct store *st, const struct store_stmt *stmt, const struct 
     } else if (strcmp(stmt->name, "RETENTION_AGENTS") == 0 && np == 3 && p[1].s != NULL &&
                p[1].s[0] == '\0') {
         rc = on_row(arg, &row); /* one agent, then none after it */
+    } else if (strcmp(stmt->name, "SEQ_ALLOC") == 0 && on_row != NULL) {
+        rc = on_row(arg, &row);
+    } else if (strcmp(stmt->name, "SEQ_NEXT") == 0) {
+        n = 1; /* the guess holds */
     } else if (strcmp(stmt->name, "AGENT_HEAD") == 0 && on_row != NULL) {
         rc = on_row(arg, &row);
     } else if (strcmp(stmt->name, "INBOX_PAGE_HEAD") == 0 && np == 4) {
@@ -210,14 +216,22 @@ static int fk_run(struct store *st, const struct store_stmt *stmt, const struct 
     return rc;
 }
 
+/* What a statement of several writers handed back: the agent's new next_seq. */
+static int64_t fk_insert_id(struct store *st)
+{
+    (void)st;
+    return 5;
+}
+
 static const struct store_dialect fake_dialect = {
     .scheme = "fake",
     .sql_col = STORE_SQL_SQLITE,
-    .caps = STORE_CAP_SINGLE_WRITER | STORE_CAP_CLAIM_ALL,
+    .caps = STORE_CAP_SINGLE_WRITER | STORE_CAP_CLAIM_ALL | STORE_CAP_MERGE_PATCH,
     .done = fk_done,
     .set_error = fk_set_error,
     .dup_key = fk_dup_key,
     .run = fk_run,
+    .insert_id = fk_insert_id,
     .change_log = fk_change_log,
     .retention_begin = fk_retention_begin,
     .retention_end = fk_retention_end,
@@ -391,6 +405,19 @@ static void test_store_ops_retention_deletes_the_prefix(void)
     CHECK(f.deleted_through == 2 && f.watermark == 2);
     CHECK_STREQ(f.log, "retention_begin;RETENTION_AGENTS;RETENTION_ROWS;RETENTION_DELETE;"
                        "RETENTION_WATERMARK;retention_end;");
+    /* Several writers with a change log: the log's old rows are pruned in the pass too (the
+     * agent's lock, SKIP LOCKED, answers no row from the fake: another node has it). */
+    static struct store_dialect logged;
+    logged = fake_dialect;
+    logged.sql_col = STORE_SQL_MYSQL;
+    logged.caps = STORE_CAP_CHANGE_LOG | STORE_CAP_CLAIM_ALL;
+    fake_init(&f);
+    f.base.dialect = &logged;
+    memcpy(f.rows, rows, sizeof rows);
+    f.n_rows = 4;
+    CHECK_EQ(store_call(st, retention, &req, &res), ROOST_OK);
+    CHECK_STREQ(f.log, "retention_begin;CHANGES_OLD;CHANGES_PRUNE;RETENTION_AGENTS;RETENTION_LOCK;"
+                       "retention_end;");
     /* A first row that must stay: nothing deleted, the watermark untouched. */
     fake_init(&f);
     struct store_retention_row stay[] = {
@@ -409,6 +436,49 @@ static void test_store_ops_retention_deletes_the_prefix(void)
     req.batch = 1;
     CHECK_EQ(store_call(st, retention, &req, &res), ROOST_OK);
     CHECK(res.deleted == 1 && res.more && f.deleted_through == 1);
+}
+
+static int publish1(struct store *st, const char *agent, const char *patch,
+                    struct store_published *out)
+{
+    const char *r[] = {agent};
+    struct store_publish_item it = {
+        .recipients = r, .n_recipients = 1, .payload = "{}", .state_patch = patch};
+    struct store_publish_req req = {.tenant_id = "t", .items = &it, .n_items = 1, .now_ms = NOW};
+    return store_call(st, publish, &req, out, NULL);
+}
+
+/* The publish's shape follows the dialect's capabilities: one writer ensures the tenant every
+ * time and takes the agent's seq from its guess once it has one; where statements are round
+ * trips the tenant is read once per connection and the seq and the row travel together. */
+static void test_store_ops_publish_follows_capabilities(void)
+{
+    struct fake f;
+    struct store *st = &f.base;
+    struct store_published out;
+    fake_init(&f);
+    CHECK_EQ(publish1(st, "a", NULL, &out), ROOST_OK);
+    CHECK_STREQ(f.log, "TENANT_ENSURE;SEQ_ALLOC;INBOX_INSERT;");
+    CHECK_EQ(out.seq, 1);
+    f.log[0] = '\0';
+    CHECK_EQ(publish1(st, "a", "{\"k\":1}", &out), ROOST_OK);
+    CHECK_STREQ(f.log, "TENANT_ENSURE;SEQ_NEXT;INBOX_INSERT;STATE_MERGE;");
+    CHECK_EQ(out.seq, 2);
+
+    static struct store_dialect trips;
+    trips = fake_dialect;
+    trips.sql_col = STORE_SQL_PG;
+    trips.caps = STORE_CAP_ROUND_TRIP | STORE_CAP_INSERT_ID | STORE_CAP_CLAIM_ALL;
+    fake_init(&f);
+    f.base.dialect = &trips;
+    /* The tenant is not found by the fake: it is inserted, and read again next time. */
+    CHECK_EQ(publish1(st, "a", NULL, &out), ROOST_OK);
+    CHECK_STREQ(f.log, "TENANT_FIND;TENANT_ENSURE;SEQ_INSERT;");
+    CHECK_EQ(out.seq, 4);
+    /* Merged in C without STORE_CAP_MERGE_PATCH: read, then written. */
+    f.log[0] = '\0';
+    CHECK_EQ(publish1(st, "a", "{\"k\":1}", &out), ROOST_OK);
+    CHECK_STREQ(f.log, "TENANT_FIND;TENANT_ENSURE;SEQ_INSERT;STATE_READ;STATE_WRITE;");
 }
 
 /* A written-once read runs its own descriptor through the dialect's statement cache. */
@@ -565,6 +635,7 @@ int main(void)
     RUN(test_store_ops_release_targets_and_quarantine);
     RUN(test_store_ops_extend_cap);
     RUN(test_store_ops_retention_deletes_the_prefix);
+    RUN(test_store_ops_publish_follows_capabilities);
     RUN(test_store_ops_reads_run_their_statements);
     RUN(test_store_ops_inbox_page_stops_at_a_hole);
     RUN(test_store_ops_completeness_checks);
