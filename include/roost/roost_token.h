@@ -37,7 +37,8 @@ ROOST_EXPORT int roost_token_mint_ex(const char *key_pem_path, const char *tenan
                                      char *errbuf, size_t errlen);
 
 /* ---- device login credentials (roost login; doc/CREDENTIALS.md) ----
- * `roost login` saves a device's refresh token (and signing key) in a credential store: the
+ * `roost login` saves a device's refresh token (and signing key: an HMAC secret roostd issued, or
+ * the private half of an Ed25519 key pair the device made) in a credential store: the
  * directory `dir` (NULL: $ROOST_CREDENTIALS_DIR, else $XDG_STATE_HOME/roost, else
  * ~/.local/state/roost), one file per agent, mode 0600 in a 0700 directory, holding the secrets
  * themselves or, when they went to the OS keyring, naming it. A roost_device is a
@@ -47,11 +48,22 @@ ROOST_EXPORT int roost_token_mint_ex(const char *key_pem_path, const char *tenan
  * core dumps and wiped when freed; the access token is never written to disk. */
 struct roost_device;
 
+/* Makes an Ed25519 key pair (OpenSSL) for a device that registers signing keys of its own: the
+ * public key as SubjectPublicKeyInfo PEM (the token request's signing_public_key) and the private
+ * key as PKCS#8 PEM, each NUL-terminated (about 120 bytes; 512 is plenty). The caller wipes
+ * private_pem (OPENSSL_cleanse) when done. ROOST_OK, ROOST_EINVAL (a buffer too small),
+ * ROOST_EINTERNAL (OpenSSL failed). Thread-safe. */
+ROOST_EXPORT int roost_device_keygen(char *public_pem, size_t public_cap, char *private_pem,
+                                     size_t private_cap);
 /* Saves the answer of /oauth/token (`token_json`) for `server`: in the OS keyring (the Secret
  * Service, through libsecret) when a session bus offers one and ROOST_CREDENTIALS_STORE is not
  * "file", the file in `dir` then keeping only what is not secret; else in that file, 0600. On
  * success errbuf says where ("in the OS keyring (Secret Service)", or the file and why not the
- * keyring). ROOST_OK, ROOST_EIO, ROOST_EINVAL. */
+ * keyring). When the answer's signing_key is an Ed25519 key the device registered (alg
+ * "ed25519", from roost_device_keygen), the caller first adds its private key PEM to that object
+ * as "private_key": the record holds it beside the refresh token, and every later refresh
+ * (roost_device_token, the Python SDK's DeviceLogin) makes a new pair and registers its public
+ * half in the same call. ROOST_OK, ROOST_EIO, ROOST_EINVAL. */
 ROOST_EXPORT int roost_device_save(const char *dir, const char *server, const char *token_json,
                                    char *errbuf, size_t errlen);
 /* Opens the saved credentials of agent_id (NULL: the only ones in the store). ROOST_ENOTFOUND
@@ -63,8 +75,10 @@ ROOST_EXPORT int roost_device_open(const char *dir, const char *agent_id, struct
  * every later call (a client's request fails with it, unsent), and leaves the server's reason in
  * roost_device_error. */
 ROOST_EXPORT int roost_device_token(void *arg, char *buf, size_t cap);
-/* A roost_signing_key_fn over the same device: the HMAC request-signing key the last refresh
- * issued (a refresh comes before its key nears the end of its life, as for the access token).
+/* A roost_signing_key_fn over the same device: the request-signing key of the last refresh, the
+ * HMAC key roostd issued or the Ed25519 key the device made and registered (a refresh comes
+ * before its key nears the end of its life, as for the access token; the previous key keeps
+ * verifying for roostd's oauth.key_overlap_s, so requests in flight are not refused).
  * Give both to a client (roost_client_set_token_callback, roost_client_set_signing_key_callback)
  * or an agent (token_cb, signing_key_cb) and it signs every request with the current key, as
  * signatures.require = all asks, across any number of rotations. */

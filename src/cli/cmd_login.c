@@ -2,7 +2,9 @@
 /* `roost login`: device login (RFC 8628, doc/CREDENTIALS.md). Starts a device authorization,
  * prints the user code and how an operator approves it, polls at the interval the server asks
  * (slow_down adds to it), and saves the refresh token in the credential store (roost_token.h).
- * Every other command then finds the logged-in device without a token option. */
+ * Every other command then finds the logged-in device without a token option. With
+ * --signing-key ed25519 the device registers an Ed25519 key pair of its own in the token call,
+ * and libroost makes a new one at every refresh. */
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/jsonutil.h"
 
 #include "common/banned.h"
 
@@ -99,12 +102,30 @@ int cmd_login(struct cli_args *a)
     json_t *poll = json_pack("{s:s, s:O, s:s}", "grant_type", GRANT, "device_code",
                              json_object_get(da, "device_code"), "client_id", agent);
     int r = CLI_EXIT_ERROR;
+    /* The private key stays in this buffer until it is saved, then is wiped. */
+    char pub[512], priv[512] = "";
+    const char *key_alg = cli_str(a, "signing-key");
+    bool own_key = key_alg != NULL && strcmp(key_alg, "ed25519") == 0;
+    if (own_key && (roost_device_keygen(pub, sizeof pub, priv, sizeof priv) != ROOST_OK ||
+                    json_object_set_new(poll, "signing_public_key", json_string(pub)) != 0)) {
+        fprintf(stderr, "roost: login: cannot make an Ed25519 key pair\n");
+        goto out;
+    }
     for (;;) {
         sleep_s(interval > 0 ? interval : 5);
         json_t *ans = NULL;
         st = post(c, "/oauth/token", poll, &ans);
         const char *err = st == 400 ? json_string_value(json_object_get(ans, "error")) : NULL;
         if (st == 200) {
+            json_t *key = json_object_get(ans, "signing_key");
+            const char *alg = json_string_value(json_object_get(key, "alg"));
+            if (own_key && (alg == NULL || strcmp(alg, "ed25519") != 0 ||
+                            json_object_set_new(key, "private_key", json_string(priv)) != 0)) {
+                fprintf(stderr, "roost: login: roostd did not take the Ed25519 key\n");
+                jsonutil_wipe(ans);
+                json_decref(ans);
+                break;
+            }
             char *text = json_dumps(ans, JSON_COMPACT);
             char e[512];
             int rc =
@@ -117,13 +138,17 @@ int cmd_login(struct cli_args *a)
             if (rc == ROOST_OK) {
                 fprintf(stderr,
                         "roost: login: device %s approved for agent %s, scopes \"%s\"; its "
-                        "credentials are saved %s\n",
+                        "credentials are saved %s%s\n",
                         json_string_value(json_object_get(ans, "device_id")), agent,
-                        json_string_value(json_object_get(ans, "scope")), e);
+                        json_string_value(json_object_get(ans, "scope")), e,
+                        own_key ? "; it signs with Ed25519 keys of its own, a new one at every "
+                                  "refresh"
+                                : "");
                 r = CLI_EXIT_OK;
             } else {
                 fprintf(stderr, "roost: login: %s\n", e);
             }
+            jsonutil_wipe(ans);
             json_decref(ans);
             break;
         }
@@ -142,6 +167,9 @@ int cmd_login(struct cli_args *a)
         json_decref(ans);
         break;
     }
+out:
+    OPENSSL_cleanse(priv, sizeof priv);
+    jsonutil_wipe(poll);
     json_decref(poll);
     json_decref(da);
     roost_client_free(c);

@@ -552,6 +552,15 @@ static const struct cli_option login_opts[] = {
      .arg = "DIR",
      .env = "ROOST_CREDENTIALS_DIR",
      .help = "the credential store (default $XDG_STATE_HOME/roost or ~/.local/state/roost)"},
+    {.name = "signing-key",
+     .kind = CLI_STRING,
+     .arg = "ALG",
+     .env = "ROOST_LOGIN_SIGNING_KEY",
+     .choices = "hmac-sha256 ed25519",
+     .help = "the device's request-signing keys: hmac-sha256, issued by roostd at every\n"
+             "refresh (the default), or ed25519, a new key pair made here at login and at\n"
+             "every refresh, its public key registered in the same call (default\n"
+             "$ROOST_LOGIN_SIGNING_KEY)"},
     END,
 };
 
@@ -1038,9 +1047,12 @@ const struct cli_command cli_commands[] = {
      .summary = "enrol this device for an agent (device login)",
      .description = "Starts a device login (RFC 8628): prints a user code for an operator to "
                     "approve (roost admin devices approve CODE), waits, and saves the refresh "
-                    "token in the credential store (a 0600 file). Every command then uses the "
-                    "logged-in device when no token is given; its access tokens are short-lived "
-                    "and refreshed as needed.",
+                    "token and signing key in the credential store (the OS keyring, else a 0600 "
+                    "file). Every command then uses the logged-in device when no token is given; "
+                    "its access tokens and signing keys are short-lived and refreshed as needed. "
+                    "With --signing-key ed25519 the device signs with Ed25519 keys of its own, a "
+                    "new pair at every refresh, the private key kept only in the credential "
+                    "store.",
      .options = login_opts,
      .common = CLI_COMMON_ALL},
     {.name = "admin devices list",

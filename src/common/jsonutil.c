@@ -3,6 +3,7 @@
  * document is refused before jansson's recursive parser sees it. */
 #include "common/jsonutil.h"
 
+#include <openssl/crypto.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -503,6 +504,27 @@ char *jsonutil_dump(const json_t *v)
     }
     dynbuf_cleanup(&b);
     return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+void jsonutil_wipe(json_t *v)
+{
+    const char *key;
+    json_t *item;
+    size_t i;
+    if (json_is_string(v)) {
+        /* jansson's own copy, writable; its length is kept apart from the bytes */
+        OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
+    } else if (json_is_object(v)) {
+        json_object_foreach(v, key, item)
+        {
+            jsonutil_wipe(item);
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, item)
+        {
+            jsonutil_wipe(item);
+        }
+    }
 }
 
 void jsonutil_add_string(struct dynbuf *b, const char *s)

@@ -28,5 +28,9 @@ void jsonutil_add_string(struct dynbuf *b, const char *s);
 void jsonutil_add_int(struct dynbuf *b, int64_t v);
 /* Serialises compactly (keys in insertion order). Caller frees with free(). NULL on ENOMEM. */
 char *jsonutil_dump(const json_t *v);
+/* Overwrites every string value in v (recursively, keys aside) with zeros, in place, before v
+ * holding secrets (a refresh token, a private key) is released: jansson frees without wiping.
+ * NULL is a no-op. */
+void jsonutil_wipe(json_t *v);
 
 #endif

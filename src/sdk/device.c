@@ -7,12 +7,21 @@
  * per agent, 0600 in a 0700 directory, written to a temporary file and renamed into place. The
  * file protects against other users of the machine, not against the user's own processes or
  * root. With the keyring the file still exists, without secrets: it names the store, so the
- * directory lists the agents logged in either way. ROOST_CREDENTIALS_STORE=file keeps the file. */
+ * directory lists the agents logged in either way. ROOST_CREDENTIALS_STORE=file keeps the file.
+ *
+ * The record is the last /oauth/token answer but the access token: server, tenant, agent_id,
+ * device_id, refresh_token and signing_key, the latter either an HMAC key roostd issued
+ * ({"key_id", "alg": "hmac-sha256", "secret"}) or an Ed25519 key this side made and registered
+ * ({"key_id", "alg": "ed25519", "private_key": PKCS#8 PEM}). A login of the second kind makes a
+ * new pair at every refresh. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <openssl/bio.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +35,7 @@
 
 #include "common/fsutil.h"
 #include "common/ids.h"
+#include "common/jsonutil.h"
 #include "roost/roost_client.h"
 #include "roost/roost_token.h"
 #include "sdk/cred_store.h"
@@ -159,8 +169,11 @@ struct roost_device {
     char refresh[SECRET_MAX];
     char access[SECRET_MAX];
     int64_t access_exp, access_ttl; /* s */
-    /* the signing key the last refresh issued (HMAC), key_gen counting them */
+    /* the signing key of the last refresh, key_gen counting them: the HMAC secret roostd issued
+     * ("base64:…"), or the PEM private key of the Ed25519 pair made for it (own_keys) */
+    bool own_keys;
     char key_secret[SECRET_MAX];
+    char key_next[1024]; /* the private key of a refresh in flight (own_keys) */
     char key_id[ROOST_ID_MAX + 1];
     uint64_t key_gen;
     int64_t key_exp, key_ttl; /* s */
@@ -168,16 +181,41 @@ struct roost_device {
     char error[512];
 };
 
-int roost_device_save(const char *dir, const char *server, const char *token_json, char *errbuf,
-                      size_t errlen)
+int roost_device_keygen(char *public_pem, size_t public_cap, char *private_pem, size_t private_cap)
+{
+    EVP_PKEY *pkey = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+    /* The private half through a secure-memory BIO: its buffer is wiped as it grows and freed. */
+    BIO *priv = BIO_new(BIO_s_secmem());
+    BIO *pub = BIO_new(BIO_s_mem());
+    int rc = ROOST_EINTERNAL;
+    if (pkey != NULL && priv != NULL && pub != NULL &&
+        PEM_write_bio_PrivateKey(priv, pkey, NULL, NULL, 0, NULL, NULL) == 1 &&
+        PEM_write_bio_PUBKEY(pub, pkey) == 1) {
+        char *p = NULL, *q = NULL;
+        long np = BIO_get_mem_data(priv, &p), nq = BIO_get_mem_data(pub, &q);
+        rc = ROOST_EINVAL;
+        if (np > 0 && nq > 0 && (size_t)np < private_cap && (size_t)nq < public_cap) {
+            memcpy(private_pem, p, (size_t)np);
+            private_pem[np] = '\0';
+            memcpy(public_pem, q, (size_t)nq);
+            public_pem[nq] = '\0';
+            rc = ROOST_OK;
+        }
+    }
+    BIO_free(priv);
+    BIO_free(pub);
+    EVP_PKEY_free(pkey); /* OpenSSL wipes an Ed25519 private key as it frees it */
+    return rc;
+}
+
+/* roost_device_save of a parsed answer. */
+static int save_answer(const char *dir, const char *server, json_t *t, char *errbuf, size_t errlen)
 {
     char dbuf[4096];
     dir = default_dir(dir, dbuf, sizeof dbuf);
-    json_t *t = json_loads(token_json, 0, NULL);
     const char *agent = json_string_value(json_object_get(t, "agent_id"));
     const char *rt = json_string_value(json_object_get(t, "refresh_token"));
     if (agent == NULL || rt == NULL || !ids_valid_name(agent, strlen(agent))) {
-        json_decref(t);
         return fail(errbuf, errlen, ROOST_EINVAL, "not a token answer");
     }
     json_t *rec = json_pack("{s:s, s:O?, s:s, s:O?, s:s, s:O?}", "server", server, "tenant",
@@ -215,8 +253,19 @@ int roost_device_save(const char *dir, const char *server, const char *token_jso
         fail(errbuf, errlen, rc, "in %s/device-%s.json, mode 0600 (not in the OS keyring: %s)", dir,
              agent, why);
     }
+    /* its signing_key is t's, wiped by the caller */
+    jsonutil_wipe(json_object_get(rec, "refresh_token"));
     json_decref(rec);
-    json_decref(t); /* agent points into it */
+    return rc;
+}
+
+int roost_device_save(const char *dir, const char *server, const char *token_json, char *errbuf,
+                      size_t errlen)
+{
+    json_t *t = json_loads(token_json, 0, NULL);
+    int rc = save_answer(dir, server, t, errbuf, errlen);
+    jsonutil_wipe(t);
+    json_decref(t);
     return rc;
 }
 
@@ -274,12 +323,14 @@ int roost_device_open(const char *dir, const char *agent_id, struct roost_device
     const char *tenant = json_string_value(json_object_get(rec, "tenant"));
     const char *rt = json_string_value(json_object_get(rec, "refresh_token"));
     if (server == NULL || rt == NULL || strlen(rt) >= SECRET_MAX || strlen(server) >= 2048) {
+        jsonutil_wipe(rec);
         json_decref(rec);
         return fail(errbuf, errlen, ROOST_EIO, "the device login of %s is damaged", agent_id);
     }
     struct roost_device *d =
         mmap(NULL, sizeof *d, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (d == MAP_FAILED) {
+        jsonutil_wipe(rec);
         json_decref(rec);
         return fail(errbuf, errlen, ROOST_ENOMEM, "out of memory");
     }
@@ -292,7 +343,11 @@ int roost_device_open(const char *dir, const char *agent_id, struct roost_device
     snprintf(d->tenant, sizeof d->tenant, "%s", tenant != NULL ? tenant : "");
     snprintf(d->agent, sizeof d->agent, "%s", agent_id);
     snprintf(d->refresh, sizeof d->refresh, "%s", rt);
-    /* jansson's copy of the record goes with it; its strings are not ours to wipe. */
+    /* a login that registers keys of its own says so by the alg of its last one */
+    const char *alg =
+        json_string_value(json_object_get(json_object_get(rec, "signing_key"), "alg"));
+    d->own_keys = alg != NULL && strcmp(alg, "ed25519") == 0;
+    jsonutil_wipe(rec);
     json_decref(rec);
     *out = d;
     return ROOST_OK;
@@ -314,7 +369,36 @@ static void adopt_stored_refresh(struct roost_device *d)
     if (rt != NULL && rt[0] != '\0' && strlen(rt) < sizeof d->refresh) {
         snprintf(d->refresh, sizeof d->refresh, "%s", rt);
     }
+    jsonutil_wipe(rec);
     json_decref(rec);
+}
+
+/* Takes the signing key of answer t: the HMAC secret it carries, or the Ed25519 private key made
+ * for it (d->key_next, whose public half the request registered), which goes into t's
+ * signing_key as private_key so that the store keeps it beside the refresh token. ROOST_EPROTO
+ * when the answer does not fit the request. */
+static int answer_key(struct roost_device *d, json_t *t, const char **key_id, json_int_t *key_ttl)
+{
+    json_t *key = json_object_get(t, "signing_key");
+    const char *alg = json_string_value(json_object_get(key, "alg"));
+    const char *secret = json_string_value(json_object_get(key, "secret"));
+    *key_id = json_string_value(json_object_get(key, "key_id"));
+    *key_ttl = json_integer_value(json_object_get(key, "expires_in"));
+    if (!d->own_keys && secret == NULL) {
+        *key_id = NULL; /* no key: requests go unsigned, as before */
+        return ROOST_OK;
+    }
+    if (*key_id == NULL || strlen(*key_id) > ROOST_ID_MAX || alg == NULL ||
+        strcmp(alg, d->own_keys ? "ed25519" : "hmac-sha256") != 0 ||
+        (secret != NULL && strlen(secret) + 8 >= SECRET_MAX)) {
+        return ROOST_EPROTO;
+    }
+    if (d->own_keys) {
+        json_t *pem = json_string(d->key_next);
+        return pem != NULL && json_object_set_new(key, "private_key", pem) == 0 ? ROOST_OK
+                                                                                : ROOST_ENOMEM;
+    }
+    return ROOST_OK;
 }
 
 static int refresh_locked(struct roost_device *d)
@@ -324,14 +408,28 @@ static int refresh_locked(struct roost_device *d)
     if (rc != ROOST_OK) {
         return rc;
     }
+    char pub[512];
     json_t *req = json_pack("{s:s, s:s, s:s}", "grant_type", "refresh_token", "refresh_token",
                             d->refresh, "client_id", d->agent);
-    char *body = req != NULL ? json_dumps(req, JSON_COMPACT) : NULL;
+    if (req != NULL && d->own_keys) {
+        /* a new pair at every refresh (also one whose answer is lost and is sent again), its
+         * public half registered by this same call */
+        rc = roost_device_keygen(pub, sizeof pub, d->key_next, sizeof d->key_next);
+        if (rc != ROOST_OK) {
+            snprintf(d->error, sizeof d->error, "cannot make an Ed25519 key pair");
+        } else if (json_object_set_new(req, "signing_public_key", json_string(pub)) != 0) {
+            rc = ROOST_ENOMEM;
+        }
+    }
+    char *body = req != NULL && rc == ROOST_OK ? json_dumps(req, JSON_COMPACT) : NULL;
+    jsonutil_wipe(req);
     json_decref(req);
     char *resp = NULL;
     int status = 0;
-    rc = body != NULL ? roost_client_request(c, "POST", "/oauth/token", body, &status, &resp)
-                      : ROOST_ENOMEM;
+    if (rc == ROOST_OK) {
+        rc = body != NULL ? roost_client_request(c, "POST", "/oauth/token", body, &status, &resp)
+                          : ROOST_ENOMEM;
+    }
     if (body != NULL) {
         OPENSSL_cleanse(body, strlen(body));
         free(body);
@@ -349,41 +447,49 @@ static int refresh_locked(struct roost_device *d)
             rc = ROOST_EUNAUTHENTICATED;
         }
         roost_client_free(c);
+        OPENSSL_cleanse(d->key_next, sizeof d->key_next);
         return rc;
     }
     roost_client_free(c);
     json_t *t = json_loads(resp, 0, NULL);
+    OPENSSL_cleanse(resp, strlen(resp));
+    roost_free(resp);
     const char *at = json_string_value(json_object_get(t, "access_token"));
     const char *rt = json_string_value(json_object_get(t, "refresh_token"));
     json_int_t ttl = json_integer_value(json_object_get(t, "expires_in"));
-    json_t *key = json_object_get(t, "signing_key");
-    const char *secret = json_string_value(json_object_get(key, "secret"));
-    const char *key_id = json_string_value(json_object_get(key, "key_id"));
-    json_int_t key_ttl = json_integer_value(json_object_get(key, "expires_in"));
-    char err[256];
-    if (at == NULL || rt == NULL || strlen(at) >= SECRET_MAX || strlen(rt) >= SECRET_MAX ||
-        (secret != NULL &&
-         (strlen(secret) + 8 >= SECRET_MAX || key_id == NULL || strlen(key_id) > ROOST_ID_MAX))) {
+    const char *key_id = NULL;
+    json_int_t key_ttl = 0;
+    char err[256] = "";
+    if (at == NULL || rt == NULL || strlen(at) >= SECRET_MAX || strlen(rt) >= SECRET_MAX) {
         rc = ROOST_EPROTO;
-    } else if ((rc = roost_device_save(d->dir, d->server, resp, err, sizeof err)) == ROOST_OK) {
+    } else if ((rc = answer_key(d, t, &key_id, &key_ttl)) != ROOST_OK) {
+        snprintf(err, sizeof err, "roostd answered with an unexpected signing key");
+    } else if ((rc = save_answer(d->dir, d->server, t, err, sizeof err)) == ROOST_OK) {
         snprintf(d->refresh, sizeof d->refresh, "%s", rt);
         snprintf(d->access, sizeof d->access, "%s", at);
         d->access_ttl = ttl > 0 ? (int64_t)ttl : 60;
         d->access_exp = (int64_t)time(NULL) + d->access_ttl;
-        if (secret != NULL) { /* an HMAC key (an Ed25519 one would be the agent's own) */
-            snprintf(d->key_secret, sizeof d->key_secret, "base64:%s", secret);
+        if (key_id != NULL) {
+            if (d->own_keys) {
+                snprintf(d->key_secret, sizeof d->key_secret, "%s", d->key_next);
+            } else {
+                snprintf(d->key_secret, sizeof d->key_secret, "base64:%s",
+                         json_string_value(
+                             json_object_get(json_object_get(t, "signing_key"), "secret")));
+            }
             snprintf(d->key_id, sizeof d->key_id, "%s", key_id);
             d->key_gen++;
             d->key_ttl = key_ttl > 0 ? (int64_t)key_ttl : 60;
             d->key_exp = (int64_t)time(NULL) + d->key_ttl;
         }
         d->error[0] = '\0';
-    } else {
+    }
+    if (rc != ROOST_OK && err[0] != '\0') {
         snprintf(d->error, sizeof d->error, "%s", err);
     }
+    OPENSSL_cleanse(d->key_next, sizeof d->key_next);
+    jsonutil_wipe(t);
     json_decref(t);
-    OPENSSL_cleanse(resp, strlen(resp));
-    roost_free(resp);
     return rc;
 }
 
@@ -440,12 +546,13 @@ int roost_device_signing_key(void *arg, uint64_t *gen, char *key, size_t key_cap
     struct roost_device *d = arg;
     pthread_mutex_lock(&d->lock);
     int rc = ROOST_OK;
+    const char *name = d->own_keys ? "ed25519" : "hmac-sha256";
     if (d->key_gen != 0 && d->key_gen != *gen) {
         if (strlen(d->key_secret) < key_cap && strlen(d->key_id) < id_cap &&
-            sizeof "hmac-sha256" <= alg_cap) {
+            strlen(name) < alg_cap) {
             memcpy(key, d->key_secret, strlen(d->key_secret) + 1);
             memcpy(key_id, d->key_id, strlen(d->key_id) + 1);
-            memcpy(alg, "hmac-sha256", sizeof "hmac-sha256");
+            memcpy(alg, name, strlen(name) + 1);
             *gen = d->key_gen;
         } else {
             rc = ROOST_EINVAL;

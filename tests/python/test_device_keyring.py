@@ -4,7 +4,8 @@ on a private session bus from dbus-run-session) receives the record of `roost lo
 credentials directory keeps no secret; commands and `roost agent run` read the keyring and
 write each rotated refresh token back; no secret reaches the --exec child's environment, ps, the
 agent's output or roostd's log. Without a session bus, the 0600 file is used and `roost login`
-says so."""
+says so. A login that signs with Ed25519 keys of its own keeps each private key in the keyring
+only, and the CLI and the Python SDK register a new one at every refresh."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import pytest
 
 from harness import SLOW, Roostd, roost_cli_bin, wait_until
 
-from test_device_login import admin, cli, enrol
+from test_device_login import admin, cli, enrol, signed_get
 
 TOOLS = ("dbus-run-session", "gnome-keyring-daemon", "secret-tool")
 
@@ -60,9 +61,10 @@ def session_bus(tmp_dir: str) -> Iterator[Dict[str, str]]:
         p.wait(timeout=30)
 
 
-def login(srv: Roostd, env: Dict[str, str]) -> str:
-    """`roost login` approved through the CLI; returns its stderr."""
-    p = subprocess.Popen([roost_cli_bin(), "login", "--server", srv.url, "--agent", "laptop"],
+def login(srv: Roostd, env: Dict[str, str], *extra: str) -> str:
+    """`roost login` (with the options in extra) approved through the CLI; returns its stderr."""
+    p = subprocess.Popen([roost_cli_bin(), "login", "--server", srv.url, "--agent", "laptop",
+                          *extra],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.stderr is not None
     out = ""
@@ -272,3 +274,81 @@ def test_python_sdk_reads_the_keyring(make_server: Any, tmp_dir: str,
                        capture_output=True, text=True, timeout=30 * SLOW)
     assert r.returncode == 0, r.stderr
     assert keyring_record(env, creds)["refresh_token"] != rec2["refresh_token"]
+
+
+def test_own_ed25519_keys_in_the_keyring(make_server: Any, tmp_dir: str,
+                                         session_bus: Dict[str, str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`roost login` with $ROOST_LOGIN_SIGNING_KEY=ed25519 under signatures.require = all (2 s
+    tokens, 4 s keys): the private key lands in the keyring and nowhere on disk, and it is the
+    key roostd registered; a command's refresh replaces it with a new pair (the previous key
+    still verifying through the overlap); roost.DeviceLogin signs with each Ed25519 key it makes
+    and writes it back to the keyring; the CLI carries on from that."""
+    pytest.importorskip("secretstorage")
+    import roost
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+    from roost._signing import SigningKey
+    srv = make_server("oauth.poll_interval_s=1", "oauth.access_token_ttl_s=2",
+                      "oauth.signing_key_ttl_s=4", "signatures.require=all")
+    creds = os.path.join(tmp_dir, "creds")
+    env = {**session_bus, "ROOST_CREDENTIALS_DIR": creds, "ROOST_LOGIN_SIGNING_KEY": "ed25519"}
+    said = login(srv, env)
+    assert "saved in the OS keyring (Secret Service)" in said, said
+    assert "it signs with Ed25519 keys of its own" in said, said
+    k1 = keyring_record(env, creds)["signing_key"]
+    assert k1["alg"] == "ed25519" and "secret" not in k1
+    assert k1["private_key"].startswith("-----BEGIN PRIVATE KEY-----")
+    stub = json.load(open(os.path.join(creds, "device-laptop.json")))
+    assert stub["store"] == "secret-service" and "signing_key" not in stub
+    assert files_holding(tmp_dir, b"PRIVATE KEY") == []
+    assert k1["private_key"] not in said
+
+    tok = {"access_token": srv.token("agent:laptop:consume", tenant="default")}
+
+    def key(k: Dict[str, Any]) -> SigningKey:
+        return SigningKey.from_pem(k["private_key"], k["key_id"])
+
+    # the stored key is the one roostd registered: what it signs is accepted, another key's
+    # signature under the same key id is not
+    assert signed_get(srv, tok, key(k1)) == 200
+    impostor = SigningKey(k1["key_id"], "ed25519", private_key=ed25519.Ed25519PrivateKey.generate())
+    assert signed_get(srv, tok, impostor) == 401
+    # a command refreshes: a new pair, registered in the same call and stored in the keyring;
+    # the login's key still verifies (roostd's overlap), so nothing in flight fails
+    r = subprocess.run([roost_cli_bin(), "inbox", "read", "--agent", "laptop", "-o", "json"],
+                       env=env, capture_output=True, text=True, timeout=30 * SLOW)
+    assert r.returncode == 0, r.stderr
+    k2 = keyring_record(env, creds)["signing_key"]
+    assert k2["alg"] == "ed25519" and k2["key_id"] != k1["key_id"]
+    assert k2["private_key"] != k1["private_key"]
+    assert signed_get(srv, tok, key(k2)) == 200 and signed_get(srv, tok, key(k1)) == 200
+    # the Python SDK over the same keyring record: a new Ed25519 key at each refresh, every
+    # call signed with the current one and accepted
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", session_bus["DBUS_SESSION_BUS_ADDRESS"])
+    device = roost.DeviceLogin("laptop", dir=creds)
+    assert device.store == "secret-service" and device.own_keys
+    seen = set()
+    deadline = time.monotonic() + 60 * SLOW
+    with roost.Client(device.server, token=device, signing_key=device.signing_key) as c:
+        while len(seen) < 4:  # three rotations after its first refresh
+            assert time.monotonic() < deadline, seen
+            c.inbox("laptop")
+            k = device.signing_key()
+            assert k is not None and k.alg == "ed25519"
+            seen.add(k.key_id)
+            time.sleep(0.2)
+    assert k1["key_id"] not in seen and k2["key_id"] not in seen
+    k3 = keyring_record(env, creds)["signing_key"]
+    assert k3["alg"] == "ed25519" and k3["key_id"] in seen
+    assert signed_get(srv, tok, key(k3)) == 200  # what Python stored is what it registered
+    assert files_holding(tmp_dir, b"PRIVATE KEY") == [] and files_holding(tmp_dir, b"rt1.") == []
+    # the CLI carries on from what Python wrote, still with keys of its own
+    r = subprocess.run([roost_cli_bin(), "inbox", "read", "--agent", "laptop"], env=env,
+                       capture_output=True, text=True, timeout=30 * SLOW)
+    assert r.returncode == 0, r.stderr
+    k4 = keyring_record(env, creds)["signing_key"]
+    assert k4["alg"] == "ed25519" and k4["key_id"] not in seen | {k1["key_id"], k2["key_id"]}
+    # the only refusal was the impostor's
+    log = open(os.path.join(srv.dir, "roostd.log")).read()
+    refused = [ln for ln in log.splitlines() if re.search(r"\bstatus=401\b", ln)]
+    assert len(refused) == 1, refused

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of src/common/jsonutil.c: the depth pre-scan, the strict object parser and the
- * string writer. */
+/* Unit tests of src/common/jsonutil.c: the depth pre-scan, the strict object parser, the
+ * string writer and the wipe of secrets. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -396,6 +396,41 @@ static void test_jsonutil_parse_plain_agrees_with_jansson(void)
     CHECK(taken > runs / 10); /* the edits leave many texts plain and valid */
 }
 
+static bool all_zero(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '\0') {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Every string value, however deep, is overwritten in place; keys and other values stay. */
+static void test_jsonutil_wipe_overwrites_every_string(void)
+{
+    json_t *v = json_pack("{s:s, s:{s:s, s:[s, i, {s:s}]}, s:i, s:n}", "refresh_token", "rt1.x.y",
+                          "signing_key", "private_key", "-----BEGIN PRIVATE KEY-----", "list", "a",
+                          7, "deep", "secret", "n", 42, "none");
+    CHECK(v != NULL);
+    json_t *key = json_object_get(v, "signing_key");
+    json_t *list = json_object_get(key, "list");
+    const char *strs[] = {json_string_value(json_object_get(v, "refresh_token")),
+                          json_string_value(json_object_get(key, "private_key")),
+                          json_string_value(json_array_get(list, 0)),
+                          json_string_value(json_object_get(json_array_get(list, 2), "deep"))};
+    size_t lens[] = {7, 27, 1, 6};
+    jsonutil_wipe(v);
+    for (size_t i = 0; i < 4; i++) {
+        CHECK(all_zero(strs[i], lens[i]));
+    }
+    CHECK_EQ(json_integer_value(json_array_get(list, 1)), 7);
+    CHECK_EQ(json_integer_value(json_object_get(v, "n")), 42);
+    CHECK(json_object_get(v, "refresh_token") != NULL); /* keys stay: only values are secret */
+    jsonutil_wipe(NULL);
+    json_decref(v);
+}
+
 int main(void)
 {
     RUN(test_jsonutil_depth_limit_before_parsing);
@@ -405,5 +440,6 @@ int main(void)
     RUN(test_jsonutil_add_string_matches_jansson);
     RUN(test_jsonutil_dump_matches_jansson);
     RUN(test_jsonutil_parse_plain_agrees_with_jansson);
+    RUN(test_jsonutil_wipe_overwrites_every_string);
     return check_summary();
 }

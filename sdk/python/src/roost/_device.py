@@ -8,6 +8,11 @@ secrets in the OS keyring, a record without secrets naming the store (``"store":
 "secret-service"``); the record is then read from the Secret Service through ``secretstorage``
 (Debian ``python3-secretstorage``). Every refresh rotates the refresh token, which is written back
 to the same store before the new access token is used.
+
+A login made with ``roost login --signing-key ed25519`` (its record's ``signing_key`` has ``"alg":
+"ed25519"``) signs with Ed25519 keys of its own: every refresh makes a new key pair, registers its
+public half in the same call (``signing_public_key``) and stores the private half (PKCS#8 PEM,
+``signing_key.private_key``) beside the refresh token, as libroost does.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import time
 from typing import Any, Dict, Optional
 
 import httpx
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from ._errors import RoostError, Unauthorized
 from ._signing import SigningKey
@@ -96,8 +103,10 @@ class DeviceLogin(TokenSource):
 
     A :class:`roost.TokenSource`: :meth:`get` answers from memory while the access token has more
     than a third of its life left, else refreshes at ``/oauth/token`` (saving the rotated refresh
-    token first). :meth:`signing_key` is the HMAC key the last refresh issued, for
-    ``signatures.require``::
+    token first). :meth:`signing_key` is the key of the last refresh, for
+    ``signatures.require``: the HMAC key roostd issued, or, for a login that signs with keys of
+    its own (``roost login --signing-key ed25519``), the Ed25519 key made and registered with
+    it::
 
         device = roost.DeviceLogin("laptop")
         client = roost.Client(device.server, token=device, signing_key=device.signing_key)
@@ -121,6 +130,8 @@ class DeviceLogin(TokenSource):
         self.server: str = str(rec["server"])
         self.tenant: str = str(rec.get("tenant") or "")
         self._refresh = str(rec["refresh_token"])
+        #: whether every refresh registers an Ed25519 key made here (the login's choice)
+        self.own_keys = (rec.get("signing_key") or {}).get("alg") == "ed25519"
         self._access: Optional[str] = None
         self._access_exp = self._access_ttl = 0.0
         self._key: Optional[SigningKey] = None
@@ -192,10 +203,18 @@ class DeviceLogin(TokenSource):
             self._refresh = str(self._load()["refresh_token"])
         except (RoostError, ValueError, KeyError):
             pass
+        data = {"grant_type": "refresh_token", "refresh_token": self._refresh,
+                "client_id": self.agent}
+        priv: Optional[ed25519.Ed25519PrivateKey] = None
+        if self.own_keys:
+            # a new pair at every refresh (a retried one too), its public half registered by
+            # this same call
+            priv = ed25519.Ed25519PrivateKey.generate()
+            data["signing_public_key"] = priv.public_key().public_bytes(
+                serialization.Encoding.PEM,
+                serialization.PublicFormat.SubjectPublicKeyInfo).decode("ascii")
         try:
-            r = httpx.post(self.server + "/oauth/token", timeout=self.timeout_s,
-                           data={"grant_type": "refresh_token", "refresh_token": self._refresh,
-                                 "client_id": self.agent})
+            r = httpx.post(self.server + "/oauth/token", timeout=self.timeout_s, data=data)
         except httpx.HTTPError as e:
             # the same refresh token is sent again next time: a lost answer is retried, not
             # taken for a replay (oauth.refresh_reuse_interval_s)
@@ -212,15 +231,28 @@ class DeviceLogin(TokenSource):
             raise RoostError(f"the refresh failed: HTTP {r.status_code}", code="server_error",
                              status=r.status_code)
         ans = r.json()
+        key = ans.get("signing_key") or {}
+        if priv is not None:
+            if key.get("alg") != "ed25519" or not key.get("key_id"):
+                raise RoostError("roostd answered with an unexpected signing key",
+                                 code="protocol_error")
+            # stored beside the refresh token; Python cannot wipe its copies of it
+            key["private_key"] = priv.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption()).decode("ascii")
         self._save(ans)  # before the new access token is used
         now = time.time()
         self._refresh = str(ans["refresh_token"])
         self._access = str(ans["access_token"])
         self._access_ttl = float(ans.get("expires_in") or 60)
         self._access_exp = now + self._access_ttl
-        key = ans.get("signing_key") or {}
-        if key.get("secret"):
-            self._key = SigningKey.hmac(str(key["secret"]), str(key["key_id"]))
+        new_key: Optional[SigningKey] = None
+        if priv is not None:
+            new_key = SigningKey(str(key["key_id"]), "ed25519", private_key=priv)
+        elif key.get("secret"):
+            new_key = SigningKey.hmac(str(key["secret"]), str(key["key_id"]))
+        if new_key is not None:
+            self._key = new_key
             self._key_ttl = float(key.get("expires_in") or 60)
             self._key_exp = now + self._key_ttl
 
