@@ -4,7 +4,7 @@
  * shape depends on its rows, built as text so each goes out in one round trip (insert_rows,
  * claim_update_all, ack_rows). Every other operation's SQL is in its subject file (store_ops.h),
  * MySQL's column beside the others. The connection, statement cache, reconnects and transactions
- * are in store_mysql_conn.c, the tailer in store_mysql_tail.c. */
+ * are in store_mysql_conn.c. */
 #include "store/store_mysql.h"
 #include "store/store_mysql_int.h"
 
@@ -25,13 +25,6 @@ const char *const store_mysql_sql[S_COUNT] = {
     /* version, name */
     [S_MIG_RECORD] = "INSERT INTO schema_migrations (version, name, applied_at)"
                      " VALUES (?, ?, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED))",
-    [S_TAIL_MAX] = "SELECT COALESCE(MAX(id), 0) FROM roost_changes",
-    /* after, limit */
-    [S_TAIL_SCAN] = "SELECT id, tenant_id, agent_id, head, origin FROM roost_changes WHERE id > ?"
-                    " ORDER BY id LIMIT ?",
-    /* TAIL_GAP_BATCH ids (-1 pads) */
-    [S_TAIL_GAPS] = "SELECT id, tenant_id, agent_id, head, origin FROM roost_changes"
-                    " WHERE id IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 };
 
 /* ---- the dialect: the statements of each primitive (store_lifecycle.h) ---- */
@@ -296,7 +289,7 @@ static int my_retention_end(struct store *st, int rc)
     }
     /* After a deadlock the server rolled the whole transaction back: no savepoint is left. */
     if (rc != ROOST_ERETRY) {
-        b->n_changes = b->changes_ret_mark;
+        b->changes.n = b->changes.ret_mark;
         store_mysql_exec_text(b, "ROLLBACK TO SAVEPOINT roost_retention");
         store_mysql_exec_text(b, "RELEASE SAVEPOINT roost_retention");
     }
@@ -307,8 +300,20 @@ static int my_retention_end(struct store *st, int rc)
 static int my_retention_begin(struct store *st)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    b->changes_ret_mark = b->n_changes;
+    b->changes.ret_mark = b->changes.n;
     return store_mysql_exec_text(b, "SAVEPOINT roost_retention");
+}
+
+/* The change log every node's writing transactions append to (store_changes.c). */
+static int my_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
+                   struct store_touches *touches)
+{
+    struct mysql_store *b = store_mysql_backend(st);
+    if (b->in_tx) {
+        snprintf(b->err, sizeof b->err, "tail: must run outside a transaction");
+        return ROOST_EINTERNAL;
+    }
+    return store_changes_tail(st, pos, now_ms, b->origin, touches);
 }
 
 static int64_t my_insert_id(struct store *st)
@@ -338,7 +343,7 @@ const struct store_dialect store_mysql_dialect = {
     .savepoint = store_mysql_savepoint,
     .savepoint_release = store_mysql_savepoint_release,
     .savepoint_rollback = store_mysql_savepoint_rollback,
-    .tail = store_mysql_tail,
+    .tail = my_tail,
     .done = NULL,
     .set_error = my_error_set,
     .sql_col = STORE_SQL_MYSQL,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The MySQL/MariaDB backend of the store vtable (store_mysql.c: SQL and dialect;
- * store_mysql_conn.c: connection and transactions; store_mysql_tail.c: the tailer). */
+ * store_mysql_conn.c: connection and transactions). */
 #ifndef ROOST_STORE_MYSQL_H
 #define ROOST_STORE_MYSQL_H
 

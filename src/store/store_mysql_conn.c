@@ -507,7 +507,7 @@ void store_mysql_close(struct store *st)
         mysql_close(b->db);
     }
     store_mysql_cluster_release(b->cluster);
-    free(b->changes);
+    store_changes_free(&b->changes);
     free(b);
 }
 
@@ -681,7 +681,7 @@ int store_mysql_begin(struct store *st)
     if (rc == ROOST_OK) {
         b->in_tx = true;
         b->begin_pending = true;
-        b->n_changes = b->changes_mark = b->changes_ret_mark = 0;
+        b->changes.n = b->changes.mark = b->changes.ret_mark = 0;
     }
     return rc;
 }
@@ -693,32 +693,7 @@ int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char 
         struct prm p[] = {PS(tenant_id), PS(agent_id), PI(head), PI(at_ms), PI(b->origin)};
         return Q(b, S_CHANGE, p, NULL);
     }
-    /* Rows before the latest savepoint belong to a request that may still commit while this one
-     * rolls back: only this request's own rows are merged. */
-    size_t from = b->changes_mark > b->changes_ret_mark ? b->changes_mark : b->changes_ret_mark;
-    for (size_t i = from; i < b->n_changes; i++) {
-        struct change_row *c = &b->changes[i];
-        if (strcmp(c->agent_id, agent_id) == 0 && strcmp(c->tenant_id, tenant_id) == 0) {
-            c->head = head > c->head ? head : c->head;
-            c->at_ms = at_ms > c->at_ms ? at_ms : c->at_ms;
-            return ROOST_OK;
-        }
-    }
-    if (b->n_changes == b->cap_changes) {
-        size_t cap = b->cap_changes ? b->cap_changes * 2 : 16;
-        struct change_row *grown = realloc(b->changes, cap * sizeof *grown);
-        if (grown == NULL) {
-            return ROOST_ENOMEM;
-        }
-        b->changes = grown;
-        b->cap_changes = cap;
-    }
-    struct change_row *c = &b->changes[b->n_changes++];
-    snprintf(c->tenant_id, sizeof c->tenant_id, "%s", tenant_id);
-    snprintf(c->agent_id, sizeof c->agent_id, "%s", agent_id);
-    c->head = head;
-    c->at_ms = at_ms;
-    return ROOST_OK;
+    return store_changes_add(&b->changes, tenant_id, agent_id, head, at_ms);
 }
 
 /* ---- the commit whose answer was lost ----
@@ -865,6 +840,11 @@ static int torn(struct mysql_store *b)
     return ROOST_ERETRY;
 }
 
+static void sb_quote(struct dynbuf *sb, void *arg, const char *text)
+{
+    store_mysql_sb_quoted(sb, arg, text);
+}
+
 /* Sends [the transaction's change-log rows;] marker; COMMIT in one round trip (every
  * MARKER_PRUNE_EVERY-th time also the prune of old markers, which runs after the COMMIT in
  * autocommit and whose result does not matter). ROOST_OK: committed. *unknown: the outcome must
@@ -875,20 +855,8 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
     struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX};
     char tmp[512];
     int before_commit = 1; /* results before the COMMIT's */
-    if (b->n_changes > 0) {
-        dynbuf_adds(&sb,
-                    "INSERT INTO roost_changes (tenant_id, agent_id, head, at_ms, origin) VALUES ");
-        for (size_t i = 0; i < b->n_changes; i++) {
-            const struct change_row *c = &b->changes[i];
-            dynbuf_adds(&sb, i > 0 ? ", (" : "(");
-            store_mysql_sb_quoted(&sb, b, c->tenant_id);
-            dynbuf_adds(&sb, ", ");
-            store_mysql_sb_quoted(&sb, b, c->agent_id);
-            int n = snprintf(tmp, sizeof tmp, ", %lld, %lld, %lld)", (long long)c->head,
-                             (long long)c->at_ms, (long long)b->origin);
-            dynbuf_add(&sb, tmp, (size_t)n);
-        }
-        dynbuf_adds(&sb, "; ");
+    if (b->changes.n > 0) {
+        store_changes_sql(&sb, b->changes.rows, b->changes.n, b->origin, sb_quote, b);
         before_commit = 2;
     }
     int n;
@@ -1086,7 +1054,7 @@ int store_mysql_commit(struct store *st)
         snprintf(b->err, sizeof b->err, "commit: the transaction was rolled back by the server");
         return ROOST_ERETRY;
     }
-    if (b->begin_pending && b->n_changes == 0) {
+    if (b->begin_pending && b->changes.n == 0) {
         /* No statement ran: there is nothing to commit and nothing was sent. */
         b->begin_pending = false;
         b->in_tx = false;
@@ -1106,7 +1074,7 @@ int store_mysql_commit(struct store *st)
     if (!unknown) {
         if (rc == ROOST_OK) {
             b->in_tx = false;
-            b->n_changes = 0;
+            b->changes.n = 0;
         }
         return rc;
     }
@@ -1142,7 +1110,7 @@ int store_mysql_rollback(struct store *st)
 {
     struct mysql_store *b = store_mysql_backend(st);
     bool sent = !b->begin_pending;
-    b->n_changes = 0;
+    b->changes.n = 0;
     b->tx_aborted = false;
     b->begin_pending = false;
     int rc = ROOST_OK;
@@ -1163,7 +1131,7 @@ int store_mysql_rollback(struct store *st)
 int store_mysql_savepoint(struct store *st)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    b->changes_mark = b->n_changes;
+    b->changes.mark = b->changes.n;
     return store_mysql_exec_text(b, "SAVEPOINT roost_req");
 }
 
@@ -1176,6 +1144,6 @@ int store_mysql_savepoint_release(struct store *st)
 int store_mysql_savepoint_rollback(struct store *st)
 {
     struct mysql_store *b = store_mysql_backend(st);
-    b->n_changes = b->changes_mark;
+    b->changes.n = b->changes.mark;
     return store_mysql_exec_text(b, "ROLLBACK TO SAVEPOINT roost_req");
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Inside the MySQL/MariaDB backend: the connection struct, the statement ids, and the statement
  * runner of store_mysql_conn.c (prepared once per connection, parameters bound from struct prm,
- * rows fetched as text) that store_mysql.c and store_mysql_tail.c run their SQL through.
+ * rows fetched as text) that store_mysql.c runs its SQL through.
  * Internal to src/store/. */
 #ifndef ROOST_STORE_MYSQL_INT_H
 #define ROOST_STORE_MYSQL_INT_H
@@ -13,6 +13,7 @@
 
 #include "common/dynbuf.h"
 #include "store/store.h"
+#include "store/store_changes.h"
 #include "store/store_mysql_url.h"
 #include "store/store_sql.h"
 #include "store/store_stmt.h"
@@ -54,16 +55,9 @@ struct mysql_store {
     char tx_marker[2 * MARKER_LEN + 1];
     char prefix[160];
     /* The change-log rows of this transaction (store_mysql_change), written by one multi-row
-     * INSERT in the COMMIT's round trip; the marks let a rolled-back savepoint drop its own. */
-    struct change_row {
-        char tenant_id[STORE_ID_MAX + 1];
-        char agent_id[STORE_ID_MAX + 1];
-        int64_t head, at_ms;
-    } * changes;
-    size_t n_changes, cap_changes;
-    size_t changes_mark;     /* n_changes at the request's SAVEPOINT roost_req */
-    size_t changes_ret_mark; /* n_changes at SAVEPOINT roost_retention */
-    int64_t origin;          /* store_options.origin */
+     * INSERT in the COMMIT's round trip. */
+    struct store_changes changes;
+    int64_t origin; /* store_options.origin */
     uint64_t affected;
     uint64_t insert_id;
     unsigned last_errno; /* server code of the last failure (ER_DUP_ENTRY is an answer here) */
@@ -216,7 +210,7 @@ bool store_mysql_node_usable(MYSQL *db, bool *galera, char *why, size_t whylen);
 /* True when b is connected to another node than the one this process writes to now. */
 bool store_mysql_off_writer(const struct mysql_store *b);
 
-/* The connection's vtable entries (store_mysql_conn.c) and the tailer (store_mysql_tail.c). */
+/* The connection's vtable entries (store_mysql_conn.c). */
 int store_mysql_open(const char *url, const struct store_options *opt, struct store **out);
 void store_mysql_close(struct store *st);
 const char *store_mysql_errmsg(struct store *st);
@@ -228,7 +222,5 @@ int store_mysql_rollback(struct store *st);
 int store_mysql_savepoint(struct store *st);
 int store_mysql_savepoint_release(struct store *st);
 int store_mysql_savepoint_rollback(struct store *st);
-int store_mysql_tail(struct store *st, struct store_tail_pos *pos, int64_t now_ms,
-                     struct store_touches *touches);
 
 #endif

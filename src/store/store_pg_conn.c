@@ -521,7 +521,7 @@ void store_pg_close(struct store *st)
     store_pg_listener_release(b->listener);
     store_stmt_cache_free(&b->cache);
     free(b->slots);
-    free(b->changes);
+    store_changes_free(&b->changes);
     free(b->conninfo);
     free(b);
 }
@@ -650,7 +650,7 @@ int store_pg_begin(struct store *st)
         b->in_tx = true;
         b->begin_pending = true;
         b->txid = 0;
-        b->n_changes = b->changes_mark = b->changes_ret_mark = 0;
+        b->changes.n = b->changes.mark = b->changes.ret_mark = 0;
     }
     return rc;
 }
@@ -666,43 +666,23 @@ static void sb_literal(struct dynbuf *sb, struct pg_store *b, const char *text)
     PQfreemem(lit);
 }
 
-/* Appends the INSERT of the queued change rows (nothing when there are none). */
-static void sb_changes(struct dynbuf *sb, struct pg_store *b)
+static void sb_quote(struct dynbuf *sb, void *arg, const char *text)
 {
-    if (b->n_changes == 0) {
-        return;
-    }
-    dynbuf_adds(sb, "INSERT INTO roost_changes (tenant_id, agent_id, head, at_ms, origin) VALUES ");
-    for (size_t i = 0; i < b->n_changes; i++) {
-        const struct pg_change *c = &b->changes[i];
-        dynbuf_adds(sb, i > 0 ? ", (" : "(");
-        sb_literal(sb, b, c->tenant_id);
-        dynbuf_adds(sb, ", ");
-        sb_literal(sb, b, c->agent_id);
-        dynbuf_addf(sb, ", %lld, %lld, %lld)", (long long)c->head, (long long)c->at_ms,
-                    (long long)b->origin);
-    }
-    dynbuf_adds(sb, "; ");
+    sb_literal(sb, arg, text);
 }
 
 int store_pg_change(struct pg_store *b, const char *tenant_id, const char *agent_id, int64_t head,
                     int64_t at_ms)
 {
     if (!b->in_tx) {
-        struct pg_change one = {.head = head, .at_ms = at_ms};
+        struct store_change one = {.head = head, .at_ms = at_ms};
         snprintf(one.tenant_id, sizeof one.tenant_id, "%s", tenant_id);
         snprintf(one.agent_id, sizeof one.agent_id, "%s", agent_id);
-        struct pg_change *saved = b->changes;
-        size_t saved_n = b->n_changes;
-        b->changes = &one;
-        b->n_changes = 1;
         struct dynbuf sb = {.max = COMMIT_SQL_MAX};
         int rc = conn_ready(b);
         if (rc == ROOST_OK) {
-            sb_changes(&sb, b);
+            store_changes_sql(&sb, &one, 1, b->origin, sb_quote, b);
         }
-        b->changes = saved;
-        b->n_changes = saved_n;
         if (rc == ROOST_OK) {
             rc = sb.err != DYNBUF_OK ? ROOST_ENOMEM : store_pg_exec(b, sb.s);
         }
@@ -714,32 +694,7 @@ int store_pg_change(struct pg_store *b, const char *tenant_id, const char *agent
         }
         return rc;
     }
-    /* Rows before the latest savepoint belong to a request that may still commit while this one
-     * rolls back: only this request's own rows are merged. */
-    size_t from = b->changes_mark > b->changes_ret_mark ? b->changes_mark : b->changes_ret_mark;
-    for (size_t i = from; i < b->n_changes; i++) {
-        struct pg_change *c = &b->changes[i];
-        if (strcmp(c->agent_id, agent_id) == 0 && strcmp(c->tenant_id, tenant_id) == 0) {
-            c->head = head > c->head ? head : c->head;
-            c->at_ms = at_ms > c->at_ms ? at_ms : c->at_ms;
-            return ROOST_OK;
-        }
-    }
-    if (b->n_changes == b->cap_changes) {
-        size_t cap = b->cap_changes ? b->cap_changes * 2 : 16;
-        struct pg_change *grown = realloc(b->changes, cap * sizeof *grown);
-        if (grown == NULL) {
-            return ROOST_ENOMEM;
-        }
-        b->changes = grown;
-        b->cap_changes = cap;
-    }
-    struct pg_change *c = &b->changes[b->n_changes++];
-    snprintf(c->tenant_id, sizeof c->tenant_id, "%s", tenant_id);
-    snprintf(c->agent_id, sizeof c->agent_id, "%s", agent_id);
-    c->head = head;
-    c->at_ms = at_ms;
-    return ROOST_OK;
+    return store_changes_add(&b->changes, tenant_id, agent_id, head, at_ms);
 }
 
 static void sleep_ms(int ms)
@@ -829,7 +784,7 @@ int store_pg_commit(struct store *st)
         snprintf(b->err, sizeof b->err, "commit: the connection dropped, the transaction is gone");
         return ROOST_ERETRY;
     }
-    if (b->begin_pending && b->n_changes == 0) {
+    if (b->begin_pending && b->changes.n == 0) {
         b->begin_pending = false;
         b->in_tx = false;
         return ROOST_OK;
@@ -839,7 +794,7 @@ int store_pg_commit(struct store *st)
         return rc;
     }
     struct dynbuf sb = {.max = COMMIT_SQL_MAX};
-    sb_changes(&sb, b);
+    store_changes_sql(&sb, b->changes.rows, b->changes.n, b->origin, sb_quote, b);
     dynbuf_adds(&sb, "COMMIT");
     /* Every node's listener is told after the COMMIT, in the same round trip but in a
      * transaction of its own: a transaction that NOTIFYs holds a database-wide lock from its
@@ -847,7 +802,7 @@ int store_pg_commit(struct store *st)
      * flushes (no group commit in the server across roostd's writers and nodes). Sent only when
      * the COMMIT succeeded (a failed statement skips the rest of the text); lost if the
      * connection drops right between the two, which the tailer's once-a-second read covers. */
-    if (b->n_changes > 0) {
+    if (b->changes.n > 0) {
         dynbuf_addf(&sb, "; NOTIFY " STORE_PG_CHANNEL_FMT, b->schema);
     }
     if (sb.err != DYNBUF_OK) {
@@ -875,14 +830,14 @@ int store_pg_commit(struct store *st)
     }
     if (committed) {
         b->in_tx = false;
-        b->n_changes = 0;
+        b->changes.n = 0;
         return ROOST_OK;
     }
     if (rolled_back) {
         /* The transaction had failed before (an error the caller went on after): nothing of it
          * committed. */
         b->in_tx = false;
-        b->n_changes = 0;
+        b->changes.n = 0;
         snprintf(b->err, sizeof b->err, "commit: the transaction had failed and rolled back");
         return ROOST_ESTORE;
     }
@@ -897,7 +852,7 @@ int store_pg_commit(struct store *st)
     }
     int64_t txid = b->txid;
     b->in_tx = false;
-    b->n_changes = 0;
+    b->changes.n = 0;
     b->lost = true;
     rc = resolve_commit(b, old_pid, txid);
     log_warn("commit answer lost, outcome resolved", "txid=%lld outcome=%s why=\"%s\"",
@@ -913,7 +868,7 @@ int store_pg_rollback(struct store *st)
 {
     struct pg_store *b = store_pg_backend(st);
     bool sent = !b->begin_pending;
-    b->n_changes = 0;
+    b->changes.n = 0;
     b->begin_pending = false;
     int rc = ROOST_OK;
     if (b->in_tx && sent && !b->lost && b->db != NULL) {
@@ -930,7 +885,7 @@ int store_pg_rollback(struct store *st)
 int store_pg_savepoint(struct store *st)
 {
     struct pg_store *b = store_pg_backend(st);
-    b->changes_mark = b->n_changes;
+    b->changes.mark = b->changes.n;
     return store_pg_exec(b, "SAVEPOINT roost_req");
 }
 
@@ -944,6 +899,6 @@ int store_pg_savepoint_release(struct store *st)
 int store_pg_savepoint_rollback(struct store *st)
 {
     struct pg_store *b = store_pg_backend(st);
-    b->n_changes = b->changes_mark;
+    b->changes.n = b->changes.mark;
     return store_pg_exec(b, "ROLLBACK TO SAVEPOINT roost_req; RELEASE SAVEPOINT roost_req");
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "store/store_changes.h"
 #include "store/store_lifecycle.h"
 #include "store/store_stmt.h"
 
@@ -38,15 +39,8 @@ struct pg_store {
     bool lost;          /* the connection dropped: reopen before the next statement */
     int64_t txid;       /* the open transaction's id (txid_current()), for a lost COMMIT answer */
     /* The change-log rows of this transaction, written in the COMMIT's round trip (see
-     * store_pg_commit); the marks let a rolled-back savepoint drop its own. */
-    struct pg_change {
-        char tenant_id[STORE_ID_MAX + 1];
-        char agent_id[STORE_ID_MAX + 1];
-        int64_t head, at_ms;
-    } * changes;
-    size_t n_changes, cap_changes;
-    size_t changes_mark;          /* n_changes at SAVEPOINT roost_req */
-    size_t changes_ret_mark;      /* n_changes at SAVEPOINT roost_retention */
+     * store_pg_commit). */
+    struct store_changes changes;
     struct pg_listener *listener; /* this process's LISTEN connection to the database */
     int64_t origin;               /* store_options.origin */
     int64_t affected;             /* rows the last statement changed */
