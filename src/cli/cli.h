@@ -308,5 +308,16 @@ int cli_call(struct cli_args *a, const char *method, const char *path, const cha
 int cli_call_list(struct cli_args *a, const char *path, const char *what, const char *key,
                   const char *const *columns);
 void cli_add_query(char *path, size_t cap, const char *name, const char *value);
+/* A listing's --limit (when given) and --next (checked: a usage error) appended to path. Returns
+ * an exit code. */
+int cli_add_page(struct cli_args *a, char *path, size_t cap);
+/* "<base><argv[0]><suffix>" into path[cap] when argv[0] is a safe id; else a usage error that
+ * says `what` ("SOURCE_ID: expected a source id"). Returns an exit code. */
+int cli_id_path(struct cli_args *a, const char *base, const char *what, const char *suffix,
+                char *path, size_t cap);
+/* The secret of --secret or --secret-file (trailing newline and spaces dropped) into *out
+ * (malloc'd: the caller wipes and frees it), NULL when neither is given; `what` names the command
+ * in errors. Returns an exit code (both given, an unreadable file, no memory). */
+int cli_secret_arg(struct cli_args *a, const char *what, char **out);
 
 #endif

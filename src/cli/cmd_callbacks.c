@@ -86,6 +86,59 @@ void cli_add_query(char *path, size_t cap, const char *name, const char *value)
     snprintf(path + n, cap - n, "%c%s=%s", strchr(path, '?') != NULL ? '&' : '?', name, value);
 }
 
+/* Appends --limit (when given) and --next (a page token: a safe id) to a listing's path. */
+int cli_add_page(struct cli_args *a, char *path, size_t cap)
+{
+    const char *next = cli_str(a, "next");
+    char limit[24];
+    if (next != NULL && !cli_safe_id(next)) {
+        return cli_usage_error(a, "--next: expected the page token of the previous answer");
+    }
+    snprintf(limit, sizeof limit, "%lld", (long long)cli_num(a, "limit", 0));
+    cli_add_query(path, cap, "limit", cli_given(a, "limit") ? limit : NULL);
+    cli_add_query(path, cap, "next", next);
+    return CLI_EXIT_OK;
+}
+
+int cli_id_path(struct cli_args *a, const char *base, const char *what, const char *suffix,
+                char *path, size_t cap)
+{
+    if (!cli_safe_id(a->argv[0])) {
+        return cli_usage_error(a, "%s, got '%s'", what, a->argv[0]);
+    }
+    snprintf(path, cap, "%s%s%s", base, a->argv[0], suffix);
+    return CLI_EXIT_OK;
+}
+
+int cli_secret_arg(struct cli_args *a, const char *what, char **out)
+{
+    const char *given = cli_str(a, "secret"), *file = cli_str(a, "secret-file");
+    size_t len = given != NULL ? strlen(given) : 0;
+    char err[512];
+    *out = NULL;
+    if (given != NULL && file != NULL) {
+        return cli_usage_error(a, "give at most one of --secret and --secret-file");
+    }
+    if (given != NULL && (*out = malloc(len + 1)) != NULL) {
+        memcpy(*out, given, len + 1);
+    } else if (file != NULL) {
+        if (cli_read_file(file, SECRET_FILE_MAX, out, &len, err, sizeof err) != 0) {
+            fprintf(stderr, "roost: %s: %s\n", what, err);
+            return CLI_EXIT_USAGE;
+        }
+        /* A secret file written by echo ends with a newline: not part of the secret. */
+        while (len > 0 &&
+               ((*out)[len - 1] == '\n' || (*out)[len - 1] == '\r' || (*out)[len - 1] == ' ')) {
+            (*out)[--len] = '\0';
+        }
+    }
+    if ((given != NULL || file != NULL) && *out == NULL) {
+        fprintf(stderr, "roost: %s: out of memory\n", what);
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
 static int check_ids(struct cli_args *a, const char *const *names)
 {
     for (size_t i = 0; names[i] != NULL; i++) {
@@ -101,42 +154,22 @@ static int check_ids(struct cli_args *a, const char *const *names)
 /* The secret: --secret, --secret-file, or a new random one (*made set). *out: caller frees. */
 static int secret_of(struct cli_args *a, char **out, bool *made)
 {
-    const char *given = cli_str(a, "secret"), *file = cli_str(a, "secret-file");
-    char err[512];
-    *out = NULL;
+    int r = cli_secret_arg(a, "callbacks add", out);
     *made = false;
-    if (given != NULL && file != NULL) {
-        return cli_usage_error(a, "give at most one of --secret and --secret-file");
+    if (r != CLI_EXIT_OK || *out != NULL) {
+        return r;
     }
-    if (given != NULL) {
-        size_t n = strlen(given) + 1;
+    unsigned char raw[SECRET_BYTES];
+    char *b64 = NULL;
+    if (RAND_bytes(raw, sizeof raw) == 1 && b64_encode(B64_STD, raw, sizeof raw, &b64, NULL) == 0) {
+        size_t n = strlen(b64) + 7;
         if ((*out = malloc(n)) != NULL) {
-            memcpy(*out, given, n);
+            snprintf(*out, n, "whsec_%s", b64);
         }
-    } else if (file != NULL) {
-        size_t len = 0;
-        if (cli_read_file(file, SECRET_FILE_MAX, out, &len, err, sizeof err) != 0) {
-            fprintf(stderr, "roost: callbacks add: %s\n", err);
-            return CLI_EXIT_USAGE;
-        }
-        while (len > 0 &&
-               ((*out)[len - 1] == '\n' || (*out)[len - 1] == '\r' || (*out)[len - 1] == ' ')) {
-            (*out)[--len] = '\0';
-        }
-    } else {
-        unsigned char raw[SECRET_BYTES];
-        char *b64 = NULL;
-        if (RAND_bytes(raw, sizeof raw) == 1 &&
-            b64_encode(B64_STD, raw, sizeof raw, &b64, NULL) == 0) {
-            size_t n = strlen(b64) + 7;
-            if ((*out = malloc(n)) != NULL) {
-                snprintf(*out, n, "whsec_%s", b64);
-            }
-        }
-        OPENSSL_cleanse(raw, sizeof raw);
-        free(b64);
-        *made = true;
     }
+    OPENSSL_cleanse(raw, sizeof raw);
+    free(b64);
+    *made = true;
     if (*out == NULL) {
         fprintf(stderr, "roost: callbacks add: out of memory\n");
         return CLI_EXIT_USAGE;
@@ -256,11 +289,11 @@ int cmd_admin_endpoints_list(struct cli_args *a)
     if (r != CLI_EXIT_OK) {
         return r;
     }
-    char path[512] = "/api/v1/admin/endpoints", limit[24];
-    snprintf(limit, sizeof limit, "%lld", (long long)cli_num(a, "limit", 0));
+    char path[512] = "/api/v1/admin/endpoints";
     cli_add_query(path, sizeof path, "agent_id", cli_str(a, "agent"));
-    cli_add_query(path, sizeof path, "limit", cli_given(a, "limit") ? limit : NULL);
-    cli_add_query(path, sizeof path, "next", cli_str(a, "next"));
+    if ((r = cli_add_page(a, path, sizeof path)) != CLI_EXIT_OK) {
+        return r;
+    }
     static const char *const columns[] = {"endpoint_id", "agent_id:AGENT",         "url",
                                           "status",      "disabled_reason:REASON", "failing_since",
                                           NULL};
@@ -270,11 +303,8 @@ int cmd_admin_endpoints_list(struct cli_args *a)
 /* The endpoint's own path plus `suffix`; a usage error when the id is not one. */
 static int endpoint_path(struct cli_args *a, const char *suffix, char *path, size_t cap)
 {
-    if (!cli_safe_id(a->argv[0])) {
-        return cli_usage_error(a, "ENDPOINT_ID: expected an endpoint id, got '%s'", a->argv[0]);
-    }
-    snprintf(path, cap, "/api/v1/admin/endpoints/%s%s", a->argv[0], suffix);
-    return CLI_EXIT_OK;
+    return cli_id_path(a, "/api/v1/admin/endpoints/", "ENDPOINT_ID: expected an endpoint id",
+                       suffix, path, cap);
 }
 
 int cmd_admin_endpoints_inspect(struct cli_args *a)
@@ -301,15 +331,15 @@ int cmd_admin_endpoints_enable(struct cli_args *a)
 int cmd_admin_endpoints_attempts(struct cli_args *a)
 {
     static const char *const ids[] = {"event-id", "next", NULL};
-    char path[512], limit[24];
+    char path[512];
     int r = check_ids(a, ids);
     if (r != CLI_EXIT_OK || (r = endpoint_path(a, "/attempts", path, 384)) != CLI_EXIT_OK) {
         return r;
     }
-    snprintf(limit, sizeof limit, "%lld", (long long)cli_num(a, "limit", 0));
     cli_add_query(path, sizeof path, "event_id", cli_str(a, "event-id"));
-    cli_add_query(path, sizeof path, "limit", cli_given(a, "limit") ? limit : NULL);
-    cli_add_query(path, sizeof path, "next", cli_str(a, "next"));
+    if ((r = cli_add_page(a, path, sizeof path)) != CLI_EXIT_OK) {
+        return r;
+    }
     static const char *const columns[] = {"at",         "event_id",    "attempt", "status_code",
                                           "latency_ms", "error_class", NULL};
     return cli_call_list(a, path, "admin endpoints attempts", "attempts", columns);

@@ -11,33 +11,17 @@
 
 #include "common/banned.h"
 
-#define SECRET_FILE_MAX 4096
-
 /* --secret or --secret-file into body["secret"] (neither: roostd makes one). */
-static int put_secret(struct cli_args *a, json_t *body)
+static int put_secret(struct cli_args *a, json_t *body, const char *what)
 {
-    const char *given = cli_str(a, "secret"), *file = cli_str(a, "secret-file");
-    if (given != NULL && file != NULL) {
-        return cli_usage_error(a, "give at most one of --secret and --secret-file");
+    char *secret = NULL;
+    int r = cli_secret_arg(a, what, &secret);
+    if (secret != NULL) {
+        json_object_set_new(body, "secret", json_string(secret));
+        OPENSSL_cleanse(secret, strlen(secret));
+        free(secret);
     }
-    if (given != NULL) {
-        json_object_set_new(body, "secret", json_string(given));
-    } else if (file != NULL) {
-        char *text = NULL, err[512];
-        size_t len = 0;
-        if (cli_read_file(file, SECRET_FILE_MAX, &text, &len, err, sizeof err) != 0) {
-            fprintf(stderr, "roost: %s\n", err);
-            return CLI_EXIT_USAGE;
-        }
-        while (len > 0 &&
-               (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ')) {
-            text[--len] = '\0';
-        }
-        json_object_set_new(body, "secret", json_stringn(text, len));
-        OPENSSL_cleanse(text, len);
-        free(text);
-    }
-    return CLI_EXIT_OK;
+    return r;
 }
 
 /* Sends body as JSON and prints the answer. */
@@ -93,7 +77,7 @@ int cmd_admin_sources_add(struct cli_args *a)
         }
         json_object_set_new(body, "options", o);
     }
-    int r = put_secret(a, body);
+    int r = put_secret(a, body, "admin sources add");
     if (r != CLI_EXIT_OK) {
         json_decref(body);
         return r;
@@ -103,14 +87,11 @@ int cmd_admin_sources_add(struct cli_args *a)
 
 int cmd_admin_sources_list(struct cli_args *a)
 {
-    char path[1024] = "/api/v1/admin/sources", limit[24];
-    const char *next = cli_str(a, "next");
-    if (next != NULL && !cli_safe_id(next)) {
-        return cli_usage_error(a, "--next: expected the page token of the previous answer");
+    char path[1024] = "/api/v1/admin/sources";
+    int r = cli_add_page(a, path, sizeof path);
+    if (r != CLI_EXIT_OK) {
+        return r;
     }
-    snprintf(limit, sizeof limit, "%lld", (long long)cli_num(a, "limit", 0));
-    cli_add_query(path, sizeof path, "limit", cli_given(a, "limit") ? limit : NULL);
-    cli_add_query(path, sizeof path, "next", next);
     static const char *const columns[] = {
         "source_id", "name", "scheme", "ingest_url", "previous_secret_valid_until:OLD SECRET UNTIL",
         NULL};
@@ -120,11 +101,8 @@ int cmd_admin_sources_list(struct cli_args *a)
 /* The source's own path plus `suffix`; a usage error when the id is not one. */
 static int source_path(struct cli_args *a, const char *suffix, char *path, size_t cap)
 {
-    if (!cli_safe_id(a->argv[0])) {
-        return cli_usage_error(a, "SOURCE_ID: expected a source id, got '%s'", a->argv[0]);
-    }
-    snprintf(path, cap, "/api/v1/admin/sources/%s%s", a->argv[0], suffix);
-    return CLI_EXIT_OK;
+    return cli_id_path(a, "/api/v1/admin/sources/", "SOURCE_ID: expected a source id", suffix, path,
+                       cap);
 }
 
 int cmd_admin_sources_show(struct cli_args *a)
@@ -152,7 +130,7 @@ int cmd_admin_sources_rotate(struct cli_args *a)
     if (cli_given(a, "overlap")) {
         json_object_set_new(body, "overlap_s", json_integer(cli_num(a, "overlap", 0)));
     }
-    if ((r = put_secret(a, body)) != CLI_EXIT_OK) {
+    if ((r = put_secret(a, body, "admin sources rotate")) != CLI_EXIT_OK) {
         json_decref(body);
         return r;
     }
@@ -161,18 +139,11 @@ int cmd_admin_sources_rotate(struct cli_args *a)
 
 int cmd_admin_sources_receipts(struct cli_args *a)
 {
-    char path[1024], limit[24];
+    char path[1024];
     int r = source_path(a, "/receipts", path, sizeof path);
-    if (r != CLI_EXIT_OK) {
+    if (r != CLI_EXIT_OK || (r = cli_add_page(a, path, sizeof path)) != CLI_EXIT_OK) {
         return r;
     }
-    const char *next = cli_str(a, "next");
-    if (next != NULL && !cli_safe_id(next)) {
-        return cli_usage_error(a, "--next: expected the page token of the previous answer");
-    }
-    snprintf(limit, sizeof limit, "%lld", (long long)cli_num(a, "limit", 0));
-    cli_add_query(path, sizeof path, "limit", cli_given(a, "limit") ? limit : NULL);
-    cli_add_query(path, sizeof path, "next", next);
     static const char *const columns[] = {"at",     "outcome", "reason", "delivery_id",
                                           "events", "size",    "peer",   NULL};
     return cli_call_list(a, path, "admin sources receipts", "receipts", columns);

@@ -3,7 +3,6 @@
  * documents it. */
 #include "server/ingest_verify.h"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -13,56 +12,15 @@
 
 #include "common/base64.h"
 #include "common/ids.h"
+#include "common/mac.h"
 #include "common/strutil.h"
 #include "proto/jwk.h"
 #include "proto/jwt.h"
 
 #include "common/banned.h"
 
-#define MAC_MAX 64        /* SHA-512 */
 #define SIG_TEXT_MAX 4096 /* a signature header we read at all */
 #define MIN_SECRET_BYTES 16
-
-struct part {
-    const void *p;
-    size_t n;
-};
-
-/* HMAC with `digest` ("SHA256", "SHA1", "SHA512") over the concatenated parts. 0 or -1. */
-static int hmac(const char *digest, const void *key, size_t key_len, const struct part *parts,
-                size_t n_parts, unsigned char out[MAC_MAX], size_t *out_len)
-{
-    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    EVP_MAC_CTX *ctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)digest, 0),
-        OSSL_PARAM_construct_end()};
-    int ok = ctx != NULL && EVP_MAC_init(ctx, key, key_len, params) == 1;
-    for (size_t i = 0; ok && i < n_parts; i++) {
-        ok = EVP_MAC_update(ctx, parts[i].p, parts[i].n) == 1;
-    }
-    ok = ok && EVP_MAC_final(ctx, out, out_len, MAC_MAX) == 1;
-    EVP_MAC_CTX_free(ctx);
-    EVP_MAC_free(mac);
-    return ok ? 0 : -1;
-}
-
-static void hex_lower(const unsigned char *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
-/* Constant-time equality of the expected text and a candidate of the sender's. */
-static bool same(const char *expect, const char *got, size_t got_len)
-{
-    size_t n = strlen(expect);
-    return n == got_len && n > 0 && CRYPTO_memcmp(expect, got, n) == 0;
-}
 
 /* A signed timestamp (decimal Unix seconds) within the tolerance of now. */
 static bool timestamp_ok(const char *ts, const struct ingest_delivery *d, const char **reason)
@@ -162,14 +120,8 @@ static const char *opt_str(const json_t *config, const char *name, const char *d
     return json_is_string(v) ? json_string_value(v) : def;
 }
 
-/* ---- standard-webhooks: HMAC-SHA256(base64 key after "whsec_", "id.timestamp.body"), each
+/* ---- standard-webhooks: the signature roostd's own deliveries carry (mac_stdwh_sign), each
  * "v1,<base64>" of the space-separated webhook-signature header ---- */
-
-static int sw_key(const char *secret, unsigned char **key, size_t *len)
-{
-    const char *b64 = strncmp(secret, "whsec_", 6) == 0 ? secret + 6 : secret;
-    return b64_decode(B64_STD, false, b64, strlen(b64), key, len);
-}
 
 static int verify_standard(const char *secret, const struct ingest_delivery *d,
                            struct ingest_verified *out, const char **reason)
@@ -188,19 +140,17 @@ static int verify_standard(const char *secret, const struct ingest_delivery *d,
     if (!timestamp_ok(ts, d, reason)) {
         return -1;
     }
-    unsigned char *key = NULL, mac[MAC_MAX];
-    size_t key_len = 0, mac_len = 0;
-    if (sw_key(secret, &key, &key_len) != 0) {
+    unsigned char *key = NULL;
+    size_t key_len = 0;
+    if (mac_stdwh_key(secret, &key, &key_len) != 0) {
         *reason = "secret_unusable";
         return -1;
     }
-    struct part parts[] = {
-        {id, strlen(id)}, {".", 1}, {ts, strlen(ts)}, {".", 1}, {d->body, d->body_len}};
-    int rc = hmac("SHA256", key, key_len, parts, 5, mac, &mac_len);
+    char *expect = NULL;
+    int rc = mac_stdwh_sign(key, key_len, id, ts, d->body, d->body_len, &expect);
     OPENSSL_cleanse(key, key_len);
     free(key);
-    char *expect = NULL;
-    if (rc != 0 || b64_encode(B64_STD, mac, mac_len, &expect, NULL) != 0) {
+    if (rc != 0) {
         *reason = "internal";
         return -1;
     }
@@ -212,7 +162,7 @@ static int verify_standard(const char *secret, const struct ingest_delivery *d,
         }
         size_t n = strcspn(p, " ");
         if (n > 3 && strncmp(p, "v1,", 3) == 0) {
-            ok = same(expect, p + 3, n - 3);
+            ok = mac_same(expect, p + 3, n - 3);
         }
         p += n;
     }
@@ -223,6 +173,35 @@ static int verify_standard(const char *secret, const struct ingest_delivery *d,
     }
     if (d->json != NULL) {
         (void)body_token(d, "/type", out->type, INGEST_TYPE_MAX);
+    }
+    return 0;
+}
+
+/* Whether `got` is `prefix` + the HMAC (digest md; hex, or base64 when b64) keyed with the secret's
+ * text over the parts: github's check, and hmac's with the source's options. 0, or -1 with
+ * *reason. */
+static int mac_header_check(const char *md, bool b64, const char *prefix, const char *secret,
+                            const struct mac_part *parts, size_t n_parts, const char *got,
+                            const char **reason)
+{
+    unsigned char mac[MAC_MAX_BYTES];
+    size_t mac_len = 0;
+    char hex[2 * MAC_MAX_BYTES + 1], *enc = NULL;
+    if (mac_hmac(md, secret, strlen(secret), parts, n_parts, mac, &mac_len) != 0 ||
+        (b64 && b64_encode(B64_STD, mac, mac_len, &enc, NULL) != 0)) {
+        *reason = "internal";
+        return -1;
+    }
+    if (!b64) {
+        mac_hex(mac, mac_len, hex);
+    }
+    size_t plen = strlen(prefix);
+    bool ok = strncmp(got, prefix, plen) == 0 &&
+              mac_same(b64 ? enc : hex, got + plen, strlen(got) - plen);
+    free(enc);
+    if (!ok) {
+        *reason = "signature_mismatch";
+        return -1;
     }
     return 0;
 }
@@ -242,18 +221,8 @@ static int verify_github(const char *secret, const struct ingest_delivery *d,
         *reason = "delivery_id_invalid";
         return -1;
     }
-    unsigned char mac[MAC_MAX];
-    size_t mac_len = 0;
-    struct part parts[] = {{d->body, d->body_len}};
-    char expect[8 + 2 * MAC_MAX];
-    if (hmac("SHA256", secret, strlen(secret), parts, 1, mac, &mac_len) != 0) {
-        *reason = "internal";
-        return -1;
-    }
-    memcpy(expect, "sha256=", 7);
-    hex_lower(mac, mac_len, expect + 7);
-    if (!same(expect, sig, strlen(sig))) {
-        *reason = "signature_mismatch";
+    struct mac_part body = {d->body, d->body_len};
+    if (mac_header_check("SHA256", false, "sha256=", secret, &body, 1, sig, reason) != 0) {
         return -1;
     }
     const char *ev = d->header(d->ctx, "X-GitHub-Event");
@@ -290,20 +259,20 @@ static int verify_stripe(const char *secret, const struct ingest_delivery *d,
     if (!timestamp_ok(ts[0] != '\0' ? ts : NULL, d, reason)) {
         return -1;
     }
-    unsigned char mac[MAC_MAX];
+    unsigned char mac[MAC_MAX_BYTES];
     size_t mac_len = 0;
-    struct part parts[] = {{ts, strlen(ts)}, {".", 1}, {d->body, d->body_len}};
-    char expect[2 * MAC_MAX + 1];
-    if (hmac("SHA256", secret, strlen(secret), parts, 3, mac, &mac_len) != 0) {
+    struct mac_part parts[] = {{ts, strlen(ts)}, {".", 1}, {d->body, d->body_len}};
+    char expect[2 * MAC_MAX_BYTES + 1];
+    if (mac_hmac("SHA256", secret, strlen(secret), parts, 3, mac, &mac_len) != 0) {
         *reason = "internal";
         return -1;
     }
-    hex_lower(mac, mac_len, expect);
+    mac_hex(mac, mac_len, expect);
     bool ok = false;
     for (const char *p = sig; !ok && *p != '\0';) {
         size_t n = strcspn(p, ",");
         if (n > 3 && strncmp(p, "v1=", 3) == 0) {
-            ok = same(expect, p + 3, n - 3);
+            ok = mac_same(expect, p + 3, n - 3);
         }
         p += n + (p[n] == ',');
     }
@@ -347,7 +316,7 @@ static int generic_ids(const json_t *config, const struct ingest_delivery *d,
             return -1;
         }
         memcpy(out->delivery_id, "sha256:", 7);
-        hex_lower(md, md_len, out->delivery_id + 7);
+        mac_hex(md, md_len, out->delivery_id + 7);
     }
     const char *th = opt_str(config, "type_header", NULL);
     const char *tp = opt_str(config, "type_pointer", NULL);
@@ -378,7 +347,7 @@ static int verify_token(const json_t *config, const char *secret, const struct i
         }
         got += 7;
     }
-    if (!same(secret, got, strlen(got))) {
+    if (!mac_same(secret, got, strlen(got))) {
         *reason = "token_mismatch";
         return -1;
     }
@@ -515,35 +484,14 @@ static int verify_hmac(const json_t *config, const char *secret, const struct in
     if (tsh != NULL && !timestamp_ok(ts, d, reason)) {
         return -1;
     }
-    struct part parts[3];
+    struct mac_part parts[3];
     size_t n = 0;
     if (ts != NULL) {
-        parts[n++] = (struct part){ts, strlen(ts)};
-        parts[n++] = (struct part){".", 1};
+        parts[n++] = (struct mac_part){ts, strlen(ts)};
+        parts[n++] = (struct mac_part){".", 1};
     }
-    parts[n++] = (struct part){d->body, d->body_len};
-    unsigned char mac[MAC_MAX];
-    size_t mac_len = 0;
-    if (hmac(md, secret, strlen(secret), parts, n, mac, &mac_len) != 0) {
-        *reason = "internal";
-        return -1;
-    }
-    char *enc = NULL;
-    char hex[2 * MAC_MAX + 1];
-    if (b64) {
-        if (b64_encode(B64_STD, mac, mac_len, &enc, NULL) != 0) {
-            *reason = "internal";
-            return -1;
-        }
-    } else {
-        hex_lower(mac, mac_len, hex);
-    }
-    size_t plen = strlen(prefix);
-    bool ok =
-        strncmp(got, prefix, plen) == 0 && same(b64 ? enc : hex, got + plen, strlen(got) - plen);
-    free(enc);
-    if (!ok) {
-        *reason = "signature_mismatch";
+    parts[n++] = (struct mac_part){d->body, d->body_len};
+    if (mac_header_check(md, b64, prefix, secret, parts, n, got, reason) != 0) {
         return -1;
     }
     return generic_ids(config, d, out, reason);
@@ -729,8 +677,8 @@ int ingest_config_check(const char *scheme, const json_t *config, char *secret, 
     if (s->whsec) {
         unsigned char *raw = NULL;
         size_t key_len = 0;
-        bool prefixed = strncmp(secret, "whsec_", 6) == 0;
-        int rc = sw_key(secret, &raw, &key_len);
+        bool prefixed = strncmp(secret, MAC_STDWH_PREFIX, sizeof MAC_STDWH_PREFIX - 1) == 0;
+        int rc = mac_stdwh_key(secret, &raw, &key_len);
         if (raw != NULL) {
             OPENSSL_cleanse(raw, key_len);
         }

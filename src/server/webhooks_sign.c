@@ -6,13 +6,12 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/base64.h"
 #include "common/ids.h"
+#include "common/mac.h"
 #include "proto/digest.h"
 #include "proto/httpsig.h"
 #include "server/server_key.h"
@@ -24,16 +23,11 @@
 
 int webhooks_secret_key(const char *secret, unsigned char *key, size_t *key_len)
 {
-    static const char prefix[] = "whsec_";
-    size_t len = secret != NULL ? strlen(secret) : 0;
-    if (len <= sizeof prefix - 1 || len > STORE_WH_SECRET_MAX ||
-        strncmp(secret, prefix, sizeof prefix - 1) != 0) {
-        return ROOST_EWEBHOOKSECRET;
-    }
+    size_t len = secret != NULL ? strlen(secret) : 0, plen = sizeof MAC_STDWH_PREFIX - 1;
     unsigned char *raw = NULL;
     size_t n = 0;
-    if (b64_decode(B64_STD, false, secret + sizeof prefix - 1, len - (sizeof prefix - 1), &raw,
-                   &n) != 0) {
+    if (len <= plen || len > STORE_WH_SECRET_MAX || strncmp(secret, MAC_STDWH_PREFIX, plen) != 0 ||
+        mac_stdwh_key(secret, &raw, &n) != 0) {
         return ROOST_EWEBHOOKSECRET;
     }
     int rc = ROOST_OK;
@@ -51,25 +45,10 @@ int webhooks_secret_key(const char *secret, unsigned char *key, size_t *key_len)
 int webhooks_sign_v1(const unsigned char *key, size_t key_len, const char *msg_id, int64_t ts,
                      const char *body, size_t body_len, char *out, size_t cap)
 {
-    char prefix[160];
-    int plen = snprintf(prefix, sizeof prefix, "%s.%lld.", msg_id, (long long)ts);
-    if (plen < 0 || (size_t)plen >= sizeof prefix) {
-        return ROOST_EINTERNAL;
-    }
-    /* The signed content is "id.timestamp.body", MACed in one piece. */
-    unsigned char *content = malloc((size_t)plen + body_len + 1);
-    if (content == NULL) {
-        return ROOST_ENOMEM;
-    }
-    memcpy(content, prefix, (size_t)plen);
-    memcpy(content + plen, body, body_len);
-    unsigned char mac[32];
-    unsigned int mac_len = 0;
-    bool ok = HMAC(EVP_sha256(), key, (int)key_len, content, (size_t)plen + body_len, mac,
-                   &mac_len) != NULL;
-    free(content);
+    char tsbuf[24];
+    snprintf(tsbuf, sizeof tsbuf, "%lld", (long long)ts);
     char *b64 = NULL;
-    if (!ok || b64_encode(B64_STD, mac, mac_len, &b64, NULL) != 0) {
+    if (mac_stdwh_sign(key, key_len, msg_id, tsbuf, body, body_len, &b64) != 0) {
         return ROOST_EINTERNAL;
     }
     int n = snprintf(out, cap, "v1,%s", b64);
@@ -80,15 +59,12 @@ int webhooks_sign_v1(const unsigned char *key, size_t key_len, const char *msg_i
 void webhooks_challenge_answer(const unsigned char *key, size_t key_len, const char *challenge,
                                char out[65])
 {
-    unsigned char mac[32];
-    unsigned int mac_len = 0;
+    unsigned char mac[MAC_MAX_BYTES];
+    size_t mac_len = 0;
+    const struct mac_part part = {challenge, strlen(challenge)};
     out[0] = '\0';
-    if (HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)challenge, strlen(challenge),
-             mac, &mac_len) == NULL) {
-        return;
-    }
-    for (unsigned i = 0; i < mac_len && i < 32; i++) {
-        snprintf(out + 2 * i, 3, "%02x", mac[i]);
+    if (mac_hmac("SHA256", key, key_len, &part, 1, mac, &mac_len) == 0 && mac_len == 32) {
+        mac_hex(mac, mac_len, out);
     }
 }
 

@@ -22,18 +22,7 @@ n2_pid=
 kill_nodes() { for p in $n1_pid $n2_pid; do kill -9 "$p" 2>/dev/null; done; }
 trap 'kill_nodes; preamble_cleanup' EXIT
 
-rest=${base_url#mysql://}
-creds=${rest%%@*}
-hostpart=${rest#*@}
-hostport=${hostpart%%/*}
-user=${creds%%:*}
-pass=$(printf '%b' "$(printf '%s' "${creds#*:}" | sed 's/%\([0-9A-Fa-f][0-9A-Fa-f]\)/\\x\1/g')")
-db="roost_ingest_nodes_$$"
-my() { mariadb -h "${hostport%%:*}" -P "${hostport##*:}" -u "$user" -p"$pass" "$@"; }
-my -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db CHARACTER SET utf8mb4 COLLATE utf8mb4_bin" ||
-  abort "cannot create the test database"
-trap 'kill_nodes; my -e "DROP DATABASE IF EXISTS '"$db"'" 2>/dev/null; preamble_cleanup' EXIT
-store_url="mysql://$creds@$hostport/$db"
+mysql_test_db "$base_url" ingest_nodes
 
 node_start() { # node_start DATA_DIR
   roostd_start "$roostd" "$1" --set "store.url=$store_url" --set ingest.rate_per_s=0 \
@@ -88,8 +77,8 @@ for d in $(seq 1 $deliveries); do
   n=$(jq --arg id "msg_race_$d" '[.events[] | select(.payload.delivery_id == $id)] | length' "$dir/inbox.json")
   check "msg_race_$d is one event ($n)" test "$n" -eq 1
 done
-accepted=$(my -N -e "SELECT COUNT(*) FROM $db.ingest_receipts WHERE outcome = 'accepted'")
-dups=$(my -N -e "SELECT COUNT(*) FROM $db.ingest_receipts WHERE outcome = 'duplicate'")
+accepted=$(my -N -e "SELECT COUNT(*) FROM $test_db.ingest_receipts WHERE outcome = 'accepted'")
+dups=$(my -N -e "SELECT COUNT(*) FROM $test_db.ingest_receipts WHERE outcome = 'duplicate'")
 check "receipts: $deliveries accepted, the rest duplicates ($accepted, $dups)" \
   test "$accepted" -eq "$deliveries" -a "$dups" -eq $((deliveries * (copies - 1)))
 summary

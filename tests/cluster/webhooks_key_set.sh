@@ -28,18 +28,7 @@ kill_all() { for p in $n1_pid $n2_pid $n3_pid $rx_pids; do kill -9 "$p" 2>/dev/n
 trap 'kill_all; preamble_cleanup' EXIT
 
 # ---- a database of its own on the fixture's server ----
-rest=${base_url#mysql://}
-creds=${rest%%@*}
-hostpart=${rest#*@}
-hostport=${hostpart%%/*}
-user=${creds%%:*}
-pass=$(printf '%b' "$(printf '%s' "${creds#*:}" | sed 's/%\([0-9A-Fa-f][0-9A-Fa-f]\)/\\x\1/g')")
-db="roost_wh_keyset_$$"
-my() { mariadb -h "${hostport%%:*}" -P "${hostport##*:}" -u "$user" -p"$pass" "$@"; }
-my -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db CHARACTER SET utf8mb4 COLLATE utf8mb4_bin" ||
-  abort "cannot create the test database"
-trap 'kill_all; my -e "DROP DATABASE IF EXISTS '"$db"'" 2>/dev/null; preamble_cleanup' EXIT
-store_url="mysql://$creds@$hostport/$db"
+mysql_test_db "$base_url" wh_keyset
 
 ossl() { openssl "$@" 2>>"$dir/openssl.log"; }
 test_cert hook IP:127.0.0.1

@@ -24,18 +24,7 @@ kill_nodes() { for p in $n1_pid $n2_pid; do kill -9 "$p" 2>/dev/null; done; }
 trap 'kill_nodes; preamble_cleanup' EXIT
 
 # ---- a database of its own on the fixture's server ----
-rest=${base_url#mysql://}
-creds=${rest%%@*}
-hostpart=${rest#*@}
-hostport=${hostpart%%/*}
-user=${creds%%:*}
-pass=$(printf '%b' "$(printf '%s' "${creds#*:}" | sed 's/%\([0-9A-Fa-f][0-9A-Fa-f]\)/\\x\1/g')")
-db="roost_wh_nodes_$$"
-my() { mariadb -h "${hostport%%:*}" -P "${hostport##*:}" -u "$user" -p"$pass" "$@"; }
-my -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db CHARACTER SET utf8mb4 COLLATE utf8mb4_bin" ||
-  abort "cannot create the test database"
-trap 'kill_nodes; my -e "DROP DATABASE IF EXISTS '"$db"'" 2>/dev/null; preamble_cleanup' EXIT
-store_url="mysql://$creds@$hostport/$db"
+mysql_test_db "$base_url" wh_nodes
 
 test_cert hook IP:127.0.0.1
 check "openssl made the receiver's certificate" test -s "$dir/hook.pem"

@@ -40,9 +40,32 @@ preamble_cleanup() {
   if [ -n "$roostd_pid" ]; then
     kill -9 "$roostd_pid" 2>/dev/null && wait "$roostd_pid" 2>/dev/null
   fi
+  if [ -n "$test_db" ]; then
+    my -e "DROP DATABASE IF EXISTS $test_db" 2>/dev/null
+  fi
   [ -z "${ROOST_TEST_KEEP:-}" ] && rm -rf "$dir"
 }
 trap preamble_cleanup EXIT
+
+# A database of the test's own on the ctest fixture's MariaDB (the tests of tests/cluster get its
+# URL): sets store_url (for roostd's store.url) and test_db, and `my` runs the mariadb client on
+# that server; preamble_cleanup drops the database.
+test_db=
+my() { mariadb -h "$my_host" -P "$my_port" -u "$my_user" -p"$my_pass" "$@"; }
+mysql_test_db() { # mysql_test_db MYSQL_URL NAME
+  local rest=${1#mysql://} creds hostport
+  creds=${rest%%@*}
+  hostport=${rest#*@}
+  hostport=${hostport%%/*}
+  my_host=${hostport%%:*}
+  my_port=${hostport##*:}
+  my_user=${creds%%:*}
+  my_pass=$(printf '%b' "$(printf '%s' "${creds#*:}" | sed 's/%\([0-9A-Fa-f][0-9A-Fa-f]\)/\\x\1/g')")
+  test_db="roost_${2}_$$"
+  my -e "DROP DATABASE IF EXISTS $test_db; CREATE DATABASE $test_db CHARACTER SET utf8mb4 COLLATE utf8mb4_bin" ||
+    abort "cannot create the test database"
+  store_url="mysql://$creds@$hostport/$test_db"
+}
 
 # Polls a condition every 10 ms until it holds or the deadline (seconds) passes.
 wait_until() { # wait_until SECONDS COMMAND...
