@@ -31,24 +31,8 @@ static char *tok;
  * -1 on failure. */
 static long long sql_int(char *sql)
 {
-    MYSQL *db = mysql_testutil_connect(db_url);
-    if (db == NULL) {
-        free(sql);
-        return -1;
-    }
-    long long v = -1;
-    if (mysql_query(db, sql) == 0) {
-        MYSQL_RES *res = mysql_store_result(db);
-        MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
-        if (row && row[0]) {
-            v = strtoll(row[0], NULL, 10);
-        }
-        mysql_free_result(res);
-    } else {
-        fprintf(stderr, "%s: %s\n", sql, mysql_error(db));
-    }
+    long long v = mysql_testutil_int(db_url, sql);
     free(sql);
-    mysql_close(db);
     return v;
 }
 
@@ -294,23 +278,15 @@ int main(int argc, char **argv)
         CHECK(!"fresh database");
         return h_summary();
     }
-    /* mysql://USER:PASS@HOST:PORT/DB: the same URL with HOST:PORT the proxy's. */
-    const char *at = strrchr(db_url, '@');
-    const char *colon = at ? strchr(at, ':') : NULL;
-    const char *slash = colon ? strchr(colon, '/') : NULL;
-    char host[64];
-    if (!slash || (size_t)(colon - at - 1) >= sizeof host) {
-        CHECK(!"a mysql://USER:PASS@HOST:PORT/DB URL");
+    char host[64], store[600];
+    int port;
+    if (mysql_testutil_host(db_url, host, sizeof host, &port) != 0 ||
+        (proxy = tcp_proxy_start(host, port, true)) == NULL ||
+        mysql_testutil_via(db_url, tcp_proxy_port(proxy), store, sizeof store) != 0) {
+        CHECK(!"a proxy in front of the database");
+        tcp_proxy_stop(proxy);
         return h_summary();
     }
-    snprintf(host, sizeof host, "%.*s", (int)(colon - at - 1), at + 1);
-    proxy = tcp_proxy_start(host, (int)strtol(colon + 1, NULL, 10), true);
-    if (proxy == NULL) {
-        CHECK(!"proxy started");
-        return h_summary();
-    }
-    char *store = h_fmt("store.url=%.*s127.0.0.1:%d%s", (int)(at + 1 - db_url), db_url,
-                        tcp_proxy_port(proxy), slash);
     /* One writer, and the scheduler's first ticks are its only other commits: they run before
      * the first publish below, so every cut lands on a commit of the test. */
     const char *sets[] = {store, "store.writers=1", "scavenger.interval_ms=3600000",
@@ -337,7 +313,6 @@ int main(int argc, char **argv)
         roostd_remove_dir(&d);
         free(tok);
     }
-    free(store);
     tcp_proxy_stop(proxy);
     mysql_testutil_drop_db(db_url);
     return h_summary();

@@ -37,22 +37,8 @@ static char secret[128];
 /* An integer from one SQL query (taken, freed here) on the real server; -1 on failure. */
 static long long sql_int(char *sql)
 {
-    MYSQL *db = mysql_testutil_connect(db_url);
-    long long v = -1;
-    if (db != NULL && mysql_query(db, sql) == 0) {
-        MYSQL_RES *res = mysql_store_result(db);
-        MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
-        if (row && row[0]) {
-            v = strtoll(row[0], NULL, 10);
-        }
-        mysql_free_result(res);
-    } else if (db != NULL) {
-        fprintf(stderr, "%s: %s\n", sql, mysql_error(db));
-    }
+    long long v = mysql_testutil_int(db_url, sql);
     free(sql);
-    if (db != NULL) {
-        mysql_close(db);
-    }
     return v;
 }
 
@@ -356,7 +342,7 @@ int main(void)
     }
     char *start = h_fmt("'%s/../scripts/mariadb_test.sh' start '%s' >/dev/null", TESTS_DIR, db_dir);
     char *stop = h_fmt("'%s/../scripts/mariadb_test.sh' stop '%s'", TESTS_DIR, db_dir);
-    char *url_path = h_fmt("%s/url", db_dir), *base = NULL, *store = NULL;
+    char *url_path = h_fmt("%s/url", db_dir), *base = NULL;
     size_t len;
     CHECK_EQ(system(start), 0);
     CHECK_EQ(h_read_file(url_path, &base, &len), 0);
@@ -367,23 +353,14 @@ int main(void)
         CHECK(!"a database on the private server");
         goto out;
     }
-    /* mysql://USER:PASS@HOST:PORT/DB: the same URL with HOST:PORT the proxy's. */
-    const char *at = strrchr(db_url, '@');
-    const char *colon = at ? strchr(at, ':') : NULL;
-    const char *slash = colon ? strchr(colon, '/') : NULL;
-    char host[64];
-    if (!slash || (size_t)(colon - at - 1) >= sizeof host) {
-        CHECK(!"a mysql://USER:PASS@HOST:PORT/DB URL");
+    char host[64], store[600];
+    int port;
+    if (mysql_testutil_host(db_url, host, sizeof host, &port) != 0 ||
+        (proxy = tcp_proxy_start(host, port, true)) == NULL ||
+        mysql_testutil_via(db_url, tcp_proxy_port(proxy), store, sizeof store) != 0) {
+        CHECK(!"a proxy in front of the database");
         goto out;
     }
-    snprintf(host, sizeof host, "%.*s", (int)(colon - at - 1), at + 1);
-    proxy = tcp_proxy_start(host, (int)strtol(colon + 1, NULL, 10), true);
-    if (proxy == NULL) {
-        CHECK(!"proxy started");
-        goto out;
-    }
-    store = h_fmt("store.url=%.*s127.0.0.1:%d%s", (int)(at + 1 - db_url), db_url,
-                  tcp_proxy_port(proxy), slash);
     /* One writer, and the scheduler's first ticks are its only other commits: every cut lands
      * on a commit of the test. */
     const char *sets[] = {store,
@@ -412,7 +389,6 @@ int main(void)
 out:
     tcp_proxy_stop(proxy);
     CHECK_EQ(system(stop), 0);
-    free(store);
     free(base);
     free(url_path);
     free(start);

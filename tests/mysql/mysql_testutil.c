@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -44,6 +45,48 @@ unsigned mysql_testutil_exec(MYSQL *db, const char *sql)
         mysql_free_result(res);
     }
     return 0;
+}
+
+long long mysql_testutil_int(const char *url, const char *sql)
+{
+    MYSQL *db = mysql_testutil_connect(url);
+    long long v = -1;
+    if (db != NULL && mysql_query(db, sql) == 0) {
+        MYSQL_RES *res = mysql_store_result(db);
+        MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+        if (row && row[0]) {
+            v = strtoll(row[0], NULL, 10);
+        }
+        mysql_free_result(res);
+    } else if (db != NULL) {
+        printf("%s: %s\n", sql, mysql_error(db));
+    }
+    if (db != NULL) {
+        mysql_close(db);
+    }
+    return v;
+}
+
+int mysql_testutil_host(const char *url, char *host, size_t cap, int *port)
+{
+    const char *at = strrchr(url, '@');
+    const char *colon = at ? strchr(at, ':') : NULL;
+    if (colon == NULL || strchr(colon, '/') == NULL || (size_t)(colon - at - 1) >= cap) {
+        return -1;
+    }
+    snprintf(host, cap, "%.*s", (int)(colon - at - 1), at + 1);
+    *port = (int)strtol(colon + 1, NULL, 10);
+    return 0;
+}
+
+int mysql_testutil_via(const char *url, int port, char *out, size_t cap)
+{
+    const char *at = strrchr(url, '@');
+    const char *slash = at ? strchr(at, '/') : NULL;
+    int n = slash != NULL ? snprintf(out, cap, "store.url=%.*s127.0.0.1:%d%s", (int)(at + 1 - url),
+                                     url, port, slash)
+                          : -1;
+    return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
 /* Replaces the database part of url (after the host, before any '?'). */

@@ -20,4 +20,16 @@ void mysql_testutil_drop_db(const char *url);
 /* Runs one statement; 0 on success, else prints the error and returns the server error code. */
 unsigned mysql_testutil_exec(MYSQL *db, const char *sql);
 
+/* The integer of a one-value query on a connection of its own to url; -1 (and a message) on
+ * failure. */
+long long mysql_testutil_int(const char *url, const char *sql);
+
+/* The HOST and PORT of url (mysql://USER:PASS@HOST:PORT/DB) into host[cap] and *port. 0, or -1
+ * when url is not of that form. */
+int mysql_testutil_host(const char *url, char *host, size_t cap, int *port);
+
+/* url as a store.url=… setting with HOST:PORT replaced by 127.0.0.1:port (a proxy in front of the
+ * server), into out[cap]. 0 or -1. */
+int mysql_testutil_via(const char *url, int port, char *out, size_t cap);
+
 #endif
