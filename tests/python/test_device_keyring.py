@@ -192,10 +192,13 @@ def test_no_bus_falls_back_to_the_file(make_server: Any, tmp_dir: str) -> None:
     assert json.load(open(path))["refresh_token"] != rec["refresh_token"]
 
 
-def write_record(creds: str, srv: Roostd, tok: Dict[str, Any]) -> str:
+def write_record(creds: str, srv: Roostd, tok: Dict[str, Any], alg: str = "hmac-sha256") -> str:
+    """The record roost login writes, with the device's first tokens; alg ed25519 is a login
+    that signs with keys of its own (its first key is not needed: the first refresh makes one)."""
     os.makedirs(creds, mode=0o700, exist_ok=True)
     rec = {"server": srv.url, "tenant": tok["tenant"], "agent_id": "laptop",
-           "device_id": tok["device_id"], "refresh_token": tok["refresh_token"]}
+           "device_id": tok["device_id"], "refresh_token": tok["refresh_token"],
+           "signing_key": {"key_id": tok["signing_key"]["key_id"], "alg": alg}}
     path = os.path.join(creds, "device-laptop.json")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     os.write(fd, json.dumps(rec).encode())
@@ -214,22 +217,29 @@ def use_for(client: Any, seconds: float) -> int:
     return n
 
 
-def test_python_sdk_reads_the_file_store(make_server: Any, tmp_dir: str) -> None:
+@pytest.mark.parametrize("alg", ["hmac-sha256", "ed25519"])
+def test_python_sdk_reads_the_file_store(make_server: Any, tmp_dir: str, alg: str) -> None:
     """roost.DeviceLogin over the CLI's 0600 file, under signatures.require = all with 2 s access
-    tokens and 4 s keys: it refreshes, signs with each new key, writes the rotated refresh token
-    back in the CLI's format (the CLI carries on from it), and a revoked device raises."""
+    tokens and 4 s keys: it refreshes, signs with each new key (issued by roostd, or made here
+    for a login that signs with Ed25519 keys of its own), writes the rotated refresh token and
+    key back in the CLI's format (the CLI carries on from it), and a revoked device raises."""
     import roost
     srv = make_server("oauth.poll_interval_s=1", "oauth.access_token_ttl_s=2",
                       "oauth.signing_key_ttl_s=4", "signatures.require=all")
     tok = enrol(srv)
     creds = os.path.join(tmp_dir, "creds")
-    path = write_record(creds, srv, tok)
+    path = write_record(creds, srv, tok, alg)
     device = roost.DeviceLogin(dir=creds)  # the only agent logged in there
     assert device.agent == "laptop" and device.server == srv.url and device.store == "file"
+    assert device.own_keys == (alg == "ed25519")
     with roost.Client(device.server, token=device, signing_key=device.signing_key) as c:
         assert use_for(c, 6) > 5  # three access-token lifetimes, every call signed and accepted
+        key = device.signing_key()
+        assert key is not None and key.alg == alg
     rec = json.load(open(path))
     assert rec["refresh_token"] != tok["refresh_token"]
+    assert rec["signing_key"]["alg"] == alg and rec["signing_key"]["key_id"] == key.key_id
+    assert ("private_key" in rec["signing_key"]) == (alg == "ed25519")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     d = httpx.get(srv.url + "/api/v1/admin/devices", headers=admin(srv)).json()["devices"][0]
     assert d["refreshes"] >= 3, d
@@ -237,6 +247,7 @@ def test_python_sdk_reads_the_file_store(make_server: Any, tmp_dir: str) -> None
     r = subprocess.run([roost_cli_bin(), "inbox", "read", "--agent", "laptop"], env=env,
                        capture_output=True, text=True, timeout=30 * SLOW)
     assert r.returncode == 0, r.stderr
+    assert json.load(open(path))["signing_key"]["alg"] == alg  # the CLI kept the login's kind
     # the CLI rotated it on: a new DeviceLogin reads the CLI's record; revoked, it raises why
     device2 = roost.DeviceLogin("laptop", dir=creds)
     assert device2.get()
