@@ -34,7 +34,7 @@ src=$(cd "$src" && pwd)
 . "$(dirname "$0")/../harness/preamble.sh" deb
 
 [ "$(id -u)" -eq 0 ] || abort "deb.sh needs root (debootstrap, chroot, unshare)"
-need debootstrap dpkg-buildpackage dh lintian unshare chroot curl ip tar flock
+need debootstrap dpkg-buildpackage dh lintian unshare chroot curl ip tar flock pkg-config
 t0=$SECONDS
 stamp() { echo "deb: $1 after $((SECONDS - t0)) s" >&2; }
 
@@ -142,6 +142,12 @@ check "the installed unit runs roostd as roost" \
 check "roost's man page and completion installed" \
   in_root test -s /usr/share/man/man1/roost.1.gz -a -s /usr/share/bash-completion/completions/roost
 check "libroost.so.0 known to the dynamic linker" bash -c "in_root ldconfig -p | grep -q 'libroost.so.0 '"
+# Every module roost.pc requires (Requires.private too: pkg-config reads their Cflags) comes with
+# libroost-dev's dependencies: the host's pkg-config over the root's .pc files only.
+check "pkg-config --cflags --libs roost resolves in the root (libroost-dev pulls what roost.pc requires)" \
+  sh -c "PKG_CONFIG_PATH= PKG_CONFIG_SYSROOT_DIR='$root' \
+    PKG_CONFIG_LIBDIR='$root/usr/lib/$ma/pkgconfig:$root/usr/share/pkgconfig' \
+    pkg-config --cflags --libs roost >/dev/null"
 
 # roostd as the unit would start it: its ExecStart, as its User= and Group=.
 unit_get() { in_root cat /lib/systemd/system/roostd.service | sed -n "s/^$1=//p" | head -n1; }
