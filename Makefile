@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps deps-run configure build install deb image run test test-packages test-asan bench bench-sse bench-mysql bench-pg bench-sweep bench-ideal chaos clean format fuzz
+.PHONY: all deps deps-run configure build install deb image run test test-packages test-asan bench bench-sse bench-mysql bench-pg bench-peers bench-sweep bench-ideal chaos clean format fuzz
 
 all: build
 
@@ -79,6 +79,14 @@ bench-mysql: deps build
 # roostd on a private PostgreSQL beside bench/pg_direct (plain SKIP LOCKED loop, pgmq's shape).
 bench-pg: deps build
 	@scripts/bench_pg.sh
+
+# roostd (SQLite and MariaDB, an agent per consumer and one agent) beside direct SQLite, the plain
+# SKIP LOCKED loop, pgmq's shape, Redis Streams (appendfsync always) and beanstalkd (-f 0), one
+# driver for all, 3 alternating rounds at P2 C2 and P8 C8; BENCH_BASE_BUILD=DIR adds another
+# build's roostd for CPU per cycle. About 13 minutes (doc/BENCHMARKS.md, "Peers").
+bench-peers: deps build
+	@scripts/deps.sh peers
+	@scripts/bench_peers.sh
 
 # Scenario 1 swept over P = C ∈ {1, 2, 4, 8, 16}: roostd on SQLite and on MariaDB with 1, 2 and 4
 # nodes against direct SQLite, the plain SKIP LOCKED loop and the in-memory ceiling; medians of

@@ -43,11 +43,12 @@ char *bench_read_line(const char *path)
 int bench_parse_url(const char *url, char *host, size_t host_len, char *port, size_t port_len,
                     struct sockaddr_in *addr)
 {
-    const char *p = url;
-    if (strncmp(p, "http://", 7) != 0) {
+    /* Any scheme: the tools pick the protocol by it (roost_load: http, redis, beanstalk). */
+    const char *p = strstr(url, "://");
+    if (!p || p == url) {
         return -1;
     }
-    p += 7;
+    p += 3;
     const char *colon = strrchr(p, ':');
     if (!colon || colon == p || (size_t)(colon - p) >= host_len) {
         return -1;
@@ -276,6 +277,103 @@ int bench_http_post(struct bench_conn *c, const char *path, const char *body, si
     if (close_after) {
         bench_conn_close(c);
     }
+    return 0;
+}
+
+/* ---- the same connection used raw, for the line protocols of Redis and beanstalkd ---- */
+
+int bench_conn_send(struct bench_conn *c, const char *buf, size_t len)
+{
+    if (c->fd < 0) {
+        c->rpos = c->rlen = 0;
+        if (conn_connect(c) != 0) {
+            return -1;
+        }
+    }
+    for (size_t sent = 0; sent < len;) {
+        ssize_t w = send(c->fd, buf + sent, len - sent, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            bench_conn_close(c);
+            return -1;
+        }
+        sent += (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads until at least `need` unread bytes are buffered (one byte more for a NUL). */
+static int fill(struct bench_conn *c, size_t need)
+{
+    if (c->rpos > 0 && c->rpos == c->rlen) {
+        c->rpos = c->rlen = 0;
+    }
+    while (c->rlen - c->rpos < need) {
+        if (c->rpos > 0) { /* keep the unread bytes at the start */
+            memmove(c->buf, c->buf + c->rpos, c->rlen - c->rpos);
+            c->rlen -= c->rpos;
+            c->rpos = 0;
+        }
+        if (grow(&c->buf, &c->cap, need + 4096) != 0) {
+            bench_conn_close(c);
+            return -1;
+        }
+        ssize_t r = recv(c->fd, c->buf + c->rlen, c->cap - c->rlen - 1, 0);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            if (r == 0) {
+                errno = ECONNRESET;
+            }
+            bench_conn_close(c);
+            return -1;
+        }
+        c->rlen += (size_t)r;
+    }
+    return 0;
+}
+
+int bench_conn_line(struct bench_conn *c, char **line, size_t *len)
+{
+    if (c->fd < 0) {
+        return -1;
+    }
+    size_t scanned = 0;
+    for (;;) {
+        char *p = c->buf + c->rpos;
+        size_t have = c->rlen - c->rpos;
+        for (size_t i = scanned; i + 1 < have; i++) {
+            if (p[i] == '\r' && p[i + 1] == '\n') {
+                p[i] = '\0';
+                *line = p;
+                *len = i;
+                c->rpos += i + 2;
+                return 0;
+            }
+        }
+        scanned = have > 0 ? have - 1 : 0;
+        if (fill(c, have + 1) != 0) {
+            return -1;
+        }
+    }
+}
+
+int bench_conn_bytes(struct bench_conn *c, size_t n, char **out)
+{
+    if (c->fd < 0 || fill(c, n + 2) != 0) {
+        return -1;
+    }
+    char *p = c->buf + c->rpos;
+    if (p[n] != '\r' || p[n + 1] != '\n') {
+        bench_conn_close(c);
+        return -1;
+    }
+    p[n] = '\0';
+    *out = p;
+    c->rpos += n + 2;
     return 0;
 }
 

@@ -9,7 +9,7 @@
 
 /* The first line of a file without its line ending (caller frees), or NULL. */
 char *bench_read_line(const char *path);
-/* Splits "http://HOST:PORT[/…]"; when addr is not NULL also resolves it (IPv4). 0 or -1. */
+/* Splits "SCHEME://HOST:PORT[/…]"; when addr is not NULL also resolves it (IPv4). 0 or -1. */
 int bench_parse_url(const char *url, char *host, size_t host_len, char *port, size_t port_len,
                     struct sockaddr_in *addr);
 /* An EdDSA token of tenant "bench" valid for a day, signed with the Ed25519 PEM key_file, or with
@@ -35,7 +35,8 @@ struct bench_conn {
     int fd;
     char *buf; /* response bytes */
     size_t cap;
-    char *req; /* request bytes */
+    size_t rpos, rlen; /* raw use: the unread bytes are buf[rpos, rlen) */
+    char *req;         /* request bytes */
     size_t req_cap;
 };
 
@@ -47,6 +48,14 @@ void bench_conn_init(struct bench_conn *c, const struct bench_node *node, const 
 int bench_http_post(struct bench_conn *c, const char *path, const char *body, size_t body_len,
                     int *status, const char **resp, size_t *resp_len);
 void bench_conn_close(struct bench_conn *c);
+/* The connection used raw, for a line protocol (Redis, beanstalkd): send all of buf (connecting
+ * first when closed); read the next CRLF-terminated line (NUL-terminated in place, without the
+ * CRLF); read the next n bytes and the CRLF after them. What they hand out lives in the
+ * connection's buffer until the next read. 0, or -1 on an I/O or framing error (the connection
+ * is then closed; the next send reconnects). */
+int bench_conn_send(struct bench_conn *c, const char *buf, size_t len);
+int bench_conn_line(struct bench_conn *c, char **line, size_t *len);
+int bench_conn_bytes(struct bench_conn *c, size_t n, char **out);
 void bench_conn_free(struct bench_conn *c);
 
 #endif

@@ -10,10 +10,11 @@
  *              transaction (or all in one transaction with --batch-ack)
  *
  * Durability is the server's (innodb_flush_log_at_trx_commit; scripts/bench_mysql.sh starts a
- * private MariaDB at 1). A consumer that finds nothing waits on a per-agent condition variable
- * that producers signal after their commit (in-process notification, as in sqlite_direct). A
- * deadlock (1213) or lock wait timeout (1205) rolls back and retries; both are counted, as are
- * the server's Innodb_deadlocks / Innodb_row_lock_waits over the run.
+ * private MariaDB at 1). The loops, the counting and the wait of a consumer that finds nothing
+ * (a per-agent condition signalled after each commit, in-process notification) are the peers'
+ * one driver's (bench_peer.h); this file is its MariaDB backend. A deadlock (1213) or lock wait
+ * timeout (1205) rolls back and retries; both are counted, as are the server's Innodb_deadlocks /
+ * Innodb_row_lock_waits over the run.
  *
  *   mysql_direct --url mysql://USER:PASS@HOST:PORT/DB [options]
  *
@@ -106,12 +107,6 @@ static void die_db(MYSQL *db, const char *what)
     exit(1);
 }
 
-static void die_stmt(MYSQL_STMT *st, const char *what)
-{
-    fprintf(stderr, "mysql_direct: %s: %s\n", what, mysql_stmt_error(st));
-    exit(1);
-}
-
 static MYSQL *connect_db(void)
 {
     MYSQL *db = mysql_init(NULL);
@@ -162,100 +157,99 @@ static bool count_lock_error(unsigned int err)
     return false;
 }
 
-static void *producer_main(void *arg)
-{
-    struct bench_worker *w = arg;
-    mysql_thread_init();
-    MYSQL *db = connect_db();
-    MYSQL_STMT *ins =
-        prepare(db, "INSERT INTO bench_direct_queue (agent, payload, created_at) VALUES (?, ?, ?)");
-    char agent[64], payload[PAYLOAD_CAP];
-    unsigned long agent_len = 0, payload_len = 0;
-    long long created = 0;
-    MYSQL_BIND b[3];
-    memset(b, 0, sizeof b);
-    b[0].buffer_type = MYSQL_TYPE_STRING;
-    b[0].buffer = agent;
-    b[0].length = &agent_len;
-    b[1].buffer_type = MYSQL_TYPE_STRING;
-    b[1].buffer = payload;
-    b[1].length = &payload_len;
-    b[2].buffer_type = MYSQL_TYPE_LONGLONG;
-    b[2].buffer = &created;
-    if (mysql_stmt_bind_param(ins, b) != 0) {
-        die_stmt(ins, "bind insert");
-    }
-    struct bench_conn hc;
-    bench_conn_init(&hc, &g_hop, NULL, 30);
-    for (uint64_t k = 0; !atomic_load_explicit(&bench_stop, memory_order_relaxed); k++) {
-        struct bench_agent *a = &bench_agents[((uint64_t)w->idx + k) % (uint64_t)g.agents];
-        int64_t s = bench_now_ns();
-        if (hop(&hc) != 0) {
-            w->res.errors++;
-            usleep(10000);
-            continue;
-        }
-        int plen = bench_payload(payload, sizeof payload, s, (size_t)g.payload_bytes);
-        agent_len = (unsigned long)snprintf(agent, sizeof agent, "%s", a->name);
-        payload_len = (unsigned long)plen;
-        created = now_ms();
-        int rc = mysql_stmt_execute(ins);
-        int64_t e = bench_now_ns();
-        if (rc != 0) {
-            if (!count_lock_error(mysql_stmt_errno(ins))) {
-                w->res.errors++;
-                fprintf(stderr, "mysql_direct: insert: %s\n", mysql_stmt_error(ins));
-                usleep(10000);
-            }
-            continue;
-        }
-        pthread_mutex_lock(&a->mu);
-        a->version++;
-        pthread_cond_broadcast(&a->cond);
-        pthread_mutex_unlock(&a->mu);
-        if (bench_in_window(e)) {
-            w->res.published++;
-            hist_add(&w->res.publish_rtt, e - s);
-        }
-    }
-    bench_conn_free(&hc);
-    mysql_stmt_close(ins);
-    mysql_close(db);
-    mysql_thread_end();
-    return NULL;
-}
-
-static void wait_for_rows(struct bench_agent *a, uint64_t seen)
-{
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_nsec += 100 * 1000 * 1000;
-    if (dl.tv_nsec >= 1000000000) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000;
-    }
-    pthread_mutex_lock(&a->mu);
-    while (a->version == seen && !atomic_load(&bench_stop)) {
-        if (pthread_cond_timedwait(&a->cond, &a->mu, &dl) == ETIMEDOUT) {
-            break;
-        }
-    }
-    pthread_mutex_unlock(&a->mu);
-}
-
-struct consumer_stmts {
+/* A worker's connection, statements and hop connection: the backend of the driver
+ * (bench_peer.h). */
+struct mconn {
+    MYSQL *db;
+    MYSQL_STMT *ins;    /* INSERT one row */
     MYSQL_STMT *select; /* SELECT … FOR UPDATE SKIP LOCKED */
     MYSQL_STMT *claim;  /* UPDATE … status = 1 WHERE id IN (?, … ?): `limit` placeholders */
     MYSQL_STMT *done;   /* UPDATE … status = 2 WHERE id = ? AND status = 1 */
+    struct bench_conn hop;
 };
 
-/* One claim transaction. Returns the number of rows claimed (ids/ts filled), 0 when none, -1 on
- * a deadlock or lock wait timeout (rolled back, counted; retry), -2 on another error. */
-static int claim_batch(MYSQL *db, struct consumer_stmts *s, const char *agent, int64_t *ids,
-                       int64_t *ts)
+static void *my_open(enum bench_role role, int idx)
 {
+    (void)idx;
+    struct mconn *c = calloc(1, sizeof *c);
+    if (!c) {
+        return NULL;
+    }
+    mysql_thread_init();
+    c->db = connect_db();
+    bench_conn_init(&c->hop, &g_hop, NULL, 30);
+    if (role == BENCH_PRODUCER) {
+        c->ins = prepare(c->db, "INSERT INTO bench_direct_queue (agent, payload, created_at) "
+                                "VALUES (?, ?, ?)");
+        return c;
+    }
+    c->select = prepare(c->db, "SELECT id, payload FROM bench_direct_queue WHERE agent = ? AND "
+                               "status = 0 ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED");
+    char claim_sql[256 + 4 * MAX_LIMIT];
+    size_t off = (size_t)snprintf(claim_sql, sizeof claim_sql,
+                                  "UPDATE bench_direct_queue SET status = 1, claimed_at = ? "
+                                  "WHERE id IN (");
+    for (int i = 0; i < g.limit; i++) {
+        off += (size_t)snprintf(claim_sql + off, sizeof claim_sql - off, "%s?", i ? "," : "");
+    }
+    snprintf(claim_sql + off, sizeof claim_sql - off, ")");
+    c->claim = prepare(c->db, claim_sql);
+    c->done = prepare(c->db, "UPDATE bench_direct_queue SET status = 2, done_at = ? "
+                             "WHERE id = ? AND status = 1");
+    return c;
+}
+
+static void my_close(void *p)
+{
+    struct mconn *c = p;
+    bench_conn_free(&c->hop);
+    MYSQL_STMT *sts[] = {c->ins, c->select, c->claim, c->done};
+    for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++) {
+        if (sts[i]) {
+            mysql_stmt_close(sts[i]);
+        }
+    }
+    mysql_close(c->db);
+    free(c);
+    mysql_thread_end();
+}
+
+static int my_publish(void *p, struct bench_agent *a, const char *payload, int len)
+{
+    struct mconn *c = p;
+    if (hop(&c->hop) != 0) {
+        return BENCH_FAIL;
+    }
+    unsigned long agent_len = (unsigned long)strlen(a->name), payload_len = (unsigned long)len;
+    long long created = now_ms();
+    MYSQL_BIND b[3];
+    memset(b, 0, sizeof b);
+    b[0].buffer_type = MYSQL_TYPE_STRING;
+    b[0].buffer = a->name;
+    b[0].length = &agent_len;
+    b[1].buffer_type = MYSQL_TYPE_STRING;
+    b[1].buffer = (char *)payload;
+    b[1].length = &payload_len;
+    b[2].buffer_type = MYSQL_TYPE_LONGLONG;
+    b[2].buffer = &created;
+    if (mysql_stmt_bind_param(c->ins, b) != 0 || mysql_stmt_execute(c->ins) != 0) {
+        if (count_lock_error(mysql_stmt_errno(c->ins))) {
+            return BENCH_RETRY;
+        }
+        bench_report("mysql_direct: insert: %s", mysql_stmt_error(c->ins));
+        return BENCH_FAIL;
+    }
+    return BENCH_OK;
+}
+
+/* One claim transaction. Returns the number of rows claimed (out filled), 0 when none,
+ * BENCH_RETRY on a deadlock or lock wait timeout (rolled back, counted), BENCH_FAIL on another
+ * error. */
+static int claim_batch(struct mconn *s, const char *agent, struct bench_event *out)
+{
+    MYSQL *db = s->db;
     if (mysql_query(db, "BEGIN") != 0) {
-        return count_lock_error(mysql_errno(db)) ? -1 : -2;
+        return count_lock_error(mysql_errno(db)) ? BENCH_RETRY : BENCH_FAIL;
     }
     /* parameters: agent, limit */
     char a[64];
@@ -293,10 +287,10 @@ static int claim_batch(MYSQL *db, struct consumer_stmts *s, const char *agent, i
             goto stmt_fail;
         }
         if (n < g.limit) {
-            ids[n] = id;
+            out[n].id = id;
             size_t pl = payload_len < sizeof payload - 1 ? payload_len : sizeof payload - 1;
-            if (bench_payload_time(payload, pl, &ts[n]) != 0) {
-                ts[n] = bench_now_ns();
+            if (bench_payload_time(payload, pl, &out[n].t_ns) != 0) {
+                out[n].t_ns = bench_now_ns();
             }
             n++;
         }
@@ -310,7 +304,7 @@ static int claim_batch(MYSQL *db, struct consumer_stmts *s, const char *agent, i
         c[0].buffer_type = MYSQL_TYPE_LONGLONG;
         c[0].buffer = &claimed_at;
         for (int i = 0; i < g.limit; i++) {
-            claim_ids[i] = ids[i < n ? i : n - 1]; /* pad with the last id */
+            claim_ids[i] = out[i < n ? i : n - 1].id; /* pad with the last id */
             c[i + 1].buffer_type = MYSQL_TYPE_LONGLONG;
             c[i + 1].buffer = &claim_ids[i];
         }
@@ -319,16 +313,16 @@ static int claim_batch(MYSQL *db, struct consumer_stmts *s, const char *agent, i
             unsigned int err = mysql_stmt_errno(st);
             mysql_rollback(db);
             if (count_lock_error(err)) {
-                return -1;
+                return BENCH_RETRY;
             }
             fprintf(stderr, "mysql_direct: claim update: %s\n", mysql_stmt_error(st));
-            return -2;
+            return BENCH_FAIL;
         }
     }
     if (mysql_commit(db) != 0) {
         unsigned int err = mysql_errno(db);
         mysql_rollback(db);
-        return count_lock_error(err) ? -1 : -2;
+        return count_lock_error(err) ? BENCH_RETRY : BENCH_FAIL;
     }
     return n;
 
@@ -339,14 +333,14 @@ stmt_fail : {
     mysql_stmt_free_result(s->select);
     mysql_rollback(db);
     if (count_lock_error(err)) {
-        return -1;
+        return BENCH_RETRY;
     }
     fprintf(stderr, "mysql_direct: claim select: %s\n", msg);
-    return -2;
+    return BENCH_FAIL;
 }
 }
 
-/* Marks one row done. 0, -1 (lock error, retry) or -2. */
+/* Marks one row done. BENCH_OK, BENCH_RETRY (lock error) or BENCH_FAIL. */
 static int ack_one(MYSQL_STMT *done, int64_t id)
 {
     long long done_at = now_ms(), row = id;
@@ -358,125 +352,63 @@ static int ack_one(MYSQL_STMT *done, int64_t id)
     b[1].buffer = &row;
     if (mysql_stmt_bind_param(done, b) != 0 || mysql_stmt_execute(done) != 0) {
         if (count_lock_error(mysql_stmt_errno(done))) {
-            return -1;
+            return BENCH_RETRY;
         }
         fprintf(stderr, "mysql_direct: ack: %s\n", mysql_stmt_error(done));
-        return -2;
+        return BENCH_FAIL;
     }
     if (mysql_stmt_affected_rows(done) != 1) {
         fprintf(stderr, "mysql_direct: ack of %lld changed %llu rows\n", row,
                 (unsigned long long)mysql_stmt_affected_rows(done));
-        return -2;
+        return BENCH_FAIL;
     }
     return 0;
 }
 
-static void *consumer_main(void *arg)
+static int my_claim(void *p, struct bench_agent *a, int limit, struct bench_event *out)
 {
-    struct bench_worker *w = arg;
-    struct bench_agent *a = &bench_agents[w->idx % g.agents];
-    mysql_thread_init();
-    MYSQL *db = connect_db();
-    struct consumer_stmts s;
-    s.select = prepare(db, "SELECT id, payload FROM bench_direct_queue WHERE agent = ? AND "
-                           "status = 0 ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED");
-    char claim_sql[256 + 4 * MAX_LIMIT];
-    size_t off = (size_t)snprintf(claim_sql, sizeof claim_sql,
-                                  "UPDATE bench_direct_queue SET status = 1, claimed_at = ? "
-                                  "WHERE id IN (");
-    for (int i = 0; i < g.limit; i++) {
-        off += (size_t)snprintf(claim_sql + off, sizeof claim_sql - off, "%s?", i ? "," : "");
-    }
-    snprintf(claim_sql + off, sizeof claim_sql - off, ")");
-    s.claim = prepare(db, claim_sql);
-    s.done = prepare(db, "UPDATE bench_direct_queue SET status = 2, done_at = ? "
-                         "WHERE id = ? AND status = 1");
-    int64_t ids[MAX_LIMIT], ts[MAX_LIMIT];
-    struct bench_conn hc;
-    bench_conn_init(&hc, &g_hop, NULL, 30);
-    while (!atomic_load_explicit(&bench_stop, memory_order_relaxed)) {
-        pthread_mutex_lock(&a->mu);
-        uint64_t seen = a->version;
-        pthread_mutex_unlock(&a->mu);
-
-        int n = hop(&hc) == 0 ? claim_batch(db, &s, a->name, ids, ts) : -2;
-        if (n == -1) {
-            continue; /* deadlock / lock wait timeout: counted, retry */
-        }
-        if (n < 0) {
-            w->res.errors++;
-            usleep(10000);
-            continue;
-        }
-        if (n == 0) {
-            wait_for_rows(a, seen);
-            continue;
-        }
-        if (bench_in_window(bench_now_ns())) {
-            w->res.claims++;
-        }
-        if (g.batch_ack) {
-            int64_t st = bench_now_ns();
-            bool ok;
-            int rc = hop(&hc);
-            if (rc != 0) {
-                w->res.errors++;
-                continue;
-            }
-            do {
-                ok = mysql_query(db, "BEGIN") == 0;
-                rc = ok ? 0 : -2;
-                for (int i = 0; rc == 0 && i < n; i++) {
-                    rc = ack_one(s.done, ids[i]);
-                }
-                if (rc == 0 && mysql_commit(db) != 0) {
-                    rc = count_lock_error(mysql_errno(db)) ? -1 : -2;
-                }
-                if (rc != 0) {
-                    mysql_rollback(db);
-                }
-            } while (rc == -1 && !atomic_load(&bench_stop));
-            int64_t e = bench_now_ns();
-            if (rc != 0) {
-                w->res.errors += rc == -2;
-                continue;
-            }
-            if (bench_in_window(e)) {
-                hist_add(&w->res.ack_rtt, e - st);
-                for (int i = 0; i < n; i++) {
-                    w->res.acked++;
-                    hist_add(&w->res.latency, e - ts[i]);
-                }
-            }
-        } else {
-            for (int i = 0; i < n; i++) {
-                int64_t st = bench_now_ns();
-                int rc = hop(&hc) == 0 ? 0 : -2;
-                if (rc == 0) {
-                    while ((rc = ack_one(s.done, ids[i])) == -1 && !atomic_load(&bench_stop)) {
-                    }
-                }
-                int64_t e = bench_now_ns();
-                if (rc != 0) {
-                    w->res.errors += rc == -2;
-                    continue;
-                }
-                if (bench_in_window(e)) {
-                    w->res.acked++;
-                    hist_add(&w->res.latency, e - ts[i]);
-                    hist_add(&w->res.ack_rtt, e - st);
-                }
-            }
-        }
-    }
-    bench_conn_free(&hc);
-    mysql_stmt_close(s.select);
-    mysql_stmt_close(s.claim);
-    mysql_stmt_close(s.done);
-    mysql_close(db);
-    mysql_thread_end();
-    return NULL;
+    struct mconn *c = p;
+    (void)limit; /* the claim statement has g.limit placeholders */
+    return hop(&c->hop) == 0 ? claim_batch(c, a->name, out) : BENCH_FAIL;
 }
+
+static int my_ack(void *p, struct bench_agent *a, const struct bench_event *ev)
+{
+    struct mconn *c = p;
+    (void)a;
+    return hop(&c->hop) == 0 ? ack_one(c->done, ev->id) : BENCH_FAIL;
+}
+
+/* Every row of the claim done in one transaction. */
+static int my_ack_batch(void *p, struct bench_agent *a, const struct bench_event *evs, int n)
+{
+    struct mconn *c = p;
+    (void)a;
+    if (hop(&c->hop) != 0) {
+        return BENCH_FAIL;
+    }
+    int rc = mysql_query(c->db, "BEGIN") == 0 ? BENCH_OK : BENCH_FAIL;
+    for (int i = 0; rc == BENCH_OK && i < n; i++) {
+        rc = ack_one(c->done, evs[i].id);
+    }
+    if (rc == BENCH_OK && mysql_commit(c->db) != 0) {
+        rc = count_lock_error(mysql_errno(c->db)) ? BENCH_RETRY : BENCH_FAIL;
+    }
+    if (rc != BENCH_OK) {
+        mysql_rollback(c->db);
+    }
+    return rc;
+}
+
+static const struct bench_backend mysql_backend = {
+    .tool = "mysql_direct",
+    .open = my_open,
+    .close = my_close,
+    .publish = my_publish,
+    .claim = my_claim,
+    .ack = my_ack,
+    .ack_batch = my_ack_batch,
+};
 
 /* SHOW GLOBAL STATUS value of `name`, or -1. */
 static long long global_status(MYSQL *db, const char *name)
@@ -633,9 +565,18 @@ int main(int argc, char **argv)
     long long dl0 = global_status(setup, "Innodb_deadlocks");
     long long lw0 = global_status(setup, "Innodb_row_lock_waits");
 
+    struct bench_drive_opts o = {
+        .producers = g.producers,
+        .consumers = g.consumers,
+        .agents = g.agents,
+        .limit = g.limit,
+        .payload_bytes = g.payload_bytes,
+        .warmup_s = g.warmup,
+        .seconds = g.seconds,
+        .batch_ack = g.batch_ack,
+    };
     struct bench_result *total = calloc(1, sizeof *total);
-    if (!total || bench_peer_run("mysql_direct", g.producers, g.consumers, g.agents, g.warmup,
-                                 g.seconds, producer_main, consumer_main, total) != 0) {
+    if (!total || bench_drive(&mysql_backend, &o, total) != 0) {
         return 1;
     }
     long long dl1 = global_status(setup, "Innodb_deadlocks");

@@ -16,9 +16,10 @@
  *   msg_id IN (SELECT … WHERE vt <= now ORDER BY msg_id LIMIT $1 FOR UPDATE SKIP LOCKED)
  *   RETURNING, ack = pgmq.delete (DELETE … WHERE msg_id = $1).
  *
- * A consumer that finds nothing waits on a per-agent condition variable that producers signal
- * after their commit (in-process notification, as in the other direct peers). A serialization
- * failure or deadlock (SQLSTATE 40001 / 40P01) is retried and counted.
+ * The loops, the counting and the wait of a consumer that finds nothing (a per-agent condition
+ * signalled after each commit, in-process notification) are the peers' one driver's
+ * (bench_peer.h); this file is its PostgreSQL backend. A serialization failure or deadlock
+ * (SQLSTATE 40001 / 40P01) is retried and counted.
  *
  *   pg_direct --url postgres://USER:PASS@HOST:PORT/DB [options]
  *
@@ -44,7 +45,6 @@
 #include "common/banned.h"
 
 #define MAX_LIMIT 100
-#define PAYLOAD_CAP 1024
 
 enum mode { MODE_LOOP, MODE_PGMQ };
 
@@ -170,74 +170,49 @@ static int outcome(PGresult *r, ExecStatusType want, const char *what)
     return -2;
 }
 
-static void *producer_main(void *arg)
+/* A worker's connection, its statements prepared: the backend of the driver (bench_peer.h). */
+static void *pg_open(enum bench_role role, int idx)
 {
-    struct bench_worker *w = arg;
+    (void)role;
+    (void)idx;
     PGconn *db = connect_db();
     prepare_statements(db);
-    char payload[PAYLOAD_CAP], created[32];
-    for (uint64_t k = 0; !atomic_load_explicit(&bench_stop, memory_order_relaxed); k++) {
-        struct bench_agent *a = &bench_agents[((uint64_t)w->idx + k) % (uint64_t)g.agents];
-        int64_t s = bench_now_ns();
-        bench_payload(payload, sizeof payload, s, (size_t)g.payload_bytes);
-        PGresult *r;
-        if (g.mode == MODE_LOOP) {
-            snprintf(created, sizeof created, "%lld", (long long)now_ms());
-            const char *p[3] = {a->name, payload, created};
-            r = PQexecPrepared(db, "send", 3, p, NULL, NULL, 0);
-        } else {
-            char name[64];
-            stmt_name("send", a, name, sizeof name);
-            const char *p[1] = {payload};
-            r = PQexecPrepared(db, name, 1, p, NULL, NULL, 0);
-        }
-        int rc = outcome(r, PGRES_COMMAND_OK, "send");
-        PQclear(r);
-        int64_t e = bench_now_ns();
-        if (rc != 0) {
-            w->res.errors += rc == -2;
-            if (rc == -2) {
-                usleep(10000);
-            }
-            continue;
-        }
-        pthread_mutex_lock(&a->mu);
-        a->version++;
-        pthread_cond_broadcast(&a->cond);
-        pthread_mutex_unlock(&a->mu);
-        if (bench_in_window(e)) {
-            w->res.published++;
-            hist_add(&w->res.publish_rtt, e - s);
-        }
-    }
-    PQfinish(db);
-    return NULL;
+    return db;
 }
 
-static void wait_for_rows(struct bench_agent *a, uint64_t seen)
+static void pg_close(void *c)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_nsec += 100 * 1000 * 1000;
-    if (dl.tv_nsec >= 1000000000) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000;
+    PQfinish(c);
+}
+
+static int pg_publish(void *c, struct bench_agent *a, const char *payload, int len)
+{
+    PGconn *db = c;
+    (void)len;
+    char created[32];
+    PGresult *r;
+    if (g.mode == MODE_LOOP) {
+        snprintf(created, sizeof created, "%lld", (long long)now_ms());
+        const char *p[3] = {a->name, payload, created};
+        r = PQexecPrepared(db, "send", 3, p, NULL, NULL, 0);
+    } else {
+        char name[64];
+        stmt_name("send", a, name, sizeof name);
+        const char *p[1] = {payload};
+        r = PQexecPrepared(db, name, 1, p, NULL, NULL, 0);
     }
-    pthread_mutex_lock(&a->mu);
-    while (a->version == seen && !atomic_load(&bench_stop)) {
-        if (pthread_cond_timedwait(&a->cond, &a->mu, &dl) == ETIMEDOUT) {
-            break;
-        }
-    }
-    pthread_mutex_unlock(&a->mu);
+    int rc = outcome(r, PGRES_COMMAND_OK, "send");
+    PQclear(r);
+    return rc;
 }
 
 /* One claim (a single statement: its own transaction). Returns the number of rows claimed
- * (ids/ts filled), 0 when none, -1 on a conflict (retry), -2 on another error. */
-static int claim_batch(PGconn *db, struct bench_agent *a, int64_t *ids, int64_t *ts)
+ * (out filled), 0 when none, BENCH_RETRY on a conflict, BENCH_FAIL on another error. */
+static int pg_claim(void *c, struct bench_agent *a, int max, struct bench_event *out)
 {
+    PGconn *db = c;
     char limit[16], claimed[32], name[64];
-    snprintf(limit, sizeof limit, "%d", g.limit);
+    snprintf(limit, sizeof limit, "%d", max);
     PGresult *r;
     if (g.mode == MODE_LOOP) {
         snprintf(claimed, sizeof claimed, "%lld", (long long)now_ms());
@@ -251,11 +226,11 @@ static int claim_batch(PGconn *db, struct bench_agent *a, int64_t *ids, int64_t 
     int rc = outcome(r, PGRES_TUPLES_OK, "read");
     int n = 0;
     if (rc == 0) {
-        for (int i = 0; i < PQntuples(r) && n < g.limit; i++) {
-            ids[n] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        for (int i = 0; i < PQntuples(r) && n < max; i++) {
+            out[n].id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
             const char *pl = PQgetvalue(r, i, 1);
-            if (bench_payload_time(pl, (size_t)PQgetlength(r, i, 1), &ts[n]) != 0) {
-                ts[n] = bench_now_ns();
+            if (bench_payload_time(pl, (size_t)PQgetlength(r, i, 1), &out[n].t_ns) != 0) {
+                out[n].t_ns = bench_now_ns();
             }
             n++;
         }
@@ -264,7 +239,7 @@ static int claim_batch(PGconn *db, struct bench_agent *a, int64_t *ids, int64_t 
     return rc == 0 ? n : rc;
 }
 
-/* Completes one message: 0, -1 (conflict, retry) or -2. */
+/* Completes one message: BENCH_OK, BENCH_RETRY (conflict) or BENCH_FAIL. */
 static int ack_one(PGconn *db, struct bench_agent *a, int64_t id)
 {
     char row[32], done[32], name[64];
@@ -288,14 +263,21 @@ static int ack_one(PGconn *db, struct bench_agent *a, int64_t id)
     return rc;
 }
 
-/* Acks a claimed batch in one transaction: 0, -1 (conflict, rolled back) or -2. */
-static int ack_batch(PGconn *db, struct bench_agent *a, const int64_t *ids, int n)
+static int pg_ack(void *c, struct bench_agent *a, const struct bench_event *ev)
 {
+    return ack_one(c, a, ev->id);
+}
+
+/* Acks a claimed batch in one transaction: BENCH_OK, BENCH_RETRY (conflict, rolled back) or
+ * BENCH_FAIL. */
+static int pg_ack_batch(void *c, struct bench_agent *a, const struct bench_event *evs, int n)
+{
+    PGconn *db = c;
     PGresult *r = PQexec(db, "BEGIN");
     int rc = outcome(r, PGRES_COMMAND_OK, "begin");
     PQclear(r);
     for (int i = 0; rc == 0 && i < n; i++) {
-        rc = ack_one(db, a, ids[i]);
+        rc = ack_one(db, a, evs[i].id);
     }
     r = PQexec(db, rc == 0 ? "COMMIT" : "ROLLBACK");
     int end = outcome(r, PGRES_COMMAND_OK, "commit");
@@ -303,72 +285,14 @@ static int ack_batch(PGconn *db, struct bench_agent *a, const int64_t *ids, int 
     return rc != 0 ? rc : end;
 }
 
-static void *consumer_main(void *arg)
-{
-    struct bench_worker *w = arg;
-    struct bench_agent *a = &bench_agents[w->idx % g.agents];
-    PGconn *db = connect_db();
-    prepare_statements(db);
-    int64_t ids[MAX_LIMIT], ts[MAX_LIMIT];
-    while (!atomic_load_explicit(&bench_stop, memory_order_relaxed)) {
-        pthread_mutex_lock(&a->mu);
-        uint64_t seen = a->version;
-        pthread_mutex_unlock(&a->mu);
-        int n = claim_batch(db, a, ids, ts);
-        if (n == -1) {
-            continue;
-        }
-        if (n < 0) {
-            w->res.errors++;
-            usleep(10000);
-            continue;
-        }
-        if (n == 0) {
-            wait_for_rows(a, seen);
-            continue;
-        }
-        if (bench_in_window(bench_now_ns())) {
-            w->res.claims++;
-        }
-        if (g.batch_ack) {
-            int64_t st = bench_now_ns();
-            int rc;
-            while ((rc = ack_batch(db, a, ids, n)) == -1 && !atomic_load(&bench_stop)) {
-            }
-            int64_t e = bench_now_ns();
-            if (rc != 0) {
-                w->res.errors += rc == -2;
-                continue;
-            }
-            if (bench_in_window(e)) {
-                hist_add(&w->res.ack_rtt, e - st);
-                for (int i = 0; i < n; i++) {
-                    w->res.acked++;
-                    hist_add(&w->res.latency, e - ts[i]);
-                }
-            }
-            continue;
-        }
-        for (int i = 0; i < n; i++) {
-            int64_t st = bench_now_ns();
-            int rc;
-            while ((rc = ack_one(db, a, ids[i])) == -1 && !atomic_load(&bench_stop)) {
-            }
-            int64_t e = bench_now_ns();
-            if (rc != 0) {
-                w->res.errors += rc == -2;
-                continue;
-            }
-            if (bench_in_window(e)) {
-                w->res.acked++;
-                hist_add(&w->res.latency, e - ts[i]);
-                hist_add(&w->res.ack_rtt, e - st);
-            }
-        }
-    }
-    PQfinish(db);
-    return NULL;
-}
+static const struct bench_backend pg_backend = {
+    .open = pg_open,
+    .close = pg_close,
+    .publish = pg_publish,
+    .claim = pg_claim,
+    .ack = pg_ack,
+    .ack_batch = pg_ack_batch,
+};
 
 /* Creates the tables of the mode (dropping them first when `fresh`). */
 static void make_schema(PGconn *db, bool fresh)
@@ -545,10 +469,20 @@ int main(int argc, char **argv)
     make_schema(setup, fresh);
     long long commits0 = commits(setup);
 
+    struct bench_backend backend = pg_backend;
+    backend.tool = g.mode == MODE_LOOP ? "pg_loop" : "pg_pgmq";
+    struct bench_drive_opts o = {
+        .producers = g.producers,
+        .consumers = g.consumers,
+        .agents = g.agents,
+        .limit = g.limit,
+        .payload_bytes = g.payload_bytes,
+        .warmup_s = g.warmup,
+        .seconds = g.seconds,
+        .batch_ack = g.batch_ack,
+    };
     struct bench_result *total = calloc(1, sizeof *total);
-    if (!total ||
-        bench_peer_run(g.mode == MODE_LOOP ? "pg_loop" : "pg_pgmq", g.producers, g.consumers,
-                       g.agents, g.warmup, g.seconds, producer_main, consumer_main, total) != 0) {
+    if (!total || bench_drive(&backend, &o, total) != 0) {
         return 1;
     }
     /* pg_stat counters are sent by each backend when its transaction ends and read from a

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* roost_load: closed-loop load generator for BENCHMARKS.md scenario 1 ("full cycle").
+/* roost_load: closed-loop load generator for BENCHMARKS.md scenario 1 ("full cycle"), the one
+ * driver of roostd and of the peers it is compared with (bench_peer.h: the loops and the counts;
+ * peers.h: Redis Streams for --url redis://HOST:PORT, beanstalkd for beanstalk://HOST:PORT, the
+ * same producers, consumers, agents, payload and counting as against roostd).
  *
  * P producer threads each publish one ~100-byte event (POST /api/v1/events) and wait for the 201;
  * C consumer threads each claim up to --limit events (POST …/inbox/claim, long poll wait_s=1) and
@@ -37,12 +40,12 @@
 
 #include "bench_common.h"
 #include "bench_http.h"
+#include "bench_peer.h"
 #include "common/limits.h"
+#include "peers.h"
 
 #include "common/banned.h"
 
-#define MAX_ERROR_REPORTS 10
-#define ID_MAX 64
 #define MAX_NODES 64
 
 struct opts {
@@ -66,100 +69,74 @@ struct opts {
 };
 
 static struct opts g;
-static atomic_bool g_stop;
-static int64_t g_start_ns;
 static char *g_auth_header; /* "Authorization: Bearer …\r\n" */
 static struct bench_node g_nodes[MAX_NODES];
 static int g_n_nodes;
-static atomic_int g_error_reports;
 
-/* ---- workers ---- */
+/* ---- roostd over HTTP: the backend of the driver (bench_peer.h) ---- */
 
-struct worker {
-    pthread_t thread;
-    int idx;
+struct hconn {
     struct bench_conn conn;
-    struct bench_result res;
+    char *batch_body;
+    size_t batch_cap;
 };
 
-static void report_error(struct worker *w, const char *what, const char *path, int rc, int status,
-                         const char *body, size_t body_len)
+static void report_error(const char *what, const char *path, int rc, int status, const char *body,
+                         size_t body_len)
 {
-    w->res.errors++;
-    if (atomic_fetch_add(&g_error_reports, 1) >= MAX_ERROR_REPORTS) {
-        return;
-    }
     while (body && body_len > 0 && (body[body_len - 1] == '\n' || body[body_len - 1] == '\r')) {
         body_len--;
     }
     if (rc != 0) {
-        fprintf(stderr, "roost_load: %s %s: connection error (%s)\n", what, path,
-                errno ? strerror(errno) : "closed");
+        bench_report("roost_load: %s %s: connection error (%s)", what, path,
+                     errno ? strerror(errno) : "closed");
     } else {
-        fprintf(stderr, "roost_load: %s %s: HTTP %d %.*s\n", what, path, status,
-                (int)(body_len > 300 ? 300 : body_len), body ? body : "");
+        bench_report("roost_load: %s %s: HTTP %d %.*s", what, path, status,
+                     (int)(body_len > 300 ? 300 : body_len), body ? body : "");
     }
 }
 
-static void agent_name(char *out, size_t cap, int agent)
+static void *http_open(enum bench_role role, int idx)
 {
-    snprintf(out, cap, "%s%d", g.prefix, agent);
-}
-
-static void *producer_main(void *arg)
-{
-    struct worker *w = arg;
-    char agent[160], payload[1024], body[2048];
-    int64_t period = g.rate > 0 ? (int64_t)(1e9 * g.producers / g.rate) : 0;
-    int64_t next = g_start_ns + (period ? period * w->idx / g.producers : 0);
-    for (uint64_t k = 0; !atomic_load_explicit(&g_stop, memory_order_relaxed); k++) {
-        int64_t t0;
-        if (period) {
-            int64_t end = bench_window_end_ns();
-            bench_sleep_until(next < end ? next : end);
-            if (atomic_load_explicit(&g_stop, memory_order_relaxed)) {
-                break;
-            }
-            t0 = next;
-            next += period;
-        } else {
-            t0 = bench_now_ns();
-        }
-        agent_name(agent, sizeof agent, (int)((uint64_t)w->idx + k) % g.agents);
-        int plen = bench_payload(payload, sizeof payload, t0, (size_t)g.payload_bytes);
-        int blen = snprintf(body, sizeof body, "{\"recipients\":[\"%s\"],\"payload\":%.*s}", agent,
-                            plen, payload);
-        int status = 0;
-        const char *resp = NULL;
-        size_t resp_len = 0;
-        int64_t s = bench_now_ns();
-        int rc = bench_http_post(&w->conn, "/api/v1/events", body, (size_t)blen, &status, &resp,
-                                 &resp_len);
-        int64_t e = bench_now_ns();
-        if (rc == 0 && status == 201) {
-            if (bench_in_window(e)) {
-                w->res.published++;
-                hist_add(&w->res.publish_rtt, e - s);
-            }
-        } else {
-            report_error(w, "publish", "/api/v1/events", rc, status, resp, resp_len);
-            if (rc != 0) {
-                usleep(10000);
-            }
-        }
+    (void)role;
+    struct hconn *h = calloc(1, sizeof *h);
+    if (!h) {
+        return NULL;
     }
-    return NULL;
+    /* Long polls wait at most wait_s; anything far beyond that is a hung server. */
+    bench_conn_init(&h->conn, &g_nodes[idx % g_n_nodes], g_auth_header, 30 + g.wait_s);
+    return h;
 }
 
-struct claimed {
-    char event_id[ID_MAX];
-    char lease_token[ID_MAX];
-    int64_t t_ns;
-};
+static void http_close(void *c)
+{
+    struct hconn *h = c;
+    bench_conn_free(&h->conn);
+    free(h->batch_body);
+    free(h);
+}
+
+static int http_publish(void *c, struct bench_agent *a, const char *payload, int len)
+{
+    struct hconn *h = c;
+    char body[2048];
+    int blen = snprintf(body, sizeof body, "{\"recipients\":[\"%s\"],\"payload\":%.*s}", a->name,
+                        len, payload);
+    int status = 0;
+    const char *resp = NULL;
+    size_t resp_len = 0;
+    int rc =
+        bench_http_post(&h->conn, "/api/v1/events", body, (size_t)blen, &status, &resp, &resp_len);
+    if (rc == 0 && status == 201) {
+        return BENCH_OK;
+    }
+    report_error("publish", "/api/v1/events", rc, status, resp, resp_len);
+    return BENCH_FAIL;
+}
 
 static bool copy_str(char *out, const json_t *v)
 {
-    if (!json_is_string(v) || json_string_length(v) >= ID_MAX) {
+    if (!json_is_string(v) || json_string_length(v) >= BENCH_KEY_MAX) {
         return false;
     }
     memcpy(out, json_string_value(v), json_string_length(v) + 1);
@@ -167,7 +144,7 @@ static bool copy_str(char *out, const json_t *v)
 }
 
 /* Parses a claim answer into `out`; returns the number of events or -1. */
-static int parse_claim(const char *resp, size_t len, struct claimed *out, int max)
+static int parse_claim(const char *resp, size_t len, struct bench_event *out, int max)
 {
     json_error_t jerr;
     json_t *root = json_loadb(resp, len, 0, &jerr);
@@ -182,9 +159,8 @@ static int parse_claim(const char *resp, size_t len, struct claimed *out, int ma
     json_array_foreach(events, i, ev)
     {
         json_t *t = json_object_get(json_object_get(ev, "payload"), "t");
-        if (!copy_str(out[n].event_id, json_object_get(ev, "event_id")) ||
-            !copy_str(out[n].lease_token, json_object_get(ev, "lease_token")) ||
-            !json_is_integer(t)) {
+        if (!copy_str(out[n].key, json_object_get(ev, "event_id")) ||
+            !copy_str(out[n].token, json_object_get(ev, "lease_token")) || !json_is_integer(t)) {
             json_decref(root);
             return -1;
         }
@@ -195,114 +171,101 @@ static int parse_claim(const char *resp, size_t len, struct claimed *out, int ma
     return n;
 }
 
-static void record_ack(struct worker *w, const struct claimed *ev, int64_t now)
+static int http_claim(void *c, struct bench_agent *a, int limit, struct bench_event *out)
 {
-    if (bench_in_window(now)) {
-        w->res.acked++;
-        hist_add(&w->res.latency, now - ev->t_ns);
+    struct hconn *h = c;
+    char path[256], body[128];
+    snprintf(path, sizeof path, "/api/v1/agents/%s/inbox/claim", a->name);
+    int blen = snprintf(body, sizeof body, "{\"limit\":%d,\"lease_s\":%d,\"wait_s\":%d}", limit,
+                        g.lease_s, g.wait_s);
+    int status = 0;
+    const char *resp = NULL;
+    size_t resp_len = 0;
+    int rc = bench_http_post(&h->conn, path, body, (size_t)blen, &status, &resp, &resp_len);
+    if (rc != 0 || status != 200) {
+        report_error("claim", path, rc, status, resp, resp_len);
+        return BENCH_FAIL;
     }
+    int n = parse_claim(resp, resp_len, out, limit);
+    if (n < 0) {
+        report_error("claim (unparsable answer)", path, 0, status, resp, resp_len);
+        return BENCH_FAIL;
+    }
+    return n;
 }
 
-static void *consumer_main(void *arg)
+static int http_ack(void *c, struct bench_agent *a, const struct bench_event *ev)
 {
-    struct worker *w = arg;
-    char agent[160], claim_path[256], ack_path[512], claim_body[128], single_body[160];
-    struct claimed *evs = calloc((size_t)g.limit, sizeof *evs);
-    size_t batch_cap = (size_t)g.limit * (2 * ID_MAX + 40) + 32;
-    char *batch_body = malloc(batch_cap);
-    if (!evs || !batch_body) {
-        fprintf(stderr, "roost_load: out of memory\n");
-        exit(1);
+    struct hconn *h = c;
+    char path[512], body[160];
+    snprintf(path, sizeof path, "/api/v1/agents/%s/inbox/%s/ack", a->name, ev->key);
+    int blen = snprintf(body, sizeof body, "{\"lease_token\":\"%s\"}", ev->token);
+    int status = 0;
+    const char *resp = NULL;
+    size_t resp_len = 0;
+    int rc = bench_http_post(&h->conn, path, body, (size_t)blen, &status, &resp, &resp_len);
+    if (rc == 0 && status == 200) {
+        return BENCH_OK;
     }
-    agent_name(agent, sizeof agent, w->idx % g.agents);
-    snprintf(claim_path, sizeof claim_path, "/api/v1/agents/%s/inbox/claim", agent);
-    int claim_len =
-        snprintf(claim_body, sizeof claim_body, "{\"limit\":%d,\"lease_s\":%d,\"wait_s\":%d}",
-                 g.limit, g.lease_s, g.wait_s);
-    while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
-        int status = 0;
-        const char *resp = NULL;
-        size_t resp_len = 0;
-        int rc = bench_http_post(&w->conn, claim_path, claim_body, (size_t)claim_len, &status,
-                                 &resp, &resp_len);
-        if (rc != 0 || status != 200) {
-            report_error(w, "claim", claim_path, rc, status, resp, resp_len);
-            usleep(10000);
-            continue;
-        }
-        int n = parse_claim(resp, resp_len, evs, g.limit);
-        if (n < 0) {
-            report_error(w, "claim (unparsable answer)", claim_path, 0, status, resp, resp_len);
-            continue;
-        }
-        if (n == 0) {
-            continue;
-        }
-        if (bench_in_window(bench_now_ns())) {
-            w->res.claims++;
-        }
-        if (g.batch_ack) {
-            size_t off = (size_t)snprintf(batch_body, batch_cap, "{\"acks\":[");
-            for (int i = 0; i < n; i++) {
-                off += (size_t)snprintf(batch_body + off, batch_cap - off,
-                                        "%s{\"event_id\":\"%s\",\"lease_token\":\"%s\"}",
-                                        i ? "," : "", evs[i].event_id, evs[i].lease_token);
-            }
-            off += (size_t)snprintf(batch_body + off, batch_cap - off, "]}");
-            snprintf(ack_path, sizeof ack_path, "/api/v1/agents/%s/inbox/ack", agent);
-            int64_t s = bench_now_ns();
-            rc = bench_http_post(&w->conn, ack_path, batch_body, off, &status, &resp, &resp_len);
-            int64_t e = bench_now_ns();
-            if (rc != 0 || status != 200) {
-                report_error(w, "batch ack", ack_path, rc, status, resp, resp_len);
-                continue;
-            }
-            if (bench_in_window(e)) {
-                hist_add(&w->res.ack_rtt, e - s);
-            }
-            json_t *root = json_loadb(resp, resp_len, 0, NULL);
-            json_t *results = root ? json_object_get(root, "results") : NULL;
-            if (!json_is_array(results) || json_array_size(results) != (size_t)n) {
-                report_error(w, "batch ack (unexpected answer)", ack_path, 0, status, resp,
-                             resp_len);
-                json_decref(root);
-                continue;
-            }
-            for (int i = 0; i < n; i++) {
-                const char *st = json_string_value(
-                    json_object_get(json_array_get(results, (size_t)i), "status"));
-                if (st && strcmp(st, "completed") == 0) {
-                    record_ack(w, &evs[i], e);
-                } else {
-                    report_error(w, "batch ack item", ack_path, 0, status, resp, resp_len);
-                }
-            }
-            json_decref(root);
-        } else {
-            for (int i = 0; i < n; i++) {
-                snprintf(ack_path, sizeof ack_path, "/api/v1/agents/%s/inbox/%s/ack", agent,
-                         evs[i].event_id);
-                int blen = snprintf(single_body, sizeof single_body, "{\"lease_token\":\"%s\"}",
-                                    evs[i].lease_token);
-                int64_t s = bench_now_ns();
-                rc = bench_http_post(&w->conn, ack_path, single_body, (size_t)blen, &status, &resp,
-                                     &resp_len);
-                int64_t e = bench_now_ns();
-                if (rc == 0 && status == 200) {
-                    if (bench_in_window(e)) {
-                        hist_add(&w->res.ack_rtt, e - s);
-                    }
-                    record_ack(w, &evs[i], e);
-                } else {
-                    report_error(w, "ack", ack_path, rc, status, resp, resp_len);
-                }
-            }
-        }
-    }
-    free(evs);
-    free(batch_body);
-    return NULL;
+    report_error("ack", path, rc, status, resp, resp_len);
+    return BENCH_FAIL;
 }
+
+/* POST …/inbox/ack with every event of the claim; each result must say completed. */
+static int http_ack_batch(void *c, struct bench_agent *a, const struct bench_event *evs, int n)
+{
+    struct hconn *h = c;
+    size_t cap = (size_t)n * (2 * BENCH_KEY_MAX + 40) + 32;
+    if (cap > h->batch_cap) {
+        char *p = realloc(h->batch_body, cap);
+        if (!p) {
+            return BENCH_FAIL;
+        }
+        h->batch_body = p;
+        h->batch_cap = cap;
+    }
+    size_t off = (size_t)snprintf(h->batch_body, cap, "{\"acks\":[");
+    for (int i = 0; i < n; i++) {
+        off += (size_t)snprintf(h->batch_body + off, cap - off,
+                                "%s{\"event_id\":\"%s\",\"lease_token\":\"%s\"}", i ? "," : "",
+                                evs[i].key, evs[i].token);
+    }
+    off += (size_t)snprintf(h->batch_body + off, cap - off, "]}");
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/agents/%s/inbox/ack", a->name);
+    int status = 0;
+    const char *resp = NULL;
+    size_t resp_len = 0;
+    int rc = bench_http_post(&h->conn, path, h->batch_body, off, &status, &resp, &resp_len);
+    if (rc != 0 || status != 200) {
+        report_error("batch ack", path, rc, status, resp, resp_len);
+        return BENCH_FAIL;
+    }
+    json_t *root = json_loadb(resp, resp_len, 0, NULL);
+    json_t *results = root ? json_object_get(root, "results") : NULL;
+    int ok = json_is_array(results) && json_array_size(results) == (size_t)n;
+    for (int i = 0; ok && i < n; i++) {
+        const char *st =
+            json_string_value(json_object_get(json_array_get(results, (size_t)i), "status"));
+        ok = st && strcmp(st, "completed") == 0;
+    }
+    if (!ok) {
+        report_error("batch ack (unexpected answer)", path, 0, status, resp, resp_len);
+    }
+    json_decref(root);
+    return ok ? BENCH_OK : BENCH_FAIL;
+}
+
+static const struct bench_backend roostd_backend = {
+    .tool = "roost_load",
+    .open = http_open,
+    .close = http_close,
+    .publish = http_publish,
+    .claim = http_claim,
+    .ack = http_ack,
+    .ack_batch = http_ack_batch,
+    .claim_waits = true,
+};
 
 /* ---- setup ---- */
 
@@ -313,7 +276,9 @@ static void usage(FILE *out)
         "usage: roost_load [options]\n"
         "  --url http://HOST:PORT   server (default: read DATA_DIR/ready); repeat it or give a\n"
         "                           comma list for several nodes: producer/consumer i uses\n"
-        "                           node i %% n (the nodes must share the token key)\n"
+        "                           node i %% n (the nodes must share the token key);\n"
+        "                           redis://HOST:PORT (Redis Streams) or beanstalk://HOST:PORT\n"
+        "                           (beanstalkd) drive that peer the same way\n"
         "  --data-dir DIR           roostd data dir: ready file and " ROOST_TOKEN_KEY_FILE "\n"
         "  --key-file PEM           Ed25519 key to sign the token (default "
         "DATA_DIR/" ROOST_TOKEN_KEY_FILE ";\n"
@@ -501,63 +466,67 @@ int main(int argc, char **argv)
         fprintf(stderr, "roost_load: need --url http://HOST:PORT or --data-dir\n");
         return 2;
     }
-    for (int i = 0; i < g.n_urls; i++) {
-        if (parse_url(g.urls[i]) != 0) {
-            fprintf(stderr, "roost_load: bad URL '%s' (http://HOST:PORT)\n", g.urls[i]);
-            return 2;
+    /* The scheme names the system; only roostd takes several nodes and a token. */
+    const struct bench_backend *backend = &roostd_backend;
+    int bad = 0;
+    if (strncmp(g.urls[0], "redis://", 8) == 0) {
+        backend = &bench_redis;
+        bad = g.n_urls != 1 || bench_redis_init(g.urls[0], g.wait_s) != 0;
+    } else if (strncmp(g.urls[0], "beanstalk://", 12) == 0) {
+        backend = &bench_beanstalkd;
+        bad = g.n_urls != 1 || bench_beanstalkd_init(g.urls[0], g.wait_s) != 0;
+    } else {
+        for (int i = 0; i < g.n_urls && !bad; i++) {
+            bad = strncmp(g.urls[i], "http://", 7) != 0 || parse_url(g.urls[i]) != 0;
         }
     }
-    const char *key_file = g.key_file;
-    if (!key_file && g.data_dir) {
-        snprintf(path, sizeof path, "%s/" ROOST_TOKEN_KEY_FILE, g.data_dir);
-        key_file = path;
+    if (bad) {
+        fprintf(stderr,
+                "roost_load: bad --url '%s' (http://HOST:PORT[,…], redis://HOST:PORT or "
+                "beanstalk://HOST:PORT)\n",
+                g.urls[0]);
+        return 2;
     }
-    char *token = mint_token(key_file);
-    if (!token) {
-        return 1;
-    }
-    size_t hlen = strlen(token) + 40;
-    g_auth_header = malloc(hlen);
-    if (!g_auth_header) {
-        return 1;
-    }
-    snprintf(g_auth_header, hlen, "Authorization: Bearer %s\r\n", token);
-    free(token);
-
-    int nw = g.producers + g.consumers;
-    struct worker *ws = calloc((size_t)nw, sizeof *ws);
-    if (!ws) {
-        return 1;
-    }
-    g_start_ns = bench_now_ns();
-    bench_window_plan(g.warmup, g.seconds);
-    for (int i = 0; i < nw; i++) {
-        ws[i].idx = i < g.producers ? i : i - g.producers;
-        /* Long polls wait at most wait_s; anything far beyond that is a hung server. */
-        bench_conn_init(&ws[i].conn, &g_nodes[ws[i].idx % g_n_nodes], g_auth_header, 30 + g.wait_s);
-        if (pthread_create(&ws[i].thread, NULL, i < g.producers ? producer_main : consumer_main,
-                           &ws[i]) != 0) {
-            fprintf(stderr, "roost_load: cannot start thread %d\n", i);
+    if (backend == &roostd_backend) {
+        const char *key_file = g.key_file;
+        if (!key_file && g.data_dir) {
+            snprintf(path, sizeof path, "%s/" ROOST_TOKEN_KEY_FILE, g.data_dir);
+            key_file = path;
+        }
+        char *token = mint_token(key_file);
+        if (!token) {
             return 1;
         }
+        size_t hlen = strlen(token) + 40;
+        g_auth_header = malloc(hlen);
+        if (!g_auth_header) {
+            return 1;
+        }
+        snprintf(g_auth_header, hlen, "Authorization: Bearer %s\r\n", token);
+        free(token);
     }
-    bench_window_run();
-    atomic_store(&g_stop, true);
+
+    struct bench_drive_opts o = {
+        .producers = g.producers,
+        .consumers = g.consumers,
+        .agents = g.agents,
+        .limit = g.limit,
+        .payload_bytes = g.payload_bytes,
+        .warmup_s = g.warmup,
+        .seconds = g.seconds,
+        .rate = g.rate,
+        .batch_ack = g.batch_ack,
+        .agent_prefix = g.prefix,
+    };
     struct bench_result *total = calloc(1, sizeof *total);
-    if (!total) {
+    if (!total || bench_drive(backend, &o, total) != 0) {
         return 1;
     }
-    for (int i = 0; i < nw; i++) {
-        pthread_join(ws[i].thread, NULL);
-        bench_result_merge(total, &ws[i].res);
-        bench_conn_free(&ws[i].conn);
-    }
     char extra[32];
-    snprintf(extra, sizeof extra, "nodes=%d", g_n_nodes);
+    snprintf(extra, sizeof extra, "nodes=%d", g.n_urls);
     bench_print_result("roost_load", g.target, extra, g.producers, g.consumers, g.agents,
                        g.batch_ack, g.rate, g.warmup, g.seconds, total);
     free(total);
-    free(ws);
     free(g_auth_header);
     return 0;
 }

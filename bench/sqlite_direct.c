@@ -9,10 +9,10 @@
  *
  * Writers are serialised by an in-process mutex (a sensible application's choice: SQLite's busy
  * handler sleeps in steps of milliseconds, which would understate the peer); --busy-timeout uses
- * SQLite's own locking instead. A consumer that finds nothing waits on a per-agent condition
- * variable that producers signal after their commit (in-process notification, like roostd's long
- * poll). Latency is publish start → done commit, from the time stored in the payload. Output: one
- * "RESULT key=value …" line, the same keys as roost_load. */
+ * SQLite's own locking instead. The loops, the counting and the wait of a consumer that finds
+ * nothing (a per-agent condition signalled after each commit, in-process notification like
+ * roostd's long poll) are the peers' one driver's (bench_peer.h); this file is its SQLite
+ * backend. Output: one "RESULT key=value …" line, the same keys as roost_load. */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -125,180 +125,155 @@ static int step_done(sqlite3_stmt *st)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static void *producer_main(void *arg)
+/* A worker's connection and statements: the backend of the driver (bench_peer.h). */
+struct sconn {
+    sqlite3 *db;
+    sqlite3_stmt *ins, *claim, *done, *begin, *commit, *rollback;
+    int idx;
+    uint64_t serial;
+};
+
+static void *sq_open(enum bench_role role, int idx)
 {
-    struct bench_worker *w = arg;
-    sqlite3 *db = open_db();
-    sqlite3_stmt *ins =
-        prepare(db, "INSERT INTO inbox(agent, payload, created_at) VALUES (?1, ?2, ?3)");
-    char payload[1024];
-    for (uint64_t k = 0; !atomic_load_explicit(&bench_stop, memory_order_relaxed); k++) {
-        struct bench_agent *a = &bench_agents[((uint64_t)w->idx + k) % (uint64_t)g.agents];
-        int64_t s = bench_now_ns();
-        int plen = bench_payload(payload, sizeof payload, s, (size_t)g.payload_bytes);
-        sqlite3_bind_text(ins, 1, a->name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 2, payload, plen, SQLITE_STATIC);
-        sqlite3_bind_int64(ins, 3, (sqlite3_int64)(time(NULL) * 1000));
-        write_lock();
-        int rc = step_done(ins);
-        write_unlock();
-        int64_t e = bench_now_ns();
-        if (rc != 0) {
-            w->res.errors++;
-            fprintf(stderr, "sqlite_direct: insert: %s\n", sqlite3_errmsg(db));
-            continue;
-        }
-        count_work(e, 1, 1);
-        pthread_mutex_lock(&a->mu);
-        a->version++;
-        pthread_cond_broadcast(&a->cond);
-        pthread_mutex_unlock(&a->mu);
-        if (bench_in_window(e)) {
-            w->res.published++;
-            hist_add(&w->res.publish_rtt, e - s);
-        }
+    (void)role;
+    struct sconn *c = calloc(1, sizeof *c);
+    if (!c) {
+        return NULL;
     }
-    sqlite3_finalize(ins);
-    sqlite3_close(db);
-    return NULL;
+    c->idx = idx;
+    c->db = open_db();
+    c->ins = prepare(c->db, "INSERT INTO inbox(agent, payload, created_at) VALUES (?1, ?2, ?3)");
+    c->claim = prepare(
+        c->db, "UPDATE inbox SET status = 1, lease_token = ?1, claimed_at = ?2 WHERE id IN "
+               "(SELECT id FROM inbox WHERE agent = ?3 AND status = 0 ORDER BY id LIMIT ?4) "
+               "RETURNING id, payload");
+    c->done = prepare(c->db, "UPDATE inbox SET status = 2, done_at = ?1 "
+                             "WHERE id = ?2 AND lease_token = ?3 AND status = 1");
+    c->begin = prepare(c->db, "BEGIN IMMEDIATE");
+    c->commit = prepare(c->db, "COMMIT");
+    c->rollback = prepare(c->db, "ROLLBACK");
+    return c;
 }
 
-static void *consumer_main(void *arg)
+static void sq_close(void *p)
 {
-    struct bench_worker *w = arg;
-    struct bench_agent *a = &bench_agents[w->idx % g.agents];
-    sqlite3 *db = open_db();
-    sqlite3_stmt *claim =
-        prepare(db, "UPDATE inbox SET status = 1, lease_token = ?1, claimed_at = ?2 WHERE id IN "
-                    "(SELECT id FROM inbox WHERE agent = ?3 AND status = 0 ORDER BY id LIMIT ?4) "
-                    "RETURNING id, payload");
-    sqlite3_stmt *done = prepare(db, "UPDATE inbox SET status = 2, done_at = ?1 "
-                                     "WHERE id = ?2 AND lease_token = ?3 AND status = 1");
-    sqlite3_stmt *begin = prepare(db, "BEGIN IMMEDIATE");
-    sqlite3_stmt *commit = prepare(db, "COMMIT");
-    sqlite3_stmt *rollback = prepare(db, "ROLLBACK");
-    int64_t *ids = calloc((size_t)g.limit, sizeof *ids);
-    int64_t *ts = calloc((size_t)g.limit, sizeof *ts);
-    if (!ids || !ts) {
-        fprintf(stderr, "sqlite_direct: out of memory\n");
-        exit(1);
-    }
-    uint64_t serial = 0;
-    char token[40];
-    while (!atomic_load_explicit(&bench_stop, memory_order_relaxed)) {
-        pthread_mutex_lock(&a->mu);
-        uint64_t seen = a->version;
-        pthread_mutex_unlock(&a->mu);
-
-        snprintf(token, sizeof token, "lt_%d_%llu", w->idx, (unsigned long long)++serial);
-        sqlite3_bind_text(claim, 1, token, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(claim, 2, (sqlite3_int64)(time(NULL) * 1000));
-        sqlite3_bind_text(claim, 3, a->name, -1, SQLITE_STATIC);
-        sqlite3_bind_int(claim, 4, g.limit);
-        int n = 0, rc;
-        write_lock();
-        while ((rc = sqlite3_step(claim)) == SQLITE_ROW) {
-            if (n >= g.limit) {
-                continue; /* cannot happen (LIMIT ?4); step on so the statement completes */
-            }
-            ids[n] = sqlite3_column_int64(claim, 0);
-            const char *p = (const char *)sqlite3_column_text(claim, 1);
-            if (!p || bench_payload_time(p, (size_t)sqlite3_column_bytes(claim, 1), &ts[n]) != 0) {
-                ts[n] = bench_now_ns();
-            }
-            n++;
-        }
-        sqlite3_reset(claim);
-        write_unlock();
-        if (rc != SQLITE_DONE) {
-            w->res.errors++;
-            fprintf(stderr, "sqlite_direct: claim: %s\n", sqlite3_errmsg(db));
-            continue;
-        }
-        count_work(bench_now_ns(), 1, 1);
-        if (n == 0) {
-            struct timespec dl;
-            clock_gettime(CLOCK_REALTIME, &dl);
-            dl.tv_nsec += 100 * 1000 * 1000;
-            if (dl.tv_nsec >= 1000000000) {
-                dl.tv_sec++;
-                dl.tv_nsec -= 1000000000;
-            }
-            pthread_mutex_lock(&a->mu);
-            while (a->version == seen && !atomic_load(&bench_stop)) {
-                if (pthread_cond_timedwait(&a->cond, &a->mu, &dl) == ETIMEDOUT) {
-                    break;
-                }
-            }
-            pthread_mutex_unlock(&a->mu);
-            continue;
-        }
-        if (bench_in_window(bench_now_ns())) {
-            w->res.claims++;
-        }
-        if (g.batch_ack) {
-            int64_t s = bench_now_ns();
-            write_lock();
-            bool ok = step_done(begin) == 0;
-            for (int i = 0; ok && i < n; i++) {
-                sqlite3_bind_int64(done, 1, (sqlite3_int64)(time(NULL) * 1000));
-                sqlite3_bind_int64(done, 2, ids[i]);
-                sqlite3_bind_text(done, 3, token, -1, SQLITE_STATIC);
-                ok = step_done(done) == 0 && sqlite3_changes(db) == 1;
-            }
-            ok = ok && step_done(commit) == 0;
-            if (!ok) {
-                step_done(rollback);
-            }
-            write_unlock();
-            int64_t e = bench_now_ns();
-            if (!ok) {
-                w->res.errors++;
-                fprintf(stderr, "sqlite_direct: batch done: %s\n", sqlite3_errmsg(db));
-                continue;
-            }
-            count_work(e, (unsigned long)n + 2, 1);
-            if (bench_in_window(e)) {
-                hist_add(&w->res.ack_rtt, e - s);
-                for (int i = 0; i < n; i++) {
-                    w->res.acked++;
-                    hist_add(&w->res.latency, e - ts[i]);
-                }
-            }
-        } else {
-            for (int i = 0; i < n; i++) {
-                int64_t s = bench_now_ns();
-                sqlite3_bind_int64(done, 1, (sqlite3_int64)(time(NULL) * 1000));
-                sqlite3_bind_int64(done, 2, ids[i]);
-                sqlite3_bind_text(done, 3, token, -1, SQLITE_STATIC);
-                write_lock();
-                bool ok = step_done(done) == 0 && sqlite3_changes(db) == 1;
-                write_unlock();
-                int64_t e = bench_now_ns();
-                if (!ok) {
-                    w->res.errors++;
-                    fprintf(stderr, "sqlite_direct: done: %s\n", sqlite3_errmsg(db));
-                    continue;
-                }
-                count_work(e, 1, 1);
-                if (bench_in_window(e)) {
-                    w->res.acked++;
-                    hist_add(&w->res.latency, e - ts[i]);
-                    hist_add(&w->res.ack_rtt, e - s);
-                }
-            }
-        }
-    }
-    free(ids);
-    free(ts);
-    sqlite3_finalize(claim);
-    sqlite3_finalize(done);
-    sqlite3_finalize(begin);
-    sqlite3_finalize(commit);
-    sqlite3_finalize(rollback);
-    sqlite3_close(db);
-    return NULL;
+    struct sconn *c = p;
+    sqlite3_finalize(c->ins);
+    sqlite3_finalize(c->claim);
+    sqlite3_finalize(c->done);
+    sqlite3_finalize(c->begin);
+    sqlite3_finalize(c->commit);
+    sqlite3_finalize(c->rollback);
+    sqlite3_close(c->db);
+    free(c);
 }
+
+static int sq_publish(void *p, struct bench_agent *a, const char *payload, int len)
+{
+    struct sconn *c = p;
+    sqlite3_bind_text(c->ins, 1, a->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(c->ins, 2, payload, len, SQLITE_STATIC);
+    sqlite3_bind_int64(c->ins, 3, (sqlite3_int64)(time(NULL) * 1000));
+    write_lock();
+    int rc = step_done(c->ins);
+    write_unlock();
+    if (rc != 0) {
+        bench_report("sqlite_direct: insert: %s", sqlite3_errmsg(c->db));
+        return BENCH_FAIL;
+    }
+    count_work(bench_now_ns(), 1, 1);
+    return BENCH_OK;
+}
+
+/* One UPDATE … RETURNING leases up to `limit` pending rows of the agent under a fresh token. */
+static int sq_claim(void *p, struct bench_agent *a, int limit, struct bench_event *out)
+{
+    struct sconn *c = p;
+    char token[BENCH_KEY_MAX];
+    snprintf(token, sizeof token, "lt_%d_%llu", c->idx, (unsigned long long)++c->serial);
+    sqlite3_bind_text(c->claim, 1, token, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(c->claim, 2, (sqlite3_int64)(time(NULL) * 1000));
+    sqlite3_bind_text(c->claim, 3, a->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int(c->claim, 4, limit);
+    int n = 0, rc;
+    write_lock();
+    while ((rc = sqlite3_step(c->claim)) == SQLITE_ROW) {
+        if (n >= limit) {
+            continue; /* cannot happen (LIMIT ?4); step on so the statement completes */
+        }
+        out[n].id = sqlite3_column_int64(c->claim, 0);
+        memcpy(out[n].token, token, sizeof token);
+        const char *text = (const char *)sqlite3_column_text(c->claim, 1);
+        if (!text || bench_payload_time(text, (size_t)sqlite3_column_bytes(c->claim, 1),
+                                        &out[n].t_ns) != 0) {
+            out[n].t_ns = bench_now_ns();
+        }
+        n++;
+    }
+    sqlite3_reset(c->claim);
+    write_unlock();
+    if (rc != SQLITE_DONE) {
+        bench_report("sqlite_direct: claim: %s", sqlite3_errmsg(c->db));
+        return BENCH_FAIL;
+    }
+    count_work(bench_now_ns(), 1, 1);
+    return n;
+}
+
+static bool mark_done(struct sconn *c, const struct bench_event *ev)
+{
+    sqlite3_bind_int64(c->done, 1, (sqlite3_int64)(time(NULL) * 1000));
+    sqlite3_bind_int64(c->done, 2, ev->id);
+    sqlite3_bind_text(c->done, 3, ev->token, -1, SQLITE_STATIC);
+    return step_done(c->done) == 0 && sqlite3_changes(c->db) == 1;
+}
+
+static int sq_ack(void *p, struct bench_agent *a, const struct bench_event *ev)
+{
+    struct sconn *c = p;
+    (void)a;
+    write_lock();
+    bool ok = mark_done(c, ev);
+    write_unlock();
+    if (!ok) {
+        bench_report("sqlite_direct: done: %s", sqlite3_errmsg(c->db));
+        return BENCH_FAIL;
+    }
+    count_work(bench_now_ns(), 1, 1);
+    return BENCH_OK;
+}
+
+static int sq_ack_batch(void *p, struct bench_agent *a, const struct bench_event *evs, int n)
+{
+    struct sconn *c = p;
+    (void)a;
+    write_lock();
+    bool ok = step_done(c->begin) == 0;
+    for (int i = 0; ok && i < n; i++) {
+        ok = mark_done(c, &evs[i]);
+    }
+    ok = ok && step_done(c->commit) == 0;
+    if (!ok) {
+        step_done(c->rollback);
+    }
+    write_unlock();
+    if (!ok) {
+        bench_report("sqlite_direct: batch done: %s", sqlite3_errmsg(c->db));
+        return BENCH_FAIL;
+    }
+    count_work(bench_now_ns(), (unsigned long)n + 2, 1);
+    return BENCH_OK;
+}
+
+static const struct bench_backend sqlite_backend = {
+    .tool = "sqlite_direct",
+    .open = sq_open,
+    .close = sq_close,
+    .publish = sq_publish,
+    .claim = sq_claim,
+    .ack = sq_ack,
+    .ack_batch = sq_ack_batch,
+};
 
 static void usage(FILE *out)
 {
@@ -429,9 +404,18 @@ int main(int argc, char **argv)
         die_db(setup, "schema");
     }
 
+    struct bench_drive_opts o = {
+        .producers = g.producers,
+        .consumers = g.consumers,
+        .agents = g.agents,
+        .limit = g.limit,
+        .payload_bytes = g.payload_bytes,
+        .warmup_s = g.warmup,
+        .seconds = g.seconds,
+        .batch_ack = g.batch_ack,
+    };
     struct bench_result *total = calloc(1, sizeof *total);
-    if (!total || bench_peer_run("sqlite_direct", g.producers, g.consumers, g.agents, g.warmup,
-                                 g.seconds, producer_main, consumer_main, total) != 0) {
+    if (!total || bench_drive(&sqlite_backend, &o, total) != 0) {
         return 1;
     }
     char extra[256];

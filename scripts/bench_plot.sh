@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The sweep's plot: full cycles/s against P = C, one line per system, from the medians file of
-# scripts/bench_sweep.sh (columns system, p, cycles_per_s, cycles_min, cycles_max, …; the bars
+# scripts/bench_sweep.sh (or of scripts/bench_peers.sh) (columns system, p, cycles_per_s, cycles_min, cycles_max, …; the bars
 # span the runs' min–max). Both axes are logarithmic: the ceiling is ~10× the durable systems, and
 # on a log axis equal ratios are equal distances, which is how the figures are meant to be read.
 # TITLE may hold "\n" for a second line. Redraw the committed plot with
@@ -33,6 +33,13 @@ label() {
     sqlite_direct) echo "direct SQLite, 1 row/txn (ref.)" ;;
     mysql_direct) echo "plain SKIP LOCKED loop, MariaDB (ref.)" ;;
     null) echo "null server, in-memory (ceiling)" ;;
+    roostd_sqlite_1a) echo "roostd, SQLite, one agent" ;;
+    roostd_mysql1_1a) echo "roostd, MariaDB, 1 node, one agent" ;;
+    pg_pgmq) echo "PostgreSQL, pgmq shape" ;;
+    redis_aof) echo "Redis Streams, appendfsync always" ;;
+    beanstalkd) echo "beanstalkd -f 0" ;;
+    base_sqlite) echo "roostd base build, SQLite" ;;
+    base_mysql1) echo "roostd base build, MariaDB" ;;
     *) echo "$1" ;;
     esac
 }
@@ -45,6 +52,13 @@ style() { # line style: SQLite blue, MariaDB red/orange, references dashed, ceil
     sqlite_direct) echo "lc rgb '#1f60c0' lw 2 dt 2 pt 6" ;;
     mysql_direct) echo "lc rgb '#c01f1f' lw 2 dt 2 pt 6" ;;
     null) echo "lc rgb '#606060' lw 2 dt 3 pt 4" ;;
+    roostd_sqlite_1a) echo "lc rgb '#1f60c0' lw 1 pt 5" ;;
+    roostd_mysql1_1a) echo "lc rgb '#c01f1f' lw 1 pt 5" ;;
+    pg_pgmq) echo "lc rgb '#3a8a3a' lw 2 dt 2 pt 8" ;;
+    redis_aof) echo "lc rgb '#8a2be2' lw 2 dt 2 pt 12" ;;
+    beanstalkd) echo "lc rgb '#806040' lw 2 dt 2 pt 10" ;;
+    base_sqlite) echo "lc rgb '#80a0e0' lw 1 dt 4 pt 7" ;;
+    base_mysql1) echo "lc rgb '#e08080' lw 1 dt 4 pt 7" ;;
     *) echo "lw 2" ;;
     esac
 }

@@ -4,6 +4,8 @@
 #   scripts/deps.sh run   what building and running roostd need (`make run`)
 #   scripts/deps.sh deb   that and what building and testing the Debian packages and the image
 #                         need (`make deb`, `make image`, `make test-packages`)
+#   scripts/deps.sh peers that and the peers `make bench-peers` runs roostd beside (Redis,
+#                         beanstalkd); the rest of what it needs comes with the full set
 #   scripts/deps.sh       that and everything the tests, benchmarks and chaos runs need (`make test`)
 set -euo pipefail
 what=${1:-all}
@@ -13,6 +15,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       curl ca-certificates)
 if [ "$what" = deb ]; then
   pkgs+=(debhelper dpkg-dev lintian rsync debootstrap buildah podman runc)
+elif [ "$what" = peers ]; then
+  pkgs+=(redis-server redis-tools beanstalkd)
 elif [ "$what" != run ]; then
   pkgs+=(sqlite3 procps openssl
          prometheus

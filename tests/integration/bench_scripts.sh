@@ -14,6 +14,11 @@
 #    thread:FILE, mysql:URL) an answer comes only once its bytes are in the file or the table,
 #    and groups of answers share a write; mysql_direct --hop sends its hops; scripts/bench_ideal.sh
 #    gives every line of its table.
+#  * scripts/bench_peers.sh, one round of 0.5 s per system at P2 C2 (the same build as its own
+#    base): every system answers without errors through the one driver (Redis and beanstalkd
+#    started on loopback in the run's directory), the table has its ratios, load averages and
+#    target rows, the plot is drawn. Skipped when redis-server or beanstalkd is not installed
+#    (scripts/deps.sh peers).
 # Starts its own private MariaDB (as the scripts do). Ends with the line "N passed, N failed".
 set -uo pipefail
 
@@ -152,6 +157,32 @@ for s in p2_ideal_inline p2_ideal_thread p2_roostd p8_ideal_thread p8_roostd my_
     grep -qE "^\| $s \| [0-9.]+ \| [0-9.]+–[0-9.]+ \| [0-9.]+ \(" "$dir/ideal.log"
 done
 check "bench_ideal.sh: no unexpected answers" sh -c "! grep -q WARNING '$dir/ideal.log'"
+
+# The peers: every system through the one driver, its row in the table.
+if command -v redis-server >/dev/null && command -v beanstalkd >/dev/null; then
+  pe=$dir/pe
+  BUILD_DIR=$build BENCH_DIR=$pe BENCH_RUNS=1 BENCH_SECONDS=0.5 BENCH_WARMUP=0.2 BENCH_SHAPES=2 \
+    BENCH_BASE_BUILD=$build BENCH_SYSTEMS="roostd_sqlite roostd_mysql1_1a sqlite_direct mysql_direct \
+    pg_pgmq redis_aof beanstalkd base_sqlite" "$src/scripts/bench_peers.sh" >"$dir/peers.log" 2>&1
+  check "bench_peers.sh exits 0 ($dir/peers.log)" test $? -eq 0
+  for s in "roostd, SQLite, agent per consumer" "roostd, MariaDB, one agent" "direct SQLite" \
+    "MariaDB, plain SKIP LOCKED loop" "PostgreSQL, pgmq shape" "Redis Streams, appendfsync always" \
+    "beanstalkd -f 0"; do
+    row=$(grep "^| $s.* | P2 C2 |" "$pe/results.md")
+    check "bench_peers.sh: $s has cycles/s, a load average and no errors" \
+      sh -c "echo '$row' | awk -F' [|] ' '{ exit !(\$3 + 0 > 0 && \$11 + 0 > 0 && \$12 == \"0 |\") }'"
+  done
+  check "bench_peers.sh: roostd on MariaDB has a × loop ratio" \
+    sh -c "grep '^| roostd, MariaDB, one agent | P2 C2 |' '$pe/results.md' | awk -F' [|] ' '{ exit !(\$5 ~ /^[0-9.]+ [(]/) }'"
+  check "bench_peers.sh: Redis and beanstalkd had their server's CPU sampled" \
+    sh -c "grep -E '^[|] (Redis|beanstalkd)' '$pe/results.md' | awk -F' [|] ' '\$7 + 0 <= 0 { bad = 1 } END { exit bad }'"
+  check "bench_peers.sh: the P2 C2 target rows have ratios" \
+    sh -c "grep -c 'P2 C2, one agent: roostd ≥ 0.75× the loop | [0-9.]* (' '$pe/results.md'"
+  check "bench_peers.sh: the plot is a PNG" png "$pe/bench-peers.png"
+  check "bench_peers.sh: the servers are gone" sh -c "! pgrep -f '$pe[/]' >/dev/null"
+else
+  echo "SKIP bench_peers.sh: redis-server or beanstalkd missing (scripts/deps.sh peers)"
+fi
 
 # roostd's cost per request, two builds side by side (here the same one twice).
 BENCH_DIR=$dir/sys BENCH_RUNS=1 BENCH_SECONDS=0.5 BENCH_WARMUP=0.2 BENCH_SHAPE=1 \
