@@ -188,16 +188,21 @@ bench_counter_deltas() { # BEFORE AFTER ACKED
 }
 
 # bench_wait_mark FD PID MARK: reads FD until the line MARK; fails once PID has exited without
-# writing it.
+# writing it. A read that times out keeps what it got of a line (bash reads a FIFO byte by byte,
+# and a timeout between two bytes returns the first part): it is the start of the next read's
+# line. Dropping it lost a mark once on a loaded machine, and the tool waited 300 s per mark.
 bench_wait_mark() {
-    local m
+    local m part=""
     while :; do
         if read -r -t 1 -u "$1" m; then
+            m=$part$m
+            part=""
             [ "$m" = "$3" ] && return 0
             continue
         fi
+        part+=$m
         kill -0 "$2" 2>/dev/null && continue
-        read -r -t 0.2 -u "$1" m && [ "$m" = "$3" ] && return 0
+        read -r -t 0.2 -u "$1" m && [ "$part$m" = "$3" ] && return 0
         return 1
     done
 }
