@@ -15,258 +15,33 @@
 
 #include "harness/check.h"
 #include "mysql/mysql_testutil.h"
+#include "store/several_writers.h"
 #include "store/store.h"
 #include "store/store_sql.h"
 
 #include "common/banned.h"
 
-#define T0 1700000000000LL
-#define TA "tenant-a"
-
-/* A store call's return code, with the store's error detail on failure. */
-#define CHECK_RC(st, expr, want)                                                                   \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ == (want)) {                                                                       \
-            check_pass();                                                                          \
-        } else {                                                                                   \
-            check_fail(__FILE__, __LINE__, "%s = %s, want %s (%s)", #expr, roost_err_name(rc_),    \
-                       roost_err_name(want), (st)->ops->errmsg(st));                               \
-        }                                                                                          \
-    } while (0)
-
-static struct store *open_conn(const char *url)
-{
-    struct store *st = NULL;
-    const char *err = NULL;
-    struct store_options opt = {.busy_timeout_ms = 10000};
-    int rc = store_open(url, &opt, &st, &err);
-    if (rc != ROOST_OK) {
-        printf("store_open(%s): %s: %s\n", url, roost_err_name(rc), err != NULL ? err : "");
-        return NULL;
-    }
-    return st;
-}
-
-/* Publishes one event to one agent in its own transaction, replaying it on ROOST_ERETRY as the
- * server's writer does. */
-static int publish_retry(struct store *st, const char *agent, const char *idem, int64_t now,
-                         struct store_published *out)
-{
-    const char *r[] = {agent};
-    struct store_publish_item item = {
-        .recipients = r, .n_recipients = 1, .payload = "{\"k\":1}", .idempotency_key = idem};
-    struct store_publish_req req = {.tenant_id = TA, .items = &item, .n_items = 1, .now_ms = now};
-    int rc = ROOST_ERETRY;
-    for (int attempt = 0; attempt < 100 && rc == ROOST_ERETRY; attempt++) {
-        rc = st->ops->begin(st);
-        if (rc == ROOST_OK) {
-            rc = st->ops->publish(st, &req, out, NULL);
-            rc = rc == ROOST_OK ? st->ops->commit(st) : rc;
-            if (rc != ROOST_OK) {
-                st->ops->rollback(st);
-            }
-        }
-    }
-    return rc;
-}
-
-static bool touched(const struct store_touches *t, const char *agent, int64_t head);
-
-/* ---- (a) 8 producers, one cursor reader: every event exactly once, in order ---- */
-
-#define PRODUCERS 8
-#define PER_PRODUCER 200
-
-struct producer {
-    const char *url;
-    bool batched; /* through publish_batch, four requests per transaction */
-    int errors;
-};
-
-/* Four publish requests in one transaction through publish_batch (the server's group commit
- * path: one multi-row insert), replayed on ROOST_ERETRY: to hot; to cold and hot; to hot; to hot
- * twice (one row). Each adds 4 rows to hot, whose seqs must follow request order. */
-static int publish_batch_retry(struct store *st)
-{
-    const char *r0[] = {"hot"}, *r1[] = {"cold", "hot"}, *r3[] = {"hot", "hot"};
-    const char *const *rs[] = {r0, r1, r0, r3};
-    size_t ns[] = {1, 2, 1, 2};
-    struct store_publish_item items[4];
-    struct store_publish_req reqs[4];
-    struct store_published outs[4][2];
-    struct store_touches touches[4];
-    struct store_publish_entry entries[4];
-    memset(touches, 0, sizeof touches);
-    for (int k = 0; k < 4; k++) {
-        items[k] = (struct store_publish_item){
-            .recipients = rs[k], .n_recipients = ns[k], .payload = "{\"b\":1}"};
-        reqs[k] = (struct store_publish_req){
-            .tenant_id = TA, .items = &items[k], .n_items = 1, .now_ms = T0};
-        entries[k] =
-            (struct store_publish_entry){.req = &reqs[k], .out = outs[k], .touches = &touches[k]};
-    }
-    int rc = ROOST_ERETRY;
-    for (int attempt = 0; attempt < 100 && rc == ROOST_ERETRY; attempt++) {
-        rc = st->ops->begin(st);
-        if (rc == ROOST_OK) {
-            rc = st->ops->publish_batch(st, entries, 4);
-            for (int k = 0; rc == ROOST_OK && k < 4; k++) {
-                rc = entries[k].rc;
-            }
-            rc = rc == ROOST_OK ? st->ops->commit(st) : rc;
-            if (rc != ROOST_OK) {
-                st->ops->rollback(st);
-            }
-        }
-    }
-    if (rc == ROOST_OK) {
-        int64_t s = outs[0][0].seq;
-        bool in_order = outs[1][1].seq == s + 1 && outs[2][0].seq == s + 2 &&
-                        outs[3][0].seq == s + 3 && outs[3][1].seq == s + 3 &&
-                        strcmp(outs[1][0].agent_id, "cold") == 0 &&
-                        touched(&touches[3], "hot", s + 3);
-        rc = in_order ? ROOST_OK : ROOST_EINTERNAL;
-    }
-    for (int k = 0; k < 4; k++) {
-        store_touches_cleanup(&touches[k]);
-    }
-    return rc;
-}
-
-static void *producer_main(void *p)
-{
-    struct producer *w = p;
-    struct store *st = open_conn(w->url);
-    if (st == NULL) {
-        w->errors++;
-        return NULL;
-    }
-    for (int i = 0; w->batched && i < PER_PRODUCER / 4; i++) {
-        int rc = publish_batch_retry(st);
-        if (rc != ROOST_OK) {
-            printf("batch producer: %s: %s\n", roost_err_name(rc), st->ops->errmsg(st));
-            w->errors++;
-            break;
-        }
-    }
-    for (int i = 0; !w->batched && i < PER_PRODUCER; i++) {
-        struct store_published out;
-        int rc = publish_retry(st, "hot", NULL, T0, &out);
-        if (rc != ROOST_OK) {
-            printf("producer: %s: %s\n", roost_err_name(rc), st->ops->errmsg(st));
-            w->errors++;
-            break;
-        }
-    }
-    store_close(st);
-    return NULL;
-}
-
-struct follower {
-    const char *url;
-    atomic_int *done;
-    int64_t seen;
-    int errors;
-};
-
-static void *follower_main(void *p)
-{
-    struct follower *r = p;
-    struct store *st = open_conn(r->url);
-    if (st == NULL) {
-        r->errors++;
-        return NULL;
-    }
-    int64_t cursor = 0;
-    bool final_pass = false;
-    for (;;) {
-        bool done = atomic_load(r->done) != 0;
-        struct store_inbox_page page;
-        memset(&page, 0, sizeof page);
-        int rc = st->ops->inbox_read(st, TA, "hot", cursor, 50, 0, &page);
-        if (rc != ROOST_OK) {
-            printf("follower: %s: %s\n", roost_err_name(rc), st->ops->errmsg(st));
-            r->errors++;
-            break;
-        }
-        for (size_t i = 0; i < page.events.len; i++) {
-            if (page.events.items[i].seq != cursor + 1 && r->errors++ < 5) {
-                printf("follower: after %lld got %lld\n", (long long)cursor,
-                       (long long)page.events.items[i].seq);
-            }
-            cursor = page.events.items[i].seq;
-            r->seen++;
-        }
-        if (page.head < cursor) {
-            r->errors++;
-        }
-        bool empty = page.events.len == 0;
-        store_events_cleanup(&page.events);
-        if (empty && final_pass) {
-            break;
-        }
-        final_pass = done && empty ? true : done;
-        if (empty && !done) {
-            sched_yield();
-        }
-    }
-    store_close(st);
-    return NULL;
-}
-
-static void producers_no_gaps(const char *url, bool batched)
-{
-    pthread_t prod[PRODUCERS], reader;
-    struct producer args[PRODUCERS];
-    atomic_int done = 0;
-    struct follower f = {.url = url, .done = &done};
-    CHECK(pthread_create(&reader, NULL, follower_main, &f) == 0);
-    for (int i = 0; i < PRODUCERS; i++) {
-        /* Batched: half the producers, the other half one request per transaction. */
-        args[i] = (struct producer){.url = url, .batched = batched && i % 2 == 0};
-        CHECK(pthread_create(&prod[i], NULL, producer_main, &args[i]) == 0);
-    }
-    int errors = 0;
-    for (int i = 0; i < PRODUCERS; i++) {
-        pthread_join(prod[i], NULL);
-        errors += args[i].errors;
-    }
-    atomic_store(&done, 1);
-    pthread_join(reader, NULL);
-    CHECK(errors == 0);
-    CHECK(f.errors == 0);
-    CHECK(f.seen == PRODUCERS * PER_PRODUCER);
-}
+/* ---- several connections: the tests every dialect with several writers shares ---- */
 
 static void test_store_mysql_concurrent_producers_no_gaps(const char *url)
 {
-    producers_no_gaps(url, false);
+    several_producers_no_gaps(url, false);
 }
 
 /* The same through the group-commit path (publish_batch: several requests' rows in one multi-row
  * insert, seqs allocated per agent by one upsert) beside single publishes. */
 static void test_store_mysql_batched_producers_no_gaps(const char *url)
 {
-    producers_no_gaps(url, true);
+    several_producers_no_gaps(url, true);
 }
 
-/* ---- (a') store producers and applications calling roost_publish, mixed: still no gaps ---- */
-
-#define APP_PRODUCERS 4
-#define PER_APP 150
-
-static void *app_producer_main(void *p)
+/* Applications publish with CALL roost_publish in transactions of their own. */
+static int app_publishes(const char *url, int n)
 {
-    struct producer *w = p;
-    MYSQL *db = mysql_testutil_connect(w->url);
-    if (db == NULL) {
-        w->errors++;
-        return NULL;
-    }
-    for (int i = 0; i < PER_APP; i++) {
-        int attempt = 0;
-        for (;; attempt++) {
+    MYSQL *db = mysql_testutil_connect(url);
+    int errors = 0;
+    for (int i = 0; db != NULL && i < n; i++) {
+        for (int attempt = 0;; attempt++) {
             if (mysql_query(db, "START TRANSACTION") == 0 &&
                 mysql_query(db, "CALL roost_publish('" TA "', 'hot', '{\"app\": true}', 0, NULL,"
                                 " NULL, 0, 0, @id, @seq)") == 0 &&
@@ -277,227 +52,31 @@ static void *app_producer_main(void *p)
             mysql_query(db, "ROLLBACK");
             if ((e != 1213 && e != 1205) || attempt == 100) {
                 printf("app producer: %s (%u)\n", mysql_error(db), e);
-                w->errors++;
-                mysql_close(db);
-                return NULL;
+                errors++;
+                break;
             }
         }
     }
+    if (db == NULL) {
+        errors = n;
+    }
     mysql_close(db);
-    return NULL;
+    return errors;
 }
 
 static void test_store_mysql_mixed_producers_no_gaps(const char *url)
 {
-    pthread_t prod[PRODUCERS], apps[APP_PRODUCERS], reader;
-    struct producer args[PRODUCERS], app_args[APP_PRODUCERS];
-    atomic_int done = 0;
-    struct follower f = {.url = url, .done = &done};
-    struct store *tailer = open_conn(url);
-    struct store_tail_pos pos = {0};
-    struct store_touches t = {0};
-    CHECK(tailer != NULL);
-    if (tailer == NULL) {
-        return;
-    }
-    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
-    CHECK(pthread_create(&reader, NULL, follower_main, &f) == 0);
-    for (int i = 0; i < PRODUCERS / 2; i++) {
-        args[i] = (struct producer){.url = url};
-        CHECK(pthread_create(&prod[i], NULL, producer_main, &args[i]) == 0);
-    }
-    for (int i = 0; i < APP_PRODUCERS; i++) {
-        app_args[i] = (struct producer){.url = url};
-        CHECK(pthread_create(&apps[i], NULL, app_producer_main, &app_args[i]) == 0);
-    }
-    int errors = 0;
-    for (int i = 0; i < PRODUCERS / 2; i++) {
-        pthread_join(prod[i], NULL);
-        errors += args[i].errors;
-    }
-    for (int i = 0; i < APP_PRODUCERS; i++) {
-        pthread_join(apps[i], NULL);
-        errors += app_args[i].errors;
-    }
-    atomic_store(&done, 1);
-    pthread_join(reader, NULL);
-    CHECK(errors == 0);
-    CHECK(f.errors == 0);
-    int64_t total = (PRODUCERS / 2) * PER_PRODUCER + APP_PRODUCERS * PER_APP;
-    CHECK(f.seen == total);
-    /* Every commit is in the change log; the tailer ends at the final head. */
-    CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
-    CHECK(touched(&t, "hot", total));
-    store_touches_cleanup(&t);
-    store_tail_pos_cleanup(&pos);
-    store_close(tailer);
-}
-
-/* ---- (b) 4 competing claimers (and a producer still publishing): disjoint claims ---- */
-
-#define CLAIMERS 4
-#define PRELOADED 300
-#define LATE 200
-#define TOTAL_EVENTS (PRELOADED + LATE)
-
-struct claimer {
-    const char *url;
-    atomic_int *claimed_total;
-    atomic_int *producer_done;
-    char (*ids)[STORE_EVENT_ID_LEN + 1];
-    size_t n;
-    int errors;
-};
-
-static void *claimer_main(void *p)
-{
-    struct claimer *c = p;
-    struct store *st = open_conn(c->url);
-    if (st == NULL) {
-        c->errors++;
-        return NULL;
-    }
-    int idle = 0;
-    while (atomic_load(c->claimed_total) < TOTAL_EVENTS && idle < 20000) {
-        struct store_events evs = {0};
-        int rc = st->ops->begin(st);
-        if (rc == ROOST_OK) {
-            rc = st->ops->claim(st, TA, "work", 7, 0, 60, "c", T0, &evs, NULL);
-            rc = rc == ROOST_OK ? st->ops->commit(st) : rc;
-            if (rc != ROOST_OK) {
-                st->ops->rollback(st);
-            }
-        }
-        if (rc == ROOST_ERETRY) {
-            store_events_cleanup(&evs);
-            continue;
-        }
-        if (rc != ROOST_OK) {
-            printf("claimer: %s: %s\n", roost_err_name(rc), st->ops->errmsg(st));
-            c->errors++;
-            store_events_cleanup(&evs);
-            break;
-        }
-        idle = evs.len == 0 ? idle + 1 : 0;
-        for (size_t i = 0; i < evs.len && c->n < TOTAL_EVENTS; i++) {
-            memcpy(c->ids[c->n++], evs.items[i].event_id, STORE_EVENT_ID_LEN + 1);
-            /* Ack in its own transaction, as an SDK would after the work. */
-            int arc = ROOST_ERETRY;
-            for (int a = 0; a < 50 && arc == ROOST_ERETRY; a++) {
-                arc = st->ops->begin(st);
-                if (arc == ROOST_OK) {
-                    arc = st->ops->ack(st, TA, "work", evs.items[i].event_id,
-                                       evs.items[i].lease_token, T0, NULL);
-                    arc = arc == ROOST_OK ? st->ops->commit(st) : arc;
-                    if (arc != ROOST_OK) {
-                        st->ops->rollback(st);
-                    }
-                }
-            }
-            if (arc != ROOST_OK) {
-                c->errors++;
-            }
-        }
-        atomic_fetch_add(c->claimed_total, (int)evs.len);
-        store_events_cleanup(&evs);
-        if (evs.len == 0) {
-            sched_yield();
-        }
-    }
-    store_close(st);
-    return NULL;
-}
-
-struct late_producer {
-    const char *url;
-    atomic_int *done;
-    int errors;
-};
-
-static void *late_producer_main(void *p)
-{
-    struct late_producer *lp = p;
-    struct store *st = open_conn(lp->url);
-    for (int i = 0; st != NULL && i < LATE; i++) {
-        struct store_published out;
-        if (publish_retry(st, "work", NULL, T0, &out) != ROOST_OK) {
-            lp->errors++;
-            break;
-        }
-    }
-    if (st == NULL) {
-        lp->errors++;
-    }
-    store_close(st);
-    atomic_store(lp->done, 1);
-    return NULL;
-}
-
-static int id_cmp(const void *a, const void *b)
-{
-    return strcmp(a, b);
+    several_mixed_producers_no_gaps(url, app_publishes);
 }
 
 static void test_store_mysql_competing_claimers_disjoint(const char *url)
 {
-    struct store *st = open_conn(url);
-    CHECK(st != NULL);
-    if (st == NULL) {
-        return;
-    }
-    for (int i = 0; i < PRELOADED; i++) {
-        struct store_published out;
-        CHECK_RC(st, publish_retry(st, "work", NULL, T0, &out), ROOST_OK);
-    }
-    atomic_int claimed = 0, producer_done = 0;
-    struct claimer cs[CLAIMERS];
-    pthread_t th[CLAIMERS], prod;
-    struct late_producer lp = {.url = url, .done = &producer_done};
-    CHECK(pthread_create(&prod, NULL, late_producer_main, &lp) == 0);
-    for (int i = 0; i < CLAIMERS; i++) {
-        cs[i] = (struct claimer){.url = url,
-                                 .claimed_total = &claimed,
-                                 .producer_done = &producer_done,
-                                 .ids = calloc(TOTAL_EVENTS, STORE_EVENT_ID_LEN + 1)};
-        CHECK(pthread_create(&th[i], NULL, claimer_main, &cs[i]) == 0);
-    }
-    pthread_join(prod, NULL);
-    CHECK(lp.errors == 0);
-    char(*all)[STORE_EVENT_ID_LEN + 1] = calloc(TOTAL_EVENTS * CLAIMERS, STORE_EVENT_ID_LEN + 1);
-    size_t n = 0;
-    int errors = 0;
-    for (int i = 0; i < CLAIMERS; i++) {
-        pthread_join(th[i], NULL);
-        errors += cs[i].errors;
-        CHECK(cs[i].n > 0); /* every claimer got a share: SKIP LOCKED spreads the work */
-        memcpy(all[n], cs[i].ids, cs[i].n * sizeof all[0]);
-        n += cs[i].n;
-        free(cs[i].ids);
-    }
-    CHECK(errors == 0);
-    CHECK(n == TOTAL_EVENTS);
-    qsort(all, n, sizeof all[0], id_cmp);
-    int dups = 0;
-    for (size_t i = 1; i < n; i++) {
-        dups += strcmp(all[i - 1], all[i]) == 0;
-    }
-    CHECK(dups == 0);
-    free(all);
-    /* Nothing left to claim, and every event is completed. */
-    struct store_events left = {0};
-    CHECK_RC(st, st->ops->begin(st), ROOST_OK);
-    CHECK_RC(st, st->ops->claim(st, TA, "work", 100, 0, 60, "c", T0, &left, NULL), ROOST_OK);
-    CHECK_RC(st, st->ops->commit(st), ROOST_OK);
-    CHECK(left.len == 0);
-    store_events_cleanup(&left);
-    struct store_agent_stats stats[2];
-    size_t na = 0;
-    bool more = false;
-    CHECK_RC(st, st->ops->agents_list(st, TA, STORE_SORT_AGENT, "", 0, 2, T0, stats, &na, &more),
-             ROOST_OK);
-    CHECK(na == 1 && stats[0].head == TOTAL_EVENTS && stats[0].pending == 0 &&
-          stats[0].claimed == 0);
-    store_close(st);
+    several_claimers_disjoint(url);
+}
+
+static void test_store_mysql_concurrent_retention_archives_once(const char *url)
+{
+    several_retention_archives_once(url);
 }
 
 /* ---- (c) an application's transaction: business row + CALL roost_publish ---- */
@@ -536,19 +115,9 @@ static int out_params(MYSQL *db, char *id, size_t cap, long long *seq)
     return rc;
 }
 
-static bool touched(const struct store_touches *t, const char *agent, int64_t head)
-{
-    for (size_t i = 0; i < t->len; i++) {
-        if (strcmp(t->items[i].agent_id, agent) == 0 && strcmp(t->items[i].tenant_id, TA) == 0) {
-            return head < 0 || t->items[i].head == head;
-        }
-    }
-    return false;
-}
-
 static void test_store_mysql_application_transaction_publish(const char *url)
 {
-    struct store *st = open_conn(url);
+    struct store *st = several_open(url);
     MYSQL *app = mysql_testutil_connect(url);
     CHECK(st != NULL && app != NULL);
     if (st == NULL || app == NULL) {
@@ -593,7 +162,7 @@ static void test_store_mysql_application_transaction_publish(const char *url)
     }
     store_events_cleanup(&page.events);
     CHECK_RC(st, st->ops->tail(st, &pos, T0, &t), ROOST_OK);
-    CHECK(t.len == 1 && touched(&t, "app", 1));
+    CHECK(t.len == 1 && several_touched(&t, "app", 1));
     store_touches_cleanup(&t);
 
     /* The same idempotency key returns the existing event and writes nothing. */
@@ -646,7 +215,7 @@ static void test_store_mysql_application_transaction_publish(const char *url)
 
 static void test_store_mysql_tail_out_of_order_commits(const char *url)
 {
-    struct store *tailer = open_conn(url), *a = open_conn(url), *b = open_conn(url);
+    struct store *tailer = several_open(url), *a = several_open(url), *b = several_open(url);
     MYSQL *app = mysql_testutil_connect(url);
     CHECK(tailer != NULL && a != NULL && b != NULL && app != NULL);
     if (tailer == NULL || a == NULL || b == NULL || app == NULL) {
@@ -656,7 +225,7 @@ static void test_store_mysql_tail_out_of_order_commits(const char *url)
     struct store_touches t = {0};
     struct store_published out;
     /* The tenant row exists (committed) before the transactions race. */
-    CHECK_RC(a, publish_retry(a, "other", NULL, T0, &out), ROOST_OK);
+    CHECK_RC(a, several_publish_retry(a, "other", NULL, T0, &out), ROOST_OK);
     CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0, &t), ROOST_OK);
 
     /* roostd writes its change rows with its COMMIT, so an open roostd transaction holds no
@@ -677,7 +246,7 @@ static void test_store_mysql_tail_out_of_order_commits(const char *url)
     CHECK_RC(b, b->ops->commit(b), ROOST_OK);
 
     CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 10, &t), ROOST_OK);
-    CHECK(t.len == 1 && touched(&t, "fast", 1) && !touched(&t, "slow", -1));
+    CHECK(t.len == 1 && several_touched(&t, "fast", 1) && !several_touched(&t, "slow", -1));
     CHECK(pos.n_gaps == 1);
     store_touches_cleanup(&t);
     CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 20, &t), ROOST_OK);
@@ -686,7 +255,7 @@ static void test_store_mysql_tail_out_of_order_commits(const char *url)
     CHECK(mysql_testutil_exec(app, "COMMIT") == 0);
     CHECK_RC(a, a->ops->commit(a), ROOST_OK);
     CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 30, &t), ROOST_OK);
-    CHECK(t.len == 2 && touched(&t, "slow", 1) && touched(&t, "held", 1));
+    CHECK(t.len == 2 && several_touched(&t, "slow", 1) && several_touched(&t, "held", 1));
     CHECK(pos.n_gaps == 0);
     store_touches_cleanup(&t);
 
@@ -701,11 +270,11 @@ static void test_store_mysql_tail_out_of_order_commits(const char *url)
     CHECK(t.len == 0 && late.n_gaps == 1);
     CHECK(mysql_testutil_exec(app, "COMMIT") == 0);
     CHECK_RC(tailer, tailer->ops->tail(tailer, &late, T0 + 32, &t), ROOST_OK);
-    CHECK(t.len == 1 && touched(&t, "slow", 2) && late.n_gaps == 0);
+    CHECK(t.len == 1 && several_touched(&t, "slow", 2) && late.n_gaps == 0);
     store_touches_cleanup(&t);
     store_tail_pos_cleanup(&late);
     CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 33, &t), ROOST_OK);
-    CHECK(t.len == 2 && touched(&t, "slow", 2) && touched(&t, "fast", 2));
+    CHECK(t.len == 2 && several_touched(&t, "slow", 2) && several_touched(&t, "fast", 2));
     store_touches_cleanup(&t);
 
     /* A rolled-back transaction leaves a gap that is given up after STORE_TAIL_GAP_MS; a roostd
@@ -720,7 +289,7 @@ static void test_store_mysql_tail_out_of_order_commits(const char *url)
     CHECK_RC(b, b->ops->publish(b, &qb, &out, NULL), ROOST_OK);
     CHECK_RC(b, b->ops->commit(b), ROOST_OK);
     CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 40, &t), ROOST_OK);
-    CHECK(t.len == 1 && touched(&t, "fast", 3) && pos.n_gaps == 1);
+    CHECK(t.len == 1 && several_touched(&t, "fast", 3) && pos.n_gaps == 1);
     store_touches_cleanup(&t);
     CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 40 + STORE_TAIL_GAP_MS, &t), ROOST_OK);
     CHECK(t.len == 0 && pos.n_gaps == 0);
@@ -741,7 +310,7 @@ static void test_store_mysql_tail_out_of_order_commits(const char *url)
         CHECK_RC(a, a->ops->commit(a), ROOST_OK);
         CHECK_RC(tailer, tailer->ops->tail(tailer, &pos, T0 + 50 + STORE_TAIL_GAP_MS, &t),
                  ROOST_OK);
-        CHECK(t.len == 1 && touched(&t, "fast", 3));
+        CHECK(t.len == 1 && several_touched(&t, "fast", 3));
     }
     store_events_cleanup(&evs);
     store_touches_cleanup(&t);
@@ -793,7 +362,7 @@ static void kill_others(MYSQL *admin, const char *db)
 
 static void test_store_mysql_lost_connection_reconnects(const char *url)
 {
-    struct store *st = open_conn(url);
+    struct store *st = several_open(url);
     MYSQL *admin = mysql_testutil_connect(url);
     CHECK(st != NULL && admin != NULL);
     if (st == NULL || admin == NULL) {
@@ -803,7 +372,7 @@ static void test_store_mysql_lost_connection_reconnects(const char *url)
     const char *slash = strrchr(url, '/');
     snprintf(db, sizeof db, "%s", slash + 1);
     struct store_published out;
-    CHECK_RC(st, publish_retry(st, "k", NULL, T0, &out), ROOST_OK);
+    CHECK_RC(st, several_publish_retry(st, "k", NULL, T0, &out), ROOST_OK);
 
     /* Outside a transaction: the next read reconnects by itself. */
     kill_others(admin, db);
@@ -823,7 +392,7 @@ static void test_store_mysql_lost_connection_reconnects(const char *url)
     CHECK(st->ops->commit(st) == ROOST_ERETRY);
     CHECK_RC(st, st->ops->rollback(st), ROOST_OK);
     CHECK(st->ops->ping(st));
-    CHECK_RC(st, publish_retry(st, "k", NULL, T0, &out), ROOST_OK);
+    CHECK_RC(st, several_publish_retry(st, "k", NULL, T0, &out), ROOST_OK);
     CHECK(out.seq == 2);
     kill_others(admin, db);
     CHECK(st->ops->ping(st)); /* ping reconnects when the server is up */
@@ -860,14 +429,15 @@ static void *blocked_publish_main(void *p)
 
 static void test_store_mysql_deadlock_surfaces_as_retry(const char *url)
 {
-    struct store *a = open_conn(url), *b = open_conn(url);
+    struct store *a = several_open(url), *b = several_open(url);
     CHECK(a != NULL && b != NULL);
     if (a == NULL || b == NULL) {
         goto out;
     }
     struct store_published out;
-    CHECK_RC(a, publish_retry(a, "d1", NULL, T0, &out), ROOST_OK); /* tenant and agents exist */
-    CHECK_RC(a, publish_retry(a, "d2", NULL, T0, &out), ROOST_OK);
+    CHECK_RC(a, several_publish_retry(a, "d1", NULL, T0, &out),
+             ROOST_OK); /* tenant and agents exist */
+    CHECK_RC(a, several_publish_retry(a, "d2", NULL, T0, &out), ROOST_OK);
     CHECK_RC(a, a->ops->begin(a), ROOST_OK);
     CHECK_RC(a, publish_in_tx(a, "d1"), ROOST_OK);
     CHECK_RC(b, b->ops->begin(b), ROOST_OK);
@@ -920,12 +490,12 @@ static void test_store_mysql_server_down_ping_false(const char *url)
     }
     CHECK(pclose(p) == 0);
     own[strcspn(own, "\n")] = '\0';
-    struct store *st = own[0] != '\0' ? open_conn(own) : NULL;
+    struct store *st = own[0] != '\0' ? several_open(own) : NULL;
     CHECK(st != NULL);
     if (st != NULL) {
         CHECK_RC(st, st->ops->migrate(st), ROOST_OK);
         struct store_published out;
-        CHECK_RC(st, publish_retry(st, "z", NULL, T0, &out), ROOST_OK);
+        CHECK_RC(st, several_publish_retry(st, "z", NULL, T0, &out), ROOST_OK);
         CHECK(st->ops->ping(st));
     }
     snprintf(cmd, sizeof cmd, "'%s' stop '%s'", MARIADB_TEST_SH, dir);
@@ -954,7 +524,7 @@ struct migrator {
 static void *migrator_main(void *p)
 {
     struct migrator *m = p;
-    struct store *st = open_conn(m->url);
+    struct store *st = several_open(m->url);
     m->rc = st != NULL ? st->ops->migrate(st) : ROOST_ECONNECT;
     if (m->rc != ROOST_OK && st != NULL) {
         printf("migrate: %s: %s\n", roost_err_name(m->rc), st->ops->errmsg(st));
@@ -991,9 +561,9 @@ static void test_store_mysql_concurrent_migrate_applies_once(const char *url)
         }
         mysql_close(db);
     }
-    struct store *st = open_conn(fresh);
+    struct store *st = several_open(fresh);
     struct store_published out;
-    CHECK(st != NULL && publish_retry(st, "m", NULL, T0, &out) == ROOST_OK && out.seq == 1);
+    CHECK(st != NULL && several_publish_retry(st, "m", NULL, T0, &out) == ROOST_OK && out.seq == 1);
     store_close(st);
     mysql_testutil_drop_db(fresh);
 }
@@ -1028,7 +598,7 @@ static void state_columns(MYSQL *db, char *out, size_t cap)
 
 static void test_store_mysql_migration_0007_backfills(const char *url)
 {
-    struct store *st = open_conn(url);
+    struct store *st = several_open(url);
     MYSQL *db = mysql_testutil_connect(url);
     CHECK(st != NULL && db != NULL);
     if (st == NULL || db == NULL) {
@@ -1139,58 +709,6 @@ struct test {
     {                                                                                              \
 #fn, fn                                                                                    \
     }
-/* ---- two nodes running retention at once archive each row once ---- */
-
-static int count_archived(void *ctx, const char *tenant_id, const struct store_event *ev)
-{
-    (void)tenant_id;
-    (void)ev;
-    (*(int *)ctx)++;
-    return 0;
-}
-
-static void test_store_mysql_concurrent_retention_archives_once(const char *url)
-{
-    struct store *a = open_conn(url), *b = open_conn(url);
-    if (a == NULL || b == NULL) {
-        CHECK(!"connections");
-        goto out;
-    }
-    struct store_published o;
-    for (int i = 0; i < 20; i++) {
-        CHECK_RC(a, publish_retry(a, i % 2 ? "ret1" : "ret2", NULL, T0, &o), ROOST_OK);
-    }
-    /* 40 days later everything is past retention.max_age_s and gets archived. */
-    int n_a = 0, n_b = 0;
-    struct store_retention_req ra = {.now_ms = T0 + 40LL * 86400 * 1000,
-                                     .completed_s = 86400,
-                                     .max_age_s = 30 * 86400,
-                                     .batch = 100,
-                                     .archive = count_archived,
-                                     .archive_ctx = &n_a};
-    struct store_retention_req rb = ra;
-    rb.archive_ctx = &n_b;
-    struct store_retention_result res_a, res_b;
-    CHECK_RC(a, a->ops->begin(a), ROOST_OK);
-    CHECK_RC(a, a->ops->retention(a, &ra, &res_a), ROOST_OK);
-    /* Node A has not committed: node B passes its agents by instead of archiving them too. */
-    CHECK_RC(b, b->ops->begin(b), ROOST_OK);
-    CHECK_RC(b, b->ops->retention(b, &rb, &res_b), ROOST_OK);
-    CHECK_RC(b, b->ops->commit(b), ROOST_OK);
-    CHECK_RC(a, a->ops->commit(a), ROOST_OK);
-    CHECK(res_a.deleted == 20 && n_a == 20);
-    CHECK(res_b.deleted == 0 && n_b == 0);
-    /* And once A has committed, there is nothing left for anyone. */
-    n_b = 0;
-    CHECK_RC(b, b->ops->begin(b), ROOST_OK);
-    CHECK_RC(b, b->ops->retention(b, &rb, &res_b), ROOST_OK);
-    CHECK_RC(b, b->ops->commit(b), ROOST_OK);
-    CHECK(res_b.deleted == 0 && n_b == 0);
-out:
-    store_close(a);
-    store_close(b);
-}
-
 static const struct test tests[] = {
     TEST(test_store_mysql_concurrent_producers_no_gaps),
     TEST(test_store_mysql_batched_producers_no_gaps),
@@ -1221,7 +739,7 @@ int main(int argc, char **argv)
         int failed_before = check_begin(tests[i].name);
         struct store *st = NULL;
         if (mysql_testutil_fresh_db(argv[1], check_test + 17, url, sizeof url) != 0 ||
-            (st = open_conn(url)) == NULL || st->ops->migrate(st) != ROOST_OK) {
+            (st = several_open(url)) == NULL || st->ops->migrate(st) != ROOST_OK) {
             check_fail(__FILE__, __LINE__, "fixture setup failed%s%s", st ? ": " : "",
                        st ? st->ops->errmsg(st) : "");
         } else {
