@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 """One tenant never slows another (issue 33; DESIGN 6.4): an attack benchmark, never gating.
 
-    scripts/bench_fairness.py ROOSTD ROOST [--agents N] [--seconds S] [--set KEY=VALUE ...]
+    scripts/bench_fairness.py ROOSTD ROOST [--agents N] [--seconds S] [--store URL] [--set K=V ...]
 
-Starts roostd (SQLite in a temp dir, --listen 127.0.0.1:0), gives tenant A N agents (default
+Starts roostd (SQLite in a temp dir, or --store's empty database; --listen 127.0.0.1:0), gives tenant A N agents (default
 50,000, one pending event each) and one agent holding 1,000 events of 4 KiB, then measures
 tenant B's cycle -- publish one event, read it (GET inbox after the cursor), claim it, ack it --
 for S seconds (default 10) idle, and again while tenant A attacks from other processes:
@@ -133,6 +133,8 @@ def main():
     ap.add_argument("--batch", type=int, default=1000, help="events per big publish")
     ap.add_argument("--fanout", type=int, default=0,
                     help="big publishes as one event to this many of A's agents instead")
+    ap.add_argument("--store", help="a store URL (an empty MariaDB or PostgreSQL database) "
+                    "instead of SQLite in the temp dir")
     ap.add_argument("--set", action="append", default=[])
     a = ap.parse_args()
 
@@ -141,6 +143,8 @@ def main():
     args = [a.roostd, "--data-dir", os.path.join(d, "data"), "--listen", "127.0.0.1:0",
             "--ready-file", ready, "--set", "store.synchronous=normal",
             "--set", "limits.max_recipients=10000"]
+    if a.store:
+        args += ["--store", a.store]
     for s in a.set:
         args += ["--set", s]
     log = open(os.path.join(d, "roostd.log"), "w")

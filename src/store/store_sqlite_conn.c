@@ -198,6 +198,11 @@ int store_sqlite_open(const char *url, const struct store_options *opt, struct s
         (rc = exec_pragma(b->db, "PRAGMA foreign_keys=OFF")) != SQLITE_OK) {
         goto fail;
     }
+    if (store_sqlite_ckpt_start(b, path, opt->synchronous_full ? walbuf_vfs : NULL,
+                                opt->synchronous_full) != ROOST_OK) {
+        rc = SQLITE_NOMEM;
+        goto fail;
+    }
     snprintf(b->err, sizeof b->err, "no error");
     *out = &b->base;
     return ROOST_OK;
@@ -217,6 +222,7 @@ void store_sqlite_close(struct store *st)
         sqlite3_finalize(b->stmts[i]);
     }
     store_sqlite_run_close(b);
+    store_sqlite_ckpt_stop(b);
     sqlite3_close(b->db);
     free(b);
 }

@@ -5,6 +5,7 @@
 #define ROOST_STORE_SQLITE_INT_H
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -15,6 +16,19 @@
 /* Registers the VFS that writes a transaction's WAL frames in one call (store_sqlite_walbuf.c) and
  * returns its name, or NULL (then the default VFS serves). */
 const char *store_sqlite_walbuf_register(void);
+
+/* Checkpoints (store_sqlite_ckpt.c): a commit that leaves the WAL at SQLITE_CKPT_PAGES pages or
+ * more (SQLite's automatic checkpoint's default) hands a checkpoint to the connection's checkpoint
+ * thread; at SQLITE_CKPT_INLINE_PAGES (32 MiB of 4 KiB pages) it checkpoints itself. */
+#define SQLITE_CKPT_PAGES 1000
+#define SQLITE_CKPT_INLINE_PAGES 8000
+
+struct sqlite_ckpt;
+struct sqlite_ckpt_stats {
+    unsigned long long handed;       /* checkpoints handed to the thread */
+    unsigned long long background;   /* checkpoints the thread ran */
+    unsigned long long inline_ckpts; /* checkpoints run by the committing connection */
+};
 
 enum stmt_id {
     S_BEGIN,
@@ -43,12 +57,22 @@ struct sqlite_store {
     sqlite3_stmt **run;
     size_t n_run;
     char err[512];
+    struct sqlite_ckpt *ckpt; /* store_sqlite_ckpt_start; NULL: SQLite's own checkpoints */
 };
 
 static inline struct sqlite_store *store_sqlite_backend(struct store *st)
 {
     return (struct sqlite_store *)st;
 }
+
+/* Moves b's checkpoints to a thread of its own (started at the first one) that opens `path` through
+ * `vfs` (NULL: the default) with synchronous FULL or NORMAL. ROOST_OK or ROOST_ENOMEM (then
+ * SQLite's automatic checkpoint stays). Stop joins the thread; call it before closing b->db. */
+int store_sqlite_ckpt_start(struct sqlite_store *b, const char *path, const char *vfs,
+                            bool sync_full);
+void store_sqlite_ckpt_stop(struct sqlite_store *b);
+/* The counts of b's checkpoints so far (all zero without a checkpoint thread). */
+void store_sqlite_ckpt_stats(struct sqlite_store *b, struct sqlite_ckpt_stats *out);
 
 /* The dialect primitives the shared lifecycle calls (store_sqlite.c). */
 extern const struct store_dialect store_sqlite_dialect;
