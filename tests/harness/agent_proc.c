@@ -26,6 +26,24 @@ void agent_proc_dirs(struct agent_proc *ap)
     snprintf(ap->log, sizeof ap->log, "%s/agent.log", ap->dir);
 }
 
+bool agent_fixture_start(struct agent_fixture *f, const char *const *sets)
+{
+    if (!roostd_start_checked(&f->d, NULL, sets)) {
+        return false;
+    }
+    f->tok = h_token(&f->d, "t1", AGENT_SCOPE);
+    agent_proc_dirs(&f->ap);
+    return true;
+}
+
+void agent_fixture_stop(struct agent_fixture *f)
+{
+    agent_proc_cleanup(&f->ap);
+    free(f->tok);
+    f->tok = NULL;
+    roostd_finish(&f->d);
+}
+
 void agent_proc_start_args(struct agent_proc *ap, const char *url, const char *token,
                            const char *agent, int concurrency, const char *pre, const char *lease,
                            const char *const *extra)

@@ -45,6 +45,24 @@ bool agent_proc_log_contains(const struct agent_proc *ap, const char *needle);
 /* The agent's connection state as its state file tells it. */
 bool agent_proc_status_is(const struct agent_proc *ap, enum roost_agent_conn conn);
 
+/* The scope of the agent tests' token: consume and publish for every agent. */
+#define AGENT_SCOPE "agent:*:consume agent:*:publish"
+
+/* What an agent test starts from, so that the test states only what differs: roostd, a token of
+ * tenant t1 with AGENT_SCOPE, and an agent's test dir (agent_proc_dirs; not started). */
+struct agent_fixture {
+    struct roostd d;
+    char *tok;
+    struct agent_proc ap;
+};
+
+/* Starts roostd with `sets` (NULL-ended, may be NULL) in a new data dir, mints the token and makes
+ * the agent's dirs. false after a failed check when roostd did not start (nothing to clean up). */
+bool agent_fixture_start(struct agent_fixture *f, const char *const *sets);
+/* Removes the agent's dirs (agent_proc_cleanup: the agent must have ended), frees the token,
+ * stops roostd (checked to exit with status 0) and removes its data dir. */
+void agent_fixture_stop(struct agent_fixture *f);
+
 /* Counts events of `agent` by status (reading the whole inbox, read-only); -1 on failure. */
 int h_count_status(struct roostd *d, const char *token, const char *agent, const char *status);
 /* The status of event `id` ("(none)" when not found). Caller frees. */

@@ -513,6 +513,21 @@ int roostd_stop(struct roostd *d)
     return -1;
 }
 
+bool roostd_start_checked(struct roostd *d, const char *data_dir, const char *const *sets)
+{
+    if (roostd_start(d, data_dir, sets) != 0) {
+        check_fail(__FILE__, __LINE__, "CHECK failed: roostd started");
+        return false;
+    }
+    return true;
+}
+
+void roostd_finish(struct roostd *d)
+{
+    CHECK_EQ(roostd_stop(d), 0);
+    roostd_remove_dir(d);
+}
+
 void roostd_kill(struct roostd *d)
 {
     release_clients(d);

@@ -114,6 +114,12 @@ struct roostd {
  * to DIR/roostd.log. Returns 0, or -1 after printing why and the log (a directory it created is
  * removed again). */
 int roostd_start(struct roostd *d, const char *data_dir, const char *const *sets);
+/* roostd_start() as a check: true when roostd started, else a failed check ("roostd started")
+ * and false (nothing to clean up then). */
+bool roostd_start_checked(struct roostd *d, const char *data_dir, const char *const *sets);
+/* The end of a test's daemon: roostd_stop(), checked to exit with status 0, then
+ * roostd_remove_dir(). */
+void roostd_finish(struct roostd *d);
 /* The store URL roostd was given (MariaDB mode), or NULL (SQLite in the data dir). A second node
  * on the same database passes "store.url=<it>". */
 const char *roostd_store_url(const struct roostd *d);

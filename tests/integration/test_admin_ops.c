@@ -382,8 +382,7 @@ static void test_admin_agents_sorted_scan_budget(void)
 {
     static const char *const sets[] = {"limits.admin_scan_ms=1", "store.synchronous=normal", NULL};
     struct roostd m;
-    if (roostd_start(&m, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&m, NULL, sets)) {
         return;
     }
     char *t = h_token(&m, "scan", "agent:*:publish agent:*:read tenant:admin");
@@ -415,16 +414,14 @@ static void test_admin_agents_sorted_scan_budget(void)
     CHECK_EQ(json_array_size(json_object_get(res, "events")), 1);
     json_decref(res);
     free(t);
-    CHECK_EQ(roostd_stop(&m), 0);
-    roostd_remove_dir(&m);
+    roostd_finish(&m);
 }
 
 int main(void)
 {
     h_init();
     static const char *const sets[] = {"metrics.refresh_ms=100", "store.synchronous=normal", NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return h_summary();
     }
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish agent:*:read tenant:admin");
@@ -437,7 +434,6 @@ int main(void)
     RUN(test_admin_quarantine_requeue_all);
     RUN(test_admin_agents_sorted_scan_budget);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     return h_summary();
 }

@@ -18,8 +18,6 @@
 
 #include "common/banned.h"
 
-#define SCOPE "agent:*:consume agent:*:publish"
-
 /* The event `id` of the agent's inbox (new reference), or NULL. */
 static json_t *inbox_event(struct roostd *d, const char *tok, const char *agent, const char *id)
 {
@@ -85,102 +83,89 @@ static int read_pids(const char *path, pid_t *pids, int max)
 
 static void test_agent_restart_acks_processed_beside_sibling(void)
 {
-    struct roostd d;
-    if (roostd_start(&d, NULL, NULL) != 0) {
-        CHECK(!"roostd started");
+    struct agent_fixture f;
+    if (!agent_fixture_start(&f, NULL)) {
         return;
     }
-    char *tok = h_token(&d, "t1", SCOPE);
     struct http_proxy px;
-    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    CHECK_EQ(http_proxy_start(&px, f.d.port), 0);
     http_proxy_rule(&px, 0, "/ack", NULL, HTTP_PROXY_DROP, 0);
     char *url = h_fmt("http://127.0.0.1:%d", px.port);
-    struct agent_proc a, b;
-    agent_proc_dirs(&a);
+    struct agent_proc b; /* a sibling of f.ap, which restarts */
     agent_proc_dirs(&b);
-    agent_proc_start(&a, url, tok, "ag.sib", 1, "");
+    agent_proc_start(&f.ap, url, f.tok, "ag.sib", 1, "");
     char id[31];
-    CHECK(h_publish(d.http, tok, "ag.sib", NULL, NULL, id) > 0);
+    CHECK(h_publish(f.d.http, f.tok, "ag.sib", NULL, NULL, id) > 0);
     bool ok;
     struct roost_agent_status st;
     /* Handled and recorded as processed; every ack is dropped on the way. */
     H_WAIT_UNTIL(ok, 10000,
-                 agent_proc_out_count(&a, id) == 1 && http_proxy_hits(&px, 0) >= 1 &&
-                     roost_agent_status_read(a.state, &st) == ROOST_OK && st.processed_ids == 1);
+                 agent_proc_out_count(&f.ap, id) == 1 && http_proxy_hits(&px, 0) >= 1 &&
+                     roost_agent_status_read(f.ap.state, &st) == ROOST_OK && st.processed_ids == 1);
     CHECK(ok);
-    agent_proc_kill9(&a);
-    CHECK(status_eq(&d, tok, "ag.sib", id, "claimed"));
+    agent_proc_kill9(&f.ap);
+    CHECK(status_eq(&f.d, f.tok, "ag.sib", id, "claimed"));
     /* A sibling (same agent, its own state dir) is idle and ready to claim. */
-    agent_proc_start(&b, d.url, tok, "ag.sib", 1, "");
+    agent_proc_start(&b, f.d.url, f.tok, "ag.sib", 1, "");
     H_WAIT_UNTIL(ok, 10000, agent_proc_status_is(&b, ROOST_AGENT_CONN_STREAMING));
     CHECK(ok);
     /* The restarted agent may ack and release but claims nothing: whatever its recovery gives
      * back can only go to the sibling. */
     http_proxy_rule(&px, 0, "/claim", NULL, HTTP_PROXY_DROP, 0);
-    agent_proc_start(&a, url, tok, "ag.sib", 1, "");
+    agent_proc_start(&f.ap, url, f.tok, "ag.sib", 1, "");
     /* (roostd completes the event before the agent has its answer and logs it) */
     H_WAIT_UNTIL(ok, 10000,
-                 status_eq(&d, tok, "ag.sib", id, "completed") &&
-                     agent_proc_log_contains(&a, "recovery: acked 1 processed event"));
+                 status_eq(&f.d, f.tok, "ag.sib", id, "completed") &&
+                     agent_proc_log_contains(&f.ap, "recovery: acked 1 processed event"));
     CHECK(ok);
-    CHECK_EQ(agent_proc_out_count(&a, id), 1);
+    CHECK_EQ(agent_proc_out_count(&f.ap, id), 1);
     CHECK_EQ(agent_proc_out_count(&b, id), 0); /* never run again */
-    CHECK_EQ(agent_proc_term(&a), 0);
+    CHECK_EQ(agent_proc_term(&f.ap), 0);
     CHECK_EQ(agent_proc_term(&b), 0);
-    agent_proc_cleanup(&a);
     agent_proc_cleanup(&b);
     http_proxy_stop(&px);
     free(url);
-    free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    agent_fixture_stop(&f);
 }
 
 /* ---- 2. after an outage, a ping means "pull now", whatever the backoff ---- */
 
 static void test_agent_ping_ends_backoff(void)
 {
-    struct roostd d;
-    if (roostd_start(&d, NULL, NULL) != 0) {
-        CHECK(!"roostd started");
+    struct agent_fixture f;
+    if (!agent_fixture_start(&f, NULL)) {
         return;
     }
-    char *tok = h_token(&d, "t1", SCOPE);
     struct http_proxy px;
-    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    CHECK_EQ(http_proxy_start(&px, f.d.port), 0);
     char *url = h_fmt("http://127.0.0.1:%d", px.port);
-    struct agent_proc ap;
-    agent_proc_dirs(&ap);
-    agent_proc_start(&ap, url, tok, "ag.out", 1, "");
+    agent_proc_start(&f.ap, url, f.tok, "ag.out", 1, "");
     char e1[31], e2[31], e3[31];
-    CHECK(h_publish(d.http, tok, "ag.out", NULL, NULL, e1) > 0);
+    CHECK(h_publish(f.d.http, f.tok, "ag.out", NULL, NULL, e1) > 0);
     bool ok;
     H_WAIT_UNTIL(ok, 10000,
-                 agent_proc_out_count(&ap, e1) == 1 &&
-                     agent_proc_status_is(&ap, ROOST_AGENT_CONN_STREAMING));
+                 agent_proc_out_count(&f.ap, e1) == 1 &&
+                     agent_proc_status_is(&f.ap, ROOST_AGENT_CONN_STREAMING));
     CHECK(ok);
     /* The outage: every request but the stream gets 503, as from a roostd whose database is
      * down. The ping of e2 sends the agent into its backoff: 1 s, 2 s, 4 s, 8 s... */
     http_proxy_rule(&px, 0, "/api/v1/agents/", "/subscribe", HTTP_PROXY_FAIL_503, 0);
-    CHECK(h_publish(d.http, tok, "ag.out", NULL, NULL, e2) > 0);
+    CHECK(h_publish(f.d.http, f.tok, "ag.out", NULL, NULL, e2) > 0);
     H_WAIT_UNTIL(ok, 20000, http_proxy_hits(&px, 0) >= 4);
     CHECK(ok);
     /* The database is back; the next retry is 8 s (± 25 %) away. New work pings. */
     http_proxy_rule_off(&px, 0);
     int64_t t0 = h_now_ms();
-    CHECK(h_publish(d.http, tok, "ag.out", NULL, NULL, e3) > 0);
+    CHECK(h_publish(f.d.http, f.tok, "ag.out", NULL, NULL, e3) > 0);
     H_WAIT_UNTIL(ok, 4000,
-                 agent_proc_out_count(&ap, e2) == 1 && agent_proc_out_count(&ap, e3) == 1);
+                 agent_proc_out_count(&f.ap, e2) == 1 && agent_proc_out_count(&f.ap, e3) == 1);
     CHECK(ok);
     printf("after the outage: both events handled %lld ms after the ping\n",
            (long long)(h_now_ms() - t0));
-    CHECK_EQ(agent_proc_term(&ap), 0);
-    agent_proc_cleanup(&ap);
+    CHECK_EQ(agent_proc_term(&f.ap), 0);
     http_proxy_stop(&px);
     free(url);
-    free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    agent_fixture_stop(&f);
 }
 
 /* ---- 3. a claim answer held back past its lease is released, not run ---- */
@@ -188,39 +173,32 @@ static void test_agent_ping_ends_backoff(void)
 static void test_agent_late_claim_not_run(void)
 {
     static const char *const sets[] = {"scavenger.interval_ms=50", "claim.max_attempts=100", NULL};
-    struct roostd d;
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    struct agent_fixture f;
+    if (!agent_fixture_start(&f, sets)) {
         return;
     }
-    char *tok = h_token(&d, "t1", SCOPE);
     struct http_proxy px;
-    CHECK_EQ(http_proxy_start(&px, d.port), 0);
+    CHECK_EQ(http_proxy_start(&px, f.d.port), 0);
     /* roostd commits the claim at once; its answer reaches the agent 2.5 s later. */
     http_proxy_rule(&px, 0, "/claim", NULL, HTTP_PROXY_DELAY, 2500);
     char *url = h_fmt("http://127.0.0.1:%d", px.port);
-    struct agent_proc ap;
-    agent_proc_dirs(&ap);
-    agent_proc_start_lease(&ap, url, tok, "ag.late", 1, "", "2s");
+    agent_proc_start_lease(&f.ap, url, f.tok, "ag.late", 1, "", "2s");
     char id[31];
-    CHECK(h_publish(d.http, tok, "ag.late", NULL, NULL, id) > 0);
+    CHECK(h_publish(f.d.http, f.tok, "ag.late", NULL, NULL, id) > 0);
     bool ok;
-    H_WAIT_UNTIL(ok, 15000, agent_proc_log_contains(&ap, "event(s) unrun"));
+    H_WAIT_UNTIL(ok, 15000, agent_proc_log_contains(&f.ap, "event(s) unrun"));
     CHECK(ok);
-    CHECK_EQ(agent_proc_out_count(&ap, id), 0);
+    CHECK_EQ(agent_proc_out_count(&f.ap, id), 0);
     /* On time again: it runs, once. */
     http_proxy_rule_off(&px, 0);
-    CHECK(h_publish(d.http, tok, "ag.late", NULL, NULL, NULL) > 0); /* a ping */
-    H_WAIT_UNTIL(ok, 15000, status_eq(&d, tok, "ag.late", id, "completed"));
+    CHECK(h_publish(f.d.http, f.tok, "ag.late", NULL, NULL, NULL) > 0); /* a ping */
+    H_WAIT_UNTIL(ok, 15000, status_eq(&f.d, f.tok, "ag.late", id, "completed"));
     CHECK(ok);
-    CHECK_EQ(agent_proc_out_count(&ap, id), 1);
-    CHECK_EQ(agent_proc_term(&ap), 0);
-    agent_proc_cleanup(&ap);
+    CHECK_EQ(agent_proc_out_count(&f.ap, id), 1);
+    CHECK_EQ(agent_proc_term(&f.ap), 0);
     http_proxy_stop(&px);
     free(url);
-    free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    agent_fixture_stop(&f);
 }
 
 /* ---- 4. exit 75: a growing delay, a bound, and the handler's own retry_after ---- */
@@ -228,66 +206,55 @@ static void test_agent_late_claim_not_run(void)
 static void test_agent_tempfail_is_bounded(void)
 {
     static const char *const sets[] = {"claim.max_attempts=3", NULL};
-    struct roostd d;
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    struct agent_fixture f;
+    if (!agent_fixture_start(&f, sets)) {
         return;
     }
-    char *tok = h_token(&d, "t1", SCOPE);
-    struct agent_proc ap;
-    agent_proc_dirs(&ap);
-    char *pre = h_fmt("echo \"$ROOST_EVENT_ID\" >> '%s'; exit 75;", ap.out);
+    char *pre = h_fmt("echo \"$ROOST_EVENT_ID\" >> '%s'; exit 75;", f.ap.out);
     static const char *const extra[] = {"--tempfail-max", "3", NULL};
-    agent_proc_start_args(&ap, d.url, tok, "ag.t75", 1, pre, "30s", extra);
+    agent_proc_start_args(&f.ap, f.d.url, f.tok, "ag.t75", 1, pre, "30s", extra);
     char id[31];
-    CHECK(h_publish(d.http, tok, "ag.t75", NULL, NULL, id) > 0);
+    CHECK(h_publish(f.d.http, f.tok, "ag.t75", NULL, NULL, id) > 0);
     /* Attempt 1 waits 1 s, attempt 2 waits 2 s, attempt 3 reaches the bound: it counts as a
      * failure, and claim.max_attempts=3 quarantines it. Three runs, not thousands. */
     bool ok;
-    H_WAIT_UNTIL(ok, 15000, status_eq(&d, tok, "ag.t75", id, "quarantined"));
+    H_WAIT_UNTIL(ok, 15000, status_eq(&f.d, f.tok, "ag.t75", id, "quarantined"));
     CHECK(ok);
-    CHECK_EQ(agent_proc_out_count(&ap, id), 3);
-    char *admin = h_token(&d, "t1", "tenant:admin");
+    CHECK_EQ(agent_proc_out_count(&f.ap, id), 3);
+    char *admin = h_token(&f.d, "t1", "tenant:admin");
     json_t *q = NULL;
-    CHECK_EQ(h_callj(d.http, "GET", admin, NULL, &q, "/api/v1/admin/quarantine/%s", id), 200);
+    CHECK_EQ(h_callj(f.d.http, "GET", admin, NULL, &q, "/api/v1/admin/quarantine/%s", id), 200);
     CHECK_EQ(h_int(q, "attempts"), 3);
     const char *le = h_str(q, "last_error");
     CHECK(le != NULL && strstr(le, "exit 75") != NULL);
     json_decref(q);
     free(admin);
-    CHECK(agent_proc_log_contains(&ap, "attempt 1: retry later, retry in 1 s"));
-    CHECK(agent_proc_log_contains(&ap, "attempt 2: retry later, retry in 2 s"));
-    CHECK(agent_proc_log_contains(&ap, "attempt 3: retry later, counted as a failure"));
-    CHECK_EQ(agent_proc_term(&ap), 0);
-    agent_proc_cleanup(&ap);
+    CHECK(agent_proc_log_contains(&f.ap, "attempt 1: retry later, retry in 1 s"));
+    CHECK(agent_proc_log_contains(&f.ap, "attempt 2: retry later, retry in 2 s"));
+    CHECK(agent_proc_log_contains(&f.ap, "attempt 3: retry later, counted as a failure"));
+    CHECK_EQ(agent_proc_term(&f.ap), 0);
     free(pre);
-    free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    agent_fixture_stop(&f);
 }
 
 static void test_agent_tempfail_retry_after(void)
 {
-    struct roostd d;
-    if (roostd_start(&d, NULL, NULL) != 0) {
-        CHECK(!"roostd started");
+    struct agent_fixture f;
+    if (!agent_fixture_start(&f, NULL)) {
         return;
     }
-    char *tok = h_token(&d, "t1", SCOPE);
-    struct agent_proc ap;
-    agent_proc_dirs(&ap);
     char *pre = h_fmt("echo \"$ROOST_EVENT_ID\" >> '%s'; echo retry_after=120 > "
                       "\"$ROOST_RESULT_FILE\"; exit 75;",
-                      ap.out);
-    agent_proc_start(&ap, d.url, tok, "ag.ra", 1, pre);
+                      f.ap.out);
+    agent_proc_start(&f.ap, f.d.url, f.tok, "ag.ra", 1, pre);
     char id[31];
     time_t before = time(NULL);
-    CHECK(h_publish(d.http, tok, "ag.ra", NULL, NULL, id) > 0);
+    CHECK(h_publish(f.d.http, f.tok, "ag.ra", NULL, NULL, id) > 0);
     bool ok;
-    H_WAIT_UNTIL(ok, 10000, status_eq(&d, tok, "ag.ra", id, "scheduled"));
+    H_WAIT_UNTIL(ok, 10000, status_eq(&f.d, f.tok, "ag.ra", id, "scheduled"));
     CHECK(ok);
     /* Scheduled about 120 s ahead, by the handler's word, after one run. */
-    json_t *ev = inbox_event(&d, tok, "ag.ra", id);
+    json_t *ev = inbox_event(&f.d, f.tok, "ag.ra", id);
     const char *at = h_str(ev, "available_at");
     struct tm tm = {0};
     CHECK(at != NULL && sscanf(at, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
@@ -297,39 +264,32 @@ static void test_agent_tempfail_retry_after(void)
     int64_t ahead = (int64_t)timegm(&tm) - (int64_t)before;
     CHECK(ahead >= 110 && ahead <= 130);
     json_decref(ev);
-    CHECK_EQ(agent_proc_out_count(&ap, id), 1);
-    CHECK_EQ(agent_proc_term(&ap), 0);
-    agent_proc_cleanup(&ap);
+    CHECK_EQ(agent_proc_out_count(&f.ap, id), 1);
+    CHECK_EQ(agent_proc_term(&f.ap), 0);
     free(pre);
-    free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    agent_fixture_stop(&f);
 }
 
 /* ---- 6. a quarantine says why: exit status and the end of stderr ---- */
 
 static void test_agent_quarantine_has_reason(void)
 {
-    struct roostd d;
-    if (roostd_start(&d, NULL, NULL) != 0) {
-        CHECK(!"roostd started");
+    struct agent_fixture f;
+    if (!agent_fixture_start(&f, NULL)) {
         return;
     }
-    char *tok = h_token(&d, "t1", SCOPE);
-    char *admin = h_token(&d, "t1", "tenant:admin");
-    struct agent_proc ap;
-    agent_proc_dirs(&ap);
+    char *admin = h_token(&f.d, "t1", "tenant:admin");
     /* 3000 bytes of noise, then the reason: only the last 1 KiB is kept. */
-    agent_proc_start(&ap, d.url, tok, "ag.q", 1,
+    agent_proc_start(&f.ap, f.d.url, f.tok, "ag.q", 1,
                      "head -c 3000 /dev/zero | tr '\\0' x >&2; echo 'boom: bad input' >&2; "
                      "exit 65;");
     char id[31];
-    CHECK(h_publish(d.http, tok, "ag.q", NULL, NULL, id) > 0);
+    CHECK(h_publish(f.d.http, f.tok, "ag.q", NULL, NULL, id) > 0);
     bool ok;
-    H_WAIT_UNTIL(ok, 10000, status_eq(&d, tok, "ag.q", id, "quarantined"));
+    H_WAIT_UNTIL(ok, 10000, status_eq(&f.d, f.tok, "ag.q", id, "quarantined"));
     CHECK(ok);
     json_t *q = NULL;
-    CHECK_EQ(h_callj(d.http, "GET", admin, NULL, &q, "/api/v1/admin/quarantine/%s", id), 200);
+    CHECK_EQ(h_callj(f.d.http, "GET", admin, NULL, &q, "/api/v1/admin/quarantine/%s", id), 200);
     const char *le = h_str(q, "last_error");
     CHECK(le != NULL && strncmp(le, "exit 65; stderr: ", 17) == 0);
     CHECK(le != NULL && strstr(le, "xxxboom: bad input\n") != NULL);
@@ -337,16 +297,16 @@ static void test_agent_quarantine_has_reason(void)
     json_decref(q);
     /* One line per event in the log: attempt, outcome, duration, why. */
     char *line = h_fmt("event %s attempt 1: quarantine after ", id);
-    CHECK(agent_proc_log_contains(&ap, line));
-    CHECK(agent_proc_log_contains(&ap, " ms: exit 65; stderr: xxx"));
+    CHECK(agent_proc_log_contains(&f.ap, line));
+    CHECK(agent_proc_log_contains(&f.ap, " ms: exit 65; stderr: xxx"));
     free(line);
-    CHECK_EQ(agent_proc_term(&ap), 0);
+    CHECK_EQ(agent_proc_term(&f.ap), 0);
     /* roostd's answer to a poison release says what became of the event. */
     char id2[31];
-    CHECK(h_publish(d.http, tok, "ag.q", NULL, NULL, id2) > 0);
-    json_t *evs = h_claim(d.http, tok, "ag.q", 1, 30, NULL);
+    CHECK(h_publish(f.d.http, f.tok, "ag.q", NULL, NULL, id2) > 0);
+    json_t *evs = h_claim(f.d.http, f.tok, "ag.q", 1, 30, NULL);
     json_t *res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok,
+    CHECK_EQ(h_callj(f.d.http, "POST", f.tok,
                      json_pack("{s:s, s:s}", "lease_token", h_str(h_at(evs, 0), "lease_token"),
                                "reason", "poison"),
                      &res, "/api/v1/agents/ag.q/inbox/%s/release", id2),
@@ -354,11 +314,8 @@ static void test_agent_quarantine_has_reason(void)
     CHECK_STREQ(h_str(res, "status"), "quarantined");
     json_decref(res);
     json_decref(evs);
-    agent_proc_cleanup(&ap);
     free(admin);
-    free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    agent_fixture_stop(&f);
 }
 
 /* ---- 6b. the attempt that quarantines is logged and counted as such; a traceback's reason is
@@ -367,42 +324,35 @@ static void test_agent_quarantine_has_reason(void)
 static void test_agent_last_attempt_logged_quarantined(void)
 {
     static const char *const sets[] = {"claim.max_attempts=2", NULL};
-    struct roostd d;
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    struct agent_fixture f;
+    if (!agent_fixture_start(&f, sets)) {
         return;
     }
-    char *tok = h_token(&d, "t1", SCOPE);
-    struct agent_proc ap;
-    agent_proc_dirs(&ap);
     /* What a Python handler prints when it raises. */
-    agent_proc_start(&ap, d.url, tok, "ag.tb", 1,
+    agent_proc_start(&f.ap, f.d.url, f.tok, "ag.tb", 1,
                      "printf 'Traceback (most recent call last):\\n  File \"h.py\", line 3, in "
                      "<module>\\n    main()\\nValueError: bad input\\n' >&2; exit 1;");
     char id[31];
-    CHECK(h_publish(d.http, tok, "ag.tb", NULL, NULL, id) > 0);
+    CHECK(h_publish(f.d.http, f.tok, "ag.tb", NULL, NULL, id) > 0);
     bool ok;
-    H_WAIT_UNTIL(ok, 30000, status_eq(&d, tok, "ag.tb", id, "quarantined"));
+    H_WAIT_UNTIL(ok, 30000, status_eq(&f.d, f.tok, "ag.tb", id, "quarantined"));
     CHECK(ok);
     /* The keeper logs the server's answer to each failure's release. */
     char *rel = h_fmt("event %s attempt 1: released, retry in ", id);
     char *quar =
         h_fmt("event %s attempt 2: quarantined, not retried (its attempts are used up", id);
-    H_WAIT_UNTIL(ok, 10000, agent_proc_log_contains(&ap, quar));
+    H_WAIT_UNTIL(ok, 10000, agent_proc_log_contains(&f.ap, quar));
     CHECK(ok);
-    CHECK(agent_proc_log_contains(&ap, rel));
-    CHECK(!agent_proc_log_contains(&ap, "attempt 2: released"));
+    CHECK(agent_proc_log_contains(&f.ap, rel));
+    CHECK(!agent_proc_log_contains(&f.ap, "attempt 2: released"));
     /* The reason shown is the exception, not the traceback's first line. */
-    CHECK(agent_proc_log_contains(&ap, " ms: ValueError: bad input"));
-    CHECK(!agent_proc_log_contains(&ap, " ms: exit 1; stderr: Traceback"));
-    CHECK_EQ(agent_proc_term(&ap), 0);
-    CHECK(agent_proc_log_contains(&ap, "2 handled, 0 acked, 1 released, 1 quarantined"));
+    CHECK(agent_proc_log_contains(&f.ap, " ms: ValueError: bad input"));
+    CHECK(!agent_proc_log_contains(&f.ap, " ms: exit 1; stderr: Traceback"));
+    CHECK_EQ(agent_proc_term(&f.ap), 0);
+    CHECK(agent_proc_log_contains(&f.ap, "2 handled, 0 acked, 1 released, 1 quarantined"));
     free(rel);
     free(quar);
-    agent_proc_cleanup(&ap);
-    free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    agent_fixture_stop(&f);
 }
 
 /* ---- 7. handlers die with their agent ---- */
@@ -419,88 +369,74 @@ static char *long_handler(const struct agent_proc *ap)
 
 static void test_agent_sigkill_ends_handlers(void)
 {
-    struct roostd d;
-    if (roostd_start(&d, NULL, NULL) != 0) {
-        CHECK(!"roostd started");
+    struct agent_fixture f;
+    if (!agent_fixture_start(&f, NULL)) {
         return;
     }
-    char *tok = h_token(&d, "t1", SCOPE);
-    struct agent_proc ap;
-    agent_proc_dirs(&ap);
-    char *pre = long_handler(&ap);
-    agent_proc_start(&ap, d.url, tok, "ag.k9", 1, pre);
+    char *pre = long_handler(&f.ap);
+    agent_proc_start(&f.ap, f.d.url, f.tok, "ag.k9", 1, pre);
     char id[31];
-    CHECK(h_publish(d.http, tok, "ag.k9", NULL, NULL, id) > 0);
-    char *path = h_fmt("%s/sh.pids", ap.dir);
+    CHECK(h_publish(f.d.http, f.tok, "ag.k9", NULL, NULL, id) > 0);
+    char *path = h_fmt("%s/sh.pids", f.ap.dir);
     pid_t pids[8];
     bool ok;
     H_WAIT_UNTIL(ok, 10000, read_pids(path, pids, 8) == 2);
     CHECK(ok);
-    agent_proc_kill9(&ap);
+    agent_proc_kill9(&f.ap);
     /* The shell and its background job are gone, without a restart. */
     H_WAIT_UNTIL(ok, 5000, !proc_alive(pids[0]) && !proc_alive(pids[1]));
     CHECK(ok);
     /* The restart runs the event again: a single copy, the first one being gone. */
-    agent_proc_start(&ap, d.url, tok, "ag.k9", 1, pre);
-    H_WAIT_UNTIL(ok, 10000, status_eq(&d, tok, "ag.k9", id, "completed"));
+    agent_proc_start(&f.ap, f.d.url, f.tok, "ag.k9", 1, pre);
+    H_WAIT_UNTIL(ok, 10000, status_eq(&f.d, f.tok, "ag.k9", id, "completed"));
     CHECK(ok);
-    CHECK_EQ(agent_proc_out_count(&ap, id), 1);
+    CHECK_EQ(agent_proc_out_count(&f.ap, id), 1);
     CHECK_EQ(read_pids(path, pids, 8), 3);
-    CHECK_EQ(agent_proc_term(&ap), 0);
-    agent_proc_cleanup(&ap);
+    CHECK_EQ(agent_proc_term(&f.ap), 0);
     free(path);
     free(pre);
-    free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    agent_fixture_stop(&f);
 }
 
 static void test_agent_restart_ends_orphans(void)
 {
-    struct roostd d;
-    if (roostd_start(&d, NULL, NULL) != 0) {
-        CHECK(!"roostd started");
+    struct agent_fixture f;
+    if (!agent_fixture_start(&f, NULL)) {
         return;
     }
-    char *tok = h_token(&d, "t1", SCOPE);
-    struct agent_proc ap;
-    agent_proc_dirs(&ap);
-    char *pre = long_handler(&ap);
-    agent_proc_start(&ap, d.url, tok, "ag.orph", 1, pre);
+    char *pre = long_handler(&f.ap);
+    agent_proc_start(&f.ap, f.d.url, f.tok, "ag.orph", 1, pre);
     char id[31];
-    CHECK(h_publish(d.http, tok, "ag.orph", NULL, NULL, id) > 0);
-    char *path = h_fmt("%s/sh.pids", ap.dir), *sup_path = h_fmt("%s/sup.pids", ap.dir);
+    CHECK(h_publish(f.d.http, f.tok, "ag.orph", NULL, NULL, id) > 0);
+    char *path = h_fmt("%s/sh.pids", f.ap.dir), *sup_path = h_fmt("%s/sup.pids", f.ap.dir);
     pid_t pids[8], sup[8];
     bool ok;
     H_WAIT_UNTIL(ok, 10000, read_pids(path, pids, 8) == 2 && read_pids(sup_path, sup, 8) == 1);
     CHECK(ok);
     /* The agent frozen, the process between it and the handler killed, then the agent: nothing
      * is left to notice, and the handler runs on, orphaned. */
-    kill(ap.pid, SIGSTOP);
+    kill(f.ap.pid, SIGSTOP);
     kill(sup[0], SIGKILL);
-    agent_proc_kill9(&ap);
+    agent_proc_kill9(&f.ap);
     CHECK(proc_alive(pids[0]) && proc_alive(pids[1]));
     /* The restart ends them (named by the state dir) before it claims anything. */
-    agent_proc_start(&ap, d.url, tok, "ag.orph", 1, pre);
+    agent_proc_start(&f.ap, f.d.url, f.tok, "ag.orph", 1, pre);
     H_WAIT_UNTIL(ok, 5000, !proc_alive(pids[0]) && !proc_alive(pids[1]));
     CHECK(ok);
-    H_WAIT_UNTIL(ok, 10000, status_eq(&d, tok, "ag.orph", id, "completed"));
+    H_WAIT_UNTIL(ok, 10000, status_eq(&f.d, f.tok, "ag.orph", id, "completed"));
     CHECK(ok);
-    CHECK(agent_proc_log_contains(&ap, "ended the command"));
-    CHECK_EQ(agent_proc_out_count(&ap, id), 1);
-    CHECK_EQ(agent_proc_term(&ap), 0);
+    CHECK(agent_proc_log_contains(&f.ap, "ended the command"));
+    CHECK_EQ(agent_proc_out_count(&f.ap, id), 1);
+    CHECK_EQ(agent_proc_term(&f.ap), 0);
     for (int i = 0; i < 2; i++) {
         if (proc_alive(pids[i])) {
             kill(pids[i], SIGKILL); /* (only after a failure) */
         }
     }
-    agent_proc_cleanup(&ap);
     free(path);
     free(sup_path);
     free(pre);
-    free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    agent_fixture_stop(&f);
 }
 
 /* ---- 8. a command's supervisor holds no descriptor of the agent's ---- */
@@ -511,14 +447,10 @@ static void test_agent_restart_ends_orphans(void)
  * chaos runner's agents hung so, tests/chaos). */
 static void test_agent_supervisor_closes_inherited_fds(void)
 {
-    struct roostd d;
-    if (roostd_start(&d, NULL, NULL) != 0) {
-        CHECK(!"roostd started");
+    struct agent_fixture f;
+    if (!agent_fixture_start(&f, NULL)) {
         return;
     }
-    char *tok = h_token(&d, "t1", SCOPE);
-    struct agent_proc ap;
-    agent_proc_dirs(&ap);
     /* A held descriptor is there the whole time. Under ASan the supervisor's runtime opens and
      * closes some of its own for a moment (CI once caught a pipe so), which a single look can
      * see. So a descriptor counts only when two looks 100 ms apart find it with the same target. */
@@ -528,26 +460,23 @@ static void test_agent_supervisor_closes_inherited_fds(void)
               "echo \"$n $t\"; done; }; a=$(look); sleep 0.1; b=$(look); "
               "echo \"$a\" | while read -r x; do [ -n \"$x\" ] && "
               "echo \"$b\" | grep -qxF \"$x\" && echo \"$x\" >> '%s/extra.fds'; done; true;",
-              ap.dir);
-    agent_proc_start(&ap, d.url, tok, "ag.fd", 4, pre);
-    h_publish_n(&d, tok, "ag.fd", 8, NULL);
+              f.ap.dir);
+    agent_proc_start(&f.ap, f.d.url, f.tok, "ag.fd", 4, pre);
+    h_publish_n(&f.d, f.tok, "ag.fd", 8, NULL);
     bool ok;
-    H_WAIT_UNTIL(ok, 20000, agent_proc_out_lines(&ap) == 8);
+    H_WAIT_UNTIL(ok, 20000, agent_proc_out_lines(&f.ap) == 8);
     CHECK(ok);
-    char *path = h_fmt("%s/extra.fds", ap.dir), *extra = NULL;
+    char *path = h_fmt("%s/extra.fds", f.ap.dir), *extra = NULL;
     size_t extra_len = 0;
     if (h_read_file(path, &extra, &extra_len) == 0) {
         fprintf(stderr, "descriptors a supervisor kept:\n%s", extra);
     }
     CHECK(extra == NULL);
     free(extra);
-    CHECK_EQ(agent_proc_term(&ap), 0);
-    agent_proc_cleanup(&ap);
+    CHECK_EQ(agent_proc_term(&f.ap), 0);
     free(path);
     free(pre);
-    free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    agent_fixture_stop(&f);
 }
 
 int main(void)

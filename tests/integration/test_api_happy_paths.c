@@ -815,8 +815,7 @@ int main(void)
     h_init();
     static const char *const sets[] = {"scavenger.interval_ms=50", "store.synchronous=normal",
                                        "limits.max_state_bytes=2048", NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return h_summary();
     }
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
@@ -844,7 +843,6 @@ int main(void)
     RUN(test_api_long_poll_claim_wakes_on_publish);
     RUN(test_api_long_poll_times_out_empty);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     return h_summary();
 }

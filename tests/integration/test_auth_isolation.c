@@ -399,14 +399,12 @@ int main(void)
 {
     h_init();
     static const char *const sets[] = {"store.synchronous=normal", NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return h_summary();
     }
     RUN(test_auth_unauthenticated_requests_get_401);
     RUN(test_auth_scopes);
     RUN(test_auth_tenant_isolation);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     return h_summary();
 }

@@ -79,12 +79,9 @@ int main(void)
     }
     char *conf = h_fmt("--config=%s/roostd.conf", dir);
     const char *sets[] = {conf, "store.synchronous=normal", NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
-    } else {
+    if (roostd_start_checked(&d, NULL, sets)) {
         RUN(test_config_reload_applies_sighup);
-        CHECK_EQ(roostd_stop(&d), 0);
-        roostd_remove_dir(&d);
+        roostd_finish(&d);
     }
     free(conf);
     char *rm = h_fmt("rm -rf '%s'", dir);

@@ -250,8 +250,7 @@ static void test_cors_off(void)
 {
     struct roostd d;
     static const char *const sets[] = {NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return;
     }
     struct raw_reply r;
@@ -270,8 +269,7 @@ static void test_cors_off(void)
     sse_close(&s);
     free(path);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
 }
 
 /* A malformed list keeps roostd from starting, naming the key. */
@@ -296,8 +294,7 @@ int main(void)
     }
     char *conf_opt = h_fmt("--config=%s", conf);
     const char *sets[] = {conf_opt, NULL};
-    if (roostd_start(&D, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&D, NULL, sets)) {
         return h_summary();
     }
     TOK = h_token(&D, "t1", "agent:c.*:read agent:c.*:publish agent:c.*:consume");
@@ -307,8 +304,7 @@ int main(void)
     RUN(test_cors_streams);
     test_cors_reload(&D, conf);
     free(TOK);
-    CHECK_EQ(roostd_stop(&D), 0);
-    roostd_remove_dir(&D);
+    roostd_finish(&D);
     RUN(test_cors_off);
     RUN(test_cors_bad_value);
     unlink(conf);

@@ -363,8 +363,7 @@ int main(void)
     static const char *const sets[] = {"scavenger.interval_ms=50", "retention.completed_s=0",
                                        "retention.interval_ms=50", "claim.max_attempts=2",
                                        "store.synchronous=normal", NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return h_summary();
     }
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
@@ -374,7 +373,6 @@ int main(void)
     RUN(test_delivery_exact_410_at_retention_watermark);
     RUN(test_delivery_expiry_quarantine_requeue);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     return h_summary();
 }

@@ -227,8 +227,7 @@ static void test_state_dir_in_use(void)
 int main(void)
 {
     h_init();
-    if (roostd_start(&d, NULL, NULL) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, NULL)) {
         return h_summary();
     }
     RUN(test_expired_token_says_when);
@@ -236,7 +235,6 @@ int main(void)
     RUN(test_range_and_repeat);
     RUN(test_method_not_allowed_has_allow);
     RUN(test_state_dir_in_use);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     return h_summary();
 }

@@ -105,12 +105,10 @@ int main(void)
 {
     h_init();
     static const char *const sets[] = {"store.synchronous=normal", "http.timeout_s=60", NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return h_summary();
     }
     RUN(test_http_emfile_pauses_accept_and_recovers);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     return h_summary();
 }

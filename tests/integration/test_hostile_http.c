@@ -485,8 +485,7 @@ int main(void)
     h_init();
     static const char *const sets[] = {"store.synchronous=normal", "http.timeout_s=2",
                                        "claim.max_wait_s=1", NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return h_summary();
     }
     tok_a1 = h_token(&d, "t1", "agent:a1:consume");
@@ -504,7 +503,6 @@ int main(void)
     CHECK_EQ(st, 200);
     free(tok_a1);
     free(tok_all);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     return h_summary();
 }

@@ -393,8 +393,7 @@ int main(void)
     static const char *const sets[] = {"limits.max_body_bytes=1048576",
                                        "limits.max_payload_bytes=1024", "store.synchronous=normal",
                                        NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return h_summary();
     }
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
@@ -408,7 +407,6 @@ int main(void)
     http_request(d.http, "GET", "/healthz", NULL, NULL, &st, NULL);
     CHECK_EQ(st, 200);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     return h_summary();
 }

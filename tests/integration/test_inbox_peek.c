@@ -240,8 +240,7 @@ int main(void)
     h_init();
     static const char *const sets[] = {"scavenger.interval_ms=50", "store.synchronous=normal",
                                        NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return h_summary();
     }
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish agent:*:read");
@@ -250,7 +249,6 @@ int main(void)
     RUN(test_peek_skips_scheduled_expired_claimed);
     RUN(test_peek_auth_and_route);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     return h_summary();
 }

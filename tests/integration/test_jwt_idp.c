@@ -204,8 +204,7 @@ int main(void)
     if (check_failed) {
         roostd_print_log(&d);
     }
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     json_decref(tokens);
     char *rm = h_fmt("rm -rf '%s'", dir);
     if (system(rm) != 0) {

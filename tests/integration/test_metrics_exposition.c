@@ -204,8 +204,7 @@ int main(void)
     static const char *const sets[] = {"metrics.refresh_ms=100", "metrics.top_agents=1",
                                        "scavenger.interval_ms=50", "store.synchronous=normal",
                                        NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return h_summary();
     }
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
@@ -214,7 +213,6 @@ int main(void)
     RUN(test_metrics_token);
     RUN(test_config_print_masks_secrets);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     return h_summary();
 }

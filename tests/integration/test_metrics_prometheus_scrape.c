@@ -100,8 +100,7 @@ static void test_prometheus_scrapes_roostd(void)
 {
     struct roostd d;
     static const char *const sets[] = {"metrics.refresh_ms=100", "store.synchronous=normal", NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return;
     }
     char *tok = h_token(&d, "t1", "agent:*:consume agent:*:publish");
@@ -153,8 +152,7 @@ static void test_prometheus_scrapes_roostd(void)
     CHECK_EQ(system(rm), 0);
     free(rm);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
 }
 
 int main(void)

@@ -165,13 +165,10 @@ int main(void)
         fclose(f);
     }
     const char *sets[] = {conf, "store.synchronous=normal", NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
-    } else {
+    if (roostd_start_checked(&d, NULL, sets)) {
         RUN(test_log_logfmt_request_lines);
         RUN(test_log_json_after_reload);
-        CHECK_EQ(roostd_stop(&d), 0);
-        roostd_remove_dir(&d);
+        roostd_finish(&d);
     }
     free(conf);
     char *rm = h_fmt("rm -rf '%s'", dir);

@@ -16,8 +16,7 @@ static const char *const sets[] = {"scavenger.interval_ms=50", NULL};
 static void test_roostd_restart_keeps_everything(void)
 {
     struct roostd d;
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return;
     }
     char *tok = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
@@ -69,8 +68,7 @@ static void test_roostd_restart_keeps_everything(void)
     CHECK_EQ(h_publish(d.http, tok, "life.a", NULL, NULL, NULL), 22);
     json_decref(claimed);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
 }
 
 /* ---- SIGKILL mid-load ---- */
@@ -108,8 +106,7 @@ static void test_roostd_sigkill_mid_load_loses_nothing_acknowledged(void)
 {
     struct roostd d;
     static const char *const full[] = {"scavenger.interval_ms=50", "store.synchronous=full", NULL};
-    if (roostd_start(&d, NULL, full) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, full)) {
         return;
     }
     char *tok = h_token(&d, "t1", "agent:*:consume agent:*:publish");
@@ -207,8 +204,7 @@ static void test_roostd_sigterm_answers_long_polls_and_exits_0(void)
 {
     struct roostd d;
     static const char *const term_sets[] = {"claim.max_wait_s=20", NULL};
-    if (roostd_start(&d, NULL, term_sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, term_sets)) {
         return;
     }
     char *tok = h_token(&d, "t1", "agent:*:consume");

@@ -140,8 +140,7 @@ static void test_metrics_remote_refused_and_labels_off(void)
     CHECK(strstr(rr.buf, "tenant=") == NULL);
     raw_reply_cleanup(&rr);
     free(t);
-    CHECK_EQ(roostd_stop(&m), 0);
-    roostd_remove_dir(&m);
+    roostd_finish(&m);
 }
 
 /* Item 9: a stream ends at its token's exp with a last event: token_expired, then closes. */
@@ -330,8 +329,7 @@ static void test_http_slow_head_closed(void)
     if (fd >= 0) {
         close(fd);
     }
-    CHECK_EQ(roostd_stop(&m), 0);
-    roostd_remove_dir(&m);
+    roostd_finish(&m);
 }
 
 /* Item 5: with http.max_conns_per_addr=4 the fifth connection from one address is refused, while
@@ -388,8 +386,7 @@ static void test_http_conns_per_addr_capped(void)
             close(fds[i]);
         }
     }
-    CHECK_EQ(roostd_stop(&m), 0);
-    roostd_remove_dir(&m);
+    roostd_finish(&m);
 }
 
 /* A positive decimal Retry-After. */
@@ -492,8 +489,7 @@ static void test_quota_tenant_streams_and_fanout_bytes(void)
     free(tr);
     free(ta);
     free(tb);
-    CHECK_EQ(roostd_stop(&m), 0);
-    roostd_remove_dir(&m);
+    roostd_finish(&m);
 }
 
 int main(void)
@@ -519,7 +515,6 @@ int main(void)
     RUN(test_quota_tenant_streams_and_fanout_bytes);
     RUN(test_metrics_remote_refused_and_labels_off);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     return h_summary();
 }

@@ -933,8 +933,7 @@ static void test_policy_reloads_on_sighup(void)
     CHECK_STREQ(code, "signature_missing");
     CHECK(reload(&n, conf, "signatures.require = off\n"));
     CHECK_EQ(unsigned_status(&n, "GET", inbox, NULL, tok, code, sizeof code), 200);
-    CHECK_EQ(roostd_stop(&n), 0);
-    roostd_remove_dir(&n);
+    roostd_finish(&n);
     unlink(conf);
     rmdir(dir);
     free(tok);

@@ -451,8 +451,7 @@ static void test_sse_limits(void)
     static const char *const sets[] = {"sse.max_per_agent=2", "sse.max_per_tenant=3",
                                        "sse.max_total=5", NULL};
     struct roostd d;
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return;
     }
     char *t1 = h_token(&d, "t1", "agent:*:read");
@@ -504,8 +503,7 @@ static void test_sse_limits(void)
         sse_close(&all[i]);
     }
     CHECK(ok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
     free(t1);
     free(t2);
     free(t3);
@@ -517,8 +515,7 @@ static void test_sse_heartbeat(void)
 {
     static const char *const sets[] = {"sse.heartbeat_s=1", NULL};
     struct roostd d;
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return;
     }
     char *tok = h_token(&d, "t1", "agent:*:consume agent:*:publish");
@@ -545,8 +542,7 @@ static void test_sse_heartbeat(void)
     CHECK(!s.closed && !s.ended);
     sse_close(&s);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
 }
 
 /* A subscriber that never reads: once its receive window is full and a little is unsent, its
@@ -558,8 +554,7 @@ static void test_sse_slow_subscriber_dropped(void)
 {
     static const char *const sets[] = {"sse.heartbeat_s=1", "sse.stall_timeout_s=2", NULL};
     struct roostd d;
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, sets)) {
         return;
     }
     char *tok = h_token(&d, "t1", "agent:*:consume agent:*:publish");
@@ -609,8 +604,7 @@ static void test_sse_slow_subscriber_dropped(void)
     CHECK(!good.closed);
     sse_close(&good);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
 }
 
 /* ---- shutdown ---- */
@@ -618,8 +612,7 @@ static void test_sse_slow_subscriber_dropped(void)
 static void test_sse_sigterm_ends_streams(void)
 {
     struct roostd d;
-    if (roostd_start(&d, NULL, NULL) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, NULL)) {
         return;
     }
     char *tok = h_token(&d, "t1", "agent:*:consume agent:*:publish");
@@ -655,8 +648,7 @@ int main(void)
     /* No heartbeat can interleave with the "very next event" checks. */
     static const char *const sets[] = {"scavenger.interval_ms=50", "sse.max_per_agent=1000",
                                        "sse.heartbeat_s=3600", NULL};
-    if (roostd_start(&D, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&D, NULL, sets)) {
         return h_summary();
     }
     TOK = h_token(&D, "t1", "agent:*:consume agent:*:publish tenant:admin");
@@ -669,8 +661,7 @@ int main(void)
     RUN(test_sse_isolation);
     RUN(test_sse_many_streams);
     free(TOK);
-    CHECK_EQ(roostd_stop(&D), 0);
-    roostd_remove_dir(&D);
+    roostd_finish(&D);
     RUN(test_sse_limits);
     RUN(test_sse_heartbeat);
     RUN(test_sse_slow_subscriber_dropped);

@@ -105,14 +105,12 @@ static void test_static_refusals(void)
 int main(void)
 {
     h_init();
-    if (roostd_start(&D, NULL, NULL) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&D, NULL, NULL)) {
         return h_summary();
     }
     RUN(test_static_roost_js);
     RUN(test_static_dashboard);
     RUN(test_static_refusals);
-    CHECK_EQ(roostd_stop(&D), 0);
-    roostd_remove_dir(&D);
+    roostd_finish(&D);
     return h_summary();
 }

@@ -164,8 +164,7 @@ static void fault_answers_503_and_recovers(const struct disk_fault *fault)
     json_decref(page);
     json_decref(claimed);
     free(tok);
-    CHECK_EQ(roostd_stop(&d), 0);
-    roostd_remove_dir(&d);
+    roostd_finish(&d);
 }
 
 static void test_store_fsync_fault_answers_503_and_recovers(void)

@@ -213,8 +213,7 @@ static void test_ticket_single_use_across_nodes(void)
     CHECK_EQ(ticket ? open_with_ticket(&s, &n2, "tk.a", ticket) : -1, 401);
     sse_close(&s);
     free(ticket);
-    CHECK_EQ(roostd_stop(&n2), 0);
-    roostd_remove_dir(&n2);
+    roostd_finish(&n2);
     free(same_db);
 }
 
@@ -226,8 +225,7 @@ static void test_ticket_minting_rate_limited(void)
 {
     static const char *const sets[] = {"limits.tickets_per_s=1", NULL};
     struct roostd n;
-    if (roostd_start(&n, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&n, NULL, sets)) {
         return;
     }
     char *tok_a = h_token(&n, "ta", "agent:tk.*:read");
@@ -257,16 +255,14 @@ static void test_ticket_minting_rate_limited(void)
     free(ticket);
     free(tok_a);
     free(tok_b);
-    CHECK_EQ(roostd_stop(&n), 0);
-    roostd_remove_dir(&n);
+    roostd_finish(&n);
 }
 
 int main(void)
 {
     h_init();
     static const char *const sets[] = {"auth.ticket_ttl_s=2", NULL};
-    if (roostd_start(&D, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&D, NULL, sets)) {
         return h_summary();
     }
     TOK = h_token(&D, "t1", "agent:tk.*:read");
@@ -278,7 +274,6 @@ int main(void)
     RUN(test_ticket_single_use_across_nodes);
     RUN(test_ticket_minting_rate_limited);
     free(TOK);
-    CHECK_EQ(roostd_stop(&D), 0);
-    roostd_remove_dir(&D);
+    roostd_finish(&D);
     return h_summary();
 }

@@ -104,12 +104,9 @@ int main(void)
     char *shard_db = h_fmt("%s/t2.db", dir);
     char *set = h_fmt("store.tenant.t2=sqlite://%s", shard_db);
     const char *sets[] = {set, "store.synchronous=normal", NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
-    } else {
+    if (roostd_start_checked(&d, NULL, sets)) {
         test_routing(shard_db);
-        CHECK_EQ(roostd_stop(&d), 0);
-        roostd_remove_dir(&d);
+        roostd_finish(&d);
     }
     RUN(test_tenant_stores_unopenable_shard_stops_startup);
     free(set);
