@@ -83,7 +83,7 @@ bench-pg: deps build
 # roostd (SQLite and MariaDB, an agent per consumer and one agent) beside direct SQLite, the plain
 # SKIP LOCKED loop, pgmq's shape, Redis Streams (appendfsync always) and beanstalkd (-f 0), one
 # driver for all, 3 alternating rounds at P2 C2 and P8 C8; BENCH_BASE_BUILD=DIR adds another
-# build's roostd for CPU per cycle. About 13 minutes (doc/BENCHMARKS.md, "Peers").
+# build's roostd for CPU per cycle. About 9 minutes (doc/BENCHMARKS.md, "Peers").
 bench-peers: deps build
 	@scripts/deps.sh peers
 	@scripts/bench_peers.sh
