@@ -36,6 +36,18 @@ static int check_page_args(struct roost_client *c, int limit, const char *page)
     return ROOST_OK;
 }
 
+/* The start of a listing (have_out: the caller has cleared its output): the client's last error
+ * reset, the paging arguments checked. ROOST_OK, ROOST_EINVAL (no client or no output) or the
+ * call's failure. */
+static int list_call_start(struct roost_client *c, bool have_out, int limit, const char *page)
+{
+    if (c == NULL || !have_out) {
+        return ROOST_EINVAL;
+    }
+    sdk_reset(c);
+    return check_page_args(c, limit, page);
+}
+
 /* The start of a call answering the whole JSON object as text: *json_out cleared, the client's
  * last error reset. ROOST_OK or ROOST_EINVAL (no client or no output). */
 static int json_call_start(struct roost_client *c, char **json_out)
@@ -56,11 +68,7 @@ int roost_admin_quarantine_list(struct roost_client *c, const char *agent_id, in
     if (out != NULL) {
         *out = NULL;
     }
-    if (c == NULL || out == NULL) {
-        return ROOST_EINVAL;
-    }
-    sdk_reset(c);
-    int rc = check_page_args(c, limit, page);
+    int rc = list_call_start(c, out != NULL, limit, page);
     if (rc != ROOST_OK) {
         return rc;
     }
@@ -108,7 +116,7 @@ int roost_admin_quarantine_requeue(struct roost_client *c, const char *event_id)
         return ROOST_EINVAL;
     }
     sdk_reset(c);
-    if (event_id == NULL || event_id[0] == '\0' || strlen(event_id) > SDK_MAX_ID_BYTES) {
+    if (!sdk_id_ok(event_id)) {
         return sdk_path_fail(c, ROOST_EEVENTID);
     }
     struct dynbuf p;
@@ -134,11 +142,7 @@ int roost_admin_agents_list_sorted(struct roost_client *c, const char *sort, int
     if (out != NULL) {
         *out = NULL;
     }
-    if (c == NULL || out == NULL) {
-        return ROOST_EINVAL;
-    }
-    sdk_reset(c);
-    int rc = check_page_args(c, limit, page);
+    int rc = list_call_start(c, out != NULL, limit, page);
     if (rc != ROOST_OK) {
         return rc;
     }
@@ -194,7 +198,7 @@ static int get_event_json(struct roost_client *c, const char *prefix, const char
     if (rc != ROOST_OK) {
         return rc;
     }
-    if (event_id == NULL || event_id[0] == '\0' || strlen(event_id) > SDK_MAX_ID_BYTES) {
+    if (!sdk_id_ok(event_id)) {
         return sdk_path_fail(c, ROOST_EEVENTID);
     }
     struct dynbuf p;
@@ -228,11 +232,12 @@ static int count_more(struct roost_client *c, json_t *resp, const char *key, con
     }
     return ROOST_OK;
 }
-int roost_admin_quarantine_purge(struct roost_client *c, const char *agent_id, const char *event_id,
-                                 int limit, int64_t *purged_out, bool *more_out)
+/* The start of a bulk operation: outputs cleared, the client's last error reset, the limit
+ * checked. ROOST_OK, ROOST_EINVAL (no client) or ROOST_ELIMIT. */
+static int bulk_call_start(struct roost_client *c, int limit, int64_t *count_out, bool *more_out)
 {
-    if (purged_out != NULL) {
-        *purged_out = 0;
+    if (count_out != NULL) {
+        *count_out = 0;
     }
     if (more_out != NULL) {
         *more_out = false;
@@ -244,25 +249,45 @@ int roost_admin_quarantine_purge(struct roost_client *c, const char *agent_id, c
     if (limit < 0) {
         return sdk_fail(c, ROOST_ELIMIT, "limit must be >= 0");
     }
-    if (event_id != NULL && (event_id[0] == '\0' || strlen(event_id) > SDK_MAX_ID_BYTES)) {
+    return ROOST_OK;
+}
+
+/* A bulk operation's body, {"agent_id": .., "limit": ..} with the members given; NULL when out
+ * of memory. */
+static json_t *bulk_body(const char *agent_id, int limit)
+{
+    json_t *body = json_object();
+    if (body == NULL || (agent_id != NULL && !sdk_put(body, "agent_id", json_string(agent_id))) ||
+        (limit > 0 && !sdk_put(body, "limit", json_integer(limit)))) {
+        json_decref(body);
+        return NULL;
+    }
+    return body;
+}
+
+int roost_admin_quarantine_purge(struct roost_client *c, const char *agent_id, const char *event_id,
+                                 int limit, int64_t *purged_out, bool *more_out)
+{
+    int rc = bulk_call_start(c, limit, purged_out, more_out);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    if (event_id != NULL && !sdk_id_ok(event_id)) {
         return sdk_path_fail(c, ROOST_EEVENTID);
     }
-    if (agent_id != NULL && (agent_id[0] == '\0' || strlen(agent_id) > SDK_MAX_ID_BYTES)) {
+    if (agent_id != NULL && !sdk_id_ok(agent_id)) {
         return sdk_path_fail(c, ROOST_EAGENTID);
     }
     struct dynbuf p;
     dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
     json_t *body = NULL, *resp = NULL;
-    int rc = ROOST_ENOMEM;
     dynbuf_adds(&p, "/api/v1/admin/quarantine/");
     if (event_id != NULL) {
         sdk_add_escaped(&p, event_id);
         dynbuf_adds(&p, "/purge");
     } else {
         dynbuf_adds(&p, "purge");
-        if ((body = json_object()) == NULL ||
-            (agent_id != NULL && !sdk_put(body, "agent_id", json_string(agent_id))) ||
-            (limit > 0 && !sdk_put(body, "limit", json_integer(limit)))) {
+        if ((body = bulk_body(agent_id, limit)) == NULL) {
             rc = sdk_fail(c, ROOST_ENOMEM, "out of memory");
             goto out;
         }
@@ -285,26 +310,15 @@ out:
 int roost_admin_quarantine_requeue_all(struct roost_client *c, const char *agent_id, int limit,
                                        int64_t *requeued_out, bool *more_out)
 {
-    if (requeued_out != NULL) {
-        *requeued_out = 0;
+    int rc = bulk_call_start(c, limit, requeued_out, more_out);
+    if (rc != ROOST_OK) {
+        return rc;
     }
-    if (more_out != NULL) {
-        *more_out = false;
-    }
-    if (c == NULL) {
-        return ROOST_EINVAL;
-    }
-    sdk_reset(c);
-    if (limit < 0) {
-        return sdk_fail(c, ROOST_ELIMIT, "limit must be >= 0");
-    }
-    if (agent_id != NULL && (agent_id[0] == '\0' || strlen(agent_id) > SDK_MAX_ID_BYTES)) {
+    if (agent_id != NULL && !sdk_id_ok(agent_id)) {
         return sdk_path_fail(c, ROOST_EAGENTID);
     }
-    json_t *body = json_object(), *resp = NULL;
-    int rc;
-    if (body == NULL || (agent_id != NULL && !sdk_put(body, "agent_id", json_string(agent_id))) ||
-        (limit > 0 && !sdk_put(body, "limit", json_integer(limit)))) {
+    json_t *body = bulk_body(agent_id, limit), *resp = NULL;
+    if (body == NULL) {
         rc = sdk_fail(c, ROOST_ENOMEM, "out of memory");
         goto out;
     }

@@ -174,13 +174,6 @@ out:
     return rc;
 }
 
-/* Validates a lease token argument (the server checks the format; we only refuse an absent,
- * empty or over-long one). */
-static bool lease_token_ok(const char *t)
-{
-    return t != NULL && t[0] != '\0' && strlen(t) <= SDK_MAX_ID_BYTES;
-}
-
 /* POSTs `body` to …/inbox/{event_id}/{action}; *resp_out (optional) gets the answer. */
 static int event_call(struct roost_client *c, const char *agent_id, const char *event_id,
                       const char *action, const json_t *body, json_t **resp_out)
@@ -204,7 +197,7 @@ int roost_event_ack(struct roost_client *c, const char *agent_id, const char *ev
         return ROOST_EINVAL;
     }
     sdk_reset(c);
-    if (!lease_token_ok(lease_token)) {
+    if (!sdk_id_ok(lease_token)) {
         return sdk_fail(c, ROOST_ELEASETOKEN, "lease_token is missing or too long");
     }
     json_t *body = json_object();
@@ -281,7 +274,7 @@ int roost_events_ack(struct roost_client *c, const char *agent_id, struct roost_
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        if (acks[i].event_id == NULL || !lease_token_ok(acks[i].lease_token)) {
+        if (acks[i].event_id == NULL || !sdk_id_ok(acks[i].lease_token)) {
             rc = sdk_fail(c, acks[i].event_id == NULL ? ROOST_EEVENTID : ROOST_ELEASETOKEN,
                           "acks[%zu] lacks an event_id or a lease_token", i);
             goto out;
@@ -360,7 +353,7 @@ int roost_event_release(struct roost_client *c, const char *agent_id, const char
         return ROOST_EINVAL;
     }
     sdk_reset(c);
-    if (!lease_token_ok(lease_token)) {
+    if (!sdk_id_ok(lease_token)) {
         return sdk_fail(c, ROOST_ELEASETOKEN, "lease_token is missing or too long");
     }
     if (delay_s < 0) {
@@ -398,7 +391,7 @@ int roost_event_extend(struct roost_client *c, const char *agent_id, const char 
         return ROOST_EINVAL;
     }
     sdk_reset(c);
-    if (!lease_token_ok(lease_token)) {
+    if (!sdk_id_ok(lease_token)) {
         return sdk_fail(c, ROOST_ELEASETOKEN, "lease_token is missing or too long");
     }
     if (lease_s < 0) {

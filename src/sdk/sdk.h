@@ -43,6 +43,9 @@ int sdk_url_normalize(const char *url, char **out);
  * signing key callback, if any, and signs with the key it gives when that is a new one. */
 int sdk_token_refresh(struct roost_client *c);
 
+/* An id-like argument fit for a path, query or body (event id, lease token): present, not empty
+ * and at most SDK_MAX_ID_BYTES; the server checks its format. */
+bool sdk_id_ok(const char *id);
 /* "/api/v1/agents/{agent}{tail}" with the agent id validated and escaped. ROOST_EAGENTID. */
 int sdk_path_agent(struct dynbuf *s, const char *agent_id, const char *tail);
 /* "/api/v1/agents/{agent}/inbox/{event_id}/{action}". ROOST_EAGENTID, ROOST_EEVENTID (empty or

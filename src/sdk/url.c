@@ -104,9 +104,14 @@ int sdk_path_agent(struct dynbuf *s, const char *agent_id, const char *tail)
     return sdk_buf_rc(s);
 }
 
+bool sdk_id_ok(const char *id)
+{
+    return id != NULL && id[0] != '\0' && strlen(id) <= SDK_MAX_ID_BYTES;
+}
+
 int sdk_path_event(struct dynbuf *s, const char *agent_id, const char *event_id, const char *action)
 {
-    if (event_id == NULL || event_id[0] == '\0' || strlen(event_id) > SDK_MAX_ID_BYTES) {
+    if (!sdk_id_ok(event_id)) {
         return ROOST_EEVENTID;
     }
     int rc = sdk_path_agent(s, agent_id, "/inbox/");
