@@ -424,20 +424,27 @@ static void test_admin_keys_validation_and_isolation(void)
 
 static char last_event[64], last_lease[64];
 
+/* Signs r with the key keyid names: through the npm package (sign_npm) or the C signer. */
+static void sign_either(struct sreq *r, bool npm, const char *keyid, const char *alg,
+                        const char *key_file)
+{
+    if (npm) {
+        sign_npm(r, keyid, alg, key_file);
+        return;
+    }
+    unsigned char sec[64];
+    struct httpsig_key k = load_priv(alg, key_file, sec);
+    sign_c(r, keyid, &k, NULL);
+    EVP_PKEY_free(k.pkey);
+}
+
 static void publish_signed(const char *label, bool npm, const char *keyid, const char *alg,
                            const char *key_file)
 {
     struct sreq r;
     sreq_init(&r, "POST", "/api/v1/events",
               "{\"recipients\":[\"a1\"],\"payload\":{\"signed\":true}}", tok1);
-    unsigned char sec[64];
-    if (npm) {
-        sign_npm(&r, keyid, alg, key_file);
-    } else {
-        struct httpsig_key k = load_priv(alg, key_file, sec);
-        sign_c(&r, keyid, &k, NULL);
-        EVP_PKEY_free(k.pkey);
-    }
+    sign_either(&r, npm, keyid, alg, key_file);
     json_t *j = NULL;
     long st = send_req(&r, &j);
     CHECK_CASE(label, st == 201);
@@ -453,14 +460,7 @@ static void claim_signed(const char *label, bool npm, const char *keyid, const c
 {
     struct sreq r;
     sreq_init(&r, "POST", "/api/v1/agents/a1/inbox/claim", "{\"limit\":1,\"lease_s\":60}", tok1);
-    unsigned char sec[64];
-    if (npm) {
-        sign_npm(&r, keyid, alg, key_file);
-    } else {
-        struct httpsig_key k = load_priv(alg, key_file, sec);
-        sign_c(&r, keyid, &k, NULL);
-        EVP_PKEY_free(k.pkey);
-    }
+    sign_either(&r, npm, keyid, alg, key_file);
     json_t *j = NULL;
     long st = send_req(&r, &j);
     CHECK_CASE(label, st == 200);
@@ -482,14 +482,7 @@ static void ack_signed(const char *label, bool npm, const char *keyid, const cha
     char *target = h_fmt("/api/v1/agents/a1/inbox/%s/ack", last_event);
     char *body = h_fmt("{\"lease_token\":\"%s\"}", last_lease);
     sreq_init(&r, "POST", target, body, tok1);
-    unsigned char sec[64];
-    if (npm) {
-        sign_npm(&r, keyid, alg, key_file);
-    } else {
-        struct httpsig_key k = load_priv(alg, key_file, sec);
-        sign_c(&r, keyid, &k, NULL);
-        EVP_PKEY_free(k.pkey);
-    }
+    sign_either(&r, npm, keyid, alg, key_file);
     json_t *j = NULL;
     long st = send_req(&r, &j);
     CHECK_CASE(label, st == 200);
