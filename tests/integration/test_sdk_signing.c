@@ -138,21 +138,30 @@ static void keys_add(const struct alg_case *k, const char *key_id, const char *a
     json_decref(j);
 }
 
-/* Publishes one event to `agent` signed (key_id NULL: unsigned); returns the event id or NULL. */
-static char *cli_publish(const char *label, const struct alg_case *k, const char *key_id,
-                         const char *agent, int want, const char *want_err)
+/* Ends the CLI arguments args[0..n) with the options that sign with key_id (none when NULL) and a
+ * NULL; --key-alg only `with_alg` (the CLI reads an asymmetric key's algorithm from its PEM). */
+static void key_args(const char **args, size_t n, const struct alg_case *k, const char *key_id,
+                     bool with_alg)
 {
-    const char *args[16] = {"publish", "--agent", agent, "--payload", "{\"n\":1}"};
-    size_t n = 5;
     if (key_id != NULL) {
         args[n++] = "--key-file";
         args[n++] = k->priv;
         args[n++] = "--key-id";
         args[n++] = key_id;
-        args[n++] = "--key-alg";
-        args[n++] = k->alg;
+        if (with_alg) {
+            args[n++] = "--key-alg";
+            args[n++] = k->alg;
+        }
     }
     args[n] = NULL;
+}
+
+/* Publishes one event to `agent` signed (key_id NULL: unsigned); returns the event id or NULL. */
+static char *cli_publish(const char *label, const struct alg_case *k, const char *key_id,
+                         const char *agent, int want, const char *want_err)
+{
+    const char *args[16] = {"publish", "--agent", agent, "--payload", "{\"n\":1}"};
+    key_args(args, 5, k, key_id, true);
     json_t *j = expect_cli(label, want, want_err, tok, args);
     char *id = NULL;
     if (want == 0) {
@@ -169,18 +178,7 @@ static char *cli_claim(const char *label, const struct alg_case *k, const char *
                        const char *agent, int want, const char *want_err, char **lease)
 {
     const char *args[16] = {"claim", "--agent", agent, "--limit", "1"};
-    size_t n = 5;
-    if (key_id != NULL) {
-        args[n++] = "--key-file";
-        args[n++] = k->priv;
-        args[n++] = "--key-id";
-        args[n++] = key_id;
-        if (k->hmac) {
-            args[n++] = "--key-alg";
-            args[n++] = k->alg;
-        }
-    }
-    args[n] = NULL;
+    key_args(args, 5, k, key_id, k->hmac);
     json_t *j = expect_cli(label, want, want_err, tok, args);
     char *id = NULL;
     *lease = NULL;
@@ -202,16 +200,7 @@ static void cli_ack(const char *label, const struct alg_case *k, const char *key
 {
     const char *args[16] = {"ack", "--agent", agent, event_id ? event_id : "x",
                             lease ? lease : "x"};
-    size_t n = 5;
-    if (key_id != NULL) {
-        args[n++] = "--key-file";
-        args[n++] = k->priv;
-        args[n++] = "--key-id";
-        args[n++] = key_id;
-        args[n++] = "--key-alg";
-        args[n++] = k->alg;
-    }
-    args[n] = NULL;
+    key_args(args, 5, k, key_id, true);
     json_t *j = expect_cli(label, want, want_err, tok, args);
     json_decref(j);
 }
