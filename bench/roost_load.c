@@ -295,7 +295,8 @@ static void usage(FILE *out)
         "  --wait S                 claim long-poll wait_s (default 1)\n"
         "  --payload-bytes B        payload size (default 100)\n"
         "  --agent-prefix STR       agent names are STR<n> (default bench-agent-<pid>-)\n"
-        "  --target NAME            label printed in the result line (default roostd)\n");
+        "  --target NAME            label printed in the result line (default: roostd, redis or\n"
+        "                           beanstalkd, by the URL)\n");
 }
 
 static int parse_url(const char *url)
@@ -385,7 +386,7 @@ int main(int argc, char **argv)
     g.lease_s = 60;
     g.wait_s = 1;
     g.payload_bytes = 100;
-    g.target = "roostd";
+    g.target = NULL; /* default: the system's name */
     snprintf(g.prefix, sizeof g.prefix, "bench-agent-%ld-", (long)getpid());
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -472,9 +473,11 @@ int main(int argc, char **argv)
     if (strncmp(g.urls[0], "redis://", 8) == 0) {
         backend = &bench_redis;
         bad = g.n_urls != 1 || bench_redis_init(g.urls[0], g.wait_s) != 0;
+        g.target = g.target ? g.target : "redis";
     } else if (strncmp(g.urls[0], "beanstalk://", 12) == 0) {
         backend = &bench_beanstalkd;
         bad = g.n_urls != 1 || bench_beanstalkd_init(g.urls[0], g.wait_s) != 0;
+        g.target = g.target ? g.target : "beanstalkd";
     } else {
         for (int i = 0; i < g.n_urls && !bad; i++) {
             bad = strncmp(g.urls[i], "http://", 7) != 0 || parse_url(g.urls[i]) != 0;
@@ -488,6 +491,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (backend == &roostd_backend) {
+        g.target = g.target ? g.target : "roostd";
         const char *key_file = g.key_file;
         if (!key_file && g.data_dir) {
             snprintf(path, sizeof path, "%s/" ROOST_TOKEN_KEY_FILE, g.data_dir);

@@ -97,9 +97,11 @@ bench_stop_all() {
 # ---- counters and measurement ----
 
 # Where bench_counters reads: COUNTERS_DB=1 samples the MariaDB of BENCH_DB_SOCKET (SHOW GLOBAL
-# STATUS), COUNTERS_URLS (comma list) the /metrics of those roostd nodes (loopback peers may read
-# it without a token). Both are set by the scripts before each bench_measure.
+# STATUS), COUNTERS_PG=1 the CPU of the PostgreSQL whose postmaster.pid is BENCH_PG_PIDFILE,
+# COUNTERS_URLS (comma list) the /metrics of those roostd nodes (loopback peers may read it
+# without a token). They are set by the scripts before each bench_measure.
 COUNTERS_DB=""
+COUNTERS_PG=""
 COUNTERS_URLS=""
 
 bench_sql() {
@@ -122,6 +124,17 @@ bench_counters() {
         if [ -n "${BENCH_DB_PIDFILE:-}" ] && [ -r "/proc/$(cat "$BENCH_DB_PIDFILE" 2>/dev/null)/stat" ]; then
             awk '{ printf "db_cpu_ticks=%d ", $14 + $15 }' "/proc/$(cat "$BENCH_DB_PIDFILE")/stat"
         fi
+    fi
+    # PostgreSQL's CPU: the postmaster and its children (a backend per connection, the WAL writer,
+    # the checkpointer), all alive across a window whose load tool keeps its connections.
+    if [ "$COUNTERS_PG" = 1 ] && [ -r "${BENCH_PG_PIDFILE:-}" ]; then
+        local pm c t=0
+        pm=$(head -n 1 "$BENCH_PG_PIDFILE")
+        for p in $pm $(pgrep -P "$pm" || true); do
+            c=$(bench_cpu_ticks "$p")
+            t=$((t + ${c:-0}))
+        done
+        printf "db_cpu_ticks=%d " "$t"
     fi
     if [ -n "$COUNTERS_URLS" ] && [ ${#SERVER_PIDS[@]} -gt 0 ]; then
         local p t=0

@@ -25,7 +25,8 @@
 # their data in the measurement's own directory; MariaDB and PostgreSQL are the test scripts'
 # private servers (scripts/mariadb_test.sh, scripts/postgres_test.sh). Every measurement records
 # the 1-minute load average as its window closes (bench_lib.sh bench_measure) and the CPU per
-# cycle of the server process (roostd, redis-server, beanstalkd) and of mysqld.
+# cycle of the server process (roostd, redis-server, beanstalkd) and of the database server
+# (mysqld; PostgreSQL's postmaster and its children).
 #
 # Environment (all optional):
 #   BUILD_DIR          build tree (default build)
@@ -97,6 +98,7 @@ PGDIR=$WORK/pg
 . "$ROOT/scripts/bench_lib.sh"
 BENCH_DB_SOCKET=$DBDIR/mysqld.sock
 BENCH_DB_PIDFILE=$DBDIR/mysqld.pid
+BENCH_PG_PIDFILE=$PGDIR/data/postmaster.pid
 
 cleanup() {
     bench_stop_all
@@ -144,6 +146,7 @@ point() {
     d=$WORK/runs/$s.$run
     mkdir -p "$d"
     COUNTERS_DB=""
+    COUNTERS_PG=""
     COUNTERS_URLS=""
     local load=("$BIN/roost_load" --seconds "$SECS" --warmup "$WARMUP" --producers "$n" --consumers "$n")
     case $sys in *_1a) agents=(--agents 1) ;; esac
@@ -178,6 +181,7 @@ point() {
         bench_sql -e "DROP DATABASE IF EXISTS pe_loop_${n}_$run"
         ;;
     pg_pgmq)
+        COUNTERS_PG=1
         bench_measure "$s" "$run" "$BIN/pg_direct" --url "$PG_URL" --mode pgmq --fresh \
             --seconds "$SECS" --warmup "$WARMUP" --producers "$n" --consumers "$n"
         ;;
@@ -256,8 +260,7 @@ cpu_all() {
     tr ' ' '\n' <<<"$1" | awk -F= '$1 ~ /^(load|server|db)_cpu_ms_per_cycle$/ { t += $2; n++ }
         END { if (n) printf "%.3f\n", t }'
 }
-cpu_all_median() { # cpu_all_median SCENARIO ("-" for pgmq: PostgreSQL's processes are not sampled)
-    case $1 in pg_*) echo - && return ;; esac
+cpu_all_median() { # cpu_all_median SCENARIO
     { grep "^scenario=$1 " "$RAW" || true; } | while read -r l; do cpu_all "$l"; done | sort -g |
         awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
@@ -315,7 +318,7 @@ RESULTS=$WORK/results.md
     echo "over rounds); ratios are medians of the per-round ratios. Load average at the start $LOAD0; $ELAPSED s in all."
     echo "Command: \`make bench-peers\` (\`BENCH_RUNS=$RUNS BENCH_SECONDS=$SECS BENCH_WARMUP=$WARMUP${BASE_BUILD:+ BENCH_BASE_BUILD=…} scripts/bench_peers.sh\`)."
     echo
-    echo "| system | P C | full cycles/s | range | × MariaDB loop | × Redis AOF | server CPU ms/cycle | mysqld CPU ms/cycle | events/claim | latency p50 ms | load avg per round | errors | CPU ms/cycle, all |"
+    echo "| system | P C | full cycles/s | range | × MariaDB loop | × Redis AOF | server CPU ms/cycle | DB server CPU ms/cycle | events/claim | latency p50 ms | load avg per round | errors | CPU ms/cycle, all |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for n in $SHAPES; do
         for sys in $SYSTEMS; do

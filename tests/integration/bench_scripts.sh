@@ -176,6 +176,8 @@ if command -v redis-server >/dev/null && command -v beanstalkd >/dev/null; then
     sh -c "grep '^| roostd, MariaDB, one agent | P2 C2 |' '$pe/results.md' | awk -F' [|] ' '{ exit !(\$5 ~ /^[0-9.]+ [(]/) }'"
   check "bench_peers.sh: Redis and beanstalkd had their server's CPU sampled" \
     sh -c "grep -E '^[|] (Redis|beanstalkd)' '$pe/results.md' | awk -F' [|] ' '\$7 + 0 <= 0 { bad = 1 } END { exit bad }'"
+  check "bench_peers.sh: MariaDB's and PostgreSQL's CPU was sampled" \
+    sh -c "grep -E '^[|] (MariaDB, plain|PostgreSQL, pgmq)' '$pe/results.md' | awk -F' [|] ' '\$8 + 0 <= 0 { bad = 1 } END { exit bad }'"
   check "bench_peers.sh: the P2 C2 target rows have ratios" \
     sh -c "grep -c 'P2 C2, one agent: roostd ≥ 0.75× the loop | [0-9.]* (' '$pe/results.md'"
   check "bench_peers.sh: the plot is a PNG" png "$pe/bench-peers.png"
