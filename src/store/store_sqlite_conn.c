@@ -198,8 +198,10 @@ int store_sqlite_open(const char *url, const struct store_options *opt, struct s
         (rc = exec_pragma(b->db, "PRAGMA foreign_keys=OFF")) != SQLITE_OK) {
         goto fail;
     }
-    if (store_sqlite_ckpt_start(b, path, opt->synchronous_full ? walbuf_vfs : NULL,
-                                opt->synchronous_full) != ROOST_OK) {
+    /* Under FULL every commit syncs the WAL, and checkpoints beside it made the tenant fairness
+     * bench worse, not better (doc/BENCHMARKS.md, "One tenant beside another's attack"): there
+     * SQLite keeps its own. */
+    if (!opt->synchronous_full && store_sqlite_ckpt_start(b, path) != ROOST_OK) {
         rc = SQLITE_NOMEM;
         goto fail;
     }

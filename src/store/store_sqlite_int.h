@@ -17,9 +17,10 @@
  * returns its name, or NULL (then the default VFS serves). */
 const char *store_sqlite_walbuf_register(void);
 
-/* Checkpoints (store_sqlite_ckpt.c): a commit that leaves the WAL at SQLITE_CKPT_PAGES pages or
- * more (SQLite's automatic checkpoint's default) hands a checkpoint to the connection's checkpoint
- * thread; at SQLITE_CKPT_INLINE_PAGES (32 MiB of 4 KiB pages) it checkpoints itself. */
+/* Checkpoints (store_sqlite_ckpt.c, synchronous=NORMAL stores): a commit that leaves the WAL at
+ * SQLITE_CKPT_PAGES pages or more (SQLite's automatic checkpoint's default) hands a checkpoint to
+ * the connection's checkpoint thread; at SQLITE_CKPT_INLINE_PAGES (32 MiB of 4 KiB pages) it
+ * checkpoints itself. */
 #define SQLITE_CKPT_PAGES 1000
 #define SQLITE_CKPT_INLINE_PAGES 8000
 
@@ -65,11 +66,11 @@ static inline struct sqlite_store *store_sqlite_backend(struct store *st)
     return (struct sqlite_store *)st;
 }
 
-/* Moves b's checkpoints to a thread of its own (started at the first one) that opens `path` through
- * `vfs` (NULL: the default) with synchronous FULL or NORMAL. ROOST_OK or ROOST_ENOMEM (then
- * SQLite's automatic checkpoint stays). Stop joins the thread; call it before closing b->db. */
-int store_sqlite_ckpt_start(struct sqlite_store *b, const char *path, const char *vfs,
-                            bool sync_full);
+/* Moves b's checkpoints to a thread of its own (started at the first one) that opens `path` with
+ * synchronous=NORMAL (the store's setting: only NORMAL stores call this). ROOST_OK or ROOST_ENOMEM
+ * (then SQLite's automatic checkpoint stays). Stop joins the thread; call it before closing b->db.
+ */
+int store_sqlite_ckpt_start(struct sqlite_store *b, const char *path);
 void store_sqlite_ckpt_stop(struct sqlite_store *b);
 /* The counts of b's checkpoints so far (all zero without a checkpoint thread). */
 void store_sqlite_ckpt_stats(struct sqlite_store *b, struct sqlite_ckpt_stats *out);
