@@ -10,7 +10,8 @@ tenant B's cycle -- publish one event, read it (GET inbox after the cursor), cla
 for S seconds (default 10) idle, and again while tenant A attacks from other processes:
 six loops of GET /api/v1/admin/agents?sort=age&limit=1000 and two loops of big inbox reads
 (limit=1000, about 4 MiB a page). Prints B's cycles, p50 and p99 (ms) both ways, the ratio of
-the p99s, what A's loops got through, and the roostd shutdown line (scans, reads_deferred).
+the p99s, the load average (a shared machine's other work moves B's idle p99 too), what A's
+loops got through, and the roostd shutdown line (scans, reads_deferred).
 Every request runs on a kept-alive connection of its own process, so the client's GIL is not
 part of B's numbers. --scans and --reads change A's loops (one kind alone); --publishes N adds N
 loops of A's big publishes (the write side: each a batch of --batch events of 1 KiB to one agent,
@@ -182,6 +183,7 @@ def main():
 
         measure(port, tok_b, 1.0)  # warm-up
         idle = measure(port, tok_b, a.seconds)
+        load_idle = os.getloadavg()[0]
 
         stop = mp.Event()
         kinds = ["scan"] * a.scans + ["read"] * a.reads + ["publish"] * a.publishes
@@ -192,12 +194,16 @@ def main():
         for p in procs:
             p.start()
         time.sleep(1.0)  # the attack is under way before B is measured
+        load0 = os.getloadavg()[0]
         busy = measure(port, tok_b, a.seconds)
+        load1 = os.getloadavg()[0]
         stop.set()
         for p in procs:
             p.join(120)
 
-        print("agents of A: %d; A's big page: %d KiB" % (a.agents, page_kib))
+        print("agents of A: %d; A's big page: %d KiB; load average %.2f idle, %.2f -> %.2f "
+              "under attack (%d CPUs)" % (a.agents, page_kib, load_idle, load0, load1,
+                                         os.cpu_count()))
         print("B idle:         %5d cycles, p50 %7.2f ms, p99 %7.2f ms" %
               (len(idle), pct(idle, 50), pct(idle, 99)))
         print("B under attack: %5d cycles, p50 %7.2f ms, p99 %7.2f ms" %
