@@ -701,7 +701,7 @@ enum store_cap {
      * row lock before its commit is visible), so a reader may see seq N+1 before N: an inbox page
      * stops at the first missing seq above the watermark and caps the head there. */
     STORE_CAP_LATE_VISIBILITY = 1u << 7,
-    /* The database merges a JSON Merge Patch (RFC 7386) into a document itself (SQLite's
+    /* The database merges a JSON Merge Patch (RFC 7396) into a document itself (SQLite's
      * json_patch, MySQL's JSON_MERGE_PATCH); without it the state is read, merged in C and
      * written back (PostgreSQL: jsonb would not keep the document's text). */
     STORE_CAP_MERGE_PATCH = 1u << 8,

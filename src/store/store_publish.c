@@ -346,7 +346,7 @@ STORE_STMT_ONLY(STATE_WRITE, STORE_SQL_PG,
                 "UPDATE agents SET state = ?, state_cursor = ?, updated_at = ?"
                 " WHERE tenant_id = ? AND agent_id = ?");
 
-/* RFC 7386 JSON Merge Patch, as MySQL's JSON_MERGE_PATCH and SQLite's json_patch: a new
+/* RFC 7396 JSON Merge Patch, as MySQL's JSON_MERGE_PATCH and SQLite's json_patch: a new
  * reference (NULL when out of memory). */
 static json_t *merge_patch(json_t *target, json_t *patch)
 {
