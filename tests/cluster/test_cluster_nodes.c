@@ -49,6 +49,11 @@ static void stop_pair(struct roostd *n1, struct roostd *n2)
 
 /* ---- pings cross nodes ---- */
 
+static int app_exec(void *db, const char *sql)
+{
+    return (int)mysql_testutil_exec(db, sql);
+}
+
 static void test_cluster_pings_cross_nodes(void)
 {
     struct roostd n1, n2;
@@ -80,34 +85,18 @@ static void test_cluster_pings_cross_nodes(void)
     MYSQL *app = mysql_testutil_connect(roostd_store_url(&n1));
     CHECK(app != NULL);
     if (app != NULL) {
-        CHECK_EQ(mysql_testutil_exec(app, "CREATE TABLE orders (id INT PRIMARY KEY)"), 0);
-        CHECK_EQ(mysql_testutil_exec(app, "START TRANSACTION"), 0);
-        CHECK_EQ(mysql_testutil_exec(app, "INSERT INTO orders VALUES (1)"), 0);
-        CHECK_EQ(mysql_testutil_exec(app, "CALL roost_publish('t1', 'x.a', '{\"order\": 1}', 0,"
-                                          " NULL, NULL, 0, 0, @id, @seq)"),
-                 0);
-        CHECK_EQ(mysql_testutil_exec(app, "COMMIT"), 0);
-        CHECK(expect_ping(&s, 2, 3000));
-        long st = 0;
-        json_t *page = h_inbox(n1.http, tok, "x.a", 1, 10, &st);
-        CHECK_EQ(st, 200);
-        json_t *ev = h_at(json_object_get(page, "events"), 0);
-        CHECK(ev != NULL && h_int(json_object_get(ev, "payload"), "order") == 1);
-        json_decref(page);
-
-        CHECK_EQ(mysql_testutil_exec(app, "START TRANSACTION"), 0);
-        CHECK_EQ(mysql_testutil_exec(app, "INSERT INTO orders VALUES (2)"), 0);
-        CHECK_EQ(mysql_testutil_exec(app, "CALL roost_publish('t1', 'x.a', '{\"order\": 2}', 0,"
-                                          " NULL, NULL, 0, 0, @id, @seq)"),
-                 0);
-        CHECK_EQ(mysql_testutil_exec(app, "ROLLBACK"), 0);
-        struct sse_ev e;
-        int skipped = 0;
-        CHECK_EQ(sse_next_named(&s, "inbox_updated", &e, 700, &skipped), 0);
-        page = h_inbox(n1.http, tok, "x.a", 2, 10, &st);
-        CHECK_EQ(json_array_size(json_object_get(page, "events")), 0);
-        CHECK_EQ(h_int(page, "head"), 2);
-        json_decref(page);
+        static const struct app_tx_sql q = {
+            .create = "CREATE TABLE orders (id INT PRIMARY KEY)",
+            .begin = "START TRANSACTION",
+            .insert1 = "INSERT INTO orders VALUES (1)",
+            .publish1 = "CALL roost_publish('t1', 'x.a', '{\"order\": 1}', 0, NULL, NULL, 0, 0,"
+                        " @id, @seq)",
+            .commit = "COMMIT",
+            .insert2 = "INSERT INTO orders VALUES (2)",
+            .publish2 = "CALL roost_publish('t1', 'x.a', '{\"order\": 2}', 0, NULL, NULL, 0, 0,"
+                        " @id, @seq)",
+            .rollback = "ROLLBACK"};
+        app_transaction_pings(&s, &n1, tok, 1, app_exec, app, &q, 3000, 700);
         mysql_close(app);
     }
     sse_close(&s);

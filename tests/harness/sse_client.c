@@ -377,3 +377,33 @@ bool subscribe(struct sse *s, const struct roostd *d, const char *tok, const cha
     struct sse_ev ev;
     return sse_next(s, &ev, 5000) == 1 && ev.has_retry && expect_ping(s, head, 5000);
 }
+
+void app_transaction_pings(struct sse *s, const struct roostd *n, const char *tok, int64_t head,
+                           int (*exec)(void *db, const char *sql), void *db,
+                           const struct app_tx_sql *q, int ping_ms, int quiet_ms)
+{
+    CHECK_EQ(exec(db, q->create), 0);
+    CHECK_EQ(exec(db, q->begin), 0);
+    CHECK_EQ(exec(db, q->insert1), 0);
+    CHECK_EQ(exec(db, q->publish1), 0);
+    CHECK_EQ(exec(db, q->commit), 0);
+    CHECK(expect_ping(s, head + 1, ping_ms));
+    long st = 0;
+    json_t *page = h_inbox(n->http, tok, "x.a", head, 10, &st);
+    CHECK_EQ(st, 200);
+    json_t *ev = h_at(json_object_get(page, "events"), 0);
+    CHECK(ev != NULL && h_int(json_object_get(ev, "payload"), "order") == 1);
+    json_decref(page);
+
+    CHECK_EQ(exec(db, q->begin), 0);
+    CHECK_EQ(exec(db, q->insert2), 0);
+    CHECK_EQ(exec(db, q->publish2), 0);
+    CHECK_EQ(exec(db, q->rollback), 0);
+    struct sse_ev e;
+    int skipped = 0;
+    CHECK_EQ(sse_next_named(s, "inbox_updated", &e, quiet_ms, &skipped), 0);
+    page = h_inbox(n->http, tok, "x.a", head + 1, 10, &st);
+    CHECK_EQ(json_array_size(json_object_get(page, "events")), 0);
+    CHECK_EQ(h_int(page, "head"), head + 1);
+    json_decref(page);
+}

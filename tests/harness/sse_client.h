@@ -70,6 +70,19 @@ bool wait_ping(struct sse *s, int64_t head, int timeout_ms);
 bool subscribe(struct sse *s, const struct roostd *d, const char *tok, const char *agent,
                int64_t head);
 
+/* An application's transaction on the store's own database, as a subscriber of agent x.a of
+ * tenant t1 on node n sees it: its business row and a publish through the database's
+ * roost_publish committed together (a ping for head + 1, the event in n's inbox), then the same
+ * rolled back (no row, no ping within quiet_ms). The SQL is the server's: the table made first,
+ * then begin, insert and publish of order 1, commit, begin, insert and publish of order 2,
+ * rollback; exec runs one statement on the application's connection db (0 = done). */
+struct app_tx_sql {
+    const char *create, *begin, *insert1, *publish1, *commit, *insert2, *publish2, *rollback;
+};
+void app_transaction_pings(struct sse *s, const struct roostd *n, const char *tok, int64_t head,
+                           int (*exec)(void *db, const char *sql), void *db,
+                           const struct app_tx_sql *q, int ping_ms, int quiet_ms);
+
 /* Waits up to timeout_ms for bytes and decodes them. >0 bytes read, 0 timeout, -1 closed. */
 int sse_fill(struct sse *s, int timeout_ms);
 

@@ -62,6 +62,11 @@ static long long query_int(PGconn *db, const char *sql)
     return v;
 }
 
+static int app_exec(void *db, const char *sql)
+{
+    return pg_testutil_exec(db, sql);
+}
+
 /* This test's listening connections (its application_name, set in start_pair). */
 #define LISTENERS                                                                                  \
     " FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'"          \
@@ -86,34 +91,18 @@ static void test_pg_nodes_notify_pings_cross_nodes(void)
     PGconn *app = pg_testutil_connect(g_store);
     CHECK(app != NULL);
     if (app != NULL) {
-        CHECK_EQ(pg_testutil_exec(app, "CREATE TABLE public_orders (id INT PRIMARY KEY)"), 0);
-        CHECK_EQ(pg_testutil_exec(app, "BEGIN"), 0);
-        CHECK_EQ(pg_testutil_exec(app, "INSERT INTO public_orders VALUES (1)"), 0);
-        CHECK_EQ(pg_testutil_exec(app, "SELECT * FROM roost_publish('t1', 'x.a',"
-                                       " '{\"order\": 1}', 0, NULL, NULL, 0, 0)"),
-                 0);
-        CHECK_EQ(pg_testutil_exec(app, "COMMIT"), 0);
-        CHECK(expect_ping(&s, 2, 5000));
-        long st = 0;
-        json_t *page = h_inbox(n1.http, tok, "x.a", 1, 10, &st);
-        CHECK_EQ(st, 200);
-        json_t *ev = h_at(json_object_get(page, "events"), 0);
-        CHECK(ev != NULL && h_int(json_object_get(ev, "payload"), "order") == 1);
-        json_decref(page);
-
-        CHECK_EQ(pg_testutil_exec(app, "BEGIN"), 0);
-        CHECK_EQ(pg_testutil_exec(app, "INSERT INTO public_orders VALUES (2)"), 0);
-        CHECK_EQ(pg_testutil_exec(app, "SELECT * FROM roost_publish('t1', 'x.a',"
-                                       " '{\"order\": 2}', 0, NULL, NULL, 0, 0)"),
-                 0);
-        CHECK_EQ(pg_testutil_exec(app, "ROLLBACK"), 0);
-        struct sse_ev e;
-        int skipped = 0;
-        CHECK_EQ(sse_next_named(&s, "inbox_updated", &e, 1500, &skipped), 0);
-        page = h_inbox(n1.http, tok, "x.a", 2, 10, &st);
-        CHECK_EQ(json_array_size(json_object_get(page, "events")), 0);
-        CHECK_EQ(h_int(page, "head"), 2);
-        json_decref(page);
+        static const struct app_tx_sql q = {
+            .create = "CREATE TABLE public_orders (id INT PRIMARY KEY)",
+            .begin = "BEGIN",
+            .insert1 = "INSERT INTO public_orders VALUES (1)",
+            .publish1 = "SELECT * FROM roost_publish('t1', 'x.a', '{\"order\": 1}', 0, NULL,"
+                        " NULL, 0, 0)",
+            .commit = "COMMIT",
+            .insert2 = "INSERT INTO public_orders VALUES (2)",
+            .publish2 = "SELECT * FROM roost_publish('t1', 'x.a', '{\"order\": 2}', 0, NULL,"
+                        " NULL, 0, 0)",
+            .rollback = "ROLLBACK"};
+        app_transaction_pings(&s, &n1, tok, 1, app_exec, app, &q, 5000, 1500);
         /* Each node listens on one connection. */
         CHECK_EQ(query_int(app, "SELECT count(*)" LISTENERS), 2);
         PQfinish(app);
