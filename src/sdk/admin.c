@@ -36,6 +36,17 @@ static int check_page_args(struct roost_client *c, int limit, const char *page)
     return ROOST_OK;
 }
 
+/* GETs the path in p with the paging appended (first separator sep); *resp gets the answer. */
+static int get_page(struct roost_client *c, struct dynbuf *p, char sep, int limit, const char *page,
+                    json_t **resp)
+{
+    append_page(p, &sep, limit, page);
+    if (sdk_buf_rc(p) != ROOST_OK) {
+        return sdk_path_fail(c, sdk_buf_rc(p));
+    }
+    return sdk_request(c, "GET", p->s, NULL, 0, 0, resp);
+}
+
 /* The start of a listing (have_out: the caller has cleared its output): the client's last error
  * reset, the paging arguments checked. ROOST_OK, ROOST_EINVAL (no client or no output) or the
  * call's failure. */
@@ -90,12 +101,7 @@ int roost_admin_quarantine_list(struct roost_client *c, const char *agent_id, in
         sdk_add_escaped(&p, agent_id);
         sep = '&';
     }
-    append_page(&p, &sep, limit, page);
-    if (sdk_buf_rc(&p) != ROOST_OK) {
-        rc = sdk_path_fail(c, sdk_buf_rc(&p));
-        goto out;
-    }
-    if ((rc = sdk_request(c, "GET", p.s, NULL, 0, 0, &resp)) != ROOST_OK) {
+    if ((rc = get_page(c, &p, sep, limit, page, &resp)) != ROOST_OK) {
         goto out;
     }
     if ((rc = sdk_events_from_response(resp, out)) != ROOST_OK ||
@@ -159,13 +165,7 @@ int roost_admin_agents_list_sorted(struct roost_client *c, const char *sort, int
         dynbuf_addf(&p, "?sort=%s", sort);
         sep = '&';
     }
-    append_page(&p, &sep, limit, page);
-    rc = sdk_buf_rc(&p);
-    if (rc != ROOST_OK) {
-        rc = sdk_path_fail(c, rc);
-        goto out;
-    }
-    if ((rc = sdk_request(c, "GET", p.s, NULL, 0, 0, &resp)) != ROOST_OK) {
+    if ((rc = get_page(c, &p, sep, limit, page, &resp)) != ROOST_OK) {
         goto out;
     }
     if ((rc = sdk_agents_from_response(resp, out)) != ROOST_OK) {
