@@ -264,6 +264,17 @@ int sdk_fail(struct roost_client *c, int rc, const char *fmt, ...)
     return rc;
 }
 
+int sdk_errbuf_fail(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
+{
+    if (errbuf != NULL && errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(errbuf, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
 const char *roost_client_errmsg(const struct roost_client *c)
 {
     return c != NULL ? c->errmsg : "no client";

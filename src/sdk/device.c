@@ -39,24 +39,12 @@
 #include "roost/roost_client.h"
 #include "roost/roost_token.h"
 #include "sdk/cred_store.h"
+#include "sdk/sdk.h"
 
 #include "common/banned.h"
 
 #define RECORD_MAX_BYTES (64 * 1024)
 #define SECRET_MAX 4096
-
-static int fail(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
-{
-    if (errbuf != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(errbuf, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
 
 /* ---- the credential store ---- */
 
@@ -216,7 +204,7 @@ static int save_answer(const char *dir, const char *server, json_t *t, char *err
     const char *agent = json_string_value(json_object_get(t, "agent_id"));
     const char *rt = json_string_value(json_object_get(t, "refresh_token"));
     if (agent == NULL || rt == NULL || !ids_valid_name(agent, strlen(agent))) {
-        return fail(errbuf, errlen, ROOST_EINVAL, "not a token answer");
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EINVAL, "not a token answer");
     }
     json_t *rec = json_pack("{s:s, s:O?, s:s, s:O?, s:s, s:O?}", "server", server, "tenant",
                             json_object_get(t, "tenant"), "agent_id", agent, "device_id",
@@ -246,12 +234,14 @@ static int save_answer(const char *dir, const char *server, json_t *t, char *err
         json_decref(stub);
     }
     if (rc != ROOST_OK) {
-        fail(errbuf, errlen, rc, "cannot write the credentials (%s) in %s", st->name, dir);
+        sdk_errbuf_fail(errbuf, errlen, rc, "cannot write the credentials (%s) in %s", st->name,
+                        dir);
     } else if (st != &file_store) {
-        fail(errbuf, errlen, rc, "in the OS keyring (Secret Service)");
+        sdk_errbuf_fail(errbuf, errlen, rc, "in the OS keyring (Secret Service)");
     } else {
-        fail(errbuf, errlen, rc, "in %s/device-%s.json, mode 0600 (not in the OS keyring: %s)", dir,
-             agent, why);
+        sdk_errbuf_fail(errbuf, errlen, rc,
+                        "in %s/device-%s.json, mode 0600 (not in the OS keyring: %s)", dir, agent,
+                        why);
     }
     /* its signing_key is t's, wiped by the caller */
     jsonutil_wipe(json_object_get(rec, "refresh_token"));
@@ -274,7 +264,7 @@ static int only_agent(const char *dir, char *agent, size_t len, char *errbuf, si
 {
     DIR *d = opendir(dir);
     if (d == NULL) {
-        return fail(errbuf, errlen, ROOST_ENOTFOUND, "no device login in %s", dir);
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_ENOTFOUND, "no device login in %s", dir);
     }
     int found = 0;
     struct dirent *e;
@@ -289,11 +279,11 @@ static int only_agent(const char *dir, char *agent, size_t len, char *errbuf, si
     }
     closedir(d);
     if (found == 0) {
-        return fail(errbuf, errlen, ROOST_ENOTFOUND, "no device login in %s", dir);
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_ENOTFOUND, "no device login in %s", dir);
     }
     return found == 1 ? ROOST_OK
-                      : fail(errbuf, errlen, ROOST_EINVAL,
-                             "several agents are logged in in %s: name the agent", dir);
+                      : sdk_errbuf_fail(errbuf, errlen, ROOST_EINVAL,
+                                        "several agents are logged in in %s: name the agent", dir);
 }
 
 int roost_device_open(const char *dir, const char *agent_id, struct roost_device **out,
@@ -310,11 +300,12 @@ int roost_device_open(const char *dir, const char *agent_id, struct roost_device
         agent_id = agent;
     }
     if (!ids_valid_name(agent_id, strlen(agent_id))) {
-        return fail(errbuf, errlen, ROOST_EINVAL, "bad agent id");
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EINVAL, "bad agent id");
     }
     char *text = NULL;
     if ((rc = record_load(dir, agent_id, &text)) != ROOST_OK) {
-        return fail(errbuf, errlen, rc, "no device login of agent %s in %s", agent_id, dir);
+        return sdk_errbuf_fail(errbuf, errlen, rc, "no device login of agent %s in %s", agent_id,
+                               dir);
     }
     json_t *rec = json_loads(text, 0, NULL);
     OPENSSL_cleanse(text, strlen(text));
@@ -325,14 +316,15 @@ int roost_device_open(const char *dir, const char *agent_id, struct roost_device
     if (server == NULL || rt == NULL || strlen(rt) >= SECRET_MAX || strlen(server) >= 2048) {
         jsonutil_wipe(rec);
         json_decref(rec);
-        return fail(errbuf, errlen, ROOST_EIO, "the device login of %s is damaged", agent_id);
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EIO, "the device login of %s is damaged",
+                               agent_id);
     }
     struct roost_device *d =
         mmap(NULL, sizeof *d, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (d == MAP_FAILED) {
         jsonutil_wipe(rec);
         json_decref(rec);
-        return fail(errbuf, errlen, ROOST_ENOMEM, "out of memory");
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_ENOMEM, "out of memory");
     }
 #ifdef MADV_DONTDUMP
     madvise(d, sizeof *d, MADV_DONTDUMP);

@@ -128,6 +128,10 @@ void sdk_reset(struct roost_client *c);
 /* Records a client-side error (errcode = roost_err_code(rc), errmsg formatted) and returns rc. */
 int sdk_fail(struct roost_client *c, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same for calls that report into the caller's buffer instead of a client (token minting,
+ * device logins): the message goes to errbuf (when given, cut to errlen); returns rc. */
+int sdk_errbuf_fail(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* The mapping of an HTTP status alone (no usable error body) to an rc. */
 int sdk_rc_from_status(int status);

@@ -16,26 +16,13 @@
 #include "common/ids.h"
 #include "proto/jwt.h"
 #include "roost/roost_token.h"
+#include "sdk/sdk.h"
 
 #include "common/banned.h"
 
 #define KEY_FILE_MAX_BYTES (64 * 1024)
 #define SUB_MAX_BYTES 256
 #define SCOPE_MAX_BYTES 4096
-
-static int token_fail(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int token_fail(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
-{
-    if (errbuf != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(errbuf, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
 
 /* Refuses encrypted keys instead of letting OpenSSL prompt on the terminal. */
 static int no_passphrase(char *buf, int size, int rwflag, void *u)
@@ -55,13 +42,14 @@ static int read_small_file(const char *path, char **out, size_t *len, char *errb
     }
     switch (errno) {
     case ENOMEM:
-        return token_fail(errbuf, errlen, ROOST_ENOMEM, "out of memory");
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_ENOMEM, "out of memory");
     case EFBIG:
-        return token_fail(errbuf, errlen, ROOST_EIO, "%s: too large for a key file", path);
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EIO, "%s: too large for a key file", path);
     case EIO:
-        return token_fail(errbuf, errlen, ROOST_EIO, "%s: read error", path);
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EIO, "%s: read error", path);
     default:
-        return token_fail(errbuf, errlen, ROOST_EIO, "cannot open %s: %s", path, strerror(errno));
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EIO, "cannot open %s: %s", path,
+                               strerror(errno));
     }
 }
 
@@ -77,18 +65,19 @@ static int load_ed25519_key(const char *path, EVP_PKEY **out, char *errbuf, size
     BIO *bio = BIO_new_mem_buf(pem, (int)len);
     EVP_PKEY *key = NULL;
     if (bio == NULL) {
-        rc = token_fail(errbuf, errlen, ROOST_ENOMEM, "out of memory");
+        rc = sdk_errbuf_fail(errbuf, errlen, ROOST_ENOMEM, "out of memory");
         goto out;
     }
     key = PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
     if (key == NULL) {
-        rc = token_fail(errbuf, errlen, ROOST_EIO, "%s: not an unencrypted PEM private key", path);
+        rc = sdk_errbuf_fail(errbuf, errlen, ROOST_EIO, "%s: not an unencrypted PEM private key",
+                             path);
         goto out;
     }
     if (EVP_PKEY_get_id(key) != EVP_PKEY_ED25519) {
         EVP_PKEY_free(key);
         key = NULL;
-        rc = token_fail(errbuf, errlen, ROOST_EIO, "%s: not an Ed25519 key", path);
+        rc = sdk_errbuf_fail(errbuf, errlen, ROOST_EIO, "%s: not an Ed25519 key", path);
         goto out;
     }
     *out = key;
@@ -107,28 +96,30 @@ int roost_token_mint_ex(const char *key_pem_path, const char *tenant, const char
         errbuf[0] = '\0';
     }
     if (token_out == NULL) {
-        return token_fail(errbuf, errlen, ROOST_EINVAL, "token_out is NULL");
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EINVAL, "token_out is NULL");
     }
     *token_out = NULL;
     if (key_pem_path == NULL || key_pem_path[0] == '\0') {
-        return token_fail(errbuf, errlen, ROOST_EINVAL, "no key file given");
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EINVAL, "no key file given");
     }
     if (tenant == NULL || !ids_valid_name(tenant, strlen(tenant))) {
-        return token_fail(errbuf, errlen, ROOST_EINVAL, "tenant must match [A-Za-z0-9._-]{1,128}");
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EINVAL,
+                               "tenant must match [A-Za-z0-9._-]{1,128}");
     }
     if (sub == NULL || sub[0] == '\0' || strlen(sub) > SUB_MAX_BYTES) {
-        return token_fail(errbuf, errlen, ROOST_EINVAL, "sub must be 1..%d bytes", SUB_MAX_BYTES);
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EINVAL, "sub must be 1..%d bytes",
+                               SUB_MAX_BYTES);
     }
     if (scope == NULL || scope[0] == '\0' || strlen(scope) > SCOPE_MAX_BYTES) {
-        return token_fail(errbuf, errlen, ROOST_EINVAL, "scope must be 1..%d bytes",
-                          SCOPE_MAX_BYTES);
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EINVAL, "scope must be 1..%d bytes",
+                               SCOPE_MAX_BYTES);
     }
     if (ttl_s < 1 || ttl_s > ROOST_TOKEN_MAX_TTL_S) {
-        return token_fail(errbuf, errlen, ROOST_EINVAL, "ttl must be 1 s .. 10 years");
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EINVAL, "ttl must be 1 s .. 10 years");
     }
     time_t now = time(NULL);
     if (now == (time_t)-1) {
-        return token_fail(errbuf, errlen, ROOST_EINTERNAL, "no clock");
+        return sdk_errbuf_fail(errbuf, errlen, ROOST_EINTERNAL, "no clock");
     }
     EVP_PKEY *key = NULL;
     int rc = load_ed25519_key(key_pem_path, &key, errbuf, errlen);
@@ -140,19 +131,19 @@ int roost_token_mint_ex(const char *key_pem_path, const char *tenant, const char
         json_object_set_new(claims, "sub", json_string(sub)) != 0 ||
         json_object_set_new(claims, "scope", json_string(scope)) != 0) {
         /* json_string is NULL for invalid UTF-8 as well as for ENOMEM. */
-        rc = token_fail(errbuf, errlen, claims == NULL ? ROOST_ENOMEM : ROOST_EINVAL,
-                        "sub and scope must be UTF-8");
+        rc = sdk_errbuf_fail(errbuf, errlen, claims == NULL ? ROOST_ENOMEM : ROOST_EINVAL,
+                             "sub and scope must be UTF-8");
         goto out;
     }
     if (json_object_set_new(claims, "iat", json_integer((json_int_t)now)) != 0 ||
         json_object_set_new(claims, "nbf", json_integer((json_int_t)now)) != 0 ||
         json_object_set_new(claims, "exp", json_integer((json_int_t)now + ttl_s)) != 0) {
-        rc = token_fail(errbuf, errlen, ROOST_ENOMEM, "out of memory");
+        rc = sdk_errbuf_fail(errbuf, errlen, ROOST_ENOMEM, "out of memory");
         goto out;
     }
     if (jwt_sign_eddsa(claims, key, NULL, token_out) != 0) {
         *token_out = NULL;
-        rc = token_fail(errbuf, errlen, ROOST_EINTERNAL, "signing failed");
+        rc = sdk_errbuf_fail(errbuf, errlen, ROOST_EINTERNAL, "signing failed");
         goto out;
     }
 out:
