@@ -2,10 +2,14 @@
 /* The loopback TCP proxy of the tests (see tcp_proxy.h). MySQL packets from the client are
  * reassembled (3-byte length, 1-byte sequence, payload) so a COMMIT is recognised whatever the
  * TCP segmentation; the server's bytes are passed through as they come, except while an answer
- * is being dropped. */
+ * is being dropped. Every descriptor is close-on-exec: a roostd or mariadbd the test starts while
+ * connections are open must not inherit them (an inherited server side keeps a dead client's
+ * session, and its locks, alive). */
+#define _GNU_SOURCE /* accept4, pipe2: O_CLOEXEC at creation, as the test forks at any time */
 #include "harness/tcp_proxy.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -311,7 +315,7 @@ static bool from_server(struct tcp_proxy *p, struct pair *pr, const unsigned cha
 
 static void accept_one(struct tcp_proxy *p)
 {
-    int cfd = accept(p->lfd, NULL, NULL);
+    int cfd = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
     if (cfd < 0) {
         return;
     }
@@ -328,7 +332,7 @@ static void accept_one(struct tcp_proxy *p)
             pr = &p->pairs[i];
         }
     }
-    int sfd = socket(AF_INET, SOCK_STREAM, 0);
+    int sfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (!pr || sfd < 0 ||
         connect(sfd, (const struct sockaddr *)&p->target, sizeof p->target) != 0) {
         fprintf(stderr, "tcp_proxy: cannot take a connection\n");
@@ -367,7 +371,7 @@ static void *proxy_main(void *arg)
         }
         struct pollfd lp = {.fd = p->lfd, .events = POLLIN};
         while (drain && poll(&lp, 1, 0) == 1) {
-            int fd = accept(p->lfd, NULL, NULL);
+            int fd = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
             if (fd < 0) {
                 break;
             }
@@ -465,8 +469,9 @@ static struct tcp_proxy *proxy_start(const char *host, int port, bool mysql, boo
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
     socklen_t alen = sizeof a;
     inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    if (inet_pton(AF_INET, host, &p->target.sin_addr) != 1 || pipe(p->wake) != 0 ||
-        pipe(p->ctl) != 0 || (p->lfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+    if (inet_pton(AF_INET, host, &p->target.sin_addr) != 1 || pipe2(p->wake, O_CLOEXEC) != 0 ||
+        pipe2(p->ctl, O_CLOEXEC) != 0 ||
+        (p->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
         bind(p->lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(p->lfd, 64) != 0 ||
         getsockname(p->lfd, (struct sockaddr *)&a, &alen) != 0) {
         fprintf(stderr, "tcp_proxy: cannot listen (target %s:%d)\n", host, port);
