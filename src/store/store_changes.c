@@ -13,6 +13,22 @@
 
 #include "common/banned.h"
 
+/* Room for one more of n items of elem bytes in *items (capacity *cap, doubled from 16). */
+static int room(void **items, size_t n, size_t *cap, size_t elem)
+{
+    if (n < *cap) {
+        return ROOST_OK;
+    }
+    size_t grown_cap = *cap ? *cap * 2 : 16;
+    void *grown = realloc(*items, grown_cap * elem);
+    if (grown == NULL) {
+        return ROOST_ENOMEM;
+    }
+    *items = grown;
+    *cap = grown_cap;
+    return ROOST_OK;
+}
+
 int store_changes_add(struct store_changes *c, const char *tenant_id, const char *agent_id,
                       int64_t head, int64_t at_ms)
 {
@@ -25,14 +41,8 @@ int store_changes_add(struct store_changes *c, const char *tenant_id, const char
             return ROOST_OK;
         }
     }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        struct store_change *grown = realloc(c->rows, cap * sizeof *grown);
-        if (grown == NULL) {
-            return ROOST_ENOMEM;
-        }
-        c->rows = grown;
-        c->cap = cap;
+    if (room((void **)&c->rows, c->n, &c->cap, sizeof *c->rows) != ROOST_OK) {
+        return ROOST_ENOMEM;
     }
     struct store_change *r = &c->rows[c->n++];
     snprintf(r->tenant_id, sizeof r->tenant_id, "%s", tenant_id);
@@ -94,14 +104,8 @@ static int gap_add(struct store_tail_pos *pos, int64_t id, int64_t now_ms)
         memmove(pos->gaps, pos->gaps + 1, (pos->n_gaps - 1) * sizeof *pos->gaps);
         pos->n_gaps--;
     }
-    if (pos->n_gaps == pos->cap_gaps) {
-        size_t cap = pos->cap_gaps ? pos->cap_gaps * 2 : 16;
-        struct store_tail_gap *grown = realloc(pos->gaps, cap * sizeof *grown);
-        if (grown == NULL) {
-            return ROOST_ENOMEM;
-        }
-        pos->gaps = grown;
-        pos->cap_gaps = cap;
+    if (room((void **)&pos->gaps, pos->n_gaps, &pos->cap_gaps, sizeof *pos->gaps) != ROOST_OK) {
+        return ROOST_ENOMEM;
     }
     pos->gaps[pos->n_gaps++] = (struct store_tail_gap){.id = id, .since_ms = now_ms};
     return ROOST_OK;
