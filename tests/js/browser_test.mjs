@@ -34,41 +34,12 @@ import { createHmac, createPrivateKey, randomBytes } from 'node:crypto';
 import { createServer } from 'node:https';
 import { SignJWT } from 'jose';
 import { chromium } from 'playwright-core';
+import { check, counts, pass, run, sleep, waitUntil } from './check.mjs';
 import { signHeaders } from './ingest_sign.mjs';
 
 const scenario = process.argv[2];
 const roostdBin = process.env.ROOSTD;
 const chromiumBin = process.env.CHROMIUM || '/usr/bin/chromium';
-let passed = 0;
-let failed = 0;
-
-function check(cond, what) {
-  if (cond) {
-    passed++;
-  } else {
-    failed++;
-    console.error(`CHECK failed: ${what}`);
-  }
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls cond every 25 ms until it holds (true) or timeout_ms passed (false). */
-async function waitUntil(cond, timeoutMs, what) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await cond()) {
-      return true;
-    }
-    if (Date.now() > deadline) {
-      if (what) {
-        console.error(`timed out: ${what}`);
-      }
-      return false;
-    }
-    await sleep(25);
-  }
-}
 
 // ---- roostd ----
 
@@ -520,7 +491,7 @@ async function scenarioDashboard(d, b, admin, producer, tls) {
     return r.json.events.find((e) => e.event_id === evId)?.status === 'pending';
   }, 5000), 'the click requeued the event (pending again)');
   await page.waitForSelector(`#quarantine tr[data-event="${evId}"]`, { state: 'detached', timeout: 3000 });
-  passed++;
+  pass();
   await page.click('#show-inbox');
   await page.waitForSelector(`#inbox tr[data-event="${evId}"]`);
   // A webhook endpoint: listed with its delivered attempt; Disable disables it in roostd.
@@ -542,7 +513,7 @@ async function scenarioDashboard(d, b, admin, producer, tls) {
     await page.waitForFunction((id) => [...document.querySelectorAll('#attempts tbody tr')]
       .some((tr) => tr.textContent.includes(id) && tr.textContent.includes('ok')), hookEv,
     { timeout: 5000 });
-    passed++;
+    pass();
     if (process.env.ROOST_SCREENSHOTS) {
       await page.screenshot({ path: join(process.env.ROOST_SCREENSHOTS, 'dashboard-endpoints.png'), fullPage: true });
     }
@@ -556,7 +527,7 @@ async function scenarioDashboard(d, b, admin, producer, tls) {
     check(await waitUntil(async () => (await api(d, 'GET', `/api/v1/admin/endpoints/${ep}`,
       operator)).json?.status === 'active', 5000), 'the Enable click enabled it again');
     await page.waitForSelector(`${row}[data-status="active"]`, { timeout: 5000 });
-    passed++;
+    pass();
   } finally {
     rx.close();
   }
@@ -931,18 +902,12 @@ async function main() {
     if (tls) {
       rmSync(tls.dir, { recursive: true, force: true });
     }
-    if (failed > 0) {
+    if (counts.failed > 0) {
       const path = join(tmpdir(), `roost-browser-${scenario}.log`);
       writeFileSync(path, d.log());
       console.error(`roostd's log: ${path}`);
     }
   }
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed === 0 ? 0 : 1);
 }
 
-main().catch((err) => {
-  console.error(err);
-  console.log(`${passed} passed, ${failed + 1} failed`);
-  process.exit(1);
-});
+run(main);

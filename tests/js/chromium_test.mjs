@@ -12,21 +12,11 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
+import { check, pass, run } from './check.mjs';
 
 const url = process.env.ROOST_URL;
 const token = process.env.ROOST_TOKEN;
 const chromium = process.env.CHROMIUM || '/usr/bin/chromium';
-let passed = 0;
-let failed = 0;
-
-function check(cond, what) {
-  if (cond) {
-    passed++;
-  } else {
-    failed++;
-    console.error(`CHECK failed: ${what}`);
-  }
-}
 
 const page = (cfg) => `<!doctype html>
 <html><head><meta charset="utf-8"><title>roost sse</title></head><body>
@@ -115,7 +105,7 @@ async function main() {
       { timeout: 15000 },
       seq,
     );
-    passed++; // waitForFunction throws on timeout
+    pass(); // waitForFunction throws on timeout
     check((await tab.evaluate(() => window.__errors)) === 0, 'no error events');
 
     // A bad access_token: the browser's EventSource fails (401) and stays closed.
@@ -125,18 +115,12 @@ async function main() {
       timeout: 15000,
     });
     check((await bad.evaluate(() => window.__events.length)) === 0, 'bad token: no events');
-    passed++;
+    pass();
   } finally {
     await browser.close();
     server.close();
     rmSync(profile, { recursive: true, force: true });
   }
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed === 0 ? 0 : 1);
 }
 
-main().catch((err) => {
-  console.error(err);
-  console.log(`${passed} passed, ${failed + 1} failed`);
-  process.exit(1);
-});
+run(main);

@@ -5,33 +5,12 @@
 // exactly {"cursor_hint":N}, and a missing or bad token fails the connection with 401 instead of
 // retrying forever. Env: ROOST_URL (roostd's base URL), ROOST_TOKEN (read + publish on js.*).
 import { EventSource } from 'eventsource';
+import { check, run, waitUntil } from './check.mjs';
 
 const url = process.env.ROOST_URL;
 const token = process.env.ROOST_TOKEN;
-let passed = 0;
-let failed = 0;
-
-function check(cond, what) {
-  if (cond) {
-    passed++;
-  } else {
-    failed++;
-    console.error(`CHECK failed: ${what}`);
-  }
-}
 
 // Polls `cond` every 10 ms until it holds or the deadline passes.
-async function waitUntil(cond, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (cond()) {
-      return true;
-    }
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return cond();
-}
-
 function isPing(ev, head) {
   let data;
   try {
@@ -121,12 +100,6 @@ async function main() {
     bad.close();
   }
 
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed === 0 ? 0 : 1);
 }
 
-main().catch((err) => {
-  console.error(err);
-  console.log(`${passed} passed, ${failed + 1} failed`);
-  process.exit(1);
-});
+run(main);

@@ -32,37 +32,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { check, fail, finish, sleep, waitUntil } from './check.mjs';
 
 const scenario = process.argv[2];
 const roostdBin = process.env.ROOSTD;
 const roostBin = process.env.ROOST;
 const mysqlBase = process.env.ROOST_TEST_MYSQL_URL || '';
-let passed = 0;
-let failed = 0;
-
-function check(cond, what) {
-  if (cond) {
-    passed++;
-  } else {
-    failed++;
-    console.error(`CHECK failed: ${what}`);
-  }
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitUntil(cond, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await cond()) {
-      return true;
-    }
-    if (Date.now() > deadline) {
-      return false;
-    }
-    await sleep(25);
-  }
-}
 
 // ---- roostd ----
 
@@ -616,14 +591,12 @@ async function main() {
       throw new Error(`unknown scenario ${scenario}`);
     }
   } catch (e) {
-    console.error(e);
-    failed++;
+    fail(e);
   } finally {
     await d.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  writeFileSync(1, `${passed} passed, ${failed} failed\n`);
-  process.exit(failed === 0 && passed > 0 ? 0 : 1);
+  finish();
 }
 
 main();

@@ -16,26 +16,14 @@ import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { sign as githubSign } from '@octokit/webhooks-methods';
 import Ajv2020 from 'ajv/dist/2020.js';
+import { check, finish, pass, sleep } from './check.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const docPath = join(here, '..', '..', 'doc', 'openapi.json');
 const doc = JSON.parse(readFileSync(docPath, 'utf8'));
 const roostdBin = process.env.ROOSTD;
 const mysqlBase = process.env.ROOST_TEST_MYSQL_URL || '';
-let passed = 0;
-let failed = 0;
 const covered = new Set();
-
-function check(cond, what) {
-  if (cond) {
-    passed++;
-  } else {
-    failed++;
-    console.error(`CHECK failed: ${what}`);
-  }
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ---- the validator ----
 
@@ -69,7 +57,7 @@ function validate(method, tpl, res) {
   const ct = (res.headers.get('content-type') || '').split(';')[0].trim();
   if (!r.content || method === 'HEAD' || res.status === 304) {
     check(res.body === '' || !r.content || method === 'HEAD', `${what}: a body where none is described`);
-    passed++;
+    pass();
     return;
   }
   const media = r.content[ct];
@@ -93,7 +81,7 @@ function validate(method, tpl, res) {
     check(false, `${what}: ${ajv.errorsText(v.errors)}\n  body: ${res.body.slice(0, 400)}`);
     return;
   }
-  passed++;
+  pass();
 }
 
 // ---- roostd ----
@@ -487,5 +475,4 @@ for (const [tpl, item] of Object.entries(doc.paths)) {
     }
   }
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();
