@@ -218,10 +218,12 @@ static int redis_ack(void *c, struct bench_agent *a, const struct bench_event *e
 static int redis_ack_batch(void *c, struct bench_agent *a, const struct bench_event *evs, int n)
 {
     struct rconn *r = c;
-    const char *argv[3 + 100];
-    size_t lens[3 + 100];
-    if (n > 100) {
-        return BENCH_FAIL;
+    const char **argv = calloc((size_t)n + 3, sizeof *argv);
+    size_t *lens = calloc((size_t)n + 3, sizeof *lens);
+    int rc = BENCH_FAIL;
+    char *line;
+    if (!argv || !lens) {
+        goto out;
     }
     argv[0] = "XACK";
     argv[1] = a->name;
@@ -232,15 +234,18 @@ static int redis_ack_batch(void *c, struct bench_agent *a, const struct bench_ev
     for (int i = 0; i < 3 + n; i++) {
         lens[i] = strlen(argv[i]);
     }
-    char *line;
     if (command(r, 3 + n, argv, lens) != 0 || reply_line(r, "XACK", &line) != 0) {
-        return BENCH_FAIL;
+        goto out;
     }
     if (line[0] != ':' || strtol(line + 1, NULL, 10) != n) {
         bench_report("roost_load: redis XACK of %d answered %s", n, line);
-        return BENCH_FAIL;
+        goto out;
     }
-    return BENCH_OK;
+    rc = BENCH_OK;
+out:
+    free(argv);
+    free(lens);
+    return rc;
 }
 
 const struct bench_backend bench_redis = {
