@@ -10,12 +10,12 @@ from __future__ import annotations
 import base64
 import json
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import httpx
 import pytest
 
-from harness import SLOW, Roostd, wait_until
+from harness import SLOW, Roostd, roost_cli_bin, wait_until
 
 import roost
 from roost._signing import SigningKey
@@ -288,7 +288,6 @@ def test_tenant_isolation(make_server: Any) -> None:
 
 def cli(srv: Roostd, *args: str, tenant: str = "default") -> "subprocess.CompletedProcess[str]":
     import subprocess
-    from harness import roost_cli_bin
     env = {"PATH": "/usr/bin:/bin", "ROOST_TOKEN": srv.token("tenant:admin", tenant=tenant)}
     return subprocess.run([roost_cli_bin(), *args, "--server", srv.url], env=env,
                           capture_output=True, text=True, timeout=30 * SLOW)
@@ -332,7 +331,6 @@ def test_roost_login_in_a_terminal(make_server: Any, tmp_dir: str) -> None:
     import re
     import stat
     import subprocess
-    from harness import roost_cli_bin
     srv = make_server("oauth.poll_interval_s=1", "oauth.access_token_ttl_s=60",
                       "oauth.refresh_reuse_interval_s=0")
     creds = os.path.join(tmp_dir, "creds")
@@ -387,13 +385,27 @@ def test_roost_login_in_a_terminal(make_server: Any, tmp_dir: str) -> None:
     assert "refused" in r.stderr and "revoked" in r.stderr, r.stderr
 
 
+def assert_secrets_hidden(out_dir: str, ids: List[str], tmp_dir: str, secrets: List[str]) -> None:
+    """Neither the environment nor the ps lines each handler run saved (``<id>.env``,
+    ``<id>.ps`` in out_dir) hold one of the secrets, a refresh token or a JWT."""
+    for i in ids:
+        environ = open(f"{out_dir}/{i}.env", "rb").read()
+        # ps lists the whole machine: our lines are those naming our binary or directory
+        ours = b"\n".join(ln for ln in open(f"{out_dir}/{i}.ps", "rb").read().splitlines()
+                          if roost_cli_bin().encode() in ln or tmp_dir.encode() in ln)
+        assert ours, "the agent is in ps"
+        for blob in (environ, ours):
+            for s in secrets:
+                assert s.encode() not in blob
+            assert b"rt1." not in blob and b"eyJ" not in blob
+
+
 def test_agent_run_with_a_device(make_server: Any, tmp_dir: str) -> None:
     """`roost agent run` with a logged-in device and 2 s access tokens: every event is handled
     across many refreshes; no secret reaches the --exec child's environment, the agent's output
     or the server's log; a revoked device stops the agent with the reason."""
     import os
     import subprocess
-    from harness import roost_cli_bin
     srv = make_server("oauth.poll_interval_s=1", "oauth.access_token_ttl_s=2")
     creds = os.path.join(tmp_dir, "creds")
     out_dir = os.path.join(tmp_dir, "out")
@@ -425,16 +437,7 @@ def test_agent_run_with_a_device(make_server: Any, tmp_dir: str) -> None:
         wait_until(lambda: all(os.path.exists(f"{out_dir}/{i}.env") for i in ids), 30,
                    "every event handled")
         secrets_seen = [json.load(open(path))["refresh_token"], tok["refresh_token"]]
-        for i in ids:
-            environ = open(f"{out_dir}/{i}.env", "rb").read()
-            # ps lists the whole machine: our lines are those naming our binary or directory
-            ours = b"\n".join(ln for ln in open(f"{out_dir}/{i}.ps", "rb").read().splitlines()
-                              if roost_cli_bin().encode() in ln or tmp_dir.encode() in ln)
-            assert ours, "the agent is in ps"
-            for blob in (environ, ours):
-                for s in secrets_seen:
-                    assert s.encode() not in blob
-                assert b"rt1." not in blob and b"eyJ" not in blob
+        assert_secrets_hidden(out_dir, ids, tmp_dir, secrets_seen)
         d = httpx.get(srv.url + "/api/v1/admin/devices", headers=admin(srv)).json()["devices"][0]
         assert d["refreshes"] >= 4, d
         # the operator revokes the device: the agent stops and says why
@@ -606,7 +609,6 @@ def test_concurrent_commands_share_one_device(make_server: Any, tmp_dir: str) ->
     replay (the reuse interval is 0 here: any second use would revoke the device)."""
     import os
     import subprocess
-    from harness import roost_cli_bin
     srv = make_server("oauth.poll_interval_s=1", "oauth.refresh_reuse_interval_s=0")
     tok = enrol(srv)
     creds = os.path.join(tmp_dir, "creds")
