@@ -49,12 +49,13 @@ int sdk_rc_from_status(int status)
     }
 }
 
-/* Copies a JSON string into a fixed buffer, replacing control characters so that a hostile
- * server cannot write escape sequences to a terminal through an error message. */
-static void copy_printable(char *dst, size_t dstlen, const char *src)
+/* Copies at most len bytes of src (a JSON string, a header value; fewer at a NUL) into a fixed
+ * buffer, cut to fit, replacing control characters so that a hostile server cannot write escape
+ * sequences to a terminal through an error message or a header. */
+static void copy_printable(char *dst, size_t dstlen, const char *src, size_t len)
 {
     size_t o = 0;
-    for (size_t i = 0; src[i] != '\0' && o + 1 < dstlen; i++) {
+    for (size_t i = 0; i < len && src[i] != '\0' && o + 1 < dstlen; i++) {
         unsigned char ch = (unsigned char)src[i];
         dst[o++] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
     }
@@ -84,10 +85,10 @@ void sdk_error_from_response(int status, const char *body, size_t len, struct sd
             if (rc != ROOST_EPROTO || strcmp(code, roost_err_code(ROOST_EPROTO)) == 0) {
                 e->rc = rc;
             }
-            copy_printable(e->code, sizeof e->code, code);
+            copy_printable(e->code, sizeof e->code, code, strlen(code));
         }
         if (msg != NULL) {
-            copy_printable(e->message, sizeof e->message, msg);
+            copy_printable(e->message, sizeof e->message, msg, strlen(msg));
         }
         json_t *oc = json_object_get(err, "oldest_cursor");
         if (json_is_integer(oc) && json_integer_value(oc) >= 0) {
@@ -140,19 +141,9 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
         c->server_version[0] = '\0';
         c->retry_after_s = -1;
     } else if (header_is(ptr, n, "X-Roost-Version", &v, &vlen)) {
-        if (vlen >= sizeof c->server_version) {
-            vlen = sizeof c->server_version - 1;
-        }
-        memcpy(c->server_version, v, vlen);
-        c->server_version[vlen] = '\0';
-        copy_printable(c->server_version, sizeof c->server_version, c->server_version);
+        copy_printable(c->server_version, sizeof c->server_version, v, vlen);
     } else if (header_is(ptr, n, "X-Request-Id", &v, &vlen)) {
-        if (vlen >= sizeof c->request_id) {
-            vlen = sizeof c->request_id - 1;
-        }
-        memcpy(c->request_id, v, vlen);
-        c->request_id[vlen] = '\0';
-        copy_printable(c->request_id, sizeof c->request_id, c->request_id);
+        copy_printable(c->request_id, sizeof c->request_id, v, vlen);
     } else if (header_is(ptr, n, "Retry-After", &v, &vlen)) {
         /* Only the delta-seconds form; an HTTP-date is left as "unknown". */
         int64_t secs = 0;
