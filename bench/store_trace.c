@@ -11,7 +11,9 @@
  *                   mysql_stmt_execute of a prepared statement (its text from mysql_stmt_prepare)
  *   P <tid> <sql>   libpq: each PQexec / PQsendQuery (a multi-statement text is one line, one
  *                   round trip) and each PQexecPrepared (its text from PQprepare; preparing is
- *                   not counted, as on MariaDB)
+ *                   not counted, as on MariaDB); in pipeline mode the statements queued by
+ *                   PQsendQueryParams / PQsendQueryPrepared up to a PQpipelineSync are one line
+ *                   (one round trip), joined by "; " (PQsendPrepare records a text, as PQprepare)
  *
  * <tid> is the calling thread (each roostd worker thread owns one connection). Newlines and tabs
  * in the SQL become spaces and a line is cut at 1,000 bytes. Lines go out with one write(2) to an
@@ -183,17 +185,19 @@ my_bool mysql_stmt_close(MYSQL_STMT *stmt)
 
 /* ---- libpq ---- */
 
+/* Set while PQexec or PQexecPrepared runs: it sends through PQsendQuery or PQsendQueryPrepared,
+ * already traced as one round trip. */
+static _Thread_local int in_pqexec;
+
 static struct {
     const PGconn *conn;
     char *name;
     char *sql;
 } pg_stmts[MAX_STMTS];
 
-PGresult *PQprepare(PGconn *conn, const char *name, const char *query, int n, const Oid *types)
+/* Remembers the text of conn's prepared statement `name`. */
+static void pg_remember(const PGconn *conn, const char *name, const char *query)
 {
-    PGresult *(*real)(PGconn *, const char *, const char *, int, const Oid *) =
-        (PGresult * (*)(PGconn *, const char *, const char *, int, const Oid *))
-            dlsym(RTLD_NEXT, "PQprepare");
     pthread_mutex_lock(&stmts_mu);
     int slot = -1;
     for (int i = 0; i < MAX_STMTS && slot < 0; i++) {
@@ -215,7 +219,100 @@ PGresult *PQprepare(PGconn *conn, const char *name, const char *query, int n, co
         pg_stmts[slot].sql = strdup(query != NULL ? query : "");
     }
     pthread_mutex_unlock(&stmts_mu);
+}
+
+/* The text of conn's prepared statement `name` into buf. */
+static void pg_text_of(const PGconn *conn, const char *name, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "(prepared statement of unknown text)");
+    pthread_mutex_lock(&stmts_mu);
+    for (int i = 0; i < MAX_STMTS; i++) {
+        if (pg_stmts[i].conn == conn && pg_stmts[i].name != NULL &&
+            strcmp(pg_stmts[i].name, name) == 0) {
+            snprintf(buf, cap, "%s", pg_stmts[i].sql);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&stmts_mu);
+}
+
+PGresult *PQprepare(PGconn *conn, const char *name, const char *query, int n, const Oid *types)
+{
+    PGresult *(*real)(PGconn *, const char *, const char *, int, const Oid *) =
+        (PGresult * (*)(PGconn *, const char *, const char *, int, const Oid *))
+            dlsym(RTLD_NEXT, "PQprepare");
+    pg_remember(conn, name, query);
     return real != NULL ? real(conn, name, query, n, types) : NULL;
+}
+
+/* Pipeline mode: the statements queued on this thread since the last PQpipelineSync. */
+static _Thread_local char pipe_buf[4000];
+static _Thread_local size_t pipe_len;
+
+static void pipe_add(const char *sql)
+{
+    int n = snprintf(pipe_buf + pipe_len, sizeof pipe_buf - pipe_len, "%s%s",
+                     pipe_len > 0 ? "; " : "", sql);
+    if (n > 0) {
+        pipe_len +=
+            (size_t)n < sizeof pipe_buf - pipe_len ? (size_t)n : sizeof pipe_buf - pipe_len - 1;
+    }
+}
+
+int PQsendPrepare(PGconn *conn, const char *name, const char *query, int n, const Oid *types)
+{
+    int (*real)(PGconn *, const char *, const char *, int, const Oid *) =
+        (int (*)(PGconn *, const char *, const char *, int, const Oid *))dlsym(RTLD_NEXT,
+                                                                               "PQsendPrepare");
+    pg_remember(conn, name, query);
+    return real != NULL ? real(conn, name, query, n, types) : 0;
+}
+
+int PQsendQueryParams(PGconn *conn, const char *command, int n, const Oid *types,
+                      const char *const *values, const int *lengths, const int *formats,
+                      int result_format)
+{
+    int (*real)(PGconn *, const char *, int, const Oid *, const char *const *, const int *,
+                const int *, int) =
+        (int (*)(PGconn *, const char *, int, const Oid *, const char *const *, const int *,
+                 const int *, int))dlsym(RTLD_NEXT, "PQsendQueryParams");
+    if (in_pqexec) {
+        /* traced by the caller */
+    } else if (PQpipelineStatus(conn) != PQ_PIPELINE_OFF) {
+        pipe_add(command != NULL ? command : "");
+    } else {
+        trace_line('P', command, command != NULL ? strlen(command) : 0);
+    }
+    return real != NULL ? real(conn, command, n, types, values, lengths, formats, result_format)
+                        : 0;
+}
+
+int PQsendQueryPrepared(PGconn *conn, const char *name, int n, const char *const *values,
+                        const int *lengths, const int *formats, int result_format)
+{
+    int (*real)(PGconn *, const char *, int, const char *const *, const int *, const int *, int) =
+        (int (*)(PGconn *, const char *, int, const char *const *, const int *, const int *,
+                 int))dlsym(RTLD_NEXT, "PQsendQueryPrepared");
+    char buf[1001];
+    pg_text_of(conn, name, buf, sizeof buf);
+    if (in_pqexec) {
+        /* traced by PQexecPrepared */
+    } else if (PQpipelineStatus(conn) != PQ_PIPELINE_OFF) {
+        pipe_add(buf);
+    } else {
+        trace_line('P', buf, strlen(buf));
+    }
+    return real != NULL ? real(conn, name, n, values, lengths, formats, result_format) : 0;
+}
+
+int PQpipelineSync(PGconn *conn)
+{
+    int (*real)(PGconn *) = (int (*)(PGconn *))dlsym(RTLD_NEXT, "PQpipelineSync");
+    if (pipe_len > 0) {
+        trace_line('P', pipe_buf, pipe_len);
+    }
+    pipe_len = 0;
+    return real != NULL ? real(conn) : 0;
 }
 
 PGresult *PQexecPrepared(PGconn *conn, const char *name, int n, const char *const *values,
@@ -225,22 +322,15 @@ PGresult *PQexecPrepared(PGconn *conn, const char *name, int n, const char *cons
                       int) =
         (PGresult * (*)(PGconn *, const char *, int, const char *const *, const int *, const int *,
                         int)) dlsym(RTLD_NEXT, "PQexecPrepared");
-    char buf[1001] = "(prepared statement of unknown text)";
-    pthread_mutex_lock(&stmts_mu);
-    for (int i = 0; i < MAX_STMTS; i++) {
-        if (pg_stmts[i].conn == conn && pg_stmts[i].name != NULL &&
-            strcmp(pg_stmts[i].name, name) == 0) {
-            snprintf(buf, sizeof buf, "%s", pg_stmts[i].sql);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&stmts_mu);
+    char buf[1001];
+    pg_text_of(conn, name, buf, sizeof buf);
     trace_line('P', buf, strlen(buf));
-    return real != NULL ? real(conn, name, n, values, lengths, formats, result_format) : NULL;
+    in_pqexec = 1;
+    PGresult *res =
+        real != NULL ? real(conn, name, n, values, lengths, formats, result_format) : NULL;
+    in_pqexec = 0;
+    return res;
 }
-
-/* Set while PQexec runs: it sends through PQsendQuery, one round trip. */
-static _Thread_local int in_pqexec;
 
 PGresult *PQexec(PGconn *conn, const char *query)
 {
