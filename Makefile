@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps deps-run configure build install deb image run test test-packages test-asan bench bench-sse bench-mysql bench-pg bench-peers bench-sweep bench-ideal chaos clean format fuzz
+.PHONY: all deps deps-run configure build install deb image run test test-packages test-asan bench bench-sse bench-mysql bench-pg bench-pg-soak bench-peers bench-sweep bench-ideal chaos clean format fuzz
 
 all: build
 
@@ -79,6 +79,11 @@ bench-mysql: deps build
 # roostd on a private PostgreSQL beside bench/pg_direct (plain SKIP LOCKED loop, pgmq's shape).
 bench-pg: deps build
 	@scripts/bench_pg.sh
+
+# roostd on a private PostgreSQL for 10 minutes at a steady rate: throughput per minute, dead
+# tuples and table/index sizes over time, a table and a plot (doc/BENCHMARKS.md).
+bench-pg-soak: deps build
+	@scripts/bench_pg_soak.sh
 
 # roostd (SQLite and MariaDB, an agent per consumer and one agent) beside direct SQLite, the plain
 # SKIP LOCKED loop, pgmq's shape, Redis Streams (appendfsync always) and beanstalkd (-f 0), one
