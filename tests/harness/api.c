@@ -7,20 +7,25 @@
 
 #include "common/banned.h"
 
-long h_callj(struct h_client *c, const char *method, const char *token, json_t *body, json_t **out,
-             const char *path_fmt, ...)
+/* A malloc'd vprintf (aborts on OOM, as h_fmt). */
+static char *vfmt(const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, path_fmt);
-    int n = vsnprintf(NULL, 0, path_fmt, ap);
-    va_end(ap);
-    char *path = malloc((size_t)n + 1);
-    if (!path) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *out = malloc((size_t)n + 1);
+    if (!out) {
         abort();
     }
-    va_start(ap, path_fmt);
-    vsnprintf(path, (size_t)n + 1, path_fmt, ap);
-    va_end(ap);
+    vsnprintf(out, (size_t)n + 1, fmt, again);
+    va_end(again);
+    return out;
+}
+
+/* h_callj with its path formatted. */
+static long call_path(struct h_client *c, const char *method, const char *token, json_t *body,
+                      json_t **out, const char *path)
+{
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     struct h_response r;
@@ -32,8 +37,44 @@ long h_callj(struct h_client *c, const char *method, const char *token, json_t *
     }
     h_response_cleanup(&r);
     free(text);
+    return status;
+}
+
+long h_callj(struct h_client *c, const char *method, const char *token, json_t *body, json_t **out,
+             const char *path_fmt, ...)
+{
+    va_list ap;
+    va_start(ap, path_fmt);
+    char *path = vfmt(path_fmt, ap);
+    va_end(ap);
+    long status = call_path(c, method, token, body, out, path);
     free(path);
     return status;
+}
+
+void h_expect_error(struct h_client *c, const char *method, const char *token, json_t *body,
+                    long status, const char *code, const char *path_fmt, ...)
+{
+    va_list ap;
+    va_start(ap, path_fmt);
+    char *path = vfmt(path_fmt, ap);
+    va_end(ap);
+    json_t *res = NULL;
+    long got = call_path(c, method, token, body, &res, path);
+    if (got == status) {
+        check_pass();
+    } else {
+        check_fail(__FILE__, __LINE__, "%s %s: status %ld, want %ld", method, path, got, status);
+    }
+    const char *got_code = h_error_code(res);
+    if (got_code != NULL && strcmp(got_code, code) == 0) {
+        check_pass();
+    } else {
+        check_fail(__FILE__, __LINE__, "%s %s: error code %s, want %s", method, path,
+                   got_code ? got_code : "(none)", code);
+    }
+    json_decref(res);
+    free(path);
 }
 
 int64_t h_publish(struct h_client *c, const char *token, const char *agent, json_t *payload,

@@ -173,6 +173,12 @@ char *raw_insert_header(const char *req, size_t len, const char *header_line, si
 long h_callj(struct h_client *c, const char *method, const char *token, json_t *body, json_t **out,
              const char *path_fmt, ...) __attribute__((format(printf, 6, 7)));
 
+/* One request expected to fail as h_callj would send it: checks its status and the answer's
+ * error.code (a failed check names the method and path). */
+void h_expect_error(struct h_client *c, const char *method, const char *token, json_t *body,
+                    long status, const char *code, const char *path_fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
 /* Publishes one event to `agent`: {"recipients":[agent],"payload":payload} plus the fields of
  * `extra` (stolen, may be NULL). Returns the sequence number, or -status on failure; event_id
  * (may be NULL, 31 bytes) gets the id. */

@@ -302,11 +302,8 @@ static void test_admin_quarantine_requeue_all(void)
     json_decref(res);
     CHECK_EQ(h_count_status(&d, t, "rq.a", "quarantined"), 1);
     CHECK_EQ(h_count_status(&d, t, "rq.a", "pending"), 2);
-    CHECK_EQ(h_callj(d.http, "POST", t, json_pack("{s:i}", "limit", 1001), &res,
-                     "/api/v1/admin/quarantine/requeue"),
-             400);
-    CHECK_STREQ(h_error_code(res), "invalid_limit");
-    json_decref(res);
+    h_expect_error(d.http, "POST", t, json_pack("{s:i}", "limit", 1001), 400, "invalid_limit",
+                   "/api/v1/admin/quarantine/requeue");
     CHECK_EQ(h_callj(d.http, "POST", t, json_pack("{s:s}", "agent", "rq.a"), NULL,
                      "/api/v1/admin/quarantine/requeue"),
              400);

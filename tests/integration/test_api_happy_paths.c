@@ -229,18 +229,10 @@ static void test_api_claim_ack(void)
     /* A repeated ack with the last token is 200 (an SDK retrying after a lost answer). */
     CHECK_EQ(h_ack(d.http, tok, "claim.a", id, lease), 200);
     /* Another token is a lease mismatch, and an unknown event is 404. */
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok, json_pack("{s:s}", "lease_token", ZERO_TOKEN), &res,
-                     "/api/v1/agents/claim.a/inbox/%s/ack", id),
-             409);
-    CHECK_STREQ(h_error_code(res), "lease_mismatch");
-    json_decref(res);
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok, json_pack("{s:s}", "lease_token", lease), &res,
-                     "/api/v1/agents/claim.a/inbox/%s/ack", UNKNOWN_EVENT),
-             404);
-    CHECK_STREQ(h_error_code(res), "event_not_found");
-    json_decref(res);
+    h_expect_error(d.http, "POST", tok, json_pack("{s:s}", "lease_token", ZERO_TOKEN), 409,
+                   "lease_mismatch", "/api/v1/agents/claim.a/inbox/%s/ack", id);
+    h_expect_error(d.http, "POST", tok, json_pack("{s:s}", "lease_token", lease), 404,
+                   "event_not_found", "/api/v1/agents/claim.a/inbox/%s/ack", UNKNOWN_EVENT);
 
     long s2;
     json_t *page = h_inbox(d.http, tok, "claim.a", 0, 10, &s2);
@@ -431,12 +423,8 @@ static void test_api_release_poison_quarantine_requeue(void)
     CHECK_EQ(h_int(h_at(evs, 0), "attempts"), 1);
     CHECK_STREQ(h_str(json_object_get(h_at(evs, 0), "payload"), "p"), "bad");
     json_decref(evs);
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok, NULL, &res, "/api/v1/admin/quarantine/%s/requeue",
-                     UNKNOWN_EVENT),
-             404);
-    CHECK_STREQ(h_error_code(res), "event_not_found");
-    json_decref(res);
+    h_expect_error(d.http, "POST", tok, NULL, 404, "event_not_found",
+                   "/api/v1/admin/quarantine/%s/requeue", UNKNOWN_EVENT);
 }
 
 static void test_api_extend(void)
@@ -455,19 +443,11 @@ static void test_api_extend(void)
     /* RFC 3339 UTC with milliseconds: equal lengths compare in time order. */
     CHECK(before && after && strlen(before) == strlen(after) && strcmp(after, before) > 0);
     json_decref(res);
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok,
-                     json_pack("{s:s, s:i}", "lease_token", ZERO_TOKEN, "lease_s", 600), &res,
-                     "/api/v1/agents/ext.a/inbox/%s/extend", id),
-             409);
-    CHECK_STREQ(h_error_code(res), "lease_mismatch");
-    json_decref(res);
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok, json_pack("{s:s, s:i}", "lease_token", lt, "lease_s", 0),
-                     &res, "/api/v1/agents/ext.a/inbox/%s/extend", id),
-             400);
-    CHECK_STREQ(h_error_code(res), "invalid_lease_s");
-    json_decref(res);
+    h_expect_error(d.http, "POST", tok,
+                   json_pack("{s:s, s:i}", "lease_token", ZERO_TOKEN, "lease_s", 600), 409,
+                   "lease_mismatch", "/api/v1/agents/ext.a/inbox/%s/extend", id);
+    h_expect_error(d.http, "POST", tok, json_pack("{s:s, s:i}", "lease_token", lt, "lease_s", 0),
+                   400, "invalid_lease_s", "/api/v1/agents/ext.a/inbox/%s/extend", id);
     CHECK_EQ(h_ack(d.http, tok, "ext.a", id, lt), 200);
     json_decref(evs);
 }
@@ -540,13 +520,9 @@ static void test_api_state_merge_patch(void)
     json_decref(want);
     json_decref(res);
     /* A state_patch that is not an object is refused. */
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok,
-                     json_pack("{s:[s], s:[i]}", "recipients", "state.a", "state_patch", 1), &res,
-                     "/api/v1/events"),
-             400);
-    CHECK_STREQ(h_error_code(res), "invalid_state_patch");
-    json_decref(res);
+    h_expect_error(d.http, "POST", tok,
+                   json_pack("{s:[s], s:[i]}", "recipients", "state.a", "state_patch", 1), 400,
+                   "invalid_state_patch", "/api/v1/events");
 }
 
 /* limits.max_state_bytes (2048 here): a state_patch that would leave the document larger fails the
@@ -564,14 +540,10 @@ static void test_api_state_bound(void)
         201);
     json_decref(res);
     /* Another 1.5 KB would pass 2048; in a batch with another agent's event, neither is written. */
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok,
-                     json_pack("{s:[{s:[s]}, {s:[s], s:{s:s}}]}", "events", "recipients",
-                               "state.other", "recipients", "state.big", "state_patch", "b", big),
-                     &res, "/api/v1/events"),
-             413);
-    CHECK_STREQ(h_error_code(res), "state_too_large");
-    json_decref(res);
+    h_expect_error(d.http, "POST", tok,
+                   json_pack("{s:[{s:[s]}, {s:[s], s:{s:s}}]}", "events", "recipients",
+                             "state.other", "recipients", "state.big", "state_patch", "b", big),
+                   413, "state_too_large", "/api/v1/events");
     res = NULL;
     CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/agents/state.big/state"), 200);
     CHECK_EQ(h_int(res, "cursor"), 1);
@@ -659,14 +631,10 @@ static void test_api_delay_and_available_at(void)
              1);
     check_claimable_later("delay.b", id2, t0, 0, 6000);
     /* Both at once is ambiguous: 400. */
-    json_t *res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok,
-                     json_pack("{s:[s], s:i, s:s}", "recipients", "delay.c", "delay_s", 1,
-                               "available_at", at),
-                     &res, "/api/v1/events"),
-             400);
-    CHECK_STREQ(h_error_code(res), "invalid_available_at");
-    json_decref(res);
+    h_expect_error(
+        d.http, "POST", tok,
+        json_pack("{s:[s], s:i, s:s}", "recipients", "delay.c", "delay_s", 1, "available_at", at),
+        400, "invalid_available_at", "/api/v1/events");
     free(at);
 }
 
@@ -712,13 +680,9 @@ static void test_api_priority_order(void)
         CHECK_EQ(h_int(h_at(evs, i), "sequence_number"), want_seq[i]);
     }
     json_decref(evs);
-    json_t *res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok,
-                     json_pack("{s:[s], s:i}", "recipients", "prio.b", "priority", 101), &res,
-                     "/api/v1/events"),
-             400);
-    CHECK_STREQ(h_error_code(res), "invalid_priority");
-    json_decref(res);
+    h_expect_error(d.http, "POST", tok,
+                   json_pack("{s:[s], s:i}", "recipients", "prio.b", "priority", 101), 400,
+                   "invalid_priority", "/api/v1/events");
 }
 
 /* ---- long polls ---- */

@@ -134,12 +134,8 @@ static void test_delivery_fencing_after_expiry_and_reclaim(void)
                   status_of_first(page) && strcmp(status_of_first(page), "pending") == 0));
     CHECK(ok);
     json_decref(page);
-    json_t *res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok, json_pack("{s:s}", "lease_token", old_lease), &res,
-                     "/api/v1/agents/fence.a/inbox/%s/ack", id),
-             409);
-    CHECK_STREQ(h_error_code(res), "lease_mismatch");
-    json_decref(res);
+    h_expect_error(d.http, "POST", tok, json_pack("{s:s}", "lease_token", old_lease), 409,
+                   "lease_mismatch", "/api/v1/agents/fence.a/inbox/%s/ack", id);
 
     evs = h_claim(d.http, tok, "fence.a", 1, 30, NULL);
     CHECK_EQ(json_array_size(evs), 1);
@@ -150,12 +146,8 @@ static void test_delivery_fencing_after_expiry_and_reclaim(void)
     CHECK(strcmp(old_lease, new_lease) != 0);
 
     /* The late holder can neither ack, extend nor release; the new holder is untouched. */
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok, json_pack("{s:s}", "lease_token", old_lease), &res,
-                     "/api/v1/agents/fence.a/inbox/%s/ack", id),
-             409);
-    CHECK_STREQ(h_error_code(res), "lease_mismatch");
-    json_decref(res);
+    h_expect_error(d.http, "POST", tok, json_pack("{s:s}", "lease_token", old_lease), 409,
+                   "lease_mismatch", "/api/v1/agents/fence.a/inbox/%s/ack", id);
     CHECK_EQ(h_callj(d.http, "POST", tok,
                      json_pack("{s:s, s:i}", "lease_token", old_lease, "lease_s", 60), NULL,
                      "/api/v1/agents/fence.a/inbox/%s/extend", id),
@@ -193,15 +185,11 @@ static void test_delivery_atomic_batch_rejected_whole(void)
     res = NULL;
     batch = json_pack("{s:[{s:[s]}, {s:[s]}, {s:[s]}]}", "events", "recipients", "atom.a",
                       "recipients", "atom.b", "recipients", "no spaces allowed");
-    CHECK_EQ(h_callj(d.http, "POST", tok, batch, &res, "/api/v1/events"), 400);
-    CHECK_STREQ(h_error_code(res), "invalid_recipients");
-    json_decref(res);
+    h_expect_error(d.http, "POST", tok, batch, 400, "invalid_recipients", "/api/v1/events");
     res = NULL;
     batch = json_pack("{s:[{s:[s]}, {s:[s]}, {s:[s], s:[]}]}", "events", "recipients", "atom.a",
                       "recipients", "atom.b", "recipients", "atom.a", "payload");
-    CHECK_EQ(h_callj(d.http, "POST", tok, batch, &res, "/api/v1/events"), 400);
-    CHECK_STREQ(h_error_code(res), "invalid_payload");
-    json_decref(res);
+    h_expect_error(d.http, "POST", tok, batch, 400, "invalid_payload", "/api/v1/events");
 
     json_t *after = h_inbox(d.http, tok, "atom.a", 0, 100, &st);
     CHECK_EQ(st, 200);

@@ -305,9 +305,8 @@ static void test_http_path_cases(void)
     memset(long_id, 'a', 300);
     long_id[300] = '\0';
     json_t *res = NULL;
-    CHECK_EQ(h_callj(d.http, "GET", tok_all, NULL, &res, "/api/v1/agents/%s/inbox", long_id), 400);
-    CHECK_STREQ(h_error_code(res), "invalid_agent_id");
-    json_decref(res);
+    h_expect_error(d.http, "GET", tok_all, NULL, 400, "invalid_agent_id", "/api/v1/agents/%s/inbox",
+                   long_id);
     long_id[129] = '\0';
     CHECK_EQ(h_callj(d.http, "GET", tok_all, NULL, NULL, "/api/v1/agents/%s/inbox", long_id), 400);
     long_id[128] = '\0';
@@ -320,14 +319,9 @@ static void test_http_path_cases(void)
     CHECK_EQ(h_ack(d.http, tok_all, "a1", id, h_str(h_at(evs, 0), "lease_token")), 200);
     json_decref(evs);
     /* Unknown routes and methods. */
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "GET", tok_all, NULL, &res, "/api/v2/agents/a1/inbox"), 404);
-    CHECK_STREQ(h_error_code(res), "not_found");
-    json_decref(res);
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "DELETE", tok_all, NULL, &res, "/api/v1/agents/a1/inbox"), 405);
-    CHECK_STREQ(h_error_code(res), "method_not_allowed");
-    json_decref(res);
+    h_expect_error(d.http, "GET", tok_all, NULL, 404, "not_found", "/api/v2/agents/a1/inbox");
+    h_expect_error(d.http, "DELETE", tok_all, NULL, 405, "method_not_allowed",
+                   "/api/v1/agents/a1/inbox");
     res = NULL;
     CHECK_EQ(h_callj(d.http, "PUT", tok_all, json_pack("{}"), &res, "/api/v1/events"), 405);
     json_decref(res);
@@ -394,27 +388,15 @@ static void test_http_query_cases(void)
     memset(big, '7', 4096);
     big[4096] = '\0';
     json_t *res = NULL;
-    CHECK_EQ(h_callj(d.http, "GET", tok_all, NULL, &res, "/api/v1/agents/q.a/inbox?after_cursor=%s",
-                     big),
-             400);
-    CHECK_STREQ(h_error_code(res), "invalid_cursor");
-    json_decref(res);
+    h_expect_error(d.http, "GET", tok_all, NULL, 400, "invalid_cursor",
+                   "/api/v1/agents/q.a/inbox?after_cursor=%s", big);
     /* Admin queries are as strict. */
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "GET", tok_all, NULL, &res, "/api/v1/admin/quarantine?next=%%21%%21"),
-             400);
-    CHECK_STREQ(h_error_code(res), "invalid_page_token");
-    json_decref(res);
-    res = NULL;
-    CHECK_EQ(
-        h_callj(d.http, "GET", tok_all, NULL, &res, "/api/v1/admin/quarantine?agent_id=bad%%20id"),
-        400);
-    CHECK_STREQ(h_error_code(res), "invalid_agent_id");
-    json_decref(res);
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "GET", tok_all, NULL, &res, "/api/v1/admin/agents?limit=0"), 400);
-    CHECK_STREQ(h_error_code(res), "invalid_limit");
-    json_decref(res);
+    h_expect_error(d.http, "GET", tok_all, NULL, 400, "invalid_page_token",
+                   "/api/v1/admin/quarantine?next=%%21%%21");
+    h_expect_error(d.http, "GET", tok_all, NULL, 400, "invalid_agent_id",
+                   "/api/v1/admin/quarantine?agent_id=bad%%20id");
+    h_expect_error(d.http, "GET", tok_all, NULL, 400, "invalid_limit",
+                   "/api/v1/admin/agents?limit=0");
     res = NULL;
     CHECK_EQ(h_callj(d.http, "GET", tok_all, NULL, &res, "/api/v1/admin/agents?next=YQ&next=Yg"),
              400);

@@ -191,9 +191,8 @@ static void test_peek_auth_and_route(void)
     CHECK_EQ(peek(t_consume, "pk.auth", &ev), 200);
     CHECK(json_is_object(ev));
     json_decref(ev);
-    CHECK_EQ(h_callj(d.http, "GET", t_other, NULL, &res, "/api/v1/agents/pk.auth/inbox/peek"), 403);
-    CHECK_STREQ(h_error_code(res), "forbidden");
-    json_decref(res);
+    h_expect_error(d.http, "GET", t_other, NULL, 403, "forbidden",
+                   "/api/v1/agents/pk.auth/inbox/peek");
     res = NULL;
     CHECK_EQ(h_callj(d.http, "GET", t_pub, NULL, &res, "/api/v1/agents/pk.auth/inbox/peek"), 403);
     json_decref(res);
@@ -204,25 +203,14 @@ static void test_peek_auth_and_route(void)
     json_decref(ev);
     /* Beside the route: 404 for a longer path, 405 for POST, 400 for a query parameter or a bad
      * agent id. */
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/agents/pk.auth/inbox/peek/x"), 404);
-    CHECK_STREQ(h_error_code(res), "not_found");
-    json_decref(res);
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "POST", tok, json_object(), &res, "/api/v1/agents/pk.auth/inbox/peek"),
-             405);
-    CHECK_STREQ(h_error_code(res), "method_not_allowed");
-    json_decref(res);
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/agents/pk.auth/inbox/peek?limit=2"),
-             400);
-    CHECK_STREQ(h_error_code(res), "invalid_query");
-    json_decref(res);
-    res = NULL;
-    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/agents/bad%%20agent/inbox/peek"),
-             400);
-    CHECK_STREQ(h_error_code(res), "invalid_agent_id");
-    json_decref(res);
+    h_expect_error(d.http, "GET", tok, NULL, 404, "not_found",
+                   "/api/v1/agents/pk.auth/inbox/peek/x");
+    h_expect_error(d.http, "POST", tok, json_object(), 405, "method_not_allowed",
+                   "/api/v1/agents/pk.auth/inbox/peek");
+    h_expect_error(d.http, "GET", tok, NULL, 400, "invalid_query",
+                   "/api/v1/agents/pk.auth/inbox/peek?limit=2");
+    h_expect_error(d.http, "GET", tok, NULL, 400, "invalid_agent_id",
+                   "/api/v1/agents/bad%%20agent/inbox/peek");
     /* Still unclaimed after all of it. */
     json_t *evs = h_claim(d.http, tok, "pk.auth", 10, 30, NULL);
     CHECK_EQ(json_array_size(evs), 1);
