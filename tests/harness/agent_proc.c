@@ -197,19 +197,36 @@ int h_count_status(struct roostd *d, const char *token, const char *agent, const
     return st == 200 ? n : -1;
 }
 
-char *h_event_status(struct roostd *d, const char *token, const char *agent, const char *id)
+json_t *h_inbox_event(struct roostd *d, const char *token, const char *agent, const char *id)
 {
     long st = 0;
     json_t *r = h_inbox(d->http, token, agent, 0, 1000, &st);
-    char *out = NULL;
+    json_t *out = NULL;
     json_t *evs = json_object_get(r, "events");
     for (size_t i = 0; i < json_array_size(evs); i++) {
         if (strcmp(h_str(h_at(evs, i), "event_id"), id) == 0) {
-            out = h_fmt("%s", h_str(h_at(evs, i), "status"));
+            out = json_incref(h_at(evs, i));
         }
     }
     json_decref(r);
-    return out != NULL ? out : h_fmt("(none)");
+    return out;
+}
+
+char *h_event_status(struct roostd *d, const char *token, const char *agent, const char *id)
+{
+    json_t *ev = h_inbox_event(d, token, agent, id);
+    char *out = h_fmt("%s", ev != NULL ? h_str(ev, "status") : "(none)");
+    json_decref(ev);
+    return out;
+}
+
+bool h_event_status_is(struct roostd *d, const char *token, const char *agent, const char *id,
+                       const char *status)
+{
+    char *s = h_event_status(d, token, agent, id);
+    bool is = strcmp(s, status) == 0;
+    free(s);
+    return is;
 }
 
 bool agent_proc_status_is(const struct agent_proc *ap, enum roost_agent_conn conn)

@@ -65,8 +65,13 @@ void agent_fixture_stop(struct agent_fixture *f);
 
 /* Counts events of `agent` by status (reading the whole inbox, read-only); -1 on failure. */
 int h_count_status(struct roostd *d, const char *token, const char *agent, const char *status);
+/* Event `id` of the agent's inbox (read-only; new reference), or NULL when not found. */
+json_t *h_inbox_event(struct roostd *d, const char *token, const char *agent, const char *id);
 /* The status of event `id` ("(none)" when not found). Caller frees. */
 char *h_event_status(struct roostd *d, const char *token, const char *agent, const char *id);
+/* Whether event `id` has that status now. */
+bool h_event_status_is(struct roostd *d, const char *token, const char *agent, const char *id,
+                       const char *status);
 /* Publishes n events in one batch; ids (may be NULL) gets their ids (31 bytes each). */
 void h_publish_n(struct roostd *d, const char *token, const char *agent, int n, char (*ids)[31]);
 

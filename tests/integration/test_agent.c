@@ -200,9 +200,7 @@ static void lost_ack_case(bool expire)
     CHECK_STREQ(s, "claimed"); /* the ack never reached roostd */
     free(s);
     if (expire) {
-        H_WAIT_UNTIL(ok, 10000,
-                     (s = h_event_status(&f.d, f.tok, "ag.lost", id),
-                      ok = strcmp(s, "pending") == 0, free(s), ok));
+        H_WAIT_UNTIL(ok, 10000, h_event_status_is(&f.d, f.tok, "ag.lost", id, "pending"));
         CHECK(ok);
     }
     /* Restart straight to roostd. While the old lease holds, recovery acks it (the event is in
@@ -212,8 +210,7 @@ static void lost_ack_case(bool expire)
     const char *how = expire ? "already processed" : "recovery: acked 1 processed event";
     /* (roostd completes the event before the agent has its answer and logs it) */
     H_WAIT_UNTIL(ok, 10000,
-                 (s = h_event_status(&f.d, f.tok, "ag.lost", id), ok = strcmp(s, "completed") == 0,
-                  free(s), ok) &&
+                 h_event_status_is(&f.d, f.tok, "ag.lost", id, "completed") &&
                      agent_proc_log_contains(&f.ap, how));
     CHECK(ok);
     CHECK_EQ(agent_proc_out_count(&f.ap, id), 1);
@@ -347,10 +344,7 @@ static void test_agent_extends_lease_of_long_handler(void)
     char id[31];
     CHECK(h_publish(f.d.http, f.tok, "ag.long", NULL, NULL, id) > 0);
     bool ok;
-    char *s = NULL;
-    H_WAIT_UNTIL(ok, 10000,
-                 (s = h_event_status(&f.d, f.tok, "ag.long", id), ok = strcmp(s, "completed") == 0,
-                  free(s), ok));
+    H_WAIT_UNTIL(ok, 10000, h_event_status_is(&f.d, f.tok, "ag.long", id, "completed"));
     CHECK(ok);
     CHECK_EQ(agent_proc_out_count(&f.ap, id), 1);
     CHECK(!agent_proc_log_contains(&f.ap, "refused"));

@@ -18,31 +18,6 @@
 
 #include "common/banned.h"
 
-/* The event `id` of the agent's inbox (new reference), or NULL. */
-static json_t *inbox_event(struct roostd *d, const char *tok, const char *agent, const char *id)
-{
-    long st = 0;
-    json_t *r = h_inbox(d->http, tok, agent, 0, 1000, &st);
-    json_t *out = NULL;
-    json_t *evs = json_object_get(r, "events");
-    for (size_t i = 0; i < json_array_size(evs); i++) {
-        if (strcmp(h_str(h_at(evs, i), "event_id"), id) == 0) {
-            out = json_incref(h_at(evs, i));
-        }
-    }
-    json_decref(r);
-    return out;
-}
-
-static bool status_eq(struct roostd *d, const char *tok, const char *agent, const char *id,
-                      const char *want)
-{
-    char *s = h_event_status(d, tok, agent, id);
-    bool eq = strcmp(s, want) == 0;
-    free(s);
-    return eq;
-}
-
 /* A process that exists and is not a zombie. */
 static bool proc_alive(pid_t pid)
 {
@@ -104,7 +79,7 @@ static void test_agent_restart_acks_processed_beside_sibling(void)
                      roost_agent_status_read(f.ap.state, &st) == ROOST_OK && st.processed_ids == 1);
     CHECK(ok);
     agent_proc_kill9(&f.ap);
-    CHECK(status_eq(&f.d, f.tok, "ag.sib", id, "claimed"));
+    CHECK(h_event_status_is(&f.d, f.tok, "ag.sib", id, "claimed"));
     /* A sibling (same agent, its own state dir) is idle and ready to claim. */
     agent_proc_start(&b, f.d.url, f.tok, "ag.sib", 1, "");
     H_WAIT_UNTIL(ok, 10000, agent_proc_status_is(&b, ROOST_AGENT_CONN_STREAMING));
@@ -115,7 +90,7 @@ static void test_agent_restart_acks_processed_beside_sibling(void)
     agent_proc_start(&f.ap, url, f.tok, "ag.sib", 1, "");
     /* (roostd completes the event before the agent has its answer and logs it) */
     H_WAIT_UNTIL(ok, 10000,
-                 status_eq(&f.d, f.tok, "ag.sib", id, "completed") &&
+                 h_event_status_is(&f.d, f.tok, "ag.sib", id, "completed") &&
                      agent_proc_log_contains(&f.ap, "recovery: acked 1 processed event"));
     CHECK(ok);
     CHECK_EQ(agent_proc_out_count(&f.ap, id), 1);
@@ -192,7 +167,7 @@ static void test_agent_late_claim_not_run(void)
     /* On time again: it runs, once. */
     http_proxy_rule_off(&px, 0);
     CHECK(h_publish(f.d.http, f.tok, "ag.late", NULL, NULL, NULL) > 0); /* a ping */
-    H_WAIT_UNTIL(ok, 15000, status_eq(&f.d, f.tok, "ag.late", id, "completed"));
+    H_WAIT_UNTIL(ok, 15000, h_event_status_is(&f.d, f.tok, "ag.late", id, "completed"));
     CHECK(ok);
     CHECK_EQ(agent_proc_out_count(&f.ap, id), 1);
     CHECK_EQ(agent_proc_term(&f.ap), 0);
@@ -218,7 +193,7 @@ static void test_agent_tempfail_is_bounded(void)
     /* Attempt 1 waits 1 s, attempt 2 waits 2 s, attempt 3 reaches the bound: it counts as a
      * failure, and claim.max_attempts=3 quarantines it. Three runs, not thousands. */
     bool ok;
-    H_WAIT_UNTIL(ok, 15000, status_eq(&f.d, f.tok, "ag.t75", id, "quarantined"));
+    H_WAIT_UNTIL(ok, 15000, h_event_status_is(&f.d, f.tok, "ag.t75", id, "quarantined"));
     CHECK(ok);
     CHECK_EQ(agent_proc_out_count(&f.ap, id), 3);
     char *admin = h_token(&f.d, "t1", "tenant:admin");
@@ -251,10 +226,10 @@ static void test_agent_tempfail_retry_after(void)
     time_t before = time(NULL);
     CHECK(h_publish(f.d.http, f.tok, "ag.ra", NULL, NULL, id) > 0);
     bool ok;
-    H_WAIT_UNTIL(ok, 10000, status_eq(&f.d, f.tok, "ag.ra", id, "scheduled"));
+    H_WAIT_UNTIL(ok, 10000, h_event_status_is(&f.d, f.tok, "ag.ra", id, "scheduled"));
     CHECK(ok);
     /* Scheduled about 120 s ahead, by the handler's word, after one run. */
-    json_t *ev = inbox_event(&f.d, f.tok, "ag.ra", id);
+    json_t *ev = h_inbox_event(&f.d, f.tok, "ag.ra", id);
     const char *at = h_str(ev, "available_at");
     struct tm tm = {0};
     CHECK(at != NULL && sscanf(at, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
@@ -286,7 +261,7 @@ static void test_agent_quarantine_has_reason(void)
     char id[31];
     CHECK(h_publish(f.d.http, f.tok, "ag.q", NULL, NULL, id) > 0);
     bool ok;
-    H_WAIT_UNTIL(ok, 10000, status_eq(&f.d, f.tok, "ag.q", id, "quarantined"));
+    H_WAIT_UNTIL(ok, 10000, h_event_status_is(&f.d, f.tok, "ag.q", id, "quarantined"));
     CHECK(ok);
     json_t *q = NULL;
     CHECK_EQ(h_callj(f.d.http, "GET", admin, NULL, &q, "/api/v1/admin/quarantine/%s", id), 200);
@@ -335,7 +310,7 @@ static void test_agent_last_attempt_logged_quarantined(void)
     char id[31];
     CHECK(h_publish(f.d.http, f.tok, "ag.tb", NULL, NULL, id) > 0);
     bool ok;
-    H_WAIT_UNTIL(ok, 30000, status_eq(&f.d, f.tok, "ag.tb", id, "quarantined"));
+    H_WAIT_UNTIL(ok, 30000, h_event_status_is(&f.d, f.tok, "ag.tb", id, "quarantined"));
     CHECK(ok);
     /* The keeper logs the server's answer to each failure's release. */
     char *rel = h_fmt("event %s attempt 1: released, retry in ", id);
@@ -388,7 +363,7 @@ static void test_agent_sigkill_ends_handlers(void)
     CHECK(ok);
     /* The restart runs the event again: a single copy, the first one being gone. */
     agent_proc_start(&f.ap, f.d.url, f.tok, "ag.k9", 1, pre);
-    H_WAIT_UNTIL(ok, 10000, status_eq(&f.d, f.tok, "ag.k9", id, "completed"));
+    H_WAIT_UNTIL(ok, 10000, h_event_status_is(&f.d, f.tok, "ag.k9", id, "completed"));
     CHECK(ok);
     CHECK_EQ(agent_proc_out_count(&f.ap, id), 1);
     CHECK_EQ(read_pids(path, pids, 8), 3);
@@ -423,7 +398,7 @@ static void test_agent_restart_ends_orphans(void)
     agent_proc_start(&f.ap, f.d.url, f.tok, "ag.orph", 1, pre);
     H_WAIT_UNTIL(ok, 5000, !proc_alive(pids[0]) && !proc_alive(pids[1]));
     CHECK(ok);
-    H_WAIT_UNTIL(ok, 10000, status_eq(&f.d, f.tok, "ag.orph", id, "completed"));
+    H_WAIT_UNTIL(ok, 10000, h_event_status_is(&f.d, f.tok, "ag.orph", id, "completed"));
     CHECK(ok);
     CHECK(agent_proc_log_contains(&f.ap, "ended the command"));
     CHECK_EQ(agent_proc_out_count(&f.ap, id), 1);
