@@ -249,17 +249,8 @@ void api_inbox_read(struct request *rq)
         return;
     }
     static const char *const known[] = {"after_cursor", "limit", "wait_s", NULL};
-    for (struct evkeyval *kv = rq->query ? rq->query->tqh_first : NULL; kv;
-         kv = kv->next.tqe_next) {
-        bool ok = false;
-        for (const char *const *k = known; *k; k++) {
-            ok = ok || strcmp(*k, kv->key) == 0;
-        }
-        if (!ok) {
-            request_reply_error(rq, ROOST_EQUERY, "unknown query parameter",
-                                json_pack("{s:s}", "param", kv->key));
-            return;
-        }
+    if (!request_query_only(rq, known)) {
+        return;
     }
     struct inbox_op *op = op_new(rq);
     if (!op) {
@@ -323,9 +314,7 @@ static void done_peek(struct job *job)
 
 void api_inbox_peek(struct request *rq)
 {
-    if (rq->query != NULL && rq->query->tqh_first != NULL) {
-        request_reply_error(rq, ROOST_EQUERY, "unknown query parameter",
-                            json_pack("{s:s}", "param", rq->query->tqh_first->key));
+    if (!request_query_only(rq, NULL)) {
         return;
     }
     struct inbox_op *op = op_new(rq);

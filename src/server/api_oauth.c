@@ -219,9 +219,7 @@ void api_oauth_device_authorization(struct request *rq)
     int64_t wait_s = ratelimit_take(rq->rt->device_rl, peer != NULL ? peer : "", per_min / 60.0,
                                     per_min, 1.0, time_mono_ms());
     if (wait_s > 0) {
-        char after[24];
-        snprintf(after, sizeof after, "%lld", (long long)wait_s);
-        evhttp_add_header(evhttp_request_get_output_headers(rq->req), "Retry-After", after);
+        request_set_retry_after(rq, wait_s);
         oauth_error(rq, 429, "slow_down",
                     "too many device authorizations from this address: retry after Retry-After "
                     "seconds");

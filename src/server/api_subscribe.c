@@ -85,17 +85,8 @@ void api_subscribe(struct request *rq)
 {
     struct sse_hub *hub = rq->rt->sse;
     static const char *const known[] = {"access_token", "ticket", NULL};
-    for (struct evkeyval *kv = rq->query ? rq->query->tqh_first : NULL; kv;
-         kv = kv->next.tqe_next) {
-        bool ok = false;
-        for (const char *const *k = known; *k; k++) {
-            ok = ok || strcmp(*k, kv->key) == 0;
-        }
-        if (!ok) {
-            request_reply_error(rq, ROOST_EQUERY, "unknown query parameter",
-                                json_pack("{s:s}", "param", kv->key));
-            return;
-        }
+    if (!request_query_only(rq, known)) {
+        return;
     }
     const char *limit = sse_hub_over_limit(hub, rq->principal.tenant_id, rq->agent_id);
     if (limit) {
@@ -144,9 +135,7 @@ void api_subscribe_ticket(struct request *rq)
     int64_t wait_s = ratelimit_take(rq->rt->ticket_rl, rq->principal.tenant_id, rate, 2 * rate, 1,
                                     time_mono_ms());
     if (wait_s > 0) {
-        char after[24];
-        snprintf(after, sizeof after, "%lld", (long long)wait_s);
-        evhttp_add_header(evhttp_request_get_output_headers(rq->req), "Retry-After", after);
+        request_set_retry_after(rq, wait_s);
         request_reply_error(rq, ROOST_ERATELIMIT,
                             "this tenant mints tickets faster than limits.tickets_per_s", NULL);
         return;

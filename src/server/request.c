@@ -478,6 +478,30 @@ static void reply_error_ex(struct request *rq, int rc, const char *message, json
     reply_json(rq, status, body, close_conn);
 }
 
+void request_set_retry_after(struct request *rq, int64_t wait_s)
+{
+    char after[24];
+    snprintf(after, sizeof after, "%lld", (long long)wait_s);
+    evhttp_add_header(evhttp_request_get_output_headers(rq->req), "Retry-After", after);
+}
+
+bool request_query_only(struct request *rq, const char *const *known)
+{
+    for (struct evkeyval *kv = rq->query ? rq->query->tqh_first : NULL; kv;
+         kv = kv->next.tqe_next) {
+        bool ok = false;
+        for (const char *const *k = known; k != NULL && *k; k++) {
+            ok = ok || strcmp(*k, kv->key) == 0;
+        }
+        if (!ok) {
+            request_reply_error(rq, ROOST_EQUERY, "unknown query parameter",
+                                json_pack("{s:s}", "param", kv->key));
+            return false;
+        }
+    }
+    return true;
+}
+
 void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra)
 {
     reply_error_ex(rq, rc, message, extra, false);

@@ -82,6 +82,9 @@ void request_reply_json_text(struct request *rq, int status, struct evbuffer *bo
 /* Sends the error body of `rc` ({"error":{"code","message",...extra}}) and ends the request.
  * message NULL = the table's message; extra (stolen, may be NULL) is merged into "error". */
 void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra);
+/* Tells the client when to come back (Retry-After: wait_s) on the error reply that follows: a
+ * rate limit's answer. */
+void request_set_retry_after(struct request *rq, int64_t wait_s);
 /* The same, then closes the connection: after a framing error nothing more can be trusted. */
 void request_reply_error_close(struct request *rq, int rc, const char *message);
 /* Explains the next error reply of code `rc` that brings no message of its own: printf-style
@@ -112,6 +115,9 @@ const char *request_query_str(struct request *rq, const char *name, int *rc);
 /* True when a query string has a percent-encoded NUL (%00), which the decoder would turn into a
  * string end: such a query is refused, never truncated. */
 bool request_query_has_nul(const char *query);
+/* Refuses (400 unknown query parameter, naming it) a query with a parameter not in `known`
+ * (NULL-ended; NULL: none allowed). True when every parameter is known; false after the reply. */
+bool request_query_only(struct request *rq, const char *const *known);
 /* Parses the query string into rq->query. ROOST_OK, ROOST_ENOMEM or ROOST_EQUERY. */
 int request_parse_query(struct request *rq);
 /* Reads the JSON object body into rq->body. An empty body is {} when `optional`, else
