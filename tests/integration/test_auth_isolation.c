@@ -37,6 +37,17 @@ static void check_401(const char *label, const char *authz_header)
     h_response_cleanup(&r);
 }
 
+/* check_401 for a token over `claims` (stolen) signed with roostd's own key. */
+static void check_claims_401(const char *label, json_t *claims)
+{
+    char *tok = h_token_claims(&d, claims);
+    char *hdr = h_fmt("Authorization: Bearer %s", tok);
+    check_401(label, hdr);
+    free(hdr);
+    free(tok);
+    json_decref(claims);
+}
+
 static char *b64(const char *text)
 {
     char *out = NULL;
@@ -84,53 +95,25 @@ static void test_auth_unauthenticated_requests_get_401(void)
     free(h);
 
     /* S03: expired beyond the 60 s skew; no exp at all. */
-    claims =
-        json_pack("{s:s, s:s, s:I}", "tenant", "t1", "scope", "agent:*:consume", "exp", now - 3600);
-    char *tok = h_token_claims(&d, claims);
-    hdr = h_fmt("Authorization: Bearer %s", tok);
-    check_401("S03 expired", hdr);
-    free(hdr);
-    free(tok);
-    json_decref(claims);
-    claims = json_pack("{s:s, s:s}", "tenant", "t1", "scope", "agent:*:consume");
-    tok = h_token_claims(&d, claims);
-    hdr = h_fmt("Authorization: Bearer %s", tok);
-    check_401("no exp", hdr);
-    free(hdr);
-    free(tok);
-    json_decref(claims);
+    check_claims_401("S03 expired", json_pack("{s:s, s:s, s:I}", "tenant", "t1", "scope",
+                                              "agent:*:consume", "exp", now - 3600));
+    check_claims_401("no exp", json_pack("{s:s, s:s}", "tenant", "t1", "scope", "agent:*:consume"));
     /* Within the skew it is still accepted. */
     claims =
         json_pack("{s:s, s:s, s:I}", "tenant", "t1", "scope", "agent:*:consume", "exp", now - 10);
-    tok = h_token_claims(&d, claims);
+    char *tok = h_token_claims(&d, claims);
     CHECK_EQ(get_status("/api/v1/agents/auth.a/inbox", tok, NULL), 200);
     free(tok);
     json_decref(claims);
     /* Not yet valid (nbf beyond the skew). */
-    claims = json_pack("{s:s, s:s, s:I, s:I}", "tenant", "t1", "scope", "agent:*:consume", "exp",
-                       now + 7200, "nbf", now + 3600);
-    tok = h_token_claims(&d, claims);
-    hdr = h_fmt("Authorization: Bearer %s", tok);
-    check_401("nbf in the future", hdr);
-    free(hdr);
-    free(tok);
-    json_decref(claims);
+    check_claims_401("nbf in the future",
+                     json_pack("{s:s, s:s, s:I, s:I}", "tenant", "t1", "scope", "agent:*:consume",
+                               "exp", now + 7200, "nbf", now + 3600));
     /* No tenant, or a tenant that is not a valid name. */
-    claims = json_pack("{s:s, s:I}", "scope", "agent:*:consume", "exp", now + 3600);
-    tok = h_token_claims(&d, claims);
-    hdr = h_fmt("Authorization: Bearer %s", tok);
-    check_401("no tenant", hdr);
-    free(hdr);
-    free(tok);
-    json_decref(claims);
-    claims = json_pack("{s:s, s:s, s:I}", "tenant", "a:b", "scope", "agent:*:consume", "exp",
-                       now + 3600);
-    tok = h_token_claims(&d, claims);
-    hdr = h_fmt("Authorization: Bearer %s", tok);
-    check_401("bad tenant", hdr);
-    free(hdr);
-    free(tok);
-    json_decref(claims);
+    check_claims_401("no tenant",
+                     json_pack("{s:s, s:I}", "scope", "agent:*:consume", "exp", now + 3600));
+    check_claims_401("bad tenant", json_pack("{s:s, s:s, s:I}", "tenant", "a:b", "scope",
+                                             "agent:*:consume", "exp", now + 3600));
 
     /* Signed by another Ed25519 key. */
     EVP_PKEY *other = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
