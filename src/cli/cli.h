@@ -184,6 +184,11 @@ struct cli_token_source {
 int cli_token_source_init(struct cli_token_source *ts, const char *file, const char *command,
                           char *err, size_t errlen);
 void cli_token_source_cleanup(struct cli_token_source *ts);
+/* A long-running command's token source: *follow says whether the token comes from --token-file
+ * or --token-command (and not --token); then ts is initialised with the first token (clean it up
+ * when done). Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after printing "roost: <what>: <why>". */
+int cli_token_source_follow(const struct cli_args *a, const char *what, struct cli_token_source *ts,
+                            bool *follow);
 /* The roost_token_fn of a source (arg: the struct cli_token_source). */
 int cli_token_source_cb(void *arg, char *buf, size_t cap);
 /* Runs COMMAND through /bin/sh; its stdout, trailing whitespace trimmed, is the token (*out, the

@@ -542,16 +542,12 @@ int cmd_agent_run(struct cli_args *a)
     x.agent_id = o.agent_id;
     /* A token from a file or a command follows its source for the agent's whole life. */
     struct cli_token_source ts;
-    bool follow = !cli_given(a, "token") &&
-                  (cli_str(a, "token-file") != NULL || cli_str(a, "token-command") != NULL);
+    bool follow;
+    if ((r = cli_token_source_follow(a, "agent run", &ts, &follow)) != CLI_EXIT_OK) {
+        free(file_token);
+        return r;
+    }
     if (follow) {
-        char err[600];
-        if (cli_token_source_init(&ts, cli_str(a, "token-file"), cli_str(a, "token-command"), err,
-                                  sizeof err) != 0) {
-            fprintf(stderr, "roost: agent run: %s\n", err);
-            free(file_token);
-            return CLI_EXIT_USAGE;
-        }
         ts.on_error = token_error_cb;
         ts.on_error_ctx = &x;
         o.token_cb = cli_token_source_cb;

@@ -493,17 +493,12 @@ int cmd_mcp(struct cli_args *a)
     pthread_condattr_destroy(&ca);
 
     struct cli_token_source ts;
-    bool follow = !cli_given(a, "token") &&
-                  (cli_str(a, "token-file") != NULL || cli_str(a, "token-command") != NULL);
-    if (follow) {
-        char err[600];
-        if (cli_token_source_init(&ts, cli_str(a, "token-file"), cli_str(a, "token-command"), err,
-                                  sizeof err) != 0) {
-            fprintf(stderr, "roost: mcp: %s\n", err);
-            return CLI_EXIT_USAGE;
-        }
+    bool follow;
+    int r = cli_token_source_follow(a, "mcp", &ts, &follow);
+    if (r != CLI_EXIT_OK) {
+        return r;
     }
-    int r = connect_all(a, s, &ts, follow);
+    r = connect_all(a, s, &ts, follow);
     if (r != CLI_EXIT_OK) {
         goto out;
     }

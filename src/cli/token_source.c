@@ -195,6 +195,22 @@ int cli_token_source_init(struct cli_token_source *ts, const char *file, const c
     return 0;
 }
 
+int cli_token_source_follow(const struct cli_args *a, const char *what, struct cli_token_source *ts,
+                            bool *follow)
+{
+    const char *file = cli_str(a, "token-file"), *command = cli_str(a, "token-command");
+    *follow = !cli_given(a, "token") && (file != NULL || command != NULL);
+    if (!*follow) {
+        return CLI_EXIT_OK;
+    }
+    char err[600];
+    if (cli_token_source_init(ts, file, command, err, sizeof err) != 0) {
+        fprintf(stderr, "roost: %s: %s\n", what, err);
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
 void cli_token_source_cleanup(struct cli_token_source *ts)
 {
     memset(ts->token, 0, sizeof ts->token);
