@@ -18,14 +18,9 @@ static int answer_text(struct roost_client *c, const json_t *resp, char **json_o
     return *json_out != NULL ? ROOST_OK : sdk_fail(c, ROOST_ENOMEM, "out of memory");
 }
 
-static bool valid_key_id(const char *key_id)
-{
-    return key_id != NULL && ids_valid_name(key_id, strlen(key_id));
-}
-
-int roost_admin_key_add(struct roost_client *c, const char *key_id, const char *agent_id,
-                        const char *alg, const char *public_key_pem, const char *secret_b64,
-                        char **json_out)
+/* The start of a call on one key: *json_out (optional) cleared, the client's last error reset,
+ * key_id checked. ROOST_OK, ROOST_EINVAL (no client) or ROOST_EKEYID. */
+static int key_call_start(struct roost_client *c, const char *key_id, char **json_out)
 {
     if (json_out != NULL) {
         *json_out = NULL;
@@ -34,8 +29,19 @@ int roost_admin_key_add(struct roost_client *c, const char *key_id, const char *
         return ROOST_EINVAL;
     }
     sdk_reset(c);
-    if (!valid_key_id(key_id)) {
+    if (key_id == NULL || !ids_valid_name(key_id, strlen(key_id))) {
         return sdk_fail(c, ROOST_EKEYID, "%s", roost_strerror(ROOST_EKEYID));
+    }
+    return ROOST_OK;
+}
+
+int roost_admin_key_add(struct roost_client *c, const char *key_id, const char *agent_id,
+                        const char *alg, const char *public_key_pem, const char *secret_b64,
+                        char **json_out)
+{
+    int rc = key_call_start(c, key_id, json_out);
+    if (rc != ROOST_OK) {
+        return rc;
     }
     if (agent_id == NULL ||
         (strcmp(agent_id, "*") != 0 && !ids_valid_name(agent_id, strlen(agent_id)))) {
@@ -49,7 +55,6 @@ int roost_admin_key_add(struct roost_client *c, const char *key_id, const char *
     }
     json_t *body = json_object();
     json_t *resp = NULL;
-    int rc = ROOST_ENOMEM;
     if (body == NULL || !sdk_put(body, "key_id", json_string(key_id)) ||
         !sdk_put(body, "agent_id", json_string(agent_id)) ||
         !sdk_put(body, "alg", json_string(alg)) ||
@@ -109,15 +114,9 @@ int roost_admin_keys_list(struct roost_client *c, int limit, const char *page, c
 
 int roost_admin_key_revoke(struct roost_client *c, const char *key_id, char **json_out)
 {
-    if (json_out != NULL) {
-        *json_out = NULL;
-    }
-    if (c == NULL) {
-        return ROOST_EINVAL;
-    }
-    sdk_reset(c);
-    if (!valid_key_id(key_id)) {
-        return sdk_fail(c, ROOST_EKEYID, "%s", roost_strerror(ROOST_EKEYID));
+    int rc = key_call_start(c, key_id, json_out);
+    if (rc != ROOST_OK) {
+        return rc;
     }
     struct dynbuf p;
     dynbuf_init(&p, SDK_MAX_URL_BYTES * 4);
@@ -125,7 +124,7 @@ int roost_admin_key_revoke(struct roost_client *c, const char *key_id, char **js
     sdk_add_escaped(&p, key_id);
     dynbuf_adds(&p, "/revoke");
     json_t *resp = NULL;
-    int rc = sdk_buf_rc(&p);
+    rc = sdk_buf_rc(&p);
     if (rc != ROOST_OK) {
         rc = sdk_path_fail(c, rc);
     } else if ((rc = sdk_request(c, "POST", p.s, NULL, 0, 0, &resp)) == ROOST_OK) {
