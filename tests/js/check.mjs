@@ -59,3 +59,10 @@ export async function waitUntil(cond, timeoutMs, what) {
     await sleep(25);
   }
 }
+
+/** waitUntil for node:test scenarios: throws "timed out: what" instead of returning false. */
+export async function until(cond, timeoutMs, what) {
+  if (!(await waitUntil(cond, timeoutMs))) {
+    throw new Error(`timed out: ${what}`);
+  }
+}

@@ -22,26 +22,12 @@ import { join } from 'node:path';
 import { createPrivateKey } from 'node:crypto';
 import { SignJWT } from 'jose';
 import Roost from '../../sdk/js/node.js';
+import { sleep, until } from './check.mjs';
 
 const roostdBin = process.env.ROOSTD;
 const cliBin = process.env.ROOST_CLI;
 const only = process.env.NODE_SCENARIOS?.split(',');
 const scenario = (name, fn) => test(name, { skip: only && !only.includes(name), timeout: 100000 }, fn);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls cond every 25 ms until it holds, or throws after timeoutMs. */
-async function until(cond, timeoutMs, what) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await cond()) {
-      return;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out: ${what}`);
-    }
-    await sleep(25);
-  }
-}
 
 // ---- roostd ----
 

@@ -21,25 +21,12 @@ import { createPrivateKey } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { SignJWT } from 'jose';
 import { chromium } from 'playwright-core';
+import { sleep, until } from './check.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const sdkDir = join(here, '..', '..', 'sdk', 'js');
 const only = process.env.NODE_SCENARIOS?.split(',');
 const scenario = (name, fn) => test(name, { skip: only && !only.includes(name), timeout: 110000 }, fn);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(cond, timeoutMs, what) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await cond()) {
-      return;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out: ${what}`);
-    }
-    await sleep(25);
-  }
-}
 
 /** npm pack + npm install of the tarball into an empty project: the project dir. */
 function installPacked() {
