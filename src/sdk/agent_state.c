@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/limits.h"
@@ -174,14 +176,44 @@ void agent_state_cleanup(struct agent_state *st)
     pthread_mutex_destroy(&st->mu);
 }
 
+/* Whether the agent process that last ran on DIR (the pid it recorded) is gone. */
+static bool recorded_owner_gone(const char *dir)
+{
+    sqlite3 *db = NULL;
+    if (db_open(dir, true, &db) != ROOST_OK) {
+        return false;
+    }
+    int64_t pid = meta_get_int(db, "pid");
+    sqlite3_close(db);
+    return pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Takes the dir's lock. A process the previous agent forked (a command's supervisor, before it
+ * closes what it inherited) holds the lock a moment after that agent is SIGKILLed: while the
+ * agent that recorded its pid is gone, wait for it (up to 5 s) instead of refusing a restart. A
+ * live agent on the dir is refused at once. */
+static int lock_take(int fd, const char *dir)
+{
+    for (int waited_ms = 0;; waited_ms += 20) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            return ROOST_OK;
+        }
+        if (errno != EWOULDBLOCK) {
+            return ROOST_EIO;
+        }
+        if (waited_ms >= 5000 || !recorded_owner_gone(dir)) {
+            return ROOST_ESTATE;
+        }
+        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    }
+}
+
 int agent_state_open(struct agent_state *st, const char *dir, const char *agent_id)
 {
     int rc;
-    if ((rc = make_dir(dir)) != ROOST_OK || (rc = lock_open(dir, &st->lock_fd)) != ROOST_OK) {
+    if ((rc = make_dir(dir)) != ROOST_OK || (rc = lock_open(dir, &st->lock_fd)) != ROOST_OK ||
+        (rc = lock_take(st->lock_fd, dir)) != ROOST_OK) {
         return rc;
-    }
-    if (flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        return errno == EWOULDBLOCK ? ROOST_ESTATE : ROOST_EIO;
     }
     if ((rc = db_open(dir, false, &st->db)) != ROOST_OK) {
         return rc;

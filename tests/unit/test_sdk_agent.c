@@ -4,9 +4,13 @@
  * an unreachable server (connection state callbacks, run returns ROOST_OK). The behaviour against
  * a real roostd is in tests/integration/test_agent.c. */
 #include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness/check.h"
@@ -121,6 +125,47 @@ static void test_agent_state_dir_is_locked_and_owned(void)
     CHECK_EQ(roost_agent_status_read(NULL, &st), ROOST_EINVAL);
 }
 
+/* Records `pid` as the pid of the agent that last ran on dir (what a running agent writes). */
+static void record_owner_pid(const char *dir, long pid)
+{
+    char path[400], sql[160];
+    sqlite3 *db = NULL;
+    snprintf(path, sizeof path, "%s/agent.db", dir);
+    snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key, value) VALUES ('pid', '%ld')", pid);
+    CHECK_EQ(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK_EQ(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* A child forked by the agent (a command's supervisor, say) holds the dir's lock a moment after
+ * the agent is SIGKILLed: a restart waits for it while the recorded agent is gone, and is refused
+ * at once while that agent lives. */
+static void test_agent_state_dir_lock_outlives_a_killed_agent(void)
+{
+    struct roost_agent_options o;
+    struct roost_agent *a = NULL, *b = NULL;
+    opts_for(&o, "handover");
+    CHECK_EQ(roost_agent_new(&a, &o), ROOST_OK);
+    pid_t gone = fork(); /* a pid that no longer runs */
+    if (gone == 0) {
+        _exit(0);
+    }
+    waitpid(gone, NULL, 0);
+    pid_t holder = fork(); /* inherits the lock, keeps it for 300 ms */
+    if (holder == 0) {
+        nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
+        _exit(0);
+    }
+    roost_agent_free(a);
+    record_owner_pid(o.state_dir, (long)getpid()); /* its agent lives: refused at once */
+    CHECK_EQ(roost_agent_new(&b, &o), ROOST_ESTATE);
+    record_owner_pid(o.state_dir, (long)gone); /* its agent is gone: waits for the holder */
+    CHECK_EQ(roost_agent_new(&b, &o), ROOST_OK);
+    int status = -1;
+    CHECK_EQ(waitpid(holder, &status, WNOHANG), holder); /* taken only once the holder ended */
+    roost_agent_free(b);
+}
+
 static void test_agent_conn_names(void)
 {
     CHECK_STREQ(roost_agent_conn_name(ROOST_AGENT_CONN_STARTING), "starting");
@@ -200,6 +245,7 @@ int main(void)
     }
     RUN(test_agent_options_are_checked);
     RUN(test_agent_state_dir_is_locked_and_owned);
+    RUN(test_agent_state_dir_lock_outlives_a_killed_agent);
     RUN(test_agent_conn_names);
     RUN(test_agent_stop_before_run);
     RUN(test_agent_offline_then_stop);
