@@ -6,6 +6,8 @@
 #   mysql_p2c2 / mysql_p8c8   bench/mysql_direct, the plain SKIP LOCKED loop (the peer)
 #   roostd1_p2c2 / _p8c8      one roostd on the database, driven by bench/roost_load
 #   roostd1a_p2c2 / _p8c8     the same with one agent shared by every producer and consumer
+#   roostd1_paced             one roostd, P2 C2, publishes paced at BENCH_RATE events/s: the
+#                             latency figure (publish → ack p99) and whether the rate is held
 #   base1_…, base1a_…         with BENCH_BASE_ROOSTD: the same two shapes on another build's roostd,
 #                             each right before the build under test (alternating, one run)
 #   roostd2_p8c8, roostd4_p8c8  2 and 4 roostd nodes on one database, roost_load's producer and
@@ -28,6 +30,7 @@
 #   BENCH_PING_PERIOD  ms between sample starts (default 237: longer than a ping takes, so samples
 #                      do not queue behind each other, and not a multiple of the tail interval,
 #                      so publishes fall at every phase of the other node's tail timer)
+#   BENCH_RATE         events/s of roostd1_paced (default 1000)
 #   BENCH_ROOSTD_ARGS  extra roostd arguments, e.g. "--set store.group_commit_max=64"
 #   BENCH_DIR          scratch and results directory (default BUILD_DIR/bench-mysql); it must be on
 #                      the disk under test (not tmpfs); the MariaDB socket path must stay short
@@ -48,6 +51,7 @@ WARMUP=${BENCH_WARMUP:-2}
 TAIL_MS=${BENCH_TAIL_MS:-100}
 PING_SAMPLES=${BENCH_PING_SAMPLES:-100}
 PING_PERIOD=${BENCH_PING_PERIOD:-237}
+RATE=${BENCH_RATE:-1000}
 WORK=${BENCH_DIR:-$BUILD_DIR/bench-mysql}
 read -r -a ROOSTD_ARGS <<<"${BENCH_ROOSTD_ARGS:-}"
 ONLY=${BENCH_ONLY:-}
@@ -101,7 +105,7 @@ roostd_scenario() { # SCENARIO RUN NODES P C
     local s=$1 run=$2 n=$3 p=$4 c=$5 d url agents=()
     want "$s" || return 0
     case $s in base*) [ -n "$BASE_ROOSTD" ] || return 0 ;; esac
-    case $s in *1a_*) agents=(--agents 1) ;; esac
+    case $s in *1a_*) agents=(--agents 1) ;; *_paced) agents=(--rate "$RATE") ;; esac
     d=$WORK/runs/$s.$run
     url=$(fresh_db "rb_${s}_$run")
     case $s in base*) ROOSTD_BIN=$BASE_ROOSTD ;; *) ROOSTD_BIN="" ;; esac
@@ -150,6 +154,7 @@ for run in $(seq 1 "$RUNS"); do
             roostd_scenario "$who$shape" "$run" 1 $pc
         done
     done
+    roostd_scenario roostd1_paced "$run" 1 2 2
     roostd_scenario roostd2_p8c8 "$run" 2 8 8
     roostd_scenario roostd4_p8c8 "$run" 4 8 8
 
@@ -226,6 +231,7 @@ RESULTS=$WORK/results.md
     row roostd1_p8c8 "roostd, 1 node, P8 C8"
     row roostd1a_p2c2 "roostd, 1 node, P2 C2, one agent"
     row roostd1a_p8c8 "roostd, 1 node, P8 C8, one agent"
+    row roostd1_paced "roostd, 1 node, P2 C2, paced $RATE ev/s"
     row base1_p2c2 "base build, 1 node, P2 C2"
     row base1_p8c8 "base build, 1 node, P8 C8"
     row base1a_p2c2 "base build, 1 node, P2 C2, one agent"
@@ -250,6 +256,7 @@ RESULTS=$WORK/results.md
     echo "| roostd 1 node P8C8 ≥ 1.5× the plain SKIP LOCKED loop | $R_DIRECT8 | $(check "$R_DIRECT8" ">=" 1.5) |"
     echo "| 2 nodes ≥ 1.5× 1 node (P8C8) | $R_2 | $(check "$R_2" ">=" 1.5) |"
     echo "| throughput grows with nodes: 4 nodes / 1 node (P8C8) | $R_4 | $(check "$R_4" ">=" 1) |"
+    echo "| paced $RATE events/s held with publish → ack p99 ≤ 10 ms, no failed request (issue 35) | p99 $(median roostd1_paced lat_p99_ms) ms (runs $(range roostd1_paced lat_p99_ms)), p50 $(median roostd1_paced lat_p50_ms) ms, $(median roostd1_paced publish_per_s) publishes/s, $(total roostd1_paced errors) errors | $(check "$(median roostd1_paced lat_p99_ms)" "<=" 10) |"
     echo "| cross-node ping p99 ≤ 1.5 × tail.interval_ms = $TARGET_P99 ms | p99 $P99 ms (runs $(range ping_2n ping_p99_ms)), p50 $P50 ms, max over all samples $PMAX ms; $(total ping_2n samples) samples, $(total ping_2n ping_lost) lost | $(check "$P99" "<=" "$TARGET_P99") |"
 } >"$RESULTS"
 echo
