@@ -10,6 +10,8 @@
 #    the TSV alone.
 #  * scripts/bench_mysql.sh with one loop and one 2-node roostd point: its table has the
 #    retries and the × loop ratio.
+#  * scripts/bench_pg.sh with the loop, one and two roostd nodes and a base build at P2 C2: the
+#    ratios, the load average and roostd's and PostgreSQL's CPU per cycle are in its table.
 #  * bench/null_server --durable, the ideal durable server: in each shape (inline:FILE,
 #    thread:FILE, mysql:URL) an answer comes only once its bytes are in the file or the table,
 #    and groups of answers share a write; mysql_direct --hop sends its hops; scripts/bench_ideal.sh
@@ -18,7 +20,7 @@
 #    started on loopback in the run's directory), the table has its ratios, load averages and
 #    target rows, the plot is drawn. Skipped when redis-server or beanstalkd is not installed
 #    (scripts/deps.sh peers).
-# Starts its own private MariaDB (as the scripts do). Ends with the line "N passed, N failed".
+# Starts its own private MariaDB and PostgreSQL (as the scripts do). Ends with the line "N passed, N failed".
 set -uo pipefail
 
 build=${1:?build dir}
@@ -83,6 +85,25 @@ check "bench_mysql.sh: and a retries count" \
   sh -c "echo '$row' | awk -F' [|] ' '{ exit !(\$14 ~ /^[0-9]+\$/) }'"
 check "bench_mysql.sh: the loop's statements per cycle" \
   sh -c "grep '^| mysql_p8c8 ' '$bm/results.md' | awk -F' [|] ' '{ exit !(\$9 + 0 > 0) }'"
+
+# bench_pg.sh: the loop, one and two roostd nodes and a base build (here the same one) on its
+# private PostgreSQL, each row with its ratios, load average and CPU per cycle.
+bp=$dir/bp
+chmod 0755 "$dir" # the PostgreSQL server runs as postgres and must reach $bp/db
+BUILD_DIR=$build BENCH_DIR=$bp BENCH_RUNS=1 BENCH_SECONDS=0.5 BENCH_WARMUP=0.2 \
+  BENCH_BASE_ROOSTD=$build/bin/roostd BENCH_ONLY="loop_p2c2 roostd1_p2c2 base1_p2c2 roostd2_p2c2" \
+  "$src/scripts/bench_pg.sh" >"$dir/pg.log" 2>&1
+check "bench_pg.sh exits 0 ($dir/pg.log)" test $? -eq 0
+row=$(grep '^| roostd1_p2c2 ' "$bp/results.md")
+check "bench_pg.sh: roostd has × loop and × base ratios and a load average" \
+  sh -c "echo '$row' | awk -F' [|] ' '{ exit !(\$5 ~ /^[0-9.]+ [(]/ && \$6 ~ /^[0-9.]+ [(]/ && \$7 + 0 > 0) }'"
+check "bench_pg.sh: roostd's and PostgreSQL's CPU per cycle" \
+  sh -c "echo '$row' | awk -F' [|] ' '{ exit !(\$12 + 0 > 0 && \$13 + 0 > 0) }'"
+check "bench_pg.sh: the loop's PostgreSQL CPU per cycle" \
+  sh -c "grep '^| loop_p2c2 ' '$bp/results.md' | awk -F' [|] ' '{ exit !(\$13 + 0 > 0) }'"
+check "bench_pg.sh: the base build and two nodes have their rows" \
+  sh -c "grep -q '^| base1_p2c2 ' '$bp/results.md' && grep -q '^| roostd2_p2c2 ' '$bp/results.md'"
+check "bench_pg.sh: its PostgreSQL is stopped" sh -c "! pgrep -f '$bp[/]db' >/dev/null"
 
 # The ideal durable server: an answer only once its own bytes are durable.
 ns_start() { # ns_start ARGS...: a null_server on a free port; sets ns_pid and ns_url
