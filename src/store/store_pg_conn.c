@@ -333,14 +333,19 @@ static int exec_pipelined(struct pg_store *b, struct pg_slot *slot, const char *
                           const char *text, const char *what, int np, const Oid *types,
                           const char *const *vals, PGresult **out)
 {
-    enum { Q_BEGIN, Q_TXID, Q_PREPARE, Q_STMT, Q_N };
-    static const char *const part[Q_N] = {"begin", "begin", NULL, NULL};
+    enum { Q_PREP_BEGIN, Q_PREP_TXID, Q_BEGIN, Q_TXID, Q_PREPARE, Q_STMT, Q_N };
+    static const char *const part[Q_N] = {"begin", "begin", "begin", "begin", NULL, NULL};
     PGconn *db = b->db;
-    bool sent[Q_N] = {false, false, false, false};
+    bool sent[Q_N] = {false, false, false, false, false, false};
+    /* BEGIN and txid_current() are prepared once per connection too: sent unnamed, each would
+     * be parsed again in every transaction. */
+    bool prep = b->begin_gen != b->gen;
     bool ok = PQenterPipelineMode(db) == 1 &&
-              (sent[Q_BEGIN] = PQsendQueryParams(db, "BEGIN", 0, NULL, NULL, NULL, NULL, 0)) &&
-              (sent[Q_TXID] =
-                   PQsendQueryParams(db, "SELECT txid_current()", 0, NULL, NULL, NULL, NULL, 0)) &&
+              (!prep ||
+               ((sent[Q_PREP_BEGIN] = PQsendPrepare(db, "rb", "BEGIN", 0, NULL)) &&
+                (sent[Q_PREP_TXID] = PQsendPrepare(db, "rt", "SELECT txid_current()", 0, NULL)))) &&
+              (sent[Q_BEGIN] = PQsendQueryPrepared(db, "rb", 0, NULL, NULL, NULL, 0)) &&
+              (sent[Q_TXID] = PQsendQueryPrepared(db, "rt", 0, NULL, NULL, NULL, 0)) &&
               (text == NULL || (sent[Q_PREPARE] = PQsendPrepare(db, name, text, np, types))) &&
               (sent[Q_STMT] = PQsendQueryPrepared(db, name, np, vals, NULL, NULL, 0)) &&
               PQpipelineSync(db) == 1;
@@ -359,6 +364,10 @@ static int exec_pipelined(struct pg_store *b, struct pg_slot *slot, const char *
                 b->begin_pending = false; /* open from here on: the caller rolls it back */
             } else if (good && q == Q_TXID) {
                 b->txid = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+            } else if (good && q == Q_PREP_TXID) {
+                b->begin_gen = b->gen;
+            } else if (good && q == Q_PREP_BEGIN) {
+                /* the pair counts once both are prepared */
             } else if (good && q == Q_PREPARE) {
                 slot->gen = b->gen;
             } else if (good && stmt == NULL) {

@@ -31,6 +31,7 @@ struct pg_store {
     char schema[STORE_PG_SCHEMA_MAX + 1]; /* where the tables live (search_path) */
     int lock_timeout_ms;                  /* store_options.busy_timeout_ms */
     uint64_t gen;                         /* connection generation (struct pg_slot) */
+    uint64_t begin_gen; /* the generation whose "rb" (BEGIN) and "rt" (txid) are prepared */
     struct store_stmt_cache cache;
     struct pg_slot *slots;
     size_t n_slots;
