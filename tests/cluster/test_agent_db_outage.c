@@ -52,8 +52,7 @@ static void test_agent_runs_new_work_soon_after_db_outage(void)
     }
     base[strcspn(base, "\r\n")] = '\0';
     setenv("ROOST_TEST_MYSQL_URL", base, 1);
-    if (roostd_start(&d, NULL, NULL) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&d, NULL, NULL)) {
         goto out;
     }
     started = true;
@@ -104,8 +103,7 @@ out:
     agent_proc_kill9(&ap); /* only when a check above gave up on it */
     agent_proc_cleanup(&ap);
     if (started) {
-        CHECK_EQ(roostd_stop(&d), 0);
-        roostd_remove_dir(&d);
+        roostd_finish(&d);
     }
     CHECK_EQ(system(stop), 0);
     free(tok);

@@ -41,10 +41,8 @@ static bool start_pair(struct roostd *n1, struct roostd *n2)
 
 static void stop_pair(struct roostd *n1, struct roostd *n2)
 {
-    CHECK_EQ(roostd_stop(n2), 0);
-    roostd_remove_dir(n2);
-    CHECK_EQ(roostd_stop(n1), 0);
-    roostd_remove_dir(n1); /* drops the database */
+    roostd_finish(n2);
+    roostd_finish(n1); /* drops the database */
 }
 
 /* ---- pings cross nodes ---- */
@@ -243,8 +241,7 @@ static void test_cluster_killed_node_leases_expire(void)
     json_decref(again);
     free(tok1);
     free(tok2);
-    CHECK_EQ(roostd_stop(&n1), 0);
-    roostd_remove_dir(&n1);
+    roostd_finish(&n1);
 }
 
 /* ---- the database restarted under load ---- */

@@ -107,8 +107,7 @@ static void test_cluster_nonce_replay_refused_on_the_other_node(void)
         CHECK(!"node 2 started");
         free(same_db);
         free(same_key);
-        CHECK_EQ(roostd_stop(&n1), 0);
-        roostd_remove_dir(&n1);
+        roostd_finish(&n1);
         return;
     }
     snprintf(host, sizeof host, "%s:%d", n1.host, n1.port);
@@ -157,10 +156,8 @@ static void test_cluster_nonce_replay_refused_on_the_other_node(void)
     free(tok);
     free(same_db);
     free(same_key);
-    CHECK_EQ(roostd_stop(&n2), 0);
-    roostd_remove_dir(&n2);
-    CHECK_EQ(roostd_stop(&n1), 0);
-    roostd_remove_dir(&n1);
+    roostd_finish(&n2);
+    roostd_finish(&n1);
 }
 
 int main(int argc, char **argv)

@@ -320,9 +320,7 @@ int main(int argc, char **argv)
      * the first publish below, so every cut lands on a commit of the test. */
     const char *sets[] = {store, "store.writers=1", "scavenger.interval_ms=3600000",
                           "retention.interval_ms=86400000", NULL};
-    if (roostd_start(&d, NULL, sets) != 0) {
-        CHECK(!"roostd started");
-    } else {
+    if (roostd_start_checked(&d, NULL, sets)) {
         tok = h_token(&d, "t1", "agent:*:consume agent:*:publish");
         char id[31];
         CHECK_EQ(publish("warm.up", NULL, id, NULL), 201);
@@ -340,8 +338,7 @@ int main(int argc, char **argv)
         if (check_failed) {
             roostd_print_log(&d);
         }
-        CHECK_EQ(roostd_stop(&d), 0);
-        roostd_remove_dir(&d);
+        roostd_finish(&d);
         free(tok);
     }
     tcp_proxy_stop(proxy);

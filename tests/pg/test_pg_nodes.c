@@ -41,10 +41,8 @@ static bool start_pair(struct roostd *n1, struct roostd *n2, const char *name)
 
 static void stop_pair(struct roostd *n1, struct roostd *n2)
 {
-    CHECK_EQ(roostd_stop(n2), 0);
-    roostd_remove_dir(n2);
-    CHECK_EQ(roostd_stop(n1), 0);
-    roostd_remove_dir(n1);
+    roostd_finish(n2);
+    roostd_finish(n1);
     pg_testutil_drop_schema(g_store);
 }
 
