@@ -203,6 +203,49 @@ static void *consumer_main(void *arg)
     return NULL;
 }
 
+void bench_drive_defaults(struct bench_drive_opts *o)
+{
+    o->producers = 2;
+    o->consumers = 2;
+    o->seconds = 10;
+    o->warmup_s = 2;
+    o->limit = 10;
+    o->payload_bytes = 100;
+}
+
+bool bench_drive_option(struct bench_drive_opts *o, const struct bench_drive_bounds *b, int opt,
+                        const char *arg)
+{
+    switch (opt) {
+    case BENCH_O_PRODUCERS:
+        o->producers = (int)bench_parse_num("--producers", arg, b->min_producers, 1024);
+        return true;
+    case BENCH_O_CONSUMERS:
+        o->consumers = (int)bench_parse_num("--consumers", arg, 1, 1024);
+        return true;
+    case BENCH_O_AGENTS:
+        o->agents = (int)bench_parse_num("--agents", arg, 1, b->max_agents);
+        return true;
+    case BENCH_O_SECONDS:
+        o->seconds = bench_parse_num("--seconds", arg, 0.1, 86400);
+        return true;
+    case BENCH_O_WARMUP:
+        o->warmup_s = bench_parse_num("--warmup", arg, 0, 86400);
+        return true;
+    case BENCH_O_BATCH_ACK:
+        o->batch_ack = true;
+        return true;
+    case BENCH_O_LIMIT:
+        o->limit = (int)bench_parse_num("--limit", arg, 1, b->max_limit);
+        return true;
+    case BENCH_O_PAYLOAD:
+        o->payload_bytes = (int)bench_parse_num("--payload-bytes", arg, 16, 900);
+        return true;
+    default:
+        return false;
+    }
+}
+
 int bench_drive(const struct bench_backend *b, const struct bench_drive_opts *o,
                 struct bench_result *total)
 {

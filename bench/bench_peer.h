@@ -86,6 +86,45 @@ struct bench_drive_opts {
     const char *agent_prefix; /* agent names are <prefix><n> */
 };
 
+/* The options of bench_drive_opts that every tool takes, as getopt_long values above the tool's
+ * own (BENCH_DRIVE_OPTIONS goes in its struct option table; --rate and --agent-prefix are
+ * roost_load's alone). */
+enum {
+    BENCH_O_PRODUCERS = 512,
+    BENCH_O_CONSUMERS,
+    BENCH_O_AGENTS,
+    BENCH_O_SECONDS,
+    BENCH_O_WARMUP,
+    BENCH_O_BATCH_ACK,
+    BENCH_O_LIMIT,
+    BENCH_O_PAYLOAD,
+};
+// clang-format off
+#define BENCH_DRIVE_OPTIONS                                        \
+    {"producers", required_argument, NULL, BENCH_O_PRODUCERS},     \
+    {"consumers", required_argument, NULL, BENCH_O_CONSUMERS},     \
+    {"agents", required_argument, NULL, BENCH_O_AGENTS},           \
+    {"seconds", required_argument, NULL, BENCH_O_SECONDS},         \
+    {"warmup", required_argument, NULL, BENCH_O_WARMUP},           \
+    {"batch-ack", no_argument, NULL, BENCH_O_BATCH_ACK},           \
+    {"limit", required_argument, NULL, BENCH_O_LIMIT},             \
+    {"payload-bytes", required_argument, NULL, BENCH_O_PAYLOAD}
+// clang-format on
+
+/* Where a tool's bounds differ: the fewest producers, the most agents and the largest claim. */
+struct bench_drive_bounds {
+    int min_producers;
+    int max_agents;
+    int max_limit;
+};
+
+/* 2 producers, 2 consumers, 10 s measured after 2 s of warm-up, claims of 10, 100-byte payloads. */
+void bench_drive_defaults(struct bench_drive_opts *o);
+/* One getopt_long value into o: false when it is not one of BENCH_DRIVE_OPTIONS. A value out of
+ * bounds exits 2 (bench_parse_num). */
+bool bench_drive_option(struct bench_drive_opts *o, const struct bench_drive_bounds *b, int opt,
+                        const char *arg);
+
 /* Runs the backend under the options, merging the workers' counts into *total. 0, or -1 with a
  * message naming the backend's tool. */
 int bench_drive(const struct bench_backend *b, const struct bench_drive_opts *o,

@@ -52,15 +52,8 @@
 
 struct opts {
     const char *url;
-    int producers;
-    int consumers;
-    int agents;
-    double seconds;
-    double warmup;
-    bool batch_ack;
+    struct bench_drive_opts d; /* --producers … --payload-bytes */
     bool repeatable_read;
-    int limit;
-    int payload_bytes;
 };
 
 static struct opts g;
@@ -189,7 +182,7 @@ static void *my_open(enum bench_role role, int idx)
     size_t off = (size_t)snprintf(claim_sql, sizeof claim_sql,
                                   "UPDATE bench_direct_queue SET status = 1, claimed_at = ? "
                                   "WHERE id IN (");
-    for (int i = 0; i < g.limit; i++) {
+    for (int i = 0; i < g.d.limit; i++) {
         off += (size_t)snprintf(claim_sql + off, sizeof claim_sql - off, "%s?", i ? "," : "");
     }
     snprintf(claim_sql + off, sizeof claim_sql - off, ")");
@@ -254,7 +247,7 @@ static int claim_batch(struct mconn *s, const char *agent, struct bench_event *o
     /* parameters: agent, limit */
     char a[64];
     unsigned long a_len = (unsigned long)snprintf(a, sizeof a, "%s", agent);
-    int limit = g.limit;
+    int limit = g.d.limit;
     MYSQL_BIND p[2];
     memset(p, 0, sizeof p);
     p[0].buffer_type = MYSQL_TYPE_STRING;
@@ -286,7 +279,7 @@ static int claim_batch(struct mconn *s, const char *agent, struct bench_event *o
         if (f != 0 && f != MYSQL_DATA_TRUNCATED) {
             goto stmt_fail;
         }
-        if (n < g.limit) {
+        if (n < g.d.limit) {
             out[n].id = id;
             size_t pl = payload_len < sizeof payload - 1 ? payload_len : sizeof payload - 1;
             if (bench_payload_time(payload, pl, &out[n].t_ns) != 0) {
@@ -300,10 +293,10 @@ static int claim_batch(struct mconn *s, const char *agent, struct bench_event *o
         long long claim_ids[MAX_LIMIT + 1];
         long long claimed_at = now_ms();
         MYSQL_BIND c[MAX_LIMIT + 1];
-        memset(c, 0, sizeof(MYSQL_BIND) * (size_t)(g.limit + 1));
+        memset(c, 0, sizeof(MYSQL_BIND) * (size_t)(g.d.limit + 1));
         c[0].buffer_type = MYSQL_TYPE_LONGLONG;
         c[0].buffer = &claimed_at;
-        for (int i = 0; i < g.limit; i++) {
+        for (int i = 0; i < g.d.limit; i++) {
             claim_ids[i] = out[i < n ? i : n - 1].id; /* pad with the last id */
             c[i + 1].buffer_type = MYSQL_TYPE_LONGLONG;
             c[i + 1].buffer = &claim_ids[i];
@@ -368,7 +361,7 @@ static int ack_one(MYSQL_STMT *done, int64_t id)
 static int my_claim(void *p, struct bench_agent *a, int limit, struct bench_event *out)
 {
     struct mconn *c = p;
-    (void)limit; /* the claim statement has g.limit placeholders */
+    (void)limit; /* the claim statement has g.d.limit placeholders */
     return hop(&c->hop) == 0 ? claim_batch(c, a->name, out) : BENCH_FAIL;
 }
 
@@ -444,45 +437,24 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-    enum {
-        O_URL = 256,
-        O_FRESH,
-        O_P,
-        O_C,
-        O_A,
-        O_SEC,
-        O_WARM,
-        O_BATCH,
-        O_LIMIT,
-        O_PAYLOAD,
-        O_ISO,
-        O_HOP
-    };
+    enum { O_URL = 256, O_FRESH, O_ISO, O_HOP };
     static const struct option opts[] = {
         {"url", required_argument, NULL, O_URL},
         {"hop", required_argument, NULL, O_HOP},
         {"fresh", no_argument, NULL, O_FRESH},
-        {"producers", required_argument, NULL, O_P},
-        {"consumers", required_argument, NULL, O_C},
-        {"agents", required_argument, NULL, O_A},
-        {"seconds", required_argument, NULL, O_SEC},
-        {"warmup", required_argument, NULL, O_WARM},
-        {"batch-ack", no_argument, NULL, O_BATCH},
-        {"limit", required_argument, NULL, O_LIMIT},
-        {"payload-bytes", required_argument, NULL, O_PAYLOAD},
         {"isolation", required_argument, NULL, O_ISO},
+        BENCH_DRIVE_OPTIONS, /* --producers … --payload-bytes */
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     bool fresh = false;
-    g.producers = 2;
-    g.consumers = 2;
-    g.seconds = 10;
-    g.warmup = 2;
-    g.limit = 10;
-    g.payload_bytes = 100;
+    bench_drive_defaults(&g.d);
+    const struct bench_drive_bounds bounds = {1, 100000, MAX_LIMIT};
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (bench_drive_option(&g.d, &bounds, c, optarg)) {
+            continue;
+        }
         switch (c) {
         case O_HOP:
             if (bench_node_parse(optarg, &g_hop) != 0) {
@@ -495,30 +467,6 @@ int main(int argc, char **argv)
             break;
         case O_FRESH:
             fresh = true;
-            break;
-        case O_P:
-            g.producers = (int)bench_parse_num("--producers", optarg, 1, 1024);
-            break;
-        case O_C:
-            g.consumers = (int)bench_parse_num("--consumers", optarg, 1, 1024);
-            break;
-        case O_A:
-            g.agents = (int)bench_parse_num("--agents", optarg, 1, 100000);
-            break;
-        case O_SEC:
-            g.seconds = bench_parse_num("--seconds", optarg, 0.1, 86400);
-            break;
-        case O_WARM:
-            g.warmup = bench_parse_num("--warmup", optarg, 0, 86400);
-            break;
-        case O_BATCH:
-            g.batch_ack = true;
-            break;
-        case O_LIMIT:
-            g.limit = (int)bench_parse_num("--limit", optarg, 1, MAX_LIMIT);
-            break;
-        case O_PAYLOAD:
-            g.payload_bytes = (int)bench_parse_num("--payload-bytes", optarg, 16, 900);
             break;
         case O_ISO:
             if (strcmp(optarg, "rc") == 0) {
@@ -546,8 +494,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "mysql_direct: bad URL (mysql://USER:PASS@HOST[:PORT]/DB)\n");
         return 2;
     }
-    if (g.agents == 0) {
-        g.agents = g.consumers;
+    if (g.d.agents == 0) {
+        g.d.agents = g.d.consumers;
     }
     if (mysql_library_init(0, NULL, NULL) != 0) {
         fprintf(stderr, "mysql_direct: mysql_library_init failed\n");
@@ -565,18 +513,8 @@ int main(int argc, char **argv)
     long long dl0 = global_status(setup, "Innodb_deadlocks");
     long long lw0 = global_status(setup, "Innodb_row_lock_waits");
 
-    struct bench_drive_opts o = {
-        .producers = g.producers,
-        .consumers = g.consumers,
-        .agents = g.agents,
-        .limit = g.limit,
-        .payload_bytes = g.payload_bytes,
-        .warmup_s = g.warmup,
-        .seconds = g.seconds,
-        .batch_ack = g.batch_ack,
-    };
     struct bench_result *total = calloc(1, sizeof *total);
-    if (!total || bench_drive(&mysql_backend, &o, total) != 0) {
+    if (!total || bench_drive(&mysql_backend, &g.d, total) != 0) {
         return 1;
     }
     long long dl1 = global_status(setup, "Innodb_deadlocks");
@@ -588,8 +526,8 @@ int main(int argc, char **argv)
              g.repeatable_read ? "rr" : "rc", atomic_load(&g_deadlocks),
              atomic_load(&g_lock_timeouts), dl0 >= 0 && dl1 >= 0 ? dl1 - dl0 : -1,
              lw0 >= 0 && lw1 >= 0 ? lw1 - lw0 : -1, mysql_get_server_info(setup));
-    bench_print_result("mysql_direct", "mysql", extra, g.producers, g.consumers, g.agents,
-                       g.batch_ack, 0, g.warmup, g.seconds, total);
+    bench_print_result("mysql_direct", "mysql", extra, g.d.producers, g.d.consumers, g.d.agents,
+                       g.d.batch_ack, 0, g.d.warmup_s, g.d.seconds, total);
     mysql_close(setup);
     mysql_library_end();
     free(total);

@@ -51,14 +51,7 @@ enum mode { MODE_LOOP, MODE_PGMQ };
 struct opts {
     const char *url;
     enum mode mode;
-    int producers;
-    int consumers;
-    int agents;
-    double seconds;
-    double warmup;
-    bool batch_ack;
-    int limit;
-    int payload_bytes;
+    struct bench_drive_opts d; /* --producers … --payload-bytes */
 };
 
 static struct opts g;
@@ -314,7 +307,7 @@ static void make_schema(PGconn *db, bool fresh)
                         "ON bench_pg_queue (agent, status, id)");
         return;
     }
-    for (int i = 0; i < g.agents; i++) {
+    for (int i = 0; i < g.d.agents; i++) {
         char t[64];
         queue_table(i, t, sizeof t);
         if (fresh) {
@@ -372,43 +365,23 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-    enum {
-        O_URL = 256,
-        O_MODE,
-        O_FRESH,
-        O_P,
-        O_C,
-        O_A,
-        O_SEC,
-        O_WARM,
-        O_BATCH,
-        O_LIMIT,
-        O_PAYLOAD
-    };
+    enum { O_URL = 256, O_MODE, O_FRESH };
     static const struct option opts[] = {
         {"url", required_argument, NULL, O_URL},
         {"mode", required_argument, NULL, O_MODE},
         {"fresh", no_argument, NULL, O_FRESH},
-        {"producers", required_argument, NULL, O_P},
-        {"consumers", required_argument, NULL, O_C},
-        {"agents", required_argument, NULL, O_A},
-        {"seconds", required_argument, NULL, O_SEC},
-        {"warmup", required_argument, NULL, O_WARM},
-        {"batch-ack", no_argument, NULL, O_BATCH},
-        {"limit", required_argument, NULL, O_LIMIT},
-        {"payload-bytes", required_argument, NULL, O_PAYLOAD},
+        BENCH_DRIVE_OPTIONS, /* --producers … --payload-bytes */
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     bool fresh = false;
-    g.producers = 2;
-    g.consumers = 2;
-    g.seconds = 10;
-    g.warmup = 2;
-    g.limit = 10;
-    g.payload_bytes = 100;
+    bench_drive_defaults(&g.d);
+    const struct bench_drive_bounds bounds = {1, 10000, MAX_LIMIT};
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (bench_drive_option(&g.d, &bounds, c, optarg)) {
+            continue;
+        }
         switch (c) {
         case O_URL:
             g.url = optarg;
@@ -426,30 +399,6 @@ int main(int argc, char **argv)
         case O_FRESH:
             fresh = true;
             break;
-        case O_P:
-            g.producers = (int)bench_parse_num("--producers", optarg, 1, 1024);
-            break;
-        case O_C:
-            g.consumers = (int)bench_parse_num("--consumers", optarg, 1, 1024);
-            break;
-        case O_A:
-            g.agents = (int)bench_parse_num("--agents", optarg, 1, 10000);
-            break;
-        case O_SEC:
-            g.seconds = bench_parse_num("--seconds", optarg, 0.1, 86400);
-            break;
-        case O_WARM:
-            g.warmup = bench_parse_num("--warmup", optarg, 0, 86400);
-            break;
-        case O_BATCH:
-            g.batch_ack = true;
-            break;
-        case O_LIMIT:
-            g.limit = (int)bench_parse_num("--limit", optarg, 1, MAX_LIMIT);
-            break;
-        case O_PAYLOAD:
-            g.payload_bytes = (int)bench_parse_num("--payload-bytes", optarg, 16, 900);
-            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -462,8 +411,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (g.agents == 0) {
-        g.agents = g.consumers;
+    if (g.d.agents == 0) {
+        g.d.agents = g.d.consumers;
     }
     PGconn *setup = connect_db();
     make_schema(setup, fresh);
@@ -471,18 +420,8 @@ int main(int argc, char **argv)
 
     struct bench_backend backend = pg_backend;
     backend.tool = g.mode == MODE_LOOP ? "pg_loop" : "pg_pgmq";
-    struct bench_drive_opts o = {
-        .producers = g.producers,
-        .consumers = g.consumers,
-        .agents = g.agents,
-        .limit = g.limit,
-        .payload_bytes = g.payload_bytes,
-        .warmup_s = g.warmup,
-        .seconds = g.seconds,
-        .batch_ack = g.batch_ack,
-    };
     struct bench_result *total = calloc(1, sizeof *total);
-    if (!total || bench_drive(&backend, &o, total) != 0) {
+    if (!total || bench_drive(&backend, &g.d, total) != 0) {
         return 1;
     }
     /* pg_stat counters are sent by each backend when its transaction ends and read from a
@@ -502,8 +441,9 @@ int main(int argc, char **argv)
              g.mode == MODE_LOOP ? "loop" : "pgmq", atomic_load(&g_conflicts),
              commits0 >= 0 && commits1 >= 0 ? commits1 - commits0 : -1, dead,
              PQserverVersion(setup));
-    bench_print_result(g.mode == MODE_LOOP ? "pg_loop" : "pg_pgmq", "postgres", extra, g.producers,
-                       g.consumers, g.agents, g.batch_ack, 0, g.warmup, g.seconds, total);
+    bench_print_result(g.mode == MODE_LOOP ? "pg_loop" : "pg_pgmq", "postgres", extra,
+                       g.d.producers, g.d.consumers, g.d.agents, g.d.batch_ack, 0, g.d.warmup_s,
+                       g.d.seconds, total);
     PQfinish(setup);
     free(total);
     return 0;

@@ -55,17 +55,9 @@ struct opts {
     const char *key_file;
     const char *target;
     char prefix[96];
-    int producers;
-    int consumers;
-    int agents;
-    double seconds;
-    double warmup;
-    double rate;
-    bool batch_ack;
-    int limit;
+    struct bench_drive_opts d; /* --producers … --payload-bytes */
     int lease_s;
     int wait_s;
-    int payload_bytes;
 };
 
 static struct opts g;
@@ -342,54 +334,30 @@ static char *mint_token(const char *key_file)
 
 int main(int argc, char **argv)
 {
-    enum {
-        O_URL = 256,
-        O_DATA,
-        O_KEY,
-        O_P,
-        O_C,
-        O_A,
-        O_SEC,
-        O_WARM,
-        O_RATE,
-        O_BATCH,
-        O_LIMIT,
-        O_WAIT,
-        O_PAYLOAD,
-        O_PREFIX,
-        O_TARGET
-    };
+    enum { O_URL = 256, O_DATA, O_KEY, O_RATE, O_WAIT, O_PREFIX, O_TARGET };
     static const struct option opts[] = {
         {"url", required_argument, NULL, O_URL},
         {"data-dir", required_argument, NULL, O_DATA},
         {"key-file", required_argument, NULL, O_KEY},
-        {"producers", required_argument, NULL, O_P},
-        {"consumers", required_argument, NULL, O_C},
-        {"agents", required_argument, NULL, O_A},
-        {"seconds", required_argument, NULL, O_SEC},
-        {"warmup", required_argument, NULL, O_WARM},
         {"rate", required_argument, NULL, O_RATE},
-        {"batch-ack", no_argument, NULL, O_BATCH},
-        {"limit", required_argument, NULL, O_LIMIT},
         {"wait", required_argument, NULL, O_WAIT},
-        {"payload-bytes", required_argument, NULL, O_PAYLOAD},
         {"agent-prefix", required_argument, NULL, O_PREFIX},
         {"target", required_argument, NULL, O_TARGET},
+        BENCH_DRIVE_OPTIONS, /* --producers … --payload-bytes */
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    g.producers = 2;
-    g.consumers = 2;
-    g.seconds = 10;
-    g.warmup = 2;
-    g.limit = 10;
+    bench_drive_defaults(&g.d);
     g.lease_s = 60;
     g.wait_s = 1;
-    g.payload_bytes = 100;
     g.target = NULL; /* default: the system's name */
     snprintf(g.prefix, sizeof g.prefix, "bench-agent-%ld-", (long)getpid());
+    const struct bench_drive_bounds bounds = {0, 1000000, 1000};
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (bench_drive_option(&g.d, &bounds, c, optarg)) {
+            continue;
+        }
         switch (c) {
         case O_URL:
             add_urls(optarg);
@@ -400,35 +368,11 @@ int main(int argc, char **argv)
         case O_KEY:
             g.key_file = optarg;
             break;
-        case O_P:
-            g.producers = (int)bench_parse_num("--producers", optarg, 0, 1024);
-            break;
-        case O_C:
-            g.consumers = (int)bench_parse_num("--consumers", optarg, 1, 1024);
-            break;
-        case O_A:
-            g.agents = (int)bench_parse_num("--agents", optarg, 1, 1000000);
-            break;
-        case O_SEC:
-            g.seconds = bench_parse_num("--seconds", optarg, 0.1, 86400);
-            break;
-        case O_WARM:
-            g.warmup = bench_parse_num("--warmup", optarg, 0, 86400);
-            break;
         case O_RATE:
-            g.rate = bench_parse_num("--rate", optarg, 0, 1e7);
-            break;
-        case O_BATCH:
-            g.batch_ack = true;
-            break;
-        case O_LIMIT:
-            g.limit = (int)bench_parse_num("--limit", optarg, 1, 1000);
+            g.d.rate = bench_parse_num("--rate", optarg, 0, 1e7);
             break;
         case O_WAIT:
             g.wait_s = (int)bench_parse_num("--wait", optarg, 0, 30);
-            break;
-        case O_PAYLOAD:
-            g.payload_bytes = (int)bench_parse_num("--payload-bytes", optarg, 16, 900);
             break;
         case O_PREFIX:
             snprintf(g.prefix, sizeof g.prefix, "%s", optarg);
@@ -448,8 +392,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (g.agents == 0) {
-        g.agents = g.consumers;
+    if (g.d.agents == 0) {
+        g.d.agents = g.d.consumers;
     }
 
     char path[4096];
@@ -510,26 +454,15 @@ int main(int argc, char **argv)
         free(token);
     }
 
-    struct bench_drive_opts o = {
-        .producers = g.producers,
-        .consumers = g.consumers,
-        .agents = g.agents,
-        .limit = g.limit,
-        .payload_bytes = g.payload_bytes,
-        .warmup_s = g.warmup,
-        .seconds = g.seconds,
-        .rate = g.rate,
-        .batch_ack = g.batch_ack,
-        .agent_prefix = g.prefix,
-    };
+    g.d.agent_prefix = g.prefix;
     struct bench_result *total = calloc(1, sizeof *total);
-    if (!total || bench_drive(backend, &o, total) != 0) {
+    if (!total || bench_drive(backend, &g.d, total) != 0) {
         return 1;
     }
     char extra[32];
     snprintf(extra, sizeof extra, "nodes=%d", g.n_urls);
-    bench_print_result("roost_load", g.target, extra, g.producers, g.consumers, g.agents,
-                       g.batch_ack, g.rate, g.warmup, g.seconds, total);
+    bench_print_result("roost_load", g.target, extra, g.d.producers, g.d.consumers, g.d.agents,
+                       g.d.batch_ack, g.d.rate, g.d.warmup_s, g.d.seconds, total);
     free(total);
     free(g_auth_header);
     return 0;

@@ -33,15 +33,8 @@
 struct opts {
     const char *db;
     const char *synchronous;
-    int producers;
-    int consumers;
-    int agents;
-    double seconds;
-    double warmup;
-    bool batch_ack;
+    struct bench_drive_opts d; /* --producers … --payload-bytes */
     bool busy_timeout;
-    int limit;
-    int payload_bytes;
 };
 
 static struct opts g;
@@ -295,46 +288,25 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-    enum {
-        O_DB = 256,
-        O_FRESH,
-        O_SYNC,
-        O_P,
-        O_C,
-        O_A,
-        O_SEC,
-        O_WARM,
-        O_BATCH,
-        O_LIMIT,
-        O_PAYLOAD,
-        O_BUSY
-    };
+    enum { O_DB = 256, O_FRESH, O_SYNC, O_BUSY };
     static const struct option opts[] = {
         {"db", required_argument, NULL, O_DB},
         {"fresh", no_argument, NULL, O_FRESH},
         {"synchronous", required_argument, NULL, O_SYNC},
-        {"producers", required_argument, NULL, O_P},
-        {"consumers", required_argument, NULL, O_C},
-        {"agents", required_argument, NULL, O_A},
-        {"seconds", required_argument, NULL, O_SEC},
-        {"warmup", required_argument, NULL, O_WARM},
-        {"batch-ack", no_argument, NULL, O_BATCH},
-        {"limit", required_argument, NULL, O_LIMIT},
-        {"payload-bytes", required_argument, NULL, O_PAYLOAD},
         {"busy-timeout", no_argument, NULL, O_BUSY},
+        BENCH_DRIVE_OPTIONS, /* --producers … --payload-bytes */
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     bool fresh = false;
     g.synchronous = "full";
-    g.producers = 2;
-    g.consumers = 2;
-    g.seconds = 10;
-    g.warmup = 2;
-    g.limit = 10;
-    g.payload_bytes = 100;
+    bench_drive_defaults(&g.d);
+    const struct bench_drive_bounds bounds = {1, 100000, 1000};
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (bench_drive_option(&g.d, &bounds, c, optarg)) {
+            continue;
+        }
         switch (c) {
         case O_DB:
             g.db = optarg;
@@ -344,30 +316,6 @@ int main(int argc, char **argv)
             break;
         case O_SYNC:
             g.synchronous = optarg;
-            break;
-        case O_P:
-            g.producers = (int)bench_parse_num("--producers", optarg, 1, 1024);
-            break;
-        case O_C:
-            g.consumers = (int)bench_parse_num("--consumers", optarg, 1, 1024);
-            break;
-        case O_A:
-            g.agents = (int)bench_parse_num("--agents", optarg, 1, 100000);
-            break;
-        case O_SEC:
-            g.seconds = bench_parse_num("--seconds", optarg, 0.1, 86400);
-            break;
-        case O_WARM:
-            g.warmup = bench_parse_num("--warmup", optarg, 0, 86400);
-            break;
-        case O_BATCH:
-            g.batch_ack = true;
-            break;
-        case O_LIMIT:
-            g.limit = (int)bench_parse_num("--limit", optarg, 1, 1000);
-            break;
-        case O_PAYLOAD:
-            g.payload_bytes = (int)bench_parse_num("--payload-bytes", optarg, 16, 900);
             break;
         case O_BUSY:
             g.busy_timeout = true;
@@ -388,8 +336,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "sqlite_direct: --synchronous must be full or normal\n");
         return 2;
     }
-    if (g.agents == 0) {
-        g.agents = g.consumers;
+    if (g.d.agents == 0) {
+        g.d.agents = g.d.consumers;
     }
     if (fresh) {
         char p[4096];
@@ -404,18 +352,8 @@ int main(int argc, char **argv)
         die_db(setup, "schema");
     }
 
-    struct bench_drive_opts o = {
-        .producers = g.producers,
-        .consumers = g.consumers,
-        .agents = g.agents,
-        .limit = g.limit,
-        .payload_bytes = g.payload_bytes,
-        .warmup_s = g.warmup,
-        .seconds = g.seconds,
-        .batch_ack = g.batch_ack,
-    };
     struct bench_result *total = calloc(1, sizeof *total);
-    if (!total || bench_drive(&sqlite_backend, &o, total) != 0) {
+    if (!total || bench_drive(&sqlite_backend, &g.d, total) != 0) {
         return 1;
     }
     char extra[256];
@@ -425,8 +363,8 @@ int main(int argc, char **argv)
              "commits_per_cycle=%.2f",
              g.synchronous, g.busy_timeout ? "busy_timeout" : "mutex", sqlite3_libversion(),
              (double)atomic_load(&g_stmts) / cycles, (double)atomic_load(&g_commits) / cycles);
-    bench_print_result("sqlite_direct", "sqlite", extra, g.producers, g.consumers, g.agents,
-                       g.batch_ack, 0, g.warmup, g.seconds, total);
+    bench_print_result("sqlite_direct", "sqlite", extra, g.d.producers, g.d.consumers, g.d.agents,
+                       g.d.batch_ack, 0, g.d.warmup_s, g.d.seconds, total);
     sqlite3_close(setup);
     free(total);
     return 0;
