@@ -389,8 +389,7 @@ static void test_galera_writer_killed_stalled_partitioned(void)
     free(same_db);
     if (rc2 != 0) {
         CHECK(!"roostd 2 started");
-        CHECK_EQ(roostd_stop(&n1), 0);
-        roostd_remove_dir(&n1);
+        roostd_finish(&n1);
         goto out;
     }
     char *tok1 = h_token(&n1, "t1", "agent:*:consume agent:*:publish");
@@ -632,10 +631,8 @@ static void test_galera_writer_killed_stalled_partitioned(void)
     pthread_mutex_destroy(&sh.mu);
     free(tok1);
     free(tok2);
-    CHECK_EQ(roostd_stop(&n2), 0);
-    roostd_remove_dir(&n2);
-    CHECK_EQ(roostd_stop(&n1), 0);
-    roostd_remove_dir(&n1); /* drops the database */
+    roostd_finish(&n2);
+    roostd_finish(&n1); /* drops the database */
 out:
     for (int i = 0; i < 3; i++) {
         tcp_proxy_stop(proxies[i]);
@@ -670,8 +667,7 @@ static void test_galera_no_failback_into_old_view(void)
     }
     const char *sets[] = {"store.failover_timeout_s=3", NULL};
     struct roostd n;
-    if (roostd_start(&n, NULL, sets) != 0) {
-        CHECK(!"roostd started");
+    if (!roostd_start_checked(&n, NULL, sets)) {
         return;
     }
     char *tok = h_token(&n, "t1", "agent:*:consume agent:*:publish");
@@ -715,8 +711,7 @@ static void test_galera_no_failback_into_old_view(void)
     CHECK(h_publish(http, tok, "work", NULL, NULL, id) > 0);
     h_client_free(http);
     free(tok);
-    CHECK_EQ(roostd_stop(&n), 0);
-    roostd_remove_dir(&n);
+    roostd_finish(&n);
 }
 
 int main(int argc, char **argv)
