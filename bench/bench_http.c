@@ -106,6 +106,21 @@ char *bench_mint_token(const char *tool, const char *key_file, const char *sub, 
     return token;
 }
 
+char *bench_auth_header(const char *tool, const char *key_file, const char *sub, const char *scope)
+{
+    char *token = bench_mint_token(tool, key_file, sub, scope);
+    if (!token) {
+        return NULL;
+    }
+    size_t len = strlen(token) + 40;
+    char *header = malloc(len);
+    if (header) {
+        snprintf(header, len, "Authorization: Bearer %s\r\n", token);
+    }
+    free(token);
+    return header;
+}
+
 /* ---- a minimal keep-alive HTTP/1.1 client ---- */
 
 static int grow(char **buf, size_t *cap, size_t need)

@@ -16,6 +16,9 @@ int bench_parse_url(const char *url, char *host, size_t host_len, char *port, si
  * a throw-away key when key_file is NULL (a same-sized token for servers that do not check).
  * Errors go to stderr prefixed with `tool`; NULL then. Caller frees. */
 char *bench_mint_token(const char *tool, const char *key_file, const char *sub, const char *scope);
+/* bench_mint_token's token as a request header line, "Authorization: Bearer …\r\n" (NULL on
+ * failure). Caller frees. */
+char *bench_auth_header(const char *tool, const char *key_file, const char *sub, const char *scope);
 
 /* A server: its host, port and Host header line ("Host: h:p\r\n"). */
 struct bench_node {

@@ -326,12 +326,6 @@ static void add_urls(const char *arg)
     }
 }
 
-static char *mint_token(const char *key_file)
-{
-    return bench_mint_token("roost_load", key_file, "roost-load",
-                            "agent:*:publish agent:*:consume");
-}
-
 int main(int argc, char **argv)
 {
     enum { O_URL = 256, O_DATA, O_KEY, O_RATE, O_WAIT, O_PREFIX, O_TARGET };
@@ -441,17 +435,11 @@ int main(int argc, char **argv)
             snprintf(path, sizeof path, "%s/" ROOST_TOKEN_KEY_FILE, g.data_dir);
             key_file = path;
         }
-        char *token = mint_token(key_file);
-        if (!token) {
-            return 1;
-        }
-        size_t hlen = strlen(token) + 40;
-        g_auth_header = malloc(hlen);
+        g_auth_header = bench_auth_header("roost_load", key_file, "roost-load",
+                                          "agent:*:publish agent:*:consume");
         if (!g_auth_header) {
             return 1;
         }
-        snprintf(g_auth_header, hlen, "Authorization: Bearer %s\r\n", token);
-        free(token);
     }
 
     g.d.agent_prefix = g.prefix;

@@ -912,11 +912,6 @@ static int parse_url(const char *url)
     return 0;
 }
 
-static char *mint_token(const char *key_file)
-{
-    return bench_mint_token("sse_bench", key_file, "sse-bench", "agent:*:read agent:*:publish");
-}
-
 static int raise_nofile(rlim_t need)
 {
     struct rlimit rl;
@@ -1145,17 +1140,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "sse_bench: need --data-dir or --key-file\n");
         return 2;
     }
-    char *token = mint_token(key_file);
-    if (!token) {
-        return 1;
-    }
-    size_t hlen = strlen(token) + 40;
-    g_auth_header = malloc(hlen);
+    g_auth_header =
+        bench_auth_header("sse_bench", key_file, "sse-bench", "agent:*:read agent:*:publish");
     if (!g_auth_header) {
         return 1;
     }
-    snprintf(g_auth_header, hlen, "Authorization: Bearer %s\r\n", token);
-    free(token);
 
     int n_fan_pubs = (g_agents + g.fanout_max - 1) / g.fanout_max;
     g_npubs = n_fan_pubs > 0 ? n_fan_pubs : 1;
