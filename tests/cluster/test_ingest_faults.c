@@ -327,11 +327,14 @@ static void held_through(enum crash what)
              0);
     struct sender s = {.dv = &held};
     CHECK_EQ(pthread_create(&s.thread, NULL, sender_run, &s), 0);
+    /* roostd's publish waiting on the locked row: its INSERT INTO agents under way in the
+     * processlist. innodb_trx alone misses it: a transaction whose first write waits for a lock
+     * is not listed there as LOCK WAIT until it has written (seen under load). */
     bool waiting;
     H_WAIT_UNTIL(waiting, 30000,
-                 sql_int(h_fmt("SELECT count(*) FROM information_schema.innodb_trx WHERE"
-                               " trx_state = '%s'",
-                               "LOCK WAIT")) >= 1);
+                 sql_int(h_fmt("SELECT count(*) FROM information_schema.processlist WHERE"
+                               " command IN ('Query', 'Execute') AND info LIKE '%s'",
+                               "INSERT INTO agents%")) >= 1);
     CHECK(waiting);
     if (what == CRASH_DATABASE) {
         crash_database();
