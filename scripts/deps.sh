@@ -6,7 +6,8 @@
 #                         need (`make deb`, `make image`, `make test-packages`)
 #   scripts/deps.sh peers that and the peers `make bench-peers` runs roostd beside (Redis,
 #                         beanstalkd); the rest of what it needs comes with the full set
-#   scripts/deps.sh       that and everything the tests, benchmarks and chaos runs need (`make test`)
+#   scripts/deps.sh       that and everything the tests, benchmarks and chaos runs need (`make test`;
+#                         the peers too: test_bench_scripts drives them)
 set -euo pipefail
 what=${1:-all}
 pkgs=(build-essential cmake ninja-build pkg-config
@@ -28,7 +29,8 @@ elif [ "$what" != run ]; then
          clang-format python3 git
          python3-httpx python3-cryptography python3-pytest mypy python3-build python3-setuptools
          python3-wheel python3-venv
-         dbus gnome-keyring libsecret-tools python3-secretstorage)
+         dbus gnome-keyring libsecret-tools python3-secretstorage
+         redis-server redis-tools beanstalkd)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

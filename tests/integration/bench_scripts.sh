@@ -18,8 +18,8 @@
 #    gives every line of its table.
 #  * scripts/bench_peers.sh, one round of 0.5 s per system at P2 C2: every system answers without errors through the one driver (Redis and beanstalkd
 #    started on loopback in the run's directory), the table has its ratios, load averages and
-#    target rows, the plot is drawn. Skipped when redis-server or beanstalkd is not installed
-#    (scripts/deps.sh peers).
+#    target rows, the plot is drawn. A missing redis-server or beanstalkd fails the test
+#    (scripts/deps.sh installs them).
 # Starts its own private MariaDB and PostgreSQL (as the scripts do). Ends with the line "N passed, N failed".
 set -uo pipefail
 
@@ -178,7 +178,10 @@ for s in p2_ideal_inline p2_ideal_thread p2_roostd p8_ideal_thread p8_roostd my_
 done
 check "bench_ideal.sh: no unexpected answers" sh -c "! grep -q WARNING '$dir/ideal.log'"
 
-# The peers: every system through the one driver, its row in the table.
+# The peers: every system through the one driver, its row in the table. scripts/deps.sh installs
+# Redis and beanstalkd for make test, so their absence fails here instead of passing unchecked.
+check "redis-server and beanstalkd are installed (scripts/deps.sh)" \
+  sh -c "command -v redis-server && command -v beanstalkd"
 if command -v redis-server >/dev/null && command -v beanstalkd >/dev/null; then
   pe=$dir/pe
   chmod 0755 "$dir" # the PostgreSQL server runs as postgres and must reach $pe/pg
@@ -204,7 +207,7 @@ if command -v redis-server >/dev/null && command -v beanstalkd >/dev/null; then
   check "bench_peers.sh: the plot is a PNG" png "$pe/bench-peers.png"
   check "bench_peers.sh: the servers are gone" sh -c "! pgrep -f '$pe[/]' >/dev/null"
 else
-  echo "SKIP bench_peers.sh: redis-server or beanstalkd missing (scripts/deps.sh peers)"
+  echo "bench_peers.sh not run: redis-server or beanstalkd missing (scripts/deps.sh)"
 fi
 
 # roostd's cost per request, two builds side by side (here the same one twice).
