@@ -865,9 +865,7 @@ void api_ingest(struct request *rq)
     int64_t wait_s =
         ratelimit_take(rq->rt->ingest_rl, rq->key_id, rate, 2 * rate, 1.0, time_mono_ms());
     if (wait_s > 0) {
-        char after[24];
-        snprintf(after, sizeof after, "%lld", (long long)wait_s);
-        evhttp_add_header(evhttp_request_get_output_headers(rq->req), "Retry-After", after);
+        request_set_retry_after(rq, wait_s);
         request_reply_error(rq, ROOST_ERATELIMIT, NULL, NULL);
         return;
     }

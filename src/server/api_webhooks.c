@@ -276,9 +276,7 @@ void api_callbacks_add(struct request *rq)
             "this tenant registers endpoints faster than webhooks.registrations_per_min");
     }
     if (wait_s > 0) {
-        char after[24];
-        snprintf(after, sizeof after, "%lld", (long long)wait_s);
-        evhttp_add_header(evhttp_request_get_output_headers(rq->req), "Retry-After", after);
+        request_set_retry_after(rq, wait_s);
         request_reply_error(rq, ROOST_ERATELIMIT, NULL, NULL);
         return;
     }
