@@ -54,26 +54,24 @@ static void done_head(struct job *job)
 {
     struct subscribe_op *op = (struct subscribe_op *)job;
     struct request *rq = op->rq;
-    struct runtime *rt = rq->rt;
-    struct sse_hub *hub = rt->sse;
-    if (job->rc != ROOST_OK) {
-        request_reply_error(rq, job->rc, NULL, NULL);
-        return;
-    }
-    if (rt->draining) {
-        request_reply_error(rq, ROOST_ESHUTDOWN, NULL, NULL);
-        return;
+    struct sse_hub *hub = rq->rt->sse;
+    const char *tenant_id = rq->principal.tenant_id;
+    const char *limit = NULL;
+    int rc = job->rc;
+    if (rc == ROOST_OK && rq->rt->draining) {
+        rc = ROOST_ESHUTDOWN;
     }
     /* Limits again: other streams may have opened while the head was read. */
-    const char *limit = sse_hub_over_limit(hub, rq->principal.tenant_id, rq->agent_id);
-    if (limit) {
-        request_reply_error(rq, ROOST_ERATELIMIT, limit, NULL);
-        return;
+    if (rc == ROOST_OK && (limit = sse_hub_over_limit(hub, tenant_id, rq->agent_id)) != NULL) {
+        rc = ROOST_ERATELIMIT;
     }
-    int rc = sse_hub_open(hub, rq->req, rq->id, rq->principal.tenant_id, rq->agent_id, op->head,
+    if (rc == ROOST_OK) {
+        rc = sse_hub_open(hub, rq->req, rq->id, tenant_id, rq->agent_id, op->head,
                           op->last_event_id, rq->principal.exp_ms);
+    }
+    sse_hub_opening_end(hub, tenant_id, rq->agent_id);
     if (rc != ROOST_OK) {
-        request_reply_error(rq, rc, NULL, NULL);
+        request_reply_error(rq, rc, limit, NULL);
         return;
     }
     /* The request is now a stream: it leaves the in-flight count, the hub owns the connection. */
@@ -106,6 +104,12 @@ void api_subscribe(struct request *rq)
         if (strutil_parse_i64(leid, strlen(leid), 0, INT64_MAX, &v) == 0) {
             op->last_event_id = v; /* anything else is ignored, as EventSource ids are opaque */
         }
+    }
+    /* From here on a commit's ping for the agent is kept for the stream, even one that lands
+     * after the head is read and before the stream is open. */
+    if (sse_hub_opening_begin(hub, rq->principal.tenant_id, rq->agent_id) != ROOST_OK) {
+        request_reply_error(rq, ROOST_ENOMEM, NULL, NULL);
+        return;
     }
     /* A write: a ticket's nonce claim, and the agent's last_seen_at. */
     op->job = (struct job){.run = run_head,

@@ -67,12 +67,15 @@ struct sse_agent {
     struct sse_sub *subs;
     int64_t head; /* newest head seen on this node */
     size_t n_subs;
+    size_t n_opening; /* streams being opened (sse_hub_opening_begin): they keep the entry */
+    bool poked;       /* notified while streams were opening: their first event is a ping */
     char agent_id[];
 };
 
 struct sse_tenant {
     struct sse_tenant *next;
     size_t n_subs;
+    size_t n_agents; /* agent entries pointing here: they keep the entry */
     char tenant_id[];
 };
 
@@ -137,9 +140,10 @@ static struct sse_tenant *tenant_get(struct sse_hub *hub, const char *tenant_id,
     return t;
 }
 
-static void tenant_release(struct sse_hub *hub, struct sse_tenant *t)
+/* Frees the tenant's entry once no agent entry points to it. */
+static void tenant_unref(struct sse_hub *hub, struct sse_tenant *t)
 {
-    if (--t->n_subs > 0) {
+    if (--t->n_agents > 0) {
         return;
     }
     uint32_t b = tenant_bucket(t->tenant_id);
@@ -169,10 +173,12 @@ static struct sse_agent *agent_create(struct sse_hub *hub, const char *tenant_id
     struct sse_tenant *t = tenant_get(hub, tenant_id, true);
     size_t len = strlen(agent_id) + 1;
     struct sse_agent *a = t ? calloc(1, sizeof *a + len) : NULL;
+    if (t) {
+        t->n_agents++;
+    }
     if (!a) {
-        if (t && t->n_subs == 0) {
-            t->n_subs = 1;
-            tenant_release(hub, t);
+        if (t) {
+            tenant_unref(hub, t);
         }
         return NULL;
     }
@@ -182,6 +188,25 @@ static struct sse_agent *agent_create(struct sse_hub *hub, const char *tenant_id
     a->next = hub->agents[b];
     hub->agents[b] = a;
     return a;
+}
+
+/* Frees the agent's entry (and its tenant's, when that was the last) once neither a stream nor
+ * an opening holds it. */
+static void agent_unref(struct sse_hub *hub, struct sse_agent *a)
+{
+    if (a->n_subs > 0 || a->n_opening > 0) {
+        return;
+    }
+    struct sse_tenant *t = a->tenant;
+    uint32_t b = agent_bucket(t->tenant_id, a->agent_id);
+    for (struct sse_agent **p = &hub->agents[b]; *p; p = &(*p)->next) {
+        if (*p == a) {
+            *p = a->next;
+            free(a);
+            break;
+        }
+    }
+    tenant_unref(hub, t);
 }
 
 /* Unlinks a subscriber; frees its agent (and tenant) entries when they become empty. */
@@ -198,18 +223,9 @@ static void sub_unlink(struct sse_sub *sub)
         sub->next->prev = sub->prev;
     }
     hub->n_subs--;
-    struct sse_tenant *t = a->tenant;
-    if (--a->n_subs == 0) {
-        uint32_t b = agent_bucket(t->tenant_id, a->agent_id);
-        for (struct sse_agent **p = &hub->agents[b]; *p; p = &(*p)->next) {
-            if (*p == a) {
-                *p = a->next;
-                free(a);
-                break;
-            }
-        }
-    }
-    tenant_release(hub, t);
+    a->tenant->n_subs--;
+    a->n_subs--;
+    agent_unref(hub, a);
 }
 
 static void sub_free(struct sse_sub *sub)
@@ -420,6 +436,9 @@ void sse_hub_notify(struct sse_hub *hub, const char *tenant_id, const char *agen
     if (head > a->head) {
         a->head = head;
     }
+    if (a->n_opening > 0) {
+        a->poked = true;
+    }
     for (struct sse_sub *sub = a->subs, *next; sub; sub = next) {
         next = sub->next; /* sub_ping may drop (free) sub, and free a when it was the last */
         bool last = next == NULL;
@@ -534,20 +553,20 @@ void sse_hub_free(struct sse_hub *hub)
         return;
     }
     /* Streams still open at this point belong to connections evhttp_free() is closing; their
-     * close callbacks ran already (evhttp_free precedes this), so the tables are empty. */
+     * close callbacks ran already (evhttp_free precedes this), so the tables are empty but for
+     * openings whose head read never came back. */
     for (size_t b = 0; hub->agents && b < HUB_BUCKETS; b++) {
         while (hub->agents[b]) {
             struct sse_agent *a = hub->agents[b];
-            while (a->subs) {
-                struct sse_sub *sub = a->subs;
-                hub->set_closecb(evhttp_request_get_connection(sub->req), NULL, NULL);
-                bool last = a->n_subs == 1;
-                sub_unlink(sub);
-                sub_free(sub);
-                if (last) {
-                    break;
-                }
+            a->n_opening = 0;
+            struct sse_sub *sub = a->subs;
+            if (sub == NULL) {
+                agent_unref(hub, a);
+                continue;
             }
+            hub->set_closecb(evhttp_request_get_connection(sub->req), NULL, NULL);
+            sub_unlink(sub); /* frees `a` with its last stream */
+            sub_free(sub);
         }
     }
     if (hub->heartbeat_ev) {
@@ -628,6 +647,27 @@ void sse_hub_set_closecb_fn(struct sse_hub *hub,
                                         void (*cb)(struct evhttp_connection *, void *), void *arg))
 {
     hub->set_closecb = set;
+}
+
+int sse_hub_opening_begin(struct sse_hub *hub, const char *tenant_id, const char *agent_id)
+{
+    struct sse_agent *a = agent_get(hub, tenant_id, agent_id);
+    if (!a && !(a = agent_create(hub, tenant_id, agent_id))) {
+        return ROOST_ENOMEM;
+    }
+    a->n_opening++;
+    return ROOST_OK;
+}
+
+void sse_hub_opening_end(struct sse_hub *hub, const char *tenant_id, const char *agent_id)
+{
+    struct sse_agent *a = agent_get(hub, tenant_id, agent_id);
+    if (a && a->n_opening > 0) {
+        if (--a->n_opening == 0) {
+            a->poked = false;
+        }
+        agent_unref(hub, a);
+    }
 }
 
 int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *req_id,
@@ -720,7 +760,7 @@ int sse_hub_open(struct sse_hub *hub, struct evhttp_request *req, const char *re
     /* At once: the head, so the client knows whether to pull. A reconnecting EventSource that
      * already saw this head (Last-Event-ID) gets it as a heartbeat instead of a new ping. */
     sub->last_sent = last_event_id >= 0 && last_event_id <= a->head ? last_event_id : 0;
-    bool seen = last_event_id >= 0 && last_event_id >= a->head;
+    bool seen = last_event_id >= 0 && last_event_id >= a->head && !a->poked;
     /* sub_write frees sub when it drops it: the stream is ours either way. */
     if (sub_write(sub, a->head, seen, true) && sub->expire_ev) {
         int64_t left_ms = expires_ms - time_now_ms();

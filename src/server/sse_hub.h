@@ -45,6 +45,12 @@ size_t sse_hub_count_of(struct sse_hub *hub, const char *tenant_id, const char *
 /* The message of the 429 when one more stream of (tenant, agent) would pass sse.max_total,
  * sse.max_per_tenant or sse.max_per_agent; NULL when within them. */
 const char *sse_hub_over_limit(struct sse_hub *hub, const char *tenant_id, const char *agent_id);
+/* A stream of (tenant, agent) is being opened: until sse_hub_opening_end, the commits notified for
+ * the agent raise the head that sse_hub_open sends first, so a commit that lands between the
+ * store's head read and the open is not lost (its ping had no stream to go to). Call before the
+ * head is read; end it after sse_hub_open, whatever happened. ROOST_OK or ROOST_ENOMEM. */
+int sse_hub_opening_begin(struct sse_hub *hub, const char *tenant_id, const char *agent_id);
+void sse_hub_opening_end(struct sse_hub *hub, const char *tenant_id, const char *agent_id);
 /* Turns the request `req` (not yet answered) into a stream of the agent: sends the stream's
  * headers (X-Request-Id: req_id), the retry line and at once the head (`head` as read from the
  * store, or newer). last_event_id (-1: none) is the client's Last-Event-ID: when it already saw

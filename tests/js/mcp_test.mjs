@@ -290,9 +290,12 @@ async function tools(d, admin) {
   const before = pings.length;
   await publishRest(d, admin, 'chan', { task: 'wake' });
   // The first event of the inbox: head 1 (a ping on connect says head 0).
-  check(await waitUntil(() => pings.length > before && pings.some((p) => p.meta?.agent === 'chan' &&
-    p.meta?.head === '1' && typeof p.content === 'string'), 15000),
-  'channel: a publish wakes the session');
+  const woke = await waitUntil(() => pings.length > before && pings.some((p) =>
+    p.meta?.agent === 'chan' && p.meta?.head === '1' && typeof p.content === 'string'), 15000);
+  check(woke, 'channel: a publish wakes the session');
+  if (!woke) {
+    console.log(`channel: got ${JSON.stringify(pings)}; roost mcp's log:\n${c.log()}`);
+  }
   await c.client.close();
 }
 
