@@ -60,10 +60,10 @@ static void first_event(int port, char *out, size_t outlen)
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     CHECK(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
     char req[256];
-    int n = snprintf(req, sizeof req, "GET /s HTTP/1.1\r\nHost: x\r\n%s%s%s\r\n",
-                     plan.last_event_id ? "Last-Event-ID: " : "",
-                     plan.last_event_id ? plan.last_event_id : "",
-                     plan.last_event_id ? "\r\n" : "");
+    int n =
+        snprintf(req, sizeof req, "GET /s HTTP/1.1\r\nHost: x\r\n%s%s%s\r\n",
+                 plan.last_event_id ? "Last-Event-ID: " : "",
+                 plan.last_event_id ? plan.last_event_id : "", plan.last_event_id ? "\r\n" : "");
     CHECK(write(fd, req, (size_t)n) == n);
     size_t len = 0;
     out[0] = '\0';
