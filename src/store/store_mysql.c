@@ -57,17 +57,19 @@ static bool same_agent(const struct store_new_row *a, const struct store_new_row
     return strcmp(a->tenant_id, b->tenant_id) == 0 && strcmp(a->agent_id, b->agent_id) == 0;
 }
 
-/* A batch's rows in one round trip of three statements:
+/* A batch's rows in one round trip of two statements:
  *
  *     INSERT INTO agents … VALUES ('t', 'a', (@roost_s0 := 1 + 2), …), ('t', 'b', …)
  *         ON DUPLICATE KEY UPDATE next_seq = CASE WHEN tenant_id = 't' AND agent_id = 'a'
  *         THEN (@roost_s0 := next_seq + 2) WHEN … END, updated_at = VALUES(updated_at);
- *     INSERT INTO inbox … VALUES ('t', 'a', @roost_s0 - 2, …), ('t', 'a', @roost_s0 - 1, …), …;
- *     SELECT @roost_s0, @roost_s1, …
+ *     INSERT INTO inbox … VALUES ('t', 'a', @roost_s0 - 2, …), ('t', 'a', @roost_s0 - 1, …), …
+ *         RETURNING seq
  *
  * The upsert locks the agents in the order listed (sorted: DESIGN §4.2) and moves each next_seq
  * past its k new rows, leaving the new next_seq in a session variable, so agent i's rows take
- * @roost_si - k … @roost_si - 1 under its row lock, as S_SEQ_ALLOC does for one row. */
+ * @roost_si - k … @roost_si - 1 under its row lock, as SEQ_INSERT does for one row. The insert
+ * hands each row's seq back in the order of its VALUES (MariaDB's INSERT … RETURNING), where a
+ * third statement used to read the variables. */
 static int my_insert_rows(struct store *st, struct store_new_row *rows, size_t n, int64_t now_ms)
 {
     struct mysql_store *b = store_mysql_backend(st);
@@ -129,15 +131,12 @@ static int my_insert_rows(struct store *st, struct store_new_row *rows, size_t n
         sb_int_or_null(&sb, row->expires_at_ms);
         dynbuf_adds(&sb, ")");
     }
-    dynbuf_adds(&sb, "; SELECT ");
-    for (size_t a = 0; a < n_agents; a++) {
-        dynbuf_addf(&sb, a > 0 ? ", @roost_s%zu" : "@roost_s%zu", a);
-    }
+    dynbuf_adds(&sb, " RETURNING seq");
     struct rows rs = {0};
     rc = odku.err != DYNBUF_OK ? ROOST_ENOMEM : store_mysql_exec_sb_rows(b, &sb, &rs);
     dynbuf_cleanup(&sb);
     dynbuf_cleanup(&odku);
-    if (rc == ROOST_OK && (rs.n != 1 || rs.cols != n_agents)) {
+    if (rc == ROOST_OK && (rs.n != n || rs.cols != 1)) {
         /* The round trip ended without its last answer and without an error: on Galera, a
          * transaction aborted while a statement ran (doc/MYSQL.md). Nothing of it can be
          * trusted: the group rolls back and replays (503 if it never gets through). */
@@ -145,24 +144,15 @@ static int my_insert_rows(struct store *st, struct store_new_row *rows, size_t n
                  rs.cols);
         rc = ROOST_ERETRY;
     }
-    /* Each agent's rows end just below its new next_seq. */
-    agent = 0;
-    for (size_t r = 0; rc == ROOST_OK && r < n;) {
-        size_t m = 1;
-        while (r + m < n && same_agent(&rows[r], &rows[r + m])) {
-            m++;
-        }
-        int64_t next = cell_i64(&rs, 0, agent++);
-        if (next < (int64_t)m + 1) {
+    /* One agent's rows took consecutive seqs from 1 on, in the order given. */
+    for (size_t r = 0; rc == ROOST_OK && r < n; r++) {
+        rows[r].seq = cell_i64(&rs, r, 0);
+        bool next = r > 0 && same_agent(&rows[r - 1], &rows[r]);
+        if (rows[r].seq < 1 || (next && rows[r].seq != rows[r - 1].seq + 1)) {
             snprintf(b->err, sizeof b->err, "publish: sequence allocation returned %lld",
-                     (long long)next);
+                     (long long)rows[r].seq);
             rc = ROOST_ESTORE;
-            break;
         }
-        for (size_t i = 0; i < m; i++) {
-            rows[r + i].seq = next - (int64_t)m + (int64_t)i;
-        }
-        r += m;
     }
     rows_free(&rs);
     return rc;
