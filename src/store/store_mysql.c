@@ -199,7 +199,8 @@ static int my_ack_rows(struct store *st, const struct store_ack_entry *acks, siz
     }
     dynbuf_adds(&sb, ")");
     struct rows rs = {0};
-    int rc = ids.err != DYNBUF_OK ? ROOST_ENOMEM : store_mysql_exec_sb_rows(b, &sb, &rs);
+    /* Run twice, the second finds the rows completed under their tokens: repeated acks. */
+    int rc = ids.err != DYNBUF_OK ? ROOST_ENOMEM : store_mysql_exec_sb_rerun(b, &sb, &rs);
     dynbuf_cleanup(&ids);
     dynbuf_cleanup(&sb);
     *completed = rc == ROOST_OK ? (size_t)b->affected : 0;

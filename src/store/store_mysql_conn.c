@@ -239,6 +239,7 @@ static int begin_now(struct mysql_store *b)
 /* Runs a text statement that returns no rows; the session prefix travels with it. */
 int store_mysql_exec_text(struct mysql_store *b, const char *sql)
 {
+    b->tx_once = true;
     int rc = conn_ready(b);
     if (rc != ROOST_OK) {
         return rc;
@@ -442,6 +443,7 @@ static int store_mysql_q_run(struct mysql_store *b, MYSQL_STMT **cache, bool onc
 int store_mysql_q(struct mysql_store *b, enum stmt_id id, const struct prm *p, size_t np,
                   struct rows *out)
 {
+    b->tx_once = true;
     return store_mysql_q_run(b, &b->stmts[id], false, store_mysql_sql[id], p, np, out);
 }
 
@@ -667,6 +669,7 @@ int store_mysql_begin(struct store *st)
         return ROOST_EINTERNAL;
     }
     b->tx_aborted = false;
+    b->tx_once = false;
     if (!b->lost && store_mysql_off_writer(b)) {
         /* Another connection of this process moved the writes to another node: follow it, so
          * two nodes never take this process's writes at once (certification conflicts). */
@@ -797,6 +800,12 @@ int store_mysql_exec_sb(struct mysql_store *b, struct dynbuf *sb)
 
 int store_mysql_exec_sb_rows(struct mysql_store *b, struct dynbuf *sb, struct rows *out)
 {
+    b->tx_once = true;
+    return store_mysql_exec_sb_rerun(b, sb, out);
+}
+
+int store_mysql_exec_sb_rerun(struct mysql_store *b, struct dynbuf *sb, struct rows *out)
+{
     int rc = conn_ready(b);
     if (rc != ROOST_OK) {
         return rc;
@@ -847,20 +856,23 @@ static void sb_quote(struct dynbuf *sb, void *arg, const char *text)
 
 /* Sends [the transaction's change-log rows;] marker; COMMIT in one round trip (every
  * MARKER_PRUNE_EVERY-th time also the prune of old markers, which runs after the COMMIT in
- * autocommit and whose result does not matter). ROOST_OK: committed. *unknown: the outcome must
- * be resolved. Otherwise a statement before COMMIT failed on a live connection: the COMMIT did
- * not run and the transaction is still open (the caller rolls back). */
+ * autocommit and whose result does not matter); without a marker (hex NULL: nothing of the
+ * transaction minds running twice) the COMMIT alone. ROOST_OK: committed. *unknown: the outcome
+ * must be resolved. Otherwise a statement before COMMIT failed on a live connection: the COMMIT
+ * did not run and the transaction is still open (the caller rolls back). */
 static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
 {
     struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX};
     char tmp[512];
-    int before_commit = 1; /* results before the COMMIT's */
+    int before_commit = hex != NULL ? 1 : 0; /* results before the COMMIT's */
     if (b->changes.n > 0) {
         store_changes_sql(&sb, b->changes.rows, b->changes.n, b->origin, sb_quote, b);
         before_commit = 2;
     }
     int n;
-    if (b->tx_marker[0] != '\0') {
+    if (hex == NULL) {
+        n = snprintf(tmp, sizeof tmp, "COMMIT");
+    } else if (b->tx_marker[0] != '\0') {
         n = snprintf(tmp, sizeof tmp,
                      "INSERT INTO roost_commit_markers (marker) VALUES ((SELECT x'%s' FROM"
                      " roost_commit_markers WHERE marker = x'%s')); COMMIT; SET STATEMENT"
@@ -889,6 +901,12 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
     }
     int q = mysql_real_query(b->db, sb.s, (unsigned long)sb.len);
     dynbuf_cleanup(&sb);
+    if (q != 0 && before_commit == 0) {
+        /* The COMMIT itself failed or went unanswered: running it all again tells. */
+        int rc = fail_db(b, "commit");
+        *unknown = true;
+        return rc;
+    }
     if (q != 0) {
         unsigned e = mysql_errno(b->db);
         int rc = fail_db(b, before_commit > 1 ? "change log" : "commit marker");
@@ -987,7 +1005,9 @@ static void kill_old(struct mysql_store *b, unsigned long old_id, int64_t old_co
 
 /* Learns whether the transaction with marker `hex` committed (see above): ROOST_OK it did,
  * ROOST_ERETRY it did not and never will, ROOST_EUNAVAILABLE the server stayed out of reach for
- * RESOLVE_MS, so nobody knows yet. */
+ * RESOLVE_MS, so nobody knows yet. A transaction without a marker (hex NULL: it only ran
+ * statements that may run twice) is answered ROOST_ERETRY once the old session is KILLed: its
+ * group runs again, and what it finds (an ack completed under its token) is its answer. */
 static int resolve_commit(struct mysql_store *b, unsigned long old_id, int64_t old_connected_ms,
                           size_t old_host, const char *hex)
 {
@@ -1000,6 +1020,11 @@ static int resolve_commit(struct mysql_store *b, unsigned long old_id, int64_t o
             if (!killed) {
                 kill_old(b, old_id, old_connected_ms, old_host);
                 killed = true;
+            }
+            if (hex == NULL) {
+                snprintf(b->err, sizeof b->err,
+                         "commit: answer lost; the transaction runs again (it may run twice)");
+                return ROOST_ERETRY;
             }
             /* On Galera the fence may run on another node than the COMMIT did: it first waits
              * until this node has applied everything the cluster ordered (a COMMIT that failed
@@ -1064,13 +1089,16 @@ int store_mysql_commit(struct store *st)
     if (rc != ROOST_OK) {
         return rc;
     }
-    char hex[2 * MARKER_LEN + 1];
-    if (marker_hex(time_now_ms(), true, hex) != ROOST_OK) {
+    /* Only a transaction that must not run twice needs its marker (on Galera every one: the
+     * marker also tells a transaction rolled back mid-way). */
+    bool marked = b->tx_once || b->changes.n > 0 || b->tx_marker[0] != '\0';
+    char hex[2 * MARKER_LEN + 1] = "none";
+    if (marked && marker_hex(time_now_ms(), true, hex) != ROOST_OK) {
         snprintf(b->err, sizeof b->err, "commit: no random bytes for the marker");
         return ROOST_EINTERNAL;
     }
     bool unknown = false;
-    rc = send_commit(b, hex, &unknown);
+    rc = send_commit(b, marked ? hex : NULL, &unknown);
     if (!unknown) {
         if (rc == ROOST_OK) {
             b->in_tx = false;
@@ -1089,7 +1117,7 @@ int store_mysql_commit(struct store *st)
     /* On Galera the transaction's first write is the marker that tells (see above). */
     char fence[2 * MARKER_LEN + 1];
     snprintf(fence, sizeof fence, "%s", b->tx_marker[0] != '\0' ? b->tx_marker : hex);
-    rc = resolve_commit(b, old_id, b->connected_mono_ms, old_host, fence);
+    rc = resolve_commit(b, old_id, b->connected_mono_ms, old_host, marked ? fence : NULL);
     /* Rare and worth knowing afterwards: which node, why, and what the fence found. */
     char from[300], on[300];
     store_mysql_host_label(&b->url.hosts[old_host], from, sizeof from);
@@ -1099,9 +1127,10 @@ int store_mysql_commit(struct store *st)
     }
     log_warn("commit answer lost, outcome resolved",
              "marker=%s node=%s fence_node=%s outcome=%s why=\"%s\"", fence, from, on,
-             rc == ROOST_OK       ? "committed"
-             : rc == ROOST_ERETRY ? "not_committed"
-                                  : "unknown",
+             rc == ROOST_OK                  ? "committed"
+             : !marked && rc == ROOST_ERETRY ? "runs_again"
+             : rc == ROOST_ERETRY            ? "not_committed"
+                                             : "unknown",
              why);
     return rc;
 }

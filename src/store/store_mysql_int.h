@@ -50,6 +50,10 @@ struct mysql_store {
      * autocommit off, implicitly; see session_prefix in store_mysql_conn.c). */
     bool begin_pending;
     bool autocommit_off; /* this session runs with autocommit = 0 (session_prefix) */
+    /* The transaction ran a write that must not run twice (every statement but reads and those of
+     * STORE_STMT_RERUN): its COMMIT needs a marker. Without one it commits plainly, and a lost
+     * answer is resolved by running it again (store_mysql_commit). */
+    bool tx_once;
     /* Galera: the marker the transaction writes first (hex, "" elsewhere), and the text that
      * writes it (see store_mysql_commit: a transaction Galera rolled back mid-way). */
     char tx_marker[2 * MARKER_LEN + 1];
@@ -184,6 +188,9 @@ int store_mysql_exec_sb(struct mysql_store *b, struct dynbuf *sb);
 /* The same, and the rows of the first statement of the text that returns a result go to out
  * (caller frees with rows_free). */
 int store_mysql_exec_sb_rows(struct mysql_store *b, struct dynbuf *sb, struct rows *out);
+/* store_mysql_exec_sb_rows for text that may run twice (see tx_once): reads, acks. Every other
+ * way of running a statement marks the transaction tx_once. */
+int store_mysql_exec_sb_rerun(struct mysql_store *b, struct dynbuf *sb, struct rows *out);
 /* Queues the change-log row of (tenant, agent, head) for this transaction's COMMIT (one row per
  * agent: the highest head wins). Outside a transaction it is written at once. */
 int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char *agent_id,

@@ -7,6 +7,7 @@
 
 #include <mysqld_error.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "store/store_lifecycle.h"
 
@@ -87,7 +88,7 @@ static int run_text(struct mysql_store *b, const struct store_stmt *d, const cha
         snprintf(b->err, sizeof b->err, "%s: %zu parameters bound", d->name, np);
         rc = ROOST_EINTERNAL;
     } else {
-        rc = store_mysql_exec_sb_rows(b, &sb, rs);
+        rc = store_mysql_exec_sb_rerun(b, &sb, rs); /* the caller marked tx_once */
     }
     dynbuf_cleanup(&sb);
     return rc;
@@ -130,6 +131,9 @@ int store_mysql_run_stmt(struct store *st, const struct store_stmt *d, const str
     if (timed && (rc = statement_time(b, o->max_ms)) != ROOST_OK) {
         return rc;
     }
+    /* A write that must not run twice makes the transaction's COMMIT carry a marker. */
+    bool reads = strncmp(sql, "SELECT ", 7) == 0 && !several(sql);
+    b->tx_once = b->tx_once || !(d->rerun || reads);
     rc = several(sql) ? run_text(b, d, sql, p, np, on_row != NULL ? &rs : NULL)
                       : store_mysql_q_sql(b, slot, sql, prms, np, on_row != NULL ? &rs : NULL);
     if (timed) {

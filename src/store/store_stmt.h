@@ -28,28 +28,40 @@ enum store_sql_col { STORE_SQL_SQLITE = 0, STORE_SQL_MYSQL, STORE_SQL_PG, STORE_
 struct store_stmt {
     const char *name; /* for error messages: the descriptor's identifier */
     const char *sql[STORE_SQL_COLS];
+    /* Running it again right after it committed answers the same and changes nothing more (an
+     * ack under its lease token: the repeated-ack rule). A transaction of only such statements
+     * and reads may simply run again when its COMMIT's answer is lost, so on MySQL it commits
+     * without a commit marker (store_mysql_commit). */
+    bool rerun;
 };
 
-#define STORE_STMT(var, sqlite_sql, mysql_sql, pg_sql)                                             \
+#define STORE_STMT_FLAGGED(var, rerun_ok, sqlite_sql, mysql_sql, pg_sql)                           \
     _Static_assert(sizeof("" sqlite_sql) > 1, #var ": SQLite SQL is empty");                       \
     _Static_assert(sizeof("" mysql_sql) > 1, #var ": MySQL SQL is empty");                         \
     _Static_assert(sizeof("" pg_sql) > 1, #var ": PostgreSQL SQL is empty");                       \
-    static const struct store_stmt var = {#var,                                                    \
-                                          {[STORE_SQL_SQLITE] = "" sqlite_sql,                     \
-                                           [STORE_SQL_MYSQL] = "" mysql_sql,                       \
-                                           [STORE_SQL_PG] = "" pg_sql}}
+    static const struct store_stmt var = {.name = #var,                                            \
+                                          .sql = {[STORE_SQL_SQLITE] = "" sqlite_sql,              \
+                                                  [STORE_SQL_MYSQL] = "" mysql_sql,                \
+                                                  [STORE_SQL_PG] = "" pg_sql},                     \
+                                          .rerun = (rerun_ok)}
+#define STORE_STMT(var, sqlite_sql, mysql_sql, pg_sql)                                             \
+    STORE_STMT_FLAGGED(var, false, sqlite_sql, mysql_sql, pg_sql)
+/* A statement that may run twice (struct store_stmt.rerun). */
+#define STORE_STMT_RERUN(var, sqlite_sql, mysql_sql, pg_sql)                                       \
+    STORE_STMT_FLAGGED(var, true, sqlite_sql, mysql_sql, pg_sql)
 /* A statement of one branch of an operation keyed by a capability (struct store_dialect.caps),
  * which only the dialects of that branch run: SQL in column `col` only. Another dialect running it
  * fails with ROOST_EINTERNAL (store_stmt_sql), which the conformance suite would show. */
-#define STORE_STMT_ONLY(var, col, sql)                                                             \
-    _Static_assert(sizeof("" sql) > 1, #var ": SQL is empty");                                     \
-    static const struct store_stmt var = {#var, {[col] = "" sql}}
+#define STORE_STMT_ONLY(var, col, text)                                                            \
+    _Static_assert(sizeof("" text) > 1, #var ": SQL is empty");                                    \
+    static const struct store_stmt var = {.name = #var, .sql = {[col] = "" text}}
 /* The same for a branch two dialects take (MySQL and PostgreSQL: several writers), each with its
  * own text. */
 #define STORE_STMT_ONLY2(var, col_a, sql_a, col_b, sql_b)                                          \
     _Static_assert(sizeof("" sql_a) > 1, #var ": SQL is empty");                                   \
     _Static_assert(sizeof("" sql_b) > 1, #var ": SQL is empty");                                   \
-    static const struct store_stmt var = {#var, {[col_a] = "" sql_a, [col_b] = "" sql_b}}
+    static const struct store_stmt var = {.name = #var,                                            \
+                                          .sql = {[col_a] = "" sql_a, [col_b] = "" sql_b}}
 /* A statement whose text every dialect shares. */
 #define STORE_STMT_SAME(var, sql) STORE_STMT(var, sql, sql, sql)
 

@@ -128,11 +128,17 @@ static enum tcp_proxy_cut take_cut(struct tcp_proxy *p, bool mysql_commit)
     return c;
 }
 
+/* A COM_QUERY holding the store's COMMIT: "…; COMMIT…" (after a marker), or a query that is
+ * COMMIT first (a transaction that needs no marker: acks). */
 static bool is_commit_packet(const unsigned char *payload, size_t n)
 {
     static const char needle[] = "; COMMIT";
+    static const char first[] = "COMMIT";
     if (n < 1 || payload[0] != 0x03) { /* COM_QUERY */
         return false;
+    }
+    if (n - 1 >= sizeof first - 1 && memcmp(payload + 1, first, sizeof first - 1) == 0) {
+        return true;
     }
     for (size_t i = 1; i + sizeof needle - 1 <= n; i++) {
         if (memcmp(payload + i, needle, sizeof needle - 1) == 0) {

@@ -611,10 +611,11 @@ static void test_store_ops_completeness_checks(void)
     CHECK_STREQ(store_dialect_missing(&d), "read_end");
 
     /* A statement without SQL for a dialect fails where it would run. */
-    static const struct store_stmt holed = {"HOLED", {[STORE_SQL_SQLITE] = "SELECT 1"}};
+    static const struct store_stmt holed = {.name = "HOLED",
+                                            .sql = {[STORE_SQL_SQLITE] = "SELECT 1"}};
     CHECK(store_stmt_sql(&holed, STORE_SQL_SQLITE) != NULL);
     CHECK(store_stmt_sql(&holed, STORE_SQL_MYSQL) == NULL);
-    static const struct store_stmt empty = {"EMPTY", {"", "SELECT 1"}};
+    static const struct store_stmt empty = {.name = "EMPTY", .sql = {"", "SELECT 1"}};
     CHECK(store_stmt_sql(&empty, STORE_SQL_SQLITE) == NULL);
     struct fake f;
     fake_init(&f);
