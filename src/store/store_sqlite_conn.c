@@ -142,7 +142,18 @@ static int exec_pragma(sqlite3 *db, const char *sql)
     return rc;
 }
 
-/* The VFS of synchronous=FULL connections (store_sqlite_walbuf.c); NULL: the default one. */
+/* A transaction keeps its changed pages in memory up to this many (64 MiB of 4 KiB pages, the
+ * default limits.max_publish_bytes) before it writes them to the WAL ahead of its COMMIT. Past
+ * cache_size (2,000 KiB) SQLite would spill them, and a spilled page changed again is rewritten in
+ * place, after which the COMMIT reads back every frame from there on to recompute the WAL's
+ * running checksum: the COMMIT of a fan-out of 10,000 rows of 1 KiB read back and rewrote the
+ * header of about 2,000 of its 2,700 frames, two more system calls each (doc/BENCHMARKS.md, "Big
+ * publishes on SQLite"). Readers change no pages, so only the writer's cache grows, and only for
+ * its transaction: once committed, its pages are clean and the cache shrinks back to cache_size. */
+#define STORE_SQLITE_SPILL_PAGES "16384"
+
+/* The VFS of every connection (store_sqlite_walbuf.c); NULL (the default one) if it could not be
+ * registered. */
 static const char *walbuf_vfs;
 
 /* Process-wide settings, before SQLite initialises: no global memory statistics (every malloc
@@ -180,9 +191,8 @@ int store_sqlite_open(const char *url, const struct store_options *opt, struct s
             close(fd);
         }
     }
-    int rc = sqlite3_open_v2(path, &b->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                             opt->synchronous_full ? walbuf_vfs : NULL);
+    int rc = sqlite3_open_v2(
+        path, &b->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, walbuf_vfs);
     if (rc != SQLITE_OK) {
         snprintf(open_err, sizeof open_err, "%s: %s", path,
                  b->db != NULL ? sqlite3_errmsg(b->db) : sqlite3_errstr(rc));
@@ -195,7 +205,8 @@ int store_sqlite_open(const char *url, const struct store_options *opt, struct s
         (rc = exec_pragma(b->db, opt->synchronous_full ? "PRAGMA synchronous=FULL"
                                                        : "PRAGMA synchronous=NORMAL")) !=
             SQLITE_OK ||
-        (rc = exec_pragma(b->db, "PRAGMA foreign_keys=OFF")) != SQLITE_OK) {
+        (rc = exec_pragma(b->db, "PRAGMA foreign_keys=OFF")) != SQLITE_OK ||
+        (rc = exec_pragma(b->db, "PRAGMA cache_spill=" STORE_SQLITE_SPILL_PAGES)) != SQLITE_OK) {
         goto fail;
     }
     /* Under FULL every commit syncs the WAL, and checkpoints beside it made the tenant fairness

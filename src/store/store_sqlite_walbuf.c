@@ -4,14 +4,16 @@
  * SQLite appends each WAL frame as two writes, its 24-byte header and then the page, and as a
  * 4 KiB page then starts 24 bytes into an OS page, each frame also costs the kernel three
  * page-cache updates instead of one. Here the writes to a WAL file are gathered in memory while
- * they arrive in order, and written out as one run before anything else looks at or changes the
- * file: a sync, a read, a size query, a truncation, a lock change, a file control, a close, or a
- * write elsewhere. With synchronous=FULL SQLite syncs the WAL at every commit before the wal-index
- * names the new frames, so the run is on disk in the order and at the moment it would have been
- * without the buffer, and another connection can never be told about frames still in memory. That
- * is why only FULL connections open through this VFS (store_sqlite_open); under NORMAL a commit
- * need not sync. A failed write of the run fails the sync, and SQLite rolls the transaction back as
- * it would have. Measured in doc/BENCHMARKS.md, "WAL frames in one write". */
+ * they arrive in order, and written out as one run once the commit frame (the frame whose header
+ * carries the database size) is complete, or earlier, before anything else looks at or changes
+ * the file: a sync, a read, a size query, a truncation, a lock change, a file control, a close, or
+ * a write elsewhere. SQLite writes a transaction's commit frame last and names the new frames in
+ * the wal-index only after that write has returned (wal.c, sqlite3WalFrames; under FULL after
+ * the sync that follows it), so the run is in the file, in order, before any other connection can
+ * be told about its frames, whatever the synchronous setting; a failed write of the run fails the
+ * commit frame's write, and SQLite rolls the transaction back as it would have. Frames spilled
+ * before the commit wait in memory until then (SQLite's own reads of them flush first). Measured
+ * in doc/BENCHMARKS.md, "WAL frames in one write" and "Big publishes on SQLite". */
 #include "store/store_sqlite_int.h"
 
 #include <stdbool.h>
@@ -20,6 +22,10 @@
 
 #define WALBUF_VFS "roost-walbuf"
 #define WALBUF_MAX (4 << 20) /* a larger transaction writes through in runs of this size */
+/* WAL frame headers are 24 bytes; bytes 4-7 hold the database size in pages after the commit in
+ * a commit frame, 0 in every other frame. */
+#define WAL_FRAME_HDR 24
+
 /* The unix VFS writes less than 128 KiB per call (os_unix.c, seekAndWriteFd masks the length to
  * 17 bits): a run goes out in pieces of this size. */
 #define XWRITE_MAX (124 * 1024)
@@ -28,6 +34,7 @@ struct walbuf_file {
     sqlite3_file base;
     sqlite3_file *real; /* the default VFS's file, in the bytes after this struct */
     bool gather;        /* a WAL file */
+    bool commit_frame;  /* the last write was a commit frame's header: its page ends the run */
     unsigned char *buf;
     size_t len, cap;
     sqlite3_int64 off; /* file offset of buf[0] */
@@ -70,6 +77,8 @@ static int wb_write(sqlite3_file *file, const void *data, int n, sqlite3_int64 o
 {
     struct walbuf_file *f = (struct walbuf_file *)file;
     int rc;
+    bool ends_run = f->commit_frame;
+    f->commit_frame = false;
     if (f->len > 0 && (off != f->off + (sqlite3_int64)f->len || !reserve(f, f->len + (size_t)n))) {
         if ((rc = flush(f)) != SQLITE_OK) {
             return rc;
@@ -83,6 +92,11 @@ static int wb_write(sqlite3_file *file, const void *data, int n, sqlite3_int64 o
     }
     memcpy(f->buf + f->len, data, (size_t)n);
     f->len += (size_t)n;
+    if (ends_run) {
+        return flush(f);
+    }
+    const unsigned char *h = data;
+    f->commit_frame = n == WAL_FRAME_HDR && (h[4] | h[5] | h[6] | h[7]) != 0;
     return SQLITE_OK;
 }
 
