@@ -164,13 +164,14 @@ bench_cpu_ticks() {
 }
 
 # bench_cpu_sample LOAD_PID: the CPU of the load tool and of the server SERVER_PID (when one is
-# set) as keys for bench_counter_deltas.
+# set; in all, and its user and system parts) as keys for bench_counter_deltas.
 bench_cpu_sample() {
     local t
     t=$(bench_cpu_ticks "$1")
     [ -z "$t" ] || printf "load_cpu_ticks=%d " "$t"
-    t=$(bench_cpu_ticks "$SERVER_PID")
-    [ -z "$t" ] || printf "server_cpu_ticks=%d " "$t"
+    [ -n "$SERVER_PID" ] && [ -r "/proc/$SERVER_PID/stat" ] || return 0
+    sed 's/^.*) //' "/proc/$SERVER_PID/stat" 2>/dev/null |
+        awk '{ printf "server_cpu_ticks=%d server_user_ticks=%d server_sys_ticks=%d ", $12 + $13, $12, $13 }'
 }
 
 # Per-cycle keys from two bench_counters lines and the acknowledged events of the window.
@@ -191,6 +192,10 @@ bench_counter_deltas() { # BEFORE AFTER ACKED
             printf "load_cpu_ms_per_cycle=%.4f ", (v1["load_cpu_ticks"] - v0["load_cpu_ticks"]) * tick / c
         if ("server_cpu_ticks" in v0 && "server_cpu_ticks" in v1)
             printf "server_cpu_ms_per_cycle=%.4f ", (v1["server_cpu_ticks"] - v0["server_cpu_ticks"]) * tick / c
+        if ("server_user_ticks" in v0 && "server_user_ticks" in v1)
+            printf "server_user_ms_per_cycle=%.4f server_sys_ms_per_cycle=%.4f ",
+                (v1["server_user_ticks"] - v0["server_user_ticks"]) * tick / c,
+                (v1["server_sys_ticks"] - v0["server_sys_ticks"]) * tick / c
         if ("roostd_cpu_ticks" in v1)
             printf "roostd_cpu_ms_per_cycle=%.3f ", (v1["roostd_cpu_ticks"] - v0["roostd_cpu_ticks"]) * tick / c
         if ("roostd_retries" in v1 && !("roostd_unreadable" in v0) && !("roostd_unreadable" in v1))
