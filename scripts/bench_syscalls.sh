@@ -112,7 +112,7 @@ profile() {
         --seconds "$PERF_SECS" --warmup 0.5 >/dev/null 2>&1 &
     load=$!
     sleep 0.5
-    perf record -q -F 499 --call-graph dwarf,16384 -p "$SERVER_PID" -o "$out" -- sleep "$PERF_SECS" >/dev/null 2>&1 || true
+    perf record -q -F 999 --call-graph dwarf,16384 -p "$SERVER_PID" -o "$out" -- sleep "$PERF_SECS" >/dev/null 2>&1 || true
     wait "$load" || true
     python3 "$ROOT/scripts/perf_split.py" "$out" "$SERVER_PID" 2>/dev/null |
         awk -v s="$s" -v run="$run" 'NR == 1 { printf "scenario=%s_perf run=%d %s=%s", s, run, $1, $2; next }
