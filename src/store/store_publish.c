@@ -434,10 +434,17 @@ static int state_patch(struct store *st, const char *tenant_id, const char *agen
 
 /* ---- a batch's rows (one writer) ---- */
 
-/* The seqs of many agents in one statement (a fan-out to agents this connection has no guess
- * for): ?2 is [[tenant, agent, count], …]; each agent's new next_seq comes back. One RETURNING
- * buffer for the whole set instead of one per agent. "WHERE true" tells the parser the ON
- * CONFLICT belongs to the INSERT. now, json. */
+/* The seqs of many agents of one tenant that exist, `count` each, in one statement (a fan-out to
+ * agents this connection has no guess for): ?4 is [agent, …]; each agent's new next_seq comes
+ * back, one RETURNING buffer for the whole set. An agent that does not exist yet is not there.
+ * tenant, now, count, json. */
+STORE_STMT_ONLY(SEQ_BUMP_MANY, STORE_SQL_SQLITE,
+                "UPDATE agents SET next_seq = next_seq + ?3, updated_at = ?2"
+                " WHERE tenant_id = ?1 AND agent_id IN (SELECT value FROM json_each(?4))"
+                " RETURNING tenant_id, agent_id, next_seq");
+/* The same creating the agents: ?2 is [[tenant, agent, count], …]. An upsert tries the insert
+ * first, so it costs more per existing agent than the UPDATE above. "WHERE true" tells the parser
+ * the ON CONFLICT belongs to the INSERT. now, json. */
 STORE_STMT_ONLY(
     SEQ_ALLOC_MANY, STORE_SQL_SQLITE,
     "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at, updated_at)"
@@ -453,10 +460,11 @@ STORE_STMT_ONLY(INBOX_INSERT_MANY, STORE_SQL_SQLITE,
                 " SELECT ?1, value ->> 0, value ->> 1, value ->> 2, ?2, ?3, ?4, ?5, ?6, ?7, ?9"
                 " FROM json_each(?8)");
 
-/* One agent's run of rows in a batch (rows[first, first + count)). */
+/* One agent's run of rows in a batch (rows[first, first + count)); taken once its seqs are. */
 struct seq_run {
     size_t first;
     size_t count;
+    bool taken;
 };
 
 static int seq_run_cmp(const struct store_new_row *rows, const struct seq_run *r, const char *t,
@@ -469,7 +477,7 @@ static int seq_run_cmp(const struct store_new_row *rows, const struct seq_run *r
 struct seq_many {
     struct store *st;
     struct store_new_row *rows;
-    const struct seq_run *miss;
+    struct seq_run *miss;
     size_t n_miss, got;
 };
 
@@ -494,7 +502,7 @@ static int on_seq_many(void *arg, struct store_row *row)
         }
     }
     if (lo >= m->n_miss || t == NULL || a == NULL ||
-        seq_run_cmp(m->rows, &m->miss[lo], t, a) != 0) {
+        seq_run_cmp(m->rows, &m->miss[lo], t, a) != 0 || m->miss[lo].taken) {
         return store_op_fail(m->st, ROOST_ESTORE,
                              "publish: the batch's sequence allocation returned another agent");
     }
@@ -502,33 +510,84 @@ static int on_seq_many(void *arg, struct store_row *row)
     for (size_t k = 0; k < m->miss[lo].count; k++) {
         m->rows[m->miss[lo].first + k].seq = first + (int64_t)k;
     }
+    m->miss[lo].taken = true;
     seq_guess_set(m->st, t, a, next);
     m->got++;
     return ROOST_OK;
 }
 
-/* The seqs of the runs no guess covered (`miss`, in row order), in one upsert. */
-static int seq_take_many(struct store *st, struct store_new_row *rows, const struct seq_run *miss,
-                         size_t n_miss, int64_t now_ms)
+/* Statements of SEQ_BUMP_MANY per batch at most: the runs of other (tenant, count) pairs go to
+ * the upsert. A fan-out, or a group of one-row publishes, is one pair. */
+#define SEQ_BUMP_GROUPS 4
+
+/* The seqs of the runs of one tenant and count, from run `lead` on, for the agents that exist. */
+static int seq_bump_many(struct seq_many *m, size_t lead, int64_t now_ms)
 {
+    const struct seq_run *r0 = &m->miss[lead];
+    const char *tenant = m->rows[r0->first].tenant_id;
     struct dynbuf j = {.max = SIZE_MAX};
     dynbuf_addc(&j, '[');
-    for (size_t m = 0; m < n_miss; m++) {
-        const struct store_new_row *r = &rows[miss[m].first];
-        dynbuf_adds(&j, m > 0 ? ",[" : "[");
+    for (size_t i = lead, n = 0; i < m->n_miss; i++) {
+        const struct seq_run *r = &m->miss[i];
+        if (r->taken || r->count != r0->count || strcmp(m->rows[r->first].tenant_id, tenant) != 0) {
+            continue;
+        }
+        dynbuf_adds(&j, n++ > 0 ? "," : "");
+        jsonutil_add_string(&j, m->rows[r->first].agent_id);
+    }
+    dynbuf_addc(&j, ']');
+    int rc = ROOST_ENOMEM;
+    if (j.err == DYNBUF_OK) {
+        struct store_param p[] = {ARG_T(tenant), ARG_I(now_ms), ARG_I((int64_t)r0->count),
+                                  ARG_T(j.s)};
+        rc = store_run(m->st, SEQ_BUMP_MANY, p, on_seq_many, m, NULL);
+    }
+    dynbuf_cleanup(&j);
+    return rc;
+}
+
+/* The seqs of the runs no guess covered (`miss`, in row order): the agents that exist in an
+ * UPDATE per (tenant, count), the rest (new agents, other pairs) in one upsert. */
+static int seq_take_many(struct store *st, struct store_new_row *rows, struct seq_run *miss,
+                         size_t n_miss, int64_t now_ms)
+{
+    struct seq_many m = {.st = st, .rows = rows, .miss = miss, .n_miss = n_miss};
+    int rc = ROOST_OK;
+    const struct seq_run *lead[SEQ_BUMP_GROUPS];
+    size_t n_lead = 0;
+    for (size_t i = 0; rc == ROOST_OK && i < n_miss; i++) {
+        bool known = miss[i].taken;
+        for (size_t g = 0; !known && g < n_lead; g++) {
+            /* A new agent like a run that led a statement: the upsert's. */
+            known = lead[g]->count == miss[i].count &&
+                    strcmp(rows[lead[g]->first].tenant_id, rows[miss[i].first].tenant_id) == 0;
+        }
+        if (!known && n_lead < SEQ_BUMP_GROUPS) {
+            lead[n_lead++] = &miss[i];
+            rc = seq_bump_many(&m, i, now_ms);
+        }
+    }
+    struct dynbuf j = {.max = SIZE_MAX};
+    dynbuf_addc(&j, '[');
+    for (size_t k = 0, n = 0; rc == ROOST_OK && k < n_miss; k++) {
+        const struct store_new_row *r = &rows[miss[k].first];
+        if (miss[k].taken) {
+            continue;
+        }
+        dynbuf_adds(&j, n++ > 0 ? ",[" : "[");
         jsonutil_add_string(&j, r->tenant_id);
         dynbuf_addc(&j, ',');
         jsonutil_add_string(&j, r->agent_id);
-        dynbuf_addf(&j, ",%zu]", miss[m].count);
+        dynbuf_addf(&j, ",%zu]", miss[k].count);
     }
     dynbuf_addc(&j, ']');
-    if (j.err != DYNBUF_OK) {
-        dynbuf_cleanup(&j);
-        return ROOST_ENOMEM;
+    if (rc == ROOST_OK && j.err != DYNBUF_OK) {
+        rc = ROOST_ENOMEM;
     }
-    struct seq_many m = {.st = st, .rows = rows, .miss = miss, .n_miss = n_miss};
-    struct store_param p[] = {ARG_I(now_ms), ARG_T(j.s)};
-    int rc = store_run(st, SEQ_ALLOC_MANY, p, on_seq_many, &m, NULL);
+    if (rc == ROOST_OK && m.got < n_miss) {
+        struct store_param p[] = {ARG_I(now_ms), ARG_T(j.s)};
+        rc = store_run(st, SEQ_ALLOC_MANY, p, on_seq_many, &m, NULL);
+    }
     dynbuf_cleanup(&j);
     if (rc == ROOST_OK && m.got != n_miss) {
         rc = store_op_fail(st, ROOST_ESTORE,
@@ -654,7 +713,7 @@ static int insert_rows_one_writer(struct store *st, struct store_new_row *rows, 
                 rc = ROOST_ENOMEM;
                 break;
             }
-            miss[n_miss++] = (struct seq_run){i, k - i};
+            miss[n_miss++] = (struct seq_run){.first = i, .count = k - i};
         }
         i = k;
     }

@@ -366,6 +366,93 @@ static void test_store_publish_assigns_gapfree_seqs(struct fx *f)
     store_touches_cleanup(&touches);
 }
 
+/* One batch of several requests over agents in every state: existing ones whose last seq this
+ * connection wrote, existing ones another connection moved on since, new ones, each taking a
+ * different number of rows (x_k: k rows, one from each of the first k requests), and a second
+ * tenant. Each agent's rows take consecutive seqs after its head, in request order. */
+static void test_store_publish_batch_seqs_across_agents(struct fx *f)
+{
+    struct store *st = f->st;
+    struct store *other = open_conn(f->url);
+    CHECK(other != NULL);
+    if (other == NULL) {
+        return;
+    }
+    const char *seed[] = {"x0", "x1", "x2", "x3", "x4", "x5"};
+    const char *seed_b[] = {"y0"};
+    struct store_published seed_out[6];
+    CHECK_RC(publish_to(other, TA, seed, 6, "{}", NULL, T0, seed_out, NULL), ROOST_OK);
+    CHECK_RC(publish_to(other, TB, seed_b, 1, "{}", NULL, T0, seed_out, NULL), ROOST_OK);
+    CHECK(pub1(st, TA, "x0", "{}", NULL, T0, NULL) == 2);
+    CHECK(pub1(other, TA, "x0", "{}", NULL, T0, NULL) == 3);
+    /* Request e (1..5) goes to x_e .. x_5; the first also to x0 and n1, the first two to n2. */
+    const char *all[] = {"x1", "x2", "x3", "x4", "x5", "x0", "n1", "n2"};
+    const char *r2[] = {"n2", "x2", "x3", "x4", "x5"};
+    const char *rb[] = {"n3", "y0"};
+    struct store_publish_item items[6] = {
+        {.recipients = all, .n_recipients = 8, .payload = "{\"e\":1}"},
+        {.recipients = r2, .n_recipients = 5, .payload = "{\"e\":2}"},
+        {.recipients = all + 2, .n_recipients = 3, .payload = "{\"e\":3}"},
+        {.recipients = all + 3, .n_recipients = 2, .payload = "{\"e\":4}"},
+        {.recipients = all + 4, .n_recipients = 1, .payload = "{\"e\":5}"},
+        {.recipients = rb, .n_recipients = 2, .payload = "{\"e\":6}"},
+    };
+    struct store_publish_req reqs[6];
+    struct store_publish_entry entries[6];
+    struct store_touches touches[6];
+    struct store_published out[6][8];
+    memset(touches, 0, sizeof touches);
+    for (int e = 0; e < 6; e++) {
+        reqs[e] = (struct store_publish_req){
+            .tenant_id = e < 5 ? TA : TB, .items = &items[e], .n_items = 1, .now_ms = T0};
+        entries[e] =
+            (struct store_publish_entry){.req = &reqs[e], .out = out[e], .touches = &touches[e]};
+    }
+    CHECK_RC(tx_begin(st), ROOST_OK);
+    int rc = store_publish_batch(st, entries, 6);
+    CHECK_RC(tx_end(st, rc), ROOST_OK);
+    for (int e = 0; e < 6; e++) {
+        CHECK_RC(entries[e].rc, ROOST_OK);
+    }
+    /* x_k's row of request e (e <= k) is its (e + 1)th: seq e + 1. */
+    for (int e = 0; e < 5; e++) {
+        for (size_t i = 0; i < items[e].n_recipients; i++) {
+            const char *a = items[e].recipients[i];
+            if (a[0] == 'x' && a[1] != '0') {
+                CHECK(out[e][i].seq == e + 2);
+                CHECK(strcmp(out[e][i].agent_id, a) == 0);
+            }
+        }
+    }
+    CHECK(out[0][5].seq == 4 && out[0][6].seq == 1 && out[0][7].seq == 1 && out[1][0].seq == 2);
+    CHECK(out[5][0].seq == 1 && out[5][1].seq == 2);
+    static const int64_t heads[] = {2, 3, 4, 5, 6};
+    for (int k = 1; k <= 5; k++) {
+        char a[8];
+        snprintf(a, sizeof a, "x%d", k);
+        CHECK(head_of(st, TA, a) == heads[k - 1]);
+        CHECK(head_of(other, TA, a) == heads[k - 1]);
+    }
+    CHECK(head_of(st, TA, "x0") == 4 && head_of(st, TA, "n1") == 1 && head_of(st, TA, "n2") == 2);
+    CHECK(head_of(st, TB, "y0") == 2 && head_of(st, TB, "n3") == 1);
+    /* Gap-free, in request order. */
+    struct store_inbox_page page;
+    memset(&page, 0, sizeof page);
+    CHECK_RC(other->ops->inbox_read(other, TA, "x5", 0, 100, 0, &page), ROOST_OK);
+    CHECK(page.events.len == 6);
+    for (size_t i = 0; i < page.events.len; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "{\"e\":%zu}", i);
+        CHECK(page.events.items[i].seq == (int64_t)i + 1);
+        CHECK(i == 0 || strcmp(page.events.items[i].payload, want) == 0);
+    }
+    store_events_cleanup(&page.events);
+    for (int e = 0; e < 6; e++) {
+        store_touches_cleanup(&touches[e]);
+    }
+    store_close(other);
+}
+
 static void test_store_publish_rollback_leaves_nothing(struct fx *f)
 {
     struct store *st = f->st;
@@ -2142,6 +2229,7 @@ static void test_store_webhooks_attempts(struct fx *f)
     }
 static const struct test tests[] = {
     TEST(test_store_publish_assigns_gapfree_seqs),
+    TEST(test_store_publish_batch_seqs_across_agents),
     TEST(test_store_publish_rollback_leaves_nothing),
     TEST(test_store_publish_fields_roundtrip),
     TEST(test_store_idempotency_key_dedups),
