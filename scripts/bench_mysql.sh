@@ -8,8 +8,8 @@
 #   roostd1a_p2c2 / _p8c8     the same with one agent shared by every producer and consumer
 #   roostd1_paced             one roostd, P2 C2, publishes paced at BENCH_RATE events/s: the
 #                             latency figure (publish → ack p99) and whether the rate is held
-#   base1_…, base1a_…         with BENCH_BASE_ROOSTD: the same two shapes on another build's roostd,
-#                             each right before the build under test (alternating, one run)
+#   base1_…, base1a_…         with BENCH_BASE_ROOSTD: the same shapes (the paced one too) on another
+#                             build's roostd, alternating with the build under test within a run
 #   roostd2_p8c8, roostd4_p8c8  2 and 4 roostd nodes on one database, roost_load's producer and
 #                             consumer i on node i % n (all nodes share one token key)
 #   ping_2n                   scenario 6: bench/sse_bench subscribers on node 1, paced publishes
@@ -145,16 +145,15 @@ for run in $(seq 1 "$RUNS"); do
         --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2
     ! want mysql_p8c8 || bench_measure mysql_p8c8 "$run" "$BIN/mysql_direct" --url "$url" --fresh \
         --seconds "$SECS" --warmup "$WARMUP" --producers 8 --consumers 8
-    for shape in 1_p2c2 1_p8c8 1a_p2c2 1a_p8c8; do
+    for shape in 1_p2c2 1_p8c8 1a_p2c2 1a_p8c8 1_paced; do
         # The base build first in odd runs, second in even ones.
         if [ $((run % 2)) = 1 ]; then order="base roostd"; else order="roostd base"; fi
         for who in $order; do
-            case $shape in *p2c2) pc="2 2" ;; *) pc="8 8" ;; esac
+            case $shape in *p8c8) pc="8 8" ;; *) pc="2 2" ;; esac
             # shellcheck disable=SC2086
             roostd_scenario "$who$shape" "$run" 1 $pc
         done
     done
-    roostd_scenario roostd1_paced "$run" 1 2 2
     roostd_scenario roostd2_p8c8 "$run" 2 8 8
     roostd_scenario roostd4_p8c8 "$run" 4 8 8
 
@@ -197,14 +196,15 @@ row() { # scenario, description
     case $s in roostd* | base*) x=$(ratio "$s" "mysql_${s##*_}") ;; esac
     local xb=-
     case $s in roostd1*) xb=$(ratio "$s" "base${s#roostd}") ;; esac
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$2" \
         "$(median "$s" cycles_per_s)" "$(range "$s" cycles_per_s)" "$x" "$xb" "$(median "$s" loadavg)" \
         "$(median "$s" publish_per_s)" \
         "$(median "$s" publish_p50_ms)" "$(median "$s" ack_p50_ms)" \
         "$(median "$s" db_questions_per_cycle)" "$(median "$s" db_commits_per_cycle)" \
         "$(median "$s" db_commit_stmts_per_cycle)" \
         "$(total "$s" db_deadlocks)" "$(total "$s" db_lock_waits)" "$(retries_total "$s")" \
-        "$(total "$s" errors)"
+        "$(total "$s" errors)" "$(median "$s" db_cpu_ms_per_cycle)" \
+        "$(median "$s" roostd_cpu_ms_per_cycle)"
 }
 R_DIRECT=$(ratio roostd1_p2c2 mysql_p2c2)
 R_DIRECT8=$(ratio roostd1_p8c8 mysql_p8c8)
@@ -223,8 +223,8 @@ RESULTS=$WORK/results.md
     echo "$RUNS runs × ${SECS} s windows after ${WARMUP} s warm-up; medians (min–max over runs); $ELAPSED s in all."
     echo "Command: \`make bench-mysql\` (\`BUILD_DIR=${BUILD_DIR#"$ROOT"/} BENCH_RUNS=$RUNS BENCH_SECONDS=$SECS BENCH_WARMUP=$WARMUP BENCH_TAIL_MS=$TAIL_MS BENCH_PING_SAMPLES=$PING_SAMPLES BENCH_PING_PERIOD=$PING_PERIOD scripts/bench_mysql.sh\`)."
     echo
-    echo "| scenario | what | full cycles/s | range | × loop, same shape | × base build | load avg | publishes/s | publish RTT p50 ms | ack RTT p50 ms | SQL statements / cycle | Handler_commit / cycle | COMMIT statements / cycle | Innodb deadlocks | row lock waits | retries | errors |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| scenario | what | full cycles/s | range | × loop, same shape | × base build | load avg | publishes/s | publish RTT p50 ms | ack RTT p50 ms | SQL statements / cycle | Handler_commit / cycle | COMMIT statements / cycle | Innodb deadlocks | row lock waits | retries | errors | mysqld CPU ms / cycle | roostd CPU ms / cycle |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     row mysql_p2c2 "plain SKIP LOCKED loop (mysql_direct), P2 C2"
     row mysql_p8c8 "plain SKIP LOCKED loop (mysql_direct), P8 C8"
     row roostd1_p2c2 "roostd, 1 node, P2 C2"
@@ -236,6 +236,7 @@ RESULTS=$WORK/results.md
     row base1_p8c8 "base build, 1 node, P8 C8"
     row base1a_p2c2 "base build, 1 node, P2 C2, one agent"
     row base1a_p8c8 "base build, 1 node, P8 C8, one agent"
+    row base1_paced "base build, 1 node, P2 C2, paced $RATE ev/s"
     row roostd2_p8c8 "roostd, 2 nodes, P8 C8"
     row roostd4_p8c8 "roostd, 4 nodes, P8 C8"
     echo
@@ -248,7 +249,8 @@ RESULTS=$WORK/results.md
     echo "(sampled as the tool opens and closes it), summed over runs for the counts; retries = write"
     echo "transactions run again after a deadlock or lock wait timeout: roostd's"
     echo "\`roost_store_write_retries_total\` over the window (all nodes), or the loop's own count over"
-    echo "the whole run; summed over runs."
+    echo "the whole run; summed over runs. CPU per cycle: utime + stime (/proc) of mysqld and of every"
+    echo "roostd node over the window, per event acknowledged; medians."
     echo
     echo "| target (BENCHMARKS.md) | measured, median (min–max) of per-run ratios | |"
     echo "|---|---|---|"
@@ -257,6 +259,9 @@ RESULTS=$WORK/results.md
     echo "| 2 nodes ≥ 1.5× 1 node (P8C8) | $R_2 | $(check "$R_2" ">=" 1.5) |"
     echo "| throughput grows with nodes: 4 nodes / 1 node (P8C8) | $R_4 | $(check "$R_4" ">=" 1) |"
     echo "| paced $RATE events/s held with publish → ack p99 ≤ 10 ms, no failed request (issue 35) | p99 $(median roostd1_paced lat_p99_ms) ms (runs $(range roostd1_paced lat_p99_ms)), p50 $(median roostd1_paced lat_p50_ms) ms, $(median roostd1_paced publish_per_s) publishes/s, $(total roostd1_paced errors) errors | $(check "$(median roostd1_paced lat_p99_ms)" "<=" 10) |"
+    if grep -q '^scenario=base1_paced ' "$RAW"; then
+        echo "| the same on the base build (BENCH_BASE_ROOSTD) | p99 $(median base1_paced lat_p99_ms) ms (runs $(range base1_paced lat_p99_ms)), p50 $(median base1_paced lat_p50_ms) ms, $(median base1_paced publish_per_s) publishes/s, $(total base1_paced errors) errors | $(check "$(median base1_paced lat_p99_ms)" "<=" 10) |"
+    fi
     echo "| cross-node ping p99 ≤ 1.5 × tail.interval_ms = $TARGET_P99 ms | p99 $P99 ms (runs $(range ping_2n ping_p99_ms)), p50 $P50 ms, max over all samples $PMAX ms; $(total ping_2n samples) samples, $(total ping_2n ping_lost) lost | $(check "$P99" "<=" "$TARGET_P99") |"
 } >"$RESULTS"
 echo
