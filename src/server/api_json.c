@@ -73,7 +73,7 @@ int page_token_parse(const char *token, char *out, size_t cap)
 
 /* ---- an event as JSON text ---- */
 
-static void add_time(struct dynbuf *b, int64_t ms)
+void time_json_text(struct dynbuf *b, int64_t ms)
 {
     if (ms <= 0) {
         dynbuf_add(b, "null", 4);
@@ -113,16 +113,16 @@ static void event_text(struct dynbuf *b, const struct store_event *ev, bool with
     ADD_KEY(b, "\"payload\"");
     dynbuf_adds(b, ev->payload ? ev->payload : "null");
     ADD_KEY(b, "\"created_at\"");
-    add_time(b, ev->created_at_ms);
+    time_json_text(b, ev->created_at_ms);
     ADD_KEY(b, "\"available_at\"");
-    add_time(b, ev->available_at_ms);
+    time_json_text(b, ev->available_at_ms);
     ADD_KEY(b, "\"expires_at\"");
-    add_time(b, ev->expires_at_ms);
+    time_json_text(b, ev->expires_at_ms);
     if (with_claim) {
         ADD_KEY(b, "\"lease_token\"");
         jsonutil_add_string(b, ev->lease_token);
         ADD_KEY(b, "\"claim_expires_at\"");
-        add_time(b, ev->claim_expires_at_ms);
+        time_json_text(b, ev->claim_expires_at_ms);
     }
     if (with_claim || with_audit) {
         ADD_KEY(b, "\"attempts\"");
@@ -136,7 +136,7 @@ static void event_text(struct dynbuf *b, const struct store_event *ev, bool with
         ADD_KEY(b, "\"last_error\"");
         jsonutil_add_string(b, ev->last_error);
         ADD_KEY(b, "\"completed_at\"");
-        add_time(b, ev->completed_at_ms);
+        time_json_text(b, ev->completed_at_ms);
     }
     dynbuf_addc(b, '}');
 }

@@ -18,6 +18,8 @@ struct evbuffer *json_text_take(struct dynbuf *b);
 
 /* An RFC 3339 UTC string (new reference), or JSON null when ms <= 0 (not set). */
 json_t *time_json(int64_t ms);
+/* The same as JSON text appended to b (any thread: for answers rendered on a worker). */
+void time_json_text(struct dynbuf *b, int64_t ms);
 
 /* Page tokens, one format for every listing (admin agents and quarantine, keys, webhook endpoints
  * and attempts): "p1." and the base64url of the position after which the next page starts (an

@@ -62,7 +62,8 @@
 struct sse_sub;
 
 struct sse_agent {
-    struct sse_agent *next; /* bucket chain */
+    struct sse_agent *next;            /* bucket chain */
+    struct sse_agent *t_prev, *t_next; /* in tenant->agents */
     struct sse_tenant *tenant;
     struct sse_sub *subs;
     int64_t head; /* newest head seen on this node */
@@ -74,6 +75,7 @@ struct sse_agent {
 
 struct sse_tenant {
     struct sse_tenant *next;
+    struct sse_agent *agents; /* its agent entries (sse_hub_tenant_streams walks them) */
     size_t n_subs;
     size_t n_agents; /* agent entries pointing here: they keep the entry */
     char tenant_id[];
@@ -184,6 +186,11 @@ static struct sse_agent *agent_create(struct sse_hub *hub, const char *tenant_id
     }
     memcpy(a->agent_id, agent_id, len);
     a->tenant = t;
+    a->t_next = t->agents;
+    if (t->agents) {
+        t->agents->t_prev = a;
+    }
+    t->agents = a;
     uint32_t b = agent_bucket(tenant_id, agent_id);
     a->next = hub->agents[b];
     hub->agents[b] = a;
@@ -198,6 +205,14 @@ static void agent_unref(struct sse_hub *hub, struct sse_agent *a)
         return;
     }
     struct sse_tenant *t = a->tenant;
+    if (a->t_prev) {
+        a->t_prev->t_next = a->t_next;
+    } else {
+        t->agents = a->t_next;
+    }
+    if (a->t_next) {
+        a->t_next->t_prev = a->t_prev;
+    }
     uint32_t b = agent_bucket(t->tenant_id, a->agent_id);
     for (struct sse_agent **p = &hub->agents[b]; *p; p = &(*p)->next) {
         if (*p == a) {
@@ -591,6 +606,49 @@ size_t sse_hub_count_of(struct sse_hub *hub, const char *tenant_id, const char *
     }
     const struct sse_agent *a = agent_get(hub, tenant_id, agent_id);
     return a ? a->n_subs : 0;
+}
+
+static int streams_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct sse_agent_streams *)a)->agent_id,
+                  ((const struct sse_agent_streams *)b)->agent_id);
+}
+
+int sse_hub_tenant_streams(struct sse_hub *hub, const char *tenant_id,
+                           struct sse_agent_streams **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    const struct sse_tenant *t = hub ? tenant_get(hub, tenant_id, false) : NULL;
+    if (t == NULL || t->n_subs == 0) {
+        return ROOST_OK;
+    }
+    struct sse_agent_streams *list = calloc(t->n_agents, sizeof *list);
+    if (list == NULL) {
+        return ROOST_ENOMEM;
+    }
+    size_t k = 0;
+    for (const struct sse_agent *a = t->agents; a && k < t->n_agents; a = a->t_next) {
+        if (a->n_subs > 0) {
+            snprintf(list[k].agent_id, sizeof list[k].agent_id, "%s", a->agent_id);
+            list[k++].n = a->n_subs;
+        }
+    }
+    qsort(list, k, sizeof *list, streams_cmp);
+    *out = list;
+    *n = k;
+    return ROOST_OK;
+}
+
+size_t sse_streams_of(const struct sse_agent_streams *list, size_t n, const char *agent_id)
+{
+    struct sse_agent_streams key;
+    if (n == 0 || strlen(agent_id) >= sizeof key.agent_id) {
+        return 0;
+    }
+    snprintf(key.agent_id, sizeof key.agent_id, "%s", agent_id);
+    const struct sse_agent_streams *hit = bsearch(&key, list, n, sizeof *list, streams_cmp);
+    return hit ? hit->n : 0;
 }
 
 size_t sse_hub_count(const struct sse_hub *hub)

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/limits.h"
+
 struct config;
 struct evhttp_connection;
 struct evhttp_request;
@@ -41,6 +43,19 @@ size_t sse_hub_count(const struct sse_hub *hub);
 /* Open streams of one agent, or of one tenant when agent_id is NULL (hash lookups, loop thread;
  * the admin views). */
 size_t sse_hub_count_of(struct sse_hub *hub, const char *tenant_id, const char *agent_id);
+/* One agent's open streams on this node. */
+struct sse_agent_streams {
+    char agent_id[ROOST_ID_MAX + 1];
+    size_t n;
+};
+/* The tenant's agents with open streams on this node and their counts, sorted by agent id: a copy
+ * (*out, the caller frees it; NULL when *n is 0) that a job rendering an agent list off the loop
+ * reads with sse_streams_of. Walks only that tenant's agent entries (a list per tenant). ROOST_OK
+ * or ROOST_ENOMEM. */
+int sse_hub_tenant_streams(struct sse_hub *hub, const char *tenant_id,
+                           struct sse_agent_streams **out, size_t *n);
+/* The count of agent_id in such a copy (0 when absent). Any thread. */
+size_t sse_streams_of(const struct sse_agent_streams *list, size_t n, const char *agent_id);
 
 /* The message of the 429 when one more stream of (tenant, agent) would pass sse.max_total,
  * sse.max_per_tenant or sse.max_per_agent; NULL when within them. */

@@ -65,8 +65,8 @@ static void setup_traffic(void)
     CHECK(h_publish(d.http, tok, "ao.shallow", json_object(), NULL, NULL) > 0);
 }
 
-/* An SSE stream held open on a raw socket; returns the fd or -1. */
-static int open_stream(const char *agent)
+/* An SSE stream held open on a raw socket with `token`; returns the fd or -1. */
+static int open_stream_as(const char *token, const char *agent)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d.port)};
@@ -79,7 +79,7 @@ static int open_stream(const char *agent)
     }
     char *req = h_fmt("GET /api/v1/agents/%s/subscribe HTTP/1.1\r\nHost: %s\r\n"
                       "Authorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n",
-                      agent, d.host, tok);
+                      agent, d.host, token);
     bool ok = write(fd, req, strlen(req)) == (ssize_t)strlen(req);
     free(req);
     if (!ok) {
@@ -87,6 +87,11 @@ static int open_stream(const char *agent)
         return -1;
     }
     return fd;
+}
+
+static int open_stream(const char *agent)
+{
+    return open_stream_as(tok, agent);
 }
 
 static json_t *find_agent(json_t *list, const char *agent)
@@ -112,6 +117,67 @@ static long subscribers_of(const char *agent)
     }
     json_decref(res);
     return n;
+}
+
+/* "ao.deep=2 ao.shallow=1 ao.other=0": the subscribers of the tenant's three agents, as the
+ * agent list (rendered on a worker from the hub's copy of the tenant's streams) shows them. */
+static char *subscribers_text(void)
+{
+    json_t *res = NULL;
+    char *text = NULL;
+    if (h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/admin/agents?sort=agent") == 200) {
+        json_t *a[3] = {find_agent(res, "ao.deep"), find_agent(res, "ao.shallow"),
+                        find_agent(res, "ao.other")};
+        text = h_fmt("ao.deep=%d ao.shallow=%d ao.other=%d",
+                     a[0] ? (int)h_int(a[0], "subscribers") : -1,
+                     a[1] ? (int)h_int(a[1], "subscribers") : -1,
+                     a[2] ? (int)h_int(a[2], "subscribers") : -1);
+    }
+    json_decref(res);
+    return text;
+}
+
+static bool subscribers_are(const char *want)
+{
+    char *got = subscribers_text();
+    bool same = got && strcmp(got, want) == 0;
+    free(got);
+    return same;
+}
+
+/* Each agent's count is its own tenant's streams on it: several agents, several streams on one,
+ * and another tenant's stream on an agent of the same name, opened and closed in turn. */
+static void test_admin_agents_subscribers_per_tenant(void)
+{
+    char *other = h_token(&d, "t2", "agent:*:consume agent:*:read");
+    int fd[4] = {open_stream("ao.deep"), open_stream("ao.deep"), open_stream("ao.shallow"),
+                 open_stream_as(other, "ao.other")};
+    for (int i = 0; i < 4; i++) {
+        CHECK(fd[i] >= 0);
+    }
+    bool ok;
+    H_WAIT_UNTIL(ok, 5000, subscribers_are("ao.deep=2 ao.shallow=1 ao.other=0"));
+    CHECK(ok);
+    json_t *res = NULL;
+    CHECK_EQ(h_callj(d.http, "GET", tok, NULL, &res, "/api/v1/admin/agents?sort=depth"), 200);
+    json_t *deep = find_agent(res, "ao.deep");
+    CHECK(deep && json_is_string(json_object_get(deep, "last_seen_at")));
+    json_decref(res);
+    close(fd[0]);
+    close(fd[2]);
+    H_WAIT_UNTIL(ok, 5000, subscribers_are("ao.deep=1 ao.shallow=0 ao.other=0"));
+    CHECK(ok);
+    int again = open_stream("ao.other");
+    H_WAIT_UNTIL(ok, 5000, subscribers_are("ao.deep=1 ao.shallow=0 ao.other=1"));
+    CHECK(ok);
+    close(fd[1]);
+    close(fd[3]);
+    if (again >= 0) {
+        close(again);
+    }
+    H_WAIT_UNTIL(ok, 5000, subscribers_are("ao.deep=0 ao.shallow=0 ao.other=0"));
+    CHECK(ok);
+    free(other);
 }
 
 static void test_admin_agents_sorted_with_activity(void)
@@ -424,6 +490,7 @@ int main(void)
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish agent:*:read tenant:admin");
     RUN(setup_traffic);
     RUN(test_admin_agents_sorted_with_activity);
+    RUN(test_admin_agents_subscribers_per_tenant);
     RUN(test_admin_quarantine_inspect);
     RUN(test_cli_output_table);
     RUN(test_admin_stats_from_metrics_snapshot);
