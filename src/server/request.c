@@ -30,6 +30,7 @@
 #include "server/metrics.h"
 #include "server/routes.h"
 #include "server/runtime.h"
+#include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
 #include "common/banned.h"
@@ -753,33 +754,92 @@ static int form_to_json(const char *data, size_t len, json_t **out)
     return rc;
 }
 
-int request_read_body(struct request *rq, bool optional)
+/* A body parsed on a worker (request_read_body_then). */
+struct body_parse {
+    struct job job;
+    struct request *rq;
+    const char *data; /* the request's input buffer, made contiguous on the loop */
+    size_t len, max_depth;
+    json_t *body;
+    void (*cont)(struct request *rq, int rc);
+};
+
+static int run_parse(struct job *job, struct store *st)
+{
+    (void)st;
+    struct body_parse *p = (struct body_parse *)job;
+    json_decref(p->body);
+    p->body = NULL;
+    return jsonutil_parse_object(p->data, p->len, p->max_depth, &p->body);
+}
+
+static void done_parse(struct job *job)
+{
+    struct body_parse *p = (struct body_parse *)job;
+    struct request *rq = p->rq;
+    void (*cont)(struct request *, int) = p->cont;
+    int rc = job->rc;
+    rq->body = p->body;
+    free(p);
+    cont(rq, rc);
+}
+
+/* The checks of a body before it is parsed, and where it is: ROOST_OK with *data and *len (*data
+ * NULL: an empty body, already {} in rq->body), or the refusal. *form: an OAuth form, not JSON. */
+static int body_check(struct request *rq, bool optional, const char **data, size_t *len, bool *form)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(rq->req);
-    size_t len = evbuffer_get_length(in);
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Content-Type");
-    if (len == 0) {
+    *data = NULL;
+    *len = evbuffer_get_length(in);
+    if (*len == 0) {
         if (optional) {
             rq->body = json_object();
             return rq->body ? ROOST_OK : ROOST_ENOMEM;
         }
         return ROOST_EJSON;
     }
-    if (len > (size_t)rq->rt->cfg->limits_max_body_bytes) {
+    if (*len > (size_t)rq->rt->cfg->limits_max_body_bytes) {
         return ROOST_ETOOLARGE;
     }
-    bool form = rq->route != NULL && rq->route->form && content_type_is_form(ct);
-    if (!form && !request_content_type_is_json(ct)) {
+    *form = rq->route != NULL && rq->route->form && content_type_is_form(ct);
+    if (!*form && !request_content_type_is_json(ct)) {
         return ROOST_EMEDIATYPE;
     }
-    const char *data = (const char *)evbuffer_pullup(in, -1);
-    if (!data) {
-        return ROOST_ENOMEM;
+    *data = (const char *)evbuffer_pullup(in, -1);
+    return *data ? ROOST_OK : ROOST_ENOMEM;
+}
+
+void request_read_body_then(struct request *rq, bool optional,
+                            void (*cont)(struct request *rq, int rc))
+{
+    const char *data;
+    size_t len;
+    bool form = false;
+    int rc = body_check(rq, optional, &data, &len, &form);
+    struct body_parse *p = NULL;
+    if (rc == ROOST_OK && data != NULL && !form && len > REQUEST_BODY_OFF_LOOP_BYTES &&
+        rq->principal.tenant_id[0] != '\0' && (p = calloc(1, sizeof *p)) != NULL) {
+        /* The loop touches neither the request nor its input buffer until done_parse. */
+        *p = (struct body_parse){.rq = rq,
+                                 .data = data,
+                                 .len = len,
+                                 .max_depth = (size_t)rq->rt->cfg->limits_max_json_depth,
+                                 .cont = cont};
+        p->job = (struct job){.run = run_parse,
+                              .done = done_parse,
+                              .scan = true,
+                              .name = "parse_body",
+                              .tenant = workers_tenant_key(rq->principal.tenant_id)};
+        workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &p->job);
+        return;
     }
-    if (form) {
-        return form_to_json(data, len, &rq->body);
+    if (rc == ROOST_OK && data != NULL) {
+        rc = form ? form_to_json(data, len, &rq->body)
+                  : jsonutil_parse_object(data, len, (size_t)rq->rt->cfg->limits_max_json_depth,
+                                          &rq->body);
     }
-    return jsonutil_parse_object(data, len, (size_t)rq->rt->cfg->limits_max_json_depth, &rq->body);
+    cont(rq, rc);
 }
 
 /* ---- parameters as the route declaration bounds them (routes.c) ---- */

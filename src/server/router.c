@@ -460,15 +460,21 @@ void router_dispatch(struct evhttp_request *req, const char *head_error, void *a
 
 /* The rest of dispatch once the request is authenticated (and its signature verified): query,
  * body, handler. */
-static void dispatch_content(struct request *rq)
+static void dispatch_handler(struct request *rq, int rc)
 {
-    int rc = request_parse_query(rq);
-    if (rc == ROOST_OK && rq->route->body != BODY_NONE) {
-        rc = request_read_body(rq, rq->route->body == BODY_OPTIONAL);
-    }
     if (rc != ROOST_OK) {
         request_reply_error(rq, rc, NULL, NULL);
         return;
     }
     rq->route->handler(rq);
+}
+
+static void dispatch_content(struct request *rq)
+{
+    int rc = request_parse_query(rq);
+    if (rc == ROOST_OK && rq->route->body != BODY_NONE) {
+        request_read_body_then(rq, rq->route->body == BODY_OPTIONAL, dispatch_handler);
+        return;
+    }
+    dispatch_handler(rq, rc);
 }

@@ -361,6 +361,94 @@ static void test_bulk_reads_on_scan_readers(void)
     free(t);
 }
 
+/* The count of roost_store_op_duration_seconds for op="parse_body" (-1: not found). */
+static long long parse_body_jobs(struct roostd *n)
+{
+    struct h_response r;
+    long long v = -1;
+    if (h_request(n->http, "GET", "/metrics", NULL, NULL, 0, NULL, &r) == 0 && r.status == 200) {
+        const char *k = "\nroost_store_op_duration_seconds_count{op=\"parse_body\"} ";
+        const char *at = r.body ? strstr(r.body, k) : NULL;
+        v = at ? strtoll(at + strlen(k), NULL, 10) : -1;
+    }
+    h_response_cleanup(&r);
+    return v;
+}
+
+/* A batch of n events of `pad` bytes each to agent, as JSON text (caller frees). */
+static char *batch_text(const char *agent, int n, size_t pad)
+{
+    char *blob = malloc(pad + 1);
+    memset(blob, 'z', pad);
+    blob[pad] = '\0';
+    json_t *events = json_array();
+    for (int i = 0; i < n; i++) {
+        json_array_append_new(events, json_pack("{s:[s], s:{s:i, s:s}}", "recipients", agent,
+                                                "payload", "i", i, "b", blob));
+    }
+    json_t *body = json_pack("{s:o}", "events", events);
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    free(blob);
+    return text;
+}
+
+/* A JSON body over REQUEST_BODY_OFF_LOOP_BYTES (64 KiB) is parsed on a scan reader, never on the
+ * loop thread: each big publish is one "parse_body" job there (and one scan), a small one none;
+ * the big batch's events are all published from the worker's parse, and a big body that is not
+ * JSON is refused with the code a small one gets. */
+static void test_big_bodies_parsed_on_scan_readers(void)
+{
+    static const char *const sets[] = {NULL};
+    struct roostd n;
+    if (roostd_start(&n, NULL, sets) != 0) {
+        CHECK(!"roostd starts");
+        return;
+    }
+    char *t = h_token(&n, "t1", "agent:*:consume agent:*:publish");
+    char *small = batch_text("parsed", 3, 100);
+    char *big = batch_text("parsed", 200, 1000);
+    CHECK(strlen(small) < 64 * 1024 && strlen(big) > 64 * 1024);
+    long st = 0;
+    CHECK(http_request(n.http, "POST", "/api/v1/events", t, small, &st, NULL) == 0 && st == 201);
+    CHECK_EQ(parse_body_jobs(&n), 0);
+    json_t *res = NULL;
+    CHECK(http_request(n.http, "POST", "/api/v1/events", t, big, &st, &res) == 0 && st == 201);
+    CHECK_EQ(json_array_size(json_object_get(res, "events")), 200);
+    json_decref(res);
+    CHECK_EQ(parse_body_jobs(&n), 1);
+    json_t *page = h_inbox(n.http, t, "parsed", 0, 1000, &st);
+    CHECK_EQ(st, 200);
+    json_t *events = json_object_get(page, "events");
+    CHECK_EQ(json_array_size(events), 203);
+    json_t *last = json_object_get(h_at(events, 202), "payload");
+    CHECK(last && h_int(last, "i") == 199 && strlen(h_str(last, "b")) == 1000);
+    json_decref(page);
+
+    /* Cut short, each is not JSON: refused alike, the big one after its job. */
+    small[strlen(small) - 2] = '\0';
+    big[strlen(big) - 2] = '\0';
+    json_t *e_small = NULL, *e_big = NULL;
+    CHECK(http_request(n.http, "POST", "/api/v1/events", t, small, &st, &e_small) == 0 &&
+          st == 400);
+    CHECK(http_request(n.http, "POST", "/api/v1/events", t, big, &st, &e_big) == 0 && st == 400);
+    CHECK(h_error_code(e_small) && h_error_code(e_big) &&
+          strcmp(h_error_code(e_small), h_error_code(e_big)) == 0);
+    json_decref(e_small);
+    json_decref(e_big);
+    CHECK_EQ(parse_body_jobs(&n), 2);
+    CHECK_EQ(roostd_stop(&n), 0);
+    /* The shutdown line counts the scan readers' jobs: the two parses and the 1000-event read. */
+    CHECK_EQ(roostd_log_count(&n, " scans=3 "), 1);
+    if (check_failed) {
+        roostd_print_log(&n);
+    }
+    roostd_remove_dir(&n);
+    free(small);
+    free(big);
+    free(t);
+}
+
 int main(void)
 {
     h_init();
@@ -386,5 +474,6 @@ int main(void)
     free(tok);
     RUN(test_concurrent_big_reads_under_as_cap);
     RUN(test_bulk_reads_on_scan_readers);
+    RUN(test_big_bodies_parsed_on_scan_readers);
     return h_summary();
 }
