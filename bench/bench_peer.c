@@ -241,6 +241,9 @@ bool bench_drive_option(struct bench_drive_opts *o, const struct bench_drive_bou
     case BENCH_O_PAYLOAD:
         o->payload_bytes = (int)bench_parse_num("--payload-bytes", arg, 16, 900);
         return true;
+    case BENCH_O_RATE:
+        o->rate = bench_parse_num("--rate", arg, 0, 1e7);
+        return true;
     default:
         return false;
     }

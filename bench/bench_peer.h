@@ -87,7 +87,7 @@ struct bench_drive_opts {
 };
 
 /* The options of bench_drive_opts that every tool takes, as getopt_long values above the tool's
- * own (BENCH_DRIVE_OPTIONS goes in its struct option table; --rate and --agent-prefix are
+ * own (BENCH_DRIVE_OPTIONS goes in its struct option table; --agent-prefix is
  * roost_load's alone). */
 enum {
     BENCH_O_PRODUCERS = 512,
@@ -98,6 +98,7 @@ enum {
     BENCH_O_BATCH_ACK,
     BENCH_O_LIMIT,
     BENCH_O_PAYLOAD,
+    BENCH_O_RATE,
 };
 // clang-format off
 #define BENCH_DRIVE_OPTIONS                                        \
@@ -108,7 +109,8 @@ enum {
     {"warmup", required_argument, NULL, BENCH_O_WARMUP},           \
     {"batch-ack", no_argument, NULL, BENCH_O_BATCH_ACK},           \
     {"limit", required_argument, NULL, BENCH_O_LIMIT},             \
-    {"payload-bytes", required_argument, NULL, BENCH_O_PAYLOAD}
+    {"payload-bytes", required_argument, NULL, BENCH_O_PAYLOAD},   \
+    {"rate", required_argument, NULL, BENCH_O_RATE}
 // clang-format on
 
 /* Where a tool's bounds differ: the fewest producers, the most agents and the largest claim. */

@@ -420,19 +420,21 @@ static long long global_status(MYSQL *db, const char *name)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: mysql_direct --url mysql://USER:PASS@HOST[:PORT]/DB [options]\n"
-                 "  --url URL             server and database (?socket=PATH for a unix socket)\n"
-                 "  --fresh               drop the table bench_direct_queue first\n"
-                 "  --hop URL             one HTTP round trip to URL before each request\n"
-                 "  --producers P         inserting threads (default 2)\n"
-                 "  --consumers C         claiming threads (default 2)\n"
-                 "  --agents A            agents shared by both sides (default C)\n"
-                 "  --seconds S           measurement window (default 10)\n"
-                 "  --warmup W            warm-up before the window (default 2)\n"
-                 "  --batch-ack           mark a claimed batch done in one transaction\n"
-                 "  --limit L             claim limit (default 10, at most 100)\n"
-                 "  --payload-bytes B     payload size (default 100)\n"
-                 "  --isolation rc|rr     READ COMMITTED (default) or REPEATABLE READ\n");
+    fprintf(out,
+            "usage: mysql_direct --url mysql://USER:PASS@HOST[:PORT]/DB [options]\n"
+            "  --url URL             server and database (?socket=PATH for a unix socket)\n"
+            "  --fresh               drop the table bench_direct_queue first\n"
+            "  --hop URL             one HTTP round trip to URL before each request\n"
+            "  --producers P         inserting threads (default 2)\n"
+            "  --consumers C         claiming threads (default 2)\n"
+            "  --agents A            agents shared by both sides (default C)\n"
+            "  --seconds S           measurement window (default 10)\n"
+            "  --warmup W            warm-up before the window (default 2)\n"
+            "  --batch-ack           mark a claimed batch done in one transaction\n"
+            "  --limit L             claim limit (default 10, at most 100)\n"
+            "  --payload-bytes B     payload size (default 100)\n"
+            "  --rate N              pace producers to N events/s in total (default: closed loop)\n"
+            "  --isolation rc|rr     READ COMMITTED (default) or REPEATABLE READ\n");
 }
 
 int main(int argc, char **argv)

@@ -349,18 +349,21 @@ static long long commits(PGconn *db)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: pg_direct --url postgres://USER:PASS@HOST[:PORT]/DB [options]\n"
-                 "  --url URL             server and database (any libpq connection string)\n"
-                 "  --mode loop|pgmq      the plain SKIP LOCKED loop (default) or pgmq's shape\n"
-                 "  --fresh               drop the mode's tables first\n"
-                 "  --producers P         inserting threads (default 2)\n"
-                 "  --consumers C         claiming threads (default 2)\n"
-                 "  --agents A            agents (queues) shared by both sides (default C)\n"
-                 "  --seconds S           measurement window (default 10)\n"
-                 "  --warmup W            warm-up before the window (default 2)\n"
-                 "  --batch-ack           complete a claimed batch in one transaction\n"
-                 "  --limit L             claim limit (default 10, at most 100)\n"
-                 "  --payload-bytes B     payload size (default 100)\n");
+    fprintf(
+        out,
+        "usage: pg_direct --url postgres://USER:PASS@HOST[:PORT]/DB [options]\n"
+        "  --url URL             server and database (any libpq connection string)\n"
+        "  --mode loop|pgmq      the plain SKIP LOCKED loop (default) or pgmq's shape\n"
+        "  --fresh               drop the mode's tables first\n"
+        "  --producers P         inserting threads (default 2)\n"
+        "  --consumers C         claiming threads (default 2)\n"
+        "  --agents A            agents (queues) shared by both sides (default C)\n"
+        "  --seconds S           measurement window (default 10)\n"
+        "  --warmup W            warm-up before the window (default 2)\n"
+        "  --batch-ack           complete a claimed batch in one transaction\n"
+        "  --limit L             claim limit (default 10, at most 100)\n"
+        "  --payload-bytes B     payload size (default 100)\n"
+        "  --rate N              pace producers to N events/s in total (default: closed loop)\n");
 }
 
 int main(int argc, char **argv)

@@ -328,12 +328,11 @@ static void add_urls(const char *arg)
 
 int main(int argc, char **argv)
 {
-    enum { O_URL = 256, O_DATA, O_KEY, O_RATE, O_WAIT, O_PREFIX, O_TARGET };
+    enum { O_URL = 256, O_DATA, O_KEY, O_WAIT, O_PREFIX, O_TARGET };
     static const struct option opts[] = {
         {"url", required_argument, NULL, O_URL},
         {"data-dir", required_argument, NULL, O_DATA},
         {"key-file", required_argument, NULL, O_KEY},
-        {"rate", required_argument, NULL, O_RATE},
         {"wait", required_argument, NULL, O_WAIT},
         {"agent-prefix", required_argument, NULL, O_PREFIX},
         {"target", required_argument, NULL, O_TARGET},
@@ -361,9 +360,6 @@ int main(int argc, char **argv)
             break;
         case O_KEY:
             g.key_file = optarg;
-            break;
-        case O_RATE:
-            g.d.rate = bench_parse_num("--rate", optarg, 0, 1e7);
             break;
         case O_WAIT:
             g.wait_s = (int)bench_parse_num("--wait", optarg, 0, 30);

@@ -270,20 +270,22 @@ static const struct bench_backend sqlite_backend = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: sqlite_direct --db PATH [options]\n"
-                 "  --db PATH             database file (created; removed first with --fresh)\n"
-                 "  --fresh               delete PATH, PATH-wal and PATH-shm before starting\n"
-                 "  --synchronous MODE    full (default) or normal\n"
-                 "  --producers P         inserting threads (default 2)\n"
-                 "  --consumers C         claiming threads (default 2)\n"
-                 "  --agents A            agents shared by both sides (default C)\n"
-                 "  --seconds S           measurement window (default 10)\n"
-                 "  --warmup W            warm-up before the window (default 2)\n"
-                 "  --batch-ack           mark a claimed batch done in one transaction\n"
-                 "  --limit L             claim limit (default 10)\n"
-                 "  --payload-bytes B     payload size (default 100)\n"
-                 "  --busy-timeout        let SQLite's busy handler serialise writers instead of "
-                 "a mutex\n");
+    fprintf(out,
+            "usage: sqlite_direct --db PATH [options]\n"
+            "  --db PATH             database file (created; removed first with --fresh)\n"
+            "  --fresh               delete PATH, PATH-wal and PATH-shm before starting\n"
+            "  --synchronous MODE    full (default) or normal\n"
+            "  --producers P         inserting threads (default 2)\n"
+            "  --consumers C         claiming threads (default 2)\n"
+            "  --agents A            agents shared by both sides (default C)\n"
+            "  --seconds S           measurement window (default 10)\n"
+            "  --warmup W            warm-up before the window (default 2)\n"
+            "  --batch-ack           mark a claimed batch done in one transaction\n"
+            "  --limit L             claim limit (default 10)\n"
+            "  --payload-bytes B     payload size (default 100)\n"
+            "  --rate N              pace producers to N events/s in total (default: closed loop)\n"
+            "  --busy-timeout        let SQLite's busy handler serialise writers instead of "
+            "a mutex\n");
 }
 
 int main(int argc, char **argv)
