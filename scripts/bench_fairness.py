@@ -16,7 +16,9 @@ Every request runs on a kept-alive connection of its own process, so the client'
 part of B's numbers. --scans and --reads change A's loops (one kind alone); --publishes N adds N
 loops of A's big publishes (the write side: each a batch of --batch events of 1 KiB to one agent,
 or with --fanout one event to that many of A's agents), which share the writers' queue with B's
-publish, claim and ack; BENCH_STEPS=1 prints where each of B's cycles over 100 ms spent its time.
+publish, claim and ack; --attack-nice N runs A's client processes at nice N, so what is left of
+B's loss is roostd's and not the clients' share of the CPU (A's clients never parse an answer:
+they read its bytes and drop them); BENCH_STEPS=1 prints where each of B's cycles over 100 ms spent its time.
 """
 import argparse
 import http.client
@@ -49,7 +51,9 @@ def call(c, method, path, token, body=None):
     return r.status, raw
 
 
-def attacker(kind, port, token, stop, counts, idx, batch=1000, fanout=0):
+def attacker(kind, port, token, stop, counts, idx, batch=1000, fanout=0, nice=0):
+    if nice:
+        os.nice(nice)  # A's client is not roostd: how much of B's loss is only the clients' CPU
     c = conn(port)
     n = 0
     blob = "y" * 1024
@@ -136,6 +140,8 @@ def main():
                     help="big publishes as one event to this many of A's agents instead")
     ap.add_argument("--store", help="a store URL (an empty MariaDB or PostgreSQL database) "
                     "instead of SQLite in the temp dir")
+    ap.add_argument("--attack-nice", type=int, default=0,
+                    help="run A's client processes at this nice value (they share the machine)")
     ap.add_argument("--set", action="append", default=[])
     a = ap.parse_args()
 
@@ -189,7 +195,8 @@ def main():
         kinds = ["scan"] * a.scans + ["read"] * a.reads + ["publish"] * a.publishes
         counts = mp.Array("l", len(kinds))
         procs = [mp.Process(target=attacker,
-                            args=(k, port, tok_a, stop, counts, i, a.batch, a.fanout))
+                            args=(k, port, tok_a, stop, counts, i, a.batch, a.fanout,
+                                  a.attack_nice))
                  for i, k in enumerate(kinds)]
         for p in procs:
             p.start()
