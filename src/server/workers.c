@@ -101,6 +101,7 @@ struct workers {
     pthread_mutex_t mu;
     struct lane reads, scans;
     bool stopping;
+    bool joined; /* workers_free joined the threads: a job submitted now can no longer run */
     int group_max;
 
     /* completions, handed to the loop */
@@ -732,6 +733,14 @@ static struct thread_slot *writer_for(struct workers *w, const struct job *job)
 void workers_submit(struct workers *w, struct job *job)
 {
     pthread_mutex_lock(&w->mu);
+    if (w->joined) {
+        /* A done() that workers_free delivers may submit the request's next job (a body parsed,
+         * a signature checked): it gets its done() too, or its request would never end. */
+        pthread_mutex_unlock(&w->mu);
+        job->rc = ROOST_ESHUTDOWN;
+        complete(w, job);
+        return;
+    }
     if (job->write) {
         struct thread_slot *slot = writer_for(w, job);
         queue_push(&slot->writes, job);
@@ -766,9 +775,29 @@ void workers_free(struct workers *w)
         }
         pthread_cond_destroy(&w->slots[i].cv);
     }
-    /* Completions that the loop did not pick up yet still get their done(). */
+    /* Completions that the loop did not pick up yet still get their done(), and so do the jobs
+     * those submit (ROOST_ESHUTDOWN), until none is left. */
+    pthread_mutex_lock(&w->mu);
+    w->joined = true;
+    struct job_queue left = {0}; /* submitted after their threads had drained their queues */
+    struct job *job;
+    for (int i = 0; w->slots && i < w->n_slots; i++) {
+        while ((job = queue_pop(&w->slots[i].writes)) != NULL) {
+            queue_push(&left, job);
+        }
+    }
+    while ((job = queue_pop(&w->reads.q)) != NULL || (job = queue_pop(&w->scans.q)) != NULL) {
+        queue_push(&left, job);
+    }
+    pthread_mutex_unlock(&w->mu);
+    while ((job = queue_pop(&left)) != NULL) {
+        job->rc = ROOST_ESHUTDOWN;
+        complete(w, job);
+    }
     if (w->wake_ev) {
-        on_wake(-1, 0, w);
+        while (w->done.len > 0) {
+            on_wake(-1, 0, w);
+        }
         event_free(w->wake_ev);
     }
     free(w->slots);

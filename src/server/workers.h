@@ -108,7 +108,8 @@ int workers_new(struct event_base *base, const char *url, const struct store_opt
 /* Queues a job (any thread). */
 void workers_submit(struct workers *w, struct job *job);
 /* Finishes every queued job (their done() still runs on the loop if it keeps running), joins
- * the threads and closes the connections. */
+ * the threads and closes the connections. A job submitted once the threads are joined (by a
+ * done() delivered from here) gets its done() with ROOST_ESHUTDOWN. */
 void workers_free(struct workers *w);
 void workers_get_stats(struct workers *w, struct workers_stats *out);
 /* True when the pool's backend (every connection of a pool has the same one) has every

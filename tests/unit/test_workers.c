@@ -836,6 +836,47 @@ static void test_workers_free_drains(void)
     CHECK_EQ(head_of("drain"), 50);
 }
 
+/* A done() delivered by workers_free that submits the request's next job (a body parsed on a
+ * scan reader, then the handler's write): that job gets its done() too, with ROOST_ESHUTDOWN, or
+ * its request would never end (and the job would leak with the freed pool). */
+struct chain_job {
+    struct read_job first;
+    struct read_job next;
+    struct workers *w;
+};
+
+static void done_chain_first(struct job *job)
+{
+    struct chain_job *c = (struct chain_job *)job;
+    c->first.done_calls++;
+    read_init(&c->next, "chain");
+    workers_submit(c->w, &c->next.job);
+}
+
+static void test_workers_free_chained_submit(void)
+{
+    struct workers *w = new_workers(1, 4);
+    if (!w) {
+        return;
+    }
+    static struct chain_job chains[3];
+    for (int i = 0; i < 3; i++) {
+        read_init(&chains[i].first, "chain");
+        chains[i].first.job.done = done_chain_first;
+        chains[i].first.job.scan = i == 1;
+        chains[i].w = w;
+        workers_submit(w, &chains[i].first.job);
+    }
+    workers_free(w); /* the loop never ran: every done() comes from here */
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(chains[i].first.done_calls, 1);
+        CHECK_EQ(chains[i].first.job.rc, ROOST_OK);
+        CHECK_EQ(chains[i].next.done_calls, 1);
+        CHECK_EQ(chains[i].next.job.rc, ROOST_ESHUTDOWN);
+    }
+}
+
 /* Same, but the loop is running: some completions go through the loop, the rest through
  * workers_free; each job still gets exactly one done(). */
 static void test_workers_free_drains_after_loop(void)
@@ -1311,6 +1352,7 @@ int main(int argc, char **argv)
     RUN(test_workers_reads_concurrent_with_writes);
     RUN(test_workers_free_drains);
     RUN(test_workers_free_drains_after_loop);
+    RUN(test_workers_free_chained_submit);
     RUN(test_workers_retry_bounded);
     RUN(test_workers_mixed_group_one_fails);
     RUN(test_workers_tenant_share_of_readers);
