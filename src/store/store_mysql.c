@@ -57,19 +57,67 @@ static bool same_agent(const struct store_new_row *a, const struct store_new_row
     return strcmp(a->tenant_id, b->tenant_id) == 0 && strcmp(a->agent_id, b->agent_id) == 0;
 }
 
+static int by_event_cmp(const void *a, const void *b)
+{
+    return strcmp((*(struct store_new_row *const *)a)->event_id,
+                  (*(struct store_new_row *const *)b)->event_id);
+}
+
+/* Each row's seq from an INSERT … RETURNING event_id, seq (rs: n rows). MariaDB has sent them in
+ * the order of the VALUES, but its documentation does not promise that order, so each answer is
+ * matched to its row by the event id (unique): at its own position, else by a search of the rows
+ * sorted by event id. An answer that matches no row, or a row twice, is ROOST_ESTORE. */
+static int returned_seqs(struct mysql_store *b, struct store_new_row *rows, size_t n,
+                         const struct rows *rs)
+{
+    struct store_new_row **order = NULL; /* the rows sorted by event id, made at the first miss */
+    int rc = ROOST_OK;
+    for (size_t r = 0; r < n; r++) {
+        rows[r].seq = 0;
+    }
+    for (size_t r = 0; rc == ROOST_OK && r < rs->n; r++) {
+        const char *ev = cell(rs, r, 0);
+        struct store_new_row *row = r < n ? &rows[r] : NULL;
+        if (ev != NULL && row != NULL && strcmp(ev, row->event_id) != 0) {
+            if (order == NULL && (order = malloc(n * sizeof *order)) != NULL) {
+                for (size_t k = 0; k < n; k++) {
+                    order[k] = &rows[k];
+                }
+                qsort(order, n, sizeof *order, by_event_cmp);
+            }
+            if (order == NULL) {
+                rc = ROOST_ENOMEM;
+                break;
+            }
+            struct store_new_row key = {.event_id = ev}, *kp = &key;
+            struct store_new_row **hit = bsearch(&kp, order, n, sizeof *order, by_event_cmp);
+            row = hit != NULL ? *hit : NULL;
+        }
+        int64_t seq = cell_i64(rs, r, 1);
+        if (ev == NULL || row == NULL || row->seq != 0 || seq < 1) {
+            snprintf(b->err, sizeof b->err, "publish: the batch's insert returned another row");
+            rc = ROOST_ESTORE;
+            break;
+        }
+        row->seq = seq;
+    }
+    free(order);
+    return rc;
+}
+
 /* A batch's rows in one round trip of two statements:
  *
  *     INSERT INTO agents … VALUES ('t', 'a', (@roost_s0 := 1 + 2), …), ('t', 'b', …)
  *         ON DUPLICATE KEY UPDATE next_seq = CASE WHEN tenant_id = 't' AND agent_id = 'a'
  *         THEN (@roost_s0 := next_seq + 2) WHEN … END, updated_at = VALUES(updated_at);
  *     INSERT INTO inbox … VALUES ('t', 'a', @roost_s0 - 2, …), ('t', 'a', @roost_s0 - 1, …), …
- *         RETURNING seq
+ *         RETURNING event_id, seq
  *
  * The upsert locks the agents in the order listed (sorted: DESIGN §4.2) and moves each next_seq
  * past its k new rows, leaving the new next_seq in a session variable, so agent i's rows take
  * @roost_si - k … @roost_si - 1 under its row lock, as SEQ_INSERT does for one row. The insert
- * hands each row's seq back in the order of its VALUES (MariaDB's INSERT … RETURNING), where a
- * third statement used to read the variables. */
+ * hands each row's seq back with its event id (MariaDB's INSERT … RETURNING), where a third
+ * statement used to read the variables. */
 static int my_insert_rows(struct store *st, struct store_new_row *rows, size_t n, int64_t now_ms)
 {
     struct mysql_store *b = store_mysql_backend(st);
@@ -131,12 +179,12 @@ static int my_insert_rows(struct store *st, struct store_new_row *rows, size_t n
         sb_int_or_null(&sb, row->expires_at_ms);
         dynbuf_adds(&sb, ")");
     }
-    dynbuf_adds(&sb, " RETURNING seq");
+    dynbuf_adds(&sb, " RETURNING event_id, seq");
     struct rows rs = {0};
     rc = odku.err != DYNBUF_OK ? ROOST_ENOMEM : store_mysql_exec_sb_rows(b, &sb, &rs);
     dynbuf_cleanup(&sb);
     dynbuf_cleanup(&odku);
-    if (rc == ROOST_OK && (rs.n != n || rs.cols != 1)) {
+    if (rc == ROOST_OK && (rs.n != n || rs.cols != 2)) {
         /* The round trip ended without its last answer and without an error: on Galera, a
          * transaction aborted while a statement ran (doc/MYSQL.md). Nothing of it can be
          * trusted: the group rolls back and replays (503 if it never gets through). */
@@ -144,9 +192,9 @@ static int my_insert_rows(struct store *st, struct store_new_row *rows, size_t n
                  rs.cols);
         rc = ROOST_ERETRY;
     }
+    rc = rc == ROOST_OK ? returned_seqs(b, rows, n, &rs) : rc;
     /* One agent's rows took consecutive seqs from 1 on, in the order given. */
     for (size_t r = 0; rc == ROOST_OK && r < n; r++) {
-        rows[r].seq = cell_i64(&rs, r, 0);
         bool next = r > 0 && same_agent(&rows[r - 1], &rows[r]);
         if (rows[r].seq < 1 || (next && rows[r].seq != rows[r - 1].seq + 1)) {
             snprintf(b->err, sizeof b->err, "publish: sequence allocation returned %lld",
