@@ -210,7 +210,8 @@ static int run_agents(struct job *job, struct store *st)
     return rc == ROOST_OK ? render_agents(op) : rc;
 }
 
-static void done_agents(struct job *job)
+/* A page rendered on the worker (op->out: the agents, the quarantine list) is the answer. */
+static void done_page(struct job *job)
 {
     struct admin_op *op = (struct admin_op *)job;
     if (job->rc != ROOST_OK) {
@@ -273,7 +274,7 @@ void api_admin_agents(struct request *rq)
     }
     /* A scan (it may rank every agent of the tenant, up to limits.admin_scan_ms): the scan
      * readers run it, never those serving inbox reads. */
-    admin_submit(op, run_agents, done_agents, ADMIN_SCAN);
+    admin_submit(op, run_agents, done_page, ADMIN_SCAN);
 }
 
 /* ---- GET /admin/quarantine ---- */
@@ -312,18 +313,6 @@ static int run_quarantine(struct job *job, struct store *st)
     return rc == ROOST_OK ? render_quarantine(op) : rc;
 }
 
-static void done_quarantine(struct job *job)
-{
-    struct admin_op *op = (struct admin_op *)job;
-    if (job->rc != ROOST_OK) {
-        request_reply_error(op->rq, job->rc, NULL, NULL);
-        return;
-    }
-    struct evbuffer *out = op->out;
-    op->out = NULL;
-    request_reply_json_text(op->rq, 200, out);
-}
-
 void api_admin_quarantine(struct request *rq)
 {
     int64_t limit;
@@ -354,7 +343,7 @@ void api_admin_quarantine(struct request *rq)
     snprintf(op->agent_filter, sizeof op->agent_filter, "%s", agent ? agent : "");
     op->limit = limit;
     op->max_bytes = (size_t)rq->rt->cfg->limits_max_response_bytes;
-    admin_submit(op, run_quarantine, done_quarantine, ADMIN_SCAN);
+    admin_submit(op, run_quarantine, done_page, ADMIN_SCAN);
 }
 
 /* ---- POST /admin/quarantine/{event_id}/requeue ---- */
