@@ -2,6 +2,7 @@
 /* POST /api/v1/events: one event or {"events":[…]} published in one transaction (all or nothing),
  * fanned out to every recipient. Everything is validated on the loop thread before the store sees
  * it, so a rejected batch writes nothing. */
+#include <event2/buffer.h>
 #include <event2/http.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,11 +39,20 @@ struct publish_op {
     struct store_touches touches;
     int64_t now_ms;
     size_t max_state_bytes; /* limits.max_state_bytes when the request came (loop thread) */
+    /* The checks of the events (check_events), on the loop or, for a big body, on a worker. */
+    json_t *list, *single; /* the body's events, borrowed from rq->body */
+    size_t max_recipients; /* limits.* copied on the loop thread (SIGHUP changes them there) */
+    size_t max_payload_bytes;
+    uint64_t max_publish_bytes;
+    size_t bad_index; /* the event a check refused */
+    const char *bad_msg;
+    struct request_refusal refusal; /* what a worker's checks explained */
 };
 
 static void publish_op_free(void *p)
 {
     struct publish_op *op = p;
+    json_decref(op->refusal.detail);
     for (size_t i = 0; i < op->n_texts; i++) {
         free(op->texts[i]);
     }
@@ -160,7 +170,6 @@ static int parse_event(struct publish_op *op, const json_t *ev, struct store_pub
                        const char **recipients_slot, const char **msg)
 {
     struct request *rq = op->rq;
-    const struct config *cfg = rq->rt->cfg;
     const char *bad = NULL;
     if (!json_is_object(ev)) {
         *msg = "each event must be a JSON object";
@@ -172,7 +181,7 @@ static int parse_event(struct publish_op *op, const json_t *ev, struct store_pub
     }
     json_t *recips = json_object_get(ev, "recipients");
     size_t n = json_is_array(recips) ? json_array_size(recips) : 0;
-    if (n == 0 || n > (size_t)cfg->limits_max_recipients) {
+    if (n == 0 || n > op->max_recipients) {
         return ROOST_ERECIPIENTS;
     }
     for (size_t i = 0; i < n; i++) {
@@ -202,7 +211,7 @@ static int parse_event(struct publish_op *op, const json_t *ev, struct store_pub
     if (!text) {
         return ROOST_ENOMEM;
     }
-    if (strlen(text) > (size_t)cfg->limits_max_payload_bytes) {
+    if (strlen(text) > op->max_payload_bytes) {
         return ROOST_EPAYLOADTOOLARGE;
     }
     item->payload = text;
@@ -216,7 +225,7 @@ static int parse_event(struct publish_op *op, const json_t *ev, struct store_pub
         if (!ptext) {
             return ROOST_ENOMEM;
         }
-        if (strlen(ptext) > (size_t)cfg->limits_max_payload_bytes) {
+        if (strlen(ptext) > op->max_payload_bytes) {
             return ROOST_EPAYLOADTOOLARGE;
         }
         item->state_patch = ptext;
@@ -256,6 +265,11 @@ static int parse_event(struct publish_op *op, const json_t *ev, struct store_pub
     }
     return ROOST_OK;
 }
+
+static int check_events(struct publish_op *op);
+static int run_check(struct job *job, struct store *st);
+static void done_check(struct job *job);
+static void publish_checked(struct publish_op *op, int rc);
 
 void api_publish(struct request *rq)
 {
@@ -302,42 +316,99 @@ void api_publish(struct request *rq)
         return;
     }
     op->n_items = n_events;
+    op->list = list;
+    op->single = single;
+    op->max_recipients = (size_t)cfg->limits_max_recipients;
+    op->max_payload_bytes = (size_t)cfg->limits_max_payload_bytes;
+    op->max_publish_bytes = (uint64_t)cfg->limits_max_publish_bytes;
+    if (evbuffer_get_length(evhttp_request_get_input_buffer(rq->req)) >
+        REQUEST_BODY_OFF_LOOP_BYTES) {
+        /* A big batch's checks (each event's fields, scopes and payload text: ~5 ms for 1,000
+         * events) run on the scan readers, like its parse (request.c), not on the loop. */
+        op->job = (struct job){.run = run_check,
+                               .done = done_check,
+                               .scan = true,
+                               .name = "publish_check",
+                               .tenant = workers_tenant_key(rq->principal.tenant_id)};
+        workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+        return;
+    }
+    publish_checked(op, check_events(op));
+}
+
+/* Checks every event and fills op's items (loop thread, or a worker for a big batch: it reads
+ * only op, the request's body and principal, and route declarations). ROOST_OK, or the refusal
+ * with op->bad_index and op->bad_msg. */
+static int check_events(struct publish_op *op)
+{
     size_t slot = 0;
-    for (size_t i = 0; i < n_events; i++) {
-        json_t *ev = single ? single : json_array_get(list, i);
+    for (size_t i = 0; i < op->n_items; i++) {
+        json_t *ev = op->single ? op->single : json_array_get(op->list, i);
         const char *msg = NULL;
         int rc = parse_event(op, ev, &op->items[i], op->recipients + slot, &msg);
         if (rc != ROOST_OK) {
-            json_t *extra = single ? NULL : json_pack("{s:I}", "index", (json_int_t)i);
-            if (rc == ROOST_EUNKNOWNFIELD) {
-                char text[200];
-                snprintf(text, sizeof text, "unknown field '%.100s'", msg);
-                if (!extra) {
-                    extra = json_object();
-                }
-                json_object_set_new(extra, "field", json_string(msg));
-                request_reply_error(rq, rc, text, extra);
-            } else {
-                request_reply_error(rq, rc, msg, extra);
-            }
-            return;
+            op->bad_index = i;
+            op->bad_msg = msg;
+            return rc;
         }
         slot += op->items[i].n_recipients;
     }
     op->n_out = slot;
     /* What the request writes after fan-out: a payload is stored once per recipient. */
     uint64_t fanout_bytes = 0;
-    for (size_t i = 0; i < n_events; i++) {
+    for (size_t i = 0; i < op->n_items; i++) {
         const struct store_publish_item *it = &op->items[i];
         size_t one = strlen(it->payload) + (it->state_patch ? strlen(it->state_patch) : 0);
         fanout_bytes += (uint64_t)one * it->n_recipients;
     }
-    if (fanout_bytes > (uint64_t)rq->rt->cfg->limits_max_publish_bytes) {
-        request_reply_error(rq, ROOST_EPAYLOADTOOLARGE,
-                            "the publish writes more than limits.max_publish_bytes after fan-out",
-                            NULL);
+    if (fanout_bytes > op->max_publish_bytes) {
+        op->bad_index = SIZE_MAX;
+        op->bad_msg = "the publish writes more than limits.max_publish_bytes after fan-out";
+        return ROOST_EPAYLOADTOOLARGE;
+    }
+    return ROOST_OK;
+}
+
+static int run_check(struct job *job, struct store *st)
+{
+    (void)st;
+    struct publish_op *op = (struct publish_op *)job;
+    int rc = check_events(op);
+    request_refusal_take(&op->refusal);
+    /* The check's answer is the job's result: never a reason to run it again. */
+    return rc == ROOST_ERETRY ? ROOST_EINTERNAL : rc;
+}
+
+static void done_check(struct job *job)
+{
+    struct publish_op *op = (struct publish_op *)job;
+    request_refusal_put(&op->refusal);
+    publish_checked(op, job->rc);
+}
+
+/* After the checks (loop thread): the refusal's answer, or the rate limit and the write. */
+static void publish_checked(struct publish_op *op, int rc)
+{
+    struct request *rq = op->rq;
+    if (rc != ROOST_OK) {
+        const char *msg = op->bad_msg;
+        json_t *extra = op->single || op->bad_index == SIZE_MAX
+                            ? NULL
+                            : json_pack("{s:I}", "index", (json_int_t)op->bad_index);
+        if (rc == ROOST_EUNKNOWNFIELD) {
+            char text[200];
+            snprintf(text, sizeof text, "unknown field '%.100s'", msg);
+            if (!extra) {
+                extra = json_object();
+            }
+            json_object_set_new(extra, "field", json_string(msg));
+            request_reply_error(rq, rc, text, extra);
+        } else {
+            request_reply_error(rq, rc, msg, extra);
+        }
         return;
     }
+    size_t slot = op->n_out;
     double rate = (double)rq->rt->cfg->limits_publish_rows_per_s;
     int64_t wait_s = ratelimit_take(rq->rt->publish_rl, rq->principal.tenant_id, rate, 2 * rate,
                                     (double)slot, time_mono_ms());
@@ -347,13 +418,13 @@ void api_publish(struct request *rq)
                             "this tenant publishes faster than limits.publish_rows_per_s", NULL);
         return;
     }
-    op->job.run = run_publish;
-    op->job.done = done_publish;
-    op->job.write = true;
-    op->job.name = request_job_kind(rq);
-    op->job.batch = &publish_batch;
-    op->job.tenant = workers_tenant_key(rq->principal.tenant_id);
-    op->job.rows = slot;
+    op->job = (struct job){.run = run_publish,
+                           .done = done_publish,
+                           .write = true,
+                           .name = request_job_kind(rq),
+                           .batch = &publish_batch,
+                           .tenant = workers_tenant_key(rq->principal.tenant_id),
+                           .rows = slot};
     /* With several writers, one agent's publishes stay on one connection (see struct job). */
     op->job.affinity = hash_tenant_agent(rq->principal.tenant_id, op->recipients[0]);
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);

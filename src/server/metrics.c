@@ -65,7 +65,8 @@ static void hist_observe(struct hist *h, double v)
 /* The store ops a job can name (a fixed label set): the job kinds of the route declaration
  * (routes.c), then the jobs of no route; anything else is "other". Built once by metrics_new. */
 static const char *const internal_ops[] = {
-    "scheduler", "retention", "metrics_snapshot", "commit", "webhook_dispatch", "parse_body",
+    "scheduler",        "retention",  "metrics_snapshot", "commit",
+    "webhook_dispatch", "parse_body", "publish_check",
 };
 #define N_STORE_OPS 48
 static const char *store_ops[N_STORE_OPS];

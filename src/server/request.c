@@ -64,6 +64,25 @@ static void refusal_vset(int rc, json_t *detail, const char *fmt, va_list ap)
     vsnprintf(refusal.message, sizeof refusal.message, fmt, ap);
 }
 
+void request_refusal_take(struct request_refusal *out)
+{
+    out->rc = refusal.rc;
+    out->detail = refusal.detail;
+    memcpy(out->message, refusal.message, sizeof out->message);
+    refusal.rc = ROOST_OK;
+    refusal.detail = NULL;
+}
+
+void request_refusal_put(struct request_refusal *r)
+{
+    refusal_clear();
+    refusal.rc = r->rc;
+    refusal.detail = r->detail;
+    memcpy(refusal.message, r->message, sizeof refusal.message);
+    r->rc = ROOST_OK;
+    r->detail = NULL;
+}
+
 void request_explain(int rc, json_t *detail, const char *fmt, ...)
 {
     va_list ap;

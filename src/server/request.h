@@ -82,6 +82,16 @@ void request_reply_json_text(struct request *rq, int status, struct evbuffer *bo
 /* Sends the error body of `rc` ({"error":{"code","message",...extra}}) and ends the request.
  * message NULL = the table's message; extra (stolen, may be NULL) is merged into "error". */
 void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra);
+/* The explanation request_explain and the parameter helpers left on this thread, moved out of
+ * it: checks run on a worker take it there, and their done() puts it back on the loop thread
+ * before answering, so the reply explains as if they had run on the loop. */
+struct request_refusal {
+    int rc;
+    json_t *detail;
+    char message[256];
+};
+void request_refusal_take(struct request_refusal *out);
+void request_refusal_put(struct request_refusal *r);
 /* Tells the client when to come back (Retry-After: wait_s) on the error reply that follows: a
  * rate limit's answer. */
 void request_set_retry_after(struct request *rq, int64_t wait_s);

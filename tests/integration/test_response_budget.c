@@ -361,13 +361,14 @@ static void test_bulk_reads_on_scan_readers(void)
     free(t);
 }
 
-/* The count of roost_store_op_duration_seconds for op="parse_body" (-1: not found). */
-static long long parse_body_jobs(struct roostd *n)
+/* The count of roost_store_op_duration_seconds for `op` (-1: not found). */
+static long long op_jobs(struct roostd *n, const char *op)
 {
     struct h_response r;
     long long v = -1;
+    char k[128];
+    snprintf(k, sizeof k, "\nroost_store_op_duration_seconds_count{op=\"%s\"} ", op);
     if (h_request(n->http, "GET", "/metrics", NULL, NULL, 0, NULL, &r) == 0 && r.status == 200) {
-        const char *k = "\nroost_store_op_duration_seconds_count{op=\"parse_body\"} ";
         const char *at = r.body ? strstr(r.body, k) : NULL;
         v = at ? strtoll(at + strlen(k), NULL, 10) : -1;
     }
@@ -375,8 +376,15 @@ static long long parse_body_jobs(struct roostd *n)
     return v;
 }
 
-/* A batch of n events of `pad` bytes each to agent, as JSON text (caller frees). */
-static char *batch_text(const char *agent, int n, size_t pad)
+static long long parse_body_jobs(struct roostd *n)
+{
+    return op_jobs(n, "parse_body");
+}
+
+/* A batch of n events of `pad` bytes each to agent, as JSON text (caller frees); event `bad`
+ * (-1: none) gets the field `key` set to `value` (stolen). */
+static char *batch_text_with(const char *agent, int n, size_t pad, int bad, const char *key,
+                             json_t *value)
 {
     char *blob = malloc(pad + 1);
     memset(blob, 'z', pad);
@@ -386,6 +394,9 @@ static char *batch_text(const char *agent, int n, size_t pad)
         json_array_append_new(events, json_pack("{s:[s], s:{s:i, s:s}}", "recipients", agent,
                                                 "payload", "i", i, "b", blob));
     }
+    if (bad >= 0) {
+        json_object_set_new(json_array_get(events, (size_t)bad), key, value);
+    }
     json_t *body = json_pack("{s:o}", "events", events);
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
@@ -393,10 +404,47 @@ static char *batch_text(const char *agent, int n, size_t pad)
     return text;
 }
 
+static char *batch_text(const char *agent, int n, size_t pad)
+{
+    return batch_text_with(agent, n, pad, -1, NULL, NULL);
+}
+
+/* POSTs body; *status and the error body (caller decrefs). */
+static json_t *refusal_of(struct roostd *n, const char *t, const char *body, long *st)
+{
+    json_t *res = NULL;
+    CHECK(http_request(n->http, "POST", "/api/v1/events", t, body, st, &res) == 0);
+    return res;
+}
+
+/* The same refusal, the bad event in a small batch (checked on the loop) and in a big one
+ * (checked on a scan reader): status, code, message (the rule, from the parameter helpers'
+ * explanation carried back from the worker), index and field. */
+static void same_refusal(struct roostd *n, const char *t, const char *key, json_t *value)
+{
+    char *small = batch_text_with("refused", 3, 100, 1, key, json_incref(value));
+    char *big = batch_text_with("refused", 200, 1000, 150, key, value);
+    long s1 = 0, s2 = 0;
+    json_t *e1 = refusal_of(n, t, small, &s1), *e2 = refusal_of(n, t, big, &s2);
+    json_t *r1 = json_object_get(e1, "error"), *r2 = json_object_get(e2, "error");
+    CHECK(s1 >= 400 && s1 == s2);
+    CHECK(r1 && r2 && strcmp(h_str(r1, "code"), h_str(r2, "code")) == 0 &&
+          strcmp(h_str(r1, "message"), h_str(r2, "message")) == 0);
+    CHECK(r1 && r2 && h_int(r1, "index") == 1 && h_int(r2, "index") == 150);
+    json_t *f1 = json_object_get(r1, "field"), *f2 = json_object_get(r2, "field");
+    CHECK((f1 == NULL) == (f2 == NULL) && (!f1 || json_equal(f1, f2)));
+    fprintf(stderr, "%s refused alike: %s\n", key, r2 ? h_str(r2, "message") : "?");
+    json_decref(e1);
+    json_decref(e2);
+    free(small);
+    free(big);
+}
+
 /* A JSON body over REQUEST_BODY_OFF_LOOP_BYTES (64 KiB) is parsed on a scan reader, never on the
  * loop thread: each big publish is one "parse_body" job there (and one scan), a small one none;
  * the big batch's events are all published from the worker's parse, and a big body that is not
- * JSON is refused with the code a small one gets. */
+ * JSON is refused with the code a small one gets. Each big batch's checks (events' fields, scopes,
+ * payload texts) are one "publish_check" job there, and refuse as the loop's checks do. */
 static void test_big_bodies_parsed_on_scan_readers(void)
 {
     static const char *const sets[] = {NULL};
@@ -437,9 +485,16 @@ static void test_big_bodies_parsed_on_scan_readers(void)
     json_decref(e_small);
     json_decref(e_big);
     CHECK_EQ(parse_body_jobs(&n), 2);
+    /* The big batch's checks ran on a scan reader too (one job); the small ones' on the loop. */
+    CHECK_EQ(op_jobs(&n, "publish_check"), 1);
+    same_refusal(&n, t, "priority", json_integer(1000000));
+    same_refusal(&n, t, "colour", json_string("red"));
+    same_refusal(&n, t, "recipients", json_pack("[s]", "not an id"));
+    CHECK_EQ(op_jobs(&n, "publish_check"), 4);
     CHECK_EQ(roostd_stop(&n), 0);
-    /* The shutdown line counts the scan readers' jobs: the two parses and the 1000-event read. */
-    CHECK_EQ(roostd_log_count(&n, " scans=3 "), 1);
+    /* The shutdown line counts the scan readers' jobs: five parses, four checks and the
+     * 1000-event read. */
+    CHECK_EQ(roostd_log_count(&n, " scans=10 "), 1);
     if (check_failed) {
         roostd_print_log(&n);
     }
