@@ -634,10 +634,16 @@ int sse_hub_tenant_streams(struct sse_hub *hub, const char *tenant_id,
             list[k++].n = a->n_subs;
         }
     }
-    qsort(list, k, sizeof *list, streams_cmp);
     *out = list;
     *n = k;
     return ROOST_OK;
+}
+
+void sse_streams_sort(struct sse_agent_streams *list, size_t n)
+{
+    if (n > 1) {
+        qsort(list, n, sizeof *list, streams_cmp);
+    }
 }
 
 size_t sse_streams_of(const struct sse_agent_streams *list, size_t n, const char *agent_id)

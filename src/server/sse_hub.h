@@ -48,13 +48,15 @@ struct sse_agent_streams {
     char agent_id[ROOST_ID_MAX + 1];
     size_t n;
 };
-/* The tenant's agents with open streams on this node and their counts, sorted by agent id: a copy
- * (*out, the caller frees it; NULL when *n is 0) that a job rendering an agent list off the loop
- * reads with sse_streams_of. Walks only that tenant's agent entries (a list per tenant). ROOST_OK
- * or ROOST_ENOMEM. */
+/* The tenant's agents with open streams on this node and their counts: a copy (*out, the caller
+ * frees it; NULL when *n is 0) that a job rendering an agent list off the loop sorts with
+ * sse_streams_sort and reads with sse_streams_of. Walks only that tenant's agent entries (a list
+ * per tenant), unsorted: the loop thread only copies. ROOST_OK or ROOST_ENOMEM. */
 int sse_hub_tenant_streams(struct sse_hub *hub, const char *tenant_id,
                            struct sse_agent_streams **out, size_t *n);
-/* The count of agent_id in such a copy (0 when absent). Any thread. */
+/* Sorts such a copy by agent id, as sse_streams_of needs. Any thread. */
+void sse_streams_sort(struct sse_agent_streams *list, size_t n);
+/* The count of agent_id in a sorted copy (0 when absent). Any thread. */
 size_t sse_streams_of(const struct sse_agent_streams *list, size_t n, const char *agent_id);
 
 /* The message of the 429 when one more stream of (tenant, agent) would pass sse.max_total,
