@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* POST /api/v1/events: one event or {"events":[…]} published in one transaction (all or nothing),
- * fanned out to every recipient. Everything is validated on the loop thread before the store sees
- * it, so a rejected batch writes nothing. */
+ * fanned out to every recipient. Everything is validated before the store sees it (on the loop
+ * thread, or for a body over REQUEST_BODY_OFF_LOOP_BYTES on a scan reader), so a rejected batch
+ * writes nothing. */
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <stdint.h>
