@@ -35,8 +35,8 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("store.scan_readers", store_scan_readers, CONFIG_INT, "1", 1, 64, 0,                         \
       "store worker threads (nice 10, each with its own connection) for admin listings (agents, "  \
       "quarantine, endpoints) and inbox reads of over 100 events, and to parse JSON request "      \
-      "bodies of over 64 KiB: a scan or a big body never holds a reader, the I/O loop or the CPU " \
-      "a small request needs")                                                                     \
+      "bodies of over 64 KiB (and check a big publish's events): a scan or a big body never "      \
+      "holds a reader, the I/O loop or the CPU a small request needs")                             \
     X("store.writers", store_writers, CONFIG_INT, "0", 0, 64, 0,                                   \
       "write threads, each with its own transaction: 0 = 2 on MySQL; SQLite has 1")                \
     X("store.write_overlap", store_write_overlap, CONFIG_BOOL, "false", 0, 0, 0,                   \
