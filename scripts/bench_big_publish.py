@@ -18,26 +18,11 @@ import argparse
 import http.client
 import json
 import os
-import shutil
-import signal
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 
-
-def call(c, method, path, token=None, body=None):
-    headers = {}
-    if token:
-        headers["Authorization"] = "Bearer " + token
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    c.request(method, path, body=data, headers=headers)
-    r = c.getresponse()
-    return r.status, r.read()
+import bench_roostd
+from bench_roostd import call
 
 
 def op_sums(c):
@@ -63,28 +48,11 @@ def delta(a, b, op):
 
 
 def run_one(roostd, roost, a):
-    d = tempfile.mkdtemp(prefix="roost-bench-bigpub-")
-    ready = os.path.join(d, "ready")
-    args = [roostd, "--data-dir", os.path.join(d, "data"), "--listen", "127.0.0.1:0",
-            "--ready-file", ready, "--set", "store.synchronous=normal",
-            "--set", "limits.max_recipients=%d" % max(a.fanout, 1000)]
-    if a.store:
-        args += ["--store", a.store]
-    for s in a.set:
-        args += ["--set", s]
-    log = open(os.path.join(d, "roostd.log"), "w")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    rd = bench_roostd.start(roostd, "roost-bench-bigpub-", a.store,
+                            ["limits.max_recipients=%d" % max(a.fanout, 1000)] + a.set)
     try:
-        for _ in range(6000):
-            if os.path.exists(ready) and os.path.getsize(ready) > 0:
-                break
-            if proc.poll() is not None:
-                sys.exit("roostd exited: " + open(os.path.join(d, "roostd.log")).read())
-            time.sleep(0.01)
-        port = int(open(ready).readline().strip().rsplit(":", 1)[1])
-        tok = subprocess.check_output(
-            [roost, "token", "mint", "--data-dir", os.path.join(d, "data"), "--tenant", "ta",
-             "--scope", "agent:*:publish"], text=True).strip()
+        port = rd.port
+        tok = bench_roostd.mint(roost, rd, "ta", "agent:*:publish")
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
         recips = ["fa.%06d" % i for i in range(a.fanout)]
         st, raw = call(c, "POST", "/api/v1/events", tok, {"recipients": recips, "payload": {"n": 1}})
@@ -121,11 +89,8 @@ def run_one(roostd, roost, a):
         res["load"] = os.getloadavg()[0]
         return res
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(120)
-        log.close()
-        if not os.environ.get("ROOST_BENCH_KEEP"):
-            shutil.rmtree(d, ignore_errors=True)
+        bench_roostd.stop(rd)
+        bench_roostd.cleanup(rd)
 
 
 def main():

@@ -25,30 +25,17 @@ import http.client
 import json
 import multiprocessing as mp
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
+
+import bench_roostd
+from bench_roostd import call
 
 
 def conn(port):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     c.connect()
     return c
-
-
-def call(c, method, path, token, body=None):
-    headers = {"Authorization": "Bearer " + token}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    c.request(method, path, body=data, headers=headers)
-    r = c.getresponse()
-    raw = r.read()
-    return r.status, raw
 
 
 def attacker(kind, port, token, stop, counts, idx, batch=1000, fanout=0, nice=0):
@@ -145,31 +132,14 @@ def main():
     ap.add_argument("--set", action="append", default=[])
     a = ap.parse_args()
 
-    d = tempfile.mkdtemp(prefix="roost-bench-fair-")
-    ready = os.path.join(d, "ready")
-    args = [a.roostd, "--data-dir", os.path.join(d, "data"), "--listen", "127.0.0.1:0",
-            "--ready-file", ready, "--set", "store.synchronous=normal",
-            "--set", "limits.max_recipients=10000"]
-    if a.store:
-        args += ["--store", a.store]
-    for s in a.set:
-        args += ["--set", s]
-    log = open(os.path.join(d, "roostd.log"), "w")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    r = bench_roostd.start(a.roostd, "roost-bench-fair-", a.store,
+                           ["limits.max_recipients=10000"] + a.set)
     try:
-        for _ in range(3000):
-            if os.path.exists(ready) and os.path.getsize(ready) > 0:
-                break
-            if proc.poll() is not None:
-                sys.exit("roostd exited: " + open(os.path.join(d, "roostd.log")).read())
-            time.sleep(0.01)
-        port = int(open(ready).readline().strip().rsplit(":", 1)[1])
+        port = r.port
 
         def mint(tenant):
-            return subprocess.check_output(
-                [a.roost, "token", "mint", "--data-dir", os.path.join(d, "data"), "--tenant",
-                 tenant, "--scope", "agent:*:consume agent:*:publish agent:*:read tenant:admin"],
-                text=True).strip()
+            return bench_roostd.mint(a.roost, r, tenant,
+                                     "agent:*:consume agent:*:publish agent:*:read tenant:admin")
         tok_a, tok_b = mint("ta"), mint("tb")
 
         c = conn(port)
@@ -220,14 +190,11 @@ def main():
               (sum(counts[:a.scans]), sum(counts[a.scans:a.scans + a.reads]),
                sum(counts[a.scans + a.reads:]), a.seconds + 1))
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(60)
-        log.close()
-        for line in open(os.path.join(d, "roostd.log")):
+        bench_roostd.stop(r)
+        for line in open(r.log_path):
             if "store writes" in line:
                 print(line.strip())
-        if not os.environ.get("ROOST_BENCH_KEEP"):
-            shutil.rmtree(d, ignore_errors=True)
+        bench_roostd.cleanup(r)
 
 
 if __name__ == "__main__":
