@@ -573,6 +573,40 @@ static void test_big_body_client_gone(void)
     free(t);
 }
 
+/* REQUEST_BODY_OFF_LOOP_BYTES is "over 64 KiB": a body of exactly 65,536 bytes is parsed on the
+ * loop, one byte more on a scan reader; both publish. */
+static void test_body_at_the_threshold(void)
+{
+    static const char *const sets[] = {NULL};
+    struct roostd n;
+    if (roostd_start(&n, NULL, sets) != 0) {
+        CHECK(!"roostd starts");
+        return;
+    }
+    char *t = h_token(&n, "t1", "agent:*:consume agent:*:publish");
+    char *text = batch_text("edge", 60, 1000);
+    size_t len = strlen(text);
+    CHECK(len < 64 * 1024);
+    char *body = malloc(64 * 1024 + 2);
+    long st = 0;
+    for (size_t want = 64 * 1024, jobs = 0; want <= 64 * 1024 + 1; want++) {
+        memcpy(body, text, len);
+        memset(body + len, ' ', want - len); /* JSON allows trailing white space */
+        body[want] = '\0';
+        CHECK(http_request(n.http, "POST", "/api/v1/events", t, body, &st, NULL) == 0 && st == 201);
+        jobs += want > 64 * 1024;
+        CHECK_EQ(parse_body_jobs(&n), (long long)jobs);
+    }
+    CHECK_EQ(roostd_stop(&n), 0);
+    if (check_failed) {
+        roostd_print_log(&n);
+    }
+    roostd_remove_dir(&n);
+    free(body);
+    free(text);
+    free(t);
+}
+
 int main(void)
 {
     h_init();
@@ -600,5 +634,6 @@ int main(void)
     RUN(test_bulk_reads_on_scan_readers);
     RUN(test_big_bodies_parsed_on_scan_readers);
     RUN(test_big_body_client_gone);
+    RUN(test_body_at_the_threshold);
     return h_summary();
 }
