@@ -443,6 +443,28 @@ static void same_refusal(struct roostd *n, const char *t, const char *key, json_
     free(big);
 }
 
+/* A roostd of the test's own (defaults) and a publishing token of t1 (*t). */
+static bool body_roostd_start(struct roostd *n, char **t)
+{
+    static const char *const sets[] = {NULL};
+    if (roostd_start(n, NULL, sets) != 0) {
+        CHECK(!"roostd starts");
+        return false;
+    }
+    *t = h_token(n, "t1", "agent:*:consume agent:*:publish");
+    return true;
+}
+
+/* After roostd_stop: its log when a check failed, then its dir and the token go. */
+static void body_roostd_end(struct roostd *n, char *t)
+{
+    if (check_failed) {
+        roostd_print_log(n);
+    }
+    roostd_remove_dir(n);
+    free(t);
+}
+
 /* A JSON body over REQUEST_BODY_OFF_LOOP_BYTES (64 KiB) is parsed on a scan reader, never on the
  * loop thread: each big publish is one "parse_body" job there (and one scan), a small one none;
  * the big batch's events are all published from the worker's parse, and a big body that is not
@@ -450,13 +472,11 @@ static void same_refusal(struct roostd *n, const char *t, const char *key, json_
  * payload texts) are one "publish_check" job there, and refuse as the loop's checks do. */
 static void test_big_bodies_parsed_on_scan_readers(void)
 {
-    static const char *const sets[] = {NULL};
     struct roostd n;
-    if (roostd_start(&n, NULL, sets) != 0) {
-        CHECK(!"roostd starts");
+    char *t = NULL;
+    if (!body_roostd_start(&n, &t)) {
         return;
     }
-    char *t = h_token(&n, "t1", "agent:*:consume agent:*:publish");
     char *small = batch_text("parsed", 3, 100);
     char *big = batch_text("parsed", 200, 1000);
     CHECK(strlen(small) < 64 * 1024 && strlen(big) > 64 * 1024);
@@ -498,13 +518,9 @@ static void test_big_bodies_parsed_on_scan_readers(void)
     /* The shutdown line counts the scan readers' jobs: five parses, four checks and the
      * 1000-event read. */
     CHECK_EQ(roostd_log_count(&n, " scans=10 "), 1);
-    if (check_failed) {
-        roostd_print_log(&n);
-    }
-    roostd_remove_dir(&n);
+    body_roostd_end(&n, t);
     free(small);
     free(big);
-    free(t);
 }
 
 /* Sends a whole POST of `body` on a connection of its own and closes it at once, answer unread. */
@@ -540,13 +556,11 @@ static bool post_and_leave(const struct roostd *n, const char *t, const char *bo
  * roostd serves on (under ASan: nothing read after it was freed). */
 static void test_big_body_client_gone(void)
 {
-    static const char *const sets[] = {NULL};
     struct roostd n;
-    if (roostd_start(&n, NULL, sets) != 0) {
-        CHECK(!"roostd starts");
+    char *t = NULL;
+    if (!body_roostd_start(&n, &t)) {
         return;
     }
-    char *t = h_token(&n, "t1", "agent:*:consume agent:*:publish");
     char *big = batch_text("gone", 200, 1000);
     for (int i = 0; i < 5; i++) {
         CHECK(post_and_leave(&n, t, big));
@@ -565,25 +579,19 @@ static void test_big_body_client_gone(void)
     CHECK_EQ(got, 1000);
     CHECK_EQ(parse_body_jobs(&n), 5);
     CHECK_EQ(roostd_stop(&n), 0);
-    if (check_failed) {
-        roostd_print_log(&n);
-    }
-    roostd_remove_dir(&n);
+    body_roostd_end(&n, t);
     free(big);
-    free(t);
 }
 
 /* REQUEST_BODY_OFF_LOOP_BYTES is "over 64 KiB": a body of exactly 65,536 bytes is parsed on the
  * loop, one byte more on a scan reader; both publish. */
 static void test_body_at_the_threshold(void)
 {
-    static const char *const sets[] = {NULL};
     struct roostd n;
-    if (roostd_start(&n, NULL, sets) != 0) {
-        CHECK(!"roostd starts");
+    char *t = NULL;
+    if (!body_roostd_start(&n, &t)) {
         return;
     }
-    char *t = h_token(&n, "t1", "agent:*:consume agent:*:publish");
     char *text = batch_text("edge", 60, 1000);
     size_t len = strlen(text);
     CHECK(len < 64 * 1024);
@@ -598,13 +606,9 @@ static void test_body_at_the_threshold(void)
         CHECK_EQ(parse_body_jobs(&n), (long long)jobs);
     }
     CHECK_EQ(roostd_stop(&n), 0);
-    if (check_failed) {
-        roostd_print_log(&n);
-    }
-    roostd_remove_dir(&n);
+    body_roostd_end(&n, t);
     free(body);
     free(text);
-    free(t);
 }
 
 int main(void)
