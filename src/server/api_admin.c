@@ -216,13 +216,7 @@ static int run_agents(struct job *job, struct store *st)
 static void done_page(struct job *job)
 {
     struct admin_op *op = (struct admin_op *)job;
-    if (job->rc != ROOST_OK) {
-        request_reply_error(op->rq, job->rc, NULL, NULL);
-        return;
-    }
-    struct evbuffer *out = op->out;
-    op->out = NULL;
-    request_reply_json_text(op->rq, 200, out);
+    request_reply_rendered(op->rq, job->rc, &op->out);
 }
 
 void api_admin_agents(struct request *rq)

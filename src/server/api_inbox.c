@@ -303,13 +303,7 @@ static int run_peek(struct job *job, struct store *st)
 static void done_peek(struct job *job)
 {
     struct inbox_op *op = (struct inbox_op *)job;
-    if (job->rc != ROOST_OK) {
-        request_reply_error(op->rq, job->rc, NULL, NULL);
-        return;
-    }
-    struct evbuffer *out = op->out;
-    op->out = NULL;
-    request_reply_json_text(op->rq, 200, out);
+    request_reply_rendered(op->rq, job->rc, &op->out);
 }
 
 void api_inbox_peek(struct request *rq)

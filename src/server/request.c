@@ -447,6 +447,17 @@ static void reply_json(struct request *rq, int status, json_t *body, bool close_
     reply_json_text(rq, status, buf, close_conn);
 }
 
+void request_reply_rendered(struct request *rq, int rc, struct evbuffer **page)
+{
+    if (rc != ROOST_OK) {
+        request_reply_error(rq, rc, NULL, NULL);
+        return;
+    }
+    struct evbuffer *out = *page;
+    *page = NULL;
+    request_reply_json_text(rq, 200, out);
+}
+
 void request_reply_json_text(struct request *rq, int status, struct evbuffer *body)
 {
     reply_json_text(rq, status, body, false);

@@ -79,6 +79,9 @@ void request_reply_json(struct request *rq, int status, json_t *body);
 /* Sends a complete JSON text (taken over; NULL = it could not be built, answered as above) with
  * `status` and ends the request. */
 void request_reply_json_text(struct request *rq, int status, struct evbuffer *body);
+/* The answer of a job that rendered its page on a worker: the error of rc, else 200 with *page
+ * (taken: *page is NULL after; NULL = it could not be built, answered 500). */
+void request_reply_rendered(struct request *rq, int rc, struct evbuffer **page);
 /* Sends the error body of `rc` ({"error":{"code","message",...extra}}) and ends the request.
  * message NULL = the table's message; extra (stolen, may be NULL) is merged into "error". */
 void request_reply_error(struct request *rq, int rc, const char *message, json_t *extra);
