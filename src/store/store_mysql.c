@@ -63,12 +63,11 @@ static int by_event_cmp(const void *a, const void *b)
                   (*(struct store_new_row *const *)b)->event_id);
 }
 
-/* Each row's seq from an INSERT … RETURNING event_id, seq (rs: n rows). MariaDB has sent them in
- * the order of the VALUES, but its documentation does not promise that order, so each answer is
- * matched to its row by the event id (unique): at its own position, else by a search of the rows
- * sorted by event id. An answer that matches no row, or a row twice, is ROOST_ESTORE. */
-static int returned_seqs(struct mysql_store *b, struct store_new_row *rows, size_t n,
-                         const struct rows *rs)
+/* MariaDB has sent INSERT … RETURNING's rows in the order of the VALUES, but its documentation
+ * does not promise that order: each answer is matched at its own position, else by a search of
+ * the rows sorted by event id. */
+int store_mysql_returned_seqs(struct store_new_row *rows, size_t n, const struct rows *rs,
+                              char *err, size_t errlen)
 {
     struct store_new_row **order = NULL; /* the rows sorted by event id, made at the first miss */
     int rc = ROOST_OK;
@@ -95,7 +94,7 @@ static int returned_seqs(struct mysql_store *b, struct store_new_row *rows, size
         }
         int64_t seq = cell_i64(rs, r, 1);
         if (ev == NULL || row == NULL || row->seq != 0 || seq < 1) {
-            snprintf(b->err, sizeof b->err, "publish: the batch's insert returned another row");
+            snprintf(err, errlen, "publish: the batch's insert returned another row");
             rc = ROOST_ESTORE;
             break;
         }
@@ -192,7 +191,7 @@ static int my_insert_rows(struct store *st, struct store_new_row *rows, size_t n
                  rs.cols);
         rc = ROOST_ERETRY;
     }
-    rc = rc == ROOST_OK ? returned_seqs(b, rows, n, &rs) : rc;
+    rc = rc == ROOST_OK ? store_mysql_returned_seqs(rows, n, &rs, b->err, sizeof b->err) : rc;
     /* One agent's rows took consecutive seqs from 1 on, in the order given. */
     for (size_t r = 0; rc == ROOST_OK && r < n; r++) {
         bool next = r > 0 && same_agent(&rows[r - 1], &rows[r]);

@@ -191,6 +191,12 @@ int store_mysql_exec_sb_rows(struct mysql_store *b, struct dynbuf *sb, struct ro
 /* store_mysql_exec_sb_rows for text that may run twice (see tx_once): reads, acks. Every other
  * way of running a statement marks the transaction tx_once. */
 int store_mysql_exec_sb_rerun(struct mysql_store *b, struct dynbuf *sb, struct rows *out);
+/* Each row's seq from the answer of a batch's INSERT … RETURNING event_id, seq (rs: n rows, two
+ * columns), matched to its row by the event id (unique), not by position. ROOST_OK, ROOST_ENOMEM,
+ * or ROOST_ESTORE (with err) when an answer matches no row, a row twice, or has no seq. */
+struct store_new_row;
+int store_mysql_returned_seqs(struct store_new_row *rows, size_t n, const struct rows *rs,
+                              char *err, size_t errlen);
 /* Queues the change-log row of (tenant, agent, head) for this transaction's COMMIT (one row per
  * agent: the highest head wins). Outside a transaction it is written at once. */
 int store_mysql_change(struct mysql_store *b, const char *tenant_id, const char *agent_id,

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the mysql:// URL parser (src/store/store_mysql_url.c): percent-decoded user and
  * password, host, port, IPv6, several hosts (a Galera cluster), socket and isolation options, and
- * the URLs it must refuse. Needs no server. */
+ * the URLs it must refuse; and of the matching of a publish batch's RETURNING rows to its rows
+ * (store_mysql.c). Needs no server. */
 #include <string.h>
 
 #include "harness/check.h"
 #include "store/store.h"
+#include "store/store_lifecycle.h"
 #include "store/store_mysql.h"
+#include "store/store_mysql_int.h"
 
 #include "common/banned.h"
 
@@ -72,9 +75,53 @@ static void test_store_mysql_url_parse_host_lists(void)
     CHECK(u.n_hosts == STORE_MYSQL_HOSTS_MAX);
 }
 
+/* The answer of INSERT … RETURNING event_id, seq as the driver leaves it: n rows of two cells. */
+static void answer(struct rows *rs, char **cells, const char *const (*pairs)[2], size_t n)
+{
+    memset(rs, 0, sizeof *rs);
+    rs->n = n;
+    rs->cols = 2;
+    rs->cell = cells;
+    for (size_t i = 0; i < n; i++) {
+        cells[2 * i] = (char *)pairs[i][0];
+        cells[2 * i + 1] = (char *)pairs[i][1];
+    }
+}
+
+/* MariaDB does not document the order of INSERT … RETURNING's rows: each seq goes to the row of
+ * its event id, in whatever order the answers come; an answer for no row, or twice for one row,
+ * is refused. */
+static void test_store_mysql_returned_seqs_match_by_event_id(void)
+{
+    struct store_new_row rows[4] = {{.tenant_id = "t", .agent_id = "a", .event_id = "e1"},
+                                    {.tenant_id = "t", .agent_id = "a", .event_id = "e2"},
+                                    {.tenant_id = "t", .agent_id = "b", .event_id = "e3"},
+                                    {.tenant_id = "t", .agent_id = "c", .event_id = "e4"}};
+    char *cells[8];
+    char err[256] = "";
+    struct rows rs;
+    static const char *const in_order[][2] = {{"e1", "7"}, {"e2", "8"}, {"e3", "1"}, {"e4", "5"}};
+    answer(&rs, cells, in_order, 4);
+    CHECK_EQ(store_mysql_returned_seqs(rows, 4, &rs, err, sizeof err), ROOST_OK);
+    CHECK(rows[0].seq == 7 && rows[1].seq == 8 && rows[2].seq == 1 && rows[3].seq == 5);
+    /* Two agents of one row each swapped, the others moved too: still each its own. */
+    static const char *const shuffled[][2] = {{"e4", "5"}, {"e3", "1"}, {"e2", "8"}, {"e1", "7"}};
+    answer(&rs, cells, shuffled, 4);
+    CHECK_EQ(store_mysql_returned_seqs(rows, 4, &rs, err, sizeof err), ROOST_OK);
+    CHECK(rows[0].seq == 7 && rows[1].seq == 8 && rows[2].seq == 1 && rows[3].seq == 5);
+    static const char *const twice[][2] = {{"e1", "7"}, {"e1", "7"}, {"e3", "1"}, {"e4", "5"}};
+    answer(&rs, cells, twice, 4);
+    CHECK_EQ(store_mysql_returned_seqs(rows, 4, &rs, err, sizeof err), ROOST_ESTORE);
+    static const char *const stranger[][2] = {{"e1", "7"}, {"e2", "8"}, {"e9", "1"}, {"e4", "5"}};
+    answer(&rs, cells, stranger, 4);
+    CHECK_EQ(store_mysql_returned_seqs(rows, 4, &rs, err, sizeof err), ROOST_ESTORE);
+    CHECK(strstr(err, "another row") != NULL);
+}
+
 int main(void)
 {
     RUN(test_store_mysql_url_parse_decodes_and_rejects);
     RUN(test_store_mysql_url_parse_host_lists);
+    RUN(test_store_mysql_returned_seqs_match_by_event_id);
     return check_summary();
 }
