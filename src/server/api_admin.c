@@ -20,7 +20,6 @@
 #include "server/config.h"
 #include "server/history.h"
 #include "server/metrics.h"
-#include "server/ratelimit.h"
 #include "server/request.h"
 #include "server/runtime.h"
 #include "server/sse_hub.h"
@@ -252,21 +251,6 @@ void api_admin_agents(struct request *rq)
         op->sort = STORE_SORT_DEPTH;
     } else if (sort && strcmp(sort, "age") == 0) {
         op->sort = STORE_SORT_AGE;
-    }
-    if (op->sort != STORE_SORT_AGENT) {
-        /* A ranking costs the store work in proportion to the tenant's agents: a tenant gets
-         * its rate of them, so its scans cannot take the database from the others. */
-        double rate = (double)rq->rt->cfg->limits_admin_scans_per_s;
-        int64_t wait_s = ratelimit_take(rq->rt->scan_rl, rq->principal.tenant_id, rate, 2 * rate, 1,
-                                        time_mono_ms());
-        if (wait_s > 0) {
-            request_set_retry_after(rq, wait_s);
-            request_reply_error(rq, ROOST_ERATELIMIT,
-                                "this tenant ranks its agents (sort=depth or age) faster than "
-                                "limits.admin_scans_per_s; sort=agent is not limited",
-                                NULL);
-            return;
-        }
     }
     if (next && op->sort != STORE_SORT_AGENT) {
         if (parse_offset_token(next, &op->offset) != ROOST_OK) {

@@ -87,11 +87,6 @@ enum config_type { CONFIG_INT, CONFIG_STR, CONFIG_BOOL };
     X("limits.admin_scan_ms", limits_admin_scan_ms, CONFIG_INT, "500", 0, 600000, 0,               \
       "time budget of an admin agent listing sorted by depth or age (it ranks every agent of the " \
       "tenant); past it 503 scan_budget_exceeded; 0 = none")                                       \
-    X("limits.admin_scans_per_s", limits_admin_scans_per_s, CONFIG_INT, "2", 0, 1000000,           \
-      CONFIG_RELOADABLE,                                                                           \
-      "admin agent listings sorted by depth or age (each ranks every agent of the tenant) one "    \
-      "tenant may run per second on this node, with bursts of two seconds' worth; more get 429 "   \
-      "with Retry-After; 0 = no limit")                                                            \
     X("limits.max_state_bytes", limits_max_state_bytes, CONFIG_INT, "1048576", 1024, 67108864,     \
       CONFIG_RELOADABLE,                                                                           \
       "largest agent state document a state_patch may leave; a publish passing it gets 413")       \

@@ -364,13 +364,12 @@ int daemon_start(struct daemon *d, struct config *cfg, const struct config_sourc
     rt->sse = sse_hub_new(rt->base, rt->cfg, rt->metrics, hub_stream_closed, rt);
     rt->publish_rl = ratelimit_new();
     rt->ticket_rl = ratelimit_new();
-    rt->scan_rl = ratelimit_new();
     rt->register_rl = ratelimit_new();
     rt->access_log = access_log_new(rt->base);
     rt->ingest_rl = ratelimit_new();
     rt->device_rl = ratelimit_new();
-    if (!rt->waiters || !rt->sse || !rt->publish_rl || !rt->ticket_rl || !rt->scan_rl ||
-        !rt->register_rl || !rt->access_log || !rt->ingest_rl || !rt->device_rl) {
+    if (!rt->waiters || !rt->sse || !rt->publish_rl || !rt->ticket_rl || !rt->register_rl ||
+        !rt->access_log || !rt->ingest_rl || !rt->device_rl) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -476,8 +475,6 @@ void daemon_cleanup(struct daemon *d)
     rt->publish_rl = NULL;
     ratelimit_free(rt->ticket_rl);
     rt->ticket_rl = NULL;
-    ratelimit_free(rt->scan_rl);
-    rt->scan_rl = NULL;
     ratelimit_free(rt->ingest_rl);
     rt->ingest_rl = NULL;
     ratelimit_free(rt->device_rl);

@@ -50,7 +50,6 @@ struct runtime {
     struct access_log *access_log; /* the request lines (access_log.h) */
     struct ratelimit *publish_rl;  /* limits.publish_rows_per_s, per tenant */
     struct ratelimit *ticket_rl;   /* limits.tickets_per_s, per tenant */
-    struct ratelimit *scan_rl;     /* limits.admin_scans_per_s, per tenant */
     struct ratelimit *register_rl; /* webhooks.registrations_per_min, per tenant */
     struct ratelimit *ingest_rl;   /* ingest.rate_per_s, per inbound webhook source */
     struct ratelimit *device_rl;   /* oauth.device_authorizations_per_min, per client address */
