@@ -23,7 +23,7 @@ import pytest
 
 from harness import SLOW, Roostd, roost_cli_bin, wait_until
 
-from test_device_login import admin, assert_secrets_hidden, cli, enrol, signed_get
+from test_device_login import admin, assert_secrets_hidden, cli, enrol, secrets_probe, signed_get
 
 TOOLS = ("dbus-run-session", "gnome-keyring-daemon", "secret-tool")
 
@@ -133,8 +133,7 @@ def test_secrets_in_the_keyring(make_server: Any, tmp_dir: str,
     agent = subprocess.Popen(
         [roost_cli_bin(), "agent", "run", "--agent", "laptop", "--state-dir",
          os.path.join(tmp_dir, "state"), "--exec",
-         f"cat /proc/self/environ > {out_dir}/$ROOST_EVENT_ID.env; "
-         f"ps axww > {out_dir}/$ROOST_EVENT_ID.ps"],
+         secrets_probe(out_dir)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = ""
     try:
@@ -153,7 +152,7 @@ def test_secrets_in_the_keyring(make_server: Any, tmp_dir: str,
         assert rec3["refresh_token"] != rec2["refresh_token"]
         secrets = [rec["refresh_token"] for rec in (rec1, rec2, rec3)] + \
             [rec["signing_key"]["secret"] for rec in (rec1, rec2, rec3)]
-        assert_secrets_hidden(out_dir, ids, tmp_dir, secrets)
+        assert_secrets_hidden(out_dir, ids, agent.pid, secrets)
     finally:
         agent.send_signal(signal.SIGTERM)
         try:

@@ -385,15 +385,34 @@ def test_roost_login_in_a_terminal(make_server: Any, tmp_dir: str) -> None:
     assert "refused" in r.stderr and "revoked" in r.stderr, r.stderr
 
 
-def assert_secrets_hidden(out_dir: str, ids: List[str], tmp_dir: str, secrets: List[str]) -> None:
-    """Neither the environment nor the ps lines each handler run saved (``<id>.env``,
-    ``<id>.ps`` in out_dir) hold one of the secrets, a refresh token or a JWT."""
+def secrets_probe(out_dir: str) -> str:
+    """The --exec handler that saves what each run sees: its environment (``<id>.env``) and every
+    process of the machine with its parent (``<id>.ps``: pid, ppid, command line)."""
+    return (f"cat /proc/self/environ > {out_dir}/$ROOST_EVENT_ID.env; "
+            f"ps -e -ww -o pid=,ppid=,args= > {out_dir}/$ROOST_EVENT_ID.ps")
+
+
+def assert_secrets_hidden(out_dir: str, ids: List[str], agent_pid: int, secrets: List[str]) -> None:
+    """Neither the environment nor the command lines of the agent's process tree that each
+    secrets_probe run saved hold one of the secrets, a refresh token or a JWT. Only the agent's own
+    tree counts: other tests running beside this one may pass tokens on their command lines."""
     for i in ids:
         environ = open(f"{out_dir}/{i}.env", "rb").read()
-        # ps lists the whole machine: our lines are those naming our binary or directory
-        ours = b"\n".join(ln for ln in open(f"{out_dir}/{i}.ps", "rb").read().splitlines()
-                          if roost_cli_bin().encode() in ln or tmp_dir.encode() in ln)
-        assert ours, "the agent is in ps"
+        procs = {}
+        for ln in open(f"{out_dir}/{i}.ps", "rb").read().splitlines():
+            parts = ln.split(None, 2)
+            if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+                procs[int(parts[0])] = (int(parts[1]), ln)
+        tree = {agent_pid}
+        grew = True
+        while grew:
+            grew = False
+            for pid, (ppid, _) in procs.items():
+                if ppid in tree and pid not in tree:
+                    tree.add(pid)
+                    grew = True
+        ours = b"\n".join(procs[p][1] for p in sorted(tree) if p in procs)
+        assert agent_pid in procs and len(tree) > 1, "the agent and its handler are in ps"
         for blob in (environ, ours):
             for s in secrets:
                 assert s.encode() not in blob
@@ -422,7 +441,7 @@ def test_agent_run_with_a_device(make_server: Any, tmp_dir: str) -> None:
     agent = subprocess.Popen(
         [roost_cli_bin(), "agent", "run", "--agent", "laptop", "--state-dir",
          os.path.join(tmp_dir, "state"), "--exec",
-         f'cat /proc/self/environ > {out_dir}/$ROOST_EVENT_ID.env; ps axww > {out_dir}/$ROOST_EVENT_ID.ps'],
+         secrets_probe(out_dir)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         pub = {"Authorization": "Bearer " + srv.token("agent:laptop:publish", tenant="default")}
@@ -437,7 +456,7 @@ def test_agent_run_with_a_device(make_server: Any, tmp_dir: str) -> None:
         wait_until(lambda: all(os.path.exists(f"{out_dir}/{i}.env") for i in ids), 30,
                    "every event handled")
         secrets_seen = [json.load(open(path))["refresh_token"], tok["refresh_token"]]
-        assert_secrets_hidden(out_dir, ids, tmp_dir, secrets_seen)
+        assert_secrets_hidden(out_dir, ids, agent.pid, secrets_seen)
         d = httpx.get(srv.url + "/api/v1/admin/devices", headers=admin(srv)).json()["devices"][0]
         assert d["refreshes"] >= 4, d
         # the operator revokes the device: the agent stops and says why
