@@ -326,12 +326,7 @@ void api_publish(struct request *rq)
         REQUEST_BODY_OFF_LOOP_BYTES) {
         /* A big batch's checks (each event's fields, scopes and payload text: ~5 ms for 1,000
          * events) run on the scan readers, like its parse (request.c), not on the loop. */
-        op->job = (struct job){.run = run_check,
-                               .done = done_check,
-                               .scan = true,
-                               .name = "publish_check",
-                               .tenant = workers_tenant_key(rq->principal.tenant_id)};
-        workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+        request_submit_bulk(rq, &op->job, run_check, done_check, "publish_check");
         return;
     }
     publish_checked(op, check_events(op));

@@ -840,6 +840,18 @@ static int body_check(struct request *rq, bool optional, const char **data, size
     return *data ? ROOST_OK : ROOST_ENOMEM;
 }
 
+void request_submit_bulk(struct request *rq, struct job *job,
+                         int (*run)(struct job *, struct store *), void (*done)(struct job *),
+                         const char *name)
+{
+    *job = (struct job){.run = run,
+                        .done = done,
+                        .scan = true,
+                        .name = name,
+                        .tenant = workers_tenant_key(rq->principal.tenant_id)};
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), job);
+}
+
 void request_read_body_then(struct request *rq, bool optional,
                             void (*cont)(struct request *rq, int rc))
 {
@@ -856,12 +868,7 @@ void request_read_body_then(struct request *rq, bool optional,
                                  .len = len,
                                  .max_depth = (size_t)rq->rt->cfg->limits_max_json_depth,
                                  .cont = cont};
-        p->job = (struct job){.run = run_parse,
-                              .done = done_parse,
-                              .scan = true,
-                              .name = "parse_body",
-                              .tenant = workers_tenant_key(rq->principal.tenant_id)};
-        workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &p->job);
+        request_submit_bulk(rq, &p->job, run_parse, done_parse, "parse_body");
         return;
     }
     if (rc == ROOST_OK && data != NULL) {

@@ -14,6 +14,7 @@
 #include "store/store.h"
 
 struct evbuffer;
+struct job;
 struct evhttp_request;
 struct evkeyvalq;
 struct route;
@@ -138,6 +139,12 @@ int request_parse_query(struct request *rq);
  * priority. Parsing a 1 MiB body held the loop thread 3-19 ms, every other tenant's requests
  * waiting behind it. */
 #define REQUEST_BODY_OFF_LOOP_BYTES (64 * 1024)
+/* Runs a request's bulk work (a big body's parse, a big batch's checks) on the scan readers, in
+ * turn with the tenant's scans and at their priority, never on the loop: fills job's run, done,
+ * name and tenant, and submits it. The request must not be touched until done runs. */
+void request_submit_bulk(struct request *rq, struct job *job,
+                         int (*run)(struct job *, struct store *), void (*done)(struct job *),
+                         const char *name);
 /* Reads the JSON object body (or a form route's form, as an object of strings) into rq->body,
  * then runs cont(rq, rc) on the loop thread: at once, or for a JSON body over
  * REQUEST_BODY_OFF_LOOP_BYTES once a worker has parsed it (a job named "parse_body" in
