@@ -3,6 +3,7 @@
 #include "bench_peer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,27 @@ static const struct bench_backend *g_b;
 static const struct bench_drive_opts *g_o;
 static int64_t g_start_ns;
 static atomic_int g_reports;
+static int g_trace_fd = -1; /* BENCH_EVENT_TRACE */
+
+/* With BENCH_EVENT_TRACE=FILE, one line per event in the window, for bench/event_stages.py:
+ *   P <scheduled> <publish sent> <publish answered>
+ *   A <scheduled> <claim sent> <claim answered> <ack sent> <ack answered> <index> <claimed>
+ * (CLOCK_MONOTONIC ns; the scheduled time, unique per event when paced, joins the two). Each
+ * line is one write(2) to an O_APPEND file, so threads never interleave within a line. */
+static void trace(const char *fmt, ...)
+{
+    if (g_trace_fd < 0) {
+        return;
+    }
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > 0 && n < (int)sizeof line && write(g_trace_fd, line, (size_t)n) != n) {
+        g_trace_fd = -1;
+    }
+}
 
 void bench_report(const char *fmt, ...)
 {
@@ -94,6 +116,7 @@ static void *producer_main(void *arg)
         if (bench_in_window(e)) {
             w->res.published++;
             hist_add(&w->res.publish_rtt, e - s);
+            trace("P %lld %lld %lld\n", (long long)t0, (long long)s, (long long)e);
         }
     }
     g_b->close(c);
@@ -148,7 +171,9 @@ static void *consumer_main(void *arg)
             seen = a->version;
             pthread_mutex_unlock(&a->mu);
         }
+        int64_t cs = bench_now_ns();
         int n = g_b->claim(c, a, g_o->limit, evs);
+        int64_t ce = bench_now_ns();
         if (n == BENCH_RETRY) {
             continue;
         }
@@ -193,6 +218,10 @@ static void *consumer_main(void *arg)
             int64_t e = bench_now_ns();
             if (rc == BENCH_OK) {
                 acked(w, &evs[i], s, e);
+                if (bench_in_window(e)) {
+                    trace("A %lld %lld %lld %lld %lld %d %d\n", (long long)evs[i].t_ns,
+                          (long long)cs, (long long)ce, (long long)s, (long long)e, i, n);
+                }
             } else if (rc == BENCH_FAIL) {
                 failed(w);
             }
@@ -272,6 +301,10 @@ int bench_drive(const struct bench_backend *b, const struct bench_drive_opts *o,
         snprintf(bench_agents[i].name, sizeof bench_agents[i].name, "%s%d",
                  o->agent_prefix ? o->agent_prefix : "bench-agent-", i);
         bench_agents[i].idx = i;
+    }
+    const char *trace_path = getenv("BENCH_EVENT_TRACE");
+    if (trace_path != NULL && trace_path[0] != '\0') {
+        g_trace_fd = open(trace_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     }
     g_start_ns = bench_now_ns();
     bench_window_plan(o->warmup_s, o->seconds);

@@ -101,6 +101,18 @@ sql() { bench_sql "$@"; }
 
 BASE_ROOSTD=${BENCH_BASE_ROOSTD:-}
 
+# A paced scenario's per-event trace file (bench_peer.c BENCH_EVENT_TRACE), "" for the others.
+event_trace() { # SCENARIO RUN
+    case $1 in *_paced) echo "$WORK/runs/$1.$2.events" ;; esac
+}
+# Where its events' latency went (bench/event_stages.py), kept beside it and printed.
+event_stages() { # SCENARIO RUN
+    local f=$WORK/runs/$1.$2.events
+    [ -s "$f" ] || return 0
+    python3 "$ROOT/bench/event_stages.py" "$f" >"$f.stages" 2>&1 || true
+    sed 's/^/      /' "$f.stages"
+}
+
 # A roostd scenario: fresh database, N nodes, one roost_load, nodes stopped. Scenarios named
 # base* run BASE_ROOSTD; *1a_* share one agent among every producer and consumer (default: one
 # agent per consumer).
@@ -115,8 +127,11 @@ roostd_scenario() { # SCENARIO RUN NODES P C
     start_nodes "$n" "$url" "$d"
     ROOSTD_BIN=""
     COUNTERS_URLS=$NODE_URLS
-    bench_measure "$s" "$run" "$BIN/roost_load" --url "$NODE_URLS" --key-file "$KEY" \
-        --seconds "$SECS" --warmup "$WARMUP" --producers "$p" --consumers "$c" "${agents[@]}"
+    BENCH_EVENT_TRACE=$(event_trace "$s" "$run") bench_measure "$s" "$run" "$BIN/roost_load" \
+        --url "$NODE_URLS" --key-file "$KEY" --seconds "$SECS" --warmup "$WARMUP" \
+        --producers "$p" --consumers "$c" "${agents[@]}"
+    event_stages "$s" "$run"
+    case $s in *_paced) curl -s --max-time 10 "${NODE_URLS%%,*}/metrics" >"$d.metrics" || true ;; esac
     COUNTERS_URLS=""
     bench_stop_all
 }
@@ -148,8 +163,12 @@ for run in $(seq 1 "$RUNS"); do
         --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2
     ! want mysql_p8c8 || bench_measure mysql_p8c8 "$run" "$BIN/mysql_direct" --url "$url" --fresh \
         --seconds "$SECS" --warmup "$WARMUP" --producers 8 --consumers 8
-    ! want mysql_paced || bench_measure mysql_paced "$run" "$BIN/mysql_direct" --url "$url" --fresh \
-        --seconds "$SECS" --warmup "$WARMUP" --producers 2 --consumers 2 --rate "$RATE"
+    if want mysql_paced; then
+        BENCH_EVENT_TRACE=$(event_trace mysql_paced "$run") bench_measure mysql_paced "$run" \
+            "$BIN/mysql_direct" --url "$url" --fresh --seconds "$SECS" --warmup "$WARMUP" \
+            --producers 2 --consumers 2 --rate "$RATE"
+        event_stages mysql_paced "$run"
+    fi
     for shape in 1_p2c2 1_p8c8 1a_p2c2 1a_p8c8 1_paced; do
         # The base build first in odd runs, second in even ones.
         if [ $((run % 2)) = 1 ]; then order="base roostd"; else order="roostd base"; fi

@@ -479,6 +479,9 @@ void api_event_ack(struct request *rq)
         return;
     }
     op->job.batch = &ack_batch;
+    /* Its one UPDATE may run twice (the repeated-ack rule): alone in a group it commits in the
+     * same round trip (struct job.one_write). */
+    op->job.one_write = true;
     submit(op, run_ack, done_ack, true);
 }
 

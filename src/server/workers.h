@@ -71,6 +71,9 @@ struct job {
     /* Write jobs only: the rows it writes (0 counts as 1). A group holds at most group_max jobs
      * and group_max rows (a bigger job runs alone). */
     size_t rows;
+    /* Write jobs only: its first write statement is its whole effect and may run twice (a single
+     * ack): alone in its group, that statement may carry the COMMIT (struct store.commit_rides). */
+    bool one_write;
     /* Read jobs only: a scan (an admin listing ranking or walking many agents or events, or a bulk
      * inbox read): it runs on the scan readers, never on the readers that serve inbox reads. */
     bool scan;

@@ -736,6 +736,10 @@ struct store {
      * deleted, so a publish of it needs no check). */
     char known_tenant[STORE_ID_MAX + 1];
     struct store_seq_guess seq_guess[STORE_SEQ_GUESSES];
+    /* Set by the writer for a transaction of one request whose first write is its whole effect
+     * and may run twice (an ack): the backend may commit with that statement (MySQL: the statement
+     * and COMMIT in one round trip, see store_mysql_exec_sb_commit). Cleared by the first write. */
+    bool commit_rides;
 };
 
 /* Opens a store by URL scheme ("sqlite://PATH", "mysql://USER:PASS@HOST:PORT/DB"). ROOST_EINVAL for

@@ -832,6 +832,69 @@ int store_mysql_exec_sb_rerun(struct mysql_store *b, struct dynbuf *sb, struct r
     return rc;
 }
 
+int store_mysql_exec_sb_commit(struct mysql_store *b, struct dynbuf *sb, struct rows *out)
+{
+    int rc = conn_ready(b);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    const char *prefix = session_prefix(b); /* never Galera's marker: the caller checked */
+    struct dynbuf q = {.max = STORE_MYSQL_SQL_MAX};
+    if (prefix != NULL) {
+        dynbuf_adds(&q, prefix);
+        dynbuf_adds(&q, "; ");
+    }
+    dynbuf_add(&q, sb->s, sb->len);
+    dynbuf_adds(&q, "; COMMIT");
+    if (sb->err != DYNBUF_OK || q.err != DYNBUF_OK) {
+        dynbuf_cleanup(&q);
+        snprintf(b->err, sizeof b->err, "statement text: out of memory");
+        return ROOST_ENOMEM;
+    }
+    int sent = mysql_real_query(b->db, q.s, (unsigned long)q.len);
+    dynbuf_cleanup(&q);
+    if (sent != 0) {
+        return fail_db(b, "statement"); /* the first one failed: nothing after it ran */
+    }
+    /* The answers: [the prefix's,] the statement's, the COMMIT's. */
+    size_t stmt = prefix != NULL ? 1 : 0;
+    for (size_t i = 0;; i++) {
+        if (i == stmt) {
+            b->affected = mysql_affected_rows(b->db);
+            b->insert_id = mysql_insert_id(b->db);
+        }
+        MYSQL_RES *res = mysql_store_result(b->db);
+        if (res != NULL) {
+            if (i == stmt && out != NULL) {
+                rc = result_rows(res, out);
+            }
+            mysql_free_result(res);
+        }
+        if (i == stmt + 1) {
+            break; /* the COMMIT answered OK */
+        }
+        int next = mysql_next_result(b->db);
+        if (next == 0) {
+            continue;
+        }
+        if (next > 0 && i + 1 == stmt) {
+            return fail_db(b, "statement"); /* the COMMIT did not run */
+        }
+        /* The COMMIT failed or went unanswered: whatever it did, the connection is not used
+         * again, and the statement runs again on another (it may run twice). */
+        if (next > 0) {
+            fail_db(b, "commit");
+        } else {
+            snprintf(b->err, sizeof b->err, "commit: no answer to COMMIT");
+        }
+        b->lost = true;
+        return ROOST_ERETRY;
+    }
+    b->begin_pending = true;
+    b->tx_once = false;
+    return rc;
+}
+
 /* Galera rolled the transaction back mid-way (see above): nothing of it committed, and whatever
  * ran after the abort (at most marker C once COMMIT ran) is not the group's work. */
 static int torn(struct mysql_store *b)

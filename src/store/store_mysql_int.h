@@ -191,6 +191,13 @@ int store_mysql_exec_sb_rows(struct mysql_store *b, struct dynbuf *sb, struct ro
 /* store_mysql_exec_sb_rows for text that may run twice (see tx_once): reads, acks. Every other
  * way of running a statement marks the transaction tx_once. */
 int store_mysql_exec_sb_rerun(struct mysql_store *b, struct dynbuf *sb, struct rows *out);
+/* Runs one statement that may run twice as the open transaction's first and commits it in the
+ * same round trip ("stmt; COMMIT"). ROOST_OK: committed, and the transaction goes on as if just
+ * begun (a later statement starts another, which store_mysql_commit commits; none: nothing is
+ * sent). A lost connection, before or after the COMMIT ran, is ROOST_ERETRY: the group runs again
+ * and the statement's second run finds what the first did. A failed statement leaves the
+ * transaction open, as any statement does. */
+int store_mysql_exec_sb_commit(struct mysql_store *b, struct dynbuf *sb, struct rows *out);
 /* Each row's seq from the answer of a batch's INSERT … RETURNING event_id, seq (rs: n rows, two
  * columns), matched to its row by the event id (unique), not by position. ROOST_OK, ROOST_ENOMEM,
  * or ROOST_ESTORE (with err) when an answer matches no row, a row twice, or has no seq. */

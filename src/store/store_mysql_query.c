@@ -57,9 +57,10 @@ static bool several(const char *sql)
 
 /* A descriptor of several statements goes out as one text round trip (prepared statements cannot
  * share one), its parameters escaped into the text in order; the rows of its first statement that
- * returns any go to rs. */
+ * returns any go to rs. With `commit`, one statement and the transaction's COMMIT go together
+ * (store_mysql_exec_sb_commit). */
 static int run_text(struct mysql_store *b, const struct store_stmt *d, const char *sql,
-                    const struct store_param *p, size_t np, struct rows *rs)
+                    const struct store_param *p, size_t np, struct rows *rs, bool commit)
 {
     struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX};
     bool quoted = false, extra = false;
@@ -87,6 +88,8 @@ static int run_text(struct mysql_store *b, const struct store_stmt *d, const cha
     if (extra || k != np) {
         snprintf(b->err, sizeof b->err, "%s: %zu parameters bound", d->name, np);
         rc = ROOST_EINTERNAL;
+    } else if (commit) {
+        rc = store_mysql_exec_sb_commit(b, &sb, rs);
     } else {
         rc = store_mysql_exec_sb_rerun(b, &sb, rs); /* the caller marked tx_once */
     }
@@ -134,8 +137,15 @@ int store_mysql_run_stmt(struct store *st, const struct store_stmt *d, const str
     /* A write that must not run twice makes the transaction's COMMIT carry a marker. */
     bool reads = strncmp(sql, "SELECT ", 7) == 0 && !several(sql);
     b->tx_once = b->tx_once || !(d->rerun || reads);
-    rc = several(sql) ? run_text(b, d, sql, p, np, on_row != NULL ? &rs : NULL)
-                      : store_mysql_q_sql(b, slot, sql, prms, np, on_row != NULL ? &rs : NULL);
+    /* The transaction's whole effect (struct store.commit_rides), as its first statement: it and
+     * the COMMIT in one round trip, as text (a prepared statement cannot share one). Galera's
+     * transactions keep their marker, so never there. */
+    bool ride = st->commit_rides && !reads && d->rerun && !several(sql) && !timed &&
+                b->begin_pending && b->changes.n == 0 && b->tx_marker[0] == '\0';
+    st->commit_rides = st->commit_rides && reads;
+    rc = ride || several(sql)
+             ? run_text(b, d, sql, p, np, on_row != NULL ? &rs : NULL, ride)
+             : store_mysql_q_sql(b, slot, sql, prms, np, on_row != NULL ? &rs : NULL);
     if (timed) {
         /* Past the bound the server stops the statement with ER_STATEMENT_TIMEOUT. */
         if (rc != ROOST_OK && b->last_errno == ER_STATEMENT_TIMEOUT) {

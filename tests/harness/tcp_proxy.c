@@ -51,6 +51,7 @@ struct tcp_proxy {
     pthread_mutex_t mu;
     enum tcp_proxy_cut cut;
     int times, cuts;
+    char last_cut[64];                      /* under mu: the start of the MySQL query cut last */
     bool cut_all_pending, blocked, stalled; /* under mu */
     bool drain_pending; /* under mu: close what waits in the listen backlog (partition healed) */
     int open_conns;     /* under mu, written by the thread */
@@ -113,8 +114,10 @@ static void pair_close(struct pair *pr, bool keep_server)
     memset(&pr->froms, 0, sizeof pr->froms);
 }
 
-/* Takes one armed cut of `kind` (the MySQL ones match each other), or returns PASS. */
-static enum tcp_proxy_cut take_cut(struct tcp_proxy *p, bool mysql_commit)
+/* Takes one armed cut of `kind` (the MySQL ones match each other), or returns PASS. `query`
+ * (n bytes, may be NULL) is the MySQL query text it cuts. */
+static enum tcp_proxy_cut take_cut(struct tcp_proxy *p, bool mysql_commit,
+                                   const unsigned char *query, size_t n)
 {
     enum tcp_proxy_cut c = TCP_PROXY_PASS;
     pthread_mutex_lock(&p->mu);
@@ -123,6 +126,9 @@ static enum tcp_proxy_cut take_cut(struct tcp_proxy *p, bool mysql_commit)
         c = p->cut;
         p->times--;
         p->cuts++;
+        n = query == NULL ? 0 : n < sizeof p->last_cut ? n : sizeof p->last_cut - 1;
+        memcpy(p->last_cut, query != NULL ? (const char *)query : "", n);
+        p->last_cut[n] = '\0';
     }
     pthread_mutex_unlock(&p->mu);
     return c;
@@ -191,7 +197,7 @@ static bool forward_pg(struct tcp_proxy *p, struct pair *pr)
             }
         }
         enum tcp_proxy_cut c =
-            pr->pg_started && is_pg_commit(d, mlen) ? take_cut(p, true) : TCP_PROXY_PASS;
+            pr->pg_started && is_pg_commit(d, mlen) ? take_cut(p, true, NULL, 0) : TCP_PROXY_PASS;
         if (c == TCP_PROXY_COMMIT_NOT_SENT || c == TCP_PROXY_COMMIT_NOT_SENT_HOLD) {
             pair_close(pr, c == TCP_PROXY_COMMIT_NOT_SENT_HOLD);
             return false;
@@ -240,7 +246,8 @@ static bool forward_client(struct tcp_proxy *p, struct pair *pr)
         if (pr->fromc.len < 4 + plen) {
             return true;
         }
-        enum tcp_proxy_cut c = is_commit_packet(d + 4, plen) ? take_cut(p, true) : TCP_PROXY_PASS;
+        enum tcp_proxy_cut c =
+            is_commit_packet(d + 4, plen) ? take_cut(p, true, d + 5, plen - 1) : TCP_PROXY_PASS;
         if (c == TCP_PROXY_COMMIT_NOT_SENT || c == TCP_PROXY_COMMIT_NOT_SENT_HOLD) {
             pair_close(pr, c == TCP_PROXY_COMMIT_NOT_SENT_HOLD);
             return false;
@@ -308,7 +315,7 @@ static bool from_server(struct tcp_proxy *p, struct pair *pr, const unsigned cha
         }
         return true;
     }
-    if (take_cut(p, false) == TCP_PROXY_ANSWER_LOST) {
+    if (take_cut(p, false, NULL, 0) == TCP_PROXY_ANSWER_LOST) {
         pair_close(pr, false);
         return false;
     }
@@ -502,6 +509,13 @@ void tcp_proxy_arm(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times)
     pthread_mutex_lock(&p->mu);
     p->cut = cut;
     p->times = times;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void tcp_proxy_last_cut(struct tcp_proxy *p, char *out, size_t n)
+{
+    pthread_mutex_lock(&p->mu);
+    snprintf(out, n, "%s", p->last_cut);
     pthread_mutex_unlock(&p->mu);
 }
 

@@ -8,6 +8,7 @@
 #define ROOST_TEST_TCP_PROXY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum tcp_proxy_cut {
     TCP_PROXY_PASS = 0,
@@ -40,6 +41,8 @@ void tcp_proxy_arm(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times);
 void tcp_proxy_partition(struct tcp_proxy *p, bool on);
 /* How many cuts happened since the start. */
 int tcp_proxy_cuts(struct tcp_proxy *p);
+/* The start (up to 63 bytes) of the MySQL query cut last ("" for none, or PostgreSQL's). */
+void tcp_proxy_last_cut(struct tcp_proxy *p, char *out, size_t n);
 /* Faults of the chaos runner (tests/chaos/chaos_proxy.c), for a time the caller decides.
  * cut_all closes every connection now. block: every connection is cut and new ones are closed
  * as soon as accepted (a refused path) until unblocked. stall: nothing is read, forwarded or
