@@ -182,7 +182,15 @@ def split_statements(sql):
         else:
             cur.append(ch)
     out.append("".join(cur).strip())
-    return [s for s in out if s]
+    # A compound statement (MariaDB's IF … END IF, a claim's row-count check) is one statement.
+    joined = []
+    for part in (s for s in out if s):
+        if joined and joined[-1].upper().startswith("IF ") and \
+                not joined[-1].upper().endswith("END IF"):
+            joined[-1] += "; " + part
+        else:
+            joined.append(part)
+    return joined
 
 
 def is_commit(stmt):

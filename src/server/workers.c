@@ -392,7 +392,8 @@ static int run_group(struct workers *w, struct thread_slot *slot, struct group *
     if (rc != ROOST_OK) {
         return rc;
     }
-    st->commit_rides = !isolate && g->n == 1 && g->jobs[0]->one_write;
+    st->alone = !isolate && g->n == 1;
+    st->commit_rides = st->alone && g->jobs[0]->one_write;
     /* Jobs of a `last` kind run after the others (see struct job_batch). */
     for (size_t k = 0; k < 2 * g->n; k++) {
         size_t i = k % g->n;
@@ -436,6 +437,7 @@ static int run_group(struct workers *w, struct thread_slot *slot, struct group *
         }
     }
     st->commit_rides = false;
+    st->alone = false;
     commit_begins(w, slot);
     int64_t t0 = time_mono_us();
     /* A COMMIT whose answer was lost is resolved inside the store (MySQL: the commit marker):
@@ -451,7 +453,7 @@ static int run_group(struct workers *w, struct thread_slot *slot, struct group *
         return ROOST_OK;
     }
 fail:
-    st->commit_rides = false;
+    st->commit_rides = st->alone = false;
     store_call0(st, rollback);
     return rc;
 }

@@ -740,6 +740,11 @@ struct store {
      * and may run twice (an ack): the backend may commit with that statement (MySQL: the statement
      * and COMMIT in one round trip, see store_mysql_exec_sb_commit). Cleared by the first write. */
     bool commit_rides;
+    /* Set by the writer while its transaction holds one request's work (a group of one, no
+     * savepoints): nothing else in it reads what that request wrote before the COMMIT, so a write
+     * whose answer it needs no more than "done" may go out with the COMMIT (MySQL: a claim's
+     * UPDATE, mysql_store.late). */
+    bool alone;
 };
 
 /* Opens a store by URL scheme ("sqlite://PATH", "mysql://USER:PASS@HOST:PORT/DB"). ROOST_EINVAL for

@@ -309,6 +309,20 @@ static int my_claim_update_all(struct store *st, const char *tenant_id, const ch
         dynbuf_addf(&sb, "%lld", (long long)(cands->items[i].seq));
     }
     dynbuf_adds(&sb, ") AND status = " ST_PENDING);
+    if (st->alone && b->tx_marker[0] == '\0' && sb.err == DYNBUF_OK) {
+        /* Alone in its transaction (struct store.alone), the claim reads nothing after this: the
+         * UPDATE goes with the COMMIT (one round trip fewer), and the row count is checked there,
+         * a mismatch failing the query before its COMMIT runs (SIGNAL). Galera's transactions
+         * keep their shape. */
+        dynbuf_add(&b->late, sb.s, sb.len);
+        dynbuf_addf(&b->late,
+                    "; IF ROW_COUNT() <> %zu THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT ="
+                    " 'claim: not every locked row was updated'; END IF",
+                    cands->len);
+        b->late_n += 2;
+        dynbuf_cleanup(&sb);
+        return b->late.err == DYNBUF_OK ? ROOST_OK : ROOST_ENOMEM;
+    }
     int rc = store_mysql_exec_sb(b, &sb);
     dynbuf_cleanup(&sb);
     if (rc == ROOST_OK && b->affected != cands->len) {

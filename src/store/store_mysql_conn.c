@@ -477,6 +477,7 @@ int store_mysql_open(const char *url, const struct store_options *opt, struct st
         return ROOST_EINVAL;
     }
     b->origin = opt->origin;
+    b->late.max = STORE_MYSQL_SQL_MAX;
     int wait_ms = opt->busy_timeout_ms > 0 ? opt->busy_timeout_ms : ROOST_BUSY_TIMEOUT_MS;
     b->lock_wait_s = (unsigned)(wait_ms + 999) / 1000;
     b->failover_timeout_s =
@@ -510,6 +511,7 @@ void store_mysql_close(struct store *st)
     }
     store_mysql_cluster_release(b->cluster);
     store_changes_free(&b->changes);
+    dynbuf_cleanup(&b->late);
     free(b);
 }
 
@@ -685,6 +687,8 @@ int store_mysql_begin(struct store *st)
         b->in_tx = true;
         b->begin_pending = true;
         b->changes.n = b->changes.mark = b->changes.ret_mark = 0;
+        dynbuf_reset(&b->late);
+        b->late_n = 0;
     }
     return rc;
 }
@@ -917,7 +921,8 @@ static void sb_quote(struct dynbuf *sb, void *arg, const char *text)
     store_mysql_sb_quoted(sb, arg, text);
 }
 
-/* Sends [the transaction's change-log rows;] marker; COMMIT in one round trip (every
+/* Sends [the transaction's late statements;] [its change-log rows;] marker; COMMIT in one round
+ * trip (every
  * MARKER_PRUNE_EVERY-th time also the prune of old markers, which runs after the COMMIT in
  * autocommit and whose result does not matter); without a marker (hex NULL: nothing of the
  * transaction minds running twice) the COMMIT alone. ROOST_OK: committed. *unknown: the outcome
@@ -928,9 +933,14 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
     struct dynbuf sb = {.max = STORE_MYSQL_SQL_MAX};
     char tmp[512];
     int before_commit = hex != NULL ? 1 : 0; /* results before the COMMIT's */
+    if (b->late_n > 0) {
+        dynbuf_add(&sb, b->late.s, b->late.len);
+        dynbuf_adds(&sb, "; ");
+        before_commit += b->late_n;
+    }
     if (b->changes.n > 0) {
         store_changes_sql(&sb, b->changes.rows, b->changes.n, b->origin, sb_quote, b);
-        before_commit = 2;
+        before_commit++;
     }
     int n;
     if (hex == NULL) {
@@ -1142,7 +1152,7 @@ int store_mysql_commit(struct store *st)
         snprintf(b->err, sizeof b->err, "commit: the transaction was rolled back by the server");
         return ROOST_ERETRY;
     }
-    if (b->begin_pending && b->changes.n == 0) {
+    if (b->begin_pending && b->changes.n == 0 && b->late_n == 0) {
         /* No statement ran: there is nothing to commit and nothing was sent. */
         b->begin_pending = false;
         b->in_tx = false;
@@ -1154,7 +1164,7 @@ int store_mysql_commit(struct store *st)
     }
     /* Only a transaction that must not run twice needs its marker (on Galera every one: the
      * marker also tells a transaction rolled back mid-way). */
-    bool marked = b->tx_once || b->changes.n > 0 || b->tx_marker[0] != '\0';
+    bool marked = b->tx_once || b->changes.n > 0 || b->late_n > 0 || b->tx_marker[0] != '\0';
     char hex[2 * MARKER_LEN + 1] = "none";
     if (marked && marker_hex(time_now_ms(), true, hex) != ROOST_OK) {
         snprintf(b->err, sizeof b->err, "commit: no random bytes for the marker");
@@ -1166,6 +1176,7 @@ int store_mysql_commit(struct store *st)
         if (rc == ROOST_OK) {
             b->in_tx = false;
             b->changes.n = 0;
+            b->late_n = 0;
         }
         return rc;
     }
@@ -1203,6 +1214,7 @@ int store_mysql_rollback(struct store *st)
     struct mysql_store *b = store_mysql_backend(st);
     bool sent = !b->begin_pending;
     b->changes.n = 0;
+    b->late_n = 0;
     b->tx_aborted = false;
     b->begin_pending = false;
     int rc = ROOST_OK;

@@ -61,6 +61,10 @@ struct mysql_store {
     /* The change-log rows of this transaction (store_mysql_change), written by one multi-row
      * INSERT in the COMMIT's round trip. */
     struct store_changes changes;
+    /* Statements sent first in the COMMIT's round trip (struct store.alone: a claim's UPDATE and
+     * the check of its row count), "" for none. */
+    struct dynbuf late;
+    int late_n;     /* statements in late */
     int64_t origin; /* store_options.origin */
     uint64_t affected;
     uint64_t insert_id;

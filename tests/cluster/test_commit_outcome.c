@@ -6,7 +6,9 @@
  * COMMIT:
  *   - COMMIT sent, answer dropped: the publish is answered 201 and exactly one event exists; the
  *     same idempotency key again finds it (200), never a second one; an ack answers 200 (MariaDB:
- *     a lone ack's UPDATE travels with its COMMIT, and runs again on the answer's loss);
+ *     a lone ack's UPDATE travels with its COMMIT, and runs again on the answer's loss); a claim
+ *     answers its events and tokens, which ack (MariaDB: a lone claim's UPDATE travels with the
+ *     marker and COMMIT); its COMMIT never sent, the replay claims the event once;
  *   - COMMIT never sent: roostd proves it did not commit and replays the group (201, one event;
  *     MariaDB: the lost transaction's marker fenced); with the server side of the dead connection
  *     held open (its locks too), the old session is KILLed (PostgreSQL: the backend terminated),
@@ -224,6 +226,48 @@ static void test_ack_never_commits(void)
     free(lease);
 }
 
+/* A claim alone in its group: MariaDB sends its UPDATE (and the check of its row count) with the
+ * marker and COMMIT. Its answer lost, the marker says it committed: the claim's events and
+ * tokens are the answer, and the token acks. */
+static void test_claim_answer_lost(void)
+{
+    char id[31], last[64];
+    CHECK_EQ(publish("claim.a", NULL, id, NULL), 201);
+    int cuts = tcp_proxy_cuts(proxy);
+    tcp_proxy_arm(proxy, TCP_PROXY_COMMIT_ANSWER_LOST, 1);
+    json_t *c = h_claim(d.http, tok, "claim.a", 1, 60, NULL);
+    CHECK_EQ(tcp_proxy_cuts(proxy), cuts + 1);
+    tcp_proxy_last_cut(proxy, last, sizeof last);
+    if (!pg) {
+        CHECK(strstr(last, "UPDATE inbox SET status = 2") != NULL);
+    }
+    CHECK_EQ(json_array_size(c), 1);
+    CHECK_STREQ(h_str(h_at(c, 0), "event_id"), id);
+    CHECK_EQ(status_of(id), 2); /* claimed */
+    const char *lease = h_str(h_at(c, 0), "lease_token");
+    CHECK_EQ(h_ack(d.http, tok, "claim.a", id, lease ? lease : ""), 200);
+    CHECK_EQ(status_of(id), 3);
+    json_decref(c);
+}
+
+/* Its COMMIT (and so its UPDATE) never sent: nothing was claimed, the group replays and claims
+ * the event once, under the token answered. */
+static void test_claim_commit_not_sent(void)
+{
+    char id[31];
+    CHECK_EQ(publish("claim.b", NULL, id, NULL), 201);
+    int cuts = tcp_proxy_cuts(proxy);
+    tcp_proxy_arm(proxy, TCP_PROXY_COMMIT_NOT_SENT, 1);
+    json_t *c = h_claim(d.http, tok, "claim.b", 1, 60, NULL);
+    CHECK_EQ(tcp_proxy_cuts(proxy), cuts + 1);
+    CHECK_EQ(json_array_size(c), 1);
+    CHECK_EQ(sql_int(h_fmt("SELECT attempts FROM inbox WHERE event_id = '%s'", id)), 1);
+    const char *lease = h_str(h_at(c, 0), "lease_token");
+    CHECK_EQ(h_ack(d.http, tok, "claim.b", id, lease ? lease : ""), 200);
+    CHECK_EQ(status_of(id), 3);
+    json_decref(c);
+}
+
 /* The same through `roost publish` (no --idempotency-key): exit 0 and one event. */
 static void test_cli_retry_after_cut(void)
 {
@@ -348,6 +392,8 @@ int main(int argc, char **argv)
         RUN(test_publish_never_commits);
         RUN(test_ack_answer_lost);
         RUN(test_ack_never_commits);
+        RUN(test_claim_answer_lost);
+        RUN(test_claim_commit_not_sent);
         RUN(test_sdk_retry_after_cut);
         RUN(test_cli_retry_after_cut);
         if (!pg) {
