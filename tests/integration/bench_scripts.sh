@@ -20,6 +20,10 @@
 #    started on loopback in the run's directory), the table has its ratios, load averages and
 #    target rows, the plot is drawn. A missing redis-server or beanstalkd fails the test
 #    (scripts/deps.sh installs them).
+#  * scripts/bench_syscalls.sh, one round: CPU per cycle and system calls per request by kind.
+#  * scripts/bench_cycle_split.sh, one round at P2 C2: roostd's rate, commits per cycle and writer
+#    time, and each thread's time on the CPU, waiting for it, for the disk and asleep (roostd's
+#    loop and writer, Redis' main thread); run where redis-server and `perf sched` work.
 # Starts its own private MariaDB and PostgreSQL (as the scripts do). Ends with the line "N passed, N failed".
 set -uo pipefail
 
@@ -220,4 +224,20 @@ for b in base new; do
   check "bench_syscalls.sh: $b's system calls per request by kind" \
     sh -c "grep -E '^[|] $b [|] sqlite [|] (loop|all) [|] .*writev [0-9.]+' '$dir/sys/results.md'"
 done
+
+# Where a cycle's time goes, roostd beside Redis, thread by thread (one short round).
+if command -v redis-server >/dev/null && perf sched record -o /dev/null -- true >/dev/null 2>&1; then
+  BENCH_DIR=$dir/split BENCH_RUNS=1 BENCH_SECONDS=7 BENCH_SAMPLE=1 BENCH_SHAPE=2 \
+    "$src/scripts/bench_cycle_split.sh" "$build" >"$dir/split.log" 2>&1
+  check "bench_cycle_split.sh exits 0 ($dir/split.log)" test $? -eq 0
+  check "bench_cycle_split.sh: roostd's cycles, commits per cycle and writer time" \
+    sh -c "grep -E '^system=roostd round=1 .*cycles_per_s=[1-9][0-9]* .*commits_per_cycle=[0-9.]+ jobs_per_group=[0-9.]+ writer_statements_us_per_cycle=[0-9.]+' '$dir/split/raw.txt'"
+  for t in "roostd round=1 thread=loop" "roostd round=1 thread=writer" "redis round=1 thread=main"; do
+    check "bench_cycle_split.sh: $t has its time on and off the CPU" \
+      sh -c "grep -E '^system=$t run_us_per_cycle=[0-9.]+ runnable_wait_us_per_cycle=[0-9.]+ sched_disk_ms=[0-9]+ sched_sleep_ms=[0-9]+' '$dir/split/raw.txt'"
+  done
+  check "bench_cycle_split.sh: the servers are gone" sh -c "! pgrep -f '$dir/split[/]' >/dev/null"
+else
+  echo "bench_cycle_split.sh not run: redis-server or perf sched missing"
+fi
 summary
