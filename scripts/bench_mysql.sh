@@ -21,7 +21,9 @@
 # and closes (it marks both in BENCH_WINDOW_FILE) the server's SHOW GLOBAL STATUS (Questions,
 # Handler_commit, Com_commit, Innodb_deadlocks, Innodb_row_lock_waits) and every node's /metrics
 # (roost_store_write_retries_total, group commits) are sampled: the deltas over the window,
-# divided by the full cycles of that window (bench_lib.sh bench_measure).
+# divided by the full cycles of that window (bench_lib.sh bench_measure). Each paced scenario also
+# writes its events' stage times (bench_peer.c BENCH_EVENT_TRACE, runs/SCENARIO.RUN.events) and
+# prints where their publish → ack latency went (bench/event_stages.py, kept as ….events.stages).
 #
 # Environment (all optional):
 #   BUILD_DIR          build tree with bin/roostd, bin/roost_load, … (default: build)
