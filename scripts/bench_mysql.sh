@@ -4,12 +4,12 @@
 # Starts a private MariaDB (scripts/mariadb_test.sh: innodb_flush_log_at_trx_commit=1, data under
 # BENCH_DIR, on the disk under test) and per run:
 #   mysql_p2c2 / mysql_p8c8   bench/mysql_direct, the plain SKIP LOCKED loop (the peer)
-#   mysql_paced               the loop, P2 C2, paced at BENCH_RATE events/s: its publish → ack
+#   mysql_paced               the loop, paced at BENCH_RATE events/s: its publish → ack
 #                             latency (three autocommits in turn, consumers woken in-process) is
 #                             the floor of roostd1_paced's on the same server and disk
 #   roostd1_p2c2 / _p8c8      one roostd on the database, driven by bench/roost_load
 #   roostd1a_p2c2 / _p8c8     the same with one agent shared by every producer and consumer
-#   roostd1_paced             one roostd, P2 C2, publishes paced at BENCH_RATE events/s: the
+#   roostd1_paced             one roostd, publishes paced at BENCH_RATE events/s: the
 #                             latency figure (publish → ack p99) and whether the rate is held
 #   base1_…, base1a_…         with BENCH_BASE_ROOSTD: the same shapes (the paced one too) on another
 #                             build's roostd, alternating with the build under test within a run
@@ -36,6 +36,8 @@
 #                      do not queue behind each other, and not a multiple of the tail interval,
 #                      so publishes fall at every phase of the other node's tail timer)
 #   BENCH_RATE         events/s of roostd1_paced (default 1000)
+#   BENCH_PACED_CLIENTS producers and consumers of the paced scenarios, the rate shared among them
+#                      (default 2: each producer publishes every 2 ms at 1,000/s, in turn)
 #   BENCH_ROOSTD_ARGS  extra roostd arguments, e.g. "--set store.group_commit_max=64"
 #   BENCH_DIR          scratch and results directory (default BUILD_DIR/bench-mysql); it must be on
 #                      the disk under test (not tmpfs); the MariaDB socket path must stay short
@@ -57,6 +59,7 @@ TAIL_MS=${BENCH_TAIL_MS:-100}
 PING_SAMPLES=${BENCH_PING_SAMPLES:-100}
 PING_PERIOD=${BENCH_PING_PERIOD:-237}
 RATE=${BENCH_RATE:-1000}
+PACED=${BENCH_PACED_CLIENTS:-2}
 WORK=${BENCH_DIR:-$BUILD_DIR/bench-mysql}
 read -r -a ROOSTD_ARGS <<<"${BENCH_ROOSTD_ARGS:-}"
 ONLY=${BENCH_ONLY:-}
@@ -168,14 +171,14 @@ for run in $(seq 1 "$RUNS"); do
     if want mysql_paced; then
         BENCH_EVENT_TRACE=$(event_trace mysql_paced "$run") bench_measure mysql_paced "$run" \
             "$BIN/mysql_direct" --url "$url" --fresh --seconds "$SECS" --warmup "$WARMUP" \
-            --producers 2 --consumers 2 --rate "$RATE"
+            --producers "$PACED" --consumers "$PACED" --rate "$RATE"
         event_stages mysql_paced "$run"
     fi
     for shape in 1_p2c2 1_p8c8 1a_p2c2 1a_p8c8 1_paced; do
         # The base build first in odd runs, second in even ones.
         if [ $((run % 2)) = 1 ]; then order="base roostd"; else order="roostd base"; fi
         for who in $order; do
-            case $shape in *p8c8) pc="8 8" ;; *) pc="2 2" ;; esac
+            case $shape in *p8c8) pc="8 8" ;; *_paced) pc="$PACED $PACED" ;; *) pc="2 2" ;; esac
             # shellcheck disable=SC2086
             roostd_scenario "$who$shape" "$run" 1 $pc
         done
@@ -253,17 +256,17 @@ RESULTS=$WORK/results.md
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     row mysql_p2c2 "plain SKIP LOCKED loop (mysql_direct), P2 C2"
     row mysql_p8c8 "plain SKIP LOCKED loop (mysql_direct), P8 C8"
-    row mysql_paced "plain SKIP LOCKED loop (mysql_direct), P2 C2, paced $RATE ev/s"
+    row mysql_paced "plain SKIP LOCKED loop (mysql_direct), P$PACED C$PACED, paced $RATE ev/s"
     row roostd1_p2c2 "roostd, 1 node, P2 C2"
     row roostd1_p8c8 "roostd, 1 node, P8 C8"
     row roostd1a_p2c2 "roostd, 1 node, P2 C2, one agent"
     row roostd1a_p8c8 "roostd, 1 node, P8 C8, one agent"
-    row roostd1_paced "roostd, 1 node, P2 C2, paced $RATE ev/s"
+    row roostd1_paced "roostd, 1 node, P$PACED C$PACED, paced $RATE ev/s"
     row base1_p2c2 "base build, 1 node, P2 C2"
     row base1_p8c8 "base build, 1 node, P8 C8"
     row base1a_p2c2 "base build, 1 node, P2 C2, one agent"
     row base1a_p8c8 "base build, 1 node, P8 C8, one agent"
-    row base1_paced "base build, 1 node, P2 C2, paced $RATE ev/s"
+    row base1_paced "base build, 1 node, P$PACED C$PACED, paced $RATE ev/s"
     row roostd2_p8c8 "roostd, 2 nodes, P8 C8"
     row roostd4_p8c8 "roostd, 4 nodes, P8 C8"
     echo
