@@ -180,9 +180,17 @@ static void close_inherited(int keep1, int keep2)
  * for the agent do not reach the command and the command's descendants can be ended together; it
  * dies with the agent (PR_SET_PDEATHSIG), taking the group with it; and it passes the command's
  * exit status on as its own. */
-static _Noreturn void supervisor_main(pid_t agent_pid, int in_fd, int err_fd, int parent_in,
-                                      int parent_err, char *const argv[], char *const envp[])
+/* A command's pipes, each with the end the agent keeps. `go` is the agent's word that the
+ * command's pid file is written: the command never starts before a restart could find it. */
+struct supervisor_fds {
+    int in, err, go;                      /* the supervisor's ends */
+    int parent_in, parent_err, parent_go; /* the agent's, closed in the supervisor */
+};
+
+static _Noreturn void supervisor_main(pid_t agent_pid, const struct supervisor_fds *fds,
+                                      char *const argv[], char *const envp[])
 {
+    int in_fd = fds->in, err_fd = fds->err;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
@@ -199,8 +207,17 @@ static _Noreturn void supervisor_main(pid_t agent_pid, int in_fd, int err_fd, in
     if (prctl(PR_SET_PDEATHSIG, SUPERVISOR_DEATH_SIG) != 0 || getppid() != agent_pid) {
         _exit(127); /* the agent is already gone */
     }
-    close(parent_in);
-    close(parent_err);
+    close(fds->parent_in);
+    close(fds->parent_err);
+    close(fds->parent_go);
+    char go;
+    ssize_t r;
+    while ((r = read(fds->go, &go, 1)) < 0 && errno == EINTR) {
+    }
+    if (r != 1) {
+        _exit(127); /* the agent never said go: it is gone */
+    }
+    close(fds->go);
     close_inherited(in_fd, err_fd);
     pid_t pid = fork();
     if (pid < 0) {
@@ -420,7 +437,7 @@ static int exec_handler(const struct roost_event *ev, struct roost_agent_outcome
         env_entry("ROOST_RESULT_FILE", result_path),
     };
     int result = ROOST_AGENT_RELEASE;
-    int in[2] = {-1, -1}, err[2] = {-1, -1};
+    int in[2] = {-1, -1}, err[2] = {-1, -1}, go[2] = {-1, -1};
     bool ok = envp != NULL;
     for (int i = 0; i < EXEC_N_ENV; i++) {
         ok = ok && ours[i] != NULL;
@@ -429,7 +446,8 @@ static int exec_handler(const struct roost_event *ev, struct roost_agent_outcome
     if (rfd >= 0) {
         close(rfd);
     }
-    if (rfd < 0 || pipe2(in, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    if (rfd < 0 || pipe2(in, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+        pipe2(go, O_CLOEXEC) != 0) {
         snprintf(out->error, sizeof out->error, "cannot prepare the command: %s", strerror(errno));
         goto out;
     }
@@ -453,11 +471,22 @@ static int exec_handler(const struct roost_event *ev, struct roost_agent_outcome
         goto out;
     }
     if (pid == 0) {
-        supervisor_main(agent_pid, in[0], err[1], in[1], err[0], argv, envp);
+        const struct supervisor_fds fds = {.in = in[0],
+                                           .err = err[1],
+                                           .go = go[0],
+                                           .parent_in = in[1],
+                                           .parent_err = err[0],
+                                           .parent_go = go[1]};
+        supervisor_main(agent_pid, &fds, argv, envp);
     }
     /* Also here, so that the agent never races the supervisor's own setpgid. */
     setpgid(pid, pid);
     pid_file_write(x, pid);
+    /* Only now may the command start: an agent killed before this line leaves no command. */
+    (void)write(go[1], "g", 1);
+    close(go[0]);
+    close(go[1]);
+    go[0] = go[1] = -1;
     close(in[0]);
     close(err[1]);
     in[0] = err[1] = -1;
@@ -500,6 +529,9 @@ out:
         }
         if (err[i] >= 0) {
             close(err[i]);
+        }
+        if (go[i] >= 0) {
+            close(go[i]);
         }
     }
     unlink(result_path);

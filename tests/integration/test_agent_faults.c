@@ -332,14 +332,16 @@ static void test_agent_last_attempt_logged_quarantined(void)
 
 /* ---- 7. handlers die with their agent ---- */
 
-/* The handler records its shell's pid, its parent's (the agent's supervisor process) and, on
+/* The handler first notes whether its supervisor's pid file (which a restart reads) already
+ * exists, then records its shell's pid, its parent's (the agent's supervisor process) and, on
  * its first attempt, a background sleep's, then waits for it. */
 static char *long_handler(const struct agent_proc *ap)
 {
-    return h_fmt("echo $$ >> '%s/sh.pids'; echo $PPID >> '%s/sup.pids'; "
+    return h_fmt("[ -f '%s/exec/'$PPID.pid ] || echo $PPID >> '%s/unnamed.pids'; "
+                 "echo $$ >> '%s/sh.pids'; echo $PPID >> '%s/sup.pids'; "
                  "if [ \"$ROOST_ATTEMPT\" = 1 ]; then sleep 60 & echo $! >> '%s/sh.pids'; wait; "
                  "fi;",
-                 ap->dir, ap->dir, ap->dir);
+                 ap->state, ap->dir, ap->dir, ap->dir, ap->dir);
 }
 
 static void test_agent_sigkill_ends_handlers(void)
@@ -388,6 +390,11 @@ static void test_agent_restart_ends_orphans(void)
     bool ok;
     H_WAIT_UNTIL(ok, 10000, read_pids(path, pids, 8) == 2 && read_pids(sup_path, sup, 8) == 1);
     CHECK(ok);
+    /* The command started only once its pid file was written: a restart can always find it. */
+    char *unnamed_path = h_fmt("%s/unnamed.pids", f.ap.dir);
+    pid_t unnamed[8];
+    CHECK_EQ(read_pids(unnamed_path, unnamed, 8), 0);
+    free(unnamed_path);
     /* The agent frozen, the process between it and the handler killed, then the agent: nothing
      * is left to notice, and the handler runs on, orphaned. */
     kill(f.ap.pid, SIGSTOP);
