@@ -25,14 +25,7 @@ roostd_start "$roostd" "$dir/data" --set webhooks.allow_cidrs=127.0.0.1/32 \
   --set "webhooks.ca_file=$dir/ca.pem" --set webhooks.registrations_per_min=100000 \
   --set webhooks.max_verifications_per_tenant=32 ${WH_EXTRA:-} ||
   abort "roostd did not start: $(cat "$dir/roostd.log")"
-secret="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
-mkdir -p "$dir/rx"
-node "$root/tests/js/webhook_receiver.cjs" "$dir/hook.pem" "$dir/hook.key" "$secret" \
-  "$url/api/v1/keys/server" "$dir/rx" 2>"$dir/rx/stderr" &
-client_pid=$!
-wait_until 10 test -s "$dir/rx/port" || abort "the receiver did not start: $(cat "$dir/rx/stderr")"
-hook="https://127.0.0.1:$(cat "$dir/rx/port")"
-touch "$dir/rx/log" "$dir/rx/closed"
+webhook_receiver_start
 
 mint() { "$roost" token mint --data-dir "$dir/data" --tenant "$1" \
   --scope 'agent:*:consume agent:*:publish agent:*:read tenant:admin'; }

@@ -103,6 +103,22 @@ test_cert() { # test_cert NAME SAN
       -CAcreateserial -days 2 -extfile "$dir/$name.ext" -out "$dir/$name.pem"
 } 2>>"$dir/openssl.log"
 
+# Starts tests/js/webhook_receiver.cjs on the certificate test_cert made as "hook", with a fresh
+# Standard Webhooks secret ($secret) and roostd's key set at $url: its state in $dir/rx (the
+# deliveries' log, `closed`, its stderr), its pid in $client_pid (the exit trap ends it), its base
+# URL in $hook. Aborts when it does not start.
+harness_js_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../js" && pwd)
+webhook_receiver_start() {
+  secret="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
+  mkdir -p "$dir/rx"
+  node "$harness_js_dir/webhook_receiver.cjs" "$dir/hook.pem" "$dir/hook.key" \
+    "$secret" "$url/api/v1/keys/server" "$dir/rx" 2>"$dir/rx/stderr" &
+  client_pid=$!
+  wait_until 10 test -s "$dir/rx/port" || abort "the receiver did not start: $(cat "$dir/rx/stderr")"
+  hook="https://127.0.0.1:$(cat "$dir/rx/port")"
+  touch "$dir/rx/log" "$dir/rx/closed"
+}
+
 # Starts ROOSTD on a port of the kernel's choosing with a ready file, stderr and stdout appended
 # to $dir/roostd.log; 0 once the ready file is written (its first line in $url), 1 when roostd
 # exited first (roostd_pid is then empty) or did not get ready within 15 s.

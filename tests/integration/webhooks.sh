@@ -50,14 +50,7 @@ start() {
 }
 start || abort "roostd did not start: $(cat "$dir/roostd.log")"
 
-secret="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
-mkdir -p "$dir/rx"
-node "$js_dir/webhook_receiver.cjs" "$dir/hook.pem" "$dir/hook.key" "$secret" \
-  "$url/api/v1/keys/server" "$dir/rx" 2>"$dir/rx/stderr" &
-client_pid=$!
-wait_until 10 test -s "$dir/rx/port" || abort "the receiver did not start: $(cat "$dir/rx/stderr")"
-hook="https://127.0.0.1:$(cat "$dir/rx/port")"
-touch "$dir/rx/log"
+webhook_receiver_start
 
 tok=$("$roost" token mint --data-dir "$dir/data" --tenant t1 \
   --scope 'agent:*:consume agent:*:publish agent:*:read tenant:admin')

@@ -20,7 +20,6 @@ roost=${2:?roost binary}
 
 . "$(dirname "$0")/../harness/preamble.sh" webhooks-fair
 need openssl curl node jq
-js_dir=$(cd "$(dirname "$0")/../js" && pwd)
 
 test_cert hook IP:127.0.0.1
 check "openssl made the receiver's certificate" test -s "$dir/hook.pem"
@@ -36,14 +35,7 @@ start() { # start TIMEOUT_MS
 }
 start 120000 || abort "roostd did not start: $(cat "$dir/roostd.log")"
 
-secret="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
-mkdir -p "$dir/rx"
-node "$js_dir/webhook_receiver.cjs" "$dir/hook.pem" "$dir/hook.key" "$secret" \
-  "$url/api/v1/keys/server" "$dir/rx" 2>"$dir/rx/stderr" &
-client_pid=$!
-wait_until 10 test -s "$dir/rx/port" || abort "the receiver did not start: $(cat "$dir/rx/stderr")"
-hook="https://127.0.0.1:$(cat "$dir/rx/port")"
-touch "$dir/rx/log"
+webhook_receiver_start
 
 mint() { "$roost" token mint --data-dir "$dir/data" --tenant "$1" \
   --scope 'agent:*:consume agent:*:publish agent:*:read tenant:admin'; }
