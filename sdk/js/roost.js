@@ -1023,7 +1023,14 @@ export class Agent extends EventTarget {
       this.hub?.drop(false);
       this.port?.postMessage({ type: 'reconnect' });
     };
-    this.onOffline = () => this.isLeader && this.setState('offline');
+    this.onOffline = () => {
+      if (this.isLeader) {
+        this.setState('offline');
+        // A sync already in flight may still answer and report 'streaming'; one that starts
+        // now says what holds.
+        this.kick();
+      }
+    };
     this.onPageHide = (e) => {
       this.leave(true);
       // Into the back/forward cache: the page may come back as it was; it rejoins then.
