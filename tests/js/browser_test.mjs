@@ -34,7 +34,7 @@ import { createHmac, createPrivateKey, randomBytes } from 'node:crypto';
 import { createServer } from 'node:https';
 import { SignJWT } from 'jose';
 import { chromium } from 'playwright-core';
-import { check, counts, pass, run, sleep, waitUntil } from './check.mjs';
+import { check, counts, pass, patience, run, sleep, waitUntil } from './check.mjs';
 import { signHeaders } from './ingest_sign.mjs';
 
 const scenario = process.argv[2];
@@ -293,8 +293,8 @@ async function scenarioFailover(d, b, admin, producer, sharedWorker) {
       window.agent.leaderSince)))).filter(Boolean);
     return since.length === 1;
   }, 5000), 'one new leader');
-  check(since.length === 1 && since[0] - closedAt < 1000,
-    `a new leader within a second (${since[0] - closedAt} ms)`);
+  check(since.length === 1 && since[0] - closedAt < patience(1000),
+    `a new leader within a second, stretched for a loaded machine (${since[0] - closedAt} ms)`);
   check(await waitUntil(() => (b.dones.get(slow) ?? []).length === 1, 15000,
     'another tab finishes'), 'a remaining tab finished the work');
   check(!(b.dones.get(slow) ?? []).includes(leaderTab), 'not in the closed tab');

@@ -42,10 +42,21 @@ export function run(main) {
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls cond (may be async) every 25 ms until it holds (true) or timeoutMs passed (false, and
- * "timed out: what" printed when what is given). */
+const patienceFactor = (() => {
+  const f = Number(process.env.ROOST_TEST_PATIENCE ?? 6);
+  return Number.isInteger(f) && f >= 1 && f <= 100 ? f : 6;
+})();
+
+/** A deadline of ms, as an idle machine needs it, stretched for a loaded one (ROOST_TEST_PATIENCE,
+ * default 6, as the C harness's h_patience): a slow machine may make a run slower, never fail it. */
+export function patience(ms) {
+  return ms * patienceFactor;
+}
+
+/** Polls cond (may be async) every 25 ms until it holds (true) or patience(timeoutMs) passed
+ * (false, and "timed out: what" printed when what is given). */
 export async function waitUntil(cond, timeoutMs, what) {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + patience(timeoutMs);
   for (;;) {
     if (await cond()) {
       return true;
