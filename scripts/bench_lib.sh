@@ -163,12 +163,15 @@ bench_cpu_ticks() {
     sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12 + $13 }'
 }
 
-# bench_cpu_sample LOAD_PID: the CPU of the load tool and of the server SERVER_PID (when one is
+# bench_cpu_sample LOAD_PID: the CPU of the machine, of the load tool and of the server SERVER_PID (when one is
 # set; in all, and its user and system parts) as keys for bench_counter_deltas.
 bench_cpu_sample() {
     local t
     t=$(bench_cpu_ticks "$1")
     [ -z "$t" ] || printf "load_cpu_ticks=%d " "$t"
+    # The whole machine (/proc/stat's first line): busy is all but idle and iowait. Where the CPU,
+    # not a wait, is what a paced scenario's tail queues on, this says so.
+    awk '$1 == "cpu" { b = $2 + $3 + $4 + $7 + $8 + $9; printf "host_busy_ticks=%d host_ticks=%d ", b, b + $5 + $6 }' /proc/stat
     [ -n "$SERVER_PID" ] && [ -r "/proc/$SERVER_PID/stat" ] || return 0
     sed 's/^.*) //' "/proc/$SERVER_PID/stat" 2>/dev/null |
         awk '{ printf "server_cpu_ticks=%d server_user_ticks=%d server_sys_ticks=%d ", $12 + $13, $12, $13 }'
@@ -188,6 +191,8 @@ bench_counter_deltas() { # BEFORE AFTER ACKED
         tick = 1000 / (hz > 0 ? hz : 100)
         if ("db_cpu_ticks" in v1)
             printf "db_cpu_ms_per_cycle=%.3f ", (v1["db_cpu_ticks"] - v0["db_cpu_ticks"]) * tick / c
+        if ("host_ticks" in v0 && "host_ticks" in v1 && v1["host_ticks"] > v0["host_ticks"])
+            printf "host_busy_pct=%.0f ", 100 * (v1["host_busy_ticks"] - v0["host_busy_ticks"]) / (v1["host_ticks"] - v0["host_ticks"])
         if ("load_cpu_ticks" in v0 && "load_cpu_ticks" in v1)
             printf "load_cpu_ms_per_cycle=%.4f ", (v1["load_cpu_ticks"] - v0["load_cpu_ticks"]) * tick / c
         if ("server_cpu_ticks" in v0 && "server_cpu_ticks" in v1)
