@@ -123,6 +123,7 @@ bench_counters() {
         # saturated machine, and steady where cycles/s swings with the other jobs' load.
         if [ -n "${BENCH_DB_PIDFILE:-}" ] && [ -r "/proc/$(cat "$BENCH_DB_PIDFILE" 2>/dev/null)/stat" ]; then
             awk '{ printf "db_cpu_ticks=%d ", $14 + $15 }' "/proc/$(cat "$BENCH_DB_PIDFILE")/stat"
+            bench_sched db "$(cat "$BENCH_DB_PIDFILE")"
         fi
     fi
     # PostgreSQL's CPU: the postmaster and its children (a backend per connection, the WAL writer,
@@ -142,6 +143,7 @@ bench_counters() {
             [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
         done
         printf "roostd_cpu_ticks=%d " "$t"
+        bench_sched roostd "${SERVER_PIDS[@]}"
     fi
     if [ -n "$COUNTERS_URLS" ]; then
         local u
@@ -163,12 +165,25 @@ bench_cpu_ticks() {
     sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12 + $13 }'
 }
 
+# bench_sched PREFIX PID…: the run-queue wait (ns) and time slices of every thread of the PIDs,
+# summed (/proc/PID/task/TID/schedstat: on-CPU ns, waiting-for-a-CPU ns, slices), as PREFIX_wait_ns=
+# and PREFIX_slices=. A slice begins at each wake-up or preemption: per cycle, it counts the thread
+# hand-offs, and the wait says what they cost on a busy machine.
+bench_sched() {
+    local prefix=$1 p
+    shift
+    for p in "$@"; do
+        [ -n "$p" ] && [ -d "/proc/$p/task" ] && cat /proc/"$p"/task/*/schedstat 2>/dev/null
+    done | awk -v k="$prefix" '{ w += $2; n += $3 } END { printf "%s_wait_ns=%d %s_slices=%d ", k, w, k, n }'
+}
+
 # bench_cpu_sample LOAD_PID: the CPU of the machine, of the load tool and of the server SERVER_PID (when one is
 # set; in all, and its user and system parts) as keys for bench_counter_deltas.
 bench_cpu_sample() {
     local t
     t=$(bench_cpu_ticks "$1")
     [ -z "$t" ] || printf "load_cpu_ticks=%d " "$t"
+    bench_sched load "$1"
     # The whole machine (/proc/stat's first line): busy is all but idle and iowait. Where the CPU,
     # not a wait, is what a paced scenario's tail queues on, this says so.
     awk '$1 == "cpu" { b = $2 + $3 + $4 + $7 + $8 + $9; printf "host_busy_ticks=%d host_ticks=%d ", b, b + $5 + $6 }' /proc/stat
@@ -203,6 +218,18 @@ bench_counter_deltas() { # BEFORE AFTER ACKED
                 (v1["server_sys_ticks"] - v0["server_sys_ticks"]) * tick / c
         if ("roostd_cpu_ticks" in v1)
             printf "roostd_cpu_ms_per_cycle=%.3f ", (v1["roostd_cpu_ticks"] - v0["roostd_cpu_ticks"]) * tick / c
+        # Run-queue wait and slices per cycle, each process and in all (what the hand-offs cost).
+        split("db roostd load", procs, " ")
+        for (i = 1; i <= 3; i++) {
+            k = procs[i]
+            if ((k "_slices") in v0 && (k "_slices") in v1) {
+                wt = (v1[k "_wait_ns"] - v0[k "_wait_ns"]) / 1e6 / c; sl = (v1[k "_slices"] - v0[k "_slices"]) / c
+                printf "%s_runq_ms_per_cycle=%.3f %s_slices_per_cycle=%.1f ", k, wt, k, sl
+                all_wait += wt; all_sl += sl; have_sched = 1
+            }
+        }
+        if (have_sched)
+            printf "runq_ms_per_cycle=%.3f slices_per_cycle=%.1f ", all_wait, all_sl
         if ("roostd_retries" in v1 && !("roostd_unreadable" in v0) && !("roostd_unreadable" in v1))
             printf "roostd_retries=%d roostd_commits_per_cycle=%.2f roostd_overlaps_per_commit=%.2f ",
                 v1["roostd_retries"] - v0["roostd_retries"], (v1["roostd_commits"] - v0["roostd_commits"]) / c,

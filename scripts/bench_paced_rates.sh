@@ -11,8 +11,9 @@
 # BENCH_DIR/rate-RATE; BENCH_PACED_CLIENTS, BENCH_RUNS, BENCH_SECONDS, BENCH_ROOSTD_ARGS and
 # BENCH_BASE_ROOSTD (adds the base build's column) pass through. Prints one Markdown row per rate
 # and system: publish → ack p50 and p99 (medians over the rounds, and the p99's range), the
-# machine's busy share over the window (/proc/stat: all but idle and iowait), and the CPU per
-# cycle of MariaDB, roostd and the load tool.
+# machine's busy share over the window (/proc/stat: all but idle and iowait), the CPU per cycle of
+# MariaDB, roostd and the load tool, and their threads' time slices (wake-ups and preemptions: the
+# hand-offs of a cycle) and run-queue wait per cycle, summed (bench_lib.sh bench_sched).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,16 +32,16 @@ for rate in "${RATES[@]}"; do
 done
 
 . "$ROOT/scripts/bench_lib.sh"
-echo "| rate ev/s | system | p50 ms | p99 ms | p99 range | machine busy % | MariaDB CPU ms / cycle | roostd CPU ms / cycle | load tool CPU ms / cycle | errors |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| rate ev/s | system | p50 ms | p99 ms | p99 range | machine busy % | MariaDB CPU ms / cycle | roostd CPU ms / cycle | load tool CPU ms / cycle | time slices / cycle | run-queue wait ms / cycle | errors |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for rate in "${RATES[@]}"; do
     RAW=$OUT/rate-$rate/raw.txt
     for s in $ONLY; do
         grep -q "^scenario=$s " "$RAW" || continue
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$rate" "$s" \
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$rate" "$s" \
             "$(median "$s" lat_p50_ms)" "$(median "$s" lat_p99_ms)" "$(range "$s" lat_p99_ms)" \
             "$(median "$s" host_busy_pct)" "$(median "$s" db_cpu_ms_per_cycle)" \
             "$(median "$s" roostd_cpu_ms_per_cycle)" "$(median "$s" load_cpu_ms_per_cycle)" \
-            "$(total "$s" errors)"
+            "$(median "$s" slices_per_cycle)" "$(median "$s" runq_ms_per_cycle)" "$(total "$s" errors)"
     done
 done

@@ -10,8 +10,8 @@
 #    the TSV alone.
 #  * scripts/bench_mysql.sh with one loop and one 2-node roostd point: its table has the
 #    retries and the × loop ratio.
-#  * scripts/bench_paced_rates.sh at one rate: the loop's and roostd's p99 and the machine's busy
-#    share.
+#  * scripts/bench_paced_rates.sh at one rate: the loop's and roostd's p99, the machine's busy
+#    share and their time slices per cycle.
 #  * scripts/bench_pg.sh with the loop, one and two roostd nodes and a base build at P2 C2: the
 #    ratios, the load average and roostd's and PostgreSQL's CPU per cycle are in its table.
 #  * bench/null_server --durable, the ideal durable server: in each shape (inline:FILE,
@@ -92,15 +92,15 @@ check "bench_mysql.sh: and a retries count" \
 check "bench_mysql.sh: the loop's statements per cycle" \
   sh -c "grep '^| mysql_p8c8 ' '$bm/results.md' | awk -F' [|] ' '{ exit !(\$9 + 0 > 0) }'"
 
-# bench_paced_rates.sh at one rate: the loop's and roostd's rows, each with a p99 and the
-# machine's busy share.
+# bench_paced_rates.sh at one rate: the loop's and roostd's rows, each with a p99, the machine's
+# busy share and the time slices per cycle.
 bpr=$dir/bpr
 BUILD_DIR=$build BENCH_DIR=$bpr BENCH_RUNS=1 BENCH_SECONDS=0.5 BENCH_WARMUP=0.2 \
   "$src/scripts/bench_paced_rates.sh" 200 >"$dir/paced_rates.md" 2>"$dir/paced_rates.err"
 check "bench_paced_rates.sh exits 0 ($dir/paced_rates.err, $bpr-200.log)" test $? -eq 0
 for s in mysql_paced roostd1_paced; do
-  check "bench_paced_rates.sh: $s has a p99 and the machine's busy share" \
-    sh -c "grep '^| 200 | $s ' '$dir/paced_rates.md' | awk -F' [|] ' '{ exit !(\$4 + 0 > 0 && \$6 ~ /^[0-9]+\$/) }'"
+  check "bench_paced_rates.sh: $s has a p99, the machine's busy share and time slices per cycle" \
+    sh -c "grep '^| 200 | $s ' '$dir/paced_rates.md' | awk -F' [|] ' '{ exit !(\$4 + 0 > 0 && \$6 ~ /^[0-9]+\$/ && \$10 + 0 > 0) }'"
 done
 
 # bench_pg.sh: the loop, one and two roostd nodes and a base build (here the same one) on its
