@@ -129,13 +129,15 @@ bench_counters() {
     # PostgreSQL's CPU: the postmaster and its children (a backend per connection, the WAL writer,
     # the checkpointer), all alive across a window whose load tool keeps its connections.
     if [ "$COUNTERS_PG" = 1 ] && [ -r "${BENCH_PG_PIDFILE:-}" ]; then
-        local pm c t=0
+        local pm c t=0 procs
         pm=$(head -n 1 "$BENCH_PG_PIDFILE")
-        for p in $pm $(pgrep -P "$pm" || true); do
+        read -r -a procs <<<"$pm $(pgrep -P "$pm" | tr '\n' ' ' || true)"
+        for p in "${procs[@]}"; do
             c=$(bench_cpu_ticks "$p")
             t=$((t + ${c:-0}))
         done
         printf "db_cpu_ticks=%d " "$t"
+        bench_sched db "${procs[@]}"
     fi
     if [ -n "$COUNTERS_URLS" ] && [ ${#SERVER_PIDS[@]} -gt 0 ]; then
         local p t=0
