@@ -30,6 +30,9 @@
 static const double latency_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                         0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 static const double delivery_bounds[] = {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600};
+/* Waits between threads: most are tens of microseconds, a queue behind a group a millisecond. */
+static const double wait_bounds[] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                     0.01,    0.025,  0.05,    0.1,    0.25,   1,      10};
 static const double batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 
 #define NBOUNDS(a) (sizeof(a) / sizeof((a)[0]))
@@ -119,6 +122,8 @@ static void webhook_stats_render(struct webhook_stats *ws, const char *mode, str
 struct metrics {
     /* any thread */
     struct hist store_op[N_STORE_OPS];
+    struct hist store_queued[N_STORE_OPS];
+    struct hist store_returned;
     struct hist group_commit;
     _Atomic uint64_t write_retries; /* write transactions run again */
     /* loop thread */
@@ -149,7 +154,9 @@ struct metrics *metrics_new(void)
     store_ops_init();
     for (size_t i = 0; i < N_STORE_OPS; i++) {
         hist_init(&m->store_op[i], latency_bounds, NBOUNDS(latency_bounds), 1e-6);
+        hist_init(&m->store_queued[i], wait_bounds, NBOUNDS(wait_bounds), 1e-6);
     }
+    hist_init(&m->store_returned, wait_bounds, NBOUNDS(wait_bounds), 1e-6);
     hist_init(&m->group_commit, batch_bounds, NBOUNDS(batch_bounds), 1);
     hist_init(&m->delivery, delivery_bounds, NBOUNDS(delivery_bounds), 1e-3);
     if ((m->webhooks = webhook_stats_new()) == NULL || (m->history = history_new()) == NULL ||
@@ -182,16 +189,19 @@ void metrics_free(struct metrics *m)
     free(m);
 }
 
-void metrics_store_op(struct metrics *m, const char *op, double seconds)
+/* The label index of a store op (NULL or unknown: "other", the last). */
+static size_t store_op_index(const char *op)
 {
     size_t i = 0;
     while (op != NULL && i < n_store_ops - 1 && strcmp(store_ops[i], op) != 0) {
         i++;
     }
-    if (op == NULL) {
-        i = n_store_ops - 1;
-    }
-    hist_observe(&m->store_op[i], seconds);
+    return op == NULL ? n_store_ops - 1 : i;
+}
+
+void metrics_store_op(struct metrics *m, const char *op, double seconds)
+{
+    hist_observe(&m->store_op[store_op_index(op)], seconds);
 }
 
 void metrics_group_commit(struct metrics *m, size_t jobs)
@@ -424,6 +434,18 @@ static void observe_job(void *arg, const char *op, double seconds)
     metrics_store_op(arg, op, seconds);
 }
 
+static void observe_queued(void *arg, const char *op, double seconds)
+{
+    struct metrics *m = arg;
+    hist_observe(&m->store_queued[store_op_index(op)], seconds);
+}
+
+static void observe_returned(void *arg, double seconds)
+{
+    struct metrics *m = arg;
+    hist_observe(&m->store_returned, seconds);
+}
+
 static void observe_commit(void *arg, size_t jobs)
 {
     metrics_group_commit(arg, jobs);
@@ -440,6 +462,8 @@ void metrics_observe_workers(struct metrics *m, struct workers *w)
     const struct workers_observer obs = {.job_ran = observe_job,
                                          .group_committed = observe_commit,
                                          .group_retried = observe_retry,
+                                         .job_queued = observe_queued,
+                                         .job_returned = observe_returned,
                                          .arg = m};
     workers_set_observer(w, &obs);
 }
@@ -745,6 +769,17 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
         snprintf(labels, sizeof labels, "op=\"%s\"", store_ops[i]);
         hist_render(out, "roost_store_op_duration_seconds", labels, &m->store_op[i]);
     }
+    family(out, "roost_store_queue_wait_seconds", "histogram",
+           "Time a store job waited from its submission to the start of its run (a write: of its "
+           "group's transaction), by op.");
+    for (size_t i = 0; i < n_store_ops; i++) {
+        char labels[64];
+        snprintf(labels, sizeof labels, "op=\"%s\"", store_ops[i]);
+        hist_render(out, "roost_store_queue_wait_seconds", labels, &m->store_queued[i]);
+    }
+    family(out, "roost_store_return_wait_seconds", "histogram",
+           "Time a store job's result (a write's: after its COMMIT) waited for the event loop.");
+    hist_render(out, "roost_store_return_wait_seconds", "", &m->store_returned);
     family(out, "roost_group_commit_batch_size", "histogram",
            "Write jobs sharing one transaction and one commit.");
     hist_render(out, "roost_group_commit_batch_size", "", &m->group_commit);

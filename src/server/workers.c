@@ -130,8 +130,21 @@ static int run_job(struct workers *w, struct job *job, struct store *st)
     return rc;
 }
 
+/* Reports how long jobs[0..n) waited in their queue, from their submission to now. */
+static void observe_queued(struct workers *w, struct job *const *jobs, size_t n)
+{
+    if (w->obs.job_queued == NULL || n == 0) {
+        return;
+    }
+    int64_t now = time_mono_us();
+    for (size_t i = 0; i < n; i++) {
+        w->obs.job_queued(w->obs.arg, jobs[i]->name, (double)(now - jobs[i]->stamp_us) / 1e6);
+    }
+}
+
 static void complete(struct workers *w, struct job *job)
 {
+    job->stamp_us = time_mono_us();
     pthread_mutex_lock(&w->done_mu);
     bool was_empty = w->done.len == 0;
     queue_push(&w->done, job);
@@ -152,6 +165,9 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     pthread_mutex_unlock(&w->done_mu);
     struct job *job;
     while ((job = queue_pop(&batch)) != NULL) {
+        if (w->obs.job_returned != NULL) {
+            w->obs.job_returned(w->obs.arg, (double)(time_mono_us() - job->stamp_us) / 1e6);
+        }
         job->done(job);
     }
 }
@@ -267,6 +283,7 @@ static void *reader_main(void *arg)
         if (!job) {
             break; /* stopping and drained */
         }
+        observe_queued(w, &job, 1);
         if (l == &w->scans) {
             pthread_mutex_lock(&w->stats_mu);
             w->stats.scans++;
@@ -544,6 +561,7 @@ static void *writer_main(void *arg)
             overlap = overlap || w->slots[i].committing;
         }
         pthread_mutex_unlock(&w->mu);
+        observe_queued(w, g.jobs, n);
         if (overlap) {
             pthread_mutex_lock(&w->stats_mu);
             w->stats.overlaps++;
@@ -737,6 +755,7 @@ static struct thread_slot *writer_for(struct workers *w, const struct job *job)
 
 void workers_submit(struct workers *w, struct job *job)
 {
+    job->stamp_us = time_mono_us();
     pthread_mutex_lock(&w->mu);
     if (w->joined) {
         /* A done() that workers_free delivers may submit the request's next job (a body parsed,

@@ -79,6 +79,7 @@ struct job {
     bool scan;
     int rc; /* set by the pool before done() */
     struct job *next;
+    int64_t stamp_us; /* the pool's: when it was queued, then when its result was ready */
 };
 
 struct workers_stats {
@@ -127,6 +128,12 @@ struct workers_observer {
     void (*group_committed)(void *arg, size_t jobs);
     /* A group's transaction was run again `n` times (deadlock, lock wait timeout, busy). */
     void (*group_retried)(void *arg, unsigned n);
+    /* A job waited `seconds` from its submission to the start of its run (a write: of its
+     * group's transaction); op as for job_ran. */
+    void (*job_queued)(void *arg, const char *op, double seconds);
+    /* A job's result (a write's: after its COMMIT) waited `seconds` for its done() to start on
+     * the loop thread. */
+    void (*job_returned)(void *arg, double seconds);
     void *arg;
 };
 

@@ -122,6 +122,9 @@ static void test_metrics_promtool_and_values(void)
     CHECK(sample(m, "roost_store_op_duration_seconds_count{op=\"publish\"}") >= 4);
     CHECK(sample(m, "roost_store_op_duration_seconds_count{op=\"metrics_snapshot\"}") >= 1);
     CHECK(sample(m, "roost_group_commit_batch_size_count") >= 1);
+    /* Each publish waited in the writers' queue and its answer for the loop: counted once each. */
+    CHECK(sample(m, "roost_store_queue_wait_seconds_count{op=\"publish\"}") == 4);
+    CHECK(sample(m, "roost_store_return_wait_seconds_count") >= 4);
     CHECK(sample(m, "roost_store_write_retries_total") == 0);
     CHECK(sample(m, "roost_sse_subscribers") == 0);
     CHECK(sample(m, "roost_lease_expirations_total") == 0);
