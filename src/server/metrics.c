@@ -32,7 +32,7 @@ static const double latency_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02
 static const double delivery_bounds[] = {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600};
 /* Waits between threads: most are tens of microseconds, a queue behind a group a millisecond. */
 static const double wait_bounds[] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                     0.01,    0.025,  0.05,    0.1,    0.25,   1,      10};
+                                     0.01,    0.025,  0.05,    0.1,    0.25,  1,      10};
 static const double batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 
 #define NBOUNDS(a) (sizeof(a) / sizeof((a)[0]))
