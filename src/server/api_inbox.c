@@ -45,6 +45,7 @@ struct inbox_op {
     int64_t max_attempts, max_total_s; /* from the config, copied on the loop thread */
     size_t max_bytes;                  /* limits.max_response_bytes, copied likewise */
     bool has_more;                     /* claim: the batch ended at limit or at max_bytes */
+    bool recheck; /* claim: parked before its deadline's end, its timeout is not its last run */
     uint64_t serial;
     enum store_release_reason reason;
     char lease_token[STORE_LEASE_TOKEN_LEN + 1];
@@ -108,10 +109,7 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
      * do): with store.write_overlap they need not follow the agent's publishes to one writer. */
     op->job.no_seq_lock = write;
     op->job.tenant = workers_tenant_key(op->rq->principal.tenant_id);
-    if (op->deadline_ms) {
-        op->serial =
-            waiters_serial(op->rq->rt->waiters, op->rq->principal.tenant_id, op->rq->agent_id);
-    }
+    op->serial = waiters_serial(op->rq->rt->waiters, op->rq->principal.tenant_id, op->rq->agent_id);
     workers_submit(runtime_workers(op->rq->rt, op->rq->principal.tenant_id), &op->job);
 }
 
@@ -143,18 +141,29 @@ static bool read_lease_token(struct request *rq, const json_t *obj, const char *
 
 /* ---- long polling ---- */
 
+/* How long a long-polling claim of a drained agent waits for a notify before it asks the store
+ * anyway (see api_inbox_claim). */
+#define CLAIM_DRAINED_TRUST_MS 1000
+
 static void on_waiter_fire(struct waiter *w, bool timed_out);
 
-/* Parks the op until a commit touches its agent or the deadline passes. Returns false when the
- * caller should answer now (no wait asked, deadline passed) — or re-runs the job itself. */
+/* Parks the op until a commit touches its agent or `until` (monotonic ms, at most its deadline)
+ * passes; false (nothing parked) when the agent was touched since op->serial. */
+static bool park(struct inbox_op *op, int64_t until)
+{
+    op->waiter.fire = on_waiter_fire;
+    return waiters_wait(op->rq->rt->waiters, &op->waiter, op->rq->principal.tenant_id,
+                        op->rq->agent_id, op->serial, until);
+}
+
+/* After an empty answer: parks the op (see park). Returns false when the caller should answer
+ * now (no wait asked, deadline passed) — or re-runs the job itself. */
 static bool park_or_rerun(struct inbox_op *op)
 {
     if (op->deadline_ms == 0 || time_mono_ms() >= op->deadline_ms || op->rq->rt->draining) {
         return false;
     }
-    op->waiter.fire = on_waiter_fire;
-    if (!waiters_wait(op->rq->rt->waiters, &op->waiter, op->rq->principal.tenant_id,
-                      op->rq->agent_id, op->serial, op->deadline_ms)) {
+    if (!park(op, op->deadline_ms)) {
         submit(op, op->job.run, op->job.done, op->job.write); /* a commit slipped in: re-run */
     }
     return true;
@@ -163,9 +172,10 @@ static bool park_or_rerun(struct inbox_op *op)
 static void on_waiter_fire(struct waiter *w, bool timed_out)
 {
     struct inbox_op *op = (struct inbox_op *)((char *)w - offsetof(struct inbox_op, waiter));
-    if (timed_out) {
+    if (timed_out && !op->recheck) {
         op->deadline_ms = 0; /* run once more, then answer whatever it finds */
     }
+    op->recheck = false;
     submit(op, op->job.run, op->job.done, op->job.write);
 }
 
@@ -368,6 +378,10 @@ static void done_claim(struct job *job)
         request_reply_error(rq, job->rc, NULL, NULL);
         return;
     }
+    if (!op->has_more) {
+        /* It took every claimable event, or found none (has_more: it stopped at its limit). */
+        waiters_note_drained(rq->rt->waiters, rq->principal.tenant_id, rq->agent_id, op->serial);
+    }
     if (op->events.len == 0 && park_or_rerun(op)) {
         return;
     }
@@ -416,6 +430,23 @@ void api_inbox_claim(struct request *rq)
     snprintf(op->consumer, sizeof op->consumer, "%s", consumer ? consumer : "");
     op->deadline_ms = wait_s > 0 ? rq->start_ms + wait_s * 1000 : 0;
     op->job.batch = &claim_batch;
+    if (op->deadline_ms != 0 && !rq->rt->draining &&
+        waiters_known_drained(rq->rt->waiters, rq->principal.tenant_id, rq->agent_id)) {
+        /* The agent's last claim left nothing claimable and nothing touched it since: wait for
+         * the touch before asking the store (waiters.h, drained agents), but ask after
+         * CLAIM_DRAINED_TRUST_MS at the latest, so that a change whose notify never came (a
+         * concurrent claim rolled back, another node's tail stalled) waits that long, not wait_s.
+         */
+        op->job = (struct job){
+            .run = run_claim, .done = done_claim, .write = true, .batch = &claim_batch};
+        op->serial = waiters_serial(rq->rt->waiters, rq->principal.tenant_id, rq->agent_id);
+        int64_t until = time_mono_ms() + CLAIM_DRAINED_TRUST_MS;
+        op->recheck = until < op->deadline_ms;
+        if (park(op, op->recheck ? until : op->deadline_ms)) {
+            return;
+        }
+        op->recheck = false;
+    }
     submit(op, run_claim, done_claim, true);
 }
 

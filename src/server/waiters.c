@@ -14,10 +14,20 @@
 
 #define WAITER_BUCKETS 4096
 
+/* The last agent of a bucket whose claim left nothing claimable, and the serial it was
+ * submitted at. */
+struct drained {
+    bool set;
+    uint64_t serial;
+    char tenant_id[ROOST_ID_MAX + 1];
+    char agent_id[ROOST_ID_MAX + 1];
+};
+
 struct waiters {
     struct event_base *base;
     struct waiter *heads[WAITER_BUCKETS];
     uint64_t serials[WAITER_BUCKETS];
+    struct drained drained[WAITER_BUCKETS];
 };
 
 static unsigned bucket_of(const char *tenant_id, const char *agent_id)
@@ -45,6 +55,28 @@ void waiters_free(struct waiters *ws)
 uint64_t waiters_serial(struct waiters *ws, const char *tenant_id, const char *agent_id)
 {
     return ws->serials[bucket_of(tenant_id, agent_id)];
+}
+
+void waiters_note_drained(struct waiters *ws, const char *tenant_id, const char *agent_id,
+                          uint64_t serial)
+{
+    unsigned b = bucket_of(tenant_id, agent_id);
+    if (ws->serials[b] != serial) {
+        return; /* touched since the claim was submitted: its answer may be old already */
+    }
+    struct drained *e = &ws->drained[b];
+    e->set = true;
+    e->serial = serial;
+    snprintf(e->tenant_id, sizeof e->tenant_id, "%s", tenant_id);
+    snprintf(e->agent_id, sizeof e->agent_id, "%s", agent_id);
+}
+
+bool waiters_known_drained(struct waiters *ws, const char *tenant_id, const char *agent_id)
+{
+    unsigned b = bucket_of(tenant_id, agent_id);
+    const struct drained *e = &ws->drained[b];
+    return e->set && e->serial == ws->serials[b] && strcmp(e->agent_id, agent_id) == 0 &&
+           strcmp(e->tenant_id, tenant_id) == 0;
 }
 
 static void unlink_waiter(struct waiter *w)

@@ -5,7 +5,14 @@
  *
  * Lost wake-ups: a query runs on a worker while commits keep happening, so a waiter records the
  * bucket serial before submitting its query (waiters_serial) and, when the query comes back empty,
- * waiters_wait() refuses to sleep if the serial moved meanwhile: the caller re-runs at once. */
+ * waiters_wait() refuses to sleep if the serial moved meanwhile: the caller re-runs at once.
+ *
+ * Drained agents: every change that makes an event claimable (a publish, a release, a requeue,
+ * a scheduled event come due, an expired lease, another node's commit through the tail) notifies
+ * the agent, so after a claim that left nothing claimable a new claim finds nothing until the
+ * agent's bucket serial moves. A bucket remembers its last such agent (waiters_note_drained), and
+ * a long-polling claim of it waits for the notify before asking the store (api_inbox.c): a
+ * consumer that claims again after its acks costs the writers one job, not two. */
 #ifndef ROOST_WAITERS_H
 #define ROOST_WAITERS_H
 
@@ -38,6 +45,14 @@ uint64_t waiters_serial(struct waiters *ws, const char *tenant_id, const char *a
  * parked) when the bucket serial moved since `serial`: re-run the query now. */
 bool waiters_wait(struct waiters *ws, struct waiter *w, const char *tenant_id, const char *agent_id,
                   uint64_t serial, int64_t deadline_mono_ms);
+/* Remembers that a claim of the agent, submitted when its bucket serial was `serial`, left
+ * nothing claimable (it took every pending event, or found none). */
+void waiters_note_drained(struct waiters *ws, const char *tenant_id, const char *agent_id,
+                          uint64_t serial);
+/* True when the agent's last claim left nothing claimable and nothing has touched the agent
+ * since (the bucket serial did not move): a new claim would find nothing either, until a
+ * notify. */
+bool waiters_known_drained(struct waiters *ws, const char *tenant_id, const char *agent_id);
 /* Unparks without firing (idempotent). */
 void waiters_cancel(struct waiter *w);
 /* Fires every waiter of the agent (timed_out = false). */

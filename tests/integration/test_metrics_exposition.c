@@ -133,6 +133,48 @@ static void test_metrics_promtool_and_values(void)
 }
 
 /* A lease that runs out moves roost_lease_expirations_total (scavenger every 50 ms). */
+/* Claim jobs run so far: roost_store_queue_wait_seconds counts each job once. */
+static double claim_jobs(void)
+{
+    char *m = scrape(&d, NULL);
+    double n = m != NULL ? sample(m, "roost_store_queue_wait_seconds_count{op=\"claim\"}") : -1;
+    free(m);
+    return n;
+}
+
+/* A long-polling claim of an agent whose last claim took everything waits for a notify before
+ * asking the store (api_inbox.c, waiters.h "drained agents"); what it answers is unchanged. */
+static void test_metrics_claim_of_drained_agent(void)
+{
+    CHECK(h_publish(d.http, tok, "m.dr", json_object(), NULL, NULL) > 0);
+    json_t *evs = h_claim(d.http, tok, "m.dr", 10, 2, NULL); /* takes it: drained */
+    CHECK_EQ(json_array_size(evs), 1);
+    json_decref(evs);
+    /* The 2 s lease expires: the scavenger's notify, or the parked claim's own recheck after a
+     * second, hands the event to a claim parked before asking the store. */
+    struct h_response r;
+    const char *body = "{\"wait_s\":30,\"lease_s\":30}";
+    CHECK(h_request(d.http, "POST", "/api/v1/agents/m.dr/inbox/claim", tok, body, strlen(body),
+                    NULL, &r) == 0);
+    CHECK_EQ(r.status, 200);
+    evs = json_object_get(r.json, "events");
+    CHECK_EQ(json_array_size(evs), 1);
+    CHECK_EQ(h_int(h_at(evs, 0), "attempts"), 2);
+    CHECK(r.elapsed_ms < 20000);
+    h_response_cleanup(&r);
+    /* Drained again (its lease is 30 s). wait_s=1: parked at once, its one store job is the last
+     * run at the deadline; without the memo there is one before parking too. */
+    double before = claim_jobs();
+    body = "{\"wait_s\":1}";
+    CHECK(h_request(d.http, "POST", "/api/v1/agents/m.dr/inbox/claim", tok, body, strlen(body),
+                    NULL, &r) == 0);
+    CHECK_EQ(r.status, 200);
+    CHECK_EQ(json_array_size(json_object_get(r.json, "events")), 0);
+    CHECK(r.elapsed_ms >= 900);
+    h_response_cleanup(&r);
+    CHECK_EQ(claim_jobs() - before, 1);
+}
+
 static void test_metrics_lease_expiry(void)
 {
     CHECK(h_publish(d.http, tok, "m.exp", json_object(), NULL, NULL) > 0);
@@ -213,6 +255,7 @@ int main(void)
     tok = h_token(&d, "t1", "agent:*:consume agent:*:publish tenant:admin");
     RUN(test_metrics_promtool_and_values);
     RUN(test_metrics_lease_expiry);
+    RUN(test_metrics_claim_of_drained_agent);
     RUN(test_metrics_token);
     RUN(test_config_print_masks_secrets);
     free(tok);

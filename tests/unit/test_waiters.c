@@ -2,7 +2,8 @@
 /* Unit tests of src/server/waiters.c on a real event loop: notify fires only the waiters of the
  * (tenant, agent) it names (also within one hash bucket), the timer fires with timed_out near the
  * deadline, waiters_wait refuses to park after the serial moved, cancel is idempotent, a waiter may
- * re-park itself from its fire callback, and waiters_fire_all fires everything. */
+ * re-park itself from its fire callback, waiters_fire_all fires everything, and a drained agent is
+ * remembered until its bucket's serial moves. */
 #include <event2/event.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -230,6 +231,45 @@ static void test_waiters_serial_moved(void)
     waiters_free(ws);
 }
 
+/* A drained agent stays known drained until its bucket's serial moves; a note taken at an old
+ * serial is refused, and the memo names exactly one (tenant, agent): a bucket twin or another
+ * tenant's agent of the same name is never taken for it. */
+static void test_waiters_drained(void)
+{
+    struct waiters *ws = waiters_new(base);
+    CHECK(!waiters_known_drained(ws, "t1", "a1"));
+    uint64_t serial = waiters_serial(ws, "t1", "a1");
+    waiters_note_drained(ws, "t1", "a1", serial);
+    CHECK(waiters_known_drained(ws, "t1", "a1"));
+    CHECK(!waiters_known_drained(ws, "t2", "a1"));
+    CHECK(!waiters_known_drained(ws, "t1", "a2"));
+    waiters_notify(ws, "t1", "a1");
+    CHECK(!waiters_known_drained(ws, "t1", "a1"));
+    /* A claim submitted before that notify answers after it: its note says nothing. */
+    waiters_note_drained(ws, "t1", "a1", serial);
+    CHECK(!waiters_known_drained(ws, "t1", "a1"));
+    waiters_note_drained(ws, "t1", "a1", waiters_serial(ws, "t1", "a1"));
+    CHECK(waiters_known_drained(ws, "t1", "a1"));
+    /* A twin in the same bucket: its own note replaces a1's, its notify ends both. */
+    char twin[32] = "";
+    for (int i = 0; i < 40000 && twin[0] == '\0'; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "agent-%d", i);
+        uint64_t before = waiters_serial(ws, "t1", name);
+        waiters_notify(ws, "t1", "a1");
+        if (waiters_serial(ws, "t1", name) != before) {
+            snprintf(twin, sizeof twin, "%s", name);
+        }
+    }
+    CHECK(twin[0] != '\0');
+    waiters_note_drained(ws, "t1", "a1", waiters_serial(ws, "t1", "a1"));
+    CHECK(!waiters_known_drained(ws, "t1", twin));
+    waiters_note_drained(ws, "t1", twin, waiters_serial(ws, "t1", twin));
+    CHECK(waiters_known_drained(ws, "t1", twin));
+    CHECK(!waiters_known_drained(ws, "t1", "a1"));
+    waiters_free(ws);
+}
+
 static void test_waiters_cancel_idempotent(void)
 {
     struct waiters *ws = waiters_new(base);
@@ -348,6 +388,7 @@ int main(void)
     RUN(test_waiters_notify_same_bucket);
     RUN(test_waiters_timeout);
     RUN(test_waiters_serial_moved);
+    RUN(test_waiters_drained);
     RUN(test_waiters_cancel_idempotent);
     RUN(test_waiters_repark_in_fire);
     RUN(test_waiters_fire_all);
