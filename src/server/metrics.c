@@ -547,6 +547,18 @@ static void hist_render(struct evbuffer *out, const char *name, const char *labe
                         (unsigned long long)cum);
 }
 
+/* A histogram family with one series per store op (hists[i] for store_ops[i]). */
+static void render_by_op(struct evbuffer *out, const char *name, const char *help,
+                         const struct hist *hists)
+{
+    family(out, name, "histogram", help);
+    for (size_t i = 0; i < n_store_ops; i++) {
+        char labels[64];
+        snprintf(labels, sizeof labels, "op=\"%s\"", store_ops[i]);
+        hist_render(out, name, labels, &hists[i]);
+    }
+}
+
 static double age_s(int64_t now_ms, int64_t then_ms)
 {
     return then_ms > 0 && now_ms > then_ms ? (double)(now_ms - then_ms) / 1000.0 : 0.0;
@@ -762,21 +774,12 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
         snprintf(labels, sizeof labels, "route=\"%s\"", m->routes[i].name);
         hist_render(out, "roost_http_request_duration_seconds", labels, &m->routes[i].duration);
     }
-    family(out, "roost_store_op_duration_seconds", "histogram",
-           "Time a store job ran on a worker (inside its transaction), by op.");
-    for (size_t i = 0; i < n_store_ops; i++) {
-        char labels[64];
-        snprintf(labels, sizeof labels, "op=\"%s\"", store_ops[i]);
-        hist_render(out, "roost_store_op_duration_seconds", labels, &m->store_op[i]);
-    }
-    family(out, "roost_store_queue_wait_seconds", "histogram",
-           "Time a store job waited from its submission to the start of its run (a write: of its "
-           "group's transaction), by op.");
-    for (size_t i = 0; i < n_store_ops; i++) {
-        char labels[64];
-        snprintf(labels, sizeof labels, "op=\"%s\"", store_ops[i]);
-        hist_render(out, "roost_store_queue_wait_seconds", labels, &m->store_queued[i]);
-    }
+    render_by_op(out, "roost_store_op_duration_seconds",
+                 "Time a store job ran on a worker (inside its transaction), by op.", m->store_op);
+    render_by_op(out, "roost_store_queue_wait_seconds",
+                 "Time a store job waited from its submission to the start of its run (a write: "
+                 "of its group's transaction), by op.",
+                 m->store_queued);
     family(out, "roost_store_return_wait_seconds", "histogram",
            "Time a store job's result (a write's: after its COMMIT) waited for the event loop.");
     hist_render(out, "roost_store_return_wait_seconds", "", &m->store_returned);
