@@ -97,8 +97,10 @@ static struct inbox_op *op_new(struct request *rq)
     return op;
 }
 
-static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *),
-                   void (*done)(struct job *), bool write)
+/* Makes op's job (its batch, if any, is set by the caller) and takes the agent's waiter serial,
+ * which a long poll parks on when the job comes back empty. */
+static void job_set(struct inbox_op *op, int (*run)(struct job *, struct store *),
+                    void (*done)(struct job *), bool write)
 {
     op->job.run = run;
     op->job.done = done;
@@ -110,6 +112,12 @@ static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *)
     op->job.no_seq_lock = write;
     op->job.tenant = workers_tenant_key(op->rq->principal.tenant_id);
     op->serial = waiters_serial(op->rq->rt->waiters, op->rq->principal.tenant_id, op->rq->agent_id);
+}
+
+static void submit(struct inbox_op *op, int (*run)(struct job *, struct store *),
+                   void (*done)(struct job *), bool write)
+{
+    job_set(op, run, done, write);
     workers_submit(runtime_workers(op->rq->rt, op->rq->principal.tenant_id), &op->job);
 }
 
@@ -430,6 +438,7 @@ void api_inbox_claim(struct request *rq)
     snprintf(op->consumer, sizeof op->consumer, "%s", consumer ? consumer : "");
     op->deadline_ms = wait_s > 0 ? rq->start_ms + wait_s * 1000 : 0;
     op->job.batch = &claim_batch;
+    job_set(op, run_claim, done_claim, true);
     if (op->deadline_ms != 0 && !rq->rt->draining &&
         waiters_known_drained(rq->rt->waiters, rq->principal.tenant_id, rq->agent_id)) {
         /* The agent's last claim left nothing claimable and nothing touched it since: wait for
@@ -437,9 +446,6 @@ void api_inbox_claim(struct request *rq)
          * CLAIM_DRAINED_TRUST_MS at the latest, so that a change whose notify never came (a
          * concurrent claim rolled back, another node's tail stalled) waits that long, not wait_s.
          */
-        op->job = (struct job){
-            .run = run_claim, .done = done_claim, .write = true, .batch = &claim_batch};
-        op->serial = waiters_serial(rq->rt->waiters, rq->principal.tenant_id, rq->agent_id);
         int64_t until = time_mono_ms() + CLAIM_DRAINED_TRUST_MS;
         op->recheck = until < op->deadline_ms;
         if (park(op, op->recheck ? until : op->deadline_ms)) {
@@ -447,7 +453,7 @@ void api_inbox_claim(struct request *rq)
         }
         op->recheck = false;
     }
-    submit(op, run_claim, done_claim, true);
+    workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
 }
 
 /* ---- POST /inbox/{event_id}/ack ---- */

@@ -131,7 +131,7 @@ static int run_job(struct workers *w, struct job *job, struct store *st)
 }
 
 /* Reports how long jobs[0..n) waited in their queue, from their submission to now. */
-static void observe_queued(struct workers *w, struct job *const *jobs, size_t n)
+static void report_queued(struct workers *w, struct job *const *jobs, size_t n)
 {
     if (w->obs.job_queued == NULL || n == 0) {
         return;
@@ -283,7 +283,7 @@ static void *reader_main(void *arg)
         if (!job) {
             break; /* stopping and drained */
         }
-        observe_queued(w, &job, 1);
+        report_queued(w, &job, 1);
         if (l == &w->scans) {
             pthread_mutex_lock(&w->stats_mu);
             w->stats.scans++;
@@ -561,7 +561,7 @@ static void *writer_main(void *arg)
             overlap = overlap || w->slots[i].committing;
         }
         pthread_mutex_unlock(&w->mu);
-        observe_queued(w, g.jobs, n);
+        report_queued(w, g.jobs, n);
         if (overlap) {
             pthread_mutex_lock(&w->stats_mu);
             w->stats.overlaps++;
