@@ -75,6 +75,7 @@ static int run_publish(struct job *job, struct store *st)
         .n_items = op->n_items,
         .now_ms = op->now_ms,
         .max_state_bytes = op->max_state_bytes,
+        .last_write = true, /* the job is this publish */
     };
     return store_call(st, publish, &req, op->out, &op->touches);
 }

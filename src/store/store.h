@@ -144,6 +144,11 @@ struct store_publish_req {
     /* Largest agent state a state_patch may leave (bytes of its JSON text); 0 = no bound. A patch
      * that would pass it fails the publish with ROOST_ESTATETOOLARGE. */
     size_t max_state_bytes;
+    /* Nothing the request's job does after this publish reads its rows or depends on its seqs
+     * before the COMMIT. With the transaction alone (struct store.alone) the store may then send
+     * a one-row publish with the COMMIT (MySQL: the whole publish in one round trip) and fill in
+     * its seq and its touch's head once it committed. */
+    bool last_write;
 };
 
 /* One inbox row written (or found again through its idempotency key). */
@@ -743,7 +748,7 @@ struct store {
     /* Set by the writer while its transaction holds one request's work (a group of one, no
      * savepoints): nothing else in it reads what that request wrote before the COMMIT, so a write
      * whose answer it needs no more than "done" may go out with the COMMIT (MySQL: a claim's
-     * UPDATE, mysql_store.late). */
+     * UPDATE, and a lone publish of its job's last write, mysql_store.late). */
     bool alone;
 };
 

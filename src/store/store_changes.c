@@ -59,7 +59,7 @@ void store_changes_free(struct store_changes *c)
 }
 
 void store_changes_sql(struct dynbuf *sb, const struct store_change *rows, size_t n, int64_t origin,
-                       store_quote_fn quote, void *arg)
+                       const char *head_sql, store_quote_fn quote, void *arg)
 {
     if (n == 0) {
         return;
@@ -70,8 +70,12 @@ void store_changes_sql(struct dynbuf *sb, const struct store_change *rows, size_
         quote(sb, arg, rows[i].tenant_id);
         dynbuf_adds(sb, ", ");
         quote(sb, arg, rows[i].agent_id);
-        dynbuf_addf(sb, ", %lld, %lld, %lld)", (long long)rows[i].head, (long long)rows[i].at_ms,
-                    (long long)origin);
+        if (head_sql != NULL) {
+            dynbuf_addf(sb, ", %s", head_sql);
+        } else {
+            dynbuf_addf(sb, ", %lld", (long long)rows[i].head);
+        }
+        dynbuf_addf(sb, ", %lld, %lld)", (long long)rows[i].at_ms, (long long)origin);
     }
     dynbuf_adds(sb, "; ");
 }

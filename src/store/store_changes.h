@@ -35,10 +35,11 @@ int store_changes_add(struct store_changes *c, const char *tenant_id, const char
                       int64_t head, int64_t at_ms);
 void store_changes_free(struct store_changes *c);
 /* Appends "INSERT INTO roost_changes … VALUES (…), …; " for rows[0..n) (nothing when n is 0),
- * each id through the driver's literal quoting. */
+ * each id through the driver's literal quoting, each head the row's, or the SQL expression
+ * head_sql when not NULL (a seq the same query allocates). */
 typedef void (*store_quote_fn)(struct dynbuf *sb, void *arg, const char *text);
 void store_changes_sql(struct dynbuf *sb, const struct store_change *rows, size_t n, int64_t origin,
-                       store_quote_fn quote, void *arg);
+                       const char *head_sql, store_quote_fn quote, void *arg);
 
 /* The tailer (struct store_ops.tail's work), outside a transaction: re-checks the open gaps (ids
  * passed over while their transaction was still open), then reads what committed above the high

@@ -157,6 +157,13 @@ struct store_dialect {
      * until COMMIT (DESIGN §4.2); the rows of one agent take consecutive seqs in the order given
      * (rows[i].seq set). */
     int (*insert_rows)(struct store *st, struct store_new_row *rows, size_t n, int64_t now_ms);
+    /* Optional (NULL: never). In a transaction alone (struct store.alone) whose request writes
+     * nothing after this row: queues the agent's seq allocation, the row and its change-log entry
+     * to go out with the COMMIT, and adds the agent to touches. Once the COMMIT answered, *seq
+     * and that touch's head get the row's seq (the pointers must live until then). *queued false:
+     * nothing was done (MySQL: on Galera), the caller writes the row itself. */
+    int (*insert_row_late)(struct store *st, const struct store_new_row *row, int64_t now_ms,
+                           int64_t *seq, struct store_touches *touches, bool *queued);
 
     /* ---- leases ---- */
     /* Optional (NULL: with STORE_CAP_ARRAY_PARAMS one CLAIM_UPDATE_ALL, else one CLAIM_UPDATE

@@ -104,6 +104,32 @@ int store_mysql_returned_seqs(struct store_new_row *rows, size_t n, const struct
     return rc;
 }
 
+#define INBOX_INSERT                                                                               \
+    "INSERT INTO inbox (tenant_id, agent_id, seq, event_id, status, priority, correlation_id,"     \
+    " idempotency_key, payload, created_at, available_at, expires_at) VALUES "
+
+/* One row's values for INBOX_INSERT, its seq the SQL expression `seq`. */
+static void sb_inbox_values(struct dynbuf *sb, struct mysql_store *b,
+                            const struct store_new_row *row, const char *seq)
+{
+    dynbuf_adds(sb, "(");
+    store_mysql_sb_quoted(sb, b, row->tenant_id);
+    dynbuf_adds(sb, ", ");
+    store_mysql_sb_quoted(sb, b, row->agent_id);
+    dynbuf_addf(sb, ", %s, ", seq);
+    store_mysql_sb_quoted(sb, b, row->event_id);
+    dynbuf_addf(sb, ", %d, %d, ", (int)row->status, row->priority);
+    store_mysql_sb_text(sb, b, row->correlation_id);
+    dynbuf_adds(sb, ", ");
+    store_mysql_sb_text(sb, b, row->idempotency_key);
+    dynbuf_adds(sb, ", ");
+    store_mysql_sb_text(sb, b, row->payload);
+    dynbuf_addf(sb, ", %lld, %lld, ", (long long)row->created_at_ms,
+                (long long)row->available_at_ms);
+    sb_int_or_null(sb, row->expires_at_ms);
+    dynbuf_adds(sb, ")");
+}
+
 /* A batch's rows in one round trip of two statements:
  *
  *     INSERT INTO agents … VALUES ('t', 'a', (@roost_s0 := 1 + 2), …), ('t', 'b', …)
@@ -147,9 +173,7 @@ static int my_insert_rows(struct store *st, struct store_new_row *rows, size_t n
     }
     dynbuf_adds(&odku, " END, updated_at = VALUES(updated_at); ");
     dynbuf_add(&sb, odku.s, odku.len);
-    dynbuf_adds(&sb, "INSERT INTO inbox (tenant_id, agent_id, seq, event_id, status, priority,"
-                     " correlation_id, idempotency_key, payload, created_at, available_at,"
-                     " expires_at) VALUES ");
+    dynbuf_adds(&sb, INBOX_INSERT);
     size_t agent = 0, k = 0, j = 0;
     for (size_t r = 0; r < n; r++) {
         if (r > 0 && same_agent(&rows[r - 1], &rows[r])) {
@@ -160,23 +184,10 @@ static int my_insert_rows(struct store *st, struct store_new_row *rows, size_t n
                 k++;
             }
         }
-        const struct store_new_row *row = &rows[r];
-        dynbuf_adds(&sb, r > 0 ? ", (" : "(");
-        store_mysql_sb_quoted(&sb, b, row->tenant_id);
-        dynbuf_adds(&sb, ", ");
-        store_mysql_sb_quoted(&sb, b, row->agent_id);
-        dynbuf_addf(&sb, ", @roost_s%zu - %zu, ", agent, k - j);
-        store_mysql_sb_quoted(&sb, b, row->event_id);
-        dynbuf_addf(&sb, ", %d, %d, ", (int)row->status, row->priority);
-        store_mysql_sb_text(&sb, b, row->correlation_id);
-        dynbuf_adds(&sb, ", ");
-        store_mysql_sb_text(&sb, b, row->idempotency_key);
-        dynbuf_adds(&sb, ", ");
-        store_mysql_sb_text(&sb, b, row->payload);
-        dynbuf_addf(&sb, ", %lld, %lld, ", (long long)row->created_at_ms,
-                    (long long)row->available_at_ms);
-        sb_int_or_null(&sb, row->expires_at_ms);
-        dynbuf_adds(&sb, ")");
+        char seq[64];
+        snprintf(seq, sizeof seq, "@roost_s%zu - %zu", agent, k - j);
+        dynbuf_adds(&sb, r > 0 ? ", " : "");
+        sb_inbox_values(&sb, b, &rows[r], seq);
     }
     dynbuf_adds(&sb, " RETURNING event_id, seq");
     struct rows rs = {0};
@@ -203,6 +214,61 @@ static int my_insert_rows(struct store *st, struct store_new_row *rows, size_t n
     }
     rows_free(&rs);
     return rc;
+}
+
+/* A lone publish's row with the COMMIT (insert_row_late): the agent's seq upsert, the row and
+ * its change-log row go first in the COMMIT's query (mysql_store.late):
+ *
+ *     INSERT INTO agents … VALUES ('t', 'a', LAST_INSERT_ID(2), …) ON DUPLICATE KEY UPDATE
+ *         next_seq = LAST_INSERT_ID(next_seq + 1), …;
+ *     INSERT INTO inbox … VALUES ('t', 'a', LAST_INSERT_ID() - 1, …);
+ *     INSERT INTO roost_changes … VALUES ('t', 'a', LAST_INSERT_ID() - 1, …); marker; COMMIT
+ *
+ * so the whole publish is one round trip. The seq is allocated under the agent's row lock as
+ * SEQ_INSERT does (roost_changes' own AUTO_INCREMENT id moves LAST_INSERT_ID() only once its
+ * INSERT is done), and the upsert's answer hands it back (mysql_store.late_row). Galera's
+ * transactions keep their shape (its marker goes first and the change log is checked there). */
+static int my_insert_row_late(struct store *st, const struct store_new_row *row, int64_t now_ms,
+                              int64_t *seq, struct store_touches *touches, bool *queued)
+{
+    struct mysql_store *b = store_mysql_backend(st);
+    struct store_mysql_late_row *late = &b->late_row;
+    *queued = false;
+    if (b->tx_marker[0] != '\0' || late->seq != NULL || b->late_n > 0) {
+        return ROOST_OK;
+    }
+    /* Reserved now (head 0), so that answering it after the COMMIT allocates nothing. */
+    int rc = store_touches_add(touches, row->tenant_id, row->agent_id, 0);
+    if (rc != ROOST_OK) {
+        return rc;
+    }
+    struct dynbuf *sb = &b->late;
+    dynbuf_adds(sb, "INSERT INTO agents (tenant_id, agent_id, next_seq, created_at, updated_at)"
+                    " VALUES (");
+    store_mysql_sb_quoted(sb, b, row->tenant_id);
+    dynbuf_adds(sb, ", ");
+    store_mysql_sb_quoted(sb, b, row->agent_id);
+    dynbuf_addf(sb,
+                ", LAST_INSERT_ID(2), %lld, %lld) ON DUPLICATE KEY UPDATE next_seq ="
+                " LAST_INSERT_ID(next_seq + 1), updated_at = VALUES(updated_at); " INBOX_INSERT,
+                (long long)now_ms, (long long)now_ms);
+    sb_inbox_values(sb, b, row, "LAST_INSERT_ID() - 1");
+    struct store_change change = {.head = 0, .at_ms = now_ms};
+    snprintf(change.tenant_id, sizeof change.tenant_id, "%s", row->tenant_id);
+    snprintf(change.agent_id, sizeof change.agent_id, "%s", row->agent_id);
+    dynbuf_adds(sb, "; ");
+    store_changes_sql(sb, &change, 1, b->origin, "LAST_INSERT_ID() - 1", store_mysql_quote_cb, b);
+    if (sb->err != DYNBUF_OK) {
+        dynbuf_reset(sb);
+        return ROOST_ENOMEM;
+    }
+    b->late_n += 3;
+    *late = (struct store_mysql_late_row){.seq = seq, .touches = touches};
+    snprintf(late->event_id, sizeof late->event_id, "%s", row->event_id);
+    snprintf(late->tenant_id, sizeof late->tenant_id, "%s", row->tenant_id);
+    snprintf(late->agent_id, sizeof late->agent_id, "%s", row->agent_id);
+    *queued = true;
+    return ROOST_OK;
 }
 
 /* The batch's rows read and locked, then completed, in one round trip:
@@ -317,7 +383,7 @@ static int my_claim_update_all(struct store *st, const char *tenant_id, const ch
         dynbuf_add(&b->late, sb.s, sb.len);
         dynbuf_addf(&b->late,
                     "; IF ROW_COUNT() <> %zu THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT ="
-                    " 'claim: not every locked row was updated'; END IF",
+                    " 'claim: not every locked row was updated'; END IF; ",
                     cands->len);
         b->late_n += 2;
         dynbuf_cleanup(&sb);
@@ -405,6 +471,7 @@ const struct store_dialect store_mysql_dialect = {
     .dup_key = my_dup_key,
     .change_log = my_change_log,
     .insert_rows = my_insert_rows,
+    .insert_row_late = my_insert_row_late,
     .claim_update_all = my_claim_update_all,
     .ack_rows = my_ack_rows,
     .retention_begin = my_retention_begin,

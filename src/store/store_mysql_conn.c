@@ -689,6 +689,7 @@ int store_mysql_begin(struct store *st)
         b->changes.n = b->changes.mark = b->changes.ret_mark = 0;
         dynbuf_reset(&b->late);
         b->late_n = 0;
+        b->late_row.seq = NULL;
     }
     return rc;
 }
@@ -916,7 +917,7 @@ static int torn(struct mysql_store *b)
     return ROOST_ERETRY;
 }
 
-static void sb_quote(struct dynbuf *sb, void *arg, const char *text)
+void store_mysql_quote_cb(struct dynbuf *sb, void *arg, const char *text)
 {
     store_mysql_sb_quoted(sb, arg, text);
 }
@@ -935,11 +936,11 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
     int before_commit = hex != NULL ? 1 : 0; /* results before the COMMIT's */
     if (b->late_n > 0) {
         dynbuf_add(&sb, b->late.s, b->late.len);
-        dynbuf_adds(&sb, "; ");
         before_commit += b->late_n;
     }
     if (b->changes.n > 0) {
-        store_changes_sql(&sb, b->changes.rows, b->changes.n, b->origin, sb_quote, b);
+        store_changes_sql(&sb, b->changes.rows, b->changes.n, b->origin, NULL, store_mysql_quote_cb,
+                          b);
         before_commit++;
     }
     int n;
@@ -974,6 +975,8 @@ static int send_commit(struct mysql_store *b, const char *hex, bool *unknown)
     }
     int q = mysql_real_query(b->db, sb.s, (unsigned long)sb.len);
     dynbuf_cleanup(&sb);
+    /* A late publish's upsert answers first: its LAST_INSERT_ID(next_seq) (late_row_answer). */
+    b->insert_id = q == 0 && b->late_n > 0 ? mysql_insert_id(b->db) : 0;
     if (q != 0 && before_commit == 0) {
         /* The COMMIT itself failed or went unanswered: running it all again tells. */
         int rc = fail_db(b, "commit");
@@ -1141,6 +1144,31 @@ static int resolve_commit(struct mysql_store *b, unsigned long old_id, int64_t o
     return ROOST_EUNAVAILABLE;
 }
 
+/* Answers the publish row that went with the COMMIT (mysql_store.late_row), once it committed:
+ * its seq from the upsert's answer, or (answered false: the answer was lost with the COMMIT's)
+ * read back by its event id. ROOST_EUNAVAILABLE when that read fails: it committed, but its seq
+ * is unknown. */
+static int late_row_answer(struct mysql_store *b, bool answered)
+{
+    struct store_mysql_late_row *r = &b->late_row;
+    if (r->seq == NULL) {
+        return ROOST_OK;
+    }
+    int64_t seq = answered ? (int64_t)b->insert_id - 1 : 0;
+    if (seq < 1) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT seq FROM inbox WHERE event_id = '%s'", r->event_id);
+        if (text_int(b, sql, &seq) != ROOST_OK || seq < 1) {
+            r->seq = NULL;
+            snprintf(b->err, sizeof b->err, "publish: committed, but its seq was not read back");
+            return ROOST_EUNAVAILABLE;
+        }
+    }
+    *r->seq = seq;
+    r->seq = NULL;
+    return store_touches_add(r->touches, r->tenant_id, r->agent_id, seq); /* reserved: no alloc */
+}
+
 /* ROOST_OK: committed. ROOST_ERETRY: certainly not committed (the caller replays). Another error:
  * not committed, transaction still open (the caller rolls back), except ROOST_EUNAVAILABLE after
  * a lost answer that could not be resolved. */
@@ -1177,6 +1205,7 @@ int store_mysql_commit(struct store *st)
             b->in_tx = false;
             b->changes.n = 0;
             b->late_n = 0;
+            rc = late_row_answer(b, true);
         }
         return rc;
     }
@@ -1206,7 +1235,7 @@ int store_mysql_commit(struct store *st)
              : rc == ROOST_ERETRY            ? "not_committed"
                                              : "unknown",
              why);
-    return rc;
+    return rc == ROOST_OK ? late_row_answer(b, false) : rc;
 }
 
 int store_mysql_rollback(struct store *st)
@@ -1215,6 +1244,7 @@ int store_mysql_rollback(struct store *st)
     bool sent = !b->begin_pending;
     b->changes.n = 0;
     b->late_n = 0;
+    b->late_row.seq = NULL;
     b->tx_aborted = false;
     b->begin_pending = false;
     int rc = ROOST_OK;

@@ -26,6 +26,15 @@ extern const char *const store_mysql_sql[S_COUNT];
 /* Bytes of a commit marker (roost_commit_markers.marker, BINARY(16)). */
 #define MARKER_LEN 16
 
+/* A publish's row sent with the COMMIT (insert_row_late); seq NULL: none. */
+struct store_mysql_late_row {
+    int64_t *seq;                          /* the publish's answer */
+    struct store_touches *touches;         /* holds the agent's touch, head set with the seq */
+    char event_id[STORE_EVENT_ID_LEN + 1]; /* reads the seq back after a lost answer */
+    char tenant_id[STORE_ID_MAX + 1];
+    char agent_id[STORE_ID_MAX + 1];
+};
+
 struct mysql_store {
     struct store base; /* first: struct store * and struct mysql_store * convert */
     MYSQL *db;
@@ -61,10 +70,13 @@ struct mysql_store {
     /* The change-log rows of this transaction (store_mysql_change), written by one multi-row
      * INSERT in the COMMIT's round trip. */
     struct store_changes changes;
-    /* Statements sent first in the COMMIT's round trip (struct store.alone: a claim's UPDATE and
-     * the check of its row count), "" for none. */
+    /* Statements sent first in the COMMIT's round trip, each followed by "; " (struct
+     * store.alone: a claim's UPDATE and the check of its row count, or a lone publish's row,
+     * late_row), "" for none. */
     struct dynbuf late;
-    int late_n;     /* statements in late */
+    int late_n; /* statements in late */
+    /* The publish row in late (insert_row_late): where its seq goes once the COMMIT answered. */
+    struct store_mysql_late_row late_row;
     int64_t origin; /* store_options.origin */
     uint64_t affected;
     uint64_t insert_id;
@@ -183,6 +195,8 @@ int store_mysql_exec_text(struct mysql_store *b, const char *sql);
 #define STORE_MYSQL_SQL_MAX ((size_t)1 << 30)
 /* Appends text (at most STORE_ID_MAX bytes: ids, tokens) as an escaped SQL string literal. */
 void store_mysql_sb_quoted(struct dynbuf *sb, struct mysql_store *b, const char *text);
+/* The same as a store_quote_fn (arg: the struct mysql_store). */
+void store_mysql_quote_cb(struct dynbuf *sb, void *arg, const char *text);
 /* Appends text of any length as an escaped SQL string literal, or NULL. */
 void store_mysql_sb_text(struct dynbuf *sb, struct mysql_store *b, const char *text);
 /* Runs the text (the session prefix shares its round trip); b->affected gets the last

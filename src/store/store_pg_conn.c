@@ -764,7 +764,7 @@ int store_pg_change(struct pg_store *b, const char *tenant_id, const char *agent
         struct dynbuf sb = {.max = COMMIT_SQL_MAX};
         int rc = conn_ready(b);
         if (rc == ROOST_OK) {
-            store_changes_sql(&sb, &one, 1, b->origin, sb_quote, b);
+            store_changes_sql(&sb, &one, 1, b->origin, NULL, sb_quote, b);
         }
         if (rc == ROOST_OK) {
             rc = sb.err != DYNBUF_OK ? ROOST_ENOMEM : store_pg_exec(b, sb.s);
@@ -877,7 +877,7 @@ int store_pg_commit(struct store *st)
         return rc;
     }
     struct dynbuf sb = {.max = COMMIT_SQL_MAX};
-    store_changes_sql(&sb, b->changes.rows, b->changes.n, b->origin, sb_quote, b);
+    store_changes_sql(&sb, b->changes.rows, b->changes.n, b->origin, NULL, sb_quote, b);
     dynbuf_adds(&sb, "COMMIT");
     /* Every node's listener is told after the COMMIT, in the same round trip but in a
      * transaction of its own: a transaction that NOTIFYs holds a database-wide lock from its

@@ -758,6 +758,61 @@ static bool batch_insert(struct store *st)
 
 /* ---- publish ---- */
 
+/* The new row of (item, recipient), its event id made in o->event_id. */
+static int row_new(struct store *st, const struct store_publish_req *req,
+                   const struct store_publish_item *it, const char *agent_id,
+                   struct store_published *o, struct store_new_row *row)
+{
+    /* A row due later waits as scheduled; one due now (or in the past) is pending at once. */
+    bool scheduled = it->available_at_ms > req->now_ms;
+    *row = (struct store_new_row){
+        .tenant_id = req->tenant_id,
+        .agent_id = agent_id,
+        .event_id = o->event_id,
+        .status = scheduled ? STORE_SCHEDULED : STORE_PENDING,
+        .priority = it->priority,
+        .correlation_id = it->correlation_id,
+        .idempotency_key = it->idempotency_key,
+        .payload = it->payload != NULL ? it->payload : "{}",
+        .created_at_ms = req->now_ms,
+        .available_at_ms = scheduled ? it->available_at_ms : req->now_ms,
+        .expires_at_ms = it->expires_at_ms,
+    };
+    if (ids_event_id(req->now_ms, o->event_id) != 0) {
+        return store_op_fail(st, ROOST_EINTERNAL, "publish: no randomness for the event id");
+    }
+    return ROOST_OK;
+}
+
+/* A publish of one row that reads nothing between the agent's lock and its insert (no
+ * idempotency key, no state patch), the last write of a transaction alone: the dialect may send
+ * it with the COMMIT (insert_row_late). */
+static bool publish_late_ok(struct store *st, const struct store_publish_req *req,
+                            const struct store_touches *touches)
+{
+    const struct store_publish_item *it = &req->items[0];
+    return st->alone && req->last_write && touches != NULL &&
+           dialect(st)->insert_row_late != NULL && req->n_items == 1 && it->n_recipients == 1 &&
+           it->idempotency_key == NULL && it->state_patch == NULL;
+}
+
+/* The one-row publish of publish_late_ok, queued for the COMMIT; *queued false when the dialect
+ * did not take it (nothing written but the tenant row). */
+static int publish_late(struct store *st, const struct store_publish_req *req,
+                        struct store_published *o, struct store_touches *touches, bool *queued)
+{
+    const struct store_publish_item *it = &req->items[0];
+    struct store_new_row row;
+    *queued = false;
+    memset(o, 0, sizeof *o);
+    snprintf(o->agent_id, sizeof o->agent_id, "%s", it->recipients[0]);
+    int rc = tenant_ensure(st, req->tenant_id, req->now_ms);
+    if (rc == ROOST_OK && (rc = row_new(st, req, it, it->recipients[0], o, &row)) == ROOST_OK) {
+        rc = dialect(st)->insert_row_late(st, &row, req->now_ms, &o->seq, touches, queued);
+    }
+    return rc;
+}
+
 /* Writes one (item, recipient) row, or finds it again through the idempotency key. The new head
  * goes to `heads`. */
 static int publish_one(struct store *st, const struct store_publish_req *req,
@@ -775,25 +830,9 @@ static int publish_one(struct store *st, const struct store_publish_req *req,
             return rc;
         }
     }
-    if (ids_event_id(req->now_ms, o->event_id) != 0) {
-        return store_op_fail(st, ROOST_EINTERNAL, "publish: no randomness for the event id");
-    }
-    /* A row due later waits as scheduled; one due now (or in the past) is pending at once. */
-    bool scheduled = it->available_at_ms > req->now_ms;
-    struct store_new_row row = {
-        .tenant_id = req->tenant_id,
-        .agent_id = agent_id,
-        .event_id = o->event_id,
-        .status = scheduled ? STORE_SCHEDULED : STORE_PENDING,
-        .priority = it->priority,
-        .correlation_id = it->correlation_id,
-        .idempotency_key = it->idempotency_key,
-        .payload = it->payload != NULL ? it->payload : "{}",
-        .created_at_ms = req->now_ms,
-        .available_at_ms = scheduled ? it->available_at_ms : req->now_ms,
-        .expires_at_ms = it->expires_at_ms,
-    };
-    if ((rc = seq_insert(st, &row, req->now_ms)) != ROOST_OK) {
+    struct store_new_row row;
+    if ((rc = row_new(st, req, it, agent_id, o, &row)) != ROOST_OK ||
+        (rc = seq_insert(st, &row, req->now_ms)) != ROOST_OK) {
         return rc;
     }
     o->seq = row.seq;
@@ -819,6 +858,13 @@ static int publish_one(struct store *st, const struct store_publish_req *req,
 static int publish(struct store *st, const struct store_publish_req *req,
                    struct store_published *out, struct store_touches *touches)
 {
+    if (publish_late_ok(st, req, touches)) {
+        bool queued;
+        int rc = publish_late(st, req, out, touches, &queued);
+        if (rc != ROOST_OK || queued) {
+            return store_op_done(st, rc);
+        }
+    }
     struct store_touches heads = {0};
     struct store_recipient *order = NULL;
     size_t order_cap = 0, base = 0;

@@ -5,9 +5,10 @@
  * (tests/harness/tcp_proxy.c, in the server's protocol) that breaks the connection exactly at a
  * COMMIT:
  *   - COMMIT sent, answer dropped: the publish is answered 201 and exactly one event exists; the
- *     same idempotency key again finds it (200), never a second one; an ack answers 200 (MariaDB:
- *     a lone ack's UPDATE travels with its COMMIT, and runs again on the answer's loss); a claim
- *     answers its events and tokens, which ack (MariaDB: a lone claim's UPDATE travels with the
+ *     same idempotency key again finds it (200), never a second one; without a key (MariaDB: the
+ *     whole publish travels with its COMMIT) the 201 carries the row's seq; an ack answers 200
+ * (MariaDB: a lone ack's UPDATE travels with its COMMIT, and runs again on the answer's loss); a
+ * claim answers its events and tokens, which ack (MariaDB: a lone claim's UPDATE travels with the
  *     marker and COMMIT); its COMMIT never sent, the replay claims the event once;
  *   - COMMIT never sent: roostd proves it did not commit and replays the group (201, one event;
  *     MariaDB: the lost transaction's marker fenced); with the server side of the dead connection
@@ -105,6 +106,25 @@ static void test_publish_answer_lost(void)
     CHECK_EQ(events_of("lost.a"), 1);
 }
 
+/* A publish without a key (MariaDB: sent whole with its COMMIT, its seq taken from the answer):
+ * the answer lost, the seq is read back, and the 201 carries the row's own seq. */
+static void test_publish_keyless_answer_lost(void)
+{
+    char id[31];
+    struct h_response r = {0};
+    CHECK_EQ(publish("lost.e", NULL, id, NULL), 201);
+    int cuts = tcp_proxy_cuts(proxy);
+    tcp_proxy_arm(proxy, TCP_PROXY_COMMIT_ANSWER_LOST, 1);
+    CHECK_EQ(publish("lost.e", NULL, id, &r), 201);
+    CHECK_EQ(tcp_proxy_cuts(proxy), cuts + 1);
+    CHECK_EQ(events_of("lost.e"), 2);
+    json_t *e0 = h_at(json_object_get(r.json, "events"), 0);
+    long long seq = json_integer_value(json_object_get(e0, "sequence_number"));
+    CHECK_EQ(seq, 2);
+    CHECK_EQ(sql_int(h_fmt("SELECT seq FROM inbox WHERE event_id = '%s'", id)), seq);
+    h_response_cleanup(&r);
+}
+
 static void test_publish_commit_not_sent(void)
 {
     char id[31];
@@ -123,15 +143,16 @@ static void test_publish_commit_not_sent(void)
 }
 
 /* The server never hears that the client went: the old session keeps the agent row locked
- * (PostgreSQL: its transaction open, txid_status "in progress" until it is terminated). */
+ * (PostgreSQL: its transaction open, txid_status "in progress" until it is terminated). With an
+ * idempotency key the row is written before the COMMIT's query on MariaDB too. */
 static void test_publish_commit_not_sent_held(void)
 {
     char id[31];
-    CHECK_EQ(publish("lost.c", NULL, id, NULL), 201);
+    CHECK_EQ(publish("lost.c", "held-1", id, NULL), 201);
     int cuts = tcp_proxy_cuts(proxy);
     tcp_proxy_arm(proxy, TCP_PROXY_COMMIT_NOT_SENT_HOLD, 1);
     int64_t t0 = h_now_ms();
-    CHECK_EQ(publish("lost.c", NULL, id, NULL), 201);
+    CHECK_EQ(publish("lost.c", "held-2", id, NULL), 201);
     /* Without the KILL (termination) every replay would wait innodb_lock_wait_timeout (5 s;
      * lock_timeout, 10 s) on that lock. */
     CHECK(h_now_ms() - t0 < 5000);
@@ -387,6 +408,7 @@ int main(int argc, char **argv)
         char id[31];
         CHECK_EQ(publish("warm.up", NULL, id, NULL), 201);
         RUN(test_publish_answer_lost);
+        RUN(test_publish_keyless_answer_lost);
         RUN(test_publish_commit_not_sent);
         RUN(test_publish_commit_not_sent_held);
         RUN(test_publish_never_commits);
