@@ -8,7 +8,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+struct job;
 struct request;
+struct runtime;
 
 /* api_events.c */
 void api_publish(struct request *rq);
@@ -17,6 +19,10 @@ void api_publish(struct request *rq);
 void api_inbox_read(struct request *rq);
 void api_inbox_peek(struct request *rq);
 void api_inbox_claim(struct request *rq);
+/* For a publish about to be written (loop thread): the agent's longest-parked long-polling claim,
+ * unparked, as a job to run as the publish job's follower (workers.h), so the event is claimed
+ * in the transaction that makes it, or NULL when none waits. */
+struct job *api_inbox_take_claim(struct runtime *rt, const char *tenant_id, const char *agent_id);
 void api_event_ack(struct request *rq);
 void api_events_ack(struct request *rq);
 void api_event_release(struct request *rq);

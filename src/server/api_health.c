@@ -14,6 +14,7 @@
 #include "server/request.h"
 #include "server/runtime.h"
 #include "server/sse_hub.h"
+#include "server/waiters.h"
 #include "server/workers.h"
 
 /* Last: poisons unsafe functions for this file only. */
@@ -56,8 +57,10 @@ void api_metrics(struct request *rq)
             return;
         }
     }
+    struct metrics_live live = {.sse_subscribers = sse_hub_count(rt->sse),
+                                .long_polls = waiters_parked(rt->waiters)};
     struct evbuffer *buf = evbuffer_new();
-    if (buf == NULL || metrics_render(rt->metrics, sse_hub_count(rt->sse), buf) != 0) {
+    if (buf == NULL || metrics_render(rt->metrics, &live, buf) != 0) {
         if (buf) {
             evbuffer_free(buf);
         }

@@ -157,9 +157,12 @@ static void on_waiter_fire(struct waiter *w, bool timed_out);
 
 /* Parks the op until a commit touches its agent or `until` (monotonic ms, at most its deadline)
  * passes; false (nothing parked) when the agent was touched since op->serial. */
+static int run_claim(struct job *job, struct store *st);
+
 static bool park(struct inbox_op *op, int64_t until)
 {
     op->waiter.fire = on_waiter_fire;
+    op->waiter.claim = op->job.run == run_claim;
     return waiters_wait(op->rq->rt->waiters, &op->waiter, op->rq->principal.tenant_id,
                         op->rq->agent_id, op->serial, until);
 }
@@ -382,6 +385,15 @@ static void done_claim(struct job *job)
 {
     struct inbox_op *op = (struct inbox_op *)job;
     struct request *rq = op->rq;
+    if (job->followed) {
+        /* It ran in its publish's transaction, whose notify (that job's done, just before this)
+         * moved the agent's serial once: what it saw is the agent as of that serial. */
+        job->followed = false;
+        op->serial++;
+        if (job->rc == ROOST_OK) {
+            metrics_claim_with_publish(rq->rt->metrics);
+        }
+    }
     if (job->rc != ROOST_OK) {
         request_reply_error(rq, job->rc, NULL, NULL);
         return;
@@ -454,6 +466,18 @@ void api_inbox_claim(struct request *rq)
         op->recheck = false;
     }
     workers_submit(runtime_workers(rq->rt, rq->principal.tenant_id), &op->job);
+}
+
+struct job *api_inbox_take_claim(struct runtime *rt, const char *tenant_id, const char *agent_id)
+{
+    struct waiter *w = rt->draining ? NULL : waiters_take_claim(rt->waiters, tenant_id, agent_id);
+    if (w == NULL) {
+        return NULL;
+    }
+    struct inbox_op *op = (struct inbox_op *)((char *)w - offsetof(struct inbox_op, waiter));
+    op->recheck = false;
+    job_set(op, run_claim, done_claim, true);
+    return &op->job;
 }
 
 /* ---- POST /inbox/{event_id}/ack ---- */

@@ -130,7 +130,7 @@ struct metrics {
     struct hist delivery;
     struct route_stats routes[HTTP_MAX_ROUTES];
     size_t n_routes;
-    uint64_t published, lease_expired, quarantined, sse_pings;
+    uint64_t published, lease_expired, quarantined, sse_pings, claims_with_publish;
     uint64_t released[3]; /* by enum store_release_reason */
 
     /* snapshot refresh */
@@ -275,6 +275,11 @@ void metrics_quarantined(struct metrics *m, size_t n)
 void metrics_sse_ping(struct metrics *m)
 {
     m->sse_pings++;
+}
+
+void metrics_claim_with_publish(struct metrics *m)
+{
+    m->claims_with_publish++;
 }
 
 /* ---- the snapshot timer ---- */
@@ -715,7 +720,7 @@ static void render_read_lanes(struct metrics *m, struct evbuffer *out)
     evbuffer_add_printf(out, "roost_store_write_handoffs_total %llu\n", sum.handoffs);
 }
 
-int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *out)
+int metrics_render(struct metrics *m, const struct metrics_live *live, struct evbuffer *out)
 {
     int64_t now = time_now_ms();
     family(out, "roost_build_info", "gauge", "Build of this roostd.");
@@ -750,7 +755,14 @@ int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *o
            "Events moved to quarantine (poison releases, too many attempts).");
     evbuffer_add_printf(out, "roost_quarantined_total %llu\n", (unsigned long long)m->quarantined);
     family(out, "roost_sse_subscribers", "gauge", "Open SSE streams on this node.");
-    evbuffer_add_printf(out, "roost_sse_subscribers %zu\n", sse_subscribers);
+    evbuffer_add_printf(out, "roost_sse_subscribers %zu\n", live->sse_subscribers);
+    family(out, "roost_long_polls", "gauge",
+           "Long-polling reads and claims waiting on this node for a change of their agent.");
+    evbuffer_add_printf(out, "roost_long_polls %zu\n", live->long_polls);
+    family(out, "roost_claims_with_publish_total", "counter",
+           "Long-polling claims answered from the transaction of the publish that woke them.");
+    evbuffer_add_printf(out, "roost_claims_with_publish_total %llu\n",
+                        (unsigned long long)m->claims_with_publish);
     family(out, "roost_sse_pings_total", "counter", "inbox_updated events sent to SSE streams.");
     evbuffer_add_printf(out, "roost_sse_pings_total %llu\n", (unsigned long long)m->sse_pings);
 

@@ -53,6 +53,8 @@ void metrics_lease_expired(struct metrics *m, size_t n);
 void metrics_released(struct metrics *m, enum store_release_reason reason, size_t n);
 void metrics_quarantined(struct metrics *m, size_t n);
 void metrics_sse_ping(struct metrics *m);
+/* A long-polling claim was answered from the transaction of the publish that woke it. */
+void metrics_claim_with_publish(struct metrics *m);
 
 /* Has the pool report its job run times and group commits here (workers_set_observer). */
 void metrics_observe_workers(struct metrics *m, struct workers *w);
@@ -83,8 +85,13 @@ const struct store_metrics_tenant *metrics_tenant(const struct metrics *m, const
 /* The per-tenant chart samples every complete snapshot adds to (history.h). Loop thread. */
 struct history *metrics_history(struct metrics *m);
 
-/* Appends the whole exposition to `out`; sse_subscribers is the open stream count (the hub's).
- * Returns 0, or -1 when out of memory. */
-int metrics_render(struct metrics *m, size_t sse_subscribers, struct evbuffer *out);
+/* The loop's own gauges at a scrape. */
+struct metrics_live {
+    size_t sse_subscribers; /* open SSE streams (the hub's count) */
+    size_t long_polls;      /* parked long-polling reads and claims (waiters_parked) */
+};
+
+/* Appends the whole exposition to `out`. Returns 0, or -1 when out of memory. */
+int metrics_render(struct metrics *m, const struct metrics_live *live, struct evbuffer *out);
 
 #endif

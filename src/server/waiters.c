@@ -28,6 +28,7 @@ struct waiters {
     struct waiter *heads[WAITER_BUCKETS];
     uint64_t serials[WAITER_BUCKETS];
     struct drained drained[WAITER_BUCKETS];
+    size_t parked;
 };
 
 static unsigned bucket_of(const char *tenant_id, const char *agent_id)
@@ -94,6 +95,7 @@ static void unlink_waiter(struct waiter *w)
     }
     w->prev = w->next = NULL;
     w->linked = false;
+    w->ws->parked--;
     if (w->timer) {
         event_free(w->timer);
         w->timer = NULL;
@@ -137,7 +139,28 @@ bool waiters_wait(struct waiters *ws, struct waiter *w, const char *tenant_id, c
     }
     ws->heads[b] = w;
     w->linked = true;
+    ws->parked++;
     return true;
+}
+
+struct waiter *waiters_take_claim(struct waiters *ws, const char *tenant_id, const char *agent_id)
+{
+    struct waiter *oldest = NULL; /* a waiter parks at its bucket's head */
+    for (struct waiter *w = ws->heads[bucket_of(tenant_id, agent_id)]; w; w = w->next) {
+        if (w->claim && strcmp(w->agent_id, agent_id) == 0 &&
+            strcmp(w->tenant_id, tenant_id) == 0) {
+            oldest = w;
+        }
+    }
+    if (oldest != NULL) {
+        unlink_waiter(oldest);
+    }
+    return oldest;
+}
+
+size_t waiters_parked(const struct waiters *ws)
+{
+    return ws->parked;
 }
 
 void waiters_cancel(struct waiter *w)

@@ -17,6 +17,7 @@
 #define ROOST_WAITERS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/limits.h"
@@ -34,6 +35,9 @@ struct waiter {
     char agent_id[ROOST_ID_MAX + 1];
     struct event *timer;
     void (*fire)(struct waiter *w, bool timed_out);
+    /* A parked claim: a publish to the agent may take it (waiters_take_claim) and run it in its
+     * own transaction instead of firing it after its commit. */
+    bool claim;
 };
 
 struct waiters *waiters_new(struct event_base *base);
@@ -53,8 +57,13 @@ void waiters_note_drained(struct waiters *ws, const char *tenant_id, const char 
  * since (the bucket serial did not move): a new claim would find nothing either, until a
  * notify. */
 bool waiters_known_drained(struct waiters *ws, const char *tenant_id, const char *agent_id);
+/* Unparks the agent's longest-parked claim without firing it, or returns NULL when none is
+ * parked: the caller runs it now (a publish hands it its event in one transaction). */
+struct waiter *waiters_take_claim(struct waiters *ws, const char *tenant_id, const char *agent_id);
 /* Unparks without firing (idempotent). */
 void waiters_cancel(struct waiter *w);
+/* How many waiters are parked. */
+size_t waiters_parked(const struct waiters *ws);
 /* Fires every waiter of the agent (timed_out = false). */
 void waiters_notify(struct waiters *ws, const char *tenant_id, const char *agent_id);
 /* Fires every waiter with timed_out = true (shutdown). */

@@ -142,12 +142,21 @@ static void report_queued(struct workers *w, struct job *const *jobs, size_t n)
     }
 }
 
+/* Hands the job (and its follower, with the job's answer: it ran in the job's transaction, or
+ * it never ran) to the loop. */
 static void complete(struct workers *w, struct job *job)
 {
+    struct job *f = job->follower;
+    job->follower = NULL;
     job->stamp_us = time_mono_us();
     pthread_mutex_lock(&w->done_mu);
     bool was_empty = w->done.len == 0;
     queue_push(&w->done, job);
+    if (f != NULL) {
+        f->rc = job->rc;
+        f->stamp_us = job->stamp_us;
+        queue_push(&w->done, f); /* after its leader: that done() comes first */
+    }
     pthread_mutex_unlock(&w->done_mu);
     if (was_empty) {
         event_active(w->wake_ev, 0, 0);
@@ -314,6 +323,7 @@ struct group {
     struct job **jobs;
     bool *skip;         /* left out: failed alone, keeps its own answer */
     bool *ran;          /* ran in this pass (as part of a batch) */
+    bool *followed;     /* its follower ran in this pass */
     struct job **batch; /* the jobs of the batch being run */
     size_t n;
     size_t batches, batched; /* batches of the last pass, and their jobs */
@@ -380,6 +390,43 @@ static int run_kind(struct workers *w, struct store *st, struct group *g, size_t
     return ROOST_OK;
 }
 
+/* Runs, last in the transaction, the followers of the group's jobs that succeeded (struct
+ * job.follower). The last one to run is alone at the end of the transaction (struct store.alone:
+ * nothing reads after it). ROOST_ERETRY: the group replays. RUN_ISOLATED: a follower failed (its
+ * writes rolled back with the transaction): the group runs again without followers, which then
+ * run as jobs of their own. */
+static int run_followers(struct workers *w, struct store *st, struct group *g)
+{
+    size_t last = SIZE_MAX;
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->jobs[i]->follower != NULL && !g->skip[i] && g->jobs[i]->rc == ROOST_OK) {
+            last = i;
+        }
+    }
+    for (size_t i = 0; last != SIZE_MAX && i <= last; i++) {
+        struct job *f = g->jobs[i]->follower;
+        if (f == NULL || g->skip[i] || g->jobs[i]->rc != ROOST_OK) {
+            continue;
+        }
+        if (f->stamp_us != 0) {
+            report_queued(w, &f, 1); /* once, not again when the group replays */
+            f->stamp_us = 0;
+        }
+        st->alone = i == last;
+        f->rc = run_job(w, f, st);
+        st->alone = false;
+        if (f->rc == ROOST_ERETRY) {
+            return ROOST_ERETRY;
+        }
+        if (f->rc != ROOST_OK) {
+            store_call0(st, rollback);
+            return RUN_ISOLATED;
+        }
+        g->followed[i] = true;
+    }
+    return ROOST_OK;
+}
+
 /* Runs one group in one transaction. Returns ROOST_ERETRY when the whole group must run again.
  * A job that fails must leave no trace while the others commit. The first pass runs without
  * savepoints (on MySQL each costs a round trip per request, and failures are rare) and runs the
@@ -402,6 +449,7 @@ static int run_group(struct workers *w, struct thread_slot *slot, struct group *
         left += !g->skip[i];
         g->ran[i] = false;
     }
+    memset(g->followed, 0, g->n * sizeof *g->followed);
     if (left == 0) {
         return ROOST_OK; /* every job failed alone: each rc is its answer, nothing to commit */
     }
@@ -409,7 +457,8 @@ static int run_group(struct workers *w, struct thread_slot *slot, struct group *
     if (rc != ROOST_OK) {
         return rc;
     }
-    st->alone = !isolate && g->n == 1;
+    /* A job with a follower is not its transaction's last work. */
+    st->alone = !isolate && g->n == 1 && g->jobs[0]->follower == NULL;
     st->commit_rides = st->alone && g->jobs[0]->one_write;
     /* Jobs of a `last` kind run after the others (see struct job_batch). */
     for (size_t k = 0; k < 2 * g->n; k++) {
@@ -454,6 +503,12 @@ static int run_group(struct workers *w, struct thread_slot *slot, struct group *
         }
     }
     st->commit_rides = false;
+    if (!isolate && (rc = run_followers(w, st, g)) != ROOST_OK) {
+        if (rc == RUN_ISOLATED) {
+            return run_group(w, slot, g, true, committed);
+        }
+        goto fail;
+    }
     st->alone = false;
     commit_begins(w, slot);
     int64_t t0 = time_mono_us();
@@ -518,6 +573,7 @@ static void group_free(struct group *g)
     free(g->jobs);
     free(g->skip);
     free(g->ran);
+    free(g->followed);
     free(g->batch);
     memset(g, 0, sizeof *g);
 }
@@ -530,8 +586,9 @@ static void *writer_main(void *arg)
     struct group g = {.jobs = calloc(max, sizeof *g.jobs),
                       .skip = calloc(max, sizeof *g.skip),
                       .ran = calloc(max, sizeof *g.ran),
+                      .followed = calloc(max, sizeof *g.followed),
                       .batch = calloc(max, sizeof *g.batch)};
-    if (!g.jobs || !g.skip || !g.ran || !g.batch) {
+    if (!g.jobs || !g.skip || !g.ran || !g.followed || !g.batch) {
         group_free(&g);
     }
     for (;;) {
@@ -618,8 +675,12 @@ static void *writer_main(void *arg)
             w->obs.group_committed(w->obs.arg, n);
         }
         if (committed) {
+            size_t followers = 0;
+            for (size_t i = 0; i < n; i++) {
+                followers += g.followed[i];
+            }
             w->stats.commits++;
-            w->stats.write_jobs += n;
+            w->stats.write_jobs += n + followers;
             w->stats.batches += g.batches;
             w->stats.batched_jobs += g.batched;
             if (n > w->stats.max_group) {
@@ -632,6 +693,17 @@ static void *writer_main(void *arg)
         slot->committing = false;
         pthread_mutex_unlock(&w->mu);
         for (size_t i = 0; i < n; i++) {
+            struct job *f = g.jobs[i]->follower;
+            if (f != NULL && rc == ROOST_OK && !g.followed[i]) {
+                /* Its leader failed alone, or the group ran its jobs one by one. */
+                g.jobs[i]->follower = NULL;
+                complete(w, g.jobs[i]);
+                workers_submit(w, f);
+                continue;
+            }
+            if (f != NULL) {
+                f->followed = g.followed[i];
+            }
             complete(w, g.jobs[i]);
         }
     }
@@ -756,6 +828,9 @@ static struct thread_slot *writer_for(struct workers *w, const struct job *job)
 void workers_submit(struct workers *w, struct job *job)
 {
     job->stamp_us = time_mono_us();
+    if (job->follower != NULL) {
+        job->follower->stamp_us = job->stamp_us;
+    }
     pthread_mutex_lock(&w->mu);
     if (w->joined) {
         /* A done() that workers_free delivers may submit the request's next job (a body parsed,

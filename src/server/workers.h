@@ -77,6 +77,14 @@ struct job {
     /* Read jobs only: a scan (an admin listing ranking or walking many agents or events, or a bulk
      * inbox read): it runs on the scan readers, never on the readers that serve inbox reads. */
     bool scan;
+    /* Write jobs only: a write job to run right after this one in the same transaction, once this
+     * one succeeded (a parked claim of the agent a publish writes to, api_inbox.c). It shares the
+     * COMMIT, and its done() runs right after this job's. When it cannot run there (this job
+     * failed or the group runs its jobs one by one), it is queued as a job of its own. Set by the
+     * submitter, cleared by the pool. */
+    struct job *follower;
+    /* Set by the pool before done(): the job ran as a follower, in its leader's transaction. */
+    bool followed;
     int rc; /* set by the pool before done() */
     struct job *next;
     int64_t stamp_us; /* the pool's: when it was queued, then when its result was ready */

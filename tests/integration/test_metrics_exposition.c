@@ -4,7 +4,9 @@
  * refresh timer, route labels are router names (never raw paths), metrics.token guards the
  * endpoint, and --print-config masks secrets. promtool missing is a failure, never a skip
  * (make test installs the Debian prometheus package). */
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,6 +177,91 @@ static void test_metrics_claim_of_drained_agent(void)
     CHECK_EQ(claim_jobs() - before, 1);
 }
 
+/* A long-polling claim, from its own connection. */
+struct parked_claim {
+    const char *agent;
+    long status;
+    char event_id[31];
+    long long attempts;
+};
+
+static void *claim_waiting(void *arg)
+{
+    struct parked_claim *c = arg;
+    struct h_client *cl = h_client_new(d.url);
+    char *path = h_fmt("/api/v1/agents/%s/inbox/claim", c->agent);
+    const char *body = "{\"wait_s\":30,\"limit\":1}";
+    struct h_response r;
+    if (h_request(cl, "POST", path, tok, body, strlen(body), NULL, &r) == 0) {
+        c->status = r.status;
+        json_t *e0 = h_at(json_object_get(r.json, "events"), 0);
+        snprintf(c->event_id, sizeof c->event_id, "%s", e0 ? h_str(e0, "event_id") : "");
+        c->attempts = e0 ? h_int(e0, "attempts") : 0;
+        h_response_cleanup(&r);
+    }
+    free(path);
+    h_client_free(cl);
+    return NULL;
+}
+
+/* The sample `series` of a fresh scrape, or -1. */
+static double scraped(const char *series)
+{
+    char *m = scrape(&d, NULL);
+    double v = m ? sample(m, series) : -1;
+    free(m);
+    return v;
+}
+
+/* Waits until `n` long polls are parked on the node. */
+static bool parked(double n)
+{
+    bool ok;
+    H_WAIT_UNTIL(ok, 20000, scraped("roost_long_polls") == n);
+    return ok;
+}
+
+/* A publish to an agent with a claim parked hands the event to that claim in its own
+ * transaction (workers.h, followers): the claim answers it and runs one store job, the one that
+ * shared the publish's COMMIT. A publish that fails in the store (here: a state patch over
+ * limits.max_state_bytes) leaves the claim to run on its own (it finds nothing and parks
+ * again); a delayed event is never handed over (the claim is woken when it comes due). */
+static void test_metrics_claim_with_publish(void)
+{
+    struct parked_claim c = {.agent = "m.wp"};
+    pthread_t th;
+    pthread_create(&th, NULL, claim_waiting, &c);
+    CHECK(parked(1));
+    double jobs = claim_jobs(), handed = scraped("roost_claims_with_publish_total");
+    char big[1100];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    CHECK_EQ(h_publish(d.http, tok, "m.wp", json_object(),
+                       json_pack("{s:{s:s}}", "state_patch", "big", big), NULL),
+             -413);
+    CHECK_EQ(claim_jobs() - jobs, 1); /* it ran alone, found nothing */
+    CHECK(parked(1));
+    char id[31];
+    CHECK(h_publish(d.http, tok, "m.wp", json_object(), NULL, id) > 0);
+    pthread_join(th, NULL);
+    CHECK_EQ(c.status, 200);
+    CHECK_STREQ(c.event_id, id);
+    CHECK_EQ(c.attempts, 1);
+    CHECK_EQ(claim_jobs() - jobs, 2);
+    CHECK_EQ(scraped("roost_claims_with_publish_total") - handed, 1);
+
+    struct parked_claim later = {.agent = "m.wp2"};
+    pthread_create(&th, NULL, claim_waiting, &later);
+    CHECK(parked(1));
+    handed = scraped("roost_claims_with_publish_total");
+    CHECK(h_publish(d.http, tok, "m.wp2", json_object(), json_pack("{s:i}", "delay_s", 1), id) > 0);
+    pthread_join(th, NULL);
+    CHECK_EQ(later.status, 200);
+    CHECK_STREQ(later.event_id, id);
+    CHECK_EQ(scraped("roost_claims_with_publish_total") - handed, 0);
+    CHECK(parked(0));
+}
+
 static void test_metrics_lease_expiry(void)
 {
     CHECK(h_publish(d.http, tok, "m.exp", json_object(), NULL, NULL) > 0);
@@ -246,9 +333,9 @@ static void test_config_print_masks_secrets(void)
 int main(void)
 {
     h_init();
-    static const char *const sets[] = {"metrics.refresh_ms=100", "metrics.top_agents=1",
-                                       "scavenger.interval_ms=50", "store.synchronous=normal",
-                                       NULL};
+    static const char *const sets[] = {"metrics.refresh_ms=100",      "metrics.top_agents=1",
+                                       "scavenger.interval_ms=50",    "store.synchronous=normal",
+                                       "limits.max_state_bytes=1024", NULL};
     if (!roostd_start_checked(&d, NULL, sets)) {
         return h_summary();
     }
@@ -256,6 +343,7 @@ int main(void)
     RUN(test_metrics_promtool_and_values);
     RUN(test_metrics_lease_expiry);
     RUN(test_metrics_claim_of_drained_agent);
+    RUN(test_metrics_claim_with_publish);
     RUN(test_metrics_token);
     RUN(test_config_print_masks_secrets);
     free(tok);
