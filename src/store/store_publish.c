@@ -758,17 +758,18 @@ static bool batch_insert(struct store *st)
 
 /* ---- publish ---- */
 
-/* The new row of (item, recipient), its event id made in o->event_id. */
+/* The new row of (item, recipient), its event id made in event_id (STORE_EVENT_ID_LEN + 1
+ * bytes, which the row points to). */
 static int row_new(struct store *st, const struct store_publish_req *req,
-                   const struct store_publish_item *it, const char *agent_id,
-                   struct store_published *o, struct store_new_row *row)
+                   const struct store_publish_item *it, const char *agent_id, char *event_id,
+                   struct store_new_row *row)
 {
     /* A row due later waits as scheduled; one due now (or in the past) is pending at once. */
     bool scheduled = it->available_at_ms > req->now_ms;
     *row = (struct store_new_row){
         .tenant_id = req->tenant_id,
         .agent_id = agent_id,
-        .event_id = o->event_id,
+        .event_id = event_id,
         .status = scheduled ? STORE_SCHEDULED : STORE_PENDING,
         .priority = it->priority,
         .correlation_id = it->correlation_id,
@@ -778,7 +779,7 @@ static int row_new(struct store *st, const struct store_publish_req *req,
         .available_at_ms = scheduled ? it->available_at_ms : req->now_ms,
         .expires_at_ms = it->expires_at_ms,
     };
-    if (ids_event_id(req->now_ms, o->event_id) != 0) {
+    if (ids_event_id(req->now_ms, event_id) != 0) {
         return store_op_fail(st, ROOST_EINTERNAL, "publish: no randomness for the event id");
     }
     return ROOST_OK;
@@ -807,7 +808,8 @@ static int publish_late(struct store *st, const struct store_publish_req *req,
     memset(o, 0, sizeof *o);
     snprintf(o->agent_id, sizeof o->agent_id, "%s", it->recipients[0]);
     int rc = tenant_ensure(st, req->tenant_id, req->now_ms);
-    if (rc == ROOST_OK && (rc = row_new(st, req, it, it->recipients[0], o, &row)) == ROOST_OK) {
+    if (rc == ROOST_OK &&
+        (rc = row_new(st, req, it, it->recipients[0], o->event_id, &row)) == ROOST_OK) {
         rc = dialect(st)->insert_row_late(st, &row, req->now_ms, &o->seq, touches, queued);
     }
     return rc;
@@ -831,7 +833,7 @@ static int publish_one(struct store *st, const struct store_publish_req *req,
         }
     }
     struct store_new_row row;
-    if ((rc = row_new(st, req, it, agent_id, o, &row)) != ROOST_OK ||
+    if ((rc = row_new(st, req, it, agent_id, o->event_id, &row)) != ROOST_OK ||
         (rc = seq_insert(st, &row, req->now_ms)) != ROOST_OK) {
         return rc;
     }
@@ -970,24 +972,10 @@ static int batch_rows_build(struct store *st, struct store_publish_entry *entrie
                     continue;
                 }
                 struct batch_row *b = &rows[k];
-                if (ids_event_id(req->now_ms, b->event_id) != 0) {
-                    rc = store_op_fail(st, ROOST_EINTERNAL,
-                                       "publish: no randomness for the event id");
+                if ((rc = row_new(st, req, it, order[r].agent_id, b->event_id, &b->row)) !=
+                    ROOST_OK) {
                     break;
                 }
-                bool scheduled = it->available_at_ms > req->now_ms;
-                b->row = (struct store_new_row){
-                    .tenant_id = req->tenant_id,
-                    .agent_id = order[r].agent_id,
-                    .event_id = b->event_id,
-                    .status = scheduled ? STORE_SCHEDULED : STORE_PENDING,
-                    .priority = it->priority,
-                    .correlation_id = it->correlation_id,
-                    .payload = it->payload != NULL ? it->payload : "{}",
-                    .created_at_ms = req->now_ms,
-                    .available_at_ms = scheduled ? it->available_at_ms : req->now_ms,
-                    .expires_at_ms = it->expires_at_ms,
-                };
                 b->entry = en;
                 b->out_idx = base + order[r].idx;
                 b->ord = k++;
