@@ -155,10 +155,11 @@ static bool read_lease_token(struct request *rq, const json_t *obj, const char *
 
 static void on_waiter_fire(struct waiter *w, bool timed_out);
 
-/* Parks the op until a commit touches its agent or `until` (monotonic ms, at most its deadline)
- * passes; false (nothing parked) when the agent was touched since op->serial. */
 static int run_claim(struct job *job, struct store *st);
 
+/* Parks the op until a commit touches its agent or `until` (monotonic ms, at most its deadline)
+ * passes; false (nothing parked) when the agent was touched since op->serial. A parked claim may
+ * be taken by a publish to the agent (api_inbox_take_claim). */
 static bool park(struct inbox_op *op, int64_t until)
 {
     op->waiter.fire = on_waiter_fire;
