@@ -694,8 +694,10 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&w->mu);
         for (size_t i = 0; i < n; i++) {
             struct job *f = g.jobs[i]->follower;
-            if (f != NULL && rc == ROOST_OK && !g.followed[i]) {
-                /* Its leader failed alone, or the group ran its jobs one by one. */
+            if (f != NULL && (rc != ROOST_OK || !g.followed[i])) {
+                /* Its leader failed (alone or with the group's commit), or the group ran its
+                 * jobs one by one: the follower's own run answers it, not its leader's failure
+                 * (a long poll goes on waiting). */
                 g.jobs[i]->follower = NULL;
                 complete(w, g.jobs[i]);
                 workers_submit(w, f);

@@ -79,9 +79,9 @@ struct job {
     bool scan;
     /* Write jobs only: a write job to run right after this one in the same transaction, once this
      * one succeeded (a parked claim of the agent a publish writes to, api_inbox.c). It shares the
-     * COMMIT, and its done() runs right after this job's. When it cannot run there (this job
-     * failed or the group runs its jobs one by one), it is queued as a job of its own. Set by the
-     * submitter, cleared by the pool. */
+     * COMMIT, and its done() runs right after this job's. When it did not commit there (this
+     * job failed, the group's commit failed, or the group ran its jobs one by one), it is queued
+     * as a job of its own. Set by the submitter, cleared by the pool. */
     struct job *follower;
     /* Set by the pool before done(): the job ran as a follower, in its leader's transaction. */
     bool followed;

@@ -9,13 +9,15 @@
  *     whole publish travels with its COMMIT) the 201 carries the row's seq; an ack answers 200
  * (MariaDB: a lone ack's UPDATE travels with its COMMIT, and runs again on the answer's loss); a
  * claim answers its events and tokens, which ack (MariaDB: a lone claim's UPDATE travels with the
- *     marker and COMMIT); its COMMIT never sent, the replay claims the event once;
+ *     marker and COMMIT); its COMMIT never sent, the replay claims the event once; the same
+ *     for a long-polling claim handed its event by a publish (both in one transaction);
  *   - COMMIT never sent: roostd proves it did not commit and replays the group (201, one event;
  *     MariaDB: the lost transaction's marker fenced); with the server side of the dead connection
  *     held open (its locks too), the old session is KILLed (PostgreSQL: the backend terminated),
  *     so the replay does not wait on them;
  *   - every COMMIT cut: 503 + Retry-After and no trace; the retry after the proxy heals makes the
- *     one event (publish) or completes it (ack);
+ *     one event (publish) or completes it (ack); a long-polling claim handed such a publish's
+ *     event goes on waiting, and gets the retried publish's event;
  *   - libroost in front of an HTTP answer that is lost: roost_publish retries with the
  *     idempotency key it generated, and one event exists; so does `roost publish`;
  *   - MariaDB: markers older than an hour are pruned by the writer, the recent ones kept. */
@@ -337,6 +339,71 @@ static void test_markers_pruned(void)
     CHECK(sql_int(h_fmt("SELECT count(*) FROM roost_commit_markers")) >= recent + 1024);
 }
 
+/* A publish to an agent with a long-polling claim parked hands its event to that claim (workers.h,
+ * followers): the claim's UPDATE shares the publish's transaction, and on MariaDB travels with
+ * its COMMIT. Whether that COMMIT's answer is lost (the marker says it committed) or the COMMIT is
+ * never sent (the group replays), the claim answers the event under one lease (attempts 1), and
+ * the token acks. */
+static void claim_with_publish(const char *agent, enum tcp_proxy_cut cut)
+{
+    struct h_waiting_claim c = {.url = d.url, .token = tok, .agent = agent, .wait_s = 30};
+    h_claim_start(&c);
+    CHECK(h_wait_parked(d.http, 1));
+    double handed = h_metric(d.http, "roost_claims_with_publish_total");
+    int cuts = tcp_proxy_cuts(proxy);
+    tcp_proxy_arm(proxy, cut, 1);
+    char id[31], last[64];
+    CHECK_EQ(publish(agent, NULL, id, NULL), 201);
+    h_claim_join(&c);
+    CHECK_EQ(tcp_proxy_cuts(proxy), cuts + 1);
+    tcp_proxy_last_cut(proxy, last, sizeof last);
+    if (!pg) {
+        CHECK(strstr(last, "UPDATE inbox SET status = 2") != NULL);
+    }
+    CHECK_EQ(h_metric(d.http, "roost_claims_with_publish_total") - handed, 1);
+    CHECK_EQ(c.status, 200);
+    CHECK_STREQ(c.event_id, id);
+    CHECK_EQ(c.attempts, 1);
+    CHECK_EQ(events_of(agent), 1);
+    CHECK_EQ(status_of(id), 2); /* claimed */
+    CHECK_EQ(h_ack(d.http, tok, agent, id, c.lease_token), 200);
+    CHECK_EQ(status_of(id), 3);
+}
+
+static void test_claim_with_publish_answer_lost(void)
+{
+    claim_with_publish("follow.a", TCP_PROXY_COMMIT_ANSWER_LOST);
+}
+
+static void test_claim_with_publish_commit_not_sent(void)
+{
+    claim_with_publish("follow.b", TCP_PROXY_COMMIT_NOT_SENT);
+}
+
+/* MariaDB: the publish's group never commits (every COMMIT carrying the claim's UPDATE is cut):
+ * the publish answers 503, and the claim is not answered with that failure: it runs on its own,
+ * finds nothing and waits again, and the publish retried after the proxy heals reaches it. */
+static void test_claim_with_publish_never_commits(void)
+{
+    struct h_waiting_claim c = {.url = d.url, .token = tok, .agent = "follow.c", .wait_s = 30};
+    h_claim_start(&c);
+    CHECK(h_wait_parked(d.http, 1));
+    int cuts = tcp_proxy_cuts(proxy);
+    tcp_proxy_arm_only(proxy, TCP_PROXY_COMMIT_NOT_SENT, 1000, "UPDATE inbox SET status = 2");
+    char id[31];
+    CHECK_EQ(publish("follow.c", "key-3", id, NULL), 503);
+    CHECK(tcp_proxy_cuts(proxy) > cuts + 1); /* the group was replayed, and cut each time */
+    CHECK(h_wait_parked(d.http, 1));         /* parked again after its own run */
+    tcp_proxy_arm(proxy, TCP_PROXY_PASS, 0);
+    CHECK_EQ(events_of("follow.c"), 0);
+    CHECK_EQ(publish("follow.c", "key-3", id, NULL), 201);
+    h_claim_join(&c);
+    CHECK_EQ(c.status, 200);
+    CHECK_STREQ(c.event_id, id);
+    CHECK_EQ(c.attempts, 1);
+    CHECK_EQ(h_ack(d.http, tok, "follow.c", id, c.lease_token), 200);
+}
+
 /* libroost behind a proxy that loses roostd's first answer: the publish committed, the client
  * saw a cut connection, and its retry (same generated key) finds the event instead of adding one.
  */
@@ -416,6 +483,11 @@ int main(int argc, char **argv)
         RUN(test_ack_never_commits);
         RUN(test_claim_answer_lost);
         RUN(test_claim_commit_not_sent);
+        RUN(test_claim_with_publish_answer_lost);
+        RUN(test_claim_with_publish_commit_not_sent);
+        if (!pg) {
+            RUN(test_claim_with_publish_never_commits);
+        }
         RUN(test_sdk_retry_after_cut);
         RUN(test_cli_retry_after_cut);
         if (!pg) {

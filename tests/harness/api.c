@@ -2,6 +2,7 @@
 /* Shortcuts for the Roost API calls most integration tests make (see harness.h). */
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness/harness.h"
 
@@ -134,6 +135,82 @@ json_t *h_inbox(struct h_client *c, const char *token, const char *agent, int64_
         *status = st;
     }
     return res;
+}
+
+static void *claim_waiting(void *arg)
+{
+    struct h_waiting_claim *c = arg;
+    struct h_client *cl = h_client_new(c->url);
+    char *path = h_fmt("/api/v1/agents/%s/inbox/claim", c->agent);
+    char *body = h_fmt("{\"wait_s\":%d,\"limit\":1}", c->wait_s);
+    struct h_response r;
+    if (h_request(cl, "POST", path, c->token, body, strlen(body), NULL, &r) == 0) {
+        c->status = r.status;
+        json_t *e0 = h_at(json_object_get(r.json, "events"), 0);
+        snprintf(c->event_id, sizeof c->event_id, "%s", e0 ? h_str(e0, "event_id") : "");
+        snprintf(c->lease_token, sizeof c->lease_token, "%s",
+                 e0 && h_str(e0, "lease_token") ? h_str(e0, "lease_token") : "");
+        c->attempts = e0 ? h_int(e0, "attempts") : 0;
+        h_response_cleanup(&r);
+    }
+    free(body);
+    free(path);
+    h_client_free(cl);
+    return NULL;
+}
+
+void h_claim_start(struct h_waiting_claim *c)
+{
+    c->status = -1;
+    if (pthread_create(&c->thread, NULL, claim_waiting, c) != 0) {
+        abort();
+    }
+}
+
+void h_claim_join(struct h_waiting_claim *c)
+{
+    pthread_join(c->thread, NULL);
+}
+
+bool h_wait_parked(struct h_client *c, double n)
+{
+    bool ok;
+    H_WAIT_UNTIL(ok, 20000, h_metric(c, "roost_long_polls") == n);
+    return ok;
+}
+
+char *h_scrape(struct h_client *c, const char *bearer)
+{
+    struct h_response r;
+    char *hdr = bearer ? h_fmt("Authorization: Bearer %s", bearer) : NULL;
+    struct h_req_opts o = {.extra_header = hdr};
+    char *body = NULL;
+    if (h_request(c, "GET", "/metrics", NULL, NULL, 0, &o, &r) == 0 && r.status == 200) {
+        body = r.body;
+        r.body = NULL;
+    }
+    h_response_cleanup(&r);
+    free(hdr);
+    return body;
+}
+
+double h_sample(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, series, n) == 0 && p[n] == ' ') {
+            return strtod(p + n + 1, NULL);
+        }
+    }
+    return -1;
+}
+
+double h_metric(struct h_client *c, const char *series)
+{
+    char *m = h_scrape(c, NULL);
+    double v = h_sample(m, series);
+    free(m);
+    return v;
 }
 
 const char *h_str(const json_t *obj, const char *key)

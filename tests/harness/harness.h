@@ -7,6 +7,7 @@
 #define ROOST_TEST_HARNESS_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -193,6 +194,31 @@ long h_ack(struct h_client *c, const char *token, const char *agent, const char 
 /* GET inbox?after_cursor=&limit=; returns the whole answer (new reference), *status set. */
 json_t *h_inbox(struct h_client *c, const char *token, const char *agent, int64_t after, int limit,
                 long *status);
+/* A long-polling claim ({"wait_s":wait_s,"limit":1}) of `agent`, sent from a thread with a
+ * client of its own: fill in url, token, agent and wait_s, then h_claim_start; h_claim_join waits
+ * for the answer and fills in the rest (status -1: no answer). */
+struct h_waiting_claim {
+    const char *url, *token, *agent;
+    int wait_s;
+    long status;
+    char event_id[31];
+    char lease_token[64];
+    long long attempts;
+    pthread_t thread;
+};
+void h_claim_start(struct h_waiting_claim *c);
+void h_claim_join(struct h_waiting_claim *c);
+/* Waits (up to 20 s) until the node `c` talks to has `n` long polls parked (roost_long_polls). */
+bool h_wait_parked(struct h_client *c, double n);
+
+/* GET /metrics (with "Authorization: Bearer <bearer>" unless NULL): the exposition text (caller
+ * frees), or NULL when the status is not 200. */
+char *h_scrape(struct h_client *c, const char *bearer);
+/* The value of the sample whose name and labels are exactly `series` ("name{a=\"b\"}") in the
+ * exposition `text` (may be NULL), or -1. */
+double h_sample(const char *text, const char *series);
+/* h_sample of a fresh h_scrape without a bearer: -1 when either fails. */
+double h_metric(struct h_client *c, const char *series);
 
 /* Shorthands for members of JSON objects and arrays. */
 const char *h_str(const json_t *obj, const char *key);

@@ -5,7 +5,8 @@
  * is being dropped. Every descriptor is close-on-exec: a roostd or mariadbd the test starts while
  * connections are open must not inherit them (an inherited server side keeps a dead client's
  * session, and its locks, alive). */
-#define _GNU_SOURCE /* accept4, pipe2: O_CLOEXEC at creation, as the test forks at any time */
+#define _GNU_SOURCE /* accept4, pipe2 (O_CLOEXEC at creation, as the test forks at any time),      \
+                       memmem */
 #include "harness/tcp_proxy.h"
 
 #include <arpa/inet.h>
@@ -51,7 +52,8 @@ struct tcp_proxy {
     pthread_mutex_t mu;
     enum tcp_proxy_cut cut;
     int times, cuts;
-    char last_cut[64];                      /* under mu: the start of the MySQL query cut last */
+    char last_cut[64]; /* under mu: the start of the MySQL query cut last */
+    char only[64];     /* under mu: MySQL cuts take only queries holding this ("": any) */
     bool cut_all_pending, blocked, stalled; /* under mu */
     bool drain_pending; /* under mu: close what waits in the listen backlog (partition healed) */
     int open_conns;     /* under mu, written by the thread */
@@ -122,7 +124,9 @@ static enum tcp_proxy_cut take_cut(struct tcp_proxy *p, bool mysql_commit,
     enum tcp_proxy_cut c = TCP_PROXY_PASS;
     pthread_mutex_lock(&p->mu);
     bool any_answer = p->cut == TCP_PROXY_ANSWER_LOST;
-    if (p->times > 0 && p->cut != TCP_PROXY_PASS && mysql_commit != any_answer) {
+    bool matches =
+        p->only[0] == '\0' || (query != NULL && memmem(query, n, p->only, strlen(p->only)) != NULL);
+    if (p->times > 0 && p->cut != TCP_PROXY_PASS && mysql_commit != any_answer && matches) {
         c = p->cut;
         p->times--;
         p->cuts++;
@@ -506,9 +510,15 @@ int tcp_proxy_port(const struct tcp_proxy *p)
 
 void tcp_proxy_arm(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times)
 {
+    tcp_proxy_arm_only(p, cut, times, NULL);
+}
+
+void tcp_proxy_arm_only(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times, const char *only)
+{
     pthread_mutex_lock(&p->mu);
     p->cut = cut;
     p->times = times;
+    snprintf(p->only, sizeof p->only, "%s", only != NULL ? only : "");
     pthread_mutex_unlock(&p->mu);
 }
 

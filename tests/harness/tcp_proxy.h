@@ -35,6 +35,9 @@ struct tcp_proxy *tcp_proxy_start_pg(const char *host, int port);
 int tcp_proxy_port(const struct tcp_proxy *p);
 /* The next `times` matching points get `cut`; then the proxy passes again. */
 void tcp_proxy_arm(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times);
+/* The same, but a MySQL COMMIT cut takes only a query holding `only` (up to 63 bytes; NULL:
+ * any), such as a claim's UPDATE sent with its COMMIT. */
+void tcp_proxy_arm_only(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times, const char *only);
 /* A partition: while on, no byte passes either way and new connections are accepted but never
  * answered (a network dropping every packet: peers notice only by their timeouts); turning it
  * off closes every connection, old and new, and forwarding resumes for the next ones. */

@@ -4,7 +4,6 @@
  * refresh timer, route labels are router names (never raw paths), metrics.token guards the
  * endpoint, and --print-config masks secrets. promtool missing is a failure, never a skip
  * (make test installs the Debian prometheus package). */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -16,34 +15,6 @@
 
 static struct roostd d;
 static char *tok;
-
-/* The body of GET /metrics (caller frees), or NULL. */
-static char *scrape(struct roostd *dd, const char *bearer)
-{
-    struct h_response r;
-    char *hdr = bearer ? h_fmt("Authorization: Bearer %s", bearer) : NULL;
-    struct h_req_opts o = {.extra_header = hdr};
-    char *body = NULL;
-    if (h_request(dd->http, "GET", "/metrics", NULL, NULL, 0, &o, &r) == 0 && r.status == 200) {
-        body = r.body;
-        r.body = NULL;
-    }
-    h_response_cleanup(&r);
-    free(hdr);
-    return body;
-}
-
-/* The value of the sample whose name and labels are exactly `series` ("name{a=\"b\"}"), or -1. */
-static double sample(const char *text, const char *series)
-{
-    size_t n = strlen(series);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-        if (strncmp(p, series, n) == 0 && p[n] == ' ') {
-            return strtod(p + n + 1, NULL);
-        }
-    }
-    return -1;
-}
 
 /* Runs `sh -c cmd` with `input` on stdin; returns the exit status (-1 when it did not run). */
 static int run_with_stdin(const char *cmd, const char *input)
@@ -97,39 +68,39 @@ static void test_metrics_promtool_and_values(void)
     char *m = NULL;
     bool ok;
     H_WAIT_UNTIL(ok, 10000,
-                 (free(m), m = scrape(&d, NULL)) != NULL &&
-                     sample(m, "roost_inbox_depth{tenant=\"t1\",agent=\"m.a\"}") == 1 &&
-                     sample(m, "roost_claimed{tenant=\"t1\"}") == 1);
+                 (free(m), m = h_scrape(d.http, NULL)) != NULL &&
+                     h_sample(m, "roost_inbox_depth{tenant=\"t1\",agent=\"m.a\"}") == 1 &&
+                     h_sample(m, "roost_claimed{tenant=\"t1\"}") == 1);
     CHECK(ok);
     if (m == NULL) {
         return;
     }
     CHECK_EQ(run_with_stdin("promtool check metrics", m), 0);
     /* top_agents=1: m.a is the deepest; m.b (0 pending) falls into _other. */
-    CHECK(sample(m, "roost_inbox_depth{tenant=\"t1\",agent=\"_other\"}") == 0);
-    CHECK(sample(m, "roost_inbox_pending{tenant=\"t1\"}") == 1);
-    CHECK(sample(m, "roost_inbox_quarantined{tenant=\"t1\"}") == 1);
-    CHECK(sample(m, "roost_inbox_oldest_pending_age_seconds{tenant=\"t1\"}") >= 0);
-    CHECK(sample(m, "roost_oldest_claim_age_seconds{tenant=\"t1\"}") >= 0);
-    CHECK(sample(m, "roost_publish_total") == 4);
-    CHECK(sample(m, "roost_releases_total{reason=\"poison\"}") == 1);
-    CHECK(sample(m, "roost_releases_total{reason=\"transient\"}") == 0);
-    CHECK(sample(m, "roost_quarantined_total") == 1);
-    CHECK(sample(m, "roost_delivery_latency_seconds_count") == 1);
-    CHECK(sample(m, "roost_delivery_latency_seconds_bucket{le=\"+Inf\"}") == 1);
-    CHECK(sample(m, "roost_http_requests_total{route=\"publish\",status=\"201\"}") == 4);
-    CHECK(sample(m, "roost_http_requests_total{route=\"claim\",status=\"200\"}") == 3);
-    CHECK(sample(m, "roost_http_requests_total{route=\"unmatched\",status=\"404\"}") == 1);
-    CHECK(sample(m, "roost_http_request_duration_seconds_count{route=\"ack\"}") == 1);
-    CHECK(sample(m, "roost_store_op_duration_seconds_count{op=\"publish\"}") >= 4);
-    CHECK(sample(m, "roost_store_op_duration_seconds_count{op=\"metrics_snapshot\"}") >= 1);
-    CHECK(sample(m, "roost_group_commit_batch_size_count") >= 1);
+    CHECK(h_sample(m, "roost_inbox_depth{tenant=\"t1\",agent=\"_other\"}") == 0);
+    CHECK(h_sample(m, "roost_inbox_pending{tenant=\"t1\"}") == 1);
+    CHECK(h_sample(m, "roost_inbox_quarantined{tenant=\"t1\"}") == 1);
+    CHECK(h_sample(m, "roost_inbox_oldest_pending_age_seconds{tenant=\"t1\"}") >= 0);
+    CHECK(h_sample(m, "roost_oldest_claim_age_seconds{tenant=\"t1\"}") >= 0);
+    CHECK(h_sample(m, "roost_publish_total") == 4);
+    CHECK(h_sample(m, "roost_releases_total{reason=\"poison\"}") == 1);
+    CHECK(h_sample(m, "roost_releases_total{reason=\"transient\"}") == 0);
+    CHECK(h_sample(m, "roost_quarantined_total") == 1);
+    CHECK(h_sample(m, "roost_delivery_latency_seconds_count") == 1);
+    CHECK(h_sample(m, "roost_delivery_latency_seconds_bucket{le=\"+Inf\"}") == 1);
+    CHECK(h_sample(m, "roost_http_requests_total{route=\"publish\",status=\"201\"}") == 4);
+    CHECK(h_sample(m, "roost_http_requests_total{route=\"claim\",status=\"200\"}") == 3);
+    CHECK(h_sample(m, "roost_http_requests_total{route=\"unmatched\",status=\"404\"}") == 1);
+    CHECK(h_sample(m, "roost_http_request_duration_seconds_count{route=\"ack\"}") == 1);
+    CHECK(h_sample(m, "roost_store_op_duration_seconds_count{op=\"publish\"}") >= 4);
+    CHECK(h_sample(m, "roost_store_op_duration_seconds_count{op=\"metrics_snapshot\"}") >= 1);
+    CHECK(h_sample(m, "roost_group_commit_batch_size_count") >= 1);
     /* Each publish waited in the writers' queue and its answer for the loop: counted once each. */
-    CHECK(sample(m, "roost_store_queue_wait_seconds_count{op=\"publish\"}") == 4);
-    CHECK(sample(m, "roost_store_return_wait_seconds_count") >= 4);
-    CHECK(sample(m, "roost_store_write_retries_total") == 0);
-    CHECK(sample(m, "roost_sse_subscribers") == 0);
-    CHECK(sample(m, "roost_lease_expirations_total") == 0);
+    CHECK(h_sample(m, "roost_store_queue_wait_seconds_count{op=\"publish\"}") == 4);
+    CHECK(h_sample(m, "roost_store_return_wait_seconds_count") >= 4);
+    CHECK(h_sample(m, "roost_store_write_retries_total") == 0);
+    CHECK(h_sample(m, "roost_sse_subscribers") == 0);
+    CHECK(h_sample(m, "roost_lease_expirations_total") == 0);
     CHECK(strstr(m, "no/such") == NULL && strstr(m, "route=\"/") == NULL);
     free(m);
 }
@@ -138,10 +109,7 @@ static void test_metrics_promtool_and_values(void)
 /* Claim jobs run so far: roost_store_queue_wait_seconds counts each job once. */
 static double claim_jobs(void)
 {
-    char *m = scrape(&d, NULL);
-    double n = m != NULL ? sample(m, "roost_store_queue_wait_seconds_count{op=\"claim\"}") : -1;
-    free(m);
-    return n;
+    return h_metric(d.http, "roost_store_queue_wait_seconds_count{op=\"claim\"}");
 }
 
 /* A long-polling claim of an agent whose last claim took everything waits for a notify before
@@ -177,50 +145,6 @@ static void test_metrics_claim_of_drained_agent(void)
     CHECK_EQ(claim_jobs() - before, 1);
 }
 
-/* A long-polling claim, from its own connection. */
-struct parked_claim {
-    const char *agent;
-    long status;
-    char event_id[31];
-    long long attempts;
-};
-
-static void *claim_waiting(void *arg)
-{
-    struct parked_claim *c = arg;
-    struct h_client *cl = h_client_new(d.url);
-    char *path = h_fmt("/api/v1/agents/%s/inbox/claim", c->agent);
-    const char *body = "{\"wait_s\":30,\"limit\":1}";
-    struct h_response r;
-    if (h_request(cl, "POST", path, tok, body, strlen(body), NULL, &r) == 0) {
-        c->status = r.status;
-        json_t *e0 = h_at(json_object_get(r.json, "events"), 0);
-        snprintf(c->event_id, sizeof c->event_id, "%s", e0 ? h_str(e0, "event_id") : "");
-        c->attempts = e0 ? h_int(e0, "attempts") : 0;
-        h_response_cleanup(&r);
-    }
-    free(path);
-    h_client_free(cl);
-    return NULL;
-}
-
-/* The sample `series` of a fresh scrape, or -1. */
-static double scraped(const char *series)
-{
-    char *m = scrape(&d, NULL);
-    double v = m ? sample(m, series) : -1;
-    free(m);
-    return v;
-}
-
-/* Waits until `n` long polls are parked on the node. */
-static bool parked(double n)
-{
-    bool ok;
-    H_WAIT_UNTIL(ok, 20000, scraped("roost_long_polls") == n);
-    return ok;
-}
-
 /* A publish to an agent with a claim parked hands the event to that claim in its own
  * transaction (workers.h, followers): the claim answers it and runs one store job, the one that
  * shared the publish's COMMIT. A publish that fails in the store (here: a state patch over
@@ -228,38 +152,38 @@ static bool parked(double n)
  * again); a delayed event is never handed over (the claim is woken when it comes due). */
 static void test_metrics_claim_with_publish(void)
 {
-    struct parked_claim c = {.agent = "m.wp"};
-    pthread_t th;
-    pthread_create(&th, NULL, claim_waiting, &c);
-    CHECK(parked(1));
-    double jobs = claim_jobs(), handed = scraped("roost_claims_with_publish_total");
+    struct h_waiting_claim c = {.url = d.url, .token = tok, .agent = "m.wp", .wait_s = 30};
+    h_claim_start(&c);
+    CHECK(h_wait_parked(d.http, 1));
+    double jobs = claim_jobs(), handed = h_metric(d.http, "roost_claims_with_publish_total");
     char big[1100];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
     CHECK_EQ(h_publish(d.http, tok, "m.wp", json_object(),
                        json_pack("{s:{s:s}}", "state_patch", "big", big), NULL),
              -413);
-    CHECK(parked(1));                 /* once its own job had run (after the 413 went out) */
-    CHECK_EQ(claim_jobs() - jobs, 1); /* it ran alone, found nothing */
+    /* Parked again once its own job had run (after the 413 went out): it found nothing. */
+    CHECK(h_wait_parked(d.http, 1));
+    CHECK_EQ(claim_jobs() - jobs, 1);
     char id[31];
     CHECK(h_publish(d.http, tok, "m.wp", json_object(), NULL, id) > 0);
-    pthread_join(th, NULL);
+    h_claim_join(&c);
     CHECK_EQ(c.status, 200);
     CHECK_STREQ(c.event_id, id);
     CHECK_EQ(c.attempts, 1);
     CHECK_EQ(claim_jobs() - jobs, 2);
-    CHECK_EQ(scraped("roost_claims_with_publish_total") - handed, 1);
+    CHECK_EQ(h_metric(d.http, "roost_claims_with_publish_total") - handed, 1);
 
-    struct parked_claim later = {.agent = "m.wp2"};
-    pthread_create(&th, NULL, claim_waiting, &later);
-    CHECK(parked(1));
-    handed = scraped("roost_claims_with_publish_total");
+    struct h_waiting_claim later = {.url = d.url, .token = tok, .agent = "m.wp2", .wait_s = 30};
+    h_claim_start(&later);
+    CHECK(h_wait_parked(d.http, 1));
+    handed = h_metric(d.http, "roost_claims_with_publish_total");
     CHECK(h_publish(d.http, tok, "m.wp2", json_object(), json_pack("{s:i}", "delay_s", 1), id) > 0);
-    pthread_join(th, NULL);
+    h_claim_join(&later);
     CHECK_EQ(later.status, 200);
     CHECK_STREQ(later.event_id, id);
-    CHECK_EQ(scraped("roost_claims_with_publish_total") - handed, 0);
-    CHECK(parked(0));
+    CHECK_EQ(h_metric(d.http, "roost_claims_with_publish_total") - handed, 0);
+    CHECK(h_wait_parked(d.http, 0));
 }
 
 static void test_metrics_lease_expiry(void)
@@ -271,8 +195,8 @@ static void test_metrics_lease_expiry(void)
     char *m = NULL;
     bool ok;
     H_WAIT_UNTIL(ok, 10000,
-                 (free(m), m = scrape(&d, NULL)) != NULL &&
-                     sample(m, "roost_lease_expirations_total") == 1);
+                 (free(m), m = h_scrape(d.http, NULL)) != NULL &&
+                     h_sample(m, "roost_lease_expirations_total") == 1);
     CHECK(ok);
     free(m);
 }
@@ -293,7 +217,7 @@ static void test_metrics_token(void)
     CHECK(h_request(g.http, "GET", "/metrics", "wrong", NULL, 0, NULL, &r) == 0);
     CHECK_EQ(r.status, 401);
     h_response_cleanup(&r);
-    char *m = scrape(&g, "s3cret-metrics");
+    char *m = h_scrape(g.http, "s3cret-metrics");
     CHECK(m != NULL && strstr(m, "roost_build_info") != NULL);
     free(m);
     CHECK_EQ(roostd_stop(&g), 0);

@@ -347,14 +347,11 @@ static void test_bulk_reads_on_scan_readers(void)
     json_t *out = NULL;
     CHECK_EQ(h_callj(n.http, "GET", t, NULL, &out, "/api/v1/admin/agents?sort=age"), 200);
     json_decref(out);
-    struct h_response r;
-    CHECK(h_request(n.http, "GET", "/metrics", NULL, NULL, 0, NULL, &r) == 0 && r.status == 200);
-    const char *scans = r.body ? strstr(r.body, "\nroost_store_scans_total ") : NULL;
-    const char *deferred = r.body ? strstr(r.body, "\nroost_store_reads_deferred_total ") : NULL;
-    CHECK(scans != NULL && strtoll(strchr(scans + 1, ' ') + 1, NULL, 10) == 3);
-    long long n_deferred = deferred ? strtoll(strchr(deferred + 1, ' ') + 1, NULL, 10) : -1;
+    char *m = h_scrape(n.http, NULL);
+    CHECK_EQ(h_sample(m, "roost_store_scans_total"), 3);
+    long long n_deferred = (long long)h_sample(m, "roost_store_reads_deferred_total");
     CHECK(n_deferred >= 0);
-    h_response_cleanup(&r);
+    free(m);
     CHECK_EQ(roostd_stop(&n), 0);
     CHECK_EQ(roostd_log_count(&n, " scans=3 "), 1);
     char *line = h_fmt(" reads_deferred=%lld", n_deferred);
@@ -367,15 +364,9 @@ static void test_bulk_reads_on_scan_readers(void)
 /* The count of roost_store_op_duration_seconds for `op` (-1: not found). */
 static long long op_jobs(struct roostd *n, const char *op)
 {
-    struct h_response r;
-    long long v = -1;
-    char k[128];
-    snprintf(k, sizeof k, "\nroost_store_op_duration_seconds_count{op=\"%s\"} ", op);
-    if (h_request(n->http, "GET", "/metrics", NULL, NULL, 0, NULL, &r) == 0 && r.status == 200) {
-        const char *at = r.body ? strstr(r.body, k) : NULL;
-        v = at ? strtoll(at + strlen(k), NULL, 10) : -1;
-    }
-    h_response_cleanup(&r);
+    char *series = h_fmt("roost_store_op_duration_seconds_count{op=\"%s\"}", op);
+    long long v = (long long)h_metric(n->http, series);
+    free(series);
     return v;
 }
 

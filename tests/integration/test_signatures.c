@@ -567,18 +567,17 @@ static void test_c_signed_requests_accepted(void)
     free(body);
 }
 
-/* Jobs of op="parse_body" so far (request bodies parsed on a scan reader). */
+/* Jobs of op="parse_body" so far (request bodies parsed on a scan reader): 0 before the first,
+ * -1 without an answer. */
 static long long parse_body_jobs(void)
 {
-    struct h_response r;
-    long long v = -1;
-    static const char k[] = "\nroost_store_op_duration_seconds_count{op=\"parse_body\"} ";
-    if (h_request(d.http, "GET", "/metrics", NULL, NULL, 0, NULL, &r) == 0 && r.status == 200) {
-        const char *at = r.body ? strstr(r.body, k) : NULL;
-        v = at ? strtoll(at + strlen(k), NULL, 10) : 0;
+    char *m = h_scrape(d.http, NULL);
+    if (m == NULL) {
+        return -1;
     }
-    h_response_cleanup(&r);
-    return v;
+    double v = h_sample(m, "roost_store_op_duration_seconds_count{op=\"parse_body\"}");
+    free(m);
+    return v < 0 ? 0 : (long long)v;
 }
 
 /* A signed body of over 64 KiB is parsed on a scan reader (request.c), after the signature
