@@ -797,24 +797,15 @@ fail:
     return rc;
 }
 
-/* The writer for a write job (under w->mu). A job that takes no sequence lock goes to an idle
- * writer when there is one: it waits for no group, and it waits on no row lock of the agent's
- * publishes (it touches rows that exist, which a claim's SKIP LOCKED passes over). Otherwise the
- * writer that has a job of the same affinity queued or running, so one agent's writes never wait
- * on each other's row locks across connections and share its groups, unless the group running
- * there is committing (its locks go with that COMMIT, see commit_begins); otherwise the least
- * busy, so agents spread over the writers as they come and go. */
+/* The writer for a write job (under w->mu): the one that has a job of the same affinity queued
+ * or running, so one agent's writes never wait on each other's row locks across connections, unless
+ * the group running there is committing (its locks go with that COMMIT, see commit_begins);
+ * otherwise the least busy, so agents spread over the writers as they come and go. */
 static struct thread_slot *writer_for(struct workers *w, const struct job *job)
 {
     uint64_t affinity = w->overlap && job->no_seq_lock ? 0 : job->affinity;
     struct thread_slot *best = &w->slots[0];
     size_t best_load = SIZE_MAX;
-    for (int i = 0; i < w->n_writers && w->n_writers > 1 && job->no_seq_lock; i++) {
-        struct thread_slot *slot = &w->slots[i];
-        if (slot->writes.len == 0 && slot->n_running == 0) {
-            return slot;
-        }
-    }
     for (int i = 0; i < w->n_writers && w->n_writers > 1; i++) {
         struct thread_slot *slot = &w->slots[i];
         for (struct job *j = slot->writes.head; affinity != 0 && j != NULL; j = j->next) {

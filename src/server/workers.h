@@ -62,8 +62,7 @@ struct job {
      * hash_tenant_agent) in flight together run on one writer; 0 = none. */
     uint64_t affinity;
     /* Write jobs only: the job never takes its agent's sequence lock (claims, acks, releases,
-     * extends): it goes to an idle writer when there is one, and with overlap on
-     * (workers_set_overlap) its affinity is ignored. */
+     * extends); with overlap on (workers_set_overlap) its affinity is ignored. */
     bool no_seq_lock;
     /* The tenant served (workers_tenant_key), 0 = none (the node's own jobs), which no share
      * limits: readers take tenants in turn within their shares, and writers fill a group in

@@ -500,40 +500,6 @@ static void test_workers_writer_affinity(void)
     }
 }
 
-/* Two writers (MySQL). A job that takes no sequence lock (a claim, an ack) goes to an idle writer
- * rather than queue behind its affinity's group: held behind a gate of affinity 1, one of
- * affinity 1 completes at once on the other writer; one that does take the lock waits. */
-static void test_workers_no_seq_lock_to_idle_writer(void)
-{
-    struct workers *w = new_workers_w(1, 2, 64);
-    if (!w) {
-        return;
-    }
-    static struct pub_job free_job, locked_job;
-    struct gate gate;
-    gate_init(&gate, "i1");
-    gate.job.affinity = 1;
-    int base_done = completed;
-    gate_close(w, &gate);
-    pub_init(&locked_job, "i2", ROOST_OK);
-    locked_job.job.affinity = 1;
-    workers_submit(w, &locked_job.job);
-    pub_init(&free_job, "i3", ROOST_OK);
-    free_job.job.affinity = 1;
-    free_job.job.no_seq_lock = true;
-    workers_submit(w, &free_job.job);
-    CHECK(loop_until(base_done + 1));
-    CHECK_EQ(free_job.done_calls, 1);
-    CHECK_EQ(free_job.job.rc, ROOST_OK);
-    CHECK_EQ(locked_job.runs + locked_job.done_calls, 0);
-    gate_open(&gate);
-    CHECK(loop_until(base_done + 3));
-    CHECK_EQ(locked_job.done_calls, 1);
-    CHECK_EQ(gate.job.rc, ROOST_OK);
-    workers_free(w);
-    gate_destroy(&gate);
-}
-
 /* Two writers (MySQL): the next group's statements run while the previous group's COMMIT waits.
  * BACKUP STAGE BLOCK_COMMIT holds every COMMIT on the server (statements go on). The gate, a
  * publish to agent ov, holds writer 1 while N_OV publishes to ov queue behind it (affinity); once
@@ -1394,7 +1360,6 @@ int main(int argc, char **argv)
     if (argc > 1) {
         /* SQLite has one writer at a time: a second writer would wait on the gate's lock. */
         RUN(test_workers_writer_affinity);
-        RUN(test_workers_no_seq_lock_to_idle_writer);
         RUN(test_workers_overlap_commit);
     }
 
