@@ -24,6 +24,8 @@
 # divided by the full cycles of that window (bench_lib.sh bench_measure). Each paced scenario also
 # writes its events' stage times (bench_peer.c BENCH_EVENT_TRACE, runs/SCENARIO.RUN.events) and
 # prints where their publish → ack latency went (bench/event_stages.py, kept as ….events.stages).
+# Every roostd scenario keeps the first node's /metrics as the run ends (runs/SCENARIO.RUN.metrics,
+# kept with BENCH_KEEP=1): its store's time per op, queue waits and COMMITs, warm-up included.
 #
 # Environment (all optional):
 #   BUILD_DIR          build tree with bin/roostd, bin/roost_load, … (default: build)
@@ -136,7 +138,7 @@ roostd_scenario() { # SCENARIO RUN NODES P C
         --url "$NODE_URLS" --key-file "$KEY" --seconds "$SECS" --warmup "$WARMUP" \
         --producers "$p" --consumers "$c" "${agents[@]}"
     event_stages "$s" "$run"
-    case $s in *_paced) curl -s --max-time 10 "${NODE_URLS%%,*}/metrics" >"$d.metrics" || true ;; esac
+    curl -s --max-time 10 "${NODE_URLS%%,*}/metrics" >"$d.metrics" || true
     COUNTERS_URLS=""
     bench_stop_all
 }
