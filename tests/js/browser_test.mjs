@@ -377,7 +377,9 @@ async function scenarioToken(d, b, admin, producer) {
   const second = await publish(d, producer, 'b.tok', {});
   check(await waitUntil(() => doneOnce(b, [second]), 5000), 'handled after the token expired');
   console.error(`token: handled ${Date.now() - t0} ms after the publish`);
-  check((await subscribers(d)) === 1, 'one stream');
+  // Streams end at each 3 s token's exp and the agent opens the next: while one is replaced the
+  // count may read 0 (or the old one not yet gone), so wait for the one the agent holds.
+  check(await waitUntil(async () => (await subscribers(d)) === 1, 5000), 'one stream');
 }
 
 /** A handler longer than its lease: extended at half-life, so it runs once and acks. */
@@ -903,7 +905,8 @@ async function main() {
       rmSync(tls.dir, { recursive: true, force: true });
     }
     if (counts.failed > 0) {
-      const path = join(tmpdir(), `roost-browser-${scenario}.log`);
+      // A directory of its own: runs side by side never overwrite each other's log.
+      const path = join(mkdtempSync(join(tmpdir(), `roost-browser-${scenario}-log-`)), 'roostd.log');
       writeFileSync(path, d.log());
       console.error(`roostd's log: ${path}`);
     }
