@@ -618,11 +618,9 @@ static int run_migration(struct mysql_store *b, const struct store_migration *m)
     return ROOST_OK;
 }
 
-/* Applies the embedded migrations not yet recorded. DDL commits implicitly in MySQL, so the
- * cross-process exclusion is a named lock, not a transaction. */
-int store_mysql_migrate(struct store *st)
+/* One attempt at the migrations (store_mysql_migrate). */
+static int migrate_once(struct mysql_store *b)
 {
-    struct mysql_store *b = store_mysql_backend(st);
     int64_t got = -1;
     int rc = text_int(b, "SELECT GET_LOCK('roost_migrate', 30)", &got);
     if (rc != ROOST_OK) {
@@ -657,6 +655,31 @@ int store_mysql_migrate(struct store *st)
     int64_t released;
     text_int(b, "SELECT RELEASE_LOCK('roost_migrate')", &released);
     return rc;
+}
+
+/* Applies the embedded migrations not yet recorded. DDL commits implicitly in MySQL, so the
+ * cross-process exclusion is a named lock, not a transaction. A transient failure (a lost
+ * connection; a Galera node that was paused answers its sessions' causal reads with a lock wait
+ * timeout until it has caught up) is tried again on a new connection, which may go to another
+ * node, for up to store.failover_timeout_s, as a write would: a node started meanwhile waits
+ * for its database instead of exiting. */
+int store_mysql_migrate(struct store *st)
+{
+    struct mysql_store *b = store_mysql_backend(st);
+    int64_t deadline = time_mono_ms() + (int64_t)b->failover_timeout_s * 1000;
+    long wait_ms = 100;
+    for (;;) {
+        int rc = migrate_once(b);
+        if (rc != ROOST_ERETRY || time_mono_ms() >= deadline) {
+            return rc;
+        }
+        log_warn("store migrations failed, trying again", "error=\"%s\"", b->err);
+        store_mysql_rollback(st);
+        b->lost = true; /* the next statement opens a new connection */
+        struct timespec ts = {0, wait_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        wait_ms = wait_ms < 500 ? wait_ms * 2 : 1000;
+    }
 }
 
 /* ---- transactions ---- */

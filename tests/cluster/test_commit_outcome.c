@@ -33,7 +33,8 @@
 #include "common/banned.h"
 
 static char db_url[1024];
-static bool pg; /* the server is PostgreSQL (else MariaDB) */
+static char store_url[1100]; /* db_url through the proxy */
+static bool pg;              /* the server is PostgreSQL (else MariaDB) */
 static struct tcp_proxy *proxy;
 static struct roostd d;
 static char *tok;
@@ -404,6 +405,24 @@ static void test_claim_with_publish_never_commits(void)
     CHECK_EQ(h_ack(d.http, tok, "follow.c", id, c.lease_token), 200);
 }
 
+/* MariaDB: a node that starts while its database cannot answer the migration step (here the
+ * answer to its migration lock lost and the connection cut, as when a Galera node that was paused
+ * answers causal reads with a lock wait timeout) tries again on a new connection for up to
+ * store.failover_timeout_s instead of exiting. */
+static void test_start_migration_answer_lost(void)
+{
+    int cuts = tcp_proxy_cuts(proxy);
+    tcp_proxy_arm_only(proxy, TCP_PROXY_COMMIT_ANSWER_LOST, 1, "GET_LOCK('roost_migrate'");
+    struct roostd n;
+    const char *sets[] = {store_url, "store.writers=1", NULL};
+    CHECK_EQ(roostd_start(&n, NULL, sets), 0);
+    tcp_proxy_arm(proxy, TCP_PROXY_PASS, 0);
+    CHECK_EQ(tcp_proxy_cuts(proxy), cuts + 1);
+    CHECK_EQ(roostd_stop(&n), 0);
+    CHECK_EQ(roostd_log_count(&n, "store migrations failed, trying again"), 1);
+    roostd_remove_dir(&n);
+}
+
 /* libroost behind a proxy that loses roostd's first answer: the publish committed, the client
  * saw a cut connection, and its retry (same generated key) finds the event instead of adding one.
  */
@@ -454,17 +473,18 @@ int main(int argc, char **argv)
     }
     /* The same URL with HOST:PORT the proxy's (the helpers read any SCHEME://USER:PASS@HOST:PORT/
      * form). */
-    char host[64], store[1100];
+    char host[64];
+    char *store = store_url;
     int port;
     if (mysql_testutil_host(db_url, host, sizeof host, &port) != 0 ||
         (proxy = pg ? tcp_proxy_start_pg(host, port) : tcp_proxy_start(host, port, true)) == NULL ||
-        mysql_testutil_via(db_url, tcp_proxy_port(proxy), store, sizeof store) != 0) {
+        mysql_testutil_via(db_url, tcp_proxy_port(proxy), store, sizeof store_url) != 0) {
         CHECK(!"a proxy in front of the database");
         tcp_proxy_stop(proxy);
         return h_summary();
     }
     if (pg) {
-        snprintf(store + strlen(store), sizeof store - strlen(store), "&sslmode=disable");
+        snprintf(store + strlen(store), sizeof store_url - strlen(store), "&sslmode=disable");
     }
     /* One writer, and the scheduler's first ticks are its only other commits: they run before
      * the first publish below, so every cut lands on a commit of the test. */
@@ -492,6 +512,7 @@ int main(int argc, char **argv)
         RUN(test_cli_retry_after_cut);
         if (!pg) {
             RUN(test_markers_pruned);
+            RUN(test_start_migration_answer_lost);
         }
         if (check_failed) {
             roostd_print_log(&d);

@@ -35,6 +35,7 @@ struct buf {
 struct pair {
     int cfd, sfd;     /* -1 once closed */
     bool dropping;    /* the server's answer to a forwarded COMMIT is being read and dropped */
+    bool drop_first;  /* …to another query (tcp_proxy_arm_only): cut at its first bytes */
     bool held;        /* client cut, server side kept open and unread */
     bool pg_started;  /* PostgreSQL: the startup message went (typed messages follow) */
     struct buf fromc; /* client bytes not yet forwarded (an incomplete MySQL packet) */
@@ -109,7 +110,7 @@ static void pair_close(struct pair *pr, bool keep_server)
         pr->sfd = -1;
     }
     pr->held = keep_server && pr->sfd >= 0;
-    pr->dropping = false;
+    pr->dropping = pr->drop_first = false;
     free(pr->fromc.data);
     free(pr->froms.data);
     memset(&pr->fromc, 0, sizeof pr->fromc);
@@ -117,15 +118,17 @@ static void pair_close(struct pair *pr, bool keep_server)
 }
 
 /* Takes one armed cut of `kind` (the MySQL ones match each other), or returns PASS. `query`
- * (n bytes, may be NULL) is the MySQL query text it cuts. */
+ * (n bytes, may be NULL) is the MySQL query text it cuts; `commit`: it holds a COMMIT (the only
+ * queries cut unless tcp_proxy_arm_only named a text). */
 static enum tcp_proxy_cut take_cut(struct tcp_proxy *p, bool mysql_commit,
-                                   const unsigned char *query, size_t n)
+                                   const unsigned char *query, size_t n, bool commit)
 {
     enum tcp_proxy_cut c = TCP_PROXY_PASS;
     pthread_mutex_lock(&p->mu);
     bool any_answer = p->cut == TCP_PROXY_ANSWER_LOST;
-    bool matches =
-        p->only[0] == '\0' || (query != NULL && memmem(query, n, p->only, strlen(p->only)) != NULL);
+    bool matches = p->only[0] == '\0'
+                       ? commit
+                       : query != NULL && memmem(query, n, p->only, strlen(p->only)) != NULL;
     if (p->times > 0 && p->cut != TCP_PROXY_PASS && mysql_commit != any_answer && matches) {
         c = p->cut;
         p->times--;
@@ -200,8 +203,9 @@ static bool forward_pg(struct tcp_proxy *p, struct pair *pr)
                 return true;
             }
         }
-        enum tcp_proxy_cut c =
-            pr->pg_started && is_pg_commit(d, mlen) ? take_cut(p, true, NULL, 0) : TCP_PROXY_PASS;
+        enum tcp_proxy_cut c = pr->pg_started && is_pg_commit(d, mlen)
+                                   ? take_cut(p, true, NULL, 0, true)
+                                   : TCP_PROXY_PASS;
         if (c == TCP_PROXY_COMMIT_NOT_SENT || c == TCP_PROXY_COMMIT_NOT_SENT_HOLD) {
             pair_close(pr, c == TCP_PROXY_COMMIT_NOT_SENT_HOLD);
             return false;
@@ -250,8 +254,10 @@ static bool forward_client(struct tcp_proxy *p, struct pair *pr)
         if (pr->fromc.len < 4 + plen) {
             return true;
         }
-        enum tcp_proxy_cut c =
-            is_commit_packet(d + 4, plen) ? take_cut(p, true, d + 5, plen - 1) : TCP_PROXY_PASS;
+        bool commit = is_commit_packet(d + 4, plen);
+        enum tcp_proxy_cut c = plen >= 1 && d[4] == 0x03 /* COM_QUERY */
+                                   ? take_cut(p, true, d + 5, plen - 1, commit)
+                                   : TCP_PROXY_PASS;
         if (c == TCP_PROXY_COMMIT_NOT_SENT || c == TCP_PROXY_COMMIT_NOT_SENT_HOLD) {
             pair_close(pr, c == TCP_PROXY_COMMIT_NOT_SENT_HOLD);
             return false;
@@ -261,6 +267,7 @@ static bool forward_client(struct tcp_proxy *p, struct pair *pr)
         }
         if (c == TCP_PROXY_COMMIT_ANSWER_LOST) {
             pr->dropping = true;
+            pr->drop_first = !commit;
         }
         buf_take(&pr->fromc, 4 + plen);
     }
@@ -312,14 +319,16 @@ static bool answer_complete(struct buf *b)
 static bool from_server(struct tcp_proxy *p, struct pair *pr, const unsigned char *d, size_t n)
 {
     if (pr->dropping) {
-        if (buf_add(&pr->froms, d, n) != 0 ||
+        /* The server answers a query once it has run it: any byte of another query's answer
+         * says it ran (a COMMIT's waits for its last OK: statements run before it). */
+        if (pr->drop_first || buf_add(&pr->froms, d, n) != 0 ||
             (p->pg ? pg_answer_complete(&pr->froms) : answer_complete(&pr->froms))) {
             pair_close(pr, false);
             return false;
         }
         return true;
     }
-    if (take_cut(p, false, NULL, 0) == TCP_PROXY_ANSWER_LOST) {
+    if (take_cut(p, false, NULL, 0, true) == TCP_PROXY_ANSWER_LOST) {
         pair_close(pr, false);
         return false;
     }

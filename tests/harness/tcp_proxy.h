@@ -35,8 +35,9 @@ struct tcp_proxy *tcp_proxy_start_pg(const char *host, int port);
 int tcp_proxy_port(const struct tcp_proxy *p);
 /* The next `times` matching points get `cut`; then the proxy passes again. */
 void tcp_proxy_arm(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times);
-/* The same, but a MySQL COMMIT cut takes only a query holding `only` (up to 63 bytes; NULL:
- * any), such as a claim's UPDATE sent with its COMMIT. */
+/* The same, but a MySQL cut takes only a query holding `only` (up to 63 bytes; NULL: any
+ * COMMIT), such as a claim's UPDATE sent with its COMMIT; it may be any query, not only a
+ * COMMIT: TCP_PROXY_COMMIT_ANSWER_LOST then cuts both connections as its answer begins. */
 void tcp_proxy_arm_only(struct tcp_proxy *p, enum tcp_proxy_cut cut, int times, const char *only);
 /* A partition: while on, no byte passes either way and new connections are accepted but never
  * answered (a network dropping every packet: peers notice only by their timeouts); turning it
