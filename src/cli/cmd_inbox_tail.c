@@ -79,12 +79,6 @@ static int on_ping(const char *event, int64_t hint, void *ctx)
     return 0;
 }
 
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 int cmd_inbox_tail(struct cli_args *a)
 {
     /* Like `tail -f`: from the head, unless a cursor is asked for (--from 0: all still kept). */
@@ -137,7 +131,7 @@ int cmd_inbox_tail(struct cli_args *a)
         do {
             rc = pull(&t, 25 < backoff_ms / 1000 ? 25 : (int)(backoff_ms / 1000) + 1);
             if (rc == ROOST_ECONNECT) {
-                sleep_ms(backoff_ms < 5000 ? backoff_ms : 5000);
+                time_sleep_ms(backoff_ms < 5000 ? backoff_ms : 5000);
             }
         } while (!fatal(rc) && time_mono_ms() < until);
         backoff_ms = backoff_ms * 2 < 30000 ? backoff_ms * 2 : 30000;

@@ -14,6 +14,8 @@ int64_t time_now_ms(void);
 int64_t time_mono_ms(void);
 /* The same clock in microseconds, for metrics. */
 int64_t time_mono_us(void);
+/* Sleeps ms milliseconds (any length: whole seconds too). */
+void time_sleep_ms(int64_t ms);
 /* Formats ms as RFC 3339 UTC with milliseconds; out holds TIME_RFC3339_LEN + 1 bytes. */
 void time_format_rfc3339(int64_t ms, char *out);
 /* Parses an RFC 3339 date-time ("Z" or ±HH:MM offset, optional fraction up to 9 digits) into

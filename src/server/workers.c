@@ -181,12 +181,6 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* How many of lane's readers run a job of tenant (under w->mu). */
 static int lane_running(const struct workers *w, const struct lane *l, uint64_t tenant)
 {
@@ -301,7 +295,7 @@ static void *reader_main(void *arg)
         int rc = ROOST_ERETRY;
         for (int attempt = 0; attempt < 5 && rc == ROOST_ERETRY; attempt++) {
             if (attempt > 0) {
-                sleep_ms(2L << attempt);
+                time_sleep_ms(2L << attempt);
             }
             rc = run_job(w, job, slot->st);
         }
@@ -651,7 +645,7 @@ static void *writer_main(void *arg)
         for (int attempt = 0; attempt < 8 && rc == ROOST_ERETRY; attempt++) {
             if (attempt > 0) {
                 retries++;
-                sleep_ms(1L << attempt);
+                time_sleep_ms(1L << attempt);
                 pthread_mutex_lock(&w->mu);
                 slot->committing = false; /* it takes its locks again */
                 pthread_mutex_unlock(&w->mu);

@@ -676,8 +676,7 @@ int store_mysql_migrate(struct store *st)
         log_warn("store migrations failed, trying again", "error=\"%s\"", b->err);
         store_mysql_rollback(st);
         b->lost = true; /* the next statement opens a new connection */
-        struct timespec ts = {0, wait_ms * 1000000L};
-        nanosleep(&ts, NULL);
+        time_sleep_ms(wait_ms);
         wait_ms = wait_ms < 500 ? wait_ms * 2 : 1000;
     }
 }
@@ -1156,8 +1155,7 @@ static int resolve_commit(struct mysql_store *b, unsigned long old_id, int64_t o
         if (time_mono_ms() >= deadline) {
             break;
         }
-        struct timespec ts = {0, wait_ms * 1000000L};
-        nanosleep(&ts, NULL);
+        time_sleep_ms(wait_ms);
         wait_ms = wait_ms < 500 ? wait_ms * 2 : 1000;
     }
     char why[sizeof b->err];

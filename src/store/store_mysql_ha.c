@@ -423,8 +423,7 @@ int store_mysql_connect(struct mysql_store *b, char *err, size_t errlen)
         if (time_mono_ms() + wait_ms >= deadline) {
             break;
         }
-        struct timespec ts = {0, wait_ms * 1000000L};
-        nanosleep(&ts, NULL);
+        time_sleep_ms(wait_ms);
         wait_ms = wait_ms < 500 ? wait_ms * 2 : 1000;
     }
     snprintf(err, errlen, "no usable database node among %.300s for %u s (last: %.200s)", c->hosts,

@@ -780,12 +780,6 @@ int store_pg_change(struct pg_store *b, const char *tenant_id, const char *agent
     return store_changes_add(&b->changes, tenant_id, agent_id, head, at_ms);
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- the commit whose answer was lost ----
  *
  * The transaction's id comes back with its BEGIN (txid_current(), begin_now), so it is known
@@ -848,7 +842,7 @@ static int resolve_commit(struct pg_store *b, int old_pid, int64_t txid)
             snprintf(b->err, sizeof b->err, "commit: outcome unknown after %d ms", RESOLVE_MS);
             return ROOST_EUNAVAILABLE;
         }
-        sleep_ms(wait);
+        time_sleep_ms(wait);
     }
 }
 

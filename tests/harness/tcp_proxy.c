@@ -5,8 +5,7 @@
  * is being dropped. Every descriptor is close-on-exec: a roostd or mariadbd the test starts while
  * connections are open must not inherit them (an inherited server side keeps a dead client's
  * session, and its locks, alive). */
-#define _GNU_SOURCE /* accept4, pipe2 (O_CLOEXEC at creation, as the test forks at any time),      \
-                       memmem */
+#define _GNU_SOURCE /* accept4, pipe2 (O_CLOEXEC: the test forks at any time), memmem */
 #include "harness/tcp_proxy.h"
 
 #include <arpa/inet.h>
@@ -117,11 +116,12 @@ static void pair_close(struct pair *pr, bool keep_server)
     memset(&pr->froms, 0, sizeof pr->froms);
 }
 
-/* Takes one armed cut of `kind` (the MySQL ones match each other), or returns PASS. `query`
- * (n bytes, may be NULL) is the MySQL query text it cuts; `commit`: it holds a COMMIT (the only
- * queries cut unless tcp_proxy_arm_only named a text). */
-static enum tcp_proxy_cut take_cut(struct tcp_proxy *p, bool mysql_commit,
-                                   const unsigned char *query, size_t n, bool commit)
+/* Takes one armed cut, or returns PASS: at a client's query (`at_query`) the COMMIT kinds, at
+ * the server's next bytes TCP_PROXY_ANSWER_LOST. `query` (n bytes, may be NULL) is the MySQL
+ * query text; `commit`: it holds a COMMIT (the only queries cut unless tcp_proxy_arm_only named
+ * a text). */
+static enum tcp_proxy_cut take_cut(struct tcp_proxy *p, bool at_query, const unsigned char *query,
+                                   size_t n, bool commit)
 {
     enum tcp_proxy_cut c = TCP_PROXY_PASS;
     pthread_mutex_lock(&p->mu);
@@ -129,7 +129,7 @@ static enum tcp_proxy_cut take_cut(struct tcp_proxy *p, bool mysql_commit,
     bool matches = p->only[0] == '\0'
                        ? commit
                        : query != NULL && memmem(query, n, p->only, strlen(p->only)) != NULL;
-    if (p->times > 0 && p->cut != TCP_PROXY_PASS && mysql_commit != any_answer && matches) {
+    if (p->times > 0 && p->cut != TCP_PROXY_PASS && at_query != any_answer && matches) {
         c = p->cut;
         p->times--;
         p->cuts++;
